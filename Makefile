@@ -1,0 +1,291 @@
+# Cloister — one non-recursive Makefile, everything built under $(BUILD).
+#
+#   make                  build bin/cloister-supervisor
+#   make check            install missing packages, build, run every test tier this machine can
+#   make run              install missing packages, build, run the main job on the built-in config
+#   make bench            print performance ratios measured in one run
+#   make fuzz             run every libFuzzer target for FUZZ_SECONDS (default 60) each
+#   make format-check     clang-format --dry-run over our sources
+#   make SANITIZE=address,undefined check     the same suite under ASan and UBSan
+#   make V=1 ...          show full command lines
+
+SANITIZE ?=
+BUILD    ?= build$(if $(SANITIZE),/sanitize-$(subst $(comma),-,$(SANITIZE)))
+comma    := ,
+
+CC       ?= cc
+CLANG    ?= clang
+PKG      ?= pkg-config
+FUZZ_SECONDS ?= 60
+# `make check` also runs each fuzz target briefly, as a smoke test of the harnesses.
+CHECK_FUZZ_SECONDS ?= 10
+
+ifeq ($(V),1)
+Q :=
+say = @true
+else
+Q := @
+say = @printf '  %-8s %s\n' $(1) $(2);
+endif
+
+# Libraries, always through pkg-config. Recursive (=) on purpose: evaluated when a recipe runs,
+# which is after scripts/install-deps on a fresh machine.
+CORE_PKGS  := libcjson yaml-0.1 libpcre2-8
+KERNEL_PKGS:= libseccomp libbpf
+TEST_PKGS  := cmocka
+pkg_cflags = $(shell $(PKG) --cflags $(1))
+pkg_libs   = $(shell $(PKG) --libs $(1))
+
+WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes -Wmissing-prototypes \
+	-Wno-unused-parameter -Werror
+HARDEN := -fstack-protector-strong -fPIE
+ifeq ($(SANITIZE),)
+OPT := -O2 -g -D_FORTIFY_SOURCE=2
+else
+OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=$(SANITIZE) -fno-sanitize-recover=all
+endif
+CPPFLAGS_ALL = -I. -I$(BUILD)/gen -D_GNU_SOURCE
+CFLAGS_ALL   = -std=gnu11 $(OPT) $(WARN) $(HARDEN) -MMD -MP \
+	$(call pkg_cflags,$(CORE_PKGS) $(KERNEL_PKGS)) $(CFLAGS)
+LDFLAGS_ALL  = -pie -Wl,-z,relro,-z,now $(if $(SANITIZE),-fsanitize=$(SANITIZE)) $(LDFLAGS)
+LIBS_CORE    = $(call pkg_libs,$(CORE_PKGS))
+LIBS_KERNEL  = $(call pkg_libs,$(KERNEL_PKGS))
+
+# ---- sources --------------------------------------------------------------------------------
+PROTOCOL_SRC   := $(sort $(wildcard protocol/*.c))
+SUPERVISOR_SRC := $(sort $(filter-out supervisor/main.c,$(wildcard supervisor/*.c)))
+NOTIFIER_SRC   := $(sort $(wildcard notifier/*.c))
+BPF_PROG_SRC   := $(sort $(wildcard bpf/*.bpf.c))
+BPF_USER_SRC   := $(sort $(filter-out %.bpf.c,$(wildcard bpf/*.c)))
+GEN_SRC        := $(BUILD)/gen/default_config.c
+# Tests mirror the folders: tests/unit/protocol/ links only protocol/, so the shim's base
+# library is tested on its own; tests/unit/supervisor/ links both.
+UNIT_PROTOCOL  := $(sort $(wildcard tests/unit/protocol/test_*.c))
+UNIT_SUPERVISOR:= $(sort $(wildcard tests/unit/supervisor/test_*.c))
+UNIT_NOTIFIER  := $(sort $(wildcard tests/unit/notifier/test_*.c))
+UNIT_TESTS     := $(UNIT_PROTOCOL) $(UNIT_SUPERVISOR) $(UNIT_NOTIFIER)
+# tests/kernel/: cmocka programs that drive the real kernel (root; they skip with the reason
+# when a feature is absent). tests/integration/: shell tests of the built binaries.
+KERNEL_TESTS   := $(sort $(wildcard tests/kernel/test_*.c))
+INTEGRATION_TESTS := $(sort $(wildcard tests/integration/*.sh))
+TEST_HELPERS   := $(sort $(wildcard tests/helpers/*.c))
+FUZZ_PROTOCOL  := $(sort $(wildcard tests/fuzz/protocol/fuzz_*.c))
+FUZZ_SUPERVISOR:= $(sort $(wildcard tests/fuzz/supervisor/fuzz_*.c))
+BENCH_SRC      := $(sort $(wildcard tests/bench/*.c))
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+
+PROTOCOL_LIB   := $(BUILD)/lib/libcloister-protocol.a
+SUPERVISOR_LIB := $(BUILD)/lib/libcloister-supervisor.a
+NOTIFIER_LIB   := $(BUILD)/lib/libcloister-notifier.a
+BPF_LIB        := $(BUILD)/lib/libcloister-bpf.a
+BPF_SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/gen/bpf/%.skel.h,$(BPF_PROG_SRC))
+# Link order: users before what they use.
+ALL_LIBS       := $(SUPERVISOR_LIB) $(NOTIFIER_LIB) $(BPF_LIB) $(PROTOCOL_LIB)
+SUPERVISOR_BIN := $(BUILD)/bin/cloister-supervisor
+UNIT_BINS      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
+KERNEL_BINS    := $(patsubst tests/kernel/%.c,$(BUILD)/tests/kernel/%,$(KERNEL_TESTS))
+HELPER_BINS    := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
+FUZZ_BINS      := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_PROTOCOL) $(FUZZ_SUPERVISOR))
+BENCH_BIN      := $(BUILD)/bench/bench_core
+
+.PHONY: all check check-built unit run bench fuzz fuzz-build format format-check clean deps
+.DEFAULT_GOAL := all
+# Keep intermediate objects (fuzz and test objects are only reached through pattern rules).
+.SECONDARY:
+
+all: $(SUPERVISOR_BIN)
+
+# ---- generated ------------------------------------------------------------------------------
+# The compiled-in default config: supervisor/default-config.yaml as a C byte array.
+$(BUILD)/gen/default_config.c: supervisor/default-config.yaml scripts/embed
+	$(call say,EMBED,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)scripts/embed cloister_default_config $< > $@.tmp && mv $@.tmp $@
+
+# ---- objects and libraries ------------------------------------------------------------------
+$(BUILD)/obj/%.o: %.c
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS_ALL) -c $< -o $@
+
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS_ALL) -c $< -o $@
+
+GEN_OBJ := $(BUILD)/obj/gen/default_config.o
+
+$(PROTOCOL_LIB): $(call obj,$(PROTOCOL_SRC))
+	$(call say,AR,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(SUPERVISOR_LIB): $(call obj,$(SUPERVISOR_SRC)) $(GEN_OBJ)
+	$(call say,AR,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(NOTIFIER_LIB): $(call obj,$(NOTIFIER_SRC))
+	$(call say,AR,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BPF_LIB): $(call obj,$(BPF_USER_SRC))
+	$(call say,AR,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+# Objects that include generated headers must wait for them.
+$(call obj,$(SUPERVISOR_SRC) supervisor/main.c): | $(GEN_SRC)
+$(call obj,$(BPF_USER_SRC) $(SUPERVISOR_SRC) supervisor/main.c $(KERNEL_TESTS)): | $(BPF_SKELS)
+
+$(SUPERVISOR_BIN): $(call obj,supervisor/main.c) $(ALL_LIBS)
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL)
+
+# ---- eBPF (libbpf CO-RE): vmlinux.h from the running kernel's BTF, skeletons into build/gen ---
+BPF_CLANG_FLAGS = -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(BUILD)/gen -I. \
+	$(call pkg_cflags,libbpf) -Wall -Werror
+
+$(BUILD)/gen/vmlinux.h:
+	$(call say,BTF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)bpftool btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/bpf/%.bpf.o: bpf/%.bpf.c $(BUILD)/gen/vmlinux.h $(wildcard bpf/*.h)
+	$(call say,BPF,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CLANG_FLAGS) -c $< -o $@
+
+$(BUILD)/gen/bpf/%.skel.h: $(BUILD)/gen/bpf/%.bpf.o
+	$(call say,SKEL,$@)
+	$(Q)bpftool gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
+
+# ---- unit tests (cmocka) --------------------------------------------------------------------
+$(BUILD)/tests/protocol/%: $(BUILD)/obj/tests/unit/protocol/%.o $(PROTOCOL_LIB)
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(call pkg_libs,$(TEST_PKGS))
+
+$(BUILD)/tests/supervisor/%: $(BUILD)/obj/tests/unit/supervisor/%.o $(SUPERVISOR_LIB) $(PROTOCOL_LIB)
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(call pkg_libs,$(TEST_PKGS))
+
+$(BUILD)/tests/notifier/%: $(BUILD)/obj/tests/unit/notifier/%.o $(NOTIFIER_LIB) $(PROTOCOL_LIB)
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(call pkg_libs,$(TEST_PKGS))
+
+$(BUILD)/tests/kernel/%: $(BUILD)/obj/tests/kernel/%.o $(ALL_LIBS)
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(call pkg_libs,$(TEST_PKGS)) -lpthread
+
+# Small programs the integration tests run inside sandboxes (exec tricks, TOCTOU racers).
+$(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ -lpthread
+
+$(call obj,$(UNIT_TESTS) $(KERNEL_TESTS)): CFLAGS_ALL += $(call pkg_cflags,$(TEST_PKGS))
+
+unit: $(UNIT_BINS)
+	$(Q)BUILD=$(BUILD) tests/run-tests $(UNIT_BINS)
+
+# Run a subset: make test T='build/tests/kernel/test_notifier tests/integration/run_exec.sh'
+test: $(SUPERVISOR_BIN) $(HELPER_BINS) $(filter $(BUILD)/%,$(T))
+	$(Q)BUILD=$(BUILD) SUPERVISOR=$(abspath $(SUPERVISOR_BIN)) HELPERS=$(abspath $(BUILD)/tests/helpers) \
+		tests/run-tests $(T)
+
+# ---- check: every tier this machine can run -------------------------------------------------
+# `check` first installs what is missing, then re-reads this Makefile so that pkg-config sees it.
+check:
+	$(Q)scripts/install-deps
+	$(Q)$(MAKE) --no-print-directory check-built
+
+CLI_TESTS := $(sort $(wildcard tests/cli/*.sh))
+
+check-built: $(SUPERVISOR_BIN) $(UNIT_BINS) $(KERNEL_BINS) $(HELPER_BINS) $(if $(SANITIZE),,fuzz-build)
+	$(Q)BUILD=$(BUILD) SUPERVISOR=$(abspath $(SUPERVISOR_BIN)) HELPERS=$(abspath $(BUILD)/tests/helpers) \
+		FUZZ_SECONDS=$(if $(SANITIZE),,$(CHECK_FUZZ_SECONDS)) \
+		tests/run-tests $(UNIT_BINS) $(CLI_TESTS) $(KERNEL_BINS) $(INTEGRATION_TESTS) \
+		$(if $(SANITIZE),,$(addprefix fuzz:,$(FUZZ_BINS)))
+
+# ---- run: the main job on the built-in default config ---------------------------------------
+run:
+	$(Q)scripts/install-deps
+	$(Q)$(MAKE) --no-print-directory $(SUPERVISOR_BIN)
+	$(SUPERVISOR_BIN) run -- $${SHELL:-/bin/sh}
+
+deps:
+	$(Q)scripts/install-deps
+
+# ---- fuzz (libFuzzer, clang) ----------------------------------------------------------------
+# Library code is built instrumented into static archives of its own, so a target pulls in only
+# the objects it really uses.
+FUZZ_SAN    := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS = -std=gnu11 -g -O1 $(FUZZ_SAN) $(CPPFLAGS_ALL) -MMD -MP \
+	$(call pkg_cflags,$(CORE_PKGS) $(KERNEL_PKGS))
+fuzz_obj = $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(1))
+
+$(BUILD)/fuzz/obj/%.o: %.c
+	$(call say,FUZZCC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(BUILD)/fuzz/obj/gen/%.o: $(BUILD)/gen/%.c
+	$(call say,FUZZCC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(call fuzz_obj,$(SUPERVISOR_SRC)): | $(GEN_SRC) $(BPF_SKELS)
+
+$(BUILD)/fuzz/lib/libfuzz-protocol.a: $(call fuzz_obj,$(PROTOCOL_SRC))
+	$(Q)mkdir -p $(@D) && rm -f $@ && ar rcs $@ $^
+$(BUILD)/fuzz/lib/libfuzz-supervisor.a: $(call fuzz_obj,$(SUPERVISOR_SRC)) $(BUILD)/fuzz/obj/gen/default_config.o
+	$(Q)mkdir -p $(@D) && rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/fuzz/protocol/%: $(BUILD)/fuzz/obj/tests/fuzz/protocol/%.o $(BUILD)/fuzz/lib/libfuzz-protocol.a
+	$(call say,FUZZLD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LIBS_CORE)
+
+$(BUILD)/fuzz/supervisor/%: $(BUILD)/fuzz/obj/tests/fuzz/supervisor/%.o \
+		$(BUILD)/fuzz/lib/libfuzz-supervisor.a $(BUILD)/fuzz/lib/libfuzz-protocol.a
+	$(call say,FUZZLD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL)
+
+fuzz-build: $(FUZZ_BINS)
+
+# Runs every target for FUZZ_SECONDS, each seeded from tests/fuzz/corpus/<target>/; new inputs
+# go to $(BUILD)/fuzz/corpus/<target>/ so the committed corpus stays small.
+fuzz: $(FUZZ_BINS)
+	$(Q)BUILD=$(BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/run-tests $(addprefix fuzz:,$(FUZZ_BINS))
+
+# ---- bench ----------------------------------------------------------------------------------
+$(BENCH_BIN): $(call obj,$(BENCH_SRC)) $(ALL_LIBS)
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL)
+
+bench: $(BENCH_BIN) $(SUPERVISOR_BIN)
+	$(Q)$(BENCH_BIN)
+
+# ---- formatting -----------------------------------------------------------------------------
+FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find . -path ./build -prune -o \( -name '*.c' -o -name '*.h' \) -print)
+
+format-check:
+	$(Q)clang-format --dry-run -Werror $(FORMAT_SRC)
+	@echo "format-check: ok"
+
+format:
+	$(Q)clang-format -i $(FORMAT_SRC)
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj $(BUILD)/fuzz/obj -name '*.d' 2>/dev/null)

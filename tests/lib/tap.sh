@@ -1,0 +1,51 @@
+# Sourced by the shell tests: TAP output and a temp dir removed on exit.
+#   tap_plan N; tap_ok COND_STATUS "name"; tap_skip "name" "reason"; tap_done
+# $SUPERVISOR is the binary under test, $HELPERS the test helper programs (set by make).
+# shellcheck shell=sh
+
+: "${SUPERVISOR:?run through make check (SUPERVISOR is not set)}"
+tap_n=0
+tap_failed=0
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/cloister-test.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+tap_plan() { echo "1..$1"; }
+
+# tap_ok STATUS NAME [DIAGNOSTIC]: STATUS 0 is a pass.
+tap_ok() {
+	tap_n=$((tap_n + 1))
+	if [ "$1" -eq 0 ]; then
+		echo "ok $tap_n - $2"
+	else
+		echo "not ok $tap_n - $2"
+		[ -n "${3:-}" ] && printf '%s\n' "$3" | sed 's/^/# /'
+		tap_failed=$((tap_failed + 1))
+	fi
+}
+
+tap_skip() {
+	tap_n=$((tap_n + 1))
+	echo "ok $tap_n # SKIP $1: $2"
+}
+
+# tap_is GOT WANT NAME
+tap_is() {
+	if [ "$1" = "$2" ]; then
+		tap_ok 0 "$3"
+	else
+		tap_ok 1 "$3" "got:  $1
+want: $2"
+	fi
+}
+
+# tap_like TEXT REGEX NAME
+tap_like() {
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+		tap_ok 0 "$3"
+	else
+		tap_ok 1 "$3" "text: $1
+does not match: $2"
+	fi
+}
+
+tap_done() { [ "$tap_failed" -eq 0 ]; }
