@@ -1,0 +1,206 @@
+#include "supervisor/domain.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define LABEL_MAX 63
+
+static int parse_port(const char *text, const char *whole, uint16_t *ret_port, struct cl_error *err)
+{
+	unsigned long v = 0;
+
+	if (!*text)
+		return cl_error_set(err, -EINVAL, "\"%s\": empty port after ':'", whole);
+	for (const char *p = text; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return cl_error_set(err, -EINVAL, "\"%s\": port must be a number", whole);
+		v = v * 10 + (unsigned long)(*p - '0');
+		if (v > 65535)
+			return cl_error_set(err, -EINVAL, "\"%s\": port above 65535", whole);
+	}
+	if (v == 0)
+		return cl_error_set(err, -EINVAL, "\"%s\": port 0 is not a port", whole);
+	*ret_port = (uint16_t)v;
+	return 0;
+}
+
+/* Lower-case NAME in place, drop one trailing dot and check every label. */
+static int normalise_name(char *name, const char *whole, struct cl_error *err)
+{
+	size_t len = strlen(name);
+	size_t label = 0;
+
+	if (len > 0 && name[len - 1] == '.')
+		name[--len] = '\0';
+	if (len == 0)
+		return cl_error_set(err, -EINVAL, "\"%s\": empty domain name", whole);
+	if (len > DOMAIN_HOST_MAX)
+		return cl_error_set(err, -EINVAL, "\"%s\": longer than %d characters", whole,
+		                    DOMAIN_HOST_MAX);
+	for (size_t i = 0; i <= len; i++) {
+		char c = name[i];
+
+		if (c == '.' || c == '\0') {
+			if (label == 0)
+				return cl_error_set(err, -EINVAL, "\"%s\": empty label", whole);
+			label = 0;
+			continue;
+		}
+		if (c >= 'A' && c <= 'Z')
+			name[i] = (char)(c - 'A' + 'a');
+		else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+		           c == '_'))
+			return cl_error_set(err, -EINVAL,
+			                    "\"%s\": character '%c' is not allowed in a name",
+			                    whole, (c > 0x20 && c < 0x7f) ? c : '?');
+		if (++label > LABEL_MAX)
+			return cl_error_set(err, -EINVAL,
+			                    "\"%s\": a label is longer than %d characters", whole,
+			                    LABEL_MAX);
+	}
+	return 0;
+}
+
+static bool is_ipv4_literal(const char *host)
+{
+	struct in_addr a;
+
+	return inet_pton(AF_INET, host, &a) == 1;
+}
+
+int domain_spec_parse(const char *text, bool allow_wildcard, struct domain_spec *ret,
+                      struct cl_error *err)
+{
+	struct domain_spec spec = {0};
+	char buf[DOMAIN_HOST_MAX + 1 + 64];
+	const char *host = text;
+	char *colon;
+	int r;
+
+	if (!text || !*text)
+		return cl_error_set(err, -EINVAL, "empty domain name");
+	if (strlen(text) >= sizeof(buf))
+		return cl_error_set(err, -EINVAL, "\"%.40s…\": longer than %d characters", text,
+		                    DOMAIN_HOST_MAX);
+	strcpy(buf, text);
+
+	if (buf[0] == '[') {
+		/* "[v6]" or "[v6]:port" */
+		char *close = strchr(buf, ']');
+		struct in6_addr a6;
+
+		if (!close)
+			return cl_error_set(err, -EINVAL, "\"%s\": missing ']'", text);
+		*close = '\0';
+		if (close[1] == ':') {
+			r = parse_port(close + 2, text, &spec.port, err);
+			if (r < 0)
+				return r;
+		} else if (close[1] != '\0') {
+			return cl_error_set(err, -EINVAL, "\"%s\": unexpected text after ']'",
+			                    text);
+		}
+		if (inet_pton(AF_INET6, buf + 1, &a6) != 1)
+			return cl_error_set(err, -EINVAL, "\"%s\": not an IPv6 address", text);
+		/* Canonical text form, so that "0:0::1" and "::1" are one address. */
+		if (!inet_ntop(AF_INET6, &a6, spec.host, sizeof(spec.host)))
+			return cl_error_set(err, -EINVAL, "\"%s\": not an IPv6 address", text);
+		*ret = spec;
+		return 0;
+	}
+
+	colon = strchr(buf, ':');
+	if (colon && strchr(colon + 1, ':')) {
+		/* A bare IPv6 literal: several colons and no brackets, so no port. */
+		struct in6_addr a6;
+
+		if (inet_pton(AF_INET6, buf, &a6) != 1)
+			return cl_error_set(err, -EINVAL, "\"%s\": not an IPv6 address", text);
+		if (!inet_ntop(AF_INET6, &a6, spec.host, sizeof(spec.host)))
+			return cl_error_set(err, -EINVAL, "\"%s\": not an IPv6 address", text);
+		*ret = spec;
+		return 0;
+	}
+	if (colon) {
+		*colon = '\0';
+		r = parse_port(colon + 1, text, &spec.port, err);
+		if (r < 0)
+			return r;
+	}
+
+	host = buf;
+	if (host[0] == '*') {
+		if (!allow_wildcard)
+			return cl_error_set(
+			        err, -EINVAL,
+			        "\"%s\": a wildcard belongs in a pattern entry, not here", text);
+		if (host[1] != '.')
+			return cl_error_set(
+			        err, -EINVAL,
+			        "\"%s\": a wildcard must be a whole leading \"*.\" label", text);
+		spec.wildcard = true;
+		host += 2;
+	}
+	if (strchr(host, '*'))
+		return cl_error_set(
+		        err, -EINVAL,
+		        "\"%s\": '*' is only allowed as the whole first label (\"*.example.com\")",
+		        text);
+	if (strlen(host) > DOMAIN_HOST_MAX)
+		return cl_error_set(err, -EINVAL, "\"%s\": longer than %d characters", text,
+		                    DOMAIN_HOST_MAX);
+	strcpy(spec.host, host);
+	r = normalise_name(spec.host, text, err);
+	if (r < 0)
+		return r;
+	if (spec.wildcard && is_ipv4_literal(spec.host))
+		return cl_error_set(err, -EINVAL,
+		                    "\"%s\": a wildcard cannot apply to an IP address", text);
+	*ret = spec;
+	return 0;
+}
+
+bool domain_spec_matches(const struct domain_spec *rule, const struct domain_spec *query)
+{
+	size_t qlen, rlen;
+
+	if (query->wildcard)
+		return false;
+	if (rule->port != 0 && rule->port != query->port)
+		return false;
+	if (!rule->wildcard)
+		return strcmp(rule->host, query->host) == 0;
+
+	/* "*.example.com": the apex, or exactly one more label in front of it. */
+	if (strcmp(rule->host, query->host) == 0)
+		return true;
+	qlen = strlen(query->host);
+	rlen = strlen(rule->host);
+	if (qlen < rlen + 2)
+		return false;
+	if (strcmp(query->host + qlen - rlen, rule->host) != 0 ||
+	    query->host[qlen - rlen - 1] != '.')
+		return false;
+	return memchr(query->host, '.', qlen - rlen - 1) == NULL;
+}
+
+int domain_spec_format(const struct domain_spec *rule, char *buf, unsigned long size)
+{
+	bool v6 = strchr(rule->host, ':') != NULL;
+	int n;
+
+	if (v6 && rule->port)
+		n = snprintf(buf, size, "[%s]:%u", rule->host, rule->port);
+	else if (v6)
+		n = snprintf(buf, size, "[%s]", rule->host);
+	else if (rule->port)
+		n = snprintf(buf, size, "%s%s:%u", rule->wildcard ? "*." : "", rule->host,
+		             rule->port);
+	else
+		n = snprintf(buf, size, "%s%s", rule->wildcard ? "*." : "", rule->host);
+	if (n < 0 || (unsigned long)n >= size)
+		return -ENOSPC;
+	return n;
+}

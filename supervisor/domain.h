@@ -1,0 +1,39 @@
+/* Domain names and the allow/deny entries that match them (pure, no I/O).
+ *
+ * One parser serves config entries and queries alike, so both sides are normalised the same
+ * way: lower case, one trailing dot dropped, an optional ":port" split off ("[v6]:port" for IPv6
+ * literals). Entries come in two kinds, as in Cloister's config:
+ *   - domain: example.com        exact name (any port, or only the port given)
+ *   - pattern: "*.example.com"   one subdomain level and the apex: api.example.com and
+ *                                example.com match, a.b.example.com does not */
+#ifndef CLOISTER_DOMAIN_H
+#define CLOISTER_DOMAIN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "protocol/error.h"
+
+#define DOMAIN_HOST_MAX 253
+
+struct domain_spec {
+	char host[DOMAIN_HOST_MAX + 1]; /* normalised; for a pattern, the part after "*." */
+	uint16_t port;                  /* 0: any port */
+	bool wildcard;                  /* parsed from "*.host" */
+};
+
+/* Parse TEXT ("Example.COM.", "example.com:443", "[::1]:8443", "10.0.0.1", and with
+ * allow_wildcard also "*.example.com"). Fails with -EINVAL and a message for an empty name,
+ * a bad label or character, a bad port, or a "*" where none is allowed or anywhere but a
+ * leading "*." label. Writes *ret only on success. */
+int domain_spec_parse(const char *text, bool allow_wildcard, struct domain_spec *ret,
+                      struct cl_error *err);
+
+/* Does the entry RULE match the (non-wildcard) QUERY? A rule without a port matches every
+ * port; a query without a port matches only rules without one. */
+bool domain_spec_matches(const struct domain_spec *rule, const struct domain_spec *query);
+
+/* Write RULE back in config syntax ("*.example.com", "example.com:443", "[::1]:443"). */
+int domain_spec_format(const struct domain_spec *rule, char *buf, unsigned long size);
+
+#endif
