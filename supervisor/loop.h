@@ -1,0 +1,44 @@
+/* The supervisor's one event loop: epoll for fds, one timerfd for every timer, signalfd for
+ * signals. Handlers run on the loop's thread and must never block; blocking work goes to a
+ * worker that reports back through an fd.
+ *
+ * Handlers may add and remove fds and timers (their own included) while being called. */
+#ifndef CLOISTER_LOOP_H
+#define CLOISTER_LOOP_H
+
+#include <signal.h>
+#include <stdint.h>
+
+struct loop;
+struct loop_timer;
+
+/* Called when FD is ready; EVENTS are epoll flags. A negative return stops the loop with it. */
+typedef int (*loop_fd_fn)(struct loop *loop, int fd, uint32_t events, void *userdata);
+typedef int (*loop_timer_fn)(struct loop *loop, void *userdata);
+typedef int (*loop_signal_fn)(struct loop *loop, int sig, void *userdata);
+
+int loop_new(struct loop **ret);
+/* Frees the loop and every registration; does not close the registered fds. NULL is fine. */
+void loop_free(struct loop *loop);
+
+int loop_add_fd(struct loop *loop, int fd, uint32_t events, loop_fd_fn fn, void *userdata);
+int loop_mod_fd(struct loop *loop, int fd, uint32_t events);
+/* -ENOENT when FD is not registered. */
+int loop_del_fd(struct loop *loop, int fd);
+
+/* A one-shot timer at DEADLINE_MS on the loop's clock (CLOCK_MONOTONIC milliseconds).
+ * The returned handle stays valid until the timer fires or is cancelled. */
+int loop_add_timer(struct loop *loop, uint64_t deadline_ms, loop_timer_fn fn, void *userdata,
+                   struct loop_timer **ret);
+void loop_cancel_timer(struct loop *loop, struct loop_timer *timer);
+
+/* Block SIGS for the whole process and deliver them through a signalfd to FN. */
+int loop_add_signals(struct loop *loop, const sigset_t *sigs, loop_signal_fn fn, void *userdata);
+
+uint64_t loop_now_ms(void);
+
+/* Run until loop_exit() is called or a handler fails; returns the exit code or the failure. */
+int loop_run(struct loop *loop);
+void loop_exit(struct loop *loop, int code);
+
+#endif
