@@ -1,0 +1,445 @@
+#include "supervisor/cli_policy.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "protocol/cleanup.h"
+#include "protocol/protocol.h"
+#include "supervisor/config.h"
+#include "supervisor/config_files.h"
+#include "supervisor/policy.h"
+
+#define PROG "cloister-supervisor"
+
+void cli_policy_usage(FILE *out)
+{
+	fputs("usage: " PROG " policy check [OPTIONS] -- CMD [ARGS...]\n"
+	      "       " PROG " policy check [OPTIONS] --domain HOST[:PORT]\n"
+	      "       " PROG " policy show  [OPTIONS]\n"
+	      "\n"
+	      "Evaluate the effective configuration offline. `check -- CMD` decides an exec of\n"
+	      "CMD (resolved through PATH as execvp would) and, separately, the same command\n"
+	      "sent to the host through hostexec; `check --domain` decides a connection.\n"
+	      "`show` prints the merged configuration with the origin of every entry.\n"
+	      "\n"
+	      "options:\n"
+	      "  --config-dir DIR   config directory (default $XDG_CONFIG_HOME/cloister or\n"
+	      "                     ~/.config/cloister)\n"
+	      "  --project NAME     also load projects/NAME.yaml and decisions/projects/NAME.yaml\n"
+	      "  --lenient          skip invalid regexes and domains with a warning\n"
+	      "  --domain HOST      check a connection to HOST[:PORT] instead of a command\n"
+	      "  -h, --help         show this help\n"
+	      "\n"
+	      "exit status: 0 allow, 1 deny, 2 ask, 64 usage error, 78 config error\n",
+	      out);
+}
+
+__attribute__((format(printf, 1, 2))) static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, PROG ": policy: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '" PROG " policy --help'.\n");
+	return CLI_EXIT_USAGE;
+}
+
+struct options {
+	const char *config_dir;
+	const char *project;
+	const char *domain;
+	bool lenient;
+	char **command;
+	int n_command;
+};
+
+/* Parse options after the subcommand; returns -1 to continue or an exit status. */
+static int parse_options(int argc, char **argv, bool allow_command, struct options *o)
+{
+	static const struct option longopts[] = {
+	        {"config-dir", required_argument, NULL, 'c'},
+	        {"project", required_argument, NULL, 'p'},
+	        {"lenient", no_argument, NULL, 'l'},
+	        {"domain", required_argument, NULL, 'd'},
+	        {"help", no_argument, NULL, 'h'},
+	        {0},
+	};
+	int c;
+
+	optind = 0; /* GNU: reinitialise */
+	opterr = 0;
+	/* '+': stop at the first non-option, so the command's own options stay its own;
+	 * ':': report a missing option argument apart from an unknown option. */
+	while ((c = getopt_long(argc, argv, "+:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			o->config_dir = optarg;
+			break;
+		case 'p':
+			o->project = optarg;
+			break;
+		case 'l':
+			o->lenient = true;
+			break;
+		case 'd':
+			if (!allow_command)
+				return usage_error("%s: --domain is an option of `policy check`",
+				                   "show");
+			o->domain = optarg;
+			break;
+		case 'h':
+			cli_policy_usage(stdout);
+			return 0;
+		case ':':
+			return usage_error("option %s needs an argument", argv[optind - 1]);
+		default:
+			return usage_error("unknown option %s", argv[optind - 1]);
+		}
+	}
+	o->command = argv + optind;
+	o->n_command = argc - optind;
+	if (!allow_command && o->n_command > 0)
+		return usage_error("unexpected argument \"%s\"", o->command[0]);
+	if (allow_command && o->domain && o->n_command > 0)
+		return usage_error("give either --domain or a command, not both (got \"%s\")",
+		                   o->command[0]);
+	if (allow_command && !o->domain && o->n_command == 0)
+		return usage_error("%s: nothing to check: give -- CMD [ARGS...] or --domain HOST",
+		                   "check");
+	if (o->project) {
+		struct cl_error err = {""};
+		if (config_project_name_check(o->project, &err) < 0)
+			return usage_error("--project: %s", err.msg);
+	}
+	return -1;
+}
+
+static int load(const struct options *o, struct config **ret)
+{
+	struct config_load_options lo = {.lenient = o->lenient};
+	_cleanup_free_ char *dir = NULL;
+	struct cl_error err = {""};
+	int r;
+
+	/* A missing default directory just means no files; a mistyped --config-dir must not
+	 * silently fall back to the built-in policy. */
+	if (o->config_dir) {
+		struct stat st;
+		if (stat(o->config_dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+			fprintf(stderr, PROG ": --config-dir %s: not a directory\n", o->config_dir);
+			return CLI_EXIT_CONFIG;
+		}
+	}
+	r = config_files_dir(o->config_dir, getenv("XDG_CONFIG_HOME"), getenv("HOME"), &dir, &err);
+	if (r >= 0)
+		r = config_load_dir(dir, o->project, &lo, ret, &err);
+	if (r < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return CLI_EXIT_CONFIG;
+	}
+	for (size_t i = 0; i < (*ret)->n_warnings; i++)
+		fprintf(stderr, PROG ": warning: %s\n", (*ret)->warnings[i]);
+	return -1;
+}
+
+/* ---- check ------------------------------------------------------------------------------- */
+
+static int exit_status(enum policy_verdict v)
+{
+	return v == POLICY_ALLOW ? CLI_EXIT_ALLOW : v == POLICY_DENY ? CLI_EXIT_DENY : CLI_EXIT_ASK;
+}
+
+static void print_origin(const struct config_origin *o)
+{
+	if (o->file)
+		printf(" (%s:%u:%u)", o->file, o->line, o->column);
+}
+
+static void print_result(const char *what, const struct policy_result *res, const char *label,
+                         const char *extra_label, const char *extra)
+{
+	printf("%s: %s\n", what, policy_verdict_to_string(res->verdict));
+	printf("  %-9s %s\n", label, res->subject);
+	if (extra)
+		printf("  %-9s %s\n", extra_label, extra);
+	printf("  %-9s %s", "rule:", res->rule);
+	print_origin(&res->origin);
+	printf("\n  %-9s %s\n", "reason:", res->reason);
+	if (res->verdict == POLICY_ASK)
+		printf("  %-9s %s\n", "no answer:", policy_verdict_to_string(res->fallback));
+}
+
+/* Find CMD as execvp would: as given when it has a '/', else in each PATH entry (an empty
+ * entry is the current directory). The result is absolute; a path with "." or ".." parts is
+ * resolved with realpath() so that it reads as the kernel would see the file. */
+static int resolve_command(const char *cmd, char **ret_path)
+{
+	_cleanup_free_ char *found = NULL;
+	_cleanup_free_ char *abs = NULL;
+	char resolved[PATH_MAX];
+
+	if (strchr(cmd, '/')) {
+		found = strdup(cmd);
+		if (!found)
+			return -ENOMEM;
+	} else {
+		const char *path = getenv("PATH");
+		_cleanup_free_ char *copy = strdup(path ? path : "/bin:/usr/bin");
+
+		if (!copy)
+			return -ENOMEM;
+		/* strsep keeps empty entries, which mean the current directory. */
+		for (char *rest = copy, *dir; (dir = strsep(&rest, ":"));) {
+			_cleanup_free_ char *candidate = NULL;
+			struct stat st;
+
+			if (asprintf(&candidate, "%s/%s", *dir ? dir : ".", cmd) < 0)
+				return -ENOMEM;
+			if (stat(candidate, &st) == 0 && S_ISREG(st.st_mode) &&
+			    access(candidate, X_OK) == 0) {
+				found = TAKE_PTR(candidate);
+				break;
+			}
+		}
+		if (!found)
+			return -ENOENT;
+	}
+	if (found[0] != '/') {
+		char cwd[PATH_MAX];
+		if (!getcwd(cwd, sizeof(cwd)))
+			return -errno;
+		if (asprintf(&abs, "%s/%s", cwd, found) < 0)
+			return -ENOMEM;
+	} else {
+		abs = TAKE_PTR(found);
+	}
+	if ((strstr(abs, "/./") || strstr(abs, "/../") || strstr(abs, "//")) &&
+	    realpath(abs, resolved)) {
+		*ret_path = strdup(resolved);
+		return *ret_path ? 0 : -ENOMEM;
+	}
+	*ret_path = TAKE_PTR(abs);
+	return 0;
+}
+
+static int check_command(const struct config *cfg, char **argv, int argc)
+{
+	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *hostexec_command = NULL;
+	struct policy_result exec_res, host_res;
+	struct cl_error err = {""};
+	struct stat st;
+	int r;
+
+	r = resolve_command(argv[0], &path);
+	if (r == -ENOENT) {
+		fprintf(stderr,
+		        PROG ": policy check: %s: not found in PATH (an exec of it would fail)\n",
+		        argv[0]);
+		return CLI_EXIT_DENY;
+	}
+	if (r < 0) {
+		fprintf(stderr, PROG ": policy check: %s: %s\n", argv[0], strerror(-r));
+		return CLI_EXIT_DENY;
+	}
+	r = policy_check_exec(cfg, path, (const char *const *)argv, (size_t)argc, &exec_res, &err);
+	if (r >= 0)
+		r = cl_quote_strv((const char *const *)argv, (size_t)argc, &err, &hostexec_command);
+	if (r >= 0)
+		r = policy_check_hostexec(cfg, hostexec_command, &host_res, &err);
+	if (r < 0) {
+		fprintf(stderr, PROG ": policy check: %s\n", err.msg);
+		return CLI_EXIT_USAGE;
+	}
+	if (stat(path, &st) == 0) {
+		print_result("exec", &exec_res, "command:", "path:", path);
+	} else {
+		_cleanup_free_ char *shown = NULL;
+		if (asprintf(&shown, "%s (does not exist)", path) < 0)
+			return CLI_EXIT_CONFIG;
+		print_result("exec", &exec_res, "command:", "path:", shown);
+	}
+	printf("\n");
+	print_result("hostexec (the same command run on the host through hostexec)", &host_res,
+	             "command:", NULL, NULL);
+	return exit_status(exec_res.verdict);
+}
+
+static int check_domain(const struct config *cfg, const char *host)
+{
+	struct policy_result res;
+	struct cl_error err = {""};
+
+	if (policy_check_domain(cfg, NULL, host, &res, &err) < 0) {
+		fprintf(stderr, PROG ": policy check: --domain: %s\n", err.msg);
+		return CLI_EXIT_USAGE;
+	}
+	print_result("domain", &res, "host:", NULL, NULL);
+	return exit_status(res.verdict);
+}
+
+/* ---- show -------------------------------------------------------------------------------- */
+
+/* A YAML double-quoted scalar: safe for any bytes a config can hold. */
+static void put_quoted(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			printf("\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			printf("\\x%02x", *p);
+		else
+			putchar(*p);
+	}
+	putchar('"');
+}
+
+static void put_comment(const struct config_origin *o)
+{
+	if (o->file)
+		printf("  # %s:%u:%u", o->file, o->line, o->column);
+	else
+		printf("  # (not set)");
+	putchar('\n');
+}
+
+static void show_scalar(const char *indent, const char *key, const struct config_scalar *s,
+                        const char *value)
+{
+	printf("%s%s: ", indent, key);
+	if (value)
+		fputs(value, stdout);
+	else if (s->text)
+		put_quoted(s->text);
+	else
+		fputs("null", stdout);
+	put_comment(&s->origin);
+}
+
+static void show_exec_list(const char *key, const struct config_exec_list *l)
+{
+	printf("  %s:%s\n", key, l->n ? "" : " []");
+	for (size_t i = 0; i < l->n; i++) {
+		const struct config_exec_rule *r = &l->items[i];
+		bool first = true;
+
+		if (r->path_glob) {
+			fputs("    - path: ", stdout);
+			put_quoted(r->path_glob);
+			put_comment(&r->origin);
+			first = false;
+		}
+		if (r->command.source) {
+			fputs(first ? "    - command: " : "      command: ", stdout);
+			put_quoted(r->command.source);
+			if (first)
+				put_comment(&r->origin);
+			else
+				putchar('\n');
+		}
+	}
+}
+
+static void show_domain_list(const char *key, const struct config_domain_list *l)
+{
+	printf("  %s:%s\n", key, l->n ? "" : " []");
+	for (size_t i = 0; i < l->n; i++) {
+		char spec[DOMAIN_HOST_MAX + 16];
+
+		if (domain_spec_format(&l->items[i].spec, spec, sizeof(spec)) < 0)
+			continue;
+		printf("    - %s: ", l->items[i].spec.wildcard ? "pattern" : "domain");
+		put_quoted(spec);
+		put_comment(&l->items[i].origin);
+	}
+}
+
+static void show_pattern_list(const char *key, const struct config_pattern_list *l)
+{
+	printf("  %s:%s\n", key, l->n ? "" : " []");
+	for (size_t i = 0; i < l->n; i++) {
+		fputs("    - pattern: ", stdout);
+		put_quoted(l->items[i].regex.source);
+		put_comment(&l->items[i].origin);
+	}
+}
+
+static void show(const struct config *c, const struct options *o)
+{
+	printf("# Effective Cloister configuration%s%s%s\n", o->project ? " for project \"" : "",
+	       o->project ? o->project : "", o->project ? "\"" : " (no project)");
+	printf("# Loaded from:");
+	for (size_t i = 0; i < c->n_files; i++)
+		printf(" %s", c->files[i]);
+	printf("\n\nexec:\n");
+	show_scalar("  ", "security", &c->exec.security_at,
+	            exec_security_to_string(c->exec.security));
+	show_scalar("  ", "ask", &c->exec.ask_at, exec_ask_to_string(c->exec.ask));
+	show_scalar("  ", "ask_fallback", &c->exec.ask_fallback_at,
+	            exec_security_to_string(c->exec.ask_fallback));
+	show_exec_list("allow", &c->exec.allow);
+	show_exec_list("deny", &c->exec.deny);
+	printf("\nproxy:\n");
+	show_scalar("  ", "listen", &c->proxy.listen, NULL);
+	show_domain_list("allow", &c->proxy.allow);
+	show_domain_list("deny", &c->proxy.deny);
+	show_scalar("  ", "unlisted_domain_behavior", &c->proxy.unlisted_at,
+	            unlisted_behavior_to_string(c->proxy.unlisted));
+	show_scalar("  ", "approval_timeout", &c->proxy.approval_timeout_at, NULL);
+	/* Integers stay plain: quoted, they would not load back as integers. */
+	show_scalar("  ", "rate_limit", &c->proxy.rate_limit_at, c->proxy.rate_limit_at.text);
+	show_scalar("  ", "max_request_bytes", &c->proxy.max_request_bytes_at,
+	            c->proxy.max_request_bytes_at.text);
+	printf("\nrequest:\n");
+	show_scalar("  ", "listen", &c->request.listen, NULL);
+	show_scalar("  ", "timeout", &c->request.timeout_at, NULL);
+	printf("\nhostexec:\n");
+	show_scalar("  ", "listen", &c->hostexec.listen, NULL);
+	show_pattern_list("auto_approve", &c->hostexec.auto_approve);
+	show_pattern_list("manual_approve", &c->hostexec.manual_approve);
+}
+
+/* ---- entry ------------------------------------------------------------------------------- */
+
+int cli_policy(int argc, char **argv)
+{
+	_cleanup_(config_freep) struct config *cfg = NULL;
+	struct options o = {0};
+	const char *sub;
+	int r;
+
+	if (argc < 2)
+		return usage_error("missing subcommand (check or show)");
+	sub = argv[1];
+	if (strcmp(sub, "-h") == 0 || strcmp(sub, "--help") == 0) {
+		cli_policy_usage(stdout);
+		return 0;
+	}
+	if (strcmp(sub, "check") != 0 && strcmp(sub, "show") != 0)
+		return usage_error("unknown subcommand \"%s\" (check or show)", sub);
+
+	r = parse_options(argc - 1, argv + 1, strcmp(sub, "check") == 0, &o);
+	if (r >= 0)
+		return r;
+	r = load(&o, &cfg);
+	if (r >= 0)
+		return r;
+	if (strcmp(sub, "show") == 0) {
+		show(cfg, &o);
+		return fflush(stdout) == 0 ? 0 : CLI_EXIT_CONFIG;
+	}
+	if (o.domain)
+		return check_domain(cfg, o.domain);
+	return check_command(cfg, o.command, o.n_command);
+}

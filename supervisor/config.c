@@ -1,0 +1,1407 @@
+#include "supervisor/config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "supervisor/config_regex.h"
+#include "supervisor/yaml_doc.h"
+
+/* ---- small helpers ----------------------------------------------------------------------- */
+
+static void exec_list_clear(struct config_exec_list *list)
+{
+	for (size_t i = 0; i < list->n; i++) {
+		free(list->items[i].path_glob);
+		config_regex_done(&list->items[i].command);
+	}
+	free(list->items);
+	list->items = NULL;
+	list->n = 0;
+}
+
+void config_domain_list_clear(struct config_domain_list *list)
+{
+	free(list->items);
+	list->items = NULL;
+	list->n = 0;
+}
+
+static void pattern_list_clear(struct config_pattern_list *list)
+{
+	for (size_t i = 0; i < list->n; i++)
+		config_regex_done(&list->items[i].regex);
+	free(list->items);
+	list->items = NULL;
+	list->n = 0;
+}
+
+static void scalar_clear(struct config_scalar *s)
+{
+	free(s->text);
+	s->text = NULL;
+}
+
+static void strv_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void config_free(struct config *c)
+{
+	if (!c)
+		return;
+	scalar_clear(&c->exec.security_at);
+	scalar_clear(&c->exec.ask_at);
+	scalar_clear(&c->exec.ask_fallback_at);
+	exec_list_clear(&c->exec.allow);
+	exec_list_clear(&c->exec.deny);
+	scalar_clear(&c->proxy.listen);
+	config_domain_list_clear(&c->proxy.allow);
+	config_domain_list_clear(&c->proxy.deny);
+	scalar_clear(&c->proxy.unlisted_at);
+	scalar_clear(&c->proxy.approval_timeout_at);
+	scalar_clear(&c->proxy.rate_limit_at);
+	scalar_clear(&c->proxy.max_request_bytes_at);
+	scalar_clear(&c->request.listen);
+	scalar_clear(&c->request.timeout_at);
+	scalar_clear(&c->hostexec.listen);
+	pattern_list_clear(&c->hostexec.auto_approve);
+	pattern_list_clear(&c->hostexec.manual_approve);
+	strv_free(c->warnings, c->n_warnings);
+	strv_free(c->files, c->n_files);
+	free(c);
+}
+
+/* Grow ITEMS (n elements of SIZE bytes) so that one more fits; arrays grow in steps of 16. */
+static int grow(void **items, size_t n, size_t size)
+{
+	void *p;
+
+	if (n >= CONFIG_MAX_RULES)
+		return -E2BIG;
+	if (n % 16 != 0)
+		return 0;
+	p = reallocarray(*items, n + 16, size);
+	if (!p)
+		return -ENOMEM;
+	*items = p;
+	return 0;
+}
+
+static int strv_push(char ***v, size_t *n, char *s)
+{
+	int r = grow((void **)v, *n, sizeof(**v));
+
+	if (r < 0)
+		return r;
+	(*v)[(*n)++] = s;
+	return 0;
+}
+
+int config_domain_list_add(struct config_domain_list *list, const struct config_domain_rule *rule)
+{
+	int r = grow((void **)&list->items, list->n, sizeof(*list->items));
+
+	if (r < 0)
+		return r;
+	list->items[list->n++] = *rule;
+	return 0;
+}
+
+const char *exec_security_to_string(enum exec_security v)
+{
+	switch (v) {
+	case EXEC_SECURITY_DENY:
+		return "deny";
+	case EXEC_SECURITY_ALLOWLIST:
+		return "allowlist";
+	case EXEC_SECURITY_FULL:
+		return "full";
+	}
+	return "?";
+}
+
+const char *exec_ask_to_string(enum exec_ask v)
+{
+	switch (v) {
+	case EXEC_ASK_OFF:
+		return "off";
+	case EXEC_ASK_ON_MISS:
+		return "on-miss";
+	case EXEC_ASK_ALWAYS:
+		return "always";
+	}
+	return "?";
+}
+
+const char *unlisted_behavior_to_string(enum unlisted_behavior v)
+{
+	return v == UNLISTED_REJECT ? "reject" : "request_approval";
+}
+
+const char *config_layer_to_string(enum config_layer layer)
+{
+	switch (layer) {
+	case CONFIG_LAYER_BUILTIN:
+		return "built-in";
+	case CONFIG_LAYER_GLOBAL:
+		return "global";
+	case CONFIG_LAYER_PROJECT:
+		return "project";
+	case CONFIG_LAYER_GLOBAL_DECISIONS:
+		return "global decisions";
+	case CONFIG_LAYER_PROJECT_DECISIONS:
+		return "project decisions";
+	case CONFIG_LAYER_SESSION:
+		return "session";
+	}
+	return "?";
+}
+
+/* ---- values ------------------------------------------------------------------------------ */
+
+int config_project_name_check(const char *name, struct cl_error *err)
+{
+	size_t len = strlen(name);
+
+	if (len == 0)
+		return cl_error_set(err, -EINVAL, "project name is empty");
+	if (len > 128)
+		return cl_error_set(err, -EINVAL, "project name is longer than 128 characters");
+	if (name[0] == '.')
+		return cl_error_set(err, -EINVAL, "project name \"%s\" starts with '.'", name);
+	if (strstr(name, ".."))
+		return cl_error_set(err, -EINVAL, "project name \"%s\" contains \"..\"", name);
+	for (const char *p = name; *p; p++) {
+		char c = *p;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      strchr("._+@-", c)))
+			return cl_error_set(err, -EINVAL,
+			                    "project name may only contain letters, digits and "
+			                    "._+@- (got '%c')",
+			                    (c > 0x20 && c < 0x7f) ? c : '?');
+	}
+	return 0;
+}
+
+int config_parse_duration(const char *text, uint64_t *ret_ms)
+{
+	/* Go's time.ParseDuration units; the value is kept in nanoseconds while parsing. */
+	static const struct {
+		const char *unit;
+		uint64_t ns;
+	} units[] = {
+	        {"ns", 1ULL},           {"us", 1000ULL},
+	        {"\xc2\xb5s", 1000ULL}, /* µs */
+	        {"ms", 1000000ULL},     {"s", 1000000000ULL},
+	        {"m", 60000000000ULL},  {"h", 3600000000000ULL},
+	};
+	const uint64_t max_ns = 100ULL * 24 * 3600000000000ULL;
+	const char *p = text;
+	uint64_t total = 0;
+
+	if (*p == '+')
+		p++;
+	if (strcmp(p, "0") == 0) {
+		*ret_ms = 0;
+		return 0;
+	}
+	if (!*p)
+		return -EINVAL;
+	while (*p) {
+		uint64_t whole = 0, frac = 0, scale = 1, ns = 0;
+		bool digits = false;
+		size_t best = 0;
+
+		for (; *p >= '0' && *p <= '9'; p++, digits = true) {
+			whole = whole * 10 + (uint64_t)(*p - '0');
+			if (whole > max_ns)
+				return -EINVAL;
+		}
+		if (*p == '.') {
+			p++;
+			for (; *p >= '0' && *p <= '9'; p++, digits = true)
+				if (scale < 1000000000000ULL) {
+					frac = frac * 10 + (uint64_t)(*p - '0');
+					scale *= 10;
+				}
+		}
+		if (!digits)
+			return -EINVAL;
+		/* Longest unit that matches ("ms" before "m"). */
+		for (size_t i = 0; i < ELEMENTSOF(units); i++) {
+			size_t len = strlen(units[i].unit);
+			if (len > best && strncmp(p, units[i].unit, len) == 0) {
+				best = len;
+				ns = units[i].ns;
+			}
+		}
+		if (best == 0)
+			return -EINVAL;
+		p += best;
+		if (whole > max_ns / ns)
+			return -EINVAL;
+		total += whole * ns + (uint64_t)((double)frac * (double)ns / (double)scale);
+		if (total > max_ns)
+			return -EINVAL;
+	}
+	*ret_ms = total / 1000000ULL;
+	return 0;
+}
+
+static int parse_nonnegative(const char *text, int64_t *ret)
+{
+	int64_t v = 0;
+
+	if (!*text)
+		return -EINVAL;
+	for (const char *p = text; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		if (v > (INT64_MAX - 9) / 10)
+			return -ERANGE;
+		v = v * 10 + (*p - '0');
+	}
+	*ret = v;
+	return 0;
+}
+
+/* "host:port" or ":port", port 1..65535, as Cloister validates listen addresses. */
+static bool listen_address_valid(const char *text)
+{
+	const char *colon = strrchr(text, ':');
+	int64_t port;
+
+	if (!colon || parse_nonnegative(colon + 1, &port) < 0)
+		return false;
+	return port >= 1 && port <= 65535;
+}
+
+/* ---- the schema walk --------------------------------------------------------------------- */
+
+struct parse_ctx {
+	const char *name; /* owned by cfg->files */
+	enum config_layer layer;
+	enum config_file_kind kind;
+	bool lenient;
+	struct config *cfg;
+	struct cl_error *err;
+};
+
+static struct config_origin origin_of(const struct parse_ctx *ctx, const struct ydoc_node *node)
+{
+	return (struct config_origin){
+	        .file = ctx->name,
+	        .line = node->line,
+	        .column = node->column,
+	        .layer = ctx->layer,
+	};
+}
+
+__attribute__((format(printf, 4, 5))) static int fail(const struct parse_ctx *ctx,
+                                                      const struct ydoc_node *node,
+                                                      const char *path, const char *fmt, ...)
+{
+	char what[CL_ERROR_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return cl_error_set(ctx->err, -EINVAL, "%s:%u:%u: %s: %s", ctx->name, node->line,
+	                    node->column, path, what);
+}
+
+__attribute__((format(printf, 4, 5))) static int warn(const struct parse_ctx *ctx,
+                                                      const struct ydoc_node *node,
+                                                      const char *path, const char *fmt, ...)
+{
+	struct config *cfg = ctx->cfg;
+	char what[CL_ERROR_MAX];
+	char *msg;
+	va_list ap;
+	int r;
+
+	if (cfg->n_warnings > CONFIG_MAX_WARNINGS)
+		return 0;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (cfg->n_warnings == CONFIG_MAX_WARNINGS)
+		r = asprintf(&msg, "%s: too many warnings; the rest are not shown", ctx->name);
+	else
+		r = asprintf(&msg, "%s:%u:%u: %s: %s", ctx->name, node->line, node->column, path,
+		             what);
+	if (r < 0)
+		return cl_error_set(ctx->err, -ENOMEM, "%s: out of memory", ctx->name);
+	r = strv_push(&cfg->warnings, &cfg->n_warnings, msg);
+	if (r < 0) {
+		free(msg);
+		return cl_error_set(ctx->err, r, "%s: out of memory", ctx->name);
+	}
+	return 0;
+}
+
+static int oom(const struct parse_ctx *ctx)
+{
+	return cl_error_set(ctx->err, -ENOMEM, "%s: out of memory", ctx->name);
+}
+
+static int too_many(const struct parse_ctx *ctx, const struct ydoc_node *node, const char *path)
+{
+	return fail(ctx, node, path, "too many entries (the limit is %d)", CONFIG_MAX_RULES);
+}
+
+/* 1: a mapping, 0: null (an empty section), <0: error. */
+static int expect_mapping(const struct parse_ctx *ctx, const struct ydoc_node *node,
+                          const char *path)
+{
+	if (ydoc_is_null(node))
+		return 0;
+	if (node->kind != YDOC_MAPPING)
+		return fail(ctx, node, path, "expected a mapping, got %s", ydoc_kind_name(node));
+	return 1;
+}
+
+static int expect_sequence(const struct parse_ctx *ctx, const struct ydoc_node *node,
+                           const char *path)
+{
+	if (ydoc_is_null(node))
+		return 0;
+	if (node->kind != YDOC_SEQUENCE)
+		return fail(ctx, node, path, "expected a list, got %s", ydoc_kind_name(node));
+	return 1;
+}
+
+/* 1: a string in *ret, 0: null (unset), <0: error. */
+static int expect_string(const struct parse_ctx *ctx, const struct ydoc_node *node,
+                         const char *path, const char **ret)
+{
+	if (ydoc_is_null(node))
+		return 0;
+	if (node->kind != YDOC_SCALAR)
+		return fail(ctx, node, path, "expected a string, got %s", ydoc_kind_name(node));
+	*ret = node->text;
+	return 1;
+}
+
+static int set_scalar(const struct parse_ctx *ctx, const struct ydoc_node *node,
+                      struct config_scalar *dst)
+{
+	char *text = strdup(node->text);
+
+	if (!text)
+		return oom(ctx);
+	free(dst->text);
+	dst->text = text;
+	dst->origin = origin_of(ctx, node);
+	return 0;
+}
+
+/* Key paths in messages ("proxy.allow[2].domain") are bounded; truncation only shortens a
+ * message. vsnprintf keeps the compiler from warning about that on purpose. */
+__attribute__((format(printf, 3, 4))) static void pathf(char *buf, size_t size, const char *fmt,
+                                                        ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+}
+
+static void join_path(char *buf, size_t size, const char *parent, const char *key)
+{
+	if (parent && *parent)
+		pathf(buf, size, "%s.%.100s", parent, key);
+	else
+		pathf(buf, size, "%.100s", key);
+}
+
+typedef int (*key_handler)(struct parse_ctx *ctx, const struct ydoc_node *value, const char *path);
+
+struct key_table {
+	const char *key;
+	key_handler handler; /* NULL: accepted and ignored (Cloister settings not used here) */
+};
+
+/* Walk the mapping NODE at PATH; every key goes to its handler, unknown keys warn. */
+static int walk_mapping(struct parse_ctx *ctx, const struct ydoc_node *node, const char *path,
+                        const struct key_table *table, size_t n_table)
+{
+	int r = expect_mapping(ctx, node, path);
+
+	if (r <= 0)
+		return r;
+	for (size_t i = 0; i < node->n; i += 2) {
+		const struct ydoc_node *key = node->items[i], *value = node->items[i + 1];
+		char sub[256];
+		bool known = false;
+
+		join_path(sub, sizeof(sub), path, key->text);
+		for (size_t k = 0; k < n_table; k++) {
+			if (strcmp(key->text, table[k].key) != 0)
+				continue;
+			known = true;
+			if (table[k].handler) {
+				r = table[k].handler(ctx, value, sub);
+				if (r < 0)
+					return r;
+			}
+			break;
+		}
+		if (!known) {
+			r = warn(ctx, key, sub, "unknown key (ignored)");
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static int compile_regex(const struct parse_ctx *ctx, const struct ydoc_node *node,
+                         const char *path, struct config_regex *ret)
+{
+	char msg[256];
+	int r;
+
+	if (!*node->text)
+		return fail(ctx, node, path, "expected a regular expression, got an empty string");
+	if (strlen(node->text) > CONFIG_MAX_PATTERN)
+		return fail(ctx, node, path, "regular expression longer than %d bytes",
+		            CONFIG_MAX_PATTERN);
+	r = config_regex_compile(node->text, ret, msg, sizeof(msg));
+	if (r == -ENOMEM)
+		return oom(ctx);
+	if (r < 0)
+		return fail(ctx, node, path, "invalid regular expression \"%.200s\": %s",
+		            node->text, msg);
+	return 0;
+}
+
+/* In lenient mode an invalid entry warns (with the message it would have failed with) and
+ * is skipped; returns 0 then, or R unchanged. */
+static int lenient_skip(const struct parse_ctx *ctx, int r)
+{
+	struct config *cfg = ctx->cfg;
+	char *msg;
+
+	if (r != -EINVAL || !ctx->lenient)
+		return r;
+	if (cfg->n_warnings >= CONFIG_MAX_WARNINGS)
+		return 0;
+	if (asprintf(&msg, "%s (entry skipped)", ctx->err ? ctx->err->msg : "invalid entry") < 0)
+		return oom(ctx);
+	r = strv_push(&cfg->warnings, &cfg->n_warnings, msg);
+	if (r < 0) {
+		free(msg);
+		return oom(ctx);
+	}
+	return 0;
+}
+
+/* ---- domain lists ------------------------------------------------------------------------ */
+
+static struct config_domain_list *domain_list_for(struct parse_ctx *ctx, bool deny)
+{
+	return deny ? &ctx->cfg->proxy.deny : &ctx->cfg->proxy.allow;
+}
+
+static int add_domain(struct parse_ctx *ctx, const struct ydoc_node *text_node, const char *path,
+                      const char *list_name, unsigned index, bool wildcard, bool deny)
+{
+	struct config_domain_rule rule = {.list = list_name, .index = index};
+	struct cl_error derr = {""};
+	int r;
+
+	if (strlen(text_node->text) > CONFIG_MAX_PATTERN)
+		return lenient_skip(ctx, fail(ctx, text_node, path, "entry longer than %d bytes",
+		                              CONFIG_MAX_PATTERN));
+	r = domain_spec_parse(text_node->text, wildcard, &rule.spec, &derr);
+	if (r < 0)
+		return lenient_skip(ctx, fail(ctx, text_node, path, "expected a %s, got %s",
+		                              wildcard ? "domain pattern like \"*.example.com\""
+		                                       : "domain name",
+		                              derr.msg));
+	rule.origin = origin_of(ctx, text_node);
+	r = config_domain_list_add(domain_list_for(ctx, deny), &rule);
+	if (r == -E2BIG)
+		return too_many(ctx, text_node, path);
+	if (r < 0)
+		return oom(ctx);
+	return 0;
+}
+
+/* `- domain: x` / `- pattern: "*.x"` entries (proxy.allow, proxy.deny). */
+static int domain_entries(struct parse_ctx *ctx, const struct ydoc_node *node, const char *path,
+                          bool deny)
+{
+	/* The rule keeps a pointer to its list's name; these live as long as the program. */
+	const char *list_name = deny ? "proxy.deny" : "proxy.allow";
+	int r = expect_sequence(ctx, node, path);
+
+	if (r <= 0)
+		return r;
+	for (size_t i = 0; i < node->n; i++) {
+		const struct ydoc_node *item = node->items[i];
+		const struct ydoc_node *domain = NULL, *pattern = NULL;
+		char ipath[300];
+
+		pathf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		if (item->kind != YDOC_MAPPING) {
+			r = fail(ctx, item, ipath,
+			         "expected a mapping with \"domain\" or \"pattern\", got %s",
+			         ydoc_kind_name(item));
+			return r;
+		}
+		for (size_t k = 0; k < item->n; k += 2) {
+			const struct ydoc_node *key = item->items[k];
+			char kpath[320];
+
+			join_path(kpath, sizeof(kpath), ipath, key->text);
+			if (strcmp(key->text, "domain") == 0)
+				domain = item->items[k + 1];
+			else if (strcmp(key->text, "pattern") == 0)
+				pattern = item->items[k + 1];
+			else if ((r = warn(ctx, key, kpath, "unknown key (ignored)")) < 0)
+				return r;
+		}
+		if (domain && pattern)
+			return fail(ctx, item, ipath,
+			            "expected either \"domain\" or \"pattern\", not both");
+		if (!domain && !pattern)
+			return fail(ctx, item, ipath,
+			            "expected a mapping with \"domain\" or \"pattern\"");
+		{
+			const struct ydoc_node *v = domain ? domain : pattern;
+			const char *text = NULL;
+			char kpath[320];
+
+			pathf(kpath, sizeof(kpath), "%s.%s", ipath, domain ? "domain" : "pattern");
+			r = expect_string(ctx, v, kpath, &text);
+			if (r == 0)
+				r = fail(ctx, v, kpath, "expected a string, got null");
+			if (r < 0)
+				return r;
+			r = add_domain(ctx, v, kpath, list_name, (unsigned)i, pattern != NULL,
+			               deny);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+static int on_proxy_allow(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return domain_entries(ctx, v, path, false);
+}
+
+static int on_proxy_deny(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return domain_entries(ctx, v, path, true);
+}
+
+/* The decisions files' older flat form: lists of strings. */
+static int flat_domains(struct parse_ctx *ctx, const struct ydoc_node *node, const char *path,
+                        const char *list_name, bool wildcard, bool deny)
+{
+	int r = expect_sequence(ctx, node, path);
+
+	if (r <= 0)
+		return r;
+	for (size_t i = 0; i < node->n; i++) {
+		const struct ydoc_node *item = node->items[i];
+		char ipath[300];
+
+		pathf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		if (item->kind != YDOC_SCALAR || ydoc_is_null(item))
+			return fail(ctx, item, ipath, "expected a string, got %s",
+			            ydoc_kind_name(item));
+		r = add_domain(ctx, item, ipath, list_name, (unsigned)i, wildcard, deny);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int on_domains(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return flat_domains(ctx, v, path, "domains", false, false);
+}
+
+static int on_patterns(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return flat_domains(ctx, v, path, "patterns", true, false);
+}
+
+static int on_denied_domains(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return flat_domains(ctx, v, path, "denied_domains", false, true);
+}
+
+static int on_denied_patterns(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return flat_domains(ctx, v, path, "denied_patterns", true, true);
+}
+
+/* ---- hostexec patterns ------------------------------------------------------------------- */
+
+static int pattern_entries(struct parse_ctx *ctx, const struct ydoc_node *node, const char *path,
+                           struct config_pattern_list *list, const char *list_name)
+{
+	int r = expect_sequence(ctx, node, path);
+
+	if (r <= 0)
+		return r;
+	for (size_t i = 0; i < node->n; i++) {
+		const struct ydoc_node *item = node->items[i], *pattern = NULL;
+		struct config_pattern_rule rule = {.list = list_name, .index = (unsigned)i};
+		char ipath[300], ppath[320];
+
+		pathf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		if (item->kind != YDOC_MAPPING)
+			return fail(ctx, item, ipath, "expected a mapping with \"pattern\", got %s",
+			            ydoc_kind_name(item));
+		for (size_t k = 0; k < item->n; k += 2) {
+			const struct ydoc_node *key = item->items[k];
+			char kpath[320];
+
+			join_path(kpath, sizeof(kpath), ipath, key->text);
+			if (strcmp(key->text, "pattern") == 0)
+				pattern = item->items[k + 1];
+			else if ((r = warn(ctx, key, kpath, "unknown key (ignored)")) < 0)
+				return r;
+		}
+		if (!pattern)
+			return fail(ctx, item, ipath, "expected a mapping with \"pattern\"");
+		pathf(ppath, sizeof(ppath), "%s.pattern", ipath);
+		if (pattern->kind != YDOC_SCALAR || ydoc_is_null(pattern))
+			return fail(ctx, pattern, ppath, "expected a regular expression, got %s",
+			            ydoc_kind_name(pattern));
+		r = compile_regex(ctx, pattern, ppath, &rule.regex);
+		if (r < 0) {
+			r = lenient_skip(ctx, r);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		rule.origin = origin_of(ctx, pattern);
+		r = grow((void **)&list->items, list->n, sizeof(*list->items));
+		if (r < 0) {
+			config_regex_done(&rule.regex);
+			return r == -E2BIG ? too_many(ctx, item, ipath) : oom(ctx);
+		}
+		list->items[list->n++] = rule;
+	}
+	return 0;
+}
+
+static int on_auto_approve(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return pattern_entries(ctx, v, path, &ctx->cfg->hostexec.auto_approve,
+	                       "hostexec.auto_approve");
+}
+
+static int on_manual_approve(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return pattern_entries(ctx, v, path, &ctx->cfg->hostexec.manual_approve,
+	                       "hostexec.manual_approve");
+}
+
+/* ---- exec rules -------------------------------------------------------------------------- */
+
+static int exec_entries(struct parse_ctx *ctx, const struct ydoc_node *node, const char *path,
+                        struct config_exec_list *list, const char *list_name)
+{
+	int r = expect_sequence(ctx, node, path);
+
+	if (r <= 0)
+		return r;
+	for (size_t i = 0; i < node->n; i++) {
+		const struct ydoc_node *item = node->items[i], *pathv = NULL, *command = NULL;
+		struct config_exec_rule rule = {.list = list_name, .index = (unsigned)i};
+		char ipath[300], kpath[320];
+
+		pathf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		if (item->kind != YDOC_MAPPING)
+			return fail(ctx, item, ipath,
+			            "expected a mapping with \"path\" and/or \"command\", got %s",
+			            ydoc_kind_name(item));
+		for (size_t k = 0; k < item->n; k += 2) {
+			const struct ydoc_node *key = item->items[k];
+
+			join_path(kpath, sizeof(kpath), ipath, key->text);
+			if (strcmp(key->text, "path") == 0)
+				pathv = item->items[k + 1];
+			else if (strcmp(key->text, "command") == 0)
+				command = item->items[k + 1];
+			else if ((r = warn(ctx, key, kpath, "unknown key (ignored)")) < 0)
+				return r;
+		}
+		if (!pathv && !command)
+			return fail(ctx, item, ipath,
+			            "expected a mapping with \"path\" and/or \"command\"");
+		if (pathv) {
+			pathf(kpath, sizeof(kpath), "%s.path", ipath);
+			if (pathv->kind != YDOC_SCALAR || ydoc_is_null(pathv))
+				return fail(ctx, pathv, kpath, "expected a path glob, got %s",
+				            ydoc_kind_name(pathv));
+			/* Executables are matched by absolute path; a relative glob never
+			 * matches and is surely a mistake. */
+			if (pathv->text[0] != '/')
+				return fail(
+				        ctx, pathv, kpath,
+				        "expected an absolute path glob (starting with '/'), got "
+				        "\"%.200s\"",
+				        pathv->text);
+			if (strlen(pathv->text) > CONFIG_MAX_PATTERN)
+				return fail(ctx, pathv, kpath, "path glob longer than %d bytes",
+				            CONFIG_MAX_PATTERN);
+		}
+		if (command) {
+			pathf(kpath, sizeof(kpath), "%s.command", ipath);
+			if (command->kind != YDOC_SCALAR || ydoc_is_null(command))
+				return fail(ctx, command, kpath,
+				            "expected a regular expression, got %s",
+				            ydoc_kind_name(command));
+			r = compile_regex(ctx, command, kpath, &rule.command);
+			if (r < 0) {
+				r = lenient_skip(ctx, r);
+				if (r < 0)
+					return r;
+				continue;
+			}
+		}
+		if (pathv) {
+			rule.path_glob = strdup(pathv->text);
+			if (!rule.path_glob) {
+				config_regex_done(&rule.command);
+				return oom(ctx);
+			}
+		}
+		rule.origin = origin_of(ctx, item);
+		r = grow((void **)&list->items, list->n, sizeof(*list->items));
+		if (r < 0) {
+			free(rule.path_glob);
+			config_regex_done(&rule.command);
+			return r == -E2BIG ? too_many(ctx, item, ipath) : oom(ctx);
+		}
+		list->items[list->n++] = rule;
+	}
+	return 0;
+}
+
+static int on_exec_allow(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	ctx->cfg->exec.allow_present = true;
+	return exec_entries(ctx, v, path, &ctx->cfg->exec.allow, "exec.allow");
+}
+
+static int on_exec_deny(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	ctx->cfg->exec.deny_present = true;
+	return exec_entries(ctx, v, path, &ctx->cfg->exec.deny, "exec.deny");
+}
+
+/* ---- scalar settings --------------------------------------------------------------------- */
+
+/* Match a scalar against NAMES (a NULL-terminated list); 1 and *ret set, 0 null, <0 error. */
+static int expect_enum(const struct parse_ctx *ctx, const struct ydoc_node *node, const char *path,
+                       const char *const *names, int *ret)
+{
+	char expected[128] = "";
+	const char *text = NULL;
+	int r = expect_string(ctx, node, path, &text);
+
+	if (r <= 0)
+		return r;
+	for (int i = 0; names[i]; i++) {
+		if (strcmp(text, names[i]) == 0) {
+			*ret = i;
+			return 1;
+		}
+		snprintf(expected + strlen(expected), sizeof(expected) - strlen(expected), "%s%s",
+		         i ? ", " : "", names[i]);
+	}
+	return fail(ctx, node, path, "expected one of %s, got \"%.100s\"", expected, text);
+}
+
+static const char *const security_names[] = {"deny", "allowlist", "full", NULL};
+static const char *const ask_names[] = {"off", "on-miss", "always", NULL};
+static const char *const unlisted_names[] = {"reject", "request_approval", NULL};
+
+static int on_exec_security(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	int value, r = expect_enum(ctx, v, path, security_names, &value);
+
+	if (r <= 0)
+		return r;
+	ctx->cfg->exec.security = (enum exec_security)value;
+	return set_scalar(ctx, v, &ctx->cfg->exec.security_at);
+}
+
+static int on_exec_ask(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	int value, r = expect_enum(ctx, v, path, ask_names, &value);
+
+	if (r <= 0)
+		return r;
+	ctx->cfg->exec.ask = (enum exec_ask)value;
+	return set_scalar(ctx, v, &ctx->cfg->exec.ask_at);
+}
+
+static int on_exec_ask_fallback(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	int value, r = expect_enum(ctx, v, path, security_names, &value);
+
+	if (r <= 0)
+		return r;
+	ctx->cfg->exec.ask_fallback = (enum exec_security)value;
+	return set_scalar(ctx, v, &ctx->cfg->exec.ask_fallback_at);
+}
+
+static int on_unlisted(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	int value, r = expect_enum(ctx, v, path, unlisted_names, &value);
+
+	if (r <= 0)
+		return r;
+	ctx->cfg->proxy.unlisted = (enum unlisted_behavior)value;
+	return set_scalar(ctx, v, &ctx->cfg->proxy.unlisted_at);
+}
+
+static int duration_setting(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path,
+                            uint64_t *value, struct config_scalar *at)
+{
+	const char *text = NULL;
+	int r = expect_string(ctx, v, path, &text);
+
+	if (r <= 0)
+		return r;
+	if (config_parse_duration(text, value) < 0)
+		return fail(ctx, v, path,
+		            "expected a duration like \"60s\", \"5m\" or \"1h30m\", got \"%.100s\"",
+		            text);
+	return set_scalar(ctx, v, at);
+}
+
+static int on_approval_timeout(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return duration_setting(ctx, v, path, &ctx->cfg->proxy.approval_timeout_ms,
+	                        &ctx->cfg->proxy.approval_timeout_at);
+}
+
+static int on_request_timeout(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return duration_setting(ctx, v, path, &ctx->cfg->request.timeout_ms,
+	                        &ctx->cfg->request.timeout_at);
+}
+
+static int integer_setting(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path,
+                           int64_t *value, struct config_scalar *at)
+{
+	const char *text = NULL;
+	int r = expect_string(ctx, v, path, &text);
+
+	if (r <= 0)
+		return r;
+	if (!v->plain || parse_nonnegative(text, value) < 0)
+		return fail(ctx, v, path, "expected a non-negative integer, got \"%.100s\"", text);
+	return set_scalar(ctx, v, at);
+}
+
+static int on_rate_limit(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return integer_setting(ctx, v, path, &ctx->cfg->proxy.rate_limit,
+	                       &ctx->cfg->proxy.rate_limit_at);
+}
+
+static int on_max_request_bytes(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return integer_setting(ctx, v, path, &ctx->cfg->proxy.max_request_bytes,
+	                       &ctx->cfg->proxy.max_request_bytes_at);
+}
+
+static int listen_setting(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path,
+                          struct config_scalar *at)
+{
+	const char *text = NULL;
+	int r = expect_string(ctx, v, path, &text);
+
+	if (r <= 0)
+		return r;
+	if (!listen_address_valid(text))
+		return fail(ctx, v, path,
+		            "expected host:port or :port (port 1-65535), got \"%.100s\"", text);
+	return set_scalar(ctx, v, at);
+}
+
+static int on_proxy_listen(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return listen_setting(ctx, v, path, &ctx->cfg->proxy.listen);
+}
+
+static int on_request_listen(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return listen_setting(ctx, v, path, &ctx->cfg->request.listen);
+}
+
+static int on_hostexec_listen(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return listen_setting(ctx, v, path, &ctx->cfg->hostexec.listen);
+}
+
+/* A string value we accept for compatibility but do not use (project remote, root). */
+static int on_ignored_string(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	const char *text = NULL;
+	int r = expect_string(ctx, v, path, &text);
+
+	return r < 0 ? r : 0;
+}
+
+static int on_ignored_string_list(struct parse_ctx *ctx, const struct ydoc_node *v,
+                                  const char *path)
+{
+	int r = expect_sequence(ctx, v, path);
+
+	if (r <= 0)
+		return r;
+	for (size_t i = 0; i < v->n; i++)
+		if (v->items[i]->kind != YDOC_SCALAR) {
+			char ipath[300];
+			pathf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+			return fail(ctx, v->items[i], ipath, "expected a string, got %s",
+			            ydoc_kind_name(v->items[i]));
+		}
+	return 0;
+}
+
+/* ---- sections ---------------------------------------------------------------------------- */
+
+#define WALK(ctx, v, path, table) walk_mapping(ctx, v, path, table, ELEMENTSOF(table))
+
+static int on_exec(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const struct key_table keys[] = {
+	        {"security", on_exec_security},
+	        {"ask", on_exec_ask},
+	        {"ask_fallback", on_exec_ask_fallback},
+	        {"allow", on_exec_allow},
+	        {"deny", on_exec_deny},
+	};
+	ctx->cfg->exec.section_present = true;
+	return WALK(ctx, v, path, keys);
+}
+
+static int on_global_proxy(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const struct key_table keys[] = {
+	        {"listen", on_proxy_listen},
+	        {"allow", on_proxy_allow},
+	        {"deny", on_proxy_deny},
+	        {"unlisted_domain_behavior", on_unlisted},
+	        {"approval_timeout", on_approval_timeout},
+	        {"rate_limit", on_rate_limit},
+	        {"max_request_bytes", on_max_request_bytes},
+	};
+	return WALK(ctx, v, path, keys);
+}
+
+static int on_request(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const struct key_table keys[] = {
+	        {"listen", on_request_listen},
+	        {"timeout", on_request_timeout},
+	};
+	return WALK(ctx, v, path, keys);
+}
+
+static int on_global_hostexec(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const struct key_table keys[] = {
+	        {"listen", on_hostexec_listen},
+	        {"auto_approve", on_auto_approve},
+	        {"manual_approve", on_manual_approve},
+	};
+	return WALK(ctx, v, path, keys);
+}
+
+static int on_features(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const struct key_table keys[] = {{"allow", on_ignored_string_list}};
+	return WALK(ctx, v, path, keys);
+}
+
+/* Cloister sections this project does not use yet: their known keys load silently, their
+ * values are checked only for shape. */
+static int on_devcontainer(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const struct key_table keys[] = {
+	        {"enabled", NULL},
+	        {"features", on_features},
+	        {"blocked_mounts", on_ignored_string_list},
+	};
+	return WALK(ctx, v, path, keys);
+}
+
+static int on_agent(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	/* token and api_key are secrets: never echoed, not even in an error. */
+	static const struct key_table keys[] = {
+	        {"command", NULL},          {"config_mount", NULL}, {"env", NULL},
+	        {"auth_method", NULL},      {"token", NULL},        {"api_key", NULL},
+	        {"skip_permissions", NULL},
+	};
+	return WALK(ctx, v, path, keys);
+}
+
+static int on_agents(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	int r = expect_mapping(ctx, v, path);
+
+	if (r <= 0)
+		return r;
+	for (size_t i = 0; i < v->n; i += 2) {
+		char sub[256];
+
+		join_path(sub, sizeof(sub), path, v->items[i]->text);
+		r = on_agent(ctx, v->items[i + 1], sub);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int on_defaults(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const struct key_table keys[] = {
+	        {"image", NULL}, {"shell", NULL}, {"user", NULL}, {"agent", NULL}};
+	return WALK(ctx, v, path, keys);
+}
+
+static int on_log(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const struct key_table keys[] = {
+	        {"file", NULL},         {"stdout", NULL},           {"level", NULL},
+	        {"per_cloister", NULL}, {"per_cloister_dir", NULL},
+	};
+	return WALK(ctx, v, path, keys);
+}
+
+static int on_project_proxy(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const struct key_table keys[] = {
+	        {"allow", on_proxy_allow},
+	        {"deny", on_proxy_deny},
+	};
+	return WALK(ctx, v, path, keys);
+}
+
+static int on_project_hostexec(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const struct key_table keys[] = {
+	        {"auto_approve", on_auto_approve},
+	        {"manual_approve", on_manual_approve},
+	};
+	return WALK(ctx, v, path, keys);
+}
+
+static int parse_root(struct parse_ctx *ctx, const struct ydoc_node *root)
+{
+	static const struct key_table global_keys[] = {
+	        {"proxy", on_global_proxy},
+	        {"request", on_request},
+	        {"hostexec", on_global_hostexec},
+	        {"approval", on_global_hostexec},
+	        {"exec", on_exec},
+	        {"devcontainer", on_devcontainer},
+	        {"agents", on_agents},
+	        {"defaults", on_defaults},
+	        {"log", on_log},
+	};
+	static const struct key_table project_keys[] = {
+	        {"remote", on_ignored_string},
+	        {"root", on_ignored_string},
+	        {"refs", on_ignored_string_list},
+	        {"proxy", on_project_proxy},
+	        {"hostexec", on_project_hostexec},
+	        {"commands", on_project_hostexec},
+	        {"exec", on_exec},
+	};
+	static const struct key_table decisions_keys[] = {
+	        {"proxy", on_project_proxy},
+	        {"domains", on_domains},
+	        {"patterns", on_patterns},
+	        {"denied_domains", on_denied_domains},
+	        {"denied_patterns", on_denied_patterns},
+	};
+
+	if (!root)
+		return 0;
+	if (!ydoc_is_null(root) && root->kind != YDOC_MAPPING)
+		return cl_error_set(ctx->err, -EINVAL,
+		                    "%s:%u:%u: expected a mapping at the top level, got %s",
+		                    ctx->name, root->line, root->column, ydoc_kind_name(root));
+	switch (ctx->kind) {
+	case CONFIG_FILE_GLOBAL:
+		return WALK(ctx, root, "", global_keys);
+	case CONFIG_FILE_PROJECT:
+		return WALK(ctx, root, "", project_keys);
+	case CONFIG_FILE_DECISIONS:
+		return WALK(ctx, root, "", decisions_keys);
+	}
+	return -EINVAL;
+}
+
+int config_parse_file(enum config_file_kind kind, enum config_layer layer,
+                      const struct config_source *source, const struct config_load_options *options,
+                      struct config **ret_config, struct cl_error *err)
+{
+	_cleanup_(config_freep) struct config *cfg = calloc(1, sizeof(*cfg));
+	_cleanup_(ydoc_node_freep) struct ydoc_node *root = NULL;
+	struct parse_ctx ctx = {
+	        .layer = layer,
+	        .kind = kind,
+	        .lenient = options && options->lenient,
+	        .err = err,
+	};
+	char *name;
+	int r;
+
+	if (!cfg)
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	name = strdup(source->name ? source->name : "?");
+	if (!name)
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	r = strv_push(&cfg->files, &cfg->n_files, name);
+	if (r < 0) {
+		free(name);
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	}
+	ctx.name = name;
+	ctx.cfg = cfg;
+	/* Defaults of the enums when nothing sets them: the safest values. */
+	cfg->exec.security = EXEC_SECURITY_DENY;
+	cfg->exec.ask = EXEC_ASK_ON_MISS;
+	cfg->exec.ask_fallback = EXEC_SECURITY_DENY;
+	cfg->proxy.unlisted = UNLISTED_REJECT;
+
+	if (source->present) {
+		r = ydoc_parse(name, source->data, source->len, &root, err);
+		if (r < 0)
+			return r;
+		r = parse_root(&ctx, root);
+		if (r < 0)
+			return r;
+	}
+	*ret_config = TAKE_PTR(cfg);
+	return 0;
+}
+
+/* ---- merging ----------------------------------------------------------------------------- */
+
+static int append_strv(char ***dst, size_t *n_dst, char ***src, size_t *n_src)
+{
+	for (size_t i = 0; i < *n_src; i++) {
+		int r = strv_push(dst, n_dst, (*src)[i]);
+		if (r < 0)
+			return r;
+		(*src)[i] = NULL;
+	}
+	return 0;
+}
+
+/* Move every item of SRC to the end of DST (SRC ends up empty). */
+#define APPEND_LIST(dst, src)                                                                   \
+	({                                                                                      \
+		int _r = 0;                                                                     \
+		if ((dst)->n + (src)->n > CONFIG_MAX_RULES) {                                   \
+			_r = -E2BIG;                                                            \
+		} else if ((src)->n > 0) {                                                      \
+			__typeof__((dst)->items) _p = reallocarray(                             \
+			        (dst)->items, (dst)->n + (src)->n + 16, sizeof(*(dst)->items)); \
+			if (!_p) {                                                              \
+				_r = -ENOMEM;                                                   \
+			} else {                                                                \
+				memcpy(_p + (dst)->n, (src)->items,                             \
+				       (src)->n * sizeof(*(src)->items));                       \
+				(dst)->items = _p;                                              \
+				(dst)->n += (src)->n;                                           \
+				free((src)->items);                                             \
+				(src)->items = NULL;                                            \
+				(src)->n = 0;                                                   \
+			}                                                                       \
+		}                                                                               \
+		_r;                                                                             \
+	})
+
+/* Replace DST's list with SRC's (the global file replaces the built-in's lists). */
+#define REPLACE_LIST(dst, src, clear) \
+	do {                          \
+		clear(dst);           \
+		*(dst) = *(src);      \
+		(src)->items = NULL;  \
+		(src)->n = 0;         \
+	} while (0)
+
+/* If SRC sets the scalar, it overrides DST's (value and text). */
+#define OVERRIDE_SCALAR(dst, src, value, at)         \
+	do {                                         \
+		if ((src)->at.text) {                \
+			(dst)->value = (src)->value; \
+			scalar_clear(&(dst)->at);    \
+			(dst)->at = (src)->at;       \
+			(src)->at.text = NULL;       \
+		}                                    \
+	} while (0)
+
+static void override_exec_scalars(struct config *dst, struct config *src)
+{
+	OVERRIDE_SCALAR(dst, src, exec.security, exec.security_at);
+	OVERRIDE_SCALAR(dst, src, exec.ask, exec.ask_at);
+	OVERRIDE_SCALAR(dst, src, exec.ask_fallback, exec.ask_fallback_at);
+}
+
+static void override_scalars(struct config *dst, struct config *src)
+{
+	override_exec_scalars(dst, src);
+	OVERRIDE_SCALAR(dst, src, proxy.unlisted, proxy.unlisted_at);
+	OVERRIDE_SCALAR(dst, src, proxy.approval_timeout_ms, proxy.approval_timeout_at);
+	OVERRIDE_SCALAR(dst, src, proxy.rate_limit, proxy.rate_limit_at);
+	OVERRIDE_SCALAR(dst, src, proxy.max_request_bytes, proxy.max_request_bytes_at);
+	OVERRIDE_SCALAR(dst, src, request.timeout_ms, request.timeout_at);
+	if (src->proxy.listen.text) {
+		scalar_clear(&dst->proxy.listen);
+		dst->proxy.listen = src->proxy.listen;
+		src->proxy.listen.text = NULL;
+	}
+	if (src->request.listen.text) {
+		scalar_clear(&dst->request.listen);
+		dst->request.listen = src->request.listen;
+		src->request.listen.text = NULL;
+	}
+	if (src->hostexec.listen.text) {
+		scalar_clear(&dst->hostexec.listen);
+		dst->hostexec.listen = src->hostexec.listen;
+		src->hostexec.listen.text = NULL;
+	}
+}
+
+/* Move SRC's file names and warnings to DST; origins keep pointing at the same strings. */
+static int adopt_files(struct config *dst, struct config *src)
+{
+	int r = append_strv(&dst->files, &dst->n_files, &src->files, &src->n_files);
+
+	if (r < 0)
+		return r;
+	return append_strv(&dst->warnings, &dst->n_warnings, &src->warnings, &src->n_warnings);
+}
+
+/* Append SRC's lists (project config, decisions) to DST's. */
+static int append_lists(struct config *dst, struct config *src)
+{
+	int r;
+
+	if ((r = APPEND_LIST(&dst->proxy.allow, &src->proxy.allow)) < 0 ||
+	    (r = APPEND_LIST(&dst->proxy.deny, &src->proxy.deny)) < 0 ||
+	    (r = APPEND_LIST(&dst->hostexec.auto_approve, &src->hostexec.auto_approve)) < 0 ||
+	    (r = APPEND_LIST(&dst->hostexec.manual_approve, &src->hostexec.manual_approve)) < 0 ||
+	    (r = APPEND_LIST(&dst->exec.allow, &src->exec.allow)) < 0 ||
+	    (r = APPEND_LIST(&dst->exec.deny, &src->exec.deny)) < 0)
+		return r;
+	return 0;
+}
+
+static int merge_error(int r, const char *name, struct cl_error *err)
+{
+	if (r == -E2BIG)
+		return cl_error_set(err, -EINVAL,
+		                    "%s: too many entries in one list after merging "
+		                    "(the limit is %d)",
+		                    name, CONFIG_MAX_RULES);
+	return cl_error_set(err, r, "%s: out of memory", name);
+}
+
+int config_load(const struct config_sources *sources, const struct config_load_options *options,
+                struct config **ret_config, struct cl_error *err)
+{
+	const struct config_source builtin = {
+	        .name = CONFIG_BUILTIN_NAME,
+	        .data = (const char *)cloister_default_config,
+	        .len = cloister_default_config_len,
+	        .present = true,
+	};
+	static const struct {
+		size_t offset;
+		enum config_file_kind kind;
+		enum config_layer layer;
+	} extra[] = {
+	        {offsetof(struct config_sources, project), CONFIG_FILE_PROJECT,
+	         CONFIG_LAYER_PROJECT},
+	        {offsetof(struct config_sources, global_decisions), CONFIG_FILE_DECISIONS,
+	         CONFIG_LAYER_GLOBAL_DECISIONS},
+	        {offsetof(struct config_sources, project_decisions), CONFIG_FILE_DECISIONS,
+	         CONFIG_LAYER_PROJECT_DECISIONS},
+	};
+	_cleanup_(config_freep) struct config *eff = NULL;
+	int r;
+
+	/* The built-in is parsed strictly: it must never depend on --lenient. */
+	r = config_parse_file(CONFIG_FILE_GLOBAL, CONFIG_LAYER_BUILTIN, &builtin, NULL, &eff, err);
+	if (r < 0)
+		return r;
+
+	if (sources->global.present) {
+		_cleanup_(config_freep) struct config *g = NULL;
+
+		r = config_parse_file(CONFIG_FILE_GLOBAL, CONFIG_LAYER_GLOBAL, &sources->global,
+		                      options, &g, err);
+		if (r < 0)
+			return r;
+		override_scalars(eff, g);
+		REPLACE_LIST(&eff->proxy.allow, &g->proxy.allow, config_domain_list_clear);
+		REPLACE_LIST(&eff->proxy.deny, &g->proxy.deny, config_domain_list_clear);
+		REPLACE_LIST(&eff->hostexec.auto_approve, &g->hostexec.auto_approve,
+		             pattern_list_clear);
+		REPLACE_LIST(&eff->hostexec.manual_approve, &g->hostexec.manual_approve,
+		             pattern_list_clear);
+		/* exec is this project's own section: a list the file does not write keeps the
+		 * built-in's, so that `exec: {ask: always}` does not drop the default deny rules.
+		 */
+		if (g->exec.allow_present)
+			REPLACE_LIST(&eff->exec.allow, &g->exec.allow, exec_list_clear);
+		if (g->exec.deny_present)
+			REPLACE_LIST(&eff->exec.deny, &g->exec.deny, exec_list_clear);
+		r = adopt_files(eff, g);
+		if (r < 0)
+			return merge_error(r, sources->global.name, err);
+	}
+
+	for (size_t i = 0; i < ELEMENTSOF(extra); i++) {
+		const struct config_source *src =
+		        (const struct config_source *)((const char *)sources + extra[i].offset);
+		_cleanup_(config_freep) struct config *c = NULL;
+
+		if (!src->present)
+			continue;
+		r = config_parse_file(extra[i].kind, extra[i].layer, src, options, &c, err);
+		if (r < 0)
+			return r;
+		override_exec_scalars(eff, c);
+		r = append_lists(eff, c);
+		if (r >= 0)
+			r = adopt_files(eff, c);
+		if (r < 0)
+			return merge_error(r, src->name, err);
+	}
+	*ret_config = TAKE_PTR(eff);
+	return 0;
+}

@@ -1,0 +1,233 @@
+/* The effective configuration: Cloister's file set parsed, validated and merged (pure, no I/O).
+ *
+ * Files (located and read by config_files.h; here they arrive as buffers):
+ *   global            config.yaml                      proxy, request, hostexec (alias: approval),
+ *                                                      exec, devcontainer, agents, defaults, log
+ *   project           projects/<name>.yaml             remote, root, refs, proxy.{allow,deny},
+ *                                                      hostexec.{auto,manual}_approve (alias:
+ *                                                      commands), exec
+ *   global decisions  decisions/global.yaml            proxy.{allow,deny}, or the older flat
+ *   project decisions decisions/projects/<name>.yaml   domains, patterns, denied_domains,
+ *                                                      denied_patterns
+ *
+ * Merge semantics (config_load):
+ *   - The built-in default (supervisor/default-config.yaml, compiled in) is always parsed.
+ *   - No global config.yaml: the built-in serves in its place, lists and all (origin
+ *     "<built-in>").
+ *   - A global config.yaml: its proxy and hostexec lists replace the built-in's (so a user can
+ *     drop a default entry; an absent list is empty, as in Cloister), but every scalar setting
+ *     it leaves unset (exec.security, proxy.approval_timeout, proxy.unlisted_domain_behavior,
+ *     listen addresses, …) keeps the built-in's value. exec.allow and exec.deny — this
+ *     project's own section, absent from every Cloister file — are replaced only when the
+ *     file writes them (`deny: []` drops the built-in's deny rules; `exec: {ask: always}`
+ *     keeps them).
+ *   - The project file extends: its lists are appended to the global ones; its exec scalars
+ *     (security, ask, ask_fallback), when set, override the global ones.
+ *   - Decisions files append to proxy.allow / proxy.deny.
+ *   - Precedence between allow and deny is the policy's job (policy.h): a deny from any layer
+ *     beats an allow from any layer.
+ *
+ * Validation: a wrong type, a bad enum value, a bad domain, glob or regex, a duplicate key, an
+ * alias or anchor, or a limit exceeded fails the load with "FILE:LINE:COLUMN: KEY: expected …,
+ * got …". An unknown key is only a warning (kept in config->warnings with its position). With
+ * options.lenient, an invalid regex or domain entry is a warning and the entry is skipped, as
+ * Cloister does. */
+#ifndef CLOISTER_CONFIG_H
+#define CLOISTER_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "protocol/cleanup.h"
+#include "protocol/error.h"
+#include "supervisor/config_regex.h"
+#include "supervisor/domain.h"
+
+/* The compiled-in default config (build/gen/default_config.c), NUL-terminated. */
+extern const unsigned char cloister_default_config[];
+extern const size_t cloister_default_config_len;
+
+#define CONFIG_BUILTIN_NAME "<built-in>"
+#define CONFIG_MAX_WARNINGS 100
+#define CONFIG_MAX_RULES    10000 /* per list, after merging */
+#define CONFIG_MAX_PATTERN  4096  /* bytes in one regex, glob or domain entry */
+
+/* Where a setting or rule came from, in precedence-free order of loading. */
+enum config_layer {
+	CONFIG_LAYER_BUILTIN,
+	CONFIG_LAYER_GLOBAL,
+	CONFIG_LAYER_PROJECT,
+	CONFIG_LAYER_GLOBAL_DECISIONS,
+	CONFIG_LAYER_PROJECT_DECISIONS,
+	CONFIG_LAYER_SESSION, /* in-memory decisions the caller keeps (policy.h) */
+};
+
+enum config_file_kind {
+	CONFIG_FILE_GLOBAL,
+	CONFIG_FILE_PROJECT,
+	CONFIG_FILE_DECISIONS,
+};
+
+struct config_origin {
+	const char *file; /* owned by the struct config (or static); NULL: not set anywhere */
+	unsigned line;
+	unsigned column;
+	enum config_layer layer;
+};
+
+enum exec_security {
+	EXEC_SECURITY_DENY,
+	EXEC_SECURITY_ALLOWLIST,
+	EXEC_SECURITY_FULL,
+};
+
+enum exec_ask {
+	EXEC_ASK_OFF,
+	EXEC_ASK_ON_MISS,
+	EXEC_ASK_ALWAYS,
+};
+
+enum unlisted_behavior {
+	UNLISTED_REJECT,
+	UNLISTED_REQUEST_APPROVAL,
+};
+
+/* exec.allow / exec.deny entry: `path:` (fnmatch glob, FNM_PATHNAME, absolute) and/or
+ * `command:` (regex on the canonical command); with both, both must match. */
+struct config_exec_rule {
+	char *path_glob;             /* NULL: any path */
+	struct config_regex command; /* source NULL: any command */
+	const char *list;            /* "exec.allow" / "exec.deny" */
+	unsigned index;              /* position in its file's list */
+	struct config_origin origin;
+};
+
+/* proxy.allow / proxy.deny entry (and the decisions files' forms of them). */
+struct config_domain_rule {
+	struct domain_spec spec;
+	const char *list; /* "proxy.allow", "domains", "denied_patterns", … as written */
+	unsigned index;
+	struct config_origin origin;
+};
+
+/* hostexec.auto_approve / manual_approve entry. */
+struct config_pattern_rule {
+	struct config_regex regex;
+	const char *list;
+	unsigned index;
+	struct config_origin origin;
+};
+
+struct config_exec_list {
+	struct config_exec_rule *items;
+	size_t n;
+};
+
+struct config_domain_list {
+	struct config_domain_rule *items;
+	size_t n;
+};
+
+struct config_pattern_list {
+	struct config_pattern_rule *items;
+	size_t n;
+};
+
+/* A scalar setting: its text as written (for `policy show`) and origin; text NULL: unset. */
+struct config_scalar {
+	char *text;
+	struct config_origin origin;
+};
+
+struct config {
+	struct {
+		enum exec_security security;
+		enum exec_ask ask;
+		enum exec_security ask_fallback;
+		struct config_scalar security_at, ask_at, ask_fallback_at;
+		struct config_exec_list allow, deny;
+		bool section_present; /* the file had an `exec:` key */
+		bool allow_present;   /* ... with an `allow:` key */
+		bool deny_present;    /* ... with a `deny:` key */
+	} exec;
+	struct {
+		struct config_scalar listen;
+		struct config_domain_list allow, deny;
+		enum unlisted_behavior unlisted;
+		struct config_scalar unlisted_at;
+		uint64_t approval_timeout_ms;
+		struct config_scalar approval_timeout_at;
+		int64_t rate_limit;
+		struct config_scalar rate_limit_at;
+		int64_t max_request_bytes;
+		struct config_scalar max_request_bytes_at;
+	} proxy;
+	struct {
+		struct config_scalar listen;
+		uint64_t timeout_ms;
+		struct config_scalar timeout_at;
+	} request;
+	struct {
+		struct config_scalar listen;
+		struct config_pattern_list auto_approve, manual_approve;
+	} hostexec;
+
+	char **warnings; /* "FILE:LINE:COLUMN: …" */
+	size_t n_warnings;
+	char **files; /* names the origins point to */
+	size_t n_files;
+};
+
+struct config_load_options {
+	bool lenient; /* an invalid regex or domain entry warns and is skipped */
+};
+
+/* One file's contents; present=false: the file does not exist (treated as empty). */
+struct config_source {
+	const char *name; /* shown in origins and messages, e.g. a path */
+	const char *data;
+	size_t len;
+	bool present;
+};
+
+struct config_sources {
+	struct config_source global;
+	struct config_source project; /* only with a project */
+	struct config_source global_decisions;
+	struct config_source project_decisions; /* only with a project */
+};
+
+/* Parse the built-in default and SOURCES and merge them as described above. On success
+ * *ret_config is a new config (free with config_free()). Fails with -EINVAL (the message
+ * names file:line:column), -EFBIG or -ENOMEM. */
+int config_load(const struct config_sources *sources, const struct config_load_options *options,
+                struct config **ret_config, struct cl_error *err);
+
+/* Parse one file of KIND into a fresh config holding only what the file says (no defaults,
+ * scalars unset unless written). For tests, the fuzzer and tools that edit one file. */
+int config_parse_file(enum config_file_kind kind, enum config_layer layer,
+                      const struct config_source *source, const struct config_load_options *options,
+                      struct config **ret_config, struct cl_error *err);
+
+void config_free(struct config *config);
+CL_DEFINE_TRIVIAL_CLEANUP(struct config *, config_free)
+
+/* Validate a project name before it becomes part of a path: 1..128 characters of
+ * [A-Za-z0-9._+@-], not starting with '.', no "..". -EINVAL with a message otherwise. */
+int config_project_name_check(const char *name, struct cl_error *err);
+
+/* Parse a Go duration ("60s", "5m", "1h30m", "1.5h", "250ms") into milliseconds, rounding
+ * down; at most 100 days. -EINVAL if malformed, negative or too large. */
+int config_parse_duration(const char *text, uint64_t *ret_ms);
+
+/* Append a copy of RULE to LIST (for the policy's in-memory session layer). */
+int config_domain_list_add(struct config_domain_list *list, const struct config_domain_rule *rule);
+void config_domain_list_clear(struct config_domain_list *list);
+
+const char *exec_security_to_string(enum exec_security v);
+const char *exec_ask_to_string(enum exec_ask v);
+const char *unlisted_behavior_to_string(enum unlisted_behavior v);
+const char *config_layer_to_string(enum config_layer layer);
+
+#endif

@@ -1,0 +1,143 @@
+#include "supervisor/config_files.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "supervisor/yaml_doc.h"
+
+int config_files_dir(const char *config_dir, const char *xdg_config_home, const char *home,
+                     char **ret_dir, struct cl_error *err)
+{
+	char *dir = NULL;
+	int r;
+
+	if (config_dir && *config_dir)
+		r = asprintf(&dir, "%s", config_dir);
+	else if (xdg_config_home && xdg_config_home[0] == '/')
+		r = asprintf(&dir, "%s/cloister", xdg_config_home);
+	else if (home && home[0] == '/')
+		r = asprintf(&dir, "%s/.config/cloister", home);
+	else
+		return cl_error_set(err, -ENOENT,
+		                    "cannot find the config directory: neither XDG_CONFIG_HOME nor "
+		                    "HOME is set to an absolute path (use --config-dir)");
+	if (r < 0)
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	*ret_dir = dir;
+	return 0;
+}
+
+void config_files_free(struct config_files *files)
+{
+	if (!files)
+		return;
+	for (size_t i = 0; i < ELEMENTSOF(files->paths); i++) {
+		free(files->paths[i]);
+		free(files->data[i]);
+	}
+	free(files);
+}
+
+/* Read PATH whole into *ret_data. Returns 1 when read, 0 when it does not exist. */
+static int read_file(const char *path, char **ret_data, size_t *ret_len, struct cl_error *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	struct stat st;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		return cl_error_set(err, -errno, "%s: cannot open: %m", path);
+	}
+	if (fstat(fd, &st) < 0)
+		return cl_error_set(err, -errno, "%s: cannot stat: %m", path);
+	/* A FIFO or device would block or never end. */
+	if (!S_ISREG(st.st_mode))
+		return cl_error_set(err, -EINVAL, "%s: not a regular file", path);
+	if (st.st_size > YDOC_MAX_BYTES)
+		return cl_error_set(err, -EFBIG, "%s: file is larger than %d bytes", path,
+		                    YDOC_MAX_BYTES);
+	/* One byte more than the limit, to notice a file that grew since fstat. */
+	buf = malloc(YDOC_MAX_BYTES + 2);
+	if (!buf)
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	for (;;) {
+		ssize_t n = read(fd, buf + len, YDOC_MAX_BYTES + 1 - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return cl_error_set(err, -errno, "%s: cannot read: %m", path);
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > YDOC_MAX_BYTES)
+			return cl_error_set(err, -EFBIG, "%s: file is larger than %d bytes", path,
+			                    YDOC_MAX_BYTES);
+	}
+	buf[len] = '\0';
+	*ret_data = TAKE_PTR(buf);
+	*ret_len = len;
+	return 1;
+}
+
+int config_files_read(const char *dir, const char *project, struct config_files **ret_files,
+                      struct cl_error *err)
+{
+	_cleanup_(config_files_freep) struct config_files *files = calloc(1, sizeof(*files));
+	struct config_source *sources[4];
+	int r;
+
+	if (!files)
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	if (project) {
+		r = config_project_name_check(project, err);
+		if (r < 0)
+			return r;
+	}
+	sources[0] = &files->sources.global;
+	sources[1] = &files->sources.project;
+	sources[2] = &files->sources.global_decisions;
+	sources[3] = &files->sources.project_decisions;
+	if (asprintf(&files->paths[0], "%s/config.yaml", dir) < 0 ||
+	    asprintf(&files->paths[2], "%s/decisions/global.yaml", dir) < 0 ||
+	    (project &&
+	     (asprintf(&files->paths[1], "%s/projects/%s.yaml", dir, project) < 0 ||
+	      asprintf(&files->paths[3], "%s/decisions/projects/%s.yaml", dir, project) < 0))) {
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < ELEMENTSOF(sources); i++) {
+		size_t len = 0;
+
+		if (!files->paths[i])
+			continue;
+		sources[i]->name = files->paths[i];
+		r = read_file(files->paths[i], &files->data[i], &len, err);
+		if (r < 0)
+			return r;
+		sources[i]->present = r > 0;
+		sources[i]->data = files->data[i];
+		sources[i]->len = len;
+	}
+	*ret_files = TAKE_PTR(files);
+	return 0;
+}
+
+int config_load_dir(const char *dir, const char *project, const struct config_load_options *options,
+                    struct config **ret_config, struct cl_error *err)
+{
+	_cleanup_(config_files_freep) struct config_files *files = NULL;
+	int r = config_files_read(dir, project, &files, err);
+
+	if (r < 0)
+		return r;
+	return config_load(&files->sources, options, ret_config, err);
+}

@@ -1,0 +1,45 @@
+/* Locating and reading Cloister's config files (the thin I/O shell around config.h).
+ *
+ * Layout under the config directory DIR (default $XDG_CONFIG_HOME/cloister, else
+ * ~/.config/cloister; --config-dir replaces DIR itself):
+ *   DIR/config.yaml                          global
+ *   DIR/projects/<project>.yaml              project
+ *   DIR/decisions/global.yaml                global decisions
+ *   DIR/decisions/projects/<project>.yaml    project decisions
+ * A missing file is not an error (config.h treats it as empty, or as the built-in default for
+ * config.yaml). Files are read whole, at most YDOC_MAX_BYTES, and must be regular files. */
+#ifndef CLOISTER_CONFIG_FILES_H
+#define CLOISTER_CONFIG_FILES_H
+
+#include "protocol/cleanup.h"
+#include "protocol/error.h"
+#include "supervisor/config.h"
+
+/* Pick the config directory (pure: the environment comes in as arguments, any may be NULL).
+ * CONFIG_DIR wins; else XDG_CONFIG_HOME/cloister when XDG_CONFIG_HOME is absolute (the XDG
+ * spec says to ignore a relative one); else HOME/.config/cloister. -ENOENT with a message
+ * when none is usable. *ret_dir is malloc'd. */
+int config_files_dir(const char *config_dir, const char *xdg_config_home, const char *home,
+                     char **ret_dir, struct cl_error *err);
+
+/* The files read from one directory; sources point into this struct. */
+struct config_files {
+	char *paths[4]; /* global, project, global decisions, project decisions (NULL: none) */
+	char *data[4];
+	struct config_sources sources;
+};
+
+/* Read the file set of DIR for PROJECT (NULL: no project; the name is validated with
+ * config_project_name_check()). Fails with -EINVAL for a bad project name, -EFBIG for an
+ * oversized file, or the errno of a failing open/read (other than ENOENT), naming the file. */
+int config_files_read(const char *dir, const char *project, struct config_files **ret_files,
+                      struct cl_error *err);
+
+void config_files_free(struct config_files *files);
+CL_DEFINE_TRIVIAL_CLEANUP(struct config_files *, config_files_free)
+
+/* config_files_read() then config_load(). */
+int config_load_dir(const char *dir, const char *project, const struct config_load_options *options,
+                    struct config **ret_config, struct cl_error *err);
+
+#endif

@@ -1,0 +1,63 @@
+/* cloister-supervisor: command-line entry and dispatch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "supervisor/cli_policy.h"
+
+#ifndef CLOISTER_VERSION
+#define CLOISTER_VERSION "0.1.0-dev"
+#endif
+
+#define PROG "cloister-supervisor"
+
+/* EX_UNAVAILABLE: the command exists in the design but not in this build. */
+#define EXIT_UNAVAILABLE 69
+
+static void usage(FILE *out)
+{
+	fputs("usage: " PROG " COMMAND [ARGS...]\n"
+	      "\n"
+	      "Run an AI coding agent so that every program it executes and every connection it\n"
+	      "opens goes through one allow / ask / deny policy.\n"
+	      "\n"
+	      "commands:\n"
+	      "  run [OPTIONS] -- AGENT [ARGS...]    start AGENT in a sandbox (not in this build)\n"
+	      "  policy check -- CMD [ARGS...]       decide an exec offline; print the verdict "
+	      "and\n"
+	      "                                      the deciding rule with its file:line\n"
+	      "  policy check --domain HOST[:PORT]   decide a connection offline\n"
+	      "  policy show                         print the effective merged configuration\n"
+	      "\n"
+	      "options:\n"
+	      "  -h, --help      show this help (`" PROG " policy --help` for policy's options)\n"
+	      "  --version       print the version\n",
+	      out);
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+
+	if (argc < 2) {
+		usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	cmd = argv[1];
+	if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(cmd, "--version") == 0) {
+		printf(PROG " " CLOISTER_VERSION "\n");
+		return 0;
+	}
+	if (strcmp(cmd, "policy") == 0)
+		return cli_policy(argc - 1, argv + 1);
+	if (strcmp(cmd, "run") == 0) {
+		fprintf(stderr, PROG ": run: kernel exec interception is not in this build yet "
+		                     "(issue #3)\n");
+		return EXIT_UNAVAILABLE;
+	}
+	fprintf(stderr, PROG ": unknown command \"%s\"\nTry '" PROG " --help'.\n", cmd);
+	return CLI_EXIT_USAGE;
+}

@@ -1,0 +1,88 @@
+/* The policy: (effective config, event) → allow / deny / ask, with the rule or setting that
+ * decided and a reason a person understands (pure, no I/O).
+ *
+ * exec (kernel-intercepted execve): the event is the resolved executable path and argv.
+ *   The canonical command matched by `command:` regexes is built from argv with argv[0]
+ *   replaced by the executable's file name: argv[0] is chosen by the (hostile) caller, so
+ *   `execve("/bin/rm", ["git", "status"])` is checked as "rm status", not "git status".
+ *   The path must be absolute and normalised (no "//", "/./", "/../"); anything else is
+ *   denied, since a path glob could not be trusted to see the file the kernel runs.
+ *
+ *   Evaluation, first that applies:
+ *     1. an exec.deny rule matches (any file)         → DENY  (that rule)
+ *     2. exec.security = deny                          → DENY  (the setting)
+ *     3. exec.security = full,      ask = always       → ASK   (exec.ask)
+ *        exec.security = full,      ask = off|on-miss  → ALLOW (exec.security)
+ *     4. exec.security = allowlist, an allow matches:  ask = always → ASK, else ALLOW (the rule)
+ *     5. exec.security = allowlist, no allow matches:  ask = off → DENY,
+ *                                                      on-miss|always → ASK  (exec.ask)
+ *   An ASK carries the fallback for when nobody can answer (exec.ask_fallback): deny → DENY;
+ *   allowlist → ALLOW if an allow rule matched, else DENY; full → ALLOW.
+ *
+ * hostexec (a command run on the host, Cloister's POST /request): the canonical command of
+ *   args as given. auto_approve matches → ALLOW (the pattern); else manual_approve → ASK;
+ *   else DENY "Command doesn't match allowlist". Fallback of an ASK: DENY.
+ *
+ * domain (a connection, host[:port]): a deny entry of any layer — global or project config,
+ *   global or project decisions, or the caller's in-memory session decisions — beats any
+ *   allow entry. Listed in allow → ALLOW; unlisted → proxy.unlisted_domain_behavior: reject →
+ *   DENY, request_approval → ASK (fallback DENY when the approval times out).
+ *
+ * A regex that cannot be evaluated (match limit hit) counts as a match for deny rules and as
+ * no match for allow rules, so an error never lets anything through. Likewise a caller must
+ * treat a failing check (negative return) as a denial. */
+#ifndef CLOISTER_POLICY_H
+#define CLOISTER_POLICY_H
+
+#include <stddef.h>
+
+#include "protocol/error.h"
+#include "supervisor/config.h"
+
+enum policy_verdict {
+	POLICY_ALLOW,
+	POLICY_DENY,
+	POLICY_ASK,
+};
+
+struct policy_result {
+	enum policy_verdict verdict;
+	enum policy_verdict fallback; /* what an ASK becomes when nobody answers */
+	/* The rule or setting that decided; origin.file NULL when a built-in rule of the
+	 * policy itself decided (a malformed path). */
+	struct config_origin origin;
+	char rule[512];     /* e.g. `exec.deny[1] path "/usr/bin/nc*"`, `exec.ask=on-miss` */
+	char reason[512];   /* e.g. "no allow rule matched and exec.ask is on-miss" */
+	char subject[1024]; /* canonical command or normalised domain (truncated for display) */
+};
+
+/* Decisions kept in memory for a running session (the dashboard's "session" scope); the
+ * rules' origin.layer should be CONFIG_LAYER_SESSION. */
+struct policy_session {
+	struct config_domain_list allow;
+	struct config_domain_list deny;
+};
+
+/* Decide an exec of PATH with ARGV[0..ARGC-1] (ARGC ≥ 1). Fails with -EINVAL when the
+ * canonical command cannot be built (see protocol/quote.h), -E2BIG or -ENOMEM; *ret is
+ * written only on success. */
+int policy_check_exec(const struct config *config, const char *path, const char *const *argv,
+                      size_t argc, struct policy_result *ret, struct cl_error *err);
+
+/* Decide a hostexec request for the canonical command COMMAND. */
+int policy_check_hostexec(const struct config *config, const char *command,
+                          struct policy_result *ret, struct cl_error *err);
+
+/* Decide a connection to HOST ("example.com", "example.com:443", "[::1]:8443"); SESSION may
+ * be NULL. -EINVAL with a message for a malformed host. */
+int policy_check_domain(const struct config *config, const struct policy_session *session,
+                        const char *host, struct policy_result *ret, struct cl_error *err);
+
+/* Build the canonical command the exec check matches (argv[0] replaced by PATH's file name).
+ * *ret_command is malloc'd. */
+int policy_exec_command(const char *path, const char *const *argv, size_t argc, char **ret_command,
+                        struct cl_error *err);
+
+const char *policy_verdict_to_string(enum policy_verdict verdict);
+
+#endif

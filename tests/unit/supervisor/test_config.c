@@ -1,0 +1,786 @@
+/* Config loading: Cloister's file set, merging, every kind of error with its position. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "protocol/cleanup.h"
+#include "supervisor/config.h"
+#include "supervisor/config_files.h"
+#include "supervisor/yaml_doc.h"
+
+static struct config_source src(const char *name, const char *text)
+{
+	return (struct config_source){
+	        .name = name,
+	        .data = text,
+	        .len = text ? strlen(text) : 0,
+	        .present = text != NULL,
+	};
+}
+
+/* Load the four files (NULL: absent); fail the test on a load error. */
+static struct config *load4(const char *global, const char *project, const char *gdec,
+                            const char *pdec, bool lenient)
+{
+	struct config_sources s = {
+	        .global = src("config.yaml", global),
+	        .project = src("projects/p.yaml", project),
+	        .global_decisions = src("decisions/global.yaml", gdec),
+	        .project_decisions = src("decisions/projects/p.yaml", pdec),
+	};
+	struct config_load_options o = {.lenient = lenient};
+	struct cl_error err = {""};
+	struct config *cfg = NULL;
+
+	if (config_load(&s, &o, &cfg, &err) < 0)
+		fail_msg("load failed: %s", err.msg);
+	return cfg;
+}
+
+static int load_error(enum config_file_kind kind, const char *text, bool lenient,
+                      struct cl_error *err)
+{
+	const char *name = kind == CONFIG_FILE_GLOBAL    ? "config.yaml"
+	                   : kind == CONFIG_FILE_PROJECT ? "projects/p.yaml"
+	                                                 : "decisions/global.yaml";
+	struct config_source s = src(name, text);
+	struct config_load_options o = {.lenient = lenient};
+	struct config *cfg = NULL;
+	int r;
+
+	r = config_parse_file(kind, CONFIG_LAYER_GLOBAL, &s, &o, &cfg, err);
+	config_free(cfg);
+	return r;
+}
+
+static void assert_no_warnings(const struct config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_warnings; i++)
+		print_error("unexpected warning: %s\n", cfg->warnings[i]);
+	assert_int_equal(cfg->n_warnings, 0);
+}
+
+static bool has_domain(const struct config_domain_list *l, const char *host, bool wildcard,
+                       const char **ret_file)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->items[i].spec.host, host) == 0 &&
+		    l->items[i].spec.wildcard == wildcard) {
+			if (ret_file)
+				*ret_file = l->items[i].origin.file;
+			return true;
+		}
+	return false;
+}
+
+/* ---- valid files ------------------------------------------------------------------------- */
+
+static void test_builtin_default_parses_cleanly_and_serves_without_files(void **state)
+{
+	_cleanup_(config_freep) struct config *cfg = load4(NULL, NULL, NULL, NULL, false);
+
+	assert_no_warnings(cfg);
+	assert_int_equal(cfg->exec.security, EXEC_SECURITY_ALLOWLIST);
+	assert_int_equal(cfg->exec.ask, EXEC_ASK_ON_MISS);
+	assert_int_equal(cfg->exec.ask_fallback, EXEC_SECURITY_DENY);
+	assert_string_equal(cfg->exec.security_at.origin.file, "<built-in>");
+	assert_int_equal(cfg->exec.security_at.origin.layer, CONFIG_LAYER_BUILTIN);
+	assert_true(cfg->exec.allow.n > 10);
+	assert_true(cfg->exec.deny.n > 0);
+	assert_int_equal(cfg->proxy.unlisted, UNLISTED_REQUEST_APPROVAL);
+	assert_int_equal(cfg->proxy.approval_timeout_ms, 60000);
+	assert_int_equal(cfg->request.timeout_ms, 300000);
+	assert_true(has_domain(&cfg->proxy.allow, "api.anthropic.com", false, NULL));
+	assert_true(has_domain(&cfg->proxy.allow, "registry.npmjs.org", false, NULL));
+	assert_true(has_domain(&cfg->proxy.allow, "pypi.org", false, NULL));
+	assert_true(cfg->hostexec.auto_approve.n >= 1);
+	assert_string_equal(cfg->hostexec.auto_approve.items[0].regex.source,
+	                    "^docker compose ps$");
+	assert_true(cfg->hostexec.manual_approve.n >= 3);
+	assert_int_equal(cfg->n_files, 1);
+	assert_string_equal(cfg->files[0], "<built-in>");
+}
+
+static void test_builtin_default_parses_on_its_own_without_warnings(void **state)
+{
+	struct config_source s = {
+	        .name = "<built-in>",
+	        .data = (const char *)cloister_default_config,
+	        .len = cloister_default_config_len,
+	        .present = true,
+	};
+	struct cl_error err = {""};
+	_cleanup_(config_freep) struct config *cfg = NULL;
+
+	assert_int_equal(cloister_default_config[cloister_default_config_len], '\0');
+	if (config_parse_file(CONFIG_FILE_GLOBAL, CONFIG_LAYER_BUILTIN, &s, NULL, &cfg, &err) < 0)
+		fail_msg("%s", err.msg);
+	assert_no_warnings(cfg);
+	assert_true(cfg->exec.section_present);
+}
+
+static void test_global_file_lists_replace_builtin_but_unset_scalars_keep_builtin(void **state)
+{
+	_cleanup_(config_freep) struct config *cfg = load4("proxy:\n"
+	                                                   "  allow:\n"
+	                                                   "    - domain: example.com\n",
+	                                                   NULL, NULL, NULL, false);
+
+	assert_int_equal(cfg->proxy.allow.n, 1);
+	assert_string_equal(cfg->proxy.allow.items[0].spec.host, "example.com");
+	assert_string_equal(cfg->proxy.allow.items[0].origin.file, "config.yaml");
+	assert_int_equal(cfg->proxy.allow.items[0].origin.line, 3);
+	assert_int_equal(cfg->proxy.allow.items[0].origin.column, 15);
+	/* Scalars the file leaves out come from the built-in, with its origin. */
+	assert_int_equal(cfg->proxy.unlisted, UNLISTED_REQUEST_APPROVAL);
+	assert_string_equal(cfg->proxy.unlisted_at.origin.file, "<built-in>");
+	assert_int_equal(cfg->proxy.approval_timeout_ms, 60000);
+	/* Lists it leaves out are empty: the file replaces the built-in's lists... */
+	assert_int_equal(cfg->hostexec.auto_approve.n, 0);
+	/* ...except exec, which Cloister files never have: the built-in's exec section stays. */
+	assert_true(cfg->exec.allow.n > 10);
+	assert_string_equal(cfg->exec.allow.items[0].origin.file, "<built-in>");
+}
+
+static void test_global_exec_lists_and_scalars_it_writes_replace_the_builtins(void **state)
+{
+	_cleanup_(config_freep) struct config *cfg = load4("exec:\n"
+	                                                   "  security: full\n"
+	                                                   "  allow:\n"
+	                                                   "    - path: /opt/tool\n",
+	                                                   NULL, NULL, NULL, false);
+
+	assert_int_equal(cfg->exec.security, EXEC_SECURITY_FULL);
+	assert_string_equal(cfg->exec.security_at.origin.file, "config.yaml");
+	assert_int_equal(cfg->exec.security_at.origin.line, 2);
+	assert_int_equal(cfg->exec.ask, EXEC_ASK_ON_MISS); /* unset: built-in */
+	assert_int_equal(cfg->exec.allow.n, 1);
+	assert_string_equal(cfg->exec.allow.items[0].path_glob, "/opt/tool");
+	/* The list it does not write keeps the built-in's deny rules. */
+	assert_true(cfg->exec.deny.n > 0);
+	assert_string_equal(cfg->exec.deny.items[0].origin.file, "<built-in>");
+}
+
+static void test_global_exec_lists_are_dropped_only_when_written(void **state)
+{
+	_cleanup_(config_freep) struct config *keep =
+	        load4("exec:\n  ask: always\n", NULL, NULL, NULL, false);
+	_cleanup_(config_freep) struct config *drop =
+	        load4("exec:\n  allow: []\n  deny: ~\n", NULL, NULL, NULL, false);
+
+	assert_true(keep->exec.allow.n > 10);
+	assert_true(keep->exec.deny.n > 0);
+	assert_int_equal(keep->exec.ask, EXEC_ASK_ALWAYS);
+	assert_int_equal(drop->exec.allow.n, 0);
+	assert_int_equal(drop->exec.deny.n, 0);
+}
+
+static void test_project_extends_global_and_both_decision_forms_merge(void **state)
+{
+	const char *global = "proxy:\n"
+	                     "  allow:\n"
+	                     "    - domain: a.example\n"
+	                     "  unlisted_domain_behavior: reject\n"
+	                     "hostexec:\n"
+	                     "  auto_approve:\n"
+	                     "    - pattern: \"^make$\"\n"
+	                     "exec:\n"
+	                     "  ask: off\n"
+	                     "  allow:\n"
+	                     "    - path: /usr/bin/make\n";
+	const char *project = "remote: git@github.com:me/p.git\n"
+	                      "root: ~/src/p\n"
+	                      "refs: [~/src/lib]\n"
+	                      "proxy:\n"
+	                      "  allow:\n"
+	                      "    - pattern: \"*.b.example\"\n"
+	                      "  deny:\n"
+	                      "    - domain: c.example\n"
+	                      "hostexec:\n"
+	                      "  manual_approve:\n"
+	                      "    - pattern: \"^git push\"\n"
+	                      "commands:\n"
+	                      "  auto_approve:\n"
+	                      "    - pattern: \"^make test$\"\n"
+	                      "exec:\n"
+	                      "  ask: always\n"
+	                      "  deny:\n"
+	                      "    - command: \"^make install\"\n";
+	const char *gdec = "proxy:\n"
+	                   "  allow:\n"
+	                   "    - domain: d.example\n"
+	                   "  deny:\n"
+	                   "    - pattern: \"*.i.example\"\n";
+	const char *pdec = "domains: [e.example]\n"
+	                   "patterns: [\"*.f.example\"]\n"
+	                   "denied_domains: [g.example]\n"
+	                   "denied_patterns: [\"*.h.example\"]\n";
+	_cleanup_(config_freep) struct config *cfg = load4(global, project, gdec, pdec, false);
+	const char *file = NULL;
+
+	assert_no_warnings(cfg);
+	assert_int_equal(cfg->proxy.allow.n, 5);
+	assert_true(has_domain(&cfg->proxy.allow, "a.example", false, &file));
+	assert_string_equal(file, "config.yaml");
+	assert_true(has_domain(&cfg->proxy.allow, "b.example", true, &file));
+	assert_string_equal(file, "projects/p.yaml");
+	assert_true(has_domain(&cfg->proxy.allow, "d.example", false, &file));
+	assert_string_equal(file, "decisions/global.yaml");
+	assert_true(has_domain(&cfg->proxy.allow, "e.example", false, &file));
+	assert_string_equal(file, "decisions/projects/p.yaml");
+	assert_true(has_domain(&cfg->proxy.allow, "f.example", true, NULL));
+	assert_int_equal(cfg->proxy.deny.n, 4);
+	assert_true(has_domain(&cfg->proxy.deny, "c.example", false, NULL));
+	assert_true(has_domain(&cfg->proxy.deny, "g.example", false, NULL));
+	assert_true(has_domain(&cfg->proxy.deny, "h.example", true, NULL));
+	assert_true(has_domain(&cfg->proxy.deny, "i.example", true, NULL));
+	assert_int_equal(cfg->proxy.deny.items[0].origin.layer, CONFIG_LAYER_PROJECT);
+	assert_int_equal(cfg->proxy.deny.items[3].origin.layer, CONFIG_LAYER_PROJECT_DECISIONS);
+	assert_string_equal(cfg->proxy.deny.items[3].list, "denied_patterns");
+	assert_int_equal(cfg->proxy.unlisted, UNLISTED_REJECT);
+
+	/* Global patterns first, then the project's (both spellings of the section). */
+	assert_int_equal(cfg->hostexec.auto_approve.n, 2);
+	assert_string_equal(cfg->hostexec.auto_approve.items[0].regex.source, "^make$");
+	assert_string_equal(cfg->hostexec.auto_approve.items[1].regex.source, "^make test$");
+	assert_int_equal(cfg->hostexec.manual_approve.n, 1);
+
+	/* Project exec scalars override, lists extend. */
+	assert_int_equal(cfg->exec.ask, EXEC_ASK_ALWAYS);
+	assert_string_equal(cfg->exec.ask_at.origin.file, "projects/p.yaml");
+	assert_int_equal(cfg->exec.allow.n, 1);
+	/* The global file wrote no exec.deny: the built-in's, then the project's. */
+	assert_true(cfg->exec.deny.n > 1);
+	assert_string_equal(cfg->exec.deny.items[0].origin.file, "<built-in>");
+	assert_int_equal(cfg->exec.deny.items[cfg->exec.deny.n - 1].origin.layer,
+	                 CONFIG_LAYER_PROJECT);
+	assert_int_equal(cfg->n_files, 5);
+}
+
+static void test_real_cloister_files_load_without_warnings(void **state)
+{
+	const char *global = "proxy:\n"
+	                     "  listen: \":3128\"\n"
+	                     "  allow:\n"
+	                     "    - domain: \"golang.org\"\n"
+	                     "    - pattern: \"*.googleapis.com\"\n"
+	                     "  deny:\n"
+	                     "    - domain: evil.example\n"
+	                     "  unlisted_domain_behavior: \"request_approval\"\n"
+	                     "  approval_timeout: \"60s\"\n"
+	                     "  rate_limit: 120\n"
+	                     "  max_request_bytes: 10485760\n"
+	                     "request:\n"
+	                     "  listen: \":9998\"\n"
+	                     "  timeout: \"5m\"\n"
+	                     "approval:\n"
+	                     "  listen: \"127.0.0.1:9999\"\n"
+	                     "  auto_approve:\n"
+	                     "    - pattern: \"^docker compose ps$\"\n"
+	                     "  manual_approve:\n"
+	                     "    - pattern: \"^docker compose (up|down|restart|build).*$\"\n"
+	                     "devcontainer:\n"
+	                     "  enabled: true\n"
+	                     "  features:\n"
+	                     "    allow:\n"
+	                     "      - \"ghcr.io/devcontainers/features/*\"\n"
+	                     "  blocked_mounts:\n"
+	                     "    - \"~/.ssh\"\n"
+	                     "agents:\n"
+	                     "  claude:\n"
+	                     "    command: \"claude\"\n"
+	                     "    env: [\"ANTHROPIC_*\", \"CLAUDE_*\"]\n"
+	                     "    auth_method: token\n"
+	                     "    token: sk-secret-value\n"
+	                     "    skip_permissions: true\n"
+	                     "  codex:\n"
+	                     "    command: codex\n"
+	                     "    config_mount: ~/.codex\n"
+	                     "    api_key: sk-other\n"
+	                     "defaults:\n"
+	                     "  image: \"\"\n"
+	                     "  shell: /bin/bash\n"
+	                     "  user: cloister\n"
+	                     "  agent: claude\n"
+	                     "log:\n"
+	                     "  file: ~/.local/share/cloister/audit.log\n"
+	                     "  stdout: true\n"
+	                     "  level: info\n"
+	                     "  per_cloister: true\n"
+	                     "  per_cloister_dir: ~/.local/share/cloister/logs/\n";
+	_cleanup_(config_freep) struct config *cfg = load4(global, NULL, NULL, NULL, false);
+
+	assert_no_warnings(cfg);
+	assert_int_equal(cfg->proxy.allow.n, 2);
+	assert_int_equal(cfg->proxy.deny.n, 1);
+	assert_string_equal(cfg->proxy.listen.text, ":3128");
+	assert_int_equal(cfg->proxy.rate_limit, 120);
+	assert_int_equal(cfg->proxy.max_request_bytes, 10485760);
+	assert_string_equal(cfg->hostexec.listen.text, "127.0.0.1:9999");
+	assert_int_equal(cfg->hostexec.auto_approve.n, 1);
+	assert_int_equal(cfg->hostexec.manual_approve.n, 1);
+}
+
+static void test_missing_and_empty_files_are_empty(void **state)
+{
+	_cleanup_(config_freep) struct config *cfg =
+	        load4("", "# nothing\n", "---\n", "~\n", false);
+
+	assert_no_warnings(cfg);
+	/* An empty global file is a global file: its (absent) lists replace the built-in's. */
+	assert_int_equal(cfg->proxy.allow.n, 0);
+	assert_int_equal(cfg->proxy.unlisted, UNLISTED_REQUEST_APPROVAL);
+	assert_true(cfg->exec.allow.n > 0);
+}
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+static void test_each_error_names_file_line_column_and_what_was_expected(void **state)
+{
+	static const struct {
+		enum config_file_kind kind;
+		const char *yaml;
+		const char *want; /* exact message, or its prefix when it ends in '*' */
+	} cases[] = {
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  allow:\n    - domain: a.example\n    - [x]\n",
+	         "config.yaml:4:7: proxy.allow[1]: expected a mapping with \"domain\" or "
+	         "\"pattern\", got a sequence"},
+	        {CONFIG_FILE_GLOBAL, "proxy: [1]\n",
+	         "config.yaml:1:8: proxy: expected a mapping, got a sequence"},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  allow: yes\n",
+	         "config.yaml:2:10: proxy.allow: expected a list, got a scalar"},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  listen: [a]\n",
+	         "config.yaml:2:11: proxy.listen: expected a string, got a sequence"},
+	        {CONFIG_FILE_GLOBAL, "exec:\n  security: paranoid\n",
+	         "config.yaml:2:13: exec.security: expected one of deny, allowlist, full, got "
+	         "\"paranoid\""},
+	        {CONFIG_FILE_GLOBAL, "exec:\n  ask: sometimes\n",
+	         "config.yaml:2:8: exec.ask: expected one of off, on-miss, always, got "
+	         "\"sometimes\""},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  unlisted_domain_behavior: allow\n",
+	         "config.yaml:2:29: proxy.unlisted_domain_behavior: expected one of reject, "
+	         "request_approval, got \"allow\""},
+	        {CONFIG_FILE_GLOBAL, "hostexec:\n  auto_approve:\n    - pattern: \"^(git\"\n",
+	         "config.yaml:3:16: hostexec.auto_approve[0].pattern: invalid regular expression "
+	         "\"^(git\": missing closing parenthesis at offset 5"},
+	        {CONFIG_FILE_PROJECT, "exec:\n  allow:\n    - command: \"[a-\"\n",
+	         "projects/p.yaml:3:16: exec.allow[0].command: invalid regular expression*"},
+	        {CONFIG_FILE_GLOBAL, "hostexec:\n  manual_approve:\n    - pattern: \"\"\n",
+	         "config.yaml:3:16: hostexec.manual_approve[0].pattern: expected a regular "
+	         "expression, got an empty string"},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  allow:\n    - domain: \"bad domain\"\n",
+	         "config.yaml:3:15: proxy.allow[0].domain: expected a domain name, got*"},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  deny:\n    - domain: \"*.x.example\"\n",
+	         "config.yaml:3:15: proxy.deny[0].domain: expected a domain name, got*"},
+	        {CONFIG_FILE_DECISIONS, "denied_patterns: [\"a.*.example\"]\n",
+	         "decisions/global.yaml:1:19: denied_patterns[0]: expected a domain pattern like "
+	         "\"*.example.com\", got*"},
+	        {CONFIG_FILE_DECISIONS, "domains: [{a: b}]\n",
+	         "decisions/global.yaml:1:11: domains[0]: expected a string, got a mapping"},
+	        {CONFIG_FILE_GLOBAL,
+	         "proxy:\n  allow:\n    - domain: a.example\n      pattern: "
+	         "\"*.b.example\"\n",
+	         "config.yaml:3:7: proxy.allow[0]: expected either \"domain\" or \"pattern\", not "
+	         "both"},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  allow:\n    - note: hi\n",
+	         "config.yaml:3:7: proxy.allow[0]: expected a mapping with \"domain\" or "
+	         "\"pattern\""},
+	        {CONFIG_FILE_GLOBAL, "exec:\n  deny:\n    - path: bin/nc\n",
+	         "config.yaml:3:13: exec.deny[0].path: expected an absolute path glob (starting "
+	         "with '/'), got \"bin/nc\""},
+	        {CONFIG_FILE_GLOBAL, "exec:\n  deny:\n    - {}\n",
+	         "config.yaml:3:7: exec.deny[0]: expected a mapping with \"path\" and/or "
+	         "\"command\""},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  approval_timeout: soon\n",
+	         "config.yaml:2:21: proxy.approval_timeout: expected a duration like \"60s\", "
+	         "\"5m\" or \"1h30m\", got \"soon\""},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  rate_limit: -1\n",
+	         "config.yaml:2:15: proxy.rate_limit: expected a non-negative integer, got \"-1\""},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  rate_limit: \"12\"\n",
+	         "config.yaml:2:15: proxy.rate_limit: expected a non-negative integer, got \"12\""},
+	        {CONFIG_FILE_GLOBAL, "request:\n  listen: localhost\n",
+	         "config.yaml:2:11: request.listen: expected host:port or :port (port 1-65535), "
+	         "got \"localhost\""},
+	        {CONFIG_FILE_GLOBAL, "a: &x 1\nb: *x\n",
+	         "config.yaml:1:4: anchors and aliases are not allowed"},
+	        {CONFIG_FILE_GLOBAL, "proxy: &p {}\n",
+	         "config.yaml:1:8: anchors and aliases are not allowed"},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  allow: []\nproxy: {}\n",
+	         "config.yaml:3:1: duplicate key \"proxy\""},
+	        {CONFIG_FILE_GLOBAL, "? [a]\n: b\n",
+	         "config.yaml:1:3: a mapping key must be a scalar"},
+	        {CONFIG_FILE_GLOBAL, "proxy: {}\n---\nproxy: {}\n",
+	         "config.yaml:2:1: only one YAML document is allowed in a config file"},
+	        {CONFIG_FILE_GLOBAL, "- a\n- b\n",
+	         "config.yaml:1:1: expected a mapping at the top level, got a sequence"},
+	        {CONFIG_FILE_GLOBAL, "proxy: \"a\\0b\"\n",
+	         "config.yaml:1:8: a scalar contains a NUL character"},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  allow: [\n",
+	         "config.yaml:3:1: invalid YAML: did not find expected node content while parsing "
+	         "a flow node"},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n\tallow: []\n", "config.yaml:2:1: invalid YAML:*"},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct cl_error err = {""};
+		const char *want = cases[i].want;
+		size_t wlen = strlen(want);
+		int r = load_error(cases[i].kind, cases[i].yaml, false, &err);
+
+		if (r != -EINVAL)
+			fail_msg("case %zu: expected -EINVAL, got %d (%s)", i, r, err.msg);
+		if (want[wlen - 1] == '*' ? strncmp(err.msg, want, wlen - 1) != 0
+		                          : strcmp(err.msg, want) != 0)
+			fail_msg("case %zu:\n  got:  %s\n  want: %s", i, err.msg, want);
+	}
+}
+
+static void test_agent_secrets_never_appear_in_messages(void **state)
+{
+	struct config_sources s = {
+	        .global = src("config.yaml", "agents:\n"
+	                                     "  claude:\n"
+	                                     "    token: sk-very-secret\n"
+	                                     "    tokn: sk-also-secret\n"
+	                                     "proxy: [oops]\n"),
+	};
+	struct cl_error err = {""};
+	struct config *cfg = NULL;
+
+	assert_int_equal(config_load(&s, NULL, &cfg, &err), -EINVAL);
+	assert_null(strstr(err.msg, "secret"));
+	assert_null(cfg);
+}
+
+static void test_too_deep_nesting_is_rejected(void **state)
+{
+	char yaml[256] = "proxy: ";
+	struct cl_error err = {""};
+
+	for (int i = 0; i < 40; i++)
+		strcat(yaml, "[");
+	assert_int_equal(load_error(CONFIG_FILE_GLOBAL, yaml, false, &err), -EINVAL);
+	assert_string_equal(err.msg, "config.yaml:1:39: nesting too deep (the limit is 32 levels)");
+}
+
+static void test_oversized_input_and_too_many_items_are_rejected(void **state)
+{
+	_cleanup_free_ char *big = malloc(YDOC_MAX_BYTES + 2);
+	_cleanup_free_ char *many = NULL;
+	struct cl_error err = {""};
+	size_t len = 0;
+
+	assert_non_null(big);
+	memset(big, '#', YDOC_MAX_BYTES + 1);
+	big[YDOC_MAX_BYTES + 1] = '\0';
+	assert_int_equal(load_error(CONFIG_FILE_GLOBAL, big, false, &err), -EFBIG);
+	assert_string_equal(err.msg, "config.yaml: file is larger than 1048576 bytes");
+
+	many = malloc(10 + 4 * 10001 + 2);
+	assert_non_null(many);
+	len = (size_t)sprintf(many, "domains: [");
+	for (int i = 0; i < 10001; i++)
+		len += (size_t)sprintf(many + len, "a%s", i < 10000 ? ", " : "]");
+	assert_int_equal(load_error(CONFIG_FILE_DECISIONS, many, false, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "too many items in a sequence (the limit is 10000)"));
+}
+
+static void test_unknown_keys_are_warnings_with_their_position(void **state)
+{
+	_cleanup_(config_freep) struct config *cfg = load4("proxy:\n"
+	                                                   "  allow: []\n"
+	                                                   "  colour: red\n"
+	                                                   "unlisted_domain_behavior: reject\n",
+	                                                   "exec:\n"
+	                                                   "  allow:\n"
+	                                                   "    - path: /usr/bin/x\n"
+	                                                   "      comment: why\n",
+	                                                   NULL, NULL, false);
+
+	assert_int_equal(cfg->n_warnings, 3);
+	assert_string_equal(cfg->warnings[0],
+	                    "config.yaml:3:3: proxy.colour: unknown key (ignored)");
+	assert_string_equal(cfg->warnings[1],
+	                    "config.yaml:4:1: unlisted_domain_behavior: unknown key (ignored)");
+	assert_string_equal(cfg->warnings[2],
+	                    "projects/p.yaml:4:7: exec.allow[0].comment: unknown key (ignored)");
+	/* The known parts still load (after the built-in's exec rules: no global exec section). */
+	assert_true(cfg->exec.allow.n > 1);
+	assert_string_equal(cfg->exec.allow.items[cfg->exec.allow.n - 1].path_glob, "/usr/bin/x");
+}
+
+static void test_keys_of_another_file_kind_are_unknown(void **state)
+{
+	struct config_sources s = {
+	        .global_decisions = src("decisions/global.yaml", "exec:\n  security: full\n"),
+	};
+	struct cl_error err = {""};
+	_cleanup_(config_freep) struct config *cfg = NULL;
+
+	assert_int_equal(config_load(&s, NULL, &cfg, &err), 0);
+	assert_int_equal(cfg->n_warnings, 1);
+	assert_string_equal(cfg->warnings[0],
+	                    "decisions/global.yaml:1:1: exec: unknown key (ignored)");
+	/* A decisions file cannot loosen exec security. */
+	assert_int_equal(cfg->exec.security, EXEC_SECURITY_ALLOWLIST);
+}
+
+static void test_lenient_mode_skips_bad_regex_and_domain_with_a_warning(void **state)
+{
+	const char *yaml = "hostexec:\n"
+	                   "  auto_approve:\n"
+	                   "    - pattern: \"^(bad\"\n"
+	                   "    - pattern: \"^good$\"\n"
+	                   "proxy:\n"
+	                   "  allow:\n"
+	                   "    - domain: \"not a domain\"\n"
+	                   "    - domain: ok.example\n";
+	struct cl_error err = {""};
+	_cleanup_(config_freep) struct config *cfg = NULL;
+
+	/* Strict: the first bad entry fails the load. */
+	assert_int_equal(load_error(CONFIG_FILE_GLOBAL, yaml, false, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "config.yaml:3:16: hostexec.auto_approve[0].pattern"));
+
+	cfg = load4(yaml, NULL, NULL, NULL, true);
+	assert_int_equal(cfg->hostexec.auto_approve.n, 1);
+	assert_string_equal(cfg->hostexec.auto_approve.items[0].regex.source, "^good$");
+	assert_int_equal(cfg->hostexec.auto_approve.items[0].index, 1);
+	assert_int_equal(cfg->proxy.allow.n, 1);
+	assert_int_equal(cfg->n_warnings, 2);
+	assert_non_null(strstr(cfg->warnings[0], "config.yaml:3:16: hostexec.auto_approve[0]."
+	                                         "pattern: invalid regular expression"));
+	assert_non_null(strstr(cfg->warnings[0], "(entry skipped)"));
+	assert_non_null(strstr(cfg->warnings[1], "config.yaml:7:15: proxy.allow[0].domain"));
+}
+
+static void test_lenient_mode_still_fails_on_wrong_types(void **state)
+{
+	struct cl_error err = {""};
+
+	assert_int_equal(load_error(CONFIG_FILE_GLOBAL, "proxy: [1]\n", true, &err), -EINVAL);
+	assert_int_equal(load_error(CONFIG_FILE_GLOBAL, "exec:\n  ask: maybe\n", true, &err),
+	                 -EINVAL);
+}
+
+static void test_warnings_are_bounded(void **state)
+{
+	char yaml[8192] = "";
+	_cleanup_(config_freep) struct config *cfg = NULL;
+
+	for (int i = 0; i < 300; i++)
+		sprintf(yaml + strlen(yaml), "k%d: 1\n", i);
+	cfg = load4(yaml, NULL, NULL, NULL, false);
+	assert_int_equal(cfg->n_warnings, CONFIG_MAX_WARNINGS + 1);
+	assert_string_equal(cfg->warnings[CONFIG_MAX_WARNINGS],
+	                    "config.yaml: too many warnings; the rest are not shown");
+}
+
+/* ---- values ------------------------------------------------------------------------------ */
+
+static void test_project_names_that_could_escape_the_directory_are_rejected(void **state)
+{
+	static const struct {
+		const char *name;
+		bool ok;
+	} cases[] = {
+	        {"my-api", true},       {"my_api.v2", true}, {"a+b@c", true},    {"", false},
+	        {".", false},           {"..", false},       {".hidden", false}, {"a/b", false},
+	        {"../etc", false},      {"a..b", false},     {"a b", false},     {"a\\b", false},
+	        {"caf\xc3\xa9", false}, {"a\nb", false},
+	};
+	char longname[200];
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct cl_error err = {""};
+		int r = config_project_name_check(cases[i].name, &err);
+		if ((r == 0) != cases[i].ok)
+			fail_msg("\"%s\": expected %s, got %d (%s)", cases[i].name,
+			         cases[i].ok ? "ok" : "rejection", r, err.msg);
+	}
+	memset(longname, 'a', 129);
+	longname[129] = '\0';
+	assert_int_equal(config_project_name_check(longname, NULL), -EINVAL);
+	longname[128] = '\0';
+	assert_int_equal(config_project_name_check(longname, NULL), 0);
+}
+
+static void test_go_durations_parse_to_milliseconds(void **state)
+{
+	static const struct {
+		const char *text;
+		int ok;
+		uint64_t ms;
+	} cases[] = {
+	        {"60s", 1, 60000},
+	        {"5m", 1, 300000},
+	        {"1h30m", 1, 5400000},
+	        {"1.5h", 1, 5400000},
+	        {"250ms", 1, 250},
+	        {"0", 1, 0},
+	        {"1m30s", 1, 90000},
+	        {"1500us", 1, 1},
+	        {"2\xc2\xb5s", 1, 0},
+	        {"", 0, 0},
+	        {"60", 0, 0},
+	        {"s", 0, 0},
+	        {"-5s", 0, 0},
+	        {"5 s", 0, 0},
+	        {"5d", 0, 0},
+	        {"9999999h", 0, 0},
+	        {"99999999999999999999s", 0, 0},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		uint64_t ms = 12345;
+		int r = config_parse_duration(cases[i].text, &ms);
+		if ((r == 0) != cases[i].ok)
+			fail_msg("\"%s\": expected %s, got %d", cases[i].text,
+			         cases[i].ok ? "ok" : "error", r);
+		if (cases[i].ok && ms != cases[i].ms)
+			fail_msg("\"%s\": expected %llu ms, got %llu", cases[i].text,
+			         (unsigned long long)cases[i].ms, (unsigned long long)ms);
+		if (!cases[i].ok && ms != 12345)
+			fail_msg("\"%s\": output written on failure", cases[i].text);
+	}
+}
+
+/* ---- files ------------------------------------------------------------------------------- */
+
+static void test_config_dir_option_beats_xdg_which_beats_home(void **state)
+{
+	static const struct {
+		const char *opt, *xdg, *home, *want;
+	} cases[] = {
+	        {"/etc/cl", "/x", "/home/u", "/etc/cl"},
+	        {NULL, "/x", "/home/u", "/x/cloister"},
+	        {"", "/x", "/home/u", "/x/cloister"},
+	        {NULL, NULL, "/home/u", "/home/u/.config/cloister"},
+	        {NULL, "", "/home/u", "/home/u/.config/cloister"},
+	        {NULL, "relative", "/home/u", "/home/u/.config/cloister"},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		_cleanup_free_ char *dir = NULL;
+		struct cl_error err = {""};
+
+		if (config_files_dir(cases[i].opt, cases[i].xdg, cases[i].home, &dir, &err) < 0)
+			fail_msg("case %zu: %s", i, err.msg);
+		assert_string_equal(dir, cases[i].want);
+	}
+	{
+		char *dir = NULL;
+		struct cl_error err = {""};
+		assert_int_equal(config_files_dir(NULL, NULL, NULL, &dir, &err), -ENOENT);
+		assert_null(dir);
+		assert_non_null(strstr(err.msg, "--config-dir"));
+	}
+}
+
+static void write_file(const char *dir, const char *rel, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	f = fopen(path, "we");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void test_files_are_read_from_the_directory_and_missing_ones_are_empty(void **state)
+{
+	char dir[] = "/tmp/cloister-test-config-XXXXXX";
+	char sub[600];
+	_cleanup_(config_freep) struct config *cfg = NULL;
+	_cleanup_(config_files_freep) struct config_files *files = NULL;
+	struct cl_error err = {""};
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/projects", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	snprintf(sub, sizeof(sub), "%s/decisions", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	write_file(dir, "projects/web.yaml", "proxy:\n  allow:\n    - domain: web.example\n");
+	write_file(dir, "decisions/global.yaml", "denied_domains: [bad.example]\n");
+
+	assert_int_equal(config_files_read(dir, "web", &files, &err), 0);
+	assert_false(files->sources.global.present);
+	assert_true(files->sources.project.present);
+	assert_true(files->sources.global_decisions.present);
+	assert_false(files->sources.project_decisions.present);
+
+	assert_int_equal(config_load_dir(dir, "web", NULL, &cfg, &err), 0);
+	/* No config.yaml: the built-in's allowlist, plus the project's entry. */
+	assert_true(has_domain(&cfg->proxy.allow, "api.anthropic.com", false, NULL));
+	assert_true(has_domain(&cfg->proxy.allow, "web.example", false, NULL));
+	assert_true(has_domain(&cfg->proxy.deny, "bad.example", false, NULL));
+	assert_non_null(strstr(cfg->proxy.deny.items[0].origin.file, "/decisions/global.yaml"));
+
+	/* A bad project name never reaches a path. */
+	config_files_free(TAKE_PTR(files));
+	assert_int_equal(config_files_read(dir, "../web", &files, &err), -EINVAL);
+	assert_null(files);
+
+	/* A directory where a file should be is an error, named. */
+	snprintf(sub, sizeof(sub), "%s/config.yaml", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(config_files_read(dir, NULL, &files, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "config.yaml: not a regular file"));
+	rmdir(sub);
+
+	/* An oversized file is refused before parsing. */
+	{
+		_cleanup_free_ char *big = malloc(YDOC_MAX_BYTES + 10);
+		assert_non_null(big);
+		memset(big, '#', YDOC_MAX_BYTES + 9);
+		big[YDOC_MAX_BYTES + 9] = '\0';
+		write_file(dir, "config.yaml", big);
+		assert_int_equal(config_files_read(dir, NULL, &files, &err), -EFBIG);
+		assert_non_null(strstr(err.msg, "config.yaml: file is larger than"));
+	}
+
+	snprintf(sub, sizeof(sub), "rm -rf '%s'", dir);
+	assert_int_equal(system(sub), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_builtin_default_parses_cleanly_and_serves_without_files),
+	        cmocka_unit_test(test_builtin_default_parses_on_its_own_without_warnings),
+	        cmocka_unit_test(
+	                test_global_file_lists_replace_builtin_but_unset_scalars_keep_builtin),
+	        cmocka_unit_test(test_global_exec_lists_and_scalars_it_writes_replace_the_builtins),
+	        cmocka_unit_test(test_global_exec_lists_are_dropped_only_when_written),
+	        cmocka_unit_test(test_project_extends_global_and_both_decision_forms_merge),
+	        cmocka_unit_test(test_real_cloister_files_load_without_warnings),
+	        cmocka_unit_test(test_missing_and_empty_files_are_empty),
+	        cmocka_unit_test(test_each_error_names_file_line_column_and_what_was_expected),
+	        cmocka_unit_test(test_agent_secrets_never_appear_in_messages),
+	        cmocka_unit_test(test_too_deep_nesting_is_rejected),
+	        cmocka_unit_test(test_oversized_input_and_too_many_items_are_rejected),
+	        cmocka_unit_test(test_unknown_keys_are_warnings_with_their_position),
+	        cmocka_unit_test(test_keys_of_another_file_kind_are_unknown),
+	        cmocka_unit_test(test_lenient_mode_skips_bad_regex_and_domain_with_a_warning),
+	        cmocka_unit_test(test_lenient_mode_still_fails_on_wrong_types),
+	        cmocka_unit_test(test_warnings_are_bounded),
+	        cmocka_unit_test(test_project_names_that_could_escape_the_directory_are_rejected),
+	        cmocka_unit_test(test_go_durations_parse_to_milliseconds),
+	        cmocka_unit_test(test_config_dir_option_beats_xdg_which_beats_home),
+	        cmocka_unit_test(test_files_are_read_from_the_directory_and_missing_ones_are_empty),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,573 @@
+/* Policy decisions: exec (security × ask), hostexec (auto / manual / none), domains (deny beats
+ * allow at every layer). Configs are written as YAML, as a user would. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/cleanup.h"
+#include "supervisor/config.h"
+#include "supervisor/policy.h"
+
+static struct config_source src(const char *name, const char *text)
+{
+	return (struct config_source){
+	        .name = name,
+	        .data = text,
+	        .len = text ? strlen(text) : 0,
+	        .present = text != NULL,
+	};
+}
+
+static struct config *load4(const char *global, const char *project, const char *gdec,
+                            const char *pdec)
+{
+	struct config_sources s = {
+	        .global = src("config.yaml", global),
+	        .project = src("projects/p.yaml", project),
+	        .global_decisions = src("decisions/global.yaml", gdec),
+	        .project_decisions = src("decisions/projects/p.yaml", pdec),
+	};
+	struct cl_error err = {""};
+	struct config *cfg = NULL;
+
+	if (config_load(&s, NULL, &cfg, &err) < 0)
+		fail_msg("load failed: %s", err.msg);
+	return cfg;
+}
+
+static struct policy_result check_exec(const struct config *cfg, const char *path,
+                                       const char *const *argv)
+{
+	struct policy_result res;
+	struct cl_error err = {""};
+	size_t argc = 0;
+
+	while (argv[argc])
+		argc++;
+	if (policy_check_exec(cfg, path, argv, argc, &res, &err) < 0)
+		fail_msg("check_exec %s: %s", path, err.msg);
+	return res;
+}
+
+static const char *V(enum policy_verdict v)
+{
+	return policy_verdict_to_string(v);
+}
+
+/* ---- exec -------------------------------------------------------------------------------- */
+
+static void test_exec_verdict_for_every_security_and_ask_combination(void **state)
+{
+	static const char *const git_status[] = {"git", "status", NULL};
+	static const char *const make[] = {"make", "-j2", NULL};
+	static const char *const nc[] = {"nc", "-l", "4444", NULL};
+	static const struct {
+		const char *security, *ask;
+		enum policy_verdict match, miss, denied;
+		const char *match_rule, *miss_rule;
+	} cases[] = {
+	        {"deny", "off", POLICY_DENY, POLICY_DENY, POLICY_DENY, "exec.security=deny",
+	         "exec.security=deny"},
+	        {"deny", "on-miss", POLICY_DENY, POLICY_DENY, POLICY_DENY, "exec.security=deny",
+	         "exec.security=deny"},
+	        {"deny", "always", POLICY_DENY, POLICY_DENY, POLICY_DENY, "exec.security=deny",
+	         "exec.security=deny"},
+	        {"allowlist", "off", POLICY_ALLOW, POLICY_DENY, POLICY_DENY, "exec.allow[0]*",
+	         "exec.ask=off"},
+	        {"allowlist", "on-miss", POLICY_ALLOW, POLICY_ASK, POLICY_DENY, "exec.allow[0]*",
+	         "exec.ask=on-miss"},
+	        {"allowlist", "always", POLICY_ASK, POLICY_ASK, POLICY_DENY, "exec.allow[0]*",
+	         "exec.ask=always"},
+	        {"full", "off", POLICY_ALLOW, POLICY_ALLOW, POLICY_DENY, "exec.security=full",
+	         "exec.security=full"},
+	        {"full", "on-miss", POLICY_ALLOW, POLICY_ALLOW, POLICY_DENY, "exec.security=full",
+	         "exec.security=full"},
+	        {"full", "always", POLICY_ASK, POLICY_ASK, POLICY_DENY, "exec.ask=always",
+	         "exec.ask=always"},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		char yaml[512];
+		_cleanup_(config_freep) struct config *cfg = NULL;
+		struct policy_result res;
+
+		snprintf(yaml, sizeof(yaml),
+		         "exec:\n"
+		         "  security: %s\n"
+		         "  ask: %s\n"
+		         "  allow:\n"
+		         "    - path: /usr/bin/git\n"
+		         "      command: \"^git status( |$)\"\n"
+		         "  deny:\n"
+		         "    - path: \"/usr/bin/nc*\"\n",
+		         cases[i].security, cases[i].ask);
+		cfg = load4(yaml, NULL, NULL, NULL);
+
+		res = check_exec(cfg, "/usr/bin/git", git_status);
+		if (res.verdict != cases[i].match)
+			fail_msg("%s/%s match: got %s want %s (%s)", cases[i].security,
+			         cases[i].ask, V(res.verdict), V(cases[i].match), res.reason);
+		if (cases[i].match_rule[strlen(cases[i].match_rule) - 1] == '*'
+		            ? strncmp(res.rule, cases[i].match_rule,
+		                      strlen(cases[i].match_rule) - 1) != 0
+		            : strcmp(res.rule, cases[i].match_rule) != 0)
+			fail_msg("%s/%s match: rule \"%s\", want \"%s\"", cases[i].security,
+			         cases[i].ask, res.rule, cases[i].match_rule);
+
+		res = check_exec(cfg, "/usr/bin/make", make);
+		if (res.verdict != cases[i].miss)
+			fail_msg("%s/%s miss: got %s want %s", cases[i].security, cases[i].ask,
+			         V(res.verdict), V(cases[i].miss));
+		if (strcmp(res.rule, cases[i].miss_rule) != 0)
+			fail_msg("%s/%s miss: rule \"%s\", want \"%s\"", cases[i].security,
+			         cases[i].ask, res.rule, cases[i].miss_rule);
+		/* A setting decided: its origin is where the file set it. */
+		assert_string_equal(res.origin.file, "config.yaml");
+
+		res = check_exec(cfg, "/usr/bin/nc.openbsd", nc);
+		if (res.verdict != POLICY_DENY)
+			fail_msg("%s/%s: a deny rule must win, got %s", cases[i].security,
+			         cases[i].ask, V(res.verdict));
+		assert_string_equal(res.rule, "exec.deny[0] path \"/usr/bin/nc*\"");
+		assert_int_equal(res.origin.line, 8);
+		assert_int_equal(res.origin.column, 7);
+	}
+}
+
+static void test_exec_deny_beats_allow_across_global_and_project(void **state)
+{
+	static const char *const curl[] = {"curl", "https://example.com", NULL};
+	const char *allow_all = "exec:\n"
+	                        "  security: allowlist\n"
+	                        "  allow:\n"
+	                        "    - path: \"/usr/bin/*\"\n";
+	const char *deny_curl = "exec:\n"
+	                        "  deny:\n"
+	                        "    - command: \"^curl \"\n";
+	struct policy_result res;
+
+	{
+		_cleanup_(config_freep) struct config *cfg =
+		        load4(allow_all, deny_curl, NULL, NULL);
+		res = check_exec(cfg, "/usr/bin/curl", curl);
+		assert_int_equal(res.verdict, POLICY_DENY);
+		assert_string_equal(res.origin.file, "projects/p.yaml");
+		assert_int_equal(res.origin.layer, CONFIG_LAYER_PROJECT);
+		assert_string_equal(res.rule, "exec.deny[0] command \"^curl \"");
+	}
+	{
+		/* The other way round: a project allow does not undo a global deny. */
+		const char *global = "exec:\n"
+		                     "  deny:\n"
+		                     "    - path: /usr/bin/curl\n";
+		const char *project = "exec:\n"
+		                      "  security: full\n"
+		                      "  allow:\n"
+		                      "    - path: /usr/bin/curl\n";
+		_cleanup_(config_freep) struct config *cfg = load4(global, project, NULL, NULL);
+		res = check_exec(cfg, "/usr/bin/curl", curl);
+		assert_int_equal(res.verdict, POLICY_DENY);
+		assert_string_equal(res.origin.file, "config.yaml");
+		assert_int_equal(res.origin.line, 3);
+	}
+}
+
+static void test_exec_path_glob_and_command_regex_semantics(void **state)
+{
+	const char *yaml = "exec:\n"
+	                   "  ask: off\n"
+	                   "  deny: []\n"
+	                   "  allow:\n"
+	                   "    - path: \"/usr/bin/*\"\n"
+	                   "      command: \"^(ls|cat)( |$)\"\n"
+	                   "    - command: \"^git (status|diff)( |$)\"\n";
+	_cleanup_(config_freep) struct config *cfg = load4(yaml, NULL, NULL, NULL);
+	static const struct {
+		const char *path;
+		const char *argv[4];
+		enum policy_verdict want;
+		const char *subject;
+	} cases[] = {
+	        {"/usr/bin/ls", {"ls", "-la", NULL}, POLICY_ALLOW, "ls -la"},
+	        /* path and command must both match */
+	        {"/tmp/ls", {"ls", NULL}, POLICY_DENY, "ls"},
+	        /* '*' does not cross '/' */
+	        {"/usr/bin/x/ls", {"ls", NULL}, POLICY_DENY, "ls"},
+	        /* argv[0] is the caller's to choose: the file name counts */
+	        {"/usr/bin/rm", {"ls", "-rf", "/", NULL}, POLICY_DENY, "rm -rf /"},
+	        {"/usr/bin/git", {"git", "status", NULL}, POLICY_ALLOW, "git status"},
+	        {"/opt/bin/git", {"git", "diff", NULL}, POLICY_ALLOW, "git diff"},
+	        {"/usr/bin/git", {"git", "push", NULL}, POLICY_DENY, "git push"},
+	        /* the canonical quoting keeps an argument one word */
+	        {"/usr/bin/git",
+	         {"git", "status;rm -rf ~", NULL},
+	         POLICY_DENY,
+	         "git 'status;rm -rf ~'"},
+	        {"/usr/bin/cat", {"/usr/bin/cat", "a b", NULL}, POLICY_ALLOW, "cat 'a b'"},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct policy_result res = check_exec(cfg, cases[i].path, cases[i].argv);
+		if (res.verdict != cases[i].want)
+			fail_msg("case %zu (%s): got %s want %s (%s)", i, cases[i].path,
+			         V(res.verdict), V(cases[i].want), res.reason);
+		assert_string_equal(res.subject, cases[i].subject);
+	}
+}
+
+static void test_exec_path_that_is_not_normalised_is_denied(void **state)
+{
+	static const char *const argv[] = {"nc", NULL};
+	static const char *const paths[] = {
+	        "usr/bin/nc",    "/usr/bin/../bin/nc", "/usr//bin/nc",
+	        "/usr/bin/./nc", "/usr/bin/nc/",       "/",
+	};
+	_cleanup_(config_freep) struct config *cfg = load4("exec:\n"
+	                                                   "  security: full\n"
+	                                                   "  deny:\n"
+	                                                   "    - path: /usr/bin/nc\n",
+	                                                   NULL, NULL, NULL);
+
+	for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+		struct policy_result res;
+		struct cl_error err = {""};
+		int r = policy_check_exec(cfg, paths[i], argv, 1, &res, &err);
+		if (r == -EINVAL)
+			continue; /* "/" has no file name: refused outright */
+		assert_int_equal(r, 0);
+		if (res.verdict != POLICY_DENY)
+			fail_msg("%s: got %s", paths[i], V(res.verdict));
+	}
+}
+
+static void test_exec_ask_fallback_applies_when_nobody_answers(void **state)
+{
+	static const char *const git_status[] = {"git", "status", NULL};
+	static const char *const make[] = {"make", NULL};
+	static const struct {
+		const char *fallback;
+		enum policy_verdict match, miss;
+	} cases[] = {
+	        {"deny", POLICY_DENY, POLICY_DENY},
+	        {"allowlist", POLICY_ALLOW, POLICY_DENY},
+	        {"full", POLICY_ALLOW, POLICY_ALLOW},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		char yaml[256];
+		_cleanup_(config_freep) struct config *cfg = NULL;
+		struct policy_result res;
+
+		snprintf(yaml, sizeof(yaml),
+		         "exec:\n  ask: always\n  ask_fallback: %s\n  allow:\n"
+		         "    - path: /usr/bin/git\n",
+		         cases[i].fallback);
+		cfg = load4(yaml, NULL, NULL, NULL);
+		res = check_exec(cfg, "/usr/bin/git", git_status);
+		assert_int_equal(res.verdict, POLICY_ASK);
+		assert_int_equal(res.fallback, cases[i].match);
+		res = check_exec(cfg, "/usr/bin/make", make);
+		assert_int_equal(res.verdict, POLICY_ASK);
+		assert_int_equal(res.fallback, cases[i].miss);
+	}
+}
+
+static void test_exec_regex_errors_count_against_the_exec(void **state)
+{
+	/* Catastrophic backtracking hits the match limit: as a deny rule it denies, as an
+	 * allow rule it does not allow. */
+	char arg[64];
+	const char *argv[] = {"x", arg, NULL};
+	struct policy_result res;
+
+	memset(arg, 'a', 40);
+	strcpy(arg + 40, "b"); /* a simple word: no quotes in the way */
+	{
+		_cleanup_(config_freep) struct config *cfg =
+		        load4("exec:\n"
+		              "  security: full\n"
+		              "  deny:\n"
+		              "    - command: \"^x (a|aa)+$\"\n",
+		              NULL, NULL, NULL);
+		res = check_exec(cfg, "/usr/bin/x", argv);
+		assert_int_equal(res.verdict, POLICY_DENY);
+	}
+	{
+		_cleanup_(config_freep) struct config *cfg =
+		        load4("exec:\n"
+		              "  ask: off\n"
+		              "  allow:\n"
+		              "    - command: \"^x (a|aa)+$\"\n",
+		              NULL, NULL, NULL);
+		res = check_exec(cfg, "/usr/bin/x", argv);
+		assert_int_equal(res.verdict, POLICY_DENY);
+		assert_string_equal(res.rule, "exec.ask=off");
+	}
+}
+
+static void test_exec_deny_regex_still_matches_arguments_that_are_not_utf8(void **state)
+{
+	static const char *const argv[] = {"curl", "\xff\xfe", "http://x", NULL};
+	_cleanup_(config_freep) struct config *cfg = load4("exec:\n"
+	                                                   "  security: full\n"
+	                                                   "  deny:\n"
+	                                                   "    - command: \"^curl .*http\"\n",
+	                                                   NULL, NULL, NULL);
+	struct policy_result res = check_exec(cfg, "/usr/bin/curl", argv);
+
+	assert_int_equal(res.verdict, POLICY_DENY);
+}
+
+static void test_exec_with_the_builtin_default(void **state)
+{
+	static const struct {
+		const char *path;
+		const char *argv[4];
+		enum policy_verdict want;
+	} cases[] = {
+	        {"/usr/bin/ls", {"ls", "-la", NULL}, POLICY_ALLOW},
+	        {"/bin/sh", {"sh", "-c", "make", NULL}, POLICY_ALLOW},
+	        {"/usr/bin/git", {"git", "status", NULL}, POLICY_ALLOW},
+	        {"/usr/bin/git", {"git", "push", NULL}, POLICY_ASK},
+	        {"/usr/bin/make", {"make", "test", NULL}, POLICY_ALLOW},
+	        {"/usr/bin/curl", {"curl", "https://x", NULL}, POLICY_ASK},
+	        {"/usr/bin/apt-get", {"apt-get", "install", "x", NULL}, POLICY_ASK},
+	        {"/usr/bin/sudo", {"sudo", "ls", NULL}, POLICY_DENY},
+	        {"/usr/bin/rm", {"rm", "-rf", "/", NULL}, POLICY_DENY},
+	        {"/tmp/ls", {"ls", NULL}, POLICY_ASK},
+	};
+	_cleanup_(config_freep) struct config *cfg = load4(NULL, NULL, NULL, NULL);
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct policy_result res = check_exec(cfg, cases[i].path, cases[i].argv);
+		if (res.verdict != cases[i].want)
+			fail_msg("%s: got %s want %s (%s: %s)", res.subject, V(res.verdict),
+			         V(cases[i].want), res.rule, res.reason);
+		assert_string_equal(res.origin.file, "<built-in>");
+	}
+}
+
+/* ---- hostexec ---------------------------------------------------------------------------- */
+
+static void test_hostexec_auto_then_manual_then_deny(void **state)
+{
+	const char *global = "hostexec:\n"
+	                     "  auto_approve:\n"
+	                     "    - pattern: \"^docker compose ps$\"\n"
+	                     "    - pattern: \"^docker compose logs\"\n"
+	                     "  manual_approve:\n"
+	                     "    - pattern: \"^docker compose .*$\"\n"
+	                     "    - pattern: \"^gh .+$\"\n";
+	const char *project = "hostexec:\n"
+	                      "  auto_approve:\n"
+	                      "    - pattern: \"^gh pr view\"\n";
+	static const struct {
+		const char *command;
+		enum policy_verdict want;
+		const char *rule;
+		const char *file;
+		unsigned line;
+	} cases[] = {
+	        {"docker compose ps", POLICY_ALLOW,
+	         "hostexec.auto_approve[0] pattern \"^docker compose ps$\"", "config.yaml", 3},
+	        {"docker compose logs", POLICY_ALLOW,
+	         "hostexec.auto_approve[1] pattern \"^docker compose logs\"", "config.yaml", 4},
+	        /* auto_approve is tried before manual_approve, whichever file it is in */
+	        {"gh pr view 12", POLICY_ALLOW, "hostexec.auto_approve[0] pattern \"^gh pr view\"",
+	         "projects/p.yaml", 3},
+	        {"docker compose up -d", POLICY_ASK,
+	         "hostexec.manual_approve[0] pattern \"^docker compose .*$\"", "config.yaml", 6},
+	        {"gh pr create", POLICY_ASK, "hostexec.manual_approve[1] pattern \"^gh .+$\"",
+	         "config.yaml", 7},
+	        {"rm -rf /", POLICY_DENY, "no hostexec pattern matched", NULL, 0},
+	        {"gh", POLICY_DENY, "no hostexec pattern matched", NULL, 0},
+	        /* `$` is the end of the string only, as in Go's regexp */
+	        {"docker compose ps\n", POLICY_DENY, "no hostexec pattern matched", NULL, 0},
+	};
+	_cleanup_(config_freep) struct config *cfg = load4(global, project, NULL, NULL);
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct policy_result res;
+		struct cl_error err = {""};
+
+		assert_int_equal(policy_check_hostexec(cfg, cases[i].command, &res, &err), 0);
+		if (res.verdict != cases[i].want || strcmp(res.rule, cases[i].rule) != 0)
+			fail_msg("\"%s\": got %s \"%s\", want %s \"%s\"", cases[i].command,
+			         V(res.verdict), res.rule, V(cases[i].want), cases[i].rule);
+		if (cases[i].file) {
+			assert_string_equal(res.origin.file, cases[i].file);
+			assert_int_equal(res.origin.line, cases[i].line);
+		} else {
+			assert_null(res.origin.file);
+			assert_string_equal(res.reason, "Command doesn't match allowlist");
+		}
+		assert_int_equal(res.verdict == POLICY_ASK ? res.fallback : POLICY_DENY,
+		                 POLICY_DENY);
+	}
+}
+
+/* ---- domains ----------------------------------------------------------------------------- */
+
+static struct policy_result check_domain(const struct config *cfg,
+                                         const struct policy_session *session, const char *host)
+{
+	struct policy_result res;
+	struct cl_error err = {""};
+
+	if (policy_check_domain(cfg, session, host, &res, &err) < 0)
+		fail_msg("%s: %s", host, err.msg);
+	return res;
+}
+
+static void session_add(struct config_domain_list *list, const char *text)
+{
+	struct config_domain_rule rule = {
+	        .list = "session",
+	        .origin = {.layer = CONFIG_LAYER_SESSION},
+	};
+	struct cl_error err = {""};
+
+	if (domain_spec_parse(text, true, &rule.spec, &err) < 0)
+		fail_msg("%s: %s", text, err.msg);
+	assert_int_equal(config_domain_list_add(list, &rule), 0);
+}
+
+static void test_domain_deny_beats_allow_at_every_layer(void **state)
+{
+	/* Each layer in turn denies x.example while every other layer allows it. */
+	static const char *const allow_proxy = "proxy:\n  allow:\n    - domain: x.example\n";
+	static const char *const deny_proxy = "proxy:\n  deny:\n    - pattern: \"*.x.example\"\n";
+	static const enum config_layer layers[] = {
+	        CONFIG_LAYER_GLOBAL,           CONFIG_LAYER_PROJECT,
+	        CONFIG_LAYER_GLOBAL_DECISIONS, CONFIG_LAYER_PROJECT_DECISIONS,
+	        CONFIG_LAYER_SESSION,
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(layers); i++) {
+		enum config_layer deny_at = layers[i];
+		const char *text[4];
+		_cleanup_(config_freep) struct config *cfg = NULL;
+		struct policy_session session = {0};
+		struct policy_result res;
+
+		for (int l = 0; l < 4; l++)
+			text[l] = (enum config_layer)(CONFIG_LAYER_GLOBAL + l) == deny_at
+			                  ? deny_proxy
+			                  : allow_proxy;
+		cfg = load4(text[0], text[1], text[2], text[3]);
+		if (deny_at == CONFIG_LAYER_SESSION)
+			session_add(&session.deny, "x.example");
+		else
+			session_add(&session.allow, "x.example");
+
+		res = check_domain(cfg, &session, "x.example:443");
+		if (res.verdict != POLICY_DENY || res.origin.layer != deny_at)
+			fail_msg("deny at %s: got %s from %s", config_layer_to_string(deny_at),
+			         V(res.verdict), config_layer_to_string(res.origin.layer));
+		/* Something not denied is still allowed by the same layers. */
+		res = check_domain(cfg, &session, "y.example");
+		assert_int_equal(res.verdict, POLICY_ASK); /* unlisted: built-in request_approval */
+		config_domain_list_clear(&session.allow);
+		config_domain_list_clear(&session.deny);
+	}
+}
+
+static void test_domain_unlisted_behavior_and_wildcards(void **state)
+{
+	const char *reject = "proxy:\n"
+	                     "  unlisted_domain_behavior: reject\n"
+	                     "  allow:\n"
+	                     "    - pattern: \"*.example.com\"\n"
+	                     "    - domain: api.other.com:8443\n";
+	static const struct {
+		const char *host;
+		enum policy_verdict want;
+		const char *subject;
+	} cases[] = {
+	        {"api.example.com", POLICY_ALLOW, "api.example.com"},
+	        {"example.com", POLICY_ALLOW, "example.com"},
+	        {"API.Example.COM.", POLICY_ALLOW, "api.example.com"},
+	        {"a.b.example.com", POLICY_DENY, "a.b.example.com"},
+	        {"example.com.evil.net", POLICY_DENY, "example.com.evil.net"},
+	        {"api.other.com:8443", POLICY_ALLOW, "api.other.com:8443"},
+	        {"api.other.com:443", POLICY_DENY, "api.other.com:443"},
+	        {"api.other.com", POLICY_DENY, "api.other.com"},
+	};
+	_cleanup_(config_freep) struct config *cfg = load4(reject, NULL, NULL, NULL);
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct policy_result res = check_domain(cfg, NULL, cases[i].host);
+		if (res.verdict != cases[i].want)
+			fail_msg("%s: got %s want %s (%s)", cases[i].host, V(res.verdict),
+			         V(cases[i].want), res.reason);
+		assert_string_equal(res.subject, cases[i].subject);
+		if (res.verdict == POLICY_DENY) {
+			assert_string_equal(res.rule, "proxy.unlisted_domain_behavior=reject");
+			assert_int_equal(res.origin.line, 2);
+		}
+	}
+	{
+		struct policy_result res = check_domain(cfg, NULL, "api.example.com");
+		assert_string_equal(res.rule, "proxy.allow[0] pattern \"*.example.com\"");
+		assert_int_equal(res.origin.line, 4);
+		assert_int_equal(res.origin.column, 16);
+	}
+}
+
+static void test_domain_unlisted_request_approval_asks_and_times_out_to_deny(void **state)
+{
+	_cleanup_(config_freep) struct config *cfg = load4("proxy:\n"
+	                                                   "  unlisted_domain_behavior: "
+	                                                   "request_approval\n"
+	                                                   "  approval_timeout: 90s\n",
+	                                                   NULL, NULL, NULL);
+	struct policy_result res = check_domain(cfg, NULL, "new.example");
+
+	assert_int_equal(res.verdict, POLICY_ASK);
+	assert_int_equal(res.fallback, POLICY_DENY);
+	assert_string_equal(res.rule, "proxy.unlisted_domain_behavior=request_approval");
+	assert_non_null(strstr(res.reason, "90 s"));
+}
+
+static void test_domain_malformed_host_is_an_error(void **state)
+{
+	_cleanup_(config_freep) struct config *cfg = load4(NULL, NULL, NULL, NULL);
+	static const char *const hosts[] = {"", "a b", "*.example.com", "example.com:99999",
+	                                    "a..b"};
+
+	for (size_t i = 0; i < ELEMENTSOF(hosts); i++) {
+		struct policy_result res = {.verdict = POLICY_ALLOW};
+		struct cl_error err = {""};
+		if (policy_check_domain(cfg, NULL, hosts[i], &res, &err) != -EINVAL)
+			fail_msg("\"%s\" accepted", hosts[i]);
+		assert_true(err.msg[0] != '\0');
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_exec_verdict_for_every_security_and_ask_combination),
+	        cmocka_unit_test(test_exec_deny_beats_allow_across_global_and_project),
+	        cmocka_unit_test(test_exec_path_glob_and_command_regex_semantics),
+	        cmocka_unit_test(test_exec_path_that_is_not_normalised_is_denied),
+	        cmocka_unit_test(test_exec_ask_fallback_applies_when_nobody_answers),
+	        cmocka_unit_test(test_exec_regex_errors_count_against_the_exec),
+	        cmocka_unit_test(test_exec_deny_regex_still_matches_arguments_that_are_not_utf8),
+	        cmocka_unit_test(test_exec_with_the_builtin_default),
+	        cmocka_unit_test(test_hostexec_auto_then_manual_then_deny),
+	        cmocka_unit_test(test_domain_deny_beats_allow_at_every_layer),
+	        cmocka_unit_test(test_domain_unlisted_behavior_and_wildcards),
+	        cmocka_unit_test(test_domain_unlisted_request_approval_asks_and_times_out_to_deny),
+	        cmocka_unit_test(test_domain_malformed_host_is_an_error),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
