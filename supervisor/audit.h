@@ -1,0 +1,88 @@
+/* The audit log: one JSON line per event (a policy verdict) and per decision (a queue item
+ * leaving the queue), appended to $XDG_STATE_HOME/cloister/audit.log or
+ * ~/.local/share/cloister/audit.log.
+ *
+ *   {"time":"2026-11-22T01:56:07.123Z","id":"3f9a0c2e7b14","sandbox":"main","project":"p",
+ *    "kind":"exec","pid":4242,"uid":1000,"exe":"/usr/bin/curl","argv":["curl","x"],
+ *    "cwd":"/work","interpreter":null,"summary":"curl x","verdict":"denied",
+ *    "rule":"exec.deny[1] path \"/usr/bin/curl\" (config.yaml:14)","decided_by":"tty",
+ *    "scope":"once","latency_ms":1520,"reason":"Command denied by user"}
+ *
+ * Keys always appear, in this order; an unknown value is null. Strings are made valid UTF-8
+ * (each byte of an invalid sequence becomes U+FFFD) and JSON-escaped, so a hostile argv cannot
+ * break a line or the file. The environment is never logged, nor anything else secret.
+ *
+ * The formatter is pure; the writer is a thin shell: audit_log_path() resolves the path from
+ * environment values the caller passes, audit_log_open() creates the directories (0700) and
+ * the file (0600, O_APPEND), audit_log_write() appends a line with one write(2), so lines of
+ * concurrent writers never interleave. */
+#ifndef CLOISTER_AUDIT_H
+#define CLOISTER_AUDIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "supervisor/queue.h"
+
+enum audit_verdict {
+	AUDIT_ALLOW,    /* the policy allowed */
+	AUDIT_DENY,     /* the policy denied */
+	AUDIT_ASK,      /* the policy asked: an item entered the queue */
+	AUDIT_APPROVED, /* the queue's outcomes, as enum queue_state */
+	AUDIT_DENIED,
+	AUDIT_TIMED_OUT,
+	AUDIT_CANCELLED,
+};
+
+/* One line. Every pointer may be NULL (written as null); numbers < 0 are written as null. */
+struct audit_record {
+	uint64_t time_ms; /* wall clock, milliseconds since the Unix epoch */
+	const char *id;   /* queue item id */
+	const char *sandbox;
+	const char *project;
+	const char *kind; /* "exec", "domain", "hostexec", "shim" */
+	int64_t pid;
+	int64_t uid;
+	const char *exe;
+	const char *const *argv;
+	size_t argc;
+	const char *cwd;
+	const char *interpreter;
+	const char *summary; /* canonical command, or the domain */
+	enum audit_verdict verdict;
+	const char *rule; /* the rule with its file:line */
+	const char *decided_by;
+	const char *scope;
+	int64_t latency_ms;
+	const char *reason;
+};
+
+/* A record for a queue event: ADDED → "ask", REMOVED → the final state, with decided_by,
+ * scope, reason and latency (decided - created). Pointers borrow from EV's item. */
+void audit_record_from_queue_event(const struct queue_event *ev, uint64_t wall_ms,
+                                   struct audit_record *ret);
+
+const char *audit_verdict_to_string(enum audit_verdict verdict);
+
+/* "2026-11-22T01:56:07.123Z" into buf (at least 25 bytes). */
+void audit_format_time(uint64_t time_ms, char buf[static 32]);
+
+/* The record as one JSON line ending in "\n", malloc'd to *ret_line. -ENOMEM, or -EINVAL for
+ * an unknown verdict. */
+int audit_format_line(const struct audit_record *rec, char **ret_line);
+
+/* The log path from environment values (NULL when unset): XDG_STATE_HOME, if set and
+ * absolute, gives $XDG_STATE_HOME/cloister/audit.log; otherwise HOME (absolute) gives
+ * $HOME/.local/share/cloister/audit.log, Cloister's default log.file. -ENOENT when neither
+ * is usable. *ret_path is malloc'd. */
+int audit_log_path(const char *xdg_state_home, const char *home, char **ret_path);
+
+/* Open PATH for appending (O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC|O_NOFOLLOW, mode 0600; an
+ * existing file is narrowed to 0600), creating missing parent directories with mode 0700.
+ * Refuses a symlink (-ELOOP) and anything but a regular file (-EINVAL). *ret_fd on success. */
+int audit_log_open(const char *path, int *ret_fd);
+
+/* Append LINE (as from audit_format_line) with one write(2). -EIO on a short write. */
+int audit_log_write(int fd, const char *line);
+
+#endif

@@ -1,0 +1,406 @@
+/* The audit log: exact lines, escaping of hostile argv, path rules, file mode and appends. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "supervisor/audit.h"
+
+/* 2026-11-22T01:56:07.123Z */
+#define T0 1795312567123ULL
+
+static void test_a_full_record_is_one_exact_line(void **state)
+{
+	static const char *const argv[] = {"curl", "-d", "a=\"b\"\\c"};
+	struct audit_record rec = {
+	        .time_ms = T0,
+	        .id = "3f9a0c2e7b14",
+	        .sandbox = "main",
+	        .project = "my-api",
+	        .kind = "exec",
+	        .pid = 4242,
+	        .uid = 1000,
+	        .exe = "/usr/bin/curl",
+	        .argv = argv,
+	        .argc = 3,
+	        .cwd = "/work",
+	        .interpreter = NULL,
+	        .summary = "curl -d 'a=\"b\"\\c'",
+	        .verdict = AUDIT_DENIED,
+	        .rule = "exec.ask=on-miss (config.yaml:14)",
+	        .decided_by = "tty",
+	        .scope = "once",
+	        .latency_ms = 1520,
+	        .reason = "Command denied by user",
+	};
+	char *line = NULL;
+
+	assert_int_equal(audit_format_line(&rec, &line), 0);
+	assert_string_equal(
+	        line,
+	        "{\"time\":\"2026-11-22T01:56:07.123Z\",\"id\":\"3f9a0c2e7b14\",\"sandbox\":"
+	        "\"main\","
+	        "\"project\":\"my-api\",\"kind\":\"exec\",\"pid\":4242,\"uid\":1000,"
+	        "\"exe\":\"/usr/bin/curl\",\"argv\":[\"curl\",\"-d\",\"a=\\\"b\\\"\\\\c\"],"
+	        "\"cwd\":\"/work\",\"interpreter\":null,"
+	        "\"summary\":\"curl -d 'a=\\\"b\\\"\\\\c'\",\"verdict\":\"denied\","
+	        "\"rule\":\"exec.ask=on-miss (config.yaml:14)\",\"decided_by\":\"tty\","
+	        "\"scope\":\"once\",\"latency_ms\":1520,\"reason\":\"Command denied by user\"}\n");
+	free(line);
+}
+
+static void test_unknown_values_are_null(void **state)
+{
+	struct audit_record rec = {
+	        .time_ms = 0, .pid = -1, .uid = -1, .latency_ms = -1, .verdict = AUDIT_ALLOW};
+	char *line = NULL;
+
+	assert_int_equal(audit_format_line(&rec, &line), 0);
+	assert_string_equal(line, "{\"time\":\"1970-01-01T00:00:00.000Z\",\"id\":null,"
+	                          "\"sandbox\":null,\"project\":null,\"kind\":null,\"pid\":null,"
+	                          "\"uid\":null,\"exe\":null,\"argv\":null,\"cwd\":null,"
+	                          "\"interpreter\":null,\"summary\":null,\"verdict\":\"allow\","
+	                          "\"rule\":null,\"decided_by\":null,\"scope\":null,"
+	                          "\"latency_ms\":null,\"reason\":null}\n");
+	free(line);
+	rec.verdict = (enum audit_verdict)99;
+	assert_int_equal(audit_format_line(&rec, &line), -EINVAL);
+}
+
+/* The argv part of a line, for the escaping table. */
+static char *argv_json(const char *arg)
+{
+	const char *argv[] = {arg};
+	struct audit_record rec = {.argv = argv,
+	                           .argc = 1,
+	                           .pid = -1,
+	                           .uid = -1,
+	                           .latency_ms = -1,
+	                           .verdict = AUDIT_ASK};
+	char *line = NULL, *start, *end, *out;
+
+	assert_int_equal(audit_format_line(&rec, &line), 0);
+	/* One line: a newline only at the end. */
+	assert_ptr_equal(strchr(line, '\n'), line + strlen(line) - 1);
+	start = strstr(line, "\"argv\":[") + strlen("\"argv\":[");
+	end = strstr(start, "],\"cwd\"");
+	assert_non_null(end);
+	out = strndup(start, end - start);
+	free(line);
+	return out;
+}
+
+static void test_hostile_argv_is_escaped_and_made_valid_utf8(void **state)
+{
+	static const struct {
+		const char *arg, *json;
+	} cases[] = {
+	        {"plain", "\"plain\""},
+	        {"say \"hi\"", "\"say \\\"hi\\\"\""},
+	        {"back\\slash", "\"back\\\\slash\""},
+	        {"two\nlines", "\"two\\nlines\""},
+	        {"cr\rtab\t", "\"cr\\rtab\\t\""},
+	        {"\x01\x1b[31mred", "\"\\u0001\\u001b[31mred\""},
+	        {"caf\xc3\xa9 \xf0\x9f\x98\x80", "\"caf\xc3\xa9 \xf0\x9f\x98\x80\""},
+	        /* invalid: a lone byte, a truncated sequence, an overlong '/', a surrogate,
+	         * above U+10FFFF: one U+FFFD per byte */
+	        {"a\xff"
+	         "b",
+	         "\"a\xef\xbf\xbd"
+	         "b\""},
+	        {"\xc3", "\"\xef\xbf\xbd\""},
+	        {"\xc0\xaf", "\"\xef\xbf\xbd\xef\xbf\xbd\""},
+	        {"\xed\xa0\x80", "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""},
+	        {"\xf4\x90\x80\x80", "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""},
+	        {"\xe2\x82", "\"\xef\xbf\xbd\xef\xbf\xbd\""},
+	        {"", "\"\""},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = argv_json(cases[i].arg);
+		if (strcmp(got, cases[i].json) != 0)
+			fail_msg("case %zu: got %s, want %s", i, got, cases[i].json);
+		free(got);
+	}
+}
+
+static void test_time_is_rfc3339_utc_with_milliseconds(void **state)
+{
+	char buf[32];
+
+	audit_format_time(0, buf);
+	assert_string_equal(buf, "1970-01-01T00:00:00.000Z");
+	audit_format_time(T0, buf);
+	assert_string_equal(buf, "2026-11-22T01:56:07.123Z");
+	audit_format_time(951782400007ULL, buf); /* a leap day */
+	assert_string_equal(buf, "2000-02-29T00:00:00.007Z");
+	audit_format_time(UINT64_MAX, buf);
+	assert_string_equal(buf, "1970-01-01T00:00:00.000Z");
+}
+
+static void test_queue_events_become_records(void **state)
+{
+	struct queue_config cfg;
+	struct queue *q = NULL;
+	static const char *const argv[] = {"rm", "-rf", "build"};
+	struct queue_request req = {.kind = QUEUE_KIND_EXEC,
+	                            .sandbox = "sb",
+	                            .summary = "rm -rf build",
+	                            .exe = "/usr/bin/rm",
+	                            .argv = argv,
+	                            .argc = 3,
+	                            .cwd = "/src",
+	                            .pid = 7,
+	                            .uid = 1000,
+	                            .cookie = 1};
+	char id[QUEUE_ID_LEN + 1];
+	struct queue_event ev;
+	struct audit_record rec;
+
+	queue_config_init(&cfg);
+	assert_int_equal(queue_new(&cfg, &q), 0);
+	queue_set_approvers(q, 1, 0);
+	assert_int_equal(queue_add(q, &req, 1000, id), QUEUE_ADD_NEW);
+	assert_int_equal(queue_decide(q, id, true, QUEUE_SCOPE_SESSION, "tty", NULL, 3500), 0);
+
+	assert_int_equal(queue_pop_event(q, &ev), 1);
+	audit_record_from_queue_event(&ev, T0, &rec);
+	assert_int_equal(rec.verdict, AUDIT_ASK);
+	assert_string_equal(rec.id, id);
+	assert_string_equal(rec.kind, "exec");
+	assert_string_equal(rec.exe, "/usr/bin/rm");
+	assert_int_equal(rec.argc, 3);
+	assert_int_equal(rec.pid, 7);
+	assert_null(rec.decided_by);
+	assert_int_equal(rec.latency_ms, -1);
+	queue_event_release(&ev);
+
+	assert_int_equal(queue_pop_event(q, &ev), 1);
+	audit_record_from_queue_event(&ev, T0, &rec);
+	assert_int_equal(rec.verdict, AUDIT_APPROVED);
+	assert_string_equal(rec.decided_by, "tty");
+	assert_string_equal(rec.scope, "session");
+	assert_int_equal(rec.latency_ms, 2500);
+	assert_string_equal(rec.reason, "Command approved by user");
+	char *line = NULL;
+	assert_int_equal(audit_format_line(&rec, &line), 0);
+	assert_non_null(strstr(line, "\"argv\":[\"rm\",\"-rf\",\"build\"]"));
+	assert_non_null(strstr(line, "\"verdict\":\"approved\""));
+	free(line);
+	queue_event_release(&ev);
+	queue_free(q);
+}
+
+static void test_path_follows_xdg_state_home_then_home(void **state)
+{
+	static const struct {
+		const char *xdg, *home, *want;
+		int ret;
+	} cases[] = {
+	        {"/s", "/home/u", "/s/cloister/audit.log", 0},
+	        {NULL, "/home/u", "/home/u/.local/share/cloister/audit.log", 0},
+	        {"", "/home/u", "/home/u/.local/share/cloister/audit.log", 0},
+	        {"relative/state", "/home/u", "/home/u/.local/share/cloister/audit.log", 0},
+	        {"/s", NULL, "/s/cloister/audit.log", 0},
+	        {NULL, NULL, NULL, -ENOENT},
+	        {NULL, "relative", NULL, -ENOENT},
+	        {"", "", NULL, -ENOENT},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *path = (char *)"untouched";
+		assert_int_equal(audit_log_path(cases[i].xdg, cases[i].home, &path), cases[i].ret);
+		if (cases[i].ret == 0) {
+			assert_string_equal(path, cases[i].want);
+			free(path);
+		} else {
+			assert_string_equal(path, "untouched");
+		}
+	}
+}
+
+static char tmpdir[64];
+
+static int make_tmpdir(void **state)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_audit.XXXXXX");
+	return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int remove_tmpdir(void **state)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_open_creates_private_dirs_and_file(void **state)
+{
+	char path[256], dir[256];
+	struct stat st;
+	int fd = -1;
+	mode_t old = umask(0);
+
+	snprintf(path, sizeof(path), "%s/state/cloister/audit.log", tmpdir);
+	assert_int_equal(audit_log_open(path, &fd), 0);
+	umask(old);
+	assert_true(fd >= 0);
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	assert_true(fcntl(fd, F_GETFL) & O_APPEND);
+	assert_false(fcntl(fd, F_GETFL) & O_NONBLOCK);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	assert_int_equal(st.st_mode & 07777, 0600);
+	snprintf(dir, sizeof(dir), "%s/state/cloister", tmpdir);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	snprintf(dir, sizeof(dir), "%s/state", tmpdir);
+	assert_int_equal(stat(dir, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	close(fd);
+}
+
+static void test_an_existing_file_is_narrowed_to_0600(void **state)
+{
+	char path[256];
+	struct stat st;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/wide.log", tmpdir);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(fchmod(fd, 0644), 0);
+	close(fd);
+	assert_int_equal(audit_log_open(path, &fd), 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	close(fd);
+}
+
+static void test_symlinks_fifos_and_relative_paths_are_refused(void **state)
+{
+	char path[256], target[256];
+	int fd = -7;
+
+	snprintf(target, sizeof(target), "%s/target", tmpdir);
+	snprintf(path, sizeof(path), "%s/link.log", tmpdir);
+	assert_int_equal(symlink(target, path), 0);
+	assert_int_equal(audit_log_open(path, &fd), -ELOOP);
+	assert_int_equal(access(target, F_OK), -1); /* nothing created through the link */
+	snprintf(path, sizeof(path), "%s/fifo.log", tmpdir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(audit_log_open(path, &fd), -EINVAL); /* and does not block */
+	assert_int_equal(audit_log_open("relative.log", &fd), -EINVAL);
+	assert_int_equal(fd, -7);
+}
+
+static void test_writes_append_from_every_writer(void **state)
+{
+	char path[256], buf[256];
+	int a, b, fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/append.log", tmpdir);
+	assert_int_equal(audit_log_open(path, &a), 0);
+	assert_int_equal(audit_log_open(path, &b), 0);
+	assert_int_equal(audit_log_write(a, "{\"n\":1}\n"), 0);
+	assert_int_equal(audit_log_write(b, "{\"n\":2}\n"), 0);
+	assert_int_equal(audit_log_write(a, "{\"n\":3}\n"), 0);
+	close(a);
+	close(b);
+	/* Reopening appends too. */
+	assert_int_equal(audit_log_open(path, &a), 0);
+	assert_int_equal(audit_log_write(a, "{\"n\":4}\n"), 0);
+	close(a);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_string_equal(buf, "{\"n\":1}\n{\"n\":2}\n{\"n\":3}\n{\"n\":4}\n");
+	assert_int_equal(audit_log_write(-1, "x\n"), -EBADF);
+}
+
+static void test_concurrent_writers_never_interleave_lines(void **state)
+{
+	enum { WRITERS = 4, LINES = 500, WIDTH = 3000 };
+	char path[256];
+	pid_t pids[WRITERS];
+
+	snprintf(path, sizeof(path), "%s/concurrent.log", tmpdir);
+	for (int w = 0; w < WRITERS; w++) {
+		pids[w] = fork();
+		assert_true(pids[w] >= 0);
+		if (pids[w] == 0) {
+			static char line[WIDTH + 2];
+			int fd;
+			if (audit_log_open(path, &fd) < 0)
+				_exit(1);
+			memset(line, 'a' + w, WIDTH);
+			line[WIDTH] = '\n';
+			line[WIDTH + 1] = '\0';
+			for (int i = 0; i < LINES; i++)
+				if (audit_log_write(fd, line) < 0)
+					_exit(2);
+			_exit(0);
+		}
+	}
+	for (int w = 0; w < WRITERS; w++) {
+		int status;
+		assert_int_equal(waitpid(pids[w], &status, 0), pids[w]);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	}
+
+	FILE *f = fopen(path, "re");
+	static char line[WIDTH + 16];
+	int count[WRITERS] = {0};
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		size_t len = strlen(line);
+		assert_int_equal(len, WIDTH + 1);
+		char c = line[0];
+		assert_true(c >= 'a' && c < 'a' + WRITERS);
+		for (size_t i = 1; i < WIDTH; i++)
+			if (line[i] != c)
+				fail_msg("line mixes writers at byte %zu", i);
+		count[c - 'a']++;
+	}
+	fclose(f);
+	for (int w = 0; w < WRITERS; w++)
+		assert_int_equal(count[w], LINES);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_a_full_record_is_one_exact_line),
+	        cmocka_unit_test(test_unknown_values_are_null),
+	        cmocka_unit_test(test_hostile_argv_is_escaped_and_made_valid_utf8),
+	        cmocka_unit_test(test_time_is_rfc3339_utc_with_milliseconds),
+	        cmocka_unit_test(test_queue_events_become_records),
+	        cmocka_unit_test(test_path_follows_xdg_state_home_then_home),
+	        cmocka_unit_test_setup_teardown(test_open_creates_private_dirs_and_file,
+	                                        make_tmpdir, remove_tmpdir),
+	        cmocka_unit_test_setup_teardown(test_an_existing_file_is_narrowed_to_0600,
+	                                        make_tmpdir, remove_tmpdir),
+	        cmocka_unit_test_setup_teardown(test_symlinks_fifos_and_relative_paths_are_refused,
+	                                        make_tmpdir, remove_tmpdir),
+	        cmocka_unit_test_setup_teardown(test_writes_append_from_every_writer, make_tmpdir,
+	                                        remove_tmpdir),
+	        cmocka_unit_test_setup_teardown(test_concurrent_writers_never_interleave_lines,
+	                                        make_tmpdir, remove_tmpdir),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
