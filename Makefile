@@ -71,6 +71,7 @@ INTEGRATION_TESTS := $(sort $(wildcard tests/integration/*.sh))
 TEST_HELPERS   := $(sort $(wildcard tests/helpers/*.c))
 FUZZ_PROTOCOL  := $(sort $(wildcard tests/fuzz/protocol/fuzz_*.c))
 FUZZ_SUPERVISOR:= $(sort $(wildcard tests/fuzz/supervisor/fuzz_*.c))
+FUZZ_NOTIFIER  := $(sort $(wildcard tests/fuzz/notifier/fuzz_*.c))
 BENCH_SRC      := $(sort $(wildcard tests/bench/*.c))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -86,7 +87,8 @@ SUPERVISOR_BIN := $(BUILD)/bin/cloister-supervisor
 UNIT_BINS      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 KERNEL_BINS    := $(patsubst tests/kernel/%.c,$(BUILD)/tests/kernel/%,$(KERNEL_TESTS))
 HELPER_BINS    := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
-FUZZ_BINS      := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_PROTOCOL) $(FUZZ_SUPERVISOR))
+FUZZ_BINS      := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_PROTOCOL) $(FUZZ_SUPERVISOR) \
+	$(FUZZ_NOTIFIER))
 BENCH_BIN      := $(BUILD)/bench/bench_core
 
 .PHONY: all check check-built unit run bench fuzz fuzz-build format format-check clean deps
@@ -247,6 +249,14 @@ $(BUILD)/fuzz/lib/libfuzz-protocol.a: $(call fuzz_obj,$(PROTOCOL_SRC))
 	$(Q)mkdir -p $(@D) && rm -f $@ && ar rcs $@ $^
 $(BUILD)/fuzz/lib/libfuzz-supervisor.a: $(call fuzz_obj,$(SUPERVISOR_SRC)) $(BUILD)/fuzz/obj/gen/default_config.o
 	$(Q)mkdir -p $(@D) && rm -f $@ && ar rcs $@ $^
+$(BUILD)/fuzz/lib/libfuzz-notifier.a: $(call fuzz_obj,$(NOTIFIER_SRC))
+	$(Q)mkdir -p $(@D) && rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/fuzz/notifier/%: $(BUILD)/fuzz/obj/tests/fuzz/notifier/%.o \
+		$(BUILD)/fuzz/lib/libfuzz-notifier.a $(BUILD)/fuzz/lib/libfuzz-protocol.a
+	$(call say,FUZZLD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL)
 
 $(BUILD)/fuzz/protocol/%: $(BUILD)/fuzz/obj/tests/fuzz/protocol/%.o $(BUILD)/fuzz/lib/libfuzz-protocol.a
 	$(call say,FUZZLD,$@)

@@ -1,0 +1,56 @@
+/* The seccomp filter a sandboxed process installs on itself just before it execs the agent.
+ *
+ *   execve, execveat              → USER_NOTIF (the supervisor decides)
+ *   connect                       → USER_NOTIF only with opts.notify_connect (attribution)
+ *   io_uring_setup/enter/register → ENOSYS (io_uring runs syscalls that seccomp never sees)
+ *   userfaultfd, ioctl(USERFAULTFD_IOC_NEW) → ENOSYS (it would let the agent stall our reads
+ *                                   of its memory)
+ *   seccomp(SET_MODE_FILTER) with NEW_LISTENER → EPERM (a nested listener would receive the
+ *                                   agent's execs in our place: the newest filter wins a tie)
+ *   any foreign syscall ABI (i386 via int 0x80, x32) → KILL_PROCESS
+ *
+ * libseccomp compiles the program; we load it ourselves with seccomp(2) so that flags libseccomp
+ * 2.5.4 does not know (WAIT_KILLABLE_RECV) can be used where the kernel has them. */
+#ifndef CLOISTER_NOTIFIER_FILTER_H
+#define CLOISTER_NOTIFIER_FILTER_H
+
+#include <stdbool.h>
+
+/* Debian 12's <linux/seccomp.h> predates some of these. */
+#ifndef SECCOMP_FILTER_FLAG_NEW_LISTENER
+#define SECCOMP_FILTER_FLAG_NEW_LISTENER (1UL << 3)
+#endif
+#ifndef SECCOMP_FILTER_FLAG_TSYNC_ESRCH
+#define SECCOMP_FILTER_FLAG_TSYNC_ESRCH (1UL << 4)
+#endif
+#ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+#define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
+#endif
+
+struct notifier_filter_opts {
+	bool notify_connect;        /* also notify connect(2); off by default */
+	bool no_wait_killable;      /* do not use WAIT_KILLABLE_RECV even where the kernel has it */
+	bool allow_nested_listener; /* do not refuse seccomp(NEW_LISTENER) to the agent */
+	bool tsync; /* apply to all threads (TSYNC|TSYNC_ESRCH); the launcher's child
+	             * is single-threaded and does not need it */
+};
+
+struct notifier_filter_info {
+	unsigned long flags;     /* SECCOMP_FILTER_FLAG_* passed to the kernel */
+	bool wait_killable_recv; /* WAIT_KILLABLE_RECV is among them */
+	bool no_new_privs;       /* we set NO_NEW_PRIVS (the process lacked CAP_SYS_ADMIN) */
+};
+
+/* Does this kernel accept these seccomp filter flags? 1 yes, 0 no, -errno when unknowable.
+ * Has no effect on the calling process. */
+int notifier_filter_flags_supported(unsigned long flags);
+
+/* Install the filter on the calling process (opts may be NULL for the defaults). Sets
+ * NO_NEW_PRIVS first when the process lacks CAP_SYS_ADMIN in its user namespace (the kernel
+ * requires one of them). Returns 0, the new listener fd (O_CLOEXEC) in *ret_listener_fd and
+ * what was used in *ret_info (may be NULL); -errno on failure, with no filter installed
+ * (NO_NEW_PRIVS may have been set). */
+int notifier_filter_install(const struct notifier_filter_opts *opts,
+                            struct notifier_filter_info *ret_info, int *ret_listener_fd);
+
+#endif

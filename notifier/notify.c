@@ -1,0 +1,122 @@
+#include "notifier/notify.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct notifier {
+	int fd;
+	bool sync_wake_up;
+	/* The kernel's structs may be larger than ours (newer kernels); RECV and SEND use
+	 * buffers of the kernel's size, allocated once. */
+	struct seccomp_notif *req;
+	size_t req_size;
+	struct seccomp_notif_resp *resp;
+	size_t resp_size;
+};
+
+int notifier_new(int listener_fd, struct notifier **ret)
+{
+	struct seccomp_notif_sizes sizes = {0};
+	struct notifier *n;
+
+	if (listener_fd < 0)
+		return -EBADF;
+	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0)
+		return -errno;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->fd = -EBADF;
+	n->req_size = sizes.seccomp_notif > sizeof(*n->req) ? sizes.seccomp_notif : sizeof(*n->req);
+	n->resp_size = sizes.seccomp_notif_resp > sizeof(*n->resp) ? sizes.seccomp_notif_resp
+	                                                           : sizeof(*n->resp);
+	n->req = calloc(1, n->req_size);
+	n->resp = calloc(1, n->resp_size);
+	if (!n->req || !n->resp) {
+		notifier_free(n);
+		return -ENOMEM;
+	}
+	n->fd = listener_fd;
+	/* Best effort: the fallback is only slower. */
+	(void)notifier_set_sync_wake_up(n, true);
+	*ret = n;
+	return 0;
+}
+
+void notifier_free(struct notifier *n)
+{
+	if (!n)
+		return;
+	if (n->fd >= 0)
+		close(n->fd);
+	free(n->req);
+	free(n->resp);
+	free(n);
+}
+
+int notifier_fd(const struct notifier *n)
+{
+	return n->fd;
+}
+
+bool notifier_sync_wake_up(const struct notifier *n)
+{
+	return n->sync_wake_up;
+}
+
+int notifier_set_sync_wake_up(struct notifier *n, bool on)
+{
+	if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+	          on ? SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP : 0UL) < 0)
+		return -errno;
+	n->sync_wake_up = on;
+	return 0;
+}
+
+int notifier_receive(struct notifier *n, struct seccomp_notif *ret_req)
+{
+	/* The kernel refuses a buffer that is not zeroed. */
+	memset(n->req, 0, n->req_size);
+	if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_RECV, n->req) < 0)
+		return -errno;
+	memcpy(ret_req, n->req, sizeof(*ret_req));
+	return 0;
+}
+
+int notifier_id_valid(const struct notifier *n, uint64_t id)
+{
+	if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0)
+		return 1;
+	if (errno == ENOENT)
+		return 0;
+	return -errno;
+}
+
+static int send_resp(struct notifier *n, uint64_t id, int error, uint32_t flags)
+{
+	memset(n->resp, 0, n->resp_size);
+	n->resp->id = id;
+	n->resp->error = error;
+	n->resp->val = 0;
+	n->resp->flags = flags;
+	if (ioctl(n->fd, SECCOMP_IOCTL_NOTIF_SEND, n->resp) < 0)
+		return -errno; /* ENOENT: the target died or was interrupted; normal */
+	return 0;
+}
+
+int notifier_continue(struct notifier *n, uint64_t id)
+{
+	return send_resp(n, id, 0, SECCOMP_USER_NOTIF_FLAG_CONTINUE);
+}
+
+int notifier_deny(struct notifier *n, uint64_t id, int error)
+{
+	if (error <= 0 || error > 4095)
+		error = EPERM; /* a zero error with no CONTINUE flag would be "success, returns 0"
+		                */
+	return send_resp(n, id, -error, 0);
+}

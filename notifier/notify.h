@@ -1,0 +1,62 @@
+/* The supervisor's side of a seccomp listener: receive notifications and answer them.
+ *
+ * For an epoll loop: the listener fd (notifier_fd) polls readable when a notification waits;
+ * then notifier_receive() does not block. Every notification must be answered exactly once
+ * (notifier_continue or notifier_deny) or its process stays blocked until it dies. A target
+ * that died meanwhile shows up as -ENOENT from any call here: that is normal, not a failure. */
+#ifndef CLOISTER_NOTIFIER_NOTIFY_H
+#define CLOISTER_NOTIFIER_NOTIFY_H
+
+#include <linux/seccomp.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "protocol/cleanup.h"
+
+/* Kernel ≥ 6.6; Debian 12's headers lack them. */
+#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
+#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
+#endif
+#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
+#endif
+
+struct notifier;
+
+/* Wrap a listener fd. Asks the kernel for its notification sizes and allocates the buffers
+ * once, then turns on SYNC_WAKE_UP where the kernel has it (the answered process is woken on
+ * this CPU: ~3.6 µs instead of ~83 µs per round trip on our VMs).
+ * Returns 0 and *ret, which owns listener_fd from then on; -errno, and the caller still owns
+ * listener_fd. */
+int notifier_new(int listener_fd, struct notifier **ret);
+
+/* Close the listener (every pending and future notified syscall of the target then fails with
+ * ENOSYS: fail closed) and free. Accepts NULL. */
+void notifier_free(struct notifier *n);
+CL_DEFINE_TRIVIAL_CLEANUP(struct notifier *, notifier_free)
+
+int notifier_fd(const struct notifier *n);
+
+/* Is SYNC_WAKE_UP on? */
+bool notifier_sync_wake_up(const struct notifier *n);
+
+/* Turn SYNC_WAKE_UP on or off. Returns 0; -EINVAL or -ENOTTY when the kernel lacks it. */
+int notifier_set_sync_wake_up(struct notifier *n, bool on);
+
+/* Receive one notification into *ret_req. Blocks when none is pending, so call it when the fd
+ * polls readable. Returns 0; -ENOENT when the target died between the poll and now (nothing
+ * to answer); -EINTR; other -errno. */
+int notifier_receive(struct notifier *n, struct seccomp_notif *ret_req);
+
+/* Is notification id still pending (its process alive and still in that syscall)?
+ * 1 yes, 0 no, -errno on failure. */
+int notifier_id_valid(const struct notifier *n, uint64_t id);
+
+/* Let the syscall run (the kernel then does it as if unfiltered, re-reading its arguments).
+ * Returns 0; -ENOENT when the target is gone (normal); other -errno. */
+int notifier_continue(struct notifier *n, uint64_t id);
+
+/* Fail the syscall with error (a positive errno, e.g. EACCES). Returns as notifier_continue. */
+int notifier_deny(struct notifier *n, uint64_t id, int error);
+
+#endif

@@ -1,0 +1,568 @@
+#include "notifier/target.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/audit.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "notifier/notify.h"
+#include "notifier/path.h"
+#include "notifier/proc_status.h"
+#include "notifier/remote_mem.h"
+#include "notifier/shebang.h"
+
+#define STATUS_MAX (64 * 1024)
+
+/* Everything one read needs; fds are relative to the target's /proc/PID. */
+struct reader {
+	int piddir;
+	int rootfd; /* the target's root directory (in its mount namespace) */
+	bool have_status;
+	struct proc_status status; /* read on first use: it is the costliest file in /proc */
+};
+
+static void exec_file_done(struct exec_file *f)
+{
+	free(f->real_path);
+}
+
+void exec_target_free(struct exec_target *t)
+{
+	if (!t)
+		return;
+	free(t->path);
+	free(t->abs_path);
+	free(t->cwd);
+	if (t->argv) {
+		for (size_t i = 0; i < t->argc; i++)
+			free(t->argv[i]);
+		free(t->argv);
+	}
+	exec_file_done(&t->file);
+	free(t->interp);
+	free(t->interp_arg);
+	exec_file_done(&t->interp_file);
+	free(t);
+}
+
+static ssize_t mem_pread(void *ctx, void *buf, size_t len, uint64_t addr)
+{
+	int fd = *(int *)ctx;
+	ssize_t n;
+
+	if (addr > INT64_MAX)
+		return -EFAULT;
+	do
+		n = pread(fd, buf, len, (off_t)addr);
+	while (n < 0 && errno == EINTR);
+	return n < 0 ? -errno : n;
+}
+
+/* readlinkat into a malloc'd string, bounded by PATH_MAX. */
+static int readlink_alloc(int dirfd, const char *name, char **ret)
+{
+	char buf[PATH_MAX];
+	ssize_t n = readlinkat(dirfd, name, buf, sizeof(buf));
+	char *s;
+
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	s = strndup(buf, (size_t)n);
+	if (!s)
+		return -ENOMEM;
+	*ret = s;
+	return 0;
+}
+
+/* /proc shows a link's path from the supervisor's root. For a chrooted target, turn it into
+ * the target's view by removing the target's root (root_link, as /proc shows it). A path
+ * outside the target's root is left as it is. */
+static int to_sandbox_view(const char *root_link, char **path)
+{
+	size_t n;
+	char *s;
+
+	if (!root_link || strcmp(root_link, "/") == 0 || !*path)
+		return 0;
+	n = strlen(root_link);
+	if (strncmp(*path, root_link, n) != 0 || ((*path)[n] != '/' && (*path)[n] != '\0'))
+		return 0;
+	s = strdup((*path)[n] ? *path + n : "/");
+	if (!s)
+		return -ENOMEM;
+	free(*path);
+	*path = s;
+	return 0;
+}
+
+static int read_cwd(int piddir, const char *root_link, char **ret)
+{
+	_cleanup_free_ char *cwd = NULL;
+	int r = readlink_alloc(piddir, "cwd", &cwd);
+
+	if (r < 0)
+		return r;
+	r = to_sandbox_view(root_link, &cwd);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(cwd);
+	return 0;
+}
+
+static int read_status(int piddir, struct proc_status *ret)
+{
+	_cleanup_close_ int fd = openat(piddir, "status", O_RDONLY | O_CLOEXEC);
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+
+	if (fd < 0)
+		return -errno;
+	buf = malloc(STATUS_MAX);
+	if (!buf)
+		return -ENOMEM;
+	while (len < STATUS_MAX) {
+		ssize_t n = read(fd, buf + len, STATUS_MAX - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		len += (size_t)n;
+		/* procfs hands over the whole file in one read when it fits: a short read is
+		 * the end, which saves a syscall per exec. */
+		if (n == 0 || len < STATUS_MAX)
+			break;
+	}
+	return proc_status_parse(buf, len, ret);
+}
+
+static int reader_status(struct reader *rd, const struct proc_status **ret)
+{
+	if (!rd->have_status) {
+		int r = read_status(rd->piddir, &rd->status);
+
+		if (r < 0)
+			return r;
+		rd->have_status = true;
+	}
+	*ret = &rd->status;
+	return 0;
+}
+
+/* The target's ids. The /proc/PID directory belongs to the task's euid/egid, dumpable or not
+ * (unlike the files in it), which costs one fstat; the status file (~20 µs for a new process)
+ * is used when the exec permission check already read it. */
+static int read_ids(struct reader *rd, struct exec_target *t)
+{
+	struct stat pst;
+
+	if (rd->have_status) {
+		t->uid = rd->status.ruid;
+		t->euid = rd->status.euid;
+		t->gid = rd->status.rgid;
+		t->egid = rd->status.egid;
+		t->ids_exact = true;
+		return 0;
+	}
+	if (fstat(rd->piddir, &pst) < 0)
+		return -errno;
+	t->uid = t->euid = pst.st_uid;
+	t->gid = t->egid = pst.st_gid;
+	return 0;
+}
+
+static int openat2_path(int dirfd, const char *path, bool nofollow, uint64_t resolve)
+{
+	struct open_how how = {
+	        .flags = O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0),
+	        .resolve = resolve,
+	};
+	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+static bool same_file(int a, int b)
+{
+	struct stat sa, sb;
+
+	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+static bool same_file_path(int fd, const char *path)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* /proc/self/..., /proc/thread-self/... and /proc/<the target's own pid>/... inside the sandbox
+ * mean the target's /proc entry, which we have open as piddir: return the rest, or NULL. */
+static const char *own_proc_suffix(struct reader *rd, const char *abs)
+{
+	const struct proc_status *st;
+	const char *p, *end;
+	char own[32];
+
+	if (strncmp(abs, "/proc/", 6) != 0)
+		return NULL;
+	p = abs + 6;
+	end = strchrnul(p, '/');
+	if (((size_t)(end - p) == 4 && memcmp(p, "self", 4) == 0) ||
+	    ((size_t)(end - p) == 11 && memcmp(p, "thread-self", 11) == 0))
+		return *end ? end + 1 : ".";
+	if (reader_status(rd, &st) < 0 || st->nspid <= 0)
+		return NULL;
+	snprintf(own, sizeof(own), "%d", (int)st->nspid);
+	if ((size_t)(end - p) == strlen(own) && memcmp(p, own, strlen(own)) == 0)
+		return *end ? end + 1 : ".";
+	return NULL;
+}
+
+/* Open what path names for the target, as the kernel will: relative to base (a dirfd of the
+ * target, or -EBADF for an absolute path), below the target's root. base_name is base's path
+ * in the sandbox's view when known. Returns an O_PATH fd, or -errno; *uncertain is set when the
+ * failure may be ours rather than the kernel's. */
+static int resolve_in_sandbox(struct reader *rd, int base, const char *base_name, const char *path,
+                              const char *abs, bool nofollow, bool *uncertain)
+{
+	const char *proc_rest;
+	int fd;
+
+	*uncertain = false;
+	if (path[0] == '/') {
+		fd = openat2_path(rd->rootfd, path, nofollow, RESOLVE_IN_ROOT);
+	} else {
+		_cleanup_close_ int check = -EBADF;
+		_cleanup_free_ char *joined = NULL;
+
+		/* The base's name is trusted only if it still names the base itself in the
+		 * sandbox (a deleted or unreachable directory reads differently). Then the whole
+		 * lookup runs below the sandbox's root, so ".." and absolute symlinks behave as
+		 * for the target. Otherwise resolve from the base fd: right except for absolute
+		 * symlinks, which then resolve against our root. */
+		if (base_name && base_name[0] == '/')
+			check = openat2_path(rd->rootfd, base_name, false, RESOLVE_IN_ROOT);
+		if (check >= 0 && same_file(check, base) &&
+		    asprintf(&joined, "%s/%s", base_name, path) >= 0 && strlen(joined) < PATH_MAX)
+			fd = openat2_path(rd->rootfd, joined, nofollow, RESOLVE_IN_ROOT);
+		else
+			fd = openat2_path(base, path, nofollow, 0);
+	}
+	if (fd != -ELOOP && fd != -EXDEV)
+		return fd;
+
+	/* RESOLVE_IN_ROOT refuses magic links. The target's own /proc entries we can follow
+	 * through its /proc/PID (its fd table, its exe); anything else we cannot judge. */
+	proc_rest = abs ? own_proc_suffix(rd, abs) : NULL;
+	if (proc_rest) {
+		int f = openat(rd->piddir, proc_rest,
+		               O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+
+		if (f >= 0)
+			return f;
+		fd = -errno;
+	}
+	*uncertain = fd == -ELOOP || fd == -EXDEV;
+	return fd;
+}
+
+/* Fill f from the O_PATH fd of the file the exec would run. */
+static int describe_file(struct reader *rd, int fd, struct exec_file *f)
+{
+	const struct proc_status *cred;
+	char self[64];
+	struct stat st;
+	struct statvfs vfs;
+	int r;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	f->exists = true;
+	f->regular = S_ISREG(st.st_mode);
+	f->mode = st.st_mode;
+	f->uid = st.st_uid;
+	f->gid = st.st_gid;
+	f->dev = st.st_dev;
+	f->ino = st.st_ino;
+	f->kdev = exec_kernel_dev(st.st_dev);
+	if (!f->regular || (st.st_mode & 0111) == 0) {
+		f->executable = false;
+	} else if ((st.st_mode & 0111) == 0111) {
+		f->executable = true; /* whoever asks: no need for the target's credentials */
+	} else {
+		r = reader_status(rd, &cred);
+		if (r < 0)
+			return r;
+		f->executable = proc_status_may_exec(cred, st.st_mode, st.st_uid, st.st_gid);
+	}
+	if (f->executable && fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC))
+		f->executable = false;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	r = readlink_alloc(AT_FDCWD, self, &f->real_path);
+	if (r == -ENOMEM)
+		return r;
+	return 0;
+}
+
+/* Read the first line of a regular file for "#!". Returns 1 and *ret for a script, 0 if not. */
+static int read_shebang(int fd, struct shebang *ret)
+{
+	char self[64], buf[SHEBANG_BUF_SIZE];
+	_cleanup_close_ int rfd = -EBADF;
+	ssize_t n;
+
+	/* O_PATH fds cannot be read: reopen through /proc/self/fd (works for memfds too). */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	rfd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (rfd < 0)
+		return -errno;
+	do
+		n = pread(rfd, buf, sizeof(buf), 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return shebang_parse(buf, (size_t)n, ret) == 0;
+}
+
+int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
+                       struct exec_target **ret, struct cl_error *err)
+{
+	_cleanup_(exec_target_freep) struct exec_target *t = NULL;
+	_cleanup_close_ int piddir = -EBADF, memfd = -EBADF, rootfd = -EBADF, cwdfd = -EBADF;
+	_cleanup_close_ int basefd = -EBADF, filefd = -EBADF;
+	_cleanup_free_ char *base_name = NULL, *root_link = NULL;
+	struct reader rd = {.piddir = -EBADF, .rootfd = -EBADF};
+	struct remote_mem mem;
+	struct remote_argv argv = {0};
+	uint64_t path_addr, argv_addr;
+	char dir[32];
+	ssize_t len;
+	bool uncertain = false;
+	int r, open_errno;
+
+	if (req->data.arch != AUDIT_ARCH_X86_64)
+		return cl_error_set(err, -EINVAL, "notification for foreign arch 0x%x",
+		                    req->data.arch);
+	if (req->data.nr != __NR_execve && req->data.nr != __NR_execveat)
+		return cl_error_set(err, -EINVAL, "notification for syscall %d, not an exec",
+		                    req->data.nr);
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->id = req->id;
+	t->pid = (pid_t)req->pid;
+	t->dirfd = AT_FDCWD;
+	t->execveat = req->data.nr == __NR_execveat;
+	if (t->execveat) {
+		t->dirfd = (int)req->data.args[0];
+		path_addr = req->data.args[1];
+		argv_addr = req->data.args[2];
+		t->flags = (int)req->data.args[4];
+		t->nofollow = (t->flags & AT_SYMLINK_NOFOLLOW) != 0;
+	} else {
+		path_addr = req->data.args[0];
+		argv_addr = req->data.args[1];
+	}
+
+	/* Open first, then check the id: if the pid was reused before the open, the check fails;
+	 * if after, our fds still point at the original (dead) process and fail too. */
+	snprintf(dir, sizeof(dir), "/proc/%d", (int)req->pid);
+	piddir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (piddir >= 0)
+		memfd = openat(piddir, "mem", O_RDONLY | O_CLOEXEC);
+	open_errno = errno;
+	r = notifier_id_valid(n, req->id);
+	if (r == 0)
+		return -ENOENT;
+	if (r < 0)
+		return cl_error_set(err, r, "checking notification %llu: %s",
+		                    (unsigned long long)req->id, strerror(-r));
+	if (piddir < 0 || memfd < 0)
+		return cl_error_set(err, -open_errno, "opening %s/mem: %s", dir,
+		                    strerror(open_errno));
+	rd.piddir = piddir;
+
+	remote_mem_init(&mem, mem_pread, &memfd);
+	len = remote_mem_read_string(&mem, path_addr, PATH_MAX, &t->path);
+	if (len >= 0)
+		r = remote_mem_read_argv(&mem, argv_addr, EXEC_MAX_ARGS, EXEC_MAX_ARGV_BYTES,
+		                         &argv);
+	if (len < 0) {
+		if (notifier_id_valid(n, req->id) == 0)
+			return -ENOENT;
+		if (len == -E2BIG)
+			return cl_error_set(err, -ENAMETOOLONG, "pid %d: exec path longer than %d",
+			                    t->pid, PATH_MAX);
+		return cl_error_set(err, (int)len, "pid %d: reading exec path: %s", t->pid,
+		                    strerror((int)-len));
+	}
+	if (r < 0)
+		return r;
+	t->argv = argv.argv;
+	t->argc = argv.argc;
+	t->argv_bytes = argv.bytes;
+	t->argv_truncated = argv.truncated;
+	t->argv_fault = argv.fault;
+
+	t->uid = t->euid = (uid_t)-1;
+	t->gid = t->egid = (gid_t)-1;
+	rootfd = openat(piddir, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0) {
+		r = -errno;
+		goto gone_or_fail;
+	}
+	rd.rootfd = rootfd;
+	/* A chrooted target: /proc shows its paths from our root, so learn its root's name
+	 * to take it off again. The usual target shares our root directory. */
+	if (!same_file_path(rootfd, "/"))
+		(void)readlink_alloc(piddir, "root", &root_link);
+	/* The cwd is read when a relative path needs it or the file exists (for the record);
+	 * a PATH probe of an absolute name that is not there needs neither. */
+	if (t->path[0] != '/' && !(t->execveat && t->dirfd != AT_FDCWD)) {
+		r = read_cwd(piddir, root_link, &t->cwd);
+		if (r < 0)
+			goto gone_or_fail;
+	}
+
+	t->empty_path = t->execveat && (t->flags & AT_EMPTY_PATH) && t->path[0] == '\0';
+	if (t->empty_path) {
+		char fdname[32];
+
+		snprintf(fdname, sizeof(fdname), "fd/%d", t->dirfd);
+		r = readlink_alloc(piddir, fdname, &t->abs_path);
+		if (r == -ENOMEM || to_sandbox_view(root_link, &t->abs_path) < 0)
+			return -ENOMEM;
+		filefd = openat(piddir, fdname, O_PATH | O_CLOEXEC);
+		if (filefd < 0)
+			r = errno == ENOENT ? -EBADF : -errno; /* no such fd in the target */
+		else
+			r = filefd;
+		uncertain = false;
+	} else if (t->path[0] == '\0') {
+		r = -ENOENT; /* the kernel's answer to an empty path without AT_EMPTY_PATH */
+		uncertain = false;
+	} else {
+		if (t->path[0] == '/') {
+			r = path_join("/", t->path, &t->abs_path);
+		} else if (t->dirfd == AT_FDCWD) {
+			cwdfd = openat(piddir, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (cwdfd < 0) {
+				r = -errno;
+				goto gone_or_fail;
+			}
+			basefd = TAKE_FD(cwdfd);
+			base_name = strdup(t->cwd);
+			if (!base_name)
+				return -ENOMEM;
+			r = path_join(t->cwd, t->path, &t->abs_path);
+		} else {
+			char fdname[32];
+
+			snprintf(fdname, sizeof(fdname), "fd/%d", t->dirfd);
+			basefd = openat(piddir, fdname, O_PATH | O_CLOEXEC);
+			if (basefd < 0) {
+				r = errno == ENOENT ? -EBADF : -errno;
+				goto resolved;
+			}
+			(void)readlink_alloc(piddir, fdname, &base_name);
+			if (to_sandbox_view(root_link, &base_name) < 0)
+				return -ENOMEM;
+			r = base_name ? path_join(base_name, t->path, &t->abs_path) : -EINVAL;
+		}
+		if (r == -ENOMEM)
+			return r;
+		/* abs_path stays NULL when the base has no usable name (deleted, anon). */
+		r = resolve_in_sandbox(&rd, basefd, base_name, t->path, t->abs_path, t->nofollow,
+		                       &uncertain);
+	}
+resolved:
+	if (r >= 0) {
+		filefd = r;
+		r = describe_file(&rd, filefd, &t->file);
+		if (r < 0)
+			goto gone_or_fail;
+	} else {
+		t->file.error = -r;
+		t->file.uncertain = uncertain;
+	}
+
+	if (t->file.exists && !t->cwd) {
+		r = read_cwd(piddir, root_link, &t->cwd);
+		if (r < 0)
+			goto gone_or_fail;
+	}
+
+	if (t->file.regular) {
+		struct shebang sb;
+
+		if (read_shebang(filefd, &sb) == 1) {
+			_cleanup_close_ int ifd = -EBADF, icwd = -EBADF;
+			_cleanup_free_ char *iabs = NULL;
+
+			t->script = true;
+			t->interp = strdup(sb.interp);
+			t->interp_arg = sb.has_arg ? strdup(sb.arg) : NULL;
+			if (!t->interp || (sb.has_arg && !t->interp_arg))
+				return -ENOMEM;
+			/* The kernel opens the interpreter like any path of the process: from
+			 * its root, or from its cwd when relative. */
+			if (sb.interp[0] != '/') {
+				icwd = openat(piddir, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+				if (icwd < 0) {
+					r = -errno;
+					goto gone_or_fail;
+				}
+				(void)path_join(t->cwd, sb.interp, &iabs);
+			} else {
+				(void)path_join("/", sb.interp, &iabs);
+			}
+			ifd = resolve_in_sandbox(&rd, icwd, t->cwd, sb.interp, iabs, false,
+			                         &uncertain);
+			if (ifd >= 0) {
+				r = describe_file(&rd, ifd, &t->interp_file);
+				if (r < 0)
+					goto gone_or_fail;
+			} else {
+				t->interp_file.error = -ifd;
+				t->interp_file.uncertain = uncertain;
+				ifd = -EBADF;
+			}
+		}
+	}
+
+	if (t->file.exists) {
+		r = read_ids(&rd, t);
+		if (r < 0)
+			goto gone_or_fail;
+	}
+
+	/* The pid may have died and been reused while we read: then all of the above may
+	 * describe another process. */
+	r = notifier_id_valid(n, req->id);
+	if (r == 0)
+		return -ENOENT;
+	if (r < 0)
+		return cl_error_set(err, r, "checking notification %llu: %s",
+		                    (unsigned long long)req->id, strerror(-r));
+	*ret = TAKE_PTR(t);
+	return 0;
+
+gone_or_fail:
+	if (notifier_id_valid(n, req->id) == 0)
+		return -ENOENT;
+	return cl_error_set(err, r, "pid %d: reading exec of %s: %s", t->pid, t->path,
+	                    strerror(-r));
+}

@@ -1,0 +1,104 @@
+/* Reading an exec notification: what the target asked to run, in the sandbox's view.
+ *
+ * Habits (Linux samples/seccomp/user-trap.c, LXC): open /proc/PID first, then check that the
+ * notification is still valid (so the pid was not reused in between and everything read through
+ * the open dir belongs to the right process), read with bounded sizes, check validity again at
+ * the end. The target lives in its own mount namespace: files are resolved with openat2
+ * (RESOLVE_IN_ROOT) below the target's /proc/PID/root, never against the supervisor's root.
+ *
+ * Nothing is decided here: a path that does not exist or is not executable is only reported. */
+#ifndef CLOISTER_NOTIFIER_TARGET_H
+#define CLOISTER_NOTIFIER_TARGET_H
+
+#include <linux/seccomp.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+
+#include "protocol/cleanup.h"
+#include "protocol/error.h"
+
+struct notifier;
+
+#define EXEC_MAX_ARGS       4096
+#define EXEC_MAX_ARGV_BYTES (1024 * 1024)
+
+/* A file the exec would run (the program, or a script's interpreter). */
+struct exec_file {
+	bool exists;     /* it resolved in the sandbox's view */
+	int error;       /* why not (ENOENT, ENOTDIR, ELOOP, EBADF…) when !exists */
+	bool uncertain;  /* !exists, but only because we could not follow the path the way the
+	                  * kernel will (a /proc magic link of another process, a supervisor
+	                  * permission problem): do not treat it as "does not exist" */
+	bool regular;    /* S_ISREG */
+	bool executable; /* regular, an x bit for the target's fsuid/fsgid, mount not noexec */
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	dev_t dev; /* st_dev as user space sees it */
+	ino_t ino;
+	uint32_t kdev;   /* dev in the kernel's internal encoding: what BPF reads from
+	                  * inode->i_sb->s_dev (see exec_kernel_dev) */
+	char *real_path; /* the opened file's name, symlinks resolved, as /proc shows it; NULL
+	                  * when unknown */
+};
+
+struct exec_target {
+	uint64_t id; /* notification id */
+	pid_t pid;   /* in the supervisor's pid namespace */
+	bool execveat;
+	int dirfd;       /* execveat's dirfd (AT_FDCWD for execve) */
+	int flags;       /* execveat's flags */
+	bool empty_path; /* AT_EMPTY_PATH with "": the file is dirfd itself (fexecve, memfd) */
+	bool nofollow;   /* AT_SYMLINK_NOFOLLOW: a final symlink fails with ELOOP */
+
+	char *path;     /* as passed ("" for empty_path) */
+	char *abs_path; /* absolute, lexically joined with cwd or dirfd's path; for empty_path
+	                 * the link text of /proc/PID/fd/N (a memfd: "/memfd:NAME (deleted)") */
+	char *cwd;      /* readlink /proc/PID/cwd */
+
+	char **argv; /* argc strings, NULL-terminated */
+	size_t argc;
+	size_t argv_bytes;
+	bool argv_truncated; /* over EXEC_MAX_ARGS / EXEC_MAX_ARGV_BYTES: argv is a prefix and no
+	                      * rule on the whole command line can be matched */
+	bool argv_fault;     /* an argv pointer or string was unreadable (the kernel will fail
+	                      * the exec with EFAULT) */
+
+	/* The target's ids, filled when the file exists ((uid_t)-1 otherwise: PATH probes skip
+	 * the cost). Effective ids come from /proc/PID's owner (always the task's euid/egid);
+	 * /proc/PID/status (~20 µs for a new process) is read only when the exec permission
+	 * check needs the fs ids and groups (partial x bits). ids_exact: status was read and
+	 * uid/gid are the real ids; otherwise uid/gid repeat euid/egid. */
+	uid_t uid, euid;
+	gid_t gid, egid;
+	bool ids_exact;
+
+	struct exec_file file;
+
+	bool script;  /* the file starts with a "#!" line the kernel accepts */
+	char *interp; /* its interpreter (as written) and optional argument; NULL if none */
+	char *interp_arg;
+	struct exec_file
+	        interp_file; /* the kernel's exec check sees this inode, not the script's */
+};
+
+void exec_target_free(struct exec_target *t);
+CL_DEFINE_TRIVIAL_CLEANUP(struct exec_target *, exec_target_free)
+
+/* Read the execve/execveat notification req (received from n). Returns 0 and *ret;
+ * -ENOENT when the notification is no longer valid (the target died or the pid was reused:
+ * nothing to answer); other -errno with a message in err (a path that is unreadable, too long,
+ * not an exec syscall…). On any error other than -ENOENT the caller must still answer req. */
+int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
+                       struct exec_target **ret, struct cl_error *err);
+
+/* The kernel's internal dev_t (MAJOR << 20 | MINOR), as in inode->i_sb->s_dev. */
+static inline uint32_t exec_kernel_dev(dev_t dev)
+{
+	return ((uint32_t)major(dev) << 20) | ((uint32_t)minor(dev) & 0xfffff);
+}
+
+#endif
