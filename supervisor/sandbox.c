@@ -1,0 +1,907 @@
+#include "supervisor/sandbox.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+#include <linux/sched.h> /* struct clone_args */
+
+#include "notifier/fdpass.h"
+#include "protocol/cleanup.h"
+#include "supervisor/cgroup.h"
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef CLONE_INTO_CGROUP
+#define CLONE_INTO_CGROUP 0x200000000ULL
+#endif
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+/* fd numbers in the init once its fds are tidied up (0-2 are the agent's stdio). */
+#define INIT_SOCK_FD    3
+#define INIT_TTY_FD     4
+#define INIT_FIRST_FREE 5
+
+/* Mounts below /sys re-attached over the fresh sysfs; bounded, the host decides how many. */
+#define SYS_SUBMOUNTS_MAX 64
+#define CGROUP_TIMEOUT_MS 5000
+#define PAUSE_SETTLE_MS   100
+
+extern char **environ;
+
+struct sandbox {
+	pid_t init_pid;
+	int pidfd;
+	int sock;
+	int epfd;
+	int listener_fd;
+	int tty_fd;     /* our dup of the caller's terminal, or -1 */
+	bool tty_given; /* the agent's process group has the terminal's foreground */
+	bool sock_eof;
+	bool init_reaped;
+	bool exit_reported;
+	struct cgroup *cg;
+};
+
+/* ---- the init (runs in the child of clone3) ---------------------------------------------- */
+
+struct init_args {
+	const struct sandbox_opts *opts;
+	const char *cwd;
+	int sock;
+	int tty_fd;
+	bool give_tty;
+};
+
+static int sys_pidfd_send_signal(int pidfd, int sig)
+{
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+static void send_msg(int sock, enum sandbox_msg_type type, int value, const char *text, int flags)
+{
+	struct sandbox_msg m = {.type = type, .value = value};
+
+	if (text)
+		snprintf(m.text, sizeof(m.text), "%s", text);
+	while (send(sock, &m, sizeof(m), MSG_NOSIGNAL | flags) < 0 && errno == EINTR)
+		;
+}
+
+/* Report a setup failure to the supervisor and die: the supervisor turns it into its error. */
+__attribute__((noreturn, format(printf, 3, 4))) static void init_fail(int sock, int code,
+                                                                      const char *fmt, ...)
+{
+	char text[SANDBOX_MSG_TEXT_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	send_msg(sock, SANDBOX_MSG_ERROR, code, text, 0);
+	_exit(127);
+}
+
+static int read_all(const char *path, char **ret)
+{
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 0;
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n;
+
+		if (cap - len < 4096) {
+			char *nb = realloc(buf, cap + 65536);
+
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+			cap += 65536;
+		}
+		n = read(fd, buf + len, cap - len - 1);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+/* A fresh sysfs on /sys, so that /sys/class/net shows this network namespace. The mounts that
+ * were below the old /sys (cgroupfs, bpffs, securityfs…) are cloned first and put back on top,
+ * so the agent's view of them does not change. */
+static int remount_sys(int sock)
+{
+	_cleanup_free_ char *text = NULL;
+	char *save = NULL;
+	int sys_id = -1, r;
+	struct {
+		int fd;
+		char *path;
+	} sub[SYS_SUBMOUNTS_MAX];
+	size_t nsub = 0;
+
+	r = read_all("/proc/self/mountinfo", &text);
+	if (r < 0)
+		init_fail(sock, r, "read /proc/self/mountinfo: %s", strerror(-r));
+	/* The topmost mount on /sys is the last one listed for that path. */
+	_cleanup_free_ char *copy = strdup(text);
+	if (!copy)
+		init_fail(sock, -ENOMEM, "out of memory");
+	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct mountinfo_entry e;
+
+		if (mountinfo_parse_line(line, &e) == 0 && strcmp(e.mount_point, "/sys") == 0)
+			sys_id = e.mount_id;
+	}
+	if (sys_id < 0)
+		init_fail(sock, -ENOENT, "no /sys mount to replace");
+	save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct mountinfo_entry e;
+
+		if (mountinfo_parse_line(line, &e) < 0 || e.parent_id != sys_id)
+			continue;
+		if (nsub == SYS_SUBMOUNTS_MAX)
+			init_fail(sock, -E2BIG, "more than %d mounts below /sys",
+			          SYS_SUBMOUNTS_MAX);
+		sub[nsub].fd = (int)syscall(SYS_open_tree, AT_FDCWD, e.mount_point,
+		                            OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+		if (sub[nsub].fd < 0)
+			init_fail(sock, -errno, "open_tree %s: %m", e.mount_point);
+		sub[nsub].path = (char *)e.mount_point;
+		nsub++;
+	}
+	if (mount("sysfs", "/sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		init_fail(sock, -errno, "mount sysfs on /sys: %m");
+	for (size_t i = 0; i < nsub; i++) {
+		if (syscall(SYS_move_mount, sub[i].fd, "", AT_FDCWD, sub[i].path,
+		            MOVE_MOUNT_F_EMPTY_PATH) < 0)
+			init_fail(sock, -errno, "move_mount %s: %m", sub[i].path);
+		close(sub[i].fd);
+	}
+	return 0;
+}
+
+static void loopback_up(int sock)
+{
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	struct ifreq ifr = {.ifr_name = "lo"};
+
+	if (fd < 0)
+		init_fail(sock, -errno, "socket: %m");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+		init_fail(sock, -errno, "SIOCGIFFLAGS lo: %m");
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+		init_fail(sock, -errno, "bring lo up: %m");
+}
+
+/* Put the stdio on 0-2, the socket on 3, the terminal on 4, and close everything else. Sources
+ * are first copied above 4, so no dup2 can clobber a source that is still needed. */
+static void init_tidy_fds(const struct init_args *a)
+{
+	int tmp_stdio[3] = {-1, -1, -1}, tmp_sock, tmp_tty = -1;
+
+	if (a->opts->stdio_fds)
+		for (int i = 0; i < 3; i++) {
+			tmp_stdio[i] =
+			        fcntl(a->opts->stdio_fds[i], F_DUPFD_CLOEXEC, INIT_FIRST_FREE);
+			if (tmp_stdio[i] < 0)
+				init_fail(a->sock, -errno, "stdio fd %d: %m",
+				          a->opts->stdio_fds[i]);
+		}
+	tmp_sock = fcntl(a->sock, F_DUPFD_CLOEXEC, INIT_FIRST_FREE);
+	if (tmp_sock < 0)
+		init_fail(a->sock, -errno, "dup socket: %m");
+	if (a->tty_fd >= 0) {
+		tmp_tty = fcntl(a->tty_fd, F_DUPFD_CLOEXEC, INIT_FIRST_FREE);
+		if (tmp_tty < 0)
+			init_fail(a->sock, -errno, "dup terminal: %m");
+	}
+	for (int i = 0; i < 3; i++)
+		if (tmp_stdio[i] >= 0 && dup2(tmp_stdio[i], i) < 0)
+			init_fail(a->sock, -errno, "dup2 stdio: %m");
+	if (dup3(tmp_sock, INIT_SOCK_FD, O_CLOEXEC) < 0)
+		_exit(127);
+	if (tmp_tty >= 0 && dup3(tmp_tty, INIT_TTY_FD, O_CLOEXEC) < 0)
+		init_fail(INIT_SOCK_FD, -errno, "dup terminal: %m");
+	if (tmp_tty < 0)
+		close(INIT_TTY_FD);
+	close_range(INIT_FIRST_FREE, ~0U, 0);
+}
+
+/* The tty fd given to the agent's group while SIGTTOU is blocked (it is, in the whole init). */
+static void give_terminal(pid_t pgrp)
+{
+	(void)tcsetpgrp(INIT_TTY_FD, pgrp);
+}
+
+__attribute__((noreturn)) static void exec_agent(const struct init_args *a)
+{
+	sigset_t empty;
+	const char *what = a->opts->argv[0];
+	int err;
+
+	if (a->give_tty) {
+		/* Also done by the init: whichever runs first wins the race harmlessly. */
+		setpgid(0, 0);
+		give_terminal(getpid());
+	}
+	close(INIT_SOCK_FD);
+	close(INIT_TTY_FD);
+	sigemptyset(&empty);
+	sigprocmask(SIG_SETMASK, &empty, NULL);
+	environ = (char **)a->opts->envp;
+	execvp(what, a->opts->argv);
+	err = errno;
+	dprintf(STDERR_FILENO, "cloister: cannot run %s: %s\n", what, strerror(err));
+	_exit(err == ENOENT ? 127 : 126);
+}
+
+/* The init's life after the agent started: reap, forward, report, exit with the agent. */
+__attribute__((noreturn)) static void init_loop(pid_t agent, bool has_tty, int sfd)
+{
+	struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
+	                      {.fd = INIT_SOCK_FD, .events = POLLIN}};
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(127);
+		}
+		if (p[0].revents & POLLIN) {
+			struct signalfd_siginfo si;
+
+			/* Pass on what was sent to us. Not what the kernel generated for a whole
+			 * process group (terminal keys, hang-up): the agent got its own copy. */
+			if (read(sfd, &si, sizeof(si)) == sizeof(si) && si.ssi_signo != SIGCHLD &&
+			    si.ssi_code != SI_KERNEL)
+				kill(agent, (int)si.ssi_signo);
+			for (;;) {
+				int st;
+				pid_t pid = waitpid(-1, &st, WNOHANG | WUNTRACED | WCONTINUED);
+
+				if (pid <= 0)
+					break;
+				if (pid != agent)
+					continue; /* an orphan reparented to us: just reaped */
+				if (WIFSTOPPED(st)) {
+					send_msg(INIT_SOCK_FD, SANDBOX_MSG_STOPPED, WSTOPSIG(st),
+					         NULL, MSG_DONTWAIT);
+				} else if (WIFCONTINUED(st)) {
+					send_msg(INIT_SOCK_FD, SANDBOX_MSG_CONTINUED, 0, NULL,
+					         MSG_DONTWAIT);
+				} else {
+					send_msg(INIT_SOCK_FD, SANDBOX_MSG_EXITED, st, NULL, 0);
+					/* Our exit kills whatever is left in the pid namespace. */
+					_exit(sandbox_exit_code_from_wait_status(st));
+				}
+			}
+		}
+		if (p[1].revents & (POLLIN | POLLHUP | POLLERR)) {
+			char buf[sizeof(struct sandbox_msg)];
+			struct sandbox_msg m;
+			ssize_t n = recv(INIT_SOCK_FD, buf, sizeof(buf), MSG_DONTWAIT);
+
+			if (n == 0)
+				_exit(127); /* the supervisor is gone (PDEATHSIG should have come
+				               first) */
+			if (n < 0 || sandbox_msg_validate(buf, (size_t)n, &m) < 0)
+				continue;
+			if (m.type == SANDBOX_MSG_SIGNAL && m.value > 0 && m.value < NSIG) {
+				kill(agent, m.value);
+			} else if (m.type == SANDBOX_MSG_CONTINUE) {
+				if (has_tty && m.value)
+					give_terminal(agent);
+				/* With a terminal the agent leads its own process group, which
+				 * the terminal stopped as a whole. */
+				kill(has_tty ? -agent : agent, SIGCONT);
+			}
+		}
+	}
+}
+
+__attribute__((noreturn)) static void init_main(struct init_args *a)
+{
+	const struct sandbox_opts *o = a->opts;
+	struct sandbox_msg go;
+	sigset_t all, fwd;
+	int listener = -1, sfd, r;
+	pid_t agent;
+	ssize_t n;
+
+	/* Everything blocked for the whole life of the init; the forwarded ones and SIGCHLD are
+	 * read from a signalfd. SIGTTOU blocked also lets the init set the terminal's foreground
+	 * group from the background. Dispositions back to default: the agent must not inherit an
+	 * ignored SIGPIPE or SIGINT from the supervisor. */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+
+	/* Die with the supervisor. getppid() is 0 in a new pid namespace, so the race with a
+	 * supervisor that died before this prctl is closed by the socket instead: its end is then
+	 * closed and the GO message below never comes (EOF). */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
+		_exit(127);
+	do
+		n = recv(a->sock, &go, sizeof(go), 0);
+	while (n < 0 && errno == EINTR);
+	if (n != sizeof(go) || go.type != SANDBOX_MSG_GO)
+		_exit(127);
+	/* The agent runs as our uid: keep it from ptracing us or reading our /proc files. */
+	if (prctl(PR_SET_DUMPABLE, 0) < 0)
+		init_fail(a->sock, -errno, "PR_SET_DUMPABLE: %m");
+
+	init_tidy_fds(a);
+
+	/* Mounts: nothing propagates back to the host; /proc for the new pid namespace; /sys for
+	 * the new network namespace. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		init_fail(INIT_SOCK_FD, -errno, "make / a slave mount: %m");
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		init_fail(INIT_SOCK_FD, -errno, "mount proc on /proc: %m");
+	remount_sys(INIT_SOCK_FD);
+	loopback_up(INIT_SOCK_FD);
+	if (chdir(a->cwd) < 0)
+		init_fail(INIT_SOCK_FD, -errno, "chdir %s: %m", a->cwd);
+
+	if (o->install_filter) {
+		r = o->install_filter(o->install_filter_userdata, &listener);
+		if (r < 0)
+			init_fail(INIT_SOCK_FD, r, "installing the seccomp filter: %s",
+			          strerror(-r));
+		if (listener < 0)
+			init_fail(INIT_SOCK_FD, -EBADF, "the filter hook returned no listener fd");
+		struct sandbox_msg m = {.type = SANDBOX_MSG_LISTENER};
+		r = fdpass_send(INIT_SOCK_FD, listener, &m, sizeof(m));
+		if (r < 0)
+			init_fail(INIT_SOCK_FD, r, "sending the listener fd: %s", strerror(-r));
+		close(listener);
+		/* Nothing the hook opened reaches the agent. */
+		close_range(INIT_FIRST_FREE, ~0U, 0);
+	}
+
+	sigemptyset(&fwd);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig == SIGCHLD || sig == SIGINT || sig == SIGTERM || sig == SIGHUP ||
+		    sig == SIGQUIT || sig == SIGUSR1 || sig == SIGUSR2)
+			sigaddset(&fwd, sig);
+	sfd = signalfd(-1, &fwd, SFD_CLOEXEC);
+	if (sfd < 0)
+		init_fail(INIT_SOCK_FD, -errno, "signalfd: %m");
+
+	agent = fork();
+	if (agent < 0)
+		init_fail(INIT_SOCK_FD, -errno, "fork: %m");
+	if (agent == 0) {
+		close(sfd);
+		exec_agent(a);
+	}
+	if (a->give_tty) {
+		setpgid(agent, agent);
+		give_terminal(agent);
+	}
+	send_msg(INIT_SOCK_FD, SANDBOX_MSG_READY, 0, NULL, 0);
+	init_loop(agent, a->give_tty, sfd);
+}
+
+/* ---- the supervisor's side --------------------------------------------------------------- */
+
+static int count_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+
+	if (!d)
+		return -errno;
+	for (struct dirent *de; (de = readdir(d));)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static int write_proc_file(pid_t pid, const char *name, const char *text)
+{
+	char path[64];
+	_cleanup_close_ int fd = -EBADF;
+	size_t len = strlen(text);
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, len) != (ssize_t)len)
+		return -errno;
+	return 0;
+}
+
+/* Map our uid/gid to themselves: the agent keeps them. setgroups must be denied before an
+ * unprivileged gid_map write. */
+static int write_id_maps(pid_t pid, struct cl_error *err)
+{
+	char map[64];
+	int r;
+
+	r = sandbox_format_id_map(geteuid(), geteuid(), map, sizeof(map));
+	if (r >= 0)
+		r = write_proc_file(pid, "uid_map", map);
+	if (r < 0)
+		return cl_error_set(err, r, "writing uid_map: %s", strerror(-r));
+	r = write_proc_file(pid, "setgroups", "deny");
+	if (r < 0 && r != -ENOENT)
+		return cl_error_set(err, r, "writing setgroups: %s", strerror(-r));
+	r = sandbox_format_id_map(getegid(), getegid(), map, sizeof(map));
+	if (r >= 0)
+		r = write_proc_file(pid, "gid_map", map);
+	if (r < 0)
+		return cl_error_set(err, r, "writing gid_map: %s", strerror(-r));
+	return 0;
+}
+
+static void tty_take_back(struct sandbox *sb)
+{
+	sigset_t ttou, old;
+
+	if (!sb->tty_given || sb->tty_fd < 0)
+		return;
+	sigemptyset(&ttou);
+	sigaddset(&ttou, SIGTTOU);
+	pthread_sigmask(SIG_BLOCK, &ttou, &old);
+	(void)tcsetpgrp(sb->tty_fd, getpgrp());
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	sb->tty_given = false;
+}
+
+static void reap_init(struct sandbox *sb, bool block)
+{
+	siginfo_t si = {0};
+
+	if (sb->init_reaped || sb->pidfd < 0)
+		return;
+	while (waitid((idtype_t)P_PIDFD, (id_t)sb->pidfd, &si, WEXITED | (block ? 0 : WNOHANG)) <
+	       0) {
+		if (errno != EINTR) {
+			sb->init_reaped = errno == ECHILD;
+			return;
+		}
+	}
+	if (si.si_pid != 0)
+		sb->init_reaped = true;
+}
+
+void sandbox_free(struct sandbox *sb)
+{
+	if (!sb)
+		return;
+	if (!sb->init_reaped && sb->pidfd >= 0) {
+		if (sb->cg)
+			(void)cgroup_kill(sb->cg);
+		(void)sys_pidfd_send_signal(sb->pidfd, SIGKILL);
+		reap_init(sb, true);
+	}
+	if (sb->cg)
+		(void)cgroup_destroy(sb->cg, CGROUP_TIMEOUT_MS);
+	tty_take_back(sb);
+	if (sb->listener_fd >= 0)
+		close(sb->listener_fd);
+	if (sb->epfd >= 0)
+		close(sb->epfd);
+	if (sb->sock >= 0)
+		close(sb->sock);
+	if (sb->pidfd >= 0)
+		close(sb->pidfd);
+	if (sb->tty_fd >= 0)
+		close(sb->tty_fd);
+	free(sb);
+}
+CL_DEFINE_TRIVIAL_CLEANUP(struct sandbox *, sandbox_free)
+
+/* Receive one message during start-up (blocking, but also watching the init's death). */
+static int recv_setup_msg(struct sandbox *sb, struct sandbox_msg *ret, int *ret_fd)
+{
+	char buf[sizeof(struct sandbox_msg)];
+	struct pollfd p[2] = {{.fd = sb->sock, .events = POLLIN},
+	                      {.fd = sb->pidfd, .events = POLLIN}};
+	struct sandbox_msg m;
+	size_t len = 0;
+	ssize_t n;
+	int r;
+
+	*ret_fd = -1;
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (p[0].revents)
+			break;
+		if (p[1].revents)
+			return -ECHILD; /* died without a word */
+	}
+	n = recv(sb->sock, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	if (n == 0)
+		return -ECHILD;
+	if (n < 0)
+		return -errno;
+	r = sandbox_msg_validate(buf, (size_t)n, &m);
+	if (r < 0)
+		return r;
+	if (m.type == SANDBOX_MSG_LISTENER) {
+		r = fdpass_recv(sb->sock, buf, sizeof(buf), &len, ret_fd);
+		if (r < 0)
+			return r;
+	} else if (recv(sb->sock, buf, sizeof(buf), 0) < 0) {
+		return -errno;
+	}
+	*ret = m;
+	return 0;
+}
+
+int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct cl_error *err)
+{
+	_cleanup_(sandbox_freep) struct sandbox *sb = NULL;
+	_cleanup_free_ char *cwd = NULL, *parent = NULL;
+	_cleanup_close_ int child_sock = -EBADF;
+	struct clone_args ca = {0};
+	struct cgroup_owner owner;
+	struct init_args a;
+	bool userns;
+	int sv[2], pidfd = -1, dumpable, r;
+	pid_t pid;
+
+	if (!opts->argv || !opts->argv[0] || !opts->envp)
+		return cl_error_set(err, -EINVAL, "no command to run");
+	r = count_threads();
+	if (r != 1)
+		return cl_error_set(err, r < 0 ? r : -EBUSY,
+		                    "the sandbox must be started before any thread is (%d threads)",
+		                    r);
+
+	sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return -ENOMEM;
+	sb->pidfd = sb->sock = sb->epfd = sb->listener_fd = sb->tty_fd = -1;
+
+	if (opts->cwd) {
+		cwd = strdup(opts->cwd);
+	} else {
+		cwd = getcwd(NULL, 0);
+		if (!cwd)
+			return cl_error_set(err, -errno, "the current directory is gone: %m");
+	}
+	if (!cwd)
+		return -ENOMEM;
+
+	/* The terminal goes to the agent only if we have it (not when started in the background).
+	 */
+	if (opts->tty_fd >= 0 && isatty(opts->tty_fd)) {
+		sb->tty_fd = fcntl(opts->tty_fd, F_DUPFD_CLOEXEC, 3);
+		if (sb->tty_fd < 0)
+			return cl_error_set(err, -errno, "dup terminal: %m");
+		sb->tty_given = tcgetpgrp(sb->tty_fd) == getpgrp();
+	}
+
+	/* Our cgroup leaf; stale leaves of dead supervisors go first. */
+	if (opts->cgroup_parent) {
+		parent = strdup(opts->cgroup_parent);
+		r = parent ? 0 : -ENOMEM;
+	} else {
+		r = cgroup_default_parent(&parent);
+	}
+	if (r >= 0)
+		r = cgroup_owner_self(&owner);
+	if (r >= 0) {
+		(void)cgroup_cleanup_stale(parent, CGROUP_TIMEOUT_MS);
+		r = cgroup_create(parent, opts->name ? opts->name : "sandbox", &owner, &sb->cg,
+		                  err);
+	} else {
+		cl_error_set(err, r, "cannot find the cgroup2 hierarchy: %s", strerror(-r));
+	}
+	if (r < 0 && !opts->cgroup_optional)
+		return r;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return cl_error_set(err, -errno, "socketpair: %m");
+	sb->sock = sv[0];
+	child_sock = sv[1];
+
+	userns = sandbox_want_userns(opts->userns, geteuid());
+	ca.flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_PIDFD |
+	           (userns ? CLONE_NEWUSER : 0);
+	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
+	ca.exit_signal = SIGCHLD;
+	if (sb->cg) {
+		/* Born in the leaf: no moment where it runs (or forks) outside. */
+		ca.flags |= CLONE_INTO_CGROUP;
+		ca.cgroup = (uint64_t)cgroup_dir_fd(sb->cg);
+	}
+	a = (struct init_args){.opts = opts,
+	                       .cwd = cwd,
+	                       .sock = child_sock,
+	                       .tty_fd = sb->tty_fd,
+	                       .give_tty = sb->tty_given};
+
+	/* Writing the child's uid_map needs its /proc files to be ours, i.e. the child dumpable.
+	 * A process that changed its uid without exec is not; the child inherits the flag at the
+	 * clone (so ours is flipped only around it) and clears it again once the maps are written.
+	 */
+	dumpable = prctl(PR_GET_DUMPABLE);
+	if (userns && dumpable == 0)
+		(void)prctl(PR_SET_DUMPABLE, 1);
+	pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	if (userns && dumpable == 0 && pid != 0)
+		(void)prctl(PR_SET_DUMPABLE, 0);
+	if (pid < 0) {
+		r = -errno;
+		sb->tty_given = false;
+		return cl_error_set(err, r, "clone3 (new pid/mount/net%s namespaces): %s",
+		                    userns ? "/user" : "", strerror(-r));
+	}
+	if (pid == 0)
+		init_main(&a);
+
+	sb->init_pid = pid;
+	sb->pidfd = pidfd;
+	close(TAKE_FD(child_sock));
+
+	if (userns) {
+		r = write_id_maps(pid, err);
+		if (r < 0)
+			return r;
+	}
+	{
+		struct sandbox_msg go = {.type = SANDBOX_MSG_GO};
+
+		if (send(sb->sock, &go, sizeof(go), MSG_NOSIGNAL) < 0)
+			return cl_error_set(err, -errno, "starting the sandbox init: %m");
+	}
+	for (;;) {
+		struct sandbox_msg m;
+		int fd = -1;
+
+		r = recv_setup_msg(sb, &m, &fd);
+		if (r < 0)
+			return cl_error_set(err, r, "the sandbox init died during set-up: %s",
+			                    strerror(-r));
+		if (m.type == SANDBOX_MSG_LISTENER) {
+			if (sb->listener_fd >= 0)
+				close(sb->listener_fd);
+			sb->listener_fd = fd;
+		} else if (m.type == SANDBOX_MSG_ERROR) {
+			return cl_error_set(err, m.value < 0 ? m.value : -EIO, "sandbox: %s",
+			                    m.text);
+		} else if (m.type == SANDBOX_MSG_READY) {
+			break;
+		}
+	}
+	if (opts->install_filter && sb->listener_fd < 0)
+		return cl_error_set(err, -EPROTO, "sandbox: no listener fd from the init");
+
+	sb->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (sb->epfd < 0)
+		return cl_error_set(err, -errno, "epoll_create1: %m");
+	{
+		struct epoll_event e1 = {.events = EPOLLIN, .data.fd = sb->sock};
+		struct epoll_event e2 = {.events = EPOLLIN, .data.fd = sb->pidfd};
+
+		if (epoll_ctl(sb->epfd, EPOLL_CTL_ADD, sb->sock, &e1) < 0 ||
+		    epoll_ctl(sb->epfd, EPOLL_CTL_ADD, sb->pidfd, &e2) < 0)
+			return cl_error_set(err, -errno, "epoll_ctl: %m");
+	}
+	*ret = TAKE_PTR(sb);
+	return 0;
+}
+
+int sandbox_listener_fd(const struct sandbox *sb)
+{
+	return sb->listener_fd;
+}
+
+int sandbox_take_listener_fd(struct sandbox *sb)
+{
+	int fd = sb->listener_fd;
+
+	sb->listener_fd = -1;
+	return fd;
+}
+
+int sandbox_status_fd(const struct sandbox *sb)
+{
+	return sb->epfd;
+}
+
+static void report_exit(struct sandbox *sb, int exit_code, struct sandbox_status *ret)
+{
+	sb->exit_reported = true;
+	tty_take_back(sb);
+	*ret = (struct sandbox_status){.kind = SANDBOX_EXITED, .exit_code = exit_code};
+}
+
+int sandbox_handle_status(struct sandbox *sb, struct sandbox_status *ret)
+{
+	if (sb->exit_reported)
+		return -ECHILD;
+	while (!sb->sock_eof) {
+		char buf[sizeof(struct sandbox_msg)];
+		struct sandbox_msg m;
+		ssize_t n = recv(sb->sock, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN)
+				break;
+			n = 0; /* ECONNRESET and the like: the init is gone */
+		}
+		if (n == 0) {
+			sb->sock_eof = true;
+			(void)epoll_ctl(sb->epfd, EPOLL_CTL_DEL, sb->sock, NULL);
+			break;
+		}
+		if (sandbox_msg_validate(buf, (size_t)n, &m) < 0)
+			continue;
+		switch (m.type) {
+		case SANDBOX_MSG_STOPPED:
+			*ret = (struct sandbox_status){.kind = SANDBOX_STOPPED,
+			                               .stop_signal = m.value};
+			return 0;
+		case SANDBOX_MSG_CONTINUED:
+			*ret = (struct sandbox_status){.kind = SANDBOX_CONTINUED};
+			return 0;
+		case SANDBOX_MSG_EXITED: {
+			int code = sandbox_exit_code_from_wait_status(m.value);
+
+			report_exit(sb, code < 0 ? 127 : code, ret);
+			return 0;
+		}
+		default:
+			continue;
+		}
+	}
+	/* No report, but the init may have died (killed from outside, or with the cgroup). */
+	{
+		siginfo_t si = {0};
+
+		if (waitid((idtype_t)P_PIDFD, (id_t)sb->pidfd, &si, WEXITED | WNOHANG) < 0)
+			return errno == EINTR ? -EAGAIN : -errno;
+		if (si.si_pid == 0)
+			return -EAGAIN;
+		sb->init_reaped = true;
+		report_exit(sb, si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status, ret);
+		return 0;
+	}
+}
+
+static int send_to_init(struct sandbox *sb, enum sandbox_msg_type type, int value)
+{
+	struct sandbox_msg m = {.type = type, .value = value};
+
+	if (sb->sock_eof || sb->init_reaped)
+		return -ESRCH;
+	if (send(sb->sock, &m, sizeof(m), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		return errno == EPIPE || errno == ECONNRESET ? -ESRCH : -errno;
+	return 0;
+}
+
+int sandbox_signal(struct sandbox *sb, int sig)
+{
+	if (sig <= 0 || sig >= NSIG)
+		return -EINVAL;
+	return send_to_init(sb, SANDBOX_MSG_SIGNAL, sig);
+}
+
+int sandbox_continue(struct sandbox *sb)
+{
+	bool fg = sb->tty_fd >= 0 && tcgetpgrp(sb->tty_fd) == getpgrp();
+	int r = send_to_init(sb, SANDBOX_MSG_CONTINUE, fg);
+
+	/* Only in the foreground do we hand the terminal over: after the shell's `bg` the agent
+	 * runs in the background, and stops again if it touches the terminal. */
+	if (r >= 0 && fg)
+		sb->tty_given = true;
+	return r;
+}
+
+int sandbox_suspend(struct sandbox *sb, int stop_signal)
+{
+	struct sigaction dfl = {.sa_handler = SIG_DFL}, old_sa;
+	sigset_t set, old;
+
+	if (sb->tty_fd < 0)
+		return -ENOTTY;
+	if (stop_signal != SIGTSTP && stop_signal != SIGTTIN && stop_signal != SIGTTOU)
+		stop_signal = SIGSTOP;
+	tty_take_back(sb);
+	/* Stop ourselves the way the agent was stopped, so the shell reports the job as stopped
+	 * and takes the terminal. A TSTP/TTIN/TTOU to an orphaned process group is discarded by the
+	 * kernel: then we just continue. */
+	if (stop_signal == SIGSTOP) {
+		kill(getpid(), SIGSTOP);
+	} else {
+		sigaction(stop_signal, &dfl, &old_sa);
+		sigemptyset(&set);
+		sigaddset(&set, stop_signal);
+		kill(getpid(), stop_signal);
+		pthread_sigmask(SIG_UNBLOCK, &set, &old); /* the stop happens here */
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		sigaction(stop_signal, &old_sa, NULL);
+	}
+	return sandbox_continue(sb);
+}
+
+int sandbox_pause(struct sandbox *sb, bool paused)
+{
+	int r;
+
+	if (!sb->cg)
+		return -EOPNOTSUPP;
+	/* A task blocked in a notified exec (the very one being asked about) freezes only once
+	 * it is answered, so the cgroup may not report frozen yet: wait briefly for the others,
+	 * never long, since the caller is the event loop. */
+	r = cgroup_freeze(sb->cg, paused, paused ? PAUSE_SETTLE_MS : 0);
+	return r == -ETIMEDOUT ? 0 : r;
+}
+
+int sandbox_kill(struct sandbox *sb)
+{
+	int r = 0;
+
+	if (sb->cg)
+		r = cgroup_kill(sb->cg);
+	if (!sb->init_reaped && sys_pidfd_send_signal(sb->pidfd, SIGKILL) < 0 && errno != ESRCH &&
+	    r == 0)
+		r = -errno;
+	return r;
+}
+
+uint64_t sandbox_cgroup_id(const struct sandbox *sb)
+{
+	return sb->cg ? cgroup_id(sb->cg) : 0;
+}
+
+const char *sandbox_cgroup_path(const struct sandbox *sb)
+{
+	return sb->cg ? cgroup_path(sb->cg) : NULL;
+}
+
+pid_t sandbox_init_pid(const struct sandbox *sb)
+{
+	return sb->init_pid;
+}

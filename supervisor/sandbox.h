@@ -1,0 +1,125 @@
+/* The sandbox launcher: runs the agent in new pid, mount and network namespaces (plus a user
+ * namespace when the caller is not root), in its own cgroup v2 leaf, keeping the caller's
+ * uid/gid, cwd, environment and terminal.
+ *
+ * Process layout (bubblewrap's --as-pid-1 alternative):
+ *
+ *   supervisor ── init (pid 1 in the new pid ns; never execs) ── agent (pid 2) ── …
+ *
+ * The init installs the seccomp filter through the caller's hook before it forks the agent, so
+ * the agent and everything it starts inherit it, and hands the listener fd back over a
+ * socketpair. It reaps orphans, forwards signals, reports the agent's stops, continues and exit
+ * to the supervisor (which only sees its own child, the init) and exits after the agent. When
+ * the init dies the kernel kills every process of the pid namespace; the init dies with the
+ * supervisor (PR_SET_PDEATHSIG), so an agent never outlives its supervisor unnoticed.
+ *
+ * Call sandbox_start() from the main thread before creating other threads: the init is a raw
+ * clone3() child, which — unlike fork() — does not reset libc's locks, and the filter hook runs
+ * in it (sandbox_start() fails with -EBUSY when the process has more than one thread).
+ * PR_SET_PDEATHSIG fires on the death of the calling thread. */
+#ifndef CLOISTER_SUPERVISOR_SANDBOX_H
+#define CLOISTER_SUPERVISOR_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "protocol/error.h"
+#include "supervisor/sandbox_proto.h" /* enum sandbox_userns, sandbox_exit_code_from_wait_status */
+
+/* Runs in the init, in the new namespaces, after the mounts and the chdir and before the agent
+ * is forked. Installs the seccomp filter and returns its listener fd (>= 0) in
+ * *ret_listener_fd, or a negative errno. Only fds 0-2 (and the init's own 3 and 4) are open
+ * when it runs: it cannot rely on the supervisor's fds. The listener is sent to the supervisor
+ * (sendmsg: the filter must not trap it) and closed in the init; any other fd the hook leaves
+ * open is closed before the agent starts. */
+typedef int (*sandbox_install_filter_fn)(void *userdata, int *ret_listener_fd);
+
+struct sandbox_opts {
+	char *const *argv; /* argv[0] is looked up in envp's PATH, like execvp */
+	char *const *envp; /* already scrubbed of the supervisor's secrets */
+	const char *cwd;   /* NULL: the supervisor's cwd. Must exist in the sandbox. */
+	const char *name;  /* names the cgroup leaf; NULL: "sandbox" */
+	/* The caller's terminal, or -1. When it is the controlling terminal and the supervisor's
+	 * process group is in its foreground, the agent gets its own process group, which becomes
+	 * the foreground group while it runs (Ctrl-C/Ctrl-Z/SIGWINCH go to the agent). */
+	int tty_fd;
+	/* NULL: the agent inherits the supervisor's stdin/stdout/stderr. Else three fds. */
+	const int *stdio_fds;
+	enum sandbox_userns userns;
+	sandbox_install_filter_fn install_filter; /* NULL: no filter, sandbox_listener_fd() is -1 */
+	void *install_filter_userdata;
+	/* Directory for the cgroup leaf; NULL: cgroup_default_parent(). */
+	const char *cgroup_parent;
+	/* Run without a cgroup if none can be created (e.g. a non-root caller without a delegated
+	 * subtree): pause/cgroup id are then unavailable, kill still works through the pid ns. */
+	bool cgroup_optional;
+};
+
+enum sandbox_status_kind {
+	SANDBOX_STOPPED = 1, /* the agent was stopped (Ctrl-Z, SIGSTOP): see sandbox_suspend() */
+	SANDBOX_CONTINUED,   /* the agent was continued */
+	SANDBOX_EXITED,      /* the agent is gone: exit_code is what `run` exits with */
+};
+
+struct sandbox_status {
+	enum sandbox_status_kind kind;
+	int stop_signal; /* SANDBOX_STOPPED */
+	int exit_code;   /* SANDBOX_EXITED: the exit code, or 128+signal */
+};
+
+struct sandbox;
+
+/* Create the cgroup leaf, the namespaces and the init, run the hook, start the agent. On
+ * success the agent is running and *ret owns everything; on failure nothing is left behind and
+ * err says what failed ("chdir /gone: No such file or directory", "hook: …"). */
+int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct cl_error *err);
+
+/* The seccomp listener fd the hook returned (owned by sb), or -1 without a hook. */
+int sandbox_listener_fd(const struct sandbox *sb);
+/* Take ownership of the listener fd (sb forgets it). */
+int sandbox_take_listener_fd(struct sandbox *sb);
+
+/* An fd (owned by sb) that becomes readable when sandbox_handle_status() has something to say;
+ * for the caller's epoll loop. */
+int sandbox_status_fd(const struct sandbox *sb);
+
+/* Non-blocking. 0 and *ret filled when there is news, -EAGAIN when there is none yet.
+ * SANDBOX_EXITED is reported exactly once (then -ECHILD); when it is, the terminal's
+ * foreground has been given back to the supervisor's process group. */
+int sandbox_handle_status(struct sandbox *sb, struct sandbox_status *ret);
+
+/* Job control, after SANDBOX_STOPPED with a terminal: give the terminal back to the
+ * supervisor's process group and stop the supervisor with STOP_SIGNAL (so the user's shell
+ * regains the terminal); this blocks until the supervisor is continued (the shell's `fg`), then
+ * gives the terminal back to the agent's process group and continues it. -ENOTTY when the
+ * sandbox has no terminal (then nothing is done). */
+int sandbox_suspend(struct sandbox *sb, int stop_signal);
+
+/* Continue the agent's process group (SIGCONT), giving it the terminal first if it had it. */
+int sandbox_continue(struct sandbox *sb);
+
+/* Pass signal SIG on to the agent (SIGINT/SIGTERM/SIGHUP received by the supervisor). */
+int sandbox_signal(struct sandbox *sb, int sig);
+
+/* Freeze (true) or thaw the whole sandbox through its cgroup (for the terminal approver).
+ * Returns within ~100 ms: a task blocked in a notified syscall freezes only once answered.
+ * -EOPNOTSUPP without a cgroup. */
+int sandbox_pause(struct sandbox *sb, bool paused);
+
+/* SIGKILL everything in the sandbox. */
+int sandbox_kill(struct sandbox *sb);
+
+/* The cgroup id of the sandbox (for the BPF backstop), 0 without a cgroup. */
+uint64_t sandbox_cgroup_id(const struct sandbox *sb);
+/* The cgroup leaf's path, NULL without a cgroup. */
+const char *sandbox_cgroup_path(const struct sandbox *sb);
+/* The init's pid as the supervisor sees it. */
+pid_t sandbox_init_pid(const struct sandbox *sb);
+
+/* Kill everything, reap the init, remove the cgroup, give the terminal back, close the fds.
+ * NULL is accepted. */
+void sandbox_free(struct sandbox *sb);
+
+#endif
