@@ -431,9 +431,23 @@ struct key_table {
 	key_handler handler; /* NULL: accepted and ignored (Cloister settings not used here) */
 };
 
-/* Walk the mapping NODE at PATH; every key goes to its handler, unknown keys warn. */
+/* "one of a, b, c" for a message naming the keys of TABLE. */
+static void describe_keys(const struct key_table *table, size_t n_table, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t k = 0; k < n_table && len < size; k++) {
+		snprintf(buf + len, size - len, "%s%s", k ? ", " : "one of ", table[k].key);
+		len = strlen(buf);
+	}
+}
+
+/* Walk the mapping NODE at PATH; every key goes to its handler. Unknown keys warn, or with
+ * STRICT fail: in this project's own exec section a misspelt key (`dney:`) would silently
+ * drop a rule, and no Cloister file has keys there that we would need to skip. */
 static int walk_mapping(struct parse_ctx *ctx, const struct ydoc_node *node, const char *path,
-                        const struct key_table *table, size_t n_table)
+                        const struct key_table *table, size_t n_table, bool strict)
 {
 	int r = expect_mapping(ctx, node, path);
 
@@ -455,6 +469,12 @@ static int walk_mapping(struct parse_ctx *ctx, const struct ydoc_node *node, con
 					return r;
 			}
 			break;
+		}
+		if (!known && strict) {
+			char expected[256];
+
+			describe_keys(table, n_table, expected, sizeof(expected));
+			return fail(ctx, key, sub, "unknown key; expected %s", expected);
 		}
 		if (!known) {
 			r = warn(ctx, key, sub, "unknown key (ignored)");
@@ -485,14 +505,15 @@ static int compile_regex(const struct parse_ctx *ctx, const struct ydoc_node *no
 	return 0;
 }
 
-/* In lenient mode an invalid entry warns (with the message it would have failed with) and
- * is skipped; returns 0 then, or R unchanged. */
-static int lenient_skip(const struct parse_ctx *ctx, int r)
+/* In lenient mode an invalid entry of an allow list warns (with the message it would have
+ * failed with) and is skipped; returns 0 then, or R unchanged. An invalid DENY entry still
+ * fails: skipping it would let through what it was written to stop. */
+static int lenient_skip(const struct parse_ctx *ctx, int r, bool deny)
 {
 	struct config *cfg = ctx->cfg;
 	char *msg;
 
-	if (r != -EINVAL || !ctx->lenient)
+	if (r != -EINVAL || !ctx->lenient || deny)
 		return r;
 	if (cfg->n_warnings >= CONFIG_MAX_WARNINGS)
 		return 0;
@@ -521,14 +542,18 @@ static int add_domain(struct parse_ctx *ctx, const struct ydoc_node *text_node, 
 	int r;
 
 	if (strlen(text_node->text) > CONFIG_MAX_PATTERN)
-		return lenient_skip(ctx, fail(ctx, text_node, path, "entry longer than %d bytes",
-		                              CONFIG_MAX_PATTERN));
+		return lenient_skip(ctx,
+		                    fail(ctx, text_node, path, "entry longer than %d bytes",
+		                         CONFIG_MAX_PATTERN),
+		                    deny);
 	r = domain_spec_parse(text_node->text, wildcard, &rule.spec, &derr);
 	if (r < 0)
-		return lenient_skip(ctx, fail(ctx, text_node, path, "expected a %s, got %s",
-		                              wildcard ? "domain pattern like \"*.example.com\""
-		                                       : "domain name",
-		                              derr.msg));
+		return lenient_skip(
+		        ctx,
+		        fail(ctx, text_node, path, "expected a %s, got %s",
+		             wildcard ? "domain pattern like \"*.example.com\"" : "domain name",
+		             derr.msg),
+		        deny);
 	rule.origin = origin_of(ctx, text_node);
 	r = config_domain_list_add(domain_list_for(ctx, deny), &rule);
 	if (r == -E2BIG)
@@ -687,7 +712,7 @@ static int pattern_entries(struct parse_ctx *ctx, const struct ydoc_node *node, 
 			            ydoc_kind_name(pattern));
 		r = compile_regex(ctx, pattern, ppath, &rule.regex);
 		if (r < 0) {
-			r = lenient_skip(ctx, r);
+			r = lenient_skip(ctx, r, false);
 			if (r < 0)
 				return r;
 			continue;
@@ -718,7 +743,7 @@ static int on_manual_approve(struct parse_ctx *ctx, const struct ydoc_node *v, c
 /* ---- exec rules -------------------------------------------------------------------------- */
 
 static int exec_entries(struct parse_ctx *ctx, const struct ydoc_node *node, const char *path,
-                        struct config_exec_list *list, const char *list_name)
+                        struct config_exec_list *list, const char *list_name, bool deny)
 {
 	int r = expect_sequence(ctx, node, path);
 
@@ -742,12 +767,22 @@ static int exec_entries(struct parse_ctx *ctx, const struct ydoc_node *node, con
 				pathv = item->items[k + 1];
 			else if (strcmp(key->text, "command") == 0)
 				command = item->items[k + 1];
-			else if ((r = warn(ctx, key, kpath, "unknown key (ignored)")) < 0)
-				return r;
+			else /* strict, as the exec section: `comand:` would widen an allow rule */
+				return fail(ctx, key, kpath,
+				            "unknown key; expected \"path\" and/or \"command\"");
 		}
 		if (!pathv && !command)
 			return fail(ctx, item, ipath,
 			            "expected a mapping with \"path\" and/or \"command\"");
+		/* The command's first word is only the file's name, and the agent can write a
+		 * file of any name: such a rule allows its own "git" as readily as /usr/bin/git. */
+		if (!pathv && !deny) {
+			r = warn(ctx, item, ipath,
+			         "an allow rule with a command but no path matches a program of "
+			         "that name anywhere, even one the agent wrote; add a path glob");
+			if (r < 0)
+				return r;
+		}
 		if (pathv) {
 			pathf(kpath, sizeof(kpath), "%s.path", ipath);
 			if (pathv->kind != YDOC_SCALAR || ydoc_is_null(pathv))
@@ -764,6 +799,14 @@ static int exec_entries(struct parse_ctx *ctx, const struct ydoc_node *node, con
 			if (strlen(pathv->text) > CONFIG_MAX_PATTERN)
 				return fail(ctx, pathv, kpath, "path glob longer than %d bytes",
 				            CONFIG_MAX_PATTERN);
+			/* fnmatch has no recursive "**": it is one "*", which stops at '/', so
+			 * a deny of "/opt/<two stars>" would quietly miss /opt/x/y. */
+			if (strstr(pathv->text, "**"))
+				return fail(
+				        ctx, pathv, kpath,
+				        "\"**\" is not recursive here (a '*' never crosses '/'); "
+				        "write one \"*\" per directory level, got \"%.200s\"",
+				        pathv->text);
 		}
 		if (command) {
 			pathf(kpath, sizeof(kpath), "%s.command", ipath);
@@ -773,7 +816,7 @@ static int exec_entries(struct parse_ctx *ctx, const struct ydoc_node *node, con
 				            ydoc_kind_name(command));
 			r = compile_regex(ctx, command, kpath, &rule.command);
 			if (r < 0) {
-				r = lenient_skip(ctx, r);
+				r = lenient_skip(ctx, r, deny);
 				if (r < 0)
 					return r;
 				continue;
@@ -801,13 +844,13 @@ static int exec_entries(struct parse_ctx *ctx, const struct ydoc_node *node, con
 static int on_exec_allow(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
 {
 	ctx->cfg->exec.allow_present = true;
-	return exec_entries(ctx, v, path, &ctx->cfg->exec.allow, "exec.allow");
+	return exec_entries(ctx, v, path, &ctx->cfg->exec.allow, "exec.allow", false);
 }
 
 static int on_exec_deny(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
 {
 	ctx->cfg->exec.deny_present = true;
-	return exec_entries(ctx, v, path, &ctx->cfg->exec.deny, "exec.deny");
+	return exec_entries(ctx, v, path, &ctx->cfg->exec.deny, "exec.deny", true);
 }
 
 /* ---- scalar settings --------------------------------------------------------------------- */
@@ -986,7 +1029,8 @@ static int on_ignored_string_list(struct parse_ctx *ctx, const struct ydoc_node 
 
 /* ---- sections ---------------------------------------------------------------------------- */
 
-#define WALK(ctx, v, path, table) walk_mapping(ctx, v, path, table, ELEMENTSOF(table))
+#define WALK(ctx, v, path, table)        walk_mapping(ctx, v, path, table, ELEMENTSOF(table), false)
+#define WALK_STRICT(ctx, v, path, table) walk_mapping(ctx, v, path, table, ELEMENTSOF(table), true)
 
 static int on_exec(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
 {
@@ -998,7 +1042,7 @@ static int on_exec(struct parse_ctx *ctx, const struct ydoc_node *v, const char 
 	        {"deny", on_exec_deny},
 	};
 	ctx->cfg->exec.section_present = true;
-	return WALK(ctx, v, path, keys);
+	return WALK_STRICT(ctx, v, path, keys);
 }
 
 static int on_global_proxy(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)

@@ -29,9 +29,12 @@
  *
  * Validation: a wrong type, a bad enum value, a bad domain, glob or regex, a duplicate key, an
  * alias or anchor, or a limit exceeded fails the load with "FILE:LINE:COLUMN: KEY: expected …,
- * got …". An unknown key is only a warning (kept in config->warnings with its position). With
- * options.lenient, an invalid regex or domain entry is a warning and the entry is skipped, as
- * Cloister does. */
+ * got …". An unknown key is only a warning (kept in config->warnings with its position),
+ * except in the `exec:` section and its rules, this project's own, where a misspelt key
+ * (`dney:`, `comand:`) would silently drop a rule or widen one: there it fails the load. An
+ * exec.allow rule with a command but no path warns (it matches a file of that name anywhere).
+ * With options.lenient, an invalid regex or domain entry of an allow list is a warning and the
+ * entry is skipped, as Cloister does; one of a deny list still fails the load. */
 #ifndef CLOISTER_CONFIG_H
 #define CLOISTER_CONFIG_H
 

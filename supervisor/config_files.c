@@ -62,6 +62,12 @@ static int read_file(const char *path, char **ret_data, size_t *ret_len, struct 
 	/* A FIFO or device would block or never end. */
 	if (!S_ISREG(st.st_mode))
 		return cl_error_set(err, -EINVAL, "%s: not a regular file", path);
+	/* Whoever can write the policy decides what the agent may do. */
+	if (st.st_mode & S_IWOTH)
+		return cl_error_set(err, -EPERM,
+		                    "%s: writable by every user, so anyone could change the "
+		                    "policy (chmod o-w it)",
+		                    path);
 	if (st.st_size > YDOC_MAX_BYTES)
 		return cl_error_set(err, -EFBIG, "%s: file is larger than %d bytes", path,
 		                    YDOC_MAX_BYTES);

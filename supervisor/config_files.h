@@ -7,7 +7,8 @@
  *   DIR/decisions/global.yaml                global decisions
  *   DIR/decisions/projects/<project>.yaml    project decisions
  * A missing file is not an error (config.h treats it as empty, or as the built-in default for
- * config.yaml). Files are read whole, at most YDOC_MAX_BYTES, and must be regular files. */
+ * config.yaml). Files are read whole, at most YDOC_MAX_BYTES, and must be regular files that
+ * not every user may write. */
 #ifndef CLOISTER_CONFIG_FILES_H
 #define CLOISTER_CONFIG_FILES_H
 
@@ -30,8 +31,9 @@ struct config_files {
 };
 
 /* Read the file set of DIR for PROJECT (NULL: no project; the name is validated with
- * config_project_name_check()). Fails with -EINVAL for a bad project name, -EFBIG for an
- * oversized file, or the errno of a failing open/read (other than ENOENT), naming the file. */
+ * config_project_name_check()). Fails with -EINVAL for a bad project name or a file that is
+ * not a regular one, -EPERM for a world-writable file, -EFBIG for an oversized file, or the
+ * errno of a failing open/read (other than ENOENT), naming the file. */
 int config_files_read(const char *dir, const char *project, struct config_files **ret_files,
                       struct cl_error *err);
 

@@ -15,9 +15,11 @@ int config_regex_compile(const char *pattern, struct config_regex *ret, char *ms
 {
 	/* PCRE2_MATCH_INVALID_UTF as well: the subject is repaired before matching (below), but
 	 * should a byte sequence slip through, PCRE2 must not fail on it. \C could split a
-	 * UTF-8 character, so it is refused. */
+	 * UTF-8 character, so it is refused. PCRE2_DOTALL: a newline inside a quoted argument
+	 * is just a byte of the command; were `.` to stop there, "^curl .*evil" would miss
+	 * curl 'a<LF>b' evil, a deny rule bypass. */
 	const uint32_t options = PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | PCRE2_DOLLAR_ENDONLY |
-	                         PCRE2_NEVER_BACKSLASH_C;
+	                         PCRE2_DOTALL | PCRE2_NEVER_BACKSLASH_C;
 	PCRE2_UCHAR text[256];
 	PCRE2_SIZE offset;
 	pcre2_code *code;

@@ -4,6 +4,9 @@
  * Semantics follow Go's regexp, which Cloister's users write their patterns for: UTF mode;
  * `$` matches only at the very end (not before a final newline); an invalid UTF-8 byte in the
  * subject reads as U+FFFD, so `.` still crosses it; matching is not anchored (write ^…$).
+ * One departure from Go: `.` also matches a newline (as with (?s)), because a newline can
+ * only appear inside a quoted argument of the canonical command, and a deny rule such as
+ * "^curl .*evil" must not stop at it.
  * Matching is bounded by a match and depth limit against catastrophic backtracking. */
 #ifndef CLOISTER_CONFIG_REGEX_H
 #define CLOISTER_CONFIG_REGEX_H

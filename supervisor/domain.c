@@ -63,11 +63,45 @@ static int normalise_name(char *name, const char *whole, struct cl_error *err)
 	return 0;
 }
 
-static bool is_ipv4_literal(const char *host)
+/* Does the (normalised) name end in a number, i.e. is it an IPv4 address to a resolver?
+ * getaddrinfo() takes every inet_aton() form: "2130706433", "127.1", "0x7f.0.0.1",
+ * "0177.0.0.1" all reach 127.0.0.1, so they must not slip past an entry for "127.0.0.1".
+ * As URL parsers do (WHATWG "ends in a number"), such a name is an address or nothing. */
+static bool ends_in_number(const char *name)
 {
+	const char *last = strrchr(name, '.');
+
+	last = last ? last + 1 : name;
+	if (last[0] == '0' && last[1] == 'x')
+		return last[2 + strspn(last + 2, "0123456789abcdef")] == '\0';
+	return last[strspn(last, "0123456789")] == '\0';
+}
+
+/* Rewrite an IPv4 address given in any form inet_aton() accepts as a dotted quad in NAME
+ * (DOMAIN_HOST_MAX + 1 bytes, cleared behind the text so that equal specs compare equal).
+ * 1 rewritten, 0 not an address, -EINVAL. */
+static int normalise_ipv4(char *name, const char *whole, struct cl_error *err)
+{
+	char quad[INET_ADDRSTRLEN];
 	struct in_addr a;
 
-	return inet_pton(AF_INET, host, &a) == 1;
+	if (!ends_in_number(name))
+		return 0;
+	if (inet_aton(name, &a) == 0 || !inet_ntop(AF_INET, &a, quad, sizeof(quad)))
+		return cl_error_set(err, -EINVAL,
+		                    "\"%s\": ends in a number but is not an IPv4 address", whole);
+	memset(name, 0, DOMAIN_HOST_MAX + 1);
+	strcpy(name, quad);
+	return 1;
+}
+
+/* The canonical text of an IPv6 address; an IPv4-mapped one (::ffff:a.b.c.d), which a
+ * dual-stack socket connects to over IPv4, is written as the IPv4 address it is. */
+static int format_ipv6(const struct in6_addr *a6, char *buf, size_t size)
+{
+	if (IN6_IS_ADDR_V4MAPPED(a6))
+		return inet_ntop(AF_INET, &a6->s6_addr[12], buf, (socklen_t)size) ? 0 : -EINVAL;
+	return inet_ntop(AF_INET6, a6, buf, (socklen_t)size) ? 0 : -EINVAL;
 }
 
 int domain_spec_parse(const char *text, bool allow_wildcard, struct domain_spec *ret,
@@ -105,7 +139,7 @@ int domain_spec_parse(const char *text, bool allow_wildcard, struct domain_spec 
 		if (inet_pton(AF_INET6, buf + 1, &a6) != 1)
 			return cl_error_set(err, -EINVAL, "\"%s\": not an IPv6 address", text);
 		/* Canonical text form, so that "0:0::1" and "::1" are one address. */
-		if (!inet_ntop(AF_INET6, &a6, spec.host, sizeof(spec.host)))
+		if (format_ipv6(&a6, spec.host, sizeof(spec.host)) < 0)
 			return cl_error_set(err, -EINVAL, "\"%s\": not an IPv6 address", text);
 		*ret = spec;
 		return 0;
@@ -118,7 +152,7 @@ int domain_spec_parse(const char *text, bool allow_wildcard, struct domain_spec 
 
 		if (inet_pton(AF_INET6, buf, &a6) != 1)
 			return cl_error_set(err, -EINVAL, "\"%s\": not an IPv6 address", text);
-		if (!inet_ntop(AF_INET6, &a6, spec.host, sizeof(spec.host)))
+		if (format_ipv6(&a6, spec.host, sizeof(spec.host)) < 0)
 			return cl_error_set(err, -EINVAL, "\"%s\": not an IPv6 address", text);
 		*ret = spec;
 		return 0;
@@ -155,7 +189,10 @@ int domain_spec_parse(const char *text, bool allow_wildcard, struct domain_spec 
 	r = normalise_name(spec.host, text, err);
 	if (r < 0)
 		return r;
-	if (spec.wildcard && is_ipv4_literal(spec.host))
+	r = normalise_ipv4(spec.host, text, err);
+	if (r < 0)
+		return r;
+	if (spec.wildcard && r > 0)
 		return cl_error_set(err, -EINVAL,
 		                    "\"%s\": a wildcard cannot apply to an IP address", text);
 	*ret = spec;

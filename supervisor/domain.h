@@ -2,7 +2,10 @@
  *
  * One parser serves config entries and queries alike, so both sides are normalised the same
  * way: lower case, one trailing dot dropped, an optional ":port" split off ("[v6]:port" for IPv6
- * literals). Entries come in two kinds, as in Cloister's config:
+ * literals). Addresses take one form each, the one a resolver reaches: IPv4 as a dotted quad
+ * (also when written "127.1", "2130706433", "0x7f.0.0.1" or as the IPv4-mapped "::ffff:7f00:1"),
+ * IPv6 in inet_ntop's form; a name whose last label is a number but no IPv4 address
+ * ("1.2.3.4.5", "999.1.1.1") is refused. Entries come in two kinds, as in Cloister's config:
  *   - domain: example.com        exact name (any port, or only the port given)
  *   - pattern: "*.example.com"   one subdomain level and the apex: api.example.com and
  *                                example.com match, a.b.example.com does not */

@@ -106,15 +106,114 @@ static void describe_exec_rule(const struct config_exec_rule *rule, char *buf, s
 		snprintf(buf + n, size - (size_t)n, " command \"%.200s\"", rule->command.source);
 }
 
-/* 1 match, 0 no match, <0 the regex could not be evaluated. */
-static int exec_rule_matches(const struct config_exec_rule *rule, const char *path,
-                             const char *command)
+/* The canonical commands an exec's `command:` rules are matched against. by_path names the
+ * program by its file (argv[0] is the caller's to choose). A multi-call program acts on
+ * argv[0] instead (`execve("/usr/bin/git", ["git-clean", "log", "-fdx"])` runs git clean), so
+ * when argv[0]'s file name differs, by_argv0 is the command under that name and rules must
+ * hold for both. Only the first argc arguments fit (CL_QUOTE_MAX_OUTPUT, CL_QUOTE_MAX_ARGC);
+ * truncated says the strings hold a prefix of argv. */
+struct exec_commands {
+	char *by_path;
+	char *by_argv0; /* NULL: argv[0] names the same file */
+	const char *argv0_name;
+	size_t argc;
+	bool truncated;
+};
+
+static void exec_commands_done(struct exec_commands *c)
 {
+	free(c->by_path);
+	free(c->by_argv0);
+}
+
+static const char *file_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* How many leading arguments fit the canonical command's limits (0: not even the first). */
+static size_t args_that_fit(const char *const *args, size_t argc)
+{
+	size_t total = 0, n = 0;
+
+	for (; n < argc && n < CL_QUOTE_MAX_ARGC; n++) {
+		size_t len = strlen(args[n]);
+
+		if (len > CL_QUOTE_MAX_OUTPUT)
+			break;
+		total += (n > 0) + cl_quote_arg_length(args[n], len);
+		if (total > CL_QUOTE_MAX_OUTPUT)
+			break;
+	}
+	return n;
+}
+
+static int exec_commands_build(const char *path, const char *const *argv, size_t argc,
+                               bool truncated, struct exec_commands *ret, struct cl_error *err)
+{
+	/* An empty argv is legal: the kernel then runs the program with argv = {""}. */
+	static const char *const empty_argv[] = {""};
+	_cleanup_free_ const char **args = NULL;
+	struct exec_commands c = {.truncated = truncated};
+	size_t n, m;
+	int r;
+
+	if (argc == 0) {
+		argv = empty_argv;
+		argc = 1;
+	}
+	if (!*file_name(path))
+		return cl_error_set(err, -EINVAL, "executable path \"%s\" has no file name", path);
+	args = calloc(argc, sizeof(*args));
+	if (!args)
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	memcpy(args, argv, argc * sizeof(*args));
+	c.argv0_name = file_name(argv[0]);
+
+	args[0] = c.argv0_name;
+	n = args_that_fit(args, argc);
+	args[0] = file_name(path);
+	m = args_that_fit(args, argc);
+	if (m < n)
+		n = m;
+	if (n == 0)
+		return cl_error_set(err, -E2BIG, "argv[0] is too long to build a command from");
+	c.argc = n;
+	c.truncated = truncated || n < argc;
+
+	r = cl_quote_strv(args, n, err, &c.by_path);
+	if (r >= 0 && strcmp(c.argv0_name, args[0]) != 0) {
+		args[0] = c.argv0_name;
+		r = cl_quote_strv(args, n, err, &c.by_argv0);
+	}
+	if (r < 0) {
+		exec_commands_done(&c);
+		return r;
+	}
+	*ret = c;
+	return 0;
+}
+
+/* 1 match, 0 no match, <0 the regex could not be evaluated. An allow rule's regex must match
+ * every form of the command and can never be shown to match a truncated one; for a deny
+ * rule one form is enough. */
+static int exec_rule_matches(const struct config_exec_rule *rule, const char *path,
+                             const struct exec_commands *cmds, bool deny)
+{
+	int r;
+
 	if (rule->path_glob && fnmatch(rule->path_glob, path, FNM_PATHNAME) != 0)
 		return 0;
-	if (rule->command.code)
-		return config_regex_match(&rule->command, command);
-	return 1;
+	if (!rule->command.code)
+		return 1;
+	if (cmds->truncated && !deny)
+		return 0;
+	r = config_regex_match(&rule->command, cmds->by_path);
+	if (cmds->by_argv0 && r == (deny ? 0 : 1))
+		r = config_regex_match(&rule->command, cmds->by_argv0);
+	return r;
 }
 
 static void describe_setting(char *buf, size_t size, const char *key, const char *value)
@@ -122,18 +221,35 @@ static void describe_setting(char *buf, size_t size, const char *key, const char
 	snprintf(buf, size, "%s=%s", key, value);
 }
 
-int policy_check_exec(const struct config *cfg, const char *path, const char *const *argv,
-                      size_t argc, struct policy_result *ret, struct cl_error *err)
+/* Say what a person deciding must know beyond the command line. */
+static void note_exec_details(struct policy_result *res, const struct exec_commands *cmds,
+                              size_t argc)
 {
-	_cleanup_free_ char *command = NULL;
-	const struct config_exec_rule *allowed = NULL;
+	size_t len = strlen(res->reason);
+
+	if (cmds->by_argv0)
+		snprintf(res->reason + len, sizeof(res->reason) - len,
+		         " (argv[0] is \"%.100s\", which a multi-call program acts on)",
+		         cmds->argv0_name);
+	len = strlen(res->reason);
+	if (cmds->truncated)
+		snprintf(res->reason + len, sizeof(res->reason) - len,
+		         " (only the first %zu of %s%zu arguments could be checked)", cmds->argc,
+		         cmds->argc < argc ? "" : "more than ", argc);
+}
+
+static int check_exec(const struct config *cfg, const char *path, const char *const *argv,
+                      size_t argc, bool truncated, struct policy_result *ret, struct cl_error *err)
+{
+	_cleanup_(exec_commands_done) struct exec_commands cmds = {0};
+	const struct config_exec_rule *allowed = NULL, *unsure = NULL;
 	struct policy_result res = {0};
 	int r;
 
-	r = policy_exec_command(path, argv, argc, &command, err);
+	r = exec_commands_build(path, argv, argc, truncated, &cmds, err);
 	if (r < 0)
 		return r;
-	set_subject(&res, command);
+	set_subject(&res, cmds.by_path);
 
 	if (!path_is_normal(path)) {
 		snprintf(res.rule, sizeof(res.rule), "executable path check");
@@ -148,18 +264,24 @@ int policy_check_exec(const struct config *cfg, const char *path, const char *co
 	for (size_t i = 0; i < cfg->exec.deny.n; i++) {
 		const struct config_exec_rule *rule = &cfg->exec.deny.items[i];
 		/* An unevaluable deny regex counts as a match: errors never let an exec through. */
-		if (exec_rule_matches(rule, path, command) != 0) {
+		r = exec_rule_matches(rule, path, &cmds, true);
+		if (r != 0) {
 			describe_exec_rule(rule, res.rule, sizeof(res.rule));
 			decide(&res, POLICY_DENY, &rule->origin,
 			       "%s matches a deny rule; deny rules win over every allow rule",
 			       path);
+			note_exec_details(&res, &cmds, argc);
 			*ret = res;
 			return 0;
 		}
+		/* The rest of a truncated command might still match this rule. */
+		if (cmds.truncated && !unsure && rule->command.code &&
+		    (!rule->path_glob || fnmatch(rule->path_glob, path, FNM_PATHNAME) == 0))
+			unsure = rule;
 	}
 
 	for (size_t i = 0; i < cfg->exec.allow.n && !allowed; i++)
-		if (exec_rule_matches(&cfg->exec.allow.items[i], path, command) == 1)
+		if (exec_rule_matches(&cfg->exec.allow.items[i], path, &cmds, false) == 1)
 			allowed = &cfg->exec.allow.items[i];
 
 	switch (cfg->exec.ask_fallback) {
@@ -214,8 +336,36 @@ int policy_check_exec(const struct config *cfg, const char *path, const char *co
 		}
 		break;
 	}
+	if (unsure) {
+		/* A deny rule could not be ruled out: never allow without a person. */
+		res.fallback = POLICY_DENY;
+		if (res.verdict == POLICY_ALLOW) {
+			describe_exec_rule(unsure, res.rule, sizeof(res.rule));
+			if (cfg->exec.ask == EXEC_ASK_OFF)
+				decide(&res, POLICY_DENY, &unsure->origin,
+				       "the argument list is too long to rule out this deny rule, "
+				       "and exec.ask is off");
+			else
+				decide(&res, POLICY_ASK, &unsure->origin,
+				       "the argument list is too long to rule out this deny rule, "
+				       "so a person decides");
+		}
+	}
+	note_exec_details(&res, &cmds, argc);
 	*ret = res;
 	return 0;
+}
+
+int policy_check_exec(const struct config *cfg, const char *path, const char *const *argv,
+                      size_t argc, struct policy_result *ret, struct cl_error *err)
+{
+	return check_exec(cfg, path, argv, argc, false, ret, err);
+}
+
+int policy_check_exec_prefix(const struct config *cfg, const char *path, const char *const *argv,
+                             size_t argc, struct policy_result *ret, struct cl_error *err)
+{
+	return check_exec(cfg, path, argv, argc, true, ret, err);
 }
 
 /* ---- hostexec ---------------------------------------------------------------------------- */

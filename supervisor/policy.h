@@ -5,8 +5,18 @@
  *   The canonical command matched by `command:` regexes is built from argv with argv[0]
  *   replaced by the executable's file name: argv[0] is chosen by the (hostile) caller, so
  *   `execve("/bin/rm", ["git", "status"])` is checked as "rm status", not "git status".
+ *   Multi-call programs (git, busybox) act on argv[0], though: `execve("/usr/bin/git",
+ *   ["git-clean", "log", "-fdx"])` runs git clean. So when argv[0]'s file name differs from
+ *   the executable's, a regex must also hold for the command under argv[0]'s name ("git-clean
+ *   log -fdx"): an allow regex must match both forms, a deny regex either.
+ *   An empty argv (legal; the kernel runs the program with argv {""}) is checked as {""}.
  *   The path must be absolute and normalised (no "//", "/./", "/../"); anything else is
  *   denied, since a path glob could not be trusted to see the file the kernel runs.
+ *   A `command:` rule on an incomplete argv (see policy_check_exec_prefix(), or an argv whose
+ *   canonical command exceeds CL_QUOTE_MAX_OUTPUT bytes or CL_QUOTE_MAX_ARGC arguments) is
+ *   judged on the prefix that fits: an allow regex never matches it; a deny regex that
+ *   matches it denies; one that does not cannot be ruled out, so the exec is not allowed
+ *   without a person (ALLOW becomes ASK — DENY with exec.ask=off — and the fallback DENY).
  *
  *   Evaluation, first that applies:
  *     1. an exec.deny rule matches (any file)         → DENY  (that rule)
@@ -63,11 +73,16 @@ struct policy_session {
 	struct config_domain_list deny;
 };
 
-/* Decide an exec of PATH with ARGV[0..ARGC-1] (ARGC ≥ 1). Fails with -EINVAL when the
- * canonical command cannot be built (see protocol/quote.h), -E2BIG or -ENOMEM; *ret is
- * written only on success. */
+/* Decide an exec of PATH with ARGV[0..ARGC-1] (ARGC may be 0). Fails with -EINVAL when PATH
+ * has no file name, -E2BIG when argv[0] alone is too long to build a command from, -ENOMEM;
+ * *ret is written only on success. */
 int policy_check_exec(const struct config *config, const char *path, const char *const *argv,
                       size_t argc, struct policy_result *ret, struct cl_error *err);
+
+/* The same when ARGV[0..ARGC-1] is only the start of the real argument list (the notifier
+ * stopped reading at its limit: exec_target.argv_truncated); see "incomplete argv" above. */
+int policy_check_exec_prefix(const struct config *config, const char *path, const char *const *argv,
+                             size_t argc, struct policy_result *ret, struct cl_error *err);
 
 /* Decide a hostexec request for the canonical command COMMAND. */
 int policy_check_hostexec(const struct config *config, const char *command,
@@ -78,8 +93,8 @@ int policy_check_hostexec(const struct config *config, const char *command,
 int policy_check_domain(const struct config *config, const struct policy_session *session,
                         const char *host, struct policy_result *ret, struct cl_error *err);
 
-/* Build the canonical command the exec check matches (argv[0] replaced by PATH's file name).
- * *ret_command is malloc'd. */
+/* Build the canonical command the exec check shows as its subject (argv[0] replaced by PATH's
+ * file name; ARGC ≥ 1); rules may see a second form, see above. *ret_command is malloc'd. */
 int policy_exec_command(const char *path, const char *const *argv, size_t argc, char **ret_command,
                         struct cl_error *err);
 

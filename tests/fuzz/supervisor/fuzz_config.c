@@ -18,6 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const enum config_file_kind kinds[] = {CONFIG_FILE_GLOBAL, CONFIG_FILE_PROJECT,
 	                                              CONFIG_FILE_DECISIONS, CONFIG_FILE_GLOBAL};
 	static const char *const argv[] = {"git", "status", "\xff", NULL};
+	static const char *const multicall[] = {"git-clean", "a\nb", NULL};
 	struct config_load_options options;
 	struct config_source source;
 	struct config_sources sources;
@@ -59,6 +60,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (config_load(&sources, &options, &cfg, &err) < 0)
 		return 0;
 	(void)policy_check_exec(cfg, "/usr/bin/git", argv, 3, &res, &err);
+	(void)policy_check_exec(cfg, "/usr/bin/git", multicall, 2, &res, &err);
+	(void)policy_check_exec_prefix(cfg, "/usr/bin/git", argv, 2, &res, &err);
+	(void)policy_check_exec(cfg, "/usr/bin/true", NULL, 0, &res, &err);
 	(void)policy_check_hostexec(cfg, "docker compose up -d", &res, &err);
 	(void)policy_check_domain(cfg, NULL, "api.example.com:443", &res, &err);
 	config_free(cfg);

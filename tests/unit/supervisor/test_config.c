@@ -398,6 +398,10 @@ static void test_each_error_names_file_line_column_and_what_was_expected(void **
 	        {CONFIG_FILE_GLOBAL, "exec:\n  deny:\n    - path: bin/nc\n",
 	         "config.yaml:3:13: exec.deny[0].path: expected an absolute path glob (starting "
 	         "with '/'), got \"bin/nc\""},
+	        /* "**" would act as one "*", so a deny of /opt/<two stars> would miss /opt/x/y */
+	        {CONFIG_FILE_GLOBAL, "exec:\n  deny:\n    - path: \"/opt/**\"\n",
+	         "config.yaml:3:13: exec.deny[0].path: \"**\" is not recursive here (a '*' "
+	         "never crosses '/'); write one \"*\" per directory level, got \"/opt/**\""},
 	        {CONFIG_FILE_GLOBAL, "exec:\n  deny:\n    - {}\n",
 	         "config.yaml:3:7: exec.deny[0]: expected a mapping with \"path\" and/or "
 	         "\"command\""},
@@ -501,9 +505,9 @@ static void test_unknown_keys_are_warnings_with_their_position(void **state)
 	                                                   "  allow: []\n"
 	                                                   "  colour: red\n"
 	                                                   "unlisted_domain_behavior: reject\n",
-	                                                   "exec:\n"
-	                                                   "  allow:\n"
-	                                                   "    - path: /usr/bin/x\n"
+	                                                   "hostexec:\n"
+	                                                   "  auto_approve:\n"
+	                                                   "    - pattern: \"^x$\"\n"
 	                                                   "      comment: why\n",
 	                                                   NULL, NULL, false);
 
@@ -512,11 +516,60 @@ static void test_unknown_keys_are_warnings_with_their_position(void **state)
 	                    "config.yaml:3:3: proxy.colour: unknown key (ignored)");
 	assert_string_equal(cfg->warnings[1],
 	                    "config.yaml:4:1: unlisted_domain_behavior: unknown key (ignored)");
-	assert_string_equal(cfg->warnings[2],
-	                    "projects/p.yaml:4:7: exec.allow[0].comment: unknown key (ignored)");
-	/* The known parts still load (after the built-in's exec rules: no global exec section). */
-	assert_true(cfg->exec.allow.n > 1);
-	assert_string_equal(cfg->exec.allow.items[cfg->exec.allow.n - 1].path_glob, "/usr/bin/x");
+	assert_string_equal(
+	        cfg->warnings[2],
+	        "projects/p.yaml:4:7: hostexec.auto_approve[0].comment: unknown key (ignored)");
+	/* The known parts still load. */
+	assert_int_equal(cfg->hostexec.auto_approve.n, 1);
+	assert_string_equal(cfg->hostexec.auto_approve.items[0].regex.source, "^x$");
+}
+
+static void test_misspelt_exec_keys_fail_instead_of_dropping_a_rule(void **state)
+{
+	/* A warning would leave `dney:` ignored (the built-in deny list kept, the user's rules
+	 * gone) and `comand:` would turn an allow rule for `git status` into one for all of git.
+	 */
+	static const struct {
+		const char *yaml, *message;
+	} cases[] = {
+	        {"exec:\n  dney:\n    - path: /usr/bin/nc\n",
+	         "config.yaml:2:3: exec.dney: unknown key; expected one of security, ask, "
+	         "ask_fallback, allow, deny"},
+	        {"exec:\n  allow:\n    - path: /usr/bin/git\n      comand: \"^git status$\"\n",
+	         "config.yaml:4:7: exec.allow[0].comand: unknown key; expected \"path\" and/or "
+	         "\"command\""},
+	        {"exec:\n  deny:\n    - path: /usr/bin/nc\n      <<: {command: x}\n",
+	         "config.yaml:4:7: exec.deny[0].<<: unknown key; expected \"path\" and/or "
+	         "\"command\""},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct cl_error err = {""};
+
+		assert_int_equal(load_error(CONFIG_FILE_GLOBAL, cases[i].yaml, false, &err),
+		                 -EINVAL);
+		assert_string_equal(err.msg, cases[i].message);
+		/* --lenient does not make them skippable either */
+		assert_int_equal(load_error(CONFIG_FILE_PROJECT, cases[i].yaml, true, &err),
+		                 -EINVAL);
+	}
+}
+
+static void test_allow_rule_with_a_command_but_no_path_warns(void **state)
+{
+	_cleanup_(config_freep) struct config *cfg = load4("exec:\n"
+	                                                   "  allow:\n"
+	                                                   "    - command: \"^git status$\"\n"
+	                                                   "    - path: /usr/bin/git\n"
+	                                                   "      command: \"^git diff$\"\n"
+	                                                   "  deny:\n"
+	                                                   "    - command: \"^rm \"\n",
+	                                                   NULL, NULL, NULL, false);
+
+	assert_int_equal(cfg->n_warnings, 1);
+	assert_non_null(strstr(cfg->warnings[0], "config.yaml:3:7: exec.allow[0]: an allow rule "
+	                                         "with a command but no path"));
+	assert_int_equal(cfg->exec.allow.n, 2);
 }
 
 static void test_keys_of_another_file_kind_are_unknown(void **state)
@@ -562,6 +615,33 @@ static void test_lenient_mode_skips_bad_regex_and_domain_with_a_warning(void **s
 	                                         "pattern: invalid regular expression"));
 	assert_non_null(strstr(cfg->warnings[0], "(entry skipped)"));
 	assert_non_null(strstr(cfg->warnings[1], "config.yaml:7:15: proxy.allow[0].domain"));
+}
+
+static void test_lenient_mode_never_skips_a_deny_entry(void **state)
+{
+	/* Skipping an invalid deny entry would let through what it was written to stop. */
+	static const char *const yamls[] = {
+	        "exec:\n  deny:\n    - path: /usr/bin/curl\n      command: \"^curl (bad\"\n",
+	        "proxy:\n  deny:\n    - pattern: \"evil*.example\"\n",
+	        "denied_domains: [\"bad domain\"]\n",
+	};
+	static const enum config_file_kind kinds[] = {CONFIG_FILE_GLOBAL, CONFIG_FILE_GLOBAL,
+	                                              CONFIG_FILE_DECISIONS};
+
+	for (size_t i = 0; i < ELEMENTSOF(yamls); i++) {
+		struct cl_error err = {""};
+
+		if (load_error(kinds[i], yamls[i], true, &err) != -EINVAL)
+			fail_msg("case %zu loaded in lenient mode", i);
+	}
+	/* The allow side is still skipped, as Cloister does. */
+	{
+		_cleanup_(config_freep) struct config *cfg =
+		        load4("exec:\n  allow:\n    - command: \"^x (bad\"\n      path: /x\n", NULL,
+		              NULL, NULL, true);
+		assert_int_equal(cfg->exec.allow.n, 0);
+		assert_int_equal(cfg->n_warnings, 1);
+	}
 }
 
 static void test_lenient_mode_still_fails_on_wrong_types(void **state)
@@ -755,6 +835,30 @@ static void test_files_are_read_from_the_directory_and_missing_ones_are_empty(vo
 	assert_int_equal(system(sub), 0);
 }
 
+static void test_world_writable_config_file_is_refused(void **state)
+{
+	/* Any local user could rewrite such a policy, so it is not one. */
+	char dir[] = "/tmp/cloister-test-config-XXXXXX";
+	char sub[600];
+	_cleanup_(config_files_freep) struct config_files *files = NULL;
+	struct cl_error err = {""};
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/decisions", dir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	write_file(dir, "decisions/global.yaml", "denied_domains: [bad.example]\n");
+	snprintf(sub, sizeof(sub), "%s/decisions/global.yaml", dir);
+	assert_int_equal(chmod(sub, 0666), 0);
+	assert_int_equal(config_files_read(dir, NULL, &files, &err), -EPERM);
+	assert_non_null(strstr(err.msg, "decisions/global.yaml: writable by every user"));
+	assert_int_equal(chmod(sub, 0664), 0);
+	assert_int_equal(config_files_read(dir, NULL, &files, &err), 0);
+	assert_true(files->sources.global_decisions.present);
+
+	snprintf(sub, sizeof(sub), "rm -rf '%s'", dir);
+	assert_int_equal(system(sub), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -774,12 +878,16 @@ int main(void)
 	        cmocka_unit_test(test_unknown_keys_are_warnings_with_their_position),
 	        cmocka_unit_test(test_keys_of_another_file_kind_are_unknown),
 	        cmocka_unit_test(test_lenient_mode_skips_bad_regex_and_domain_with_a_warning),
+	        cmocka_unit_test(test_misspelt_exec_keys_fail_instead_of_dropping_a_rule),
+	        cmocka_unit_test(test_allow_rule_with_a_command_but_no_path_warns),
+	        cmocka_unit_test(test_lenient_mode_never_skips_a_deny_entry),
 	        cmocka_unit_test(test_lenient_mode_still_fails_on_wrong_types),
 	        cmocka_unit_test(test_warnings_are_bounded),
 	        cmocka_unit_test(test_project_names_that_could_escape_the_directory_are_rejected),
 	        cmocka_unit_test(test_go_durations_parse_to_milliseconds),
 	        cmocka_unit_test(test_config_dir_option_beats_xdg_which_beats_home),
 	        cmocka_unit_test(test_files_are_read_from_the_directory_and_missing_ones_are_empty),
+	        cmocka_unit_test(test_world_writable_config_file_is_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -84,6 +84,40 @@ static void test_ip_literals_are_matched_in_canonical_form(void **state)
 	assert_false(matches("[2001:db8::1]:443", "[2001:db8::1]:80"));
 }
 
+static void test_every_ipv4_form_a_resolver_takes_matches_the_dotted_quad(void **state)
+{
+	/* getaddrinfo() reaches 127.0.0.1 through each of these: an entry for 127.0.0.1 (a
+	 * deny, say) must see them all. */
+	static const char *const forms[] = {
+	        "127.0.0.1",     "2130706433",      "127.1",      "0x7f.0.0.1",
+	        "0177.0.0.1",    "0x7F000001",      "127.0.0.1.", "[::ffff:127.0.0.1]",
+	        "::ffff:7f00:1", "[::FFFF:7F00:1]", "127.0.1",
+	};
+	struct domain_spec spec;
+	struct cl_error err = {{0}};
+
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		if (!matches("127.0.0.1", forms[i]))
+			fail_msg("%s does not match 127.0.0.1", forms[i]);
+		assert_false(matches("127.0.0.2", forms[i]));
+	}
+	assert_true(matches("2130706433:443", "[::ffff:127.0.0.1]:443"));
+	assert_int_equal(domain_spec_parse("0x7f.1:8080", false, &spec, &err), 0);
+	assert_string_equal(spec.host, "127.0.0.1");
+	assert_int_equal(spec.port, 8080);
+	/* a name ending in a number that is no address is refused, not looked up as a name */
+	static const char *const bad[] = {"1.2.3.4.5", "999.1.1.1", "abc.123", "0x1g.1.1.1",
+	                                  "4294967296"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (domain_spec_parse(bad[i], false, &spec, &err) != -EINVAL)
+			fail_msg("%s accepted as %s", bad[i], spec.host);
+	assert_non_null(strstr(err.msg, "not an IPv4 address"));
+	assert_int_equal(domain_spec_parse("*.0.1", true, &spec, &err), -EINVAL);
+	/* names that merely contain digits stay names */
+	assert_true(matches("1e3.example.com", "1E3.example.com"));
+	assert_true(matches("*.123.example", "a.123.example"));
+}
+
 static void test_invalid_entries_are_rejected_with_a_message(void **state)
 {
 	static const struct {
@@ -204,6 +238,7 @@ int main(void)
 	        cmocka_unit_test(test_matching_ignores_case_and_one_trailing_dot),
 	        cmocka_unit_test(test_port_in_rule_limits_it_to_that_port),
 	        cmocka_unit_test(test_ip_literals_are_matched_in_canonical_form),
+	        cmocka_unit_test(test_every_ipv4_form_a_resolver_takes_matches_the_dotted_quad),
 	        cmocka_unit_test(test_invalid_entries_are_rejected_with_a_message),
 	        cmocka_unit_test(test_overlong_names_and_labels_are_rejected),
 	        cmocka_unit_test(test_failed_parse_leaves_output_untouched),

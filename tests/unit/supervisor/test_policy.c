@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "protocol/cleanup.h"
+#include "protocol/quote.h"
 #include "supervisor/config.h"
 #include "supervisor/policy.h"
 
@@ -354,6 +355,164 @@ static void test_exec_with_the_builtin_default(void **state)
 	}
 }
 
+static void test_exec_argv0_of_a_multicall_program_must_match_the_rule_too(void **state)
+{
+	/* git and busybox act on argv[0]: ["git-clean", "log", "-ffdx", "."] run as /usr/bin/git
+	 * removes every untracked file, though "git log -ffdx ." matches the default's rule. */
+	static const struct {
+		const char *path;
+		const char *argv[5];
+		enum policy_verdict want;
+	} cases[] = {
+	        {"/usr/bin/git", {"git-clean", "log", "-ffdx", ".", NULL}, POLICY_ASK},
+	        {"/usr/bin/git", {"git-push", "status", NULL}, POLICY_ASK},
+	        {"/usr/bin/git", {"", "status", NULL}, POLICY_ASK},
+	        /* argv[0] naming the same file, however written, changes nothing */
+	        {"/usr/bin/git", {"/usr/bin/git", "log", NULL}, POLICY_ALLOW},
+	        {"/usr/bin/git", {"git", "log", NULL}, POLICY_ALLOW},
+	        /* a deny regex matches the command under either name */
+	        {"/usr/bin/busybox", {"rm", "-rf", "/", NULL}, POLICY_DENY},
+	        {"/usr/bin/rm", {"ls", "-rf", "/", NULL}, POLICY_DENY},
+	};
+	_cleanup_(config_freep) struct config *cfg = load4(NULL, NULL, NULL, NULL);
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct policy_result res = check_exec(cfg, cases[i].path, cases[i].argv);
+		if (res.verdict != cases[i].want)
+			fail_msg("case %zu (%s): got %s want %s (%s: %s)", i, res.subject,
+			         V(res.verdict), V(cases[i].want), res.rule, res.reason);
+	}
+	{
+		struct policy_result res = check_exec(cfg, "/usr/bin/git", cases[0].argv);
+		assert_non_null(strstr(res.reason, "argv[0] is \"git-clean\""));
+	}
+}
+
+static void test_exec_deny_regex_crosses_newlines_inside_arguments(void **state)
+{
+	static const char *const curl[] = {"curl", "-H", "a\nb", "http://evil", NULL};
+	static const char *const echo[] = {"echo", "hi\n", NULL};
+	_cleanup_(config_freep) struct config *cfg = load4("exec:\n"
+	                                                   "  security: allowlist\n"
+	                                                   "  ask: off\n"
+	                                                   "  allow:\n"
+	                                                   "    - command: \"^echo hi$\"\n"
+	                                                   "    - path: /usr/bin/curl\n"
+	                                                   "  deny:\n"
+	                                                   "    - command: \"^curl .*evil\"\n",
+	                                                   NULL, NULL, NULL);
+	struct policy_result res = check_exec(cfg, "/usr/bin/curl", curl);
+
+	assert_int_equal(res.verdict, POLICY_DENY);
+	assert_string_equal(res.rule, "exec.deny[0] command \"^curl .*evil\"");
+	/* `$` only at the very end: "echo 'hi<LF>'" is not "echo hi" */
+	res = check_exec(cfg, "/usr/bin/echo", echo);
+	assert_int_equal(res.verdict, POLICY_DENY);
+	assert_string_equal(res.rule, "exec.ask=off");
+}
+
+static void test_exec_with_an_empty_argv_is_checked_as_the_kernel_runs_it(void **state)
+{
+	/* execve(path, {NULL}) is legal; the program then gets argv {""}. */
+	_cleanup_(config_freep) struct config *cfg = load4("exec:\n"
+	                                                   "  ask: on-miss\n"
+	                                                   "  allow:\n"
+	                                                   "    - path: /usr/bin/true\n"
+	                                                   "    - path: /usr/bin/ls\n"
+	                                                   "      command: \"^ls$\"\n",
+	                                                   NULL, NULL, NULL);
+	struct policy_result res;
+	struct cl_error err = {""};
+
+	assert_int_equal(policy_check_exec(cfg, "/usr/bin/true", NULL, 0, &res, &err), 0);
+	assert_int_equal(res.verdict, POLICY_ALLOW);
+	assert_string_equal(res.subject, "true");
+	assert_int_equal(policy_check_exec(cfg, "/usr/bin/ls", NULL, 0, &res, &err), 0);
+	assert_int_equal(res.verdict, POLICY_ASK);
+}
+
+static void test_exec_truncated_argv_is_never_allowed_by_a_command_rule(void **state)
+{
+	static const char *const argv[] = {"ls", "-l", NULL};
+	static const char *const rm[] = {"rm", "-rf", "/", NULL};
+#define TRUNCATED_YAML(ask)                   \
+	"exec:\n"                             \
+	"  ask: " ask "\n"                    \
+	"  allow:\n"                          \
+	"    - path: /usr/bin/ls\n"           \
+	"      command: \"^ls -l$\"\n"        \
+	"    - path: /usr/bin/rm\n"           \
+	"    - path: /usr/bin/make\n"         \
+	"  deny:\n"                           \
+	"    - path: /usr/bin/rm\n"           \
+	"      command: \"^rm -rf /( |$)\"\n" \
+	"    - path: /usr/bin/make\n"         \
+	"      command: \"^make .*install\"\n"
+	struct policy_result res;
+	struct cl_error err = {""};
+
+	{
+		_cleanup_(config_freep) struct config *cfg =
+		        load4(TRUNCATED_YAML("on-miss"), NULL, NULL, NULL);
+
+		/* complete, it is allowed; as a prefix, "^ls -l$" proves nothing */
+		assert_int_equal(policy_check_exec(cfg, "/usr/bin/ls", argv, 2, &res, &err), 0);
+		assert_int_equal(res.verdict, POLICY_ALLOW);
+		assert_int_equal(policy_check_exec_prefix(cfg, "/usr/bin/ls", argv, 2, &res, &err),
+		                 0);
+		assert_int_equal(res.verdict, POLICY_ASK);
+		assert_non_null(strstr(res.reason, "only the first 2 of more than 2 arguments"));
+		/* a deny regex matching the prefix denies */
+		assert_int_equal(policy_check_exec_prefix(cfg, "/usr/bin/rm", rm, 3, &res, &err),
+		                 0);
+		assert_int_equal(res.verdict, POLICY_DENY);
+		/* one that does not might match the rest: a person decides, nobody → deny */
+		assert_int_equal(
+		        policy_check_exec_prefix(cfg, "/usr/bin/make", rm + 1, 1, &res, &err), 0);
+		assert_int_equal(res.verdict, POLICY_ASK);
+		assert_int_equal(res.fallback, POLICY_DENY);
+		assert_string_equal(res.rule, "exec.deny[1] path \"/usr/bin/make\" command "
+		                              "\"^make .*install\"");
+		/* a path-only allow with no deny regex for the path is unaffected */
+		assert_int_equal(policy_check_exec_prefix(cfg, "/usr/bin/rm", argv, 2, &res, &err),
+		                 0);
+		assert_int_equal(res.verdict, POLICY_ASK);
+	}
+	{
+		_cleanup_(config_freep) struct config *cfg =
+		        load4(TRUNCATED_YAML("off"), NULL, NULL, NULL);
+
+		assert_int_equal(
+		        policy_check_exec_prefix(cfg, "/usr/bin/make", rm + 1, 1, &res, &err), 0);
+		assert_int_equal(res.verdict, POLICY_DENY);
+	}
+}
+
+static void test_exec_argv_too_long_for_a_command_string_is_checked_as_a_prefix(void **state)
+{
+	/* More arguments than a canonical command holds: decided, not an error. */
+	const size_t argc = CL_QUOTE_MAX_ARGC + 10;
+	_cleanup_free_ const char **argv = calloc(argc, sizeof(*argv));
+	_cleanup_(config_freep) struct config *cfg = load4("exec:\n"
+	                                                   "  allow:\n"
+	                                                   "    - path: /usr/bin/touch\n"
+	                                                   "    - command: \"^touch( a)*$\"\n"
+	                                                   "  deny:\n"
+	                                                   "    - command: \"^touch .* b\"\n",
+	                                                   NULL, NULL, NULL);
+	struct policy_result res;
+	struct cl_error err = {""};
+
+	assert_non_null(argv);
+	argv[0] = "touch";
+	for (size_t i = 1; i < argc; i++)
+		argv[i] = "a";
+	argv[argc - 1] = "b"; /* beyond what can be checked */
+	assert_int_equal(policy_check_exec(cfg, "/usr/bin/touch", argv, argc, &res, &err), 0);
+	assert_int_equal(res.verdict, POLICY_ASK);
+	assert_int_equal(res.fallback, POLICY_DENY);
+}
+
 /* ---- hostexec ---------------------------------------------------------------------------- */
 
 static void test_hostexec_auto_then_manual_then_deny(void **state)
@@ -388,8 +547,10 @@ static void test_hostexec_auto_then_manual_then_deny(void **state)
 	         "config.yaml", 7},
 	        {"rm -rf /", POLICY_DENY, "no hostexec pattern matched", NULL, 0},
 	        {"gh", POLICY_DENY, "no hostexec pattern matched", NULL, 0},
-	        /* `$` is the end of the string only, as in Go's regexp */
-	        {"docker compose ps\n", POLICY_DENY, "no hostexec pattern matched", NULL, 0},
+	        /* `$` is the end of the string only, as in Go's regexp, so the auto pattern
+	         * misses; `.` crosses a newline (config_regex.h), so the manual one matches */
+	        {"docker compose ps\n", POLICY_ASK,
+	         "hostexec.manual_approve[0] pattern \"^docker compose .*$\"", "config.yaml", 6},
 	};
 	_cleanup_(config_freep) struct config *cfg = load4(global, project, NULL, NULL);
 
@@ -562,6 +723,12 @@ int main(void)
 	        cmocka_unit_test(test_exec_regex_errors_count_against_the_exec),
 	        cmocka_unit_test(test_exec_deny_regex_still_matches_arguments_that_are_not_utf8),
 	        cmocka_unit_test(test_exec_with_the_builtin_default),
+	        cmocka_unit_test(test_exec_argv0_of_a_multicall_program_must_match_the_rule_too),
+	        cmocka_unit_test(test_exec_deny_regex_crosses_newlines_inside_arguments),
+	        cmocka_unit_test(test_exec_with_an_empty_argv_is_checked_as_the_kernel_runs_it),
+	        cmocka_unit_test(test_exec_truncated_argv_is_never_allowed_by_a_command_rule),
+	        cmocka_unit_test(
+	                test_exec_argv_too_long_for_a_command_string_is_checked_as_a_prefix),
 	        cmocka_unit_test(test_hostexec_auto_then_manual_then_deny),
 	        cmocka_unit_test(test_domain_deny_beats_allow_at_every_layer),
 	        cmocka_unit_test(test_domain_unlisted_behavior_and_wildcards),
