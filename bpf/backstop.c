@@ -1,0 +1,441 @@
+/* Loader of the exec backstop (backstop.bpf.c): probes the two implementations, owns the maps
+ * and the ring buffer of events. See backstop.h. */
+#include "bpf/backstop.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+#include <linux/magic.h>
+#include <linux/types.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf/backstop_abi.h"
+#include "bpf/backstop.skel.h"
+#include "protocol/cleanup.h"
+
+_Static_assert(BACKSTOP_EVENT_COMM_LEN == BACKSTOP_COMM_LEN, "comm length");
+_Static_assert(BACKSTOP_EVENT_FILENAME_LEN == BACKSTOP_FILENAME_LEN, "filename length");
+
+struct backstop {
+	struct backstop_bpf *skel;
+	struct ring_buffer *rb;
+	enum backstop_mode mode;
+	/* The callback of the backstop_consume_events call in progress. */
+	backstop_event_fn fn;
+	void *userdata;
+};
+
+/* libbpf has one global print callback without user data: while probing, keep one warning so
+ * that an error message can say why a mode did not load — the first one about a program if
+ * there is one (the others are mostly libbpf's generic hints). */
+static char probe_msg[256];
+static bool probe_msg_names_prog;
+
+static int probe_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char msg[sizeof(probe_msg)];
+	bool names_prog;
+
+	if (level != LIBBPF_WARN || probe_msg_names_prog)
+		return 0;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	msg[strcspn(msg, "\n")] = '\0';
+	names_prog = strstr(msg, "prog '") != NULL;
+	if (probe_msg[0] == '\0' || names_prog) {
+		memcpy(probe_msg, msg, sizeof(probe_msg));
+		probe_msg_names_prog = names_prog;
+	}
+	return 0;
+}
+
+static const char *mode_names[] = {
+        [BACKSTOP_MODE_LSM] = "lsm (deny before exec)",
+        [BACKSTOP_MODE_TP_BTF] = "tp_btf + SIGKILL (kill before first instruction)",
+};
+
+/* Load only the program of mode and attach it. On failure, why says what failed. */
+static int backstop_try_mode(enum backstop_mode mode, struct backstop_bpf **ret_skel, char *why,
+                             size_t why_len)
+{
+	struct backstop_bpf *skel;
+	struct bpf_program *prog;
+	struct bpf_link *link;
+	int r;
+
+	probe_msg[0] = '\0';
+	probe_msg_names_prog = false;
+	skel = backstop_bpf__open();
+	if (!skel) {
+		r = -errno;
+		snprintf(why, why_len, "open: %s", strerror(-r));
+		return r;
+	}
+	bpf_program__set_autoload(skel->progs.backstop_lsm, mode == BACKSTOP_MODE_LSM);
+	bpf_program__set_autoload(skel->progs.backstop_exec, mode == BACKSTOP_MODE_TP_BTF);
+	r = backstop_bpf__load(skel);
+	if (r < 0) {
+		snprintf(why, why_len, "load: %s%s%s", strerror(-r), probe_msg[0] ? " — " : "",
+		         probe_msg);
+		backstop_bpf__destroy(skel);
+		return r;
+	}
+	prog = mode == BACKSTOP_MODE_LSM ? skel->progs.backstop_lsm : skel->progs.backstop_exec;
+	link = bpf_program__attach(prog);
+	if (!link) {
+		r = -errno;
+		snprintf(why, why_len, "attach: %s%s%s", strerror(-r), probe_msg[0] ? " — " : "",
+		         probe_msg);
+		backstop_bpf__destroy(skel);
+		return r;
+	}
+	/* Owned by the skeleton from here: __destroy detaches it. */
+	if (mode == BACKSTOP_MODE_LSM)
+		skel->links.backstop_lsm = link;
+	else
+		skel->links.backstop_exec = link;
+	*ret_skel = skel;
+	return 0;
+}
+
+static int on_ringbuf_event(void *ctx, void *data, size_t size)
+{
+	struct backstop *b = ctx;
+	const struct backstop_abi_event *e = data;
+	struct backstop_event ev = {0};
+
+	if (size < sizeof(*e) || !b->fn)
+		return 0;
+	ev.pid = (pid_t)e->pid;
+	ev.sandbox_cgroup_id = e->sandbox_cgroup_id;
+	ev.cgroup_id = e->cgroup_id;
+	ev.st_dev = backstop_dev_from_kernel(e->dev);
+	ev.st_ino = (ino_t)e->ino;
+	ev.action = (enum backstop_action)e->action;
+	ev.error = e->error;
+	memcpy(ev.comm, e->comm, sizeof(ev.comm));
+	ev.comm[sizeof(ev.comm) - 1] = '\0';
+	memcpy(ev.filename, e->filename, sizeof(ev.filename));
+	ev.filename[sizeof(ev.filename) - 1] = '\0';
+	return b->fn(&ev, b->userdata);
+}
+
+int backstop_open(struct backstop **ret, struct cl_error *err)
+{
+	static const enum backstop_mode order[] = {BACKSTOP_MODE_LSM, BACKSTOP_MODE_TP_BTF};
+	char why[ELEMENTSOF(order)][384];
+	struct backstop_bpf *skel = NULL;
+	libbpf_print_fn_t saved_print;
+	enum backstop_mode mode = 0;
+	struct backstop *b;
+	int r = -ENOSYS;
+
+	saved_print = libbpf_set_print(probe_print);
+	for (size_t i = 0; i < ELEMENTSOF(order); i++) {
+		why[i][0] = '\0';
+		r = backstop_try_mode(order[i], &skel, why[i], sizeof(why[i]));
+		if (r >= 0) {
+			mode = order[i];
+			break;
+		}
+	}
+	libbpf_set_print(saved_print);
+	if (r == -EPERM && geteuid() != 0)
+		return cl_error_set(err, r,
+		                    "exec backstop unavailable: loading BPF programs needs root "
+		                    "(CAP_BPF and CAP_PERFMON)");
+	if (r < 0)
+		return cl_error_set(err, r, "exec backstop unavailable: lsm: %s; tp_btf: %s",
+		                    why[0], why[1]);
+
+	b = calloc(1, sizeof(*b));
+	if (!b) {
+		backstop_bpf__destroy(skel);
+		return cl_error_set(err, -ENOMEM, "exec backstop: out of memory");
+	}
+	b->skel = skel;
+	b->mode = mode;
+	b->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_ringbuf_event, b, NULL);
+	if (!b->rb) {
+		r = -errno;
+		backstop_free(b);
+		return cl_error_set(err, r, "exec backstop: ring buffer: %s", strerror(-r));
+	}
+	*ret = b;
+	return 0;
+}
+
+void backstop_free(struct backstop *b)
+{
+	if (!b)
+		return;
+	ring_buffer__free(b->rb);
+	backstop_bpf__destroy(b->skel);
+	free(b);
+}
+
+enum backstop_mode backstop_mode(const struct backstop *b)
+{
+	return b->mode;
+}
+
+const char *backstop_mode_name(const struct backstop *b)
+{
+	return mode_names[b->mode];
+}
+
+int backstop_add_sandbox(struct backstop *b, uint64_t cgroup_id)
+{
+	__u64 key = cgroup_id;
+	__u32 one = 1;
+
+	if (cgroup_id == 0)
+		return -EINVAL;
+	return bpf_map_update_elem(bpf_map__fd(b->skel->maps.sandboxes), &key, &one, BPF_ANY);
+}
+
+int backstop_remove_sandbox(struct backstop *b, uint64_t cgroup_id)
+{
+	int approved_fd = bpf_map__fd(b->skel->maps.approved);
+	struct backstop_abi_key cur, next;
+	__u64 key = cgroup_id;
+	bool have;
+	int r, removed;
+
+	/* Stop the checks first, so that no exec is killed for an approval already dropped. */
+	removed = bpf_map_delete_elem(bpf_map__fd(b->skel->maps.sandboxes), &key);
+	if (removed < 0 && removed != -ENOENT)
+		return removed;
+
+	/* Fetch the next key before deleting the current one: iteration stays valid. */
+	have = bpf_map_get_next_key(approved_fd, NULL, &cur) == 0;
+	while (have) {
+		have = bpf_map_get_next_key(approved_fd, &cur, &next) == 0;
+		if (cur.cgroup_id == cgroup_id) {
+			r = bpf_map_delete_elem(approved_fd, &cur);
+			if (r < 0 && r != -ENOENT)
+				return r;
+		}
+		cur = next;
+	}
+	return removed;
+}
+
+static int approval_key(uint64_t cgroup_id, dev_t st_dev, ino_t st_ino,
+                        struct backstop_abi_key *ret_key)
+{
+	uint32_t kdev;
+	int r;
+
+	if (cgroup_id == 0)
+		return -EINVAL;
+	r = backstop_dev_to_kernel(st_dev, &kdev);
+	if (r < 0)
+		return r;
+	/* Padding included: the kernel hashes the key byte for byte. */
+	memset(ret_key, 0, sizeof(*ret_key));
+	ret_key->cgroup_id = cgroup_id;
+	ret_key->dev = kdev;
+	ret_key->ino = st_ino;
+	return 0;
+}
+
+int backstop_allow(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino)
+{
+	struct backstop_abi_key key;
+	__u32 one = 1;
+	int r;
+
+	r = approval_key(cgroup_id, st_dev, st_ino, &key);
+	if (r < 0)
+		return r;
+	return bpf_map_update_elem(bpf_map__fd(b->skel->maps.approved), &key, &one, BPF_ANY);
+}
+
+int backstop_revoke(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino)
+{
+	struct backstop_abi_key key;
+	int r;
+
+	r = approval_key(cgroup_id, st_dev, st_ino, &key);
+	if (r < 0)
+		return r;
+	return bpf_map_delete_elem(bpf_map__fd(b->skel->maps.approved), &key);
+}
+
+int backstop_events_fd(const struct backstop *b)
+{
+	return ring_buffer__epoll_fd(b->rb);
+}
+
+int backstop_consume_events(struct backstop *b, backstop_event_fn fn, void *userdata)
+{
+	int r;
+
+	b->fn = fn;
+	b->userdata = userdata;
+	r = ring_buffer__consume(b->rb);
+	b->fn = NULL;
+	b->userdata = NULL;
+	return r;
+}
+
+uint64_t backstop_events_dropped(const struct backstop *b)
+{
+	return __atomic_load_n(&b->skel->bss->events_dropped, __ATOMIC_RELAXED);
+}
+
+int backstop_prog_stats(const struct backstop *b, uint64_t *ret_run_ns, uint64_t *ret_run_cnt)
+{
+	const struct bpf_program *prog = b->mode == BACKSTOP_MODE_LSM
+	                                         ? b->skel->progs.backstop_lsm
+	                                         : b->skel->progs.backstop_exec;
+	struct bpf_prog_info info;
+	__u32 len = sizeof(info);
+	int r;
+
+	memset(&info, 0, sizeof(info));
+	r = bpf_obj_get_info_by_fd(bpf_program__fd(prog), &info, &len);
+	if (r < 0)
+		return r;
+	*ret_run_ns = info.run_time_ns;
+	*ret_run_cnt = info.run_cnt;
+	return 0;
+}
+
+int backstop_dev_to_kernel(dev_t st_dev, uint32_t *ret_kdev)
+{
+	unsigned int maj = major(st_dev), min = minor(st_dev);
+
+	/* The kernel's dev_t: 12 bits of major, 20 of minor. */
+	if (maj >= (1U << 12) || min >= (1U << 20))
+		return -EOVERFLOW;
+	*ret_kdev = (maj << 20) | min;
+	return 0;
+}
+
+dev_t backstop_dev_from_kernel(uint32_t kdev)
+{
+	return makedev(kdev >> 20, kdev & ((1U << 20) - 1));
+}
+
+int backstop_cgroup_id(const char *path, uint64_t *ret_id)
+{
+	union {
+		struct file_handle fh;
+		char buf[sizeof(struct file_handle) + 64];
+	} h;
+	struct statfs sfs;
+	uint64_t id;
+	int mount_id;
+
+	if (statfs(path, &sfs) < 0)
+		return -errno;
+	if (sfs.f_type != CGROUP2_SUPER_MAGIC)
+		return -EMEDIUMTYPE;
+	/* On cgroup2 (kernfs) the file handle is the 64-bit cgroup id, the same id that
+	 * bpf_get_current_cgroup_id returns. */
+	h.fh.handle_bytes = sizeof(h.buf) - sizeof(struct file_handle);
+	if (name_to_handle_at(AT_FDCWD, path, &h.fh, &mount_id, 0) < 0)
+		return -errno;
+	if (h.fh.handle_bytes != sizeof(id))
+		return -EPROTO;
+	memcpy(&id, h.fh.f_handle, sizeof(id));
+	*ret_id = id;
+	return 0;
+}
+
+int backstop_file_id(int fd, pid_t mount_ns_pid, dev_t *ret_dev, ino_t *ret_ino)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	_cleanup_free_ char *line = NULL;
+	char path[64];
+	struct statx stx;
+	size_t cap = 0;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_INO | STATX_MNT_ID, &stx) <
+	    0)
+		return -errno;
+	if (!(stx.stx_mask & STATX_MNT_ID))
+		return -EOPNOTSUPP; /* kernel < 5.8 */
+	if (mount_ns_pid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/mountinfo", (int)mount_ns_pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/mountinfo");
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	/* The fd pins its mount, so the id cannot be reused while we look; mountinfo's major:minor
+	 * is the superblock's s_dev. */
+	while (getline(&line, &cap, f) >= 0) {
+		unsigned int id, maj, min;
+
+		if (sscanf(line, "%u %*u %u:%u", &id, &maj, &min) != 3 || id != stx.stx_mnt_id)
+			continue;
+		*ret_dev = makedev(maj, min);
+		*ret_ino = (ino_t)stx.stx_ino;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* Undo mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape_mountinfo(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
+int backstop_cgroup2_mount(char **ret_path)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return -errno;
+	while (getline(&line, &cap, f) >= 0) {
+		/* id parent maj:min root mount-point options [optional…] - fstype source super */
+		char *sep = strstr(line, " - ");
+		char *fields[5], *save = NULL, *tok, *p;
+		size_t n = 0;
+
+		if (!sep)
+			continue;
+		if (strncmp(sep + 3, "cgroup2 ", 8) != 0)
+			continue;
+		*sep = '\0';
+		for (tok = strtok_r(line, " ", &save); tok && n < ELEMENTSOF(fields);
+		     tok = strtok_r(NULL, " ", &save))
+			fields[n++] = tok;
+		if (n < 5)
+			continue;
+		unescape_mountinfo(fields[4]);
+		p = strdup(fields[4]);
+		if (!p)
+			return -ENOMEM;
+		*ret_path = p;
+		return 0;
+	}
+	return -ENOENT;
+}

@@ -1,0 +1,46 @@
+/* Structures and limits shared by backstop.bpf.c (the kernel side) and backstop.c (its loader).
+ * Both sides include this file: keep it free of libc and of vmlinux.h, fixed-width types only.
+ * Not part of the public API: callers use bpf/backstop.h. */
+#ifndef CLOISTER_BACKSTOP_ABI_H
+#define CLOISTER_BACKSTOP_ABI_H
+
+/* Bounds of the maps. A full map is an error the loader returns; the supervisor then denies
+ * the exec it was about to allow. */
+#define BACKSTOP_MAX_SANDBOXES 64
+#define BACKSTOP_MAX_APPROVALS 65536
+/* cgroup2 levels scanned from the root for registered sandbox cgroups: a sandbox cgroup must
+ * sit at most this deep; its descendants may sit at any depth (the scan is from the top). */
+#define BACKSTOP_MAX_LEVELS    32
+#define BACKSTOP_RINGBUF_BYTES (256 * 1024)
+#define BACKSTOP_COMM_LEN      16
+#define BACKSTOP_FILENAME_LEN  128
+
+/* What the kernel side did about an exec of a file not approved for its sandbox. */
+enum backstop_abi_action {
+	BACKSTOP_ABI_DENIED = 1,      /* lsm: execve failed with EPERM, nothing ran */
+	BACKSTOP_ABI_KILLED = 2,      /* tp_btf: SIGKILL queued before the first instruction */
+	BACKSTOP_ABI_KILL_FAILED = 3, /* tp_btf: bpf_send_signal failed (error says why) */
+};
+
+/* Key of the approved set: a file (kernel dev encoding MAJOR<<20|MINOR, inode number)
+ * approved for one sandbox cgroup. */
+struct backstop_abi_key {
+	__u64 cgroup_id;
+	__u64 ino;
+	__u32 dev;
+	__u32 pad; /* always 0: the key is hashed byte for byte */
+};
+
+struct backstop_abi_event {
+	__u64 sandbox_cgroup_id; /* the registered sandbox whose approved set missed */
+	__u64 cgroup_id;         /* the task's own cgroup (the sandbox or a descendant) */
+	__u64 ino;
+	__u32 dev; /* kernel encoding */
+	__u32 pid; /* thread group id */
+	__u32 action;
+	__s32 error;
+	char comm[BACKSTOP_COMM_LEN];
+	char filename[BACKSTOP_FILENAME_LEN]; /* bprm->filename: the name exec was given */
+};
+
+#endif
