@@ -4,11 +4,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/audit.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -279,6 +281,49 @@ static int resolve_in_sandbox(struct reader *rd, int base, const char *base_name
 	return fd;
 }
 
+/* The device of the superblock the kernel executes FD from, in its internal encoding: what the
+ * exec backstop sees in inode->i_sb->s_dev. On most file systems that is st_dev. Overlayfs
+ * and btrfs report another st_dev than the superblock's, so look the file's mount up in the
+ * target's mountinfo, whose major:minor is the superblock's s_dev. */
+static int kernel_dev_of(struct reader *rd, int fd, const struct stat *st, uint32_t *ret_kdev)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	_cleanup_free_ char *line = NULL;
+	struct statfs sfs;
+	struct statx stx;
+	size_t cap = 0;
+	int mfd;
+
+	if (fstatfs(fd, &sfs) < 0)
+		return -errno;
+	if (sfs.f_type != OVERLAYFS_SUPER_MAGIC && sfs.f_type != BTRFS_SUPER_MAGIC) {
+		*ret_kdev = exec_kernel_dev(st->st_dev);
+		return 0;
+	}
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_MNT_ID, &stx) < 0)
+		return -errno;
+	if (!(stx.stx_mask & STATX_MNT_ID))
+		return -EOPNOTSUPP;
+	mfd = openat(rd->piddir, "mountinfo", O_RDONLY | O_CLOEXEC);
+	if (mfd < 0)
+		return -errno;
+	f = fdopen(mfd, "re");
+	if (!f) {
+		close(mfd);
+		return -errno;
+	}
+	/* The fd pins its mount, so the id cannot be reused while we look. */
+	while (getline(&line, &cap, f) >= 0) {
+		unsigned id, maj, min;
+
+		if (sscanf(line, "%u %*u %u:%u", &id, &maj, &min) == 3 && id == stx.stx_mnt_id) {
+			*ret_kdev = exec_kernel_dev(makedev(maj, min));
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 /* Fill f from the O_PATH fd of the file the exec would run. */
 static int describe_file(struct reader *rd, int fd, struct exec_file *f)
 {
@@ -297,7 +342,9 @@ static int describe_file(struct reader *rd, int fd, struct exec_file *f)
 	f->gid = st.st_gid;
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
-	f->kdev = exec_kernel_dev(st.st_dev);
+	r = kernel_dev_of(rd, fd, &st, &f->kdev);
+	if (r < 0)
+		return r;
 	if (!f->regular || (st.st_mode & 0111) == 0) {
 		f->executable = false;
 	} else if ((st.st_mode & 0111) == 0111) {

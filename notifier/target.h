@@ -39,8 +39,9 @@ struct exec_file {
 	gid_t gid;
 	dev_t dev; /* st_dev as user space sees it */
 	ino_t ino;
-	uint32_t kdev;   /* dev in the kernel's internal encoding: what BPF reads from
-	                  * inode->i_sb->s_dev (see exec_kernel_dev) */
+	uint32_t kdev;   /* the executing superblock's dev in the kernel's internal encoding:
+	                  * what BPF reads from inode->i_sb->s_dev. Not always st_dev: on
+	                  * overlayfs and btrfs it comes from the file's mount (mountinfo) */
 	char *real_path; /* the opened file's name, symlinks resolved, as /proc shows it; NULL
 	                  * when unknown */
 };
