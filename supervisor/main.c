@@ -3,15 +3,13 @@
 #include <string.h>
 
 #include "supervisor/cli_policy.h"
+#include "supervisor/run.h"
 
 #ifndef CLOISTER_VERSION
 #define CLOISTER_VERSION "0.1.0-dev"
 #endif
 
 #define PROG "cloister-supervisor"
-
-/* EX_UNAVAILABLE: the command exists in the design but not in this build. */
-#define EXIT_UNAVAILABLE 69
 
 static void usage(FILE *out)
 {
@@ -21,7 +19,8 @@ static void usage(FILE *out)
 	      "opens goes through one allow / ask / deny policy.\n"
 	      "\n"
 	      "commands:\n"
-	      "  run [OPTIONS] -- AGENT [ARGS...]    start AGENT in a sandbox (not in this build)\n"
+	      "  run [OPTIONS] -- AGENT [ARGS...]    start AGENT in a sandbox; every program it\n"
+	      "                                      runs is decided by the policy\n"
 	      "  policy check -- CMD [ARGS...]       decide an exec offline; print the verdict "
 	      "and\n"
 	      "                                      the deciding rule with its file:line\n"
@@ -53,11 +52,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "policy") == 0)
 		return cli_policy(argc - 1, argv + 1);
-	if (strcmp(cmd, "run") == 0) {
-		fprintf(stderr, PROG ": run: kernel exec interception is not in this build yet "
-		                     "(issue #3)\n");
-		return EXIT_UNAVAILABLE;
-	}
+	if (strcmp(cmd, "run") == 0)
+		return run_main(argc - 1, argv + 1);
 	fprintf(stderr, PROG ": unknown command \"%s\"\nTry '" PROG " --help'.\n", cmd);
 	return CLI_EXIT_USAGE;
 }

@@ -1,0 +1,1140 @@
+/* `run`: the sandbox, the seccomp listener, the policy, the approval queue and the exec
+ * backstop, wired into one event loop.
+ *
+ * For each intercepted exec:
+ *   read it (notifier/target) → a candidate that does not exist or cannot be executed is let
+ *   through at once (the kernel fails it; execvp probes every PATH entry) → the policy decides:
+ *     allow → approve the file's (dev, ino) in the backstop, then CONTINUE
+ *     deny  → EACCES, logged with the rule
+ *     ask   → the approval queue; the syscall stays blocked until a decision, the timeout, or
+ *             the death of the process. Approvers: the terminal (--ask tty) or nobody
+ *             (--ask none: exec.ask_fallback decides).
+ * Every verdict and decision is one audit-log line. */
+#include "supervisor/run.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bpf/backstop.h"
+#include "notifier/filter.h"
+#include "notifier/notify.h"
+#include "notifier/target.h"
+#include "protocol/cleanup.h"
+#include "protocol/error.h"
+#include "supervisor/audit.h"
+#include "supervisor/cli_policy.h"
+#include "supervisor/config.h"
+#include "supervisor/config_files.h"
+#include "supervisor/exec_decision.h"
+#include "supervisor/loop.h"
+#include "supervisor/queue.h"
+#include "supervisor/sandbox.h"
+#include "supervisor/tty_approver.h"
+
+#define PROG "cloister-supervisor"
+
+/* While asks are pending, how often to check that their processes are still alive. */
+#define LIVENESS_INTERVAL_MS 200
+/* After passing SIGTERM/SIGHUP on, how long the agent has before everything is killed. */
+#define TERMINATE_GRACE_MS 5000
+/* Bound on "always" answers kept for the session. */
+#define SESSION_MAX 4096
+/* A shell whose exec was refused tries the next PATH entry (/usr/bin/x, then /bin/x): the same
+ * process asking the same thing again this soon gets the same answer instead of a new ask. */
+#define RECENT_DENIALS   16
+#define RECENT_DENIAL_MS 3000
+
+enum ask_mode {
+	ASK_AUTO,
+	ASK_TTY,
+	ASK_NONE,
+};
+
+struct options {
+	const char *config_dir;
+	const char *project;
+	const char *name;
+	const char *ask_tty_path;
+	enum ask_mode ask;
+	uint64_t ask_timeout_ms;
+	bool lenient;
+	bool verbose;
+	bool quiet;
+	bool require_backstop;
+	char **agent_argv;
+};
+
+/* The files an approved exec may run: the program and, for a script, its interpreter. */
+struct exec_files {
+	unsigned n;
+	dev_t dev[2];
+	ino_t ino[2];
+};
+
+/* One blocked exec waiting in the queue (a waiter; several may share one item). */
+struct pending_exec {
+	uint64_t cookie; /* the seccomp notification id */
+	pid_t pid;
+	struct exec_files files;
+	char *session_key; /* what an "always" answer adds to the session */
+};
+
+struct run {
+	struct options opt;
+	struct config *config;
+	char *sandbox_name;
+	struct loop *loop;
+	struct sandbox *sandbox;
+	struct notifier *notifier;
+	struct backstop *backstop;
+	uint64_t cgroup_id;
+	struct queue *queue;
+	struct tty_approver *tty;
+	bool tty_watched;
+	int audit_fd;
+	struct loop_timer *tick;
+	struct loop_timer *terminate;
+
+	struct pending_exec *pending;
+	size_t n_pending, cap_pending;
+	char **session; /* "real path\ncanonical command" answered "always" */
+	size_t n_session;
+	struct {
+		char *key;
+		pid_t pid;
+		uint64_t until_ms;
+	} recent_denials[RECENT_DENIALS];
+	unsigned next_recent_denial;
+
+	uint64_t notifications;
+	bool exited;
+	int exit_code;
+};
+
+static void say(const struct run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* One line on stderr, which the agent shares: keep it to what a person must know. */
+static void say(const struct run *run, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (run->opt.quiet)
+		return;
+	va_start(ap, fmt);
+	fputs("cloister: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- audit ------------------------------------------------------------------------------- */
+
+static void audit_write(struct run *run, const struct audit_record *rec)
+{
+	_cleanup_free_ char *line = NULL;
+
+	if (run->audit_fd < 0)
+		return;
+	if (audit_format_line(rec, &line) < 0 || audit_log_write(run->audit_fd, line) < 0) {
+		say(run, "audit log: write failed; further lines are lost");
+		cl_closep(&run->audit_fd);
+		run->audit_fd = -EBADF;
+	}
+}
+
+static void format_rule(const struct policy_result *res, char *buf, size_t size)
+{
+	if (res->origin.file)
+		snprintf(buf, size, "%s (%s:%u)", res->rule, res->origin.file, res->origin.line);
+	else
+		snprintf(buf, size, "%s", res->rule);
+}
+
+static void audit_verdict(struct run *run, const struct exec_target *t, const char *exe,
+                          const char *const *argv, size_t argc, const struct policy_result *res,
+                          enum audit_verdict verdict, const char *reason)
+{
+	char rule[1024];
+	struct audit_record rec = {
+	        .time_ms = wall_ms(),
+	        .sandbox = run->sandbox_name,
+	        .project = run->opt.project,
+	        .kind = "exec",
+	        .pid = t->pid,
+	        .uid = t->uid == (uid_t)-1 ? -1 : (int64_t)t->uid,
+	        .exe = exe,
+	        .argv = argv,
+	        .argc = argc,
+	        .cwd = t->cwd,
+	        .interpreter = t->interp,
+	        .summary = res ? res->subject : NULL,
+	        .verdict = verdict,
+	        .rule = NULL,
+	        .decided_by = "policy",
+	        .latency_ms = -1,
+	        .reason = reason ? reason : (res ? res->reason : NULL),
+	};
+
+	if (res) {
+		format_rule(res, rule, sizeof(rule));
+		rec.rule = rule;
+	}
+	audit_write(run, &rec);
+}
+
+/* ---- pending execs and session answers --------------------------------------------------- */
+
+static struct pending_exec *pending_find(struct run *run, uint64_t cookie)
+{
+	for (size_t i = 0; i < run->n_pending; i++)
+		if (run->pending[i].cookie == cookie)
+			return &run->pending[i];
+	return NULL;
+}
+
+static int pending_add(struct run *run, uint64_t cookie, pid_t pid, const struct exec_files *files,
+                       const char *session_key)
+{
+	struct pending_exec *p;
+
+	if (run->n_pending == run->cap_pending) {
+		size_t cap = run->cap_pending ? run->cap_pending * 2 : 16;
+		struct pending_exec *grown = reallocarray(run->pending, cap, sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		run->pending = grown;
+		run->cap_pending = cap;
+	}
+	p = &run->pending[run->n_pending];
+	p->cookie = cookie;
+	p->pid = pid;
+	p->files = *files;
+	p->session_key = strdup(session_key);
+	if (!p->session_key)
+		return -ENOMEM;
+	run->n_pending++;
+	return 0;
+}
+
+static void pending_remove(struct run *run, struct pending_exec *p)
+{
+	free(p->session_key);
+	*p = run->pending[--run->n_pending];
+}
+
+static bool session_allows(const struct run *run, const char *key)
+{
+	for (size_t i = 0; i < run->n_session; i++)
+		if (strcmp(run->session[i], key) == 0)
+			return true;
+	return false;
+}
+
+static void session_add(struct run *run, const char *key)
+{
+	char **grown;
+
+	if (session_allows(run, key) || run->n_session >= SESSION_MAX)
+		return;
+	grown = reallocarray(run->session, run->n_session + 1, sizeof(*grown));
+	if (!grown)
+		return;
+	run->session = grown;
+	run->session[run->n_session] = strdup(key);
+	if (run->session[run->n_session])
+		run->n_session++;
+}
+
+static void recent_denial_add(struct run *run, const char *key, pid_t pid)
+{
+	unsigned i = run->next_recent_denial++ % RECENT_DENIALS;
+	char *copy = strdup(key);
+
+	if (!copy)
+		return;
+	free(run->recent_denials[i].key);
+	run->recent_denials[i].key = copy;
+	run->recent_denials[i].pid = pid;
+	run->recent_denials[i].until_ms = loop_now_ms() + RECENT_DENIAL_MS;
+}
+
+static bool recently_denied(const struct run *run, const char *key, pid_t pid)
+{
+	uint64_t now = loop_now_ms();
+
+	for (unsigned i = 0; i < RECENT_DENIALS; i++)
+		if (run->recent_denials[i].key && run->recent_denials[i].pid == pid &&
+		    run->recent_denials[i].until_ms > now &&
+		    strcmp(run->recent_denials[i].key, key) == 0)
+			return true;
+	return false;
+}
+
+/* ---- answering --------------------------------------------------------------------------- */
+
+/* Tell the backstop which files this exec may run; an exec it cannot vouch for is refused. */
+static int backstop_approve(struct run *run, const struct exec_files *files)
+{
+	if (!run->backstop || !run->cgroup_id)
+		return 0;
+	for (unsigned i = 0; i < files->n; i++) {
+		int r = backstop_allow(run->backstop, run->cgroup_id, files->dev[i], files->ino[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void answer(struct run *run, uint64_t id, bool allow, const struct exec_files *files)
+{
+	int r;
+
+	if (allow) {
+		r = backstop_approve(run, files);
+		if (r < 0) {
+			say(run, "exec denied: the backstop could not record the approval (%s)",
+			    strerror(-r));
+			allow = false;
+		}
+	}
+	r = allow ? notifier_continue(run->notifier, id) : notifier_deny(run->notifier, id, EACCES);
+	if (r < 0 && r != -ENOENT)
+		say(run, "answering an exec failed: %s", strerror(-r));
+}
+
+/* ---- the queue --------------------------------------------------------------------------- */
+
+static int on_tick(struct loop *loop, void *userdata);
+
+/* Watch the terminal only while a prompt waits: otherwise its input belongs to the agent. */
+static void tty_update_watch(struct run *run);
+
+static void schedule_tick(struct run *run)
+{
+	uint64_t now = loop_now_ms();
+	uint64_t next = queue_next_deadline(run->queue);
+
+	if (run->n_pending > 0 && now + LIVENESS_INTERVAL_MS < next)
+		next = now + LIVENESS_INTERVAL_MS;
+	if (run->tick) {
+		loop_cancel_timer(run->loop, run->tick);
+		run->tick = NULL;
+	}
+	if (next != UINT64_MAX && loop_add_timer(run->loop, next, on_tick, run, &run->tick) < 0)
+		run->tick = NULL;
+}
+
+/* Apply what the last queue calls produced: answer waiters, write audit lines, update the
+ * terminal prompt, re-arm the timer. */
+static void drain_queue(struct run *run)
+{
+	struct queue_resolution res;
+	struct queue_event ev;
+
+	while (queue_pop_resolution(run->queue, &res) == 1) {
+		bool allow = res.item->state == QUEUE_STATE_APPROVED;
+
+		for (size_t i = 0; i < res.n_cookies; i++) {
+			struct pending_exec *p = pending_find(run, res.cookies[i]);
+
+			if (!p)
+				continue;
+			if (allow && res.item->scope == QUEUE_SCOPE_SESSION)
+				session_add(run, p->session_key);
+			if (!allow && res.item->state != QUEUE_STATE_CANCELLED)
+				recent_denial_add(run, p->session_key, p->pid);
+			answer(run, p->cookie, allow, &p->files);
+			pending_remove(run, p);
+		}
+		if (res.item->state == QUEUE_STATE_DENIED ||
+		    res.item->state == QUEUE_STATE_TIMED_OUT)
+			say(run, "exec %s %s: %s",
+			    res.item->exe ? res.item->exe : res.item->summary,
+			    queue_state_to_string(res.item->state), res.item->reason);
+		queue_resolution_release(&res);
+	}
+	while (queue_pop_event(run->queue, &ev) == 1) {
+		struct audit_record rec;
+
+		audit_record_from_queue_event(&ev, wall_ms(), &rec);
+		audit_write(run, &rec);
+		queue_event_release(&ev);
+	}
+	if (run->tty) {
+		tty_approver_sync(run->tty, run->queue, loop_now_ms());
+		tty_update_watch(run);
+	}
+	schedule_tick(run);
+}
+
+static int on_tick(struct loop *loop, void *userdata)
+{
+	struct run *run = userdata;
+	uint64_t now = loop_now_ms();
+
+	run->tick = NULL;
+	/* A waiter whose process died (or left the syscall) is cancelled. */
+	for (size_t i = 0; i < run->n_pending;) {
+		uint64_t cookie = run->pending[i].cookie;
+
+		if (notifier_id_valid(run->notifier, cookie) == 0) {
+			queue_cancel_waiter(run->queue, cookie, now);
+			if (run->n_pending > i && run->pending[i].cookie == cookie)
+				pending_remove(run, &run->pending[i]);
+			continue;
+		}
+		i++;
+	}
+	queue_tick(run->queue, now);
+	drain_queue(run);
+	return 0;
+}
+
+static int on_tty_readable(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct run *run = userdata;
+	struct tty_decision d;
+	int r = tty_approver_on_readable(run->tty, run->queue, loop_now_ms(), &d);
+
+	if (r == TTY_APPROVER_DECIDED) {
+		queue_decide(run->queue, d.id, d.allow, d.scope, "tty",
+		             d.allow ? NULL : "Command denied by user", loop_now_ms());
+	} else if (r == TTY_APPROVER_GONE) {
+		say(run, "the terminal is gone; exec.ask_fallback decides from now on");
+		queue_set_approvers(run->queue, 0, loop_now_ms());
+	}
+	drain_queue(run);
+	return 0;
+}
+
+static void tty_update_watch(struct run *run)
+{
+	bool want = run->tty && tty_approver_active(run->tty) && !tty_approver_gone(run->tty);
+
+	if (want == run->tty_watched)
+		return;
+	if (want)
+		run->tty_watched = loop_add_fd(run->loop, tty_approver_fd(run->tty), EPOLLIN,
+		                               on_tty_readable, run) == 0;
+	else
+		run->tty_watched = loop_del_fd(run->loop, tty_approver_fd(run->tty)) < 0;
+}
+
+/* ---- one exec ---------------------------------------------------------------------------- */
+
+static void exec_files_from_target(const struct exec_target *t, struct exec_files *ret)
+{
+	ret->n = 0;
+	/* By the superblock the kernel executes from (kdev), which is not st_dev on overlayfs. */
+	if (t->file.exists) {
+		ret->dev[ret->n] = backstop_dev_from_kernel(t->file.kdev);
+		ret->ino[ret->n++] = t->file.ino;
+	}
+	/* The backstop sees the interpreter of a script, not the script. */
+	if (t->script && t->interp_file.exists) {
+		ret->dev[ret->n] = backstop_dev_from_kernel(t->interp_file.kdev);
+		ret->ino[ret->n++] = t->interp_file.ino;
+	}
+}
+
+static void handle_exec(struct run *run, const struct seccomp_notif *req)
+{
+	_cleanup_(exec_target_freep) struct exec_target *t = NULL;
+	_cleanup_free_ char *session_key = NULL;
+	struct cl_error err = {""};
+	struct policy_result res;
+	struct exec_files files;
+	const char *const *argv;
+	const char *exe;
+	size_t argc;
+	int r;
+
+	r = notifier_read_exec(run->notifier, req, &t, &err);
+	if (r == -ENOENT)
+		return; /* the process is gone: nothing to answer */
+	if (r < 0) {
+		say(run, "exec by pid %d denied: %s", req->pid, err.msg);
+		notifier_deny(run->notifier, req->id, EACCES);
+		return;
+	}
+
+	/* execvp and PATH probing: the kernel fails these itself (ENOENT, EACCES). If the file
+	 * appears in between, the backstop stops it, since it was never approved. */
+	if ((!t->file.exists && !t->file.uncertain) || (t->file.exists && !t->file.executable)) {
+		notifier_continue(run->notifier, req->id);
+		return;
+	}
+	if (t->argv_fault) {
+		notifier_deny(run->notifier, req->id, EFAULT);
+		return;
+	}
+
+	exe = t->file.real_path ? t->file.real_path : t->abs_path;
+	argv = (const char *const *)t->argv;
+	argc = t->argc;
+	r = exec_decide(run->config, t->abs_path, t->file.real_path, argv, argc, t->argv_truncated,
+	                &res, &err);
+	if (r < 0) {
+		say(run, "exec %s denied: %s", exe, err.msg);
+		audit_verdict(run, t, exe, argv, argc, NULL, AUDIT_DENY, err.msg);
+		notifier_deny(run->notifier, req->id, EACCES);
+		return;
+	}
+	exec_files_from_target(t, &files);
+
+	if (asprintf(&session_key, "%s\n%s", exe, res.subject) < 0) {
+		notifier_deny(run->notifier, req->id, EACCES);
+		return;
+	}
+	if (res.verdict != POLICY_DENY && session_allows(run, session_key)) {
+		res.verdict = POLICY_ALLOW;
+		snprintf(res.rule, sizeof(res.rule), "session: allowed always by a person");
+		res.origin.file = NULL;
+	}
+
+	if (res.verdict == POLICY_ASK && recently_denied(run, session_key, t->pid)) {
+		res.verdict = POLICY_DENY;
+		snprintf(res.rule, sizeof(res.rule), "the same exec was denied a moment ago");
+		res.origin.file = NULL;
+	}
+
+	switch (res.verdict) {
+	case POLICY_ALLOW:
+		if (run->opt.verbose)
+			say(run, "exec %s allowed: %s", res.subject, res.rule);
+		audit_verdict(run, t, exe, argv, argc, &res, AUDIT_ALLOW, NULL);
+		answer(run, req->id, true, &files);
+		return;
+	case POLICY_DENY: {
+		char rule[1024];
+
+		format_rule(&res, rule, sizeof(rule));
+		say(run, "exec %s denied: %s", exe, rule);
+		audit_verdict(run, t, exe, argv, argc, &res, AUDIT_DENY, NULL);
+		answer(run, req->id, false, NULL);
+		return;
+	}
+	case POLICY_ASK:
+		break;
+	}
+
+	{
+		char interp[PATH_MAX + 64];
+		struct queue_request qr = {
+		        .kind = QUEUE_KIND_EXEC,
+		        .sandbox = run->sandbox_name,
+		        .project = run->opt.project,
+		        .summary = res.subject,
+		        .exe = exe,
+		        .argv = argv,
+		        .argc = argc,
+		        .cwd = t->cwd,
+		        .interpreter = NULL,
+		        .pid = t->pid,
+		        .uid = t->uid == (uid_t)-1 ? -1 : (int64_t)t->uid,
+		        .allowlist_matched = res.fallback == POLICY_ALLOW,
+		        .cookie = req->id,
+		};
+
+		if (t->interp) {
+			snprintf(interp, sizeof(interp), "%s%s%s", t->interp,
+			         t->interp_arg ? " " : "", t->interp_arg ? t->interp_arg : "");
+			qr.interpreter = interp;
+		}
+		r = pending_add(run, req->id, t->pid, &files, session_key);
+		if (r >= 0)
+			r = queue_add(run->queue, &qr, loop_now_ms(), NULL);
+		if (r < 0) {
+			const char *why = r == -ENOMEM ? "out of memory" : queue_strerror(r);
+			struct pending_exec *p = pending_find(run, req->id);
+
+			if (p)
+				pending_remove(run, p);
+			say(run, "exec %s denied: %s", exe, why);
+			audit_verdict(run, t, exe, argv, argc, &res, AUDIT_DENY, why);
+			answer(run, req->id, false, NULL);
+			return;
+		}
+	}
+	drain_queue(run);
+}
+
+static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct run *run = userdata;
+	struct seccomp_notif req;
+	int r;
+
+	if (events & EPOLLIN) {
+		r = notifier_receive(run->notifier, &req);
+		if (r == 0) {
+			run->notifications++;
+			if (req.data.nr == SYS_execve || req.data.nr == SYS_execveat)
+				handle_exec(run, &req);
+			else
+				notifier_deny(run->notifier, req.id, ENOSYS);
+		} else if (r != -ENOENT && r != -EINTR) {
+			say(run, "receiving a notification failed: %s", strerror(-r));
+		}
+		return 0;
+	}
+	/* Every filtered process is gone. */
+	if (events & (EPOLLHUP | EPOLLERR))
+		loop_del_fd(loop, fd);
+	return 0;
+}
+
+/* ---- the backstop's reports --------------------------------------------------------------- */
+
+static int on_backstop_event(const struct backstop_event *ev, void *userdata)
+{
+	struct run *run = userdata;
+	const char *what = ev->action == BACKSTOP_DENIED   ? "refused"
+	                   : ev->action == BACKSTOP_KILLED ? "killed"
+	                                                   : "FAILED to kill";
+	char reason[256];
+	struct audit_record rec = {
+	        .time_ms = wall_ms(),
+	        .sandbox = run->sandbox_name,
+	        .project = run->opt.project,
+	        .kind = "exec",
+	        .pid = ev->pid,
+	        .uid = -1,
+	        .exe = ev->filename,
+	        .verdict = AUDIT_DENY,
+	        .rule = "backstop",
+	        .decided_by = "backstop",
+	        .latency_ms = -1,
+	        .reason = reason,
+	};
+
+	snprintf(reason, sizeof(reason),
+	         "the file executed (dev %u:%u inode %llu) was not the one approved",
+	         major(ev->st_dev), minor(ev->st_dev), (unsigned long long)ev->st_ino);
+	say(run, "backstop %s pid %d (%s) exec of %s: %s", what, ev->pid, ev->comm, ev->filename,
+	    reason);
+	audit_write(run, &rec);
+	return 0;
+}
+
+static int on_backstop(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct run *run = userdata;
+
+	backstop_consume_events(run->backstop, on_backstop_event, run);
+	return 0;
+}
+
+/* ---- the sandbox ------------------------------------------------------------------------- */
+
+static int on_sandbox_status(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct run *run = userdata;
+	struct sandbox_status st;
+
+	while (sandbox_handle_status(run->sandbox, &st) == 0) {
+		switch (st.kind) {
+		case SANDBOX_EXITED:
+			run->exited = true;
+			run->exit_code = st.exit_code;
+			loop_exit(loop, 0);
+			return 0;
+		case SANDBOX_STOPPED:
+			/* Ctrl-Z: stop with the agent so the user's shell gets the terminal back.
+			 */
+			if (sandbox_suspend(run->sandbox, st.stop_signal) == -ENOTTY)
+				sandbox_continue(run->sandbox);
+			break;
+		case SANDBOX_CONTINUED:
+			break;
+		}
+	}
+	return 0;
+}
+
+static int on_terminate_timeout(struct loop *loop, void *userdata)
+{
+	struct run *run = userdata;
+
+	run->terminate = NULL;
+	say(run, "the agent did not exit after the signal; killing the sandbox");
+	sandbox_kill(run->sandbox);
+	return 0;
+}
+
+static int on_signal(struct loop *loop, int sig, void *userdata)
+{
+	struct run *run = userdata;
+
+	sandbox_signal(run->sandbox, sig);
+	if ((sig == SIGTERM || sig == SIGHUP) && !run->terminate)
+		loop_add_timer(loop, loop_now_ms() + TERMINATE_GRACE_MS, on_terminate_timeout, run,
+		               &run->terminate);
+	return 0;
+}
+
+static int install_filter(void *userdata, int *ret_listener_fd)
+{
+	return notifier_filter_install(NULL, NULL, ret_listener_fd);
+}
+
+static int pause_sandbox(void *userdata, bool paused)
+{
+	struct run *run = userdata;
+
+	return sandbox_pause(run->sandbox, paused);
+}
+
+/* The agent's environment: the caller's, less the supervisor's secrets. */
+static char **scrubbed_environ(void)
+{
+	extern char **environ;
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	env = calloc(n + 1, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (strncmp(environ[i], "CLOISTER_EXECUTOR_SECRET=", 25) == 0 ||
+		    strncmp(environ[i], "CLOISTER_API_TOKEN=", 19) == 0)
+			continue;
+		env[k++] = environ[i];
+	}
+	return env;
+}
+
+/* A readable sandbox name from the working directory ("my-api"), or "sandbox". */
+static char *default_name(void)
+{
+	char cwd[PATH_MAX];
+	const char *base;
+
+	if (!getcwd(cwd, sizeof(cwd)))
+		return strdup("sandbox");
+	base = strrchr(cwd, '/');
+	base = base && base[1] ? base + 1 : "sandbox";
+	return strndup(base, 64);
+}
+
+/* ---- options ----------------------------------------------------------------------------- */
+
+static void usage(FILE *out)
+{
+	fputs("usage: " PROG " run [OPTIONS] -- AGENT [ARGS...]\n"
+	      "\n"
+	      "Start AGENT in a sandbox (own pid, mount and network namespaces, loopback only)\n"
+	      "where every program it executes is decided by the policy. Exits with AGENT's "
+	      "status.\n"
+	      "\n"
+	      "options:\n"
+	      "  --config-dir DIR     config directory (default $XDG_CONFIG_HOME/cloister)\n"
+	      "  --project NAME       also load projects/NAME.yaml and its decisions\n"
+	      "  --name NAME          the sandbox's name in prompts and logs (default: cwd's "
+	      "name)\n"
+	      "  --ask tty|none       who answers asks: the terminal, or nobody "
+	      "(exec.ask_fallback\n"
+	      "                       decides); default tty when there is one\n"
+	      "  --ask-tty PATH       prompt on this terminal instead of the agent's\n"
+	      "  --ask-timeout DUR    how long an ask waits (Go duration, default 5m)\n"
+	      "  --require-backstop   refuse to start without the eBPF exec backstop\n"
+	      "  --lenient            skip invalid regexes in the config with a warning\n"
+	      "  -v, --verbose        say what is allowed, and which kernel features are in use\n"
+	      "  -q, --quiet          print nothing of our own (denials included)\n",
+	      out);
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	enum {
+		OPT_CONFIG_DIR = 256,
+		OPT_PROJECT,
+		OPT_NAME,
+		OPT_ASK,
+		OPT_ASK_TTY,
+		OPT_TIMEOUT,
+		OPT_REQUIRE_BACKSTOP,
+		OPT_LENIENT
+	};
+	static const struct option longopts[] = {
+	        {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
+	        {"project", required_argument, NULL, OPT_PROJECT},
+	        {"name", required_argument, NULL, OPT_NAME},
+	        {"ask", required_argument, NULL, OPT_ASK},
+	        {"ask-tty", required_argument, NULL, OPT_ASK_TTY},
+	        {"ask-timeout", required_argument, NULL, OPT_TIMEOUT},
+	        {"require-backstop", no_argument, NULL, OPT_REQUIRE_BACKSTOP},
+	        {"lenient", no_argument, NULL, OPT_LENIENT},
+	        {"verbose", no_argument, NULL, 'v'},
+	        {"quiet", no_argument, NULL, 'q'},
+	        {"help", no_argument, NULL, 'h'},
+	        {0},
+	};
+	int c;
+
+	o->ask = ASK_AUTO;
+	o->ask_timeout_ms = 5 * 60 * 1000;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+vqh", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_CONFIG_DIR:
+			o->config_dir = optarg;
+			break;
+		case OPT_PROJECT:
+			o->project = optarg;
+			break;
+		case OPT_NAME:
+			o->name = optarg;
+			break;
+		case OPT_ASK:
+			if (strcmp(optarg, "tty") == 0)
+				o->ask = ASK_TTY;
+			else if (strcmp(optarg, "none") == 0)
+				o->ask = ASK_NONE;
+			else {
+				fprintf(stderr,
+				        PROG ": run: --ask must be tty or none, not \"%s\"\n",
+				        optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_ASK_TTY:
+			o->ask = ASK_TTY;
+			o->ask_tty_path = optarg;
+			break;
+		case OPT_TIMEOUT:
+			if (config_parse_duration(optarg, &o->ask_timeout_ms) < 0 ||
+			    o->ask_timeout_ms == 0) {
+				fprintf(stderr,
+				        PROG
+				        ": run: --ask-timeout: \"%s\" is not a duration like 30s "
+				        "or 5m\n",
+				        optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_REQUIRE_BACKSTOP:
+			o->require_backstop = true;
+			break;
+		case OPT_LENIENT:
+			o->lenient = true;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, PROG ": run: no agent given (run [OPTIONS] -- AGENT [ARGS...])\n");
+		return -EINVAL;
+	}
+	o->agent_argv = argv + optind;
+	return 0;
+}
+
+/* ---- setup and teardown ------------------------------------------------------------------ */
+
+static int load_config(struct run *run)
+{
+	_cleanup_free_ char *dir = NULL;
+	struct config_load_options lo = {.lenient = run->opt.lenient};
+	struct cl_error err = {""};
+	int r;
+
+	r = config_files_dir(run->opt.config_dir, getenv("XDG_CONFIG_HOME"), getenv("HOME"), &dir,
+	                     &err);
+	if (r >= 0)
+		r = config_load_dir(dir, run->opt.project, &lo, &run->config, &err);
+	if (r < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return CLI_EXIT_CONFIG;
+	}
+	for (size_t i = 0; i < run->config->n_warnings; i++)
+		fprintf(stderr, PROG ": warning: %s\n", run->config->warnings[i]);
+	return 0;
+}
+
+static enum queue_fallback fallback_of(enum exec_security s)
+{
+	switch (s) {
+	case EXEC_SECURITY_FULL:
+		return QUEUE_FALLBACK_FULL;
+	case EXEC_SECURITY_ALLOWLIST:
+		return QUEUE_FALLBACK_ALLOWLIST;
+	case EXEC_SECURITY_DENY:
+		break;
+	}
+	return QUEUE_FALLBACK_DENY;
+}
+
+static int setup_queue(struct run *run)
+{
+	struct queue_config qc;
+
+	queue_config_init(&qc);
+	qc.timeout_ms[QUEUE_KIND_EXEC] = run->opt.ask_timeout_ms;
+	qc.fallback[QUEUE_KIND_EXEC] = fallback_of(run->config->exec.ask_fallback);
+	if (getrandom(qc.id_key, sizeof(qc.id_key), 0) != sizeof(qc.id_key))
+		return -EIO;
+	return queue_new(&qc, &run->queue);
+}
+
+static void setup_audit(struct run *run)
+{
+	_cleanup_free_ char *path = NULL;
+	int r = audit_log_path(getenv("XDG_STATE_HOME"), getenv("HOME"), &path);
+
+	run->audit_fd = -EBADF;
+	if (r >= 0)
+		r = audit_log_open(path, &run->audit_fd);
+	if (r < 0)
+		say(run, "audit log %s unavailable (%s); continuing without it",
+		    path ? path : "(no HOME)", strerror(-r));
+}
+
+static void setup_approver(struct run *run)
+{
+	struct tty_approver_config tc = {
+	        .tty_path = run->opt.ask_tty_path,
+	        .pause = run->opt.ask_tty_path ? NULL : pause_sandbox,
+	        .userdata = run,
+	        .epoll_fd = -1,
+	};
+	int r;
+
+	if (run->opt.ask == ASK_NONE)
+		return;
+	if (run->opt.ask == ASK_AUTO && !isatty(STDIN_FILENO))
+		return;
+	r = tty_approver_new(&tc, &run->tty);
+	if (r < 0) {
+		run->tty = NULL;
+		say(run, "no terminal to ask on (%s): exec.ask_fallback (%s) decides asks",
+		    strerror(-r), exec_security_to_string(run->config->exec.ask_fallback));
+		return;
+	}
+	queue_set_approvers(run->queue, 1, loop_now_ms());
+}
+
+static void teardown(struct run *run)
+{
+	if (run->queue && run->sandbox_name) {
+		queue_cancel_sandbox(run->queue, run->sandbox_name, NULL, loop_now_ms());
+		if (run->notifier)
+			drain_queue(run);
+	}
+	if (run->backstop && run->cgroup_id)
+		backstop_remove_sandbox(run->backstop, run->cgroup_id);
+	tty_approver_free(run->tty);
+	notifier_free(run->notifier);
+	sandbox_free(run->sandbox);
+	backstop_free(run->backstop);
+	queue_free(run->queue);
+	loop_free(run->loop);
+	config_free(run->config);
+	for (size_t i = 0; i < run->n_pending; i++)
+		free(run->pending[i].session_key);
+	free(run->pending);
+	for (size_t i = 0; i < run->n_session; i++)
+		free(run->session[i]);
+	free(run->session);
+	for (unsigned i = 0; i < RECENT_DENIALS; i++)
+		free(run->recent_denials[i].key);
+	free(run->sandbox_name);
+	cl_closep(&run->audit_fd);
+}
+
+static int start(struct run *run)
+{
+	_cleanup_free_ char **envp = NULL;
+	struct cl_error err = {""};
+	sigset_t sigs;
+	int r;
+
+	r = loop_new(&run->loop);
+	if (r < 0)
+		return r;
+	r = setup_queue(run);
+	if (r < 0)
+		return r;
+	setup_audit(run);
+
+	/* The backstop first: once the agent runs, every approval must reach it. */
+	r = backstop_open(&run->backstop, &err);
+	if (r < 0) {
+		run->backstop = NULL;
+		if (run->opt.require_backstop) {
+			fprintf(stderr, PROG ": run: no exec backstop: %s\n", err.msg);
+			return -EPERM;
+		}
+		say(run,
+		    "warning: no exec backstop (%s): a racing multi-threaded agent could "
+		    "run a file other than the one approved",
+		    err.msg);
+	}
+
+	envp = scrubbed_environ();
+	if (!envp)
+		return -ENOMEM;
+	{
+		struct sandbox_opts so = {
+		        .argv = run->opt.agent_argv,
+		        .envp = envp,
+		        .cwd = NULL,
+		        .name = run->sandbox_name,
+		        .tty_fd = isatty(STDIN_FILENO) ? STDIN_FILENO : -1,
+		        .userns = SANDBOX_USERNS_AUTO,
+		        .install_filter = install_filter,
+		        .install_filter_userdata = NULL,
+		        .cgroup_optional = geteuid() != 0,
+		};
+
+		r = sandbox_start(&so, &run->sandbox, &err);
+		if (r < 0) {
+			fprintf(stderr, PROG ": run: %s\n", err.msg);
+			return r;
+		}
+	}
+	run->cgroup_id = sandbox_cgroup_id(run->sandbox);
+	if (run->backstop) {
+		if (!run->cgroup_id) {
+			say(run, "warning: no cgroup for the sandbox, so no exec backstop");
+			backstop_free(run->backstop);
+			run->backstop = NULL;
+		} else if ((r = backstop_add_sandbox(run->backstop, run->cgroup_id)) < 0) {
+			fprintf(stderr, PROG ": run: backstop: %s\n", strerror(-r));
+			return r;
+		}
+	}
+	if (!run->backstop && run->opt.require_backstop) {
+		fprintf(stderr, PROG ": run: no exec backstop for this sandbox\n");
+		return -EPERM;
+	}
+
+	{
+		int fd = sandbox_take_listener_fd(run->sandbox);
+
+		r = notifier_new(fd, &run->notifier);
+		if (r < 0) {
+			close(fd);
+			return r;
+		}
+	}
+	r = loop_add_fd(run->loop, notifier_fd(run->notifier), EPOLLIN, on_listener, run);
+	if (r < 0)
+		return r;
+	r = loop_add_fd(run->loop, sandbox_status_fd(run->sandbox), EPOLLIN, on_sandbox_status,
+	                run);
+	if (r < 0)
+		return r;
+	if (run->backstop) {
+		r = loop_add_fd(run->loop, backstop_events_fd(run->backstop), EPOLLIN, on_backstop,
+		                run);
+		if (r < 0)
+			return r;
+	}
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGHUP);
+	sigaddset(&sigs, SIGQUIT);
+	r = loop_add_signals(run->loop, &sigs, on_signal, run);
+	if (r < 0)
+		return r;
+	setup_approver(run);
+
+	if (run->opt.verbose) {
+		say(run, "sandbox \"%s\": cgroup %s", run->sandbox_name,
+		    sandbox_cgroup_path(run->sandbox) ? sandbox_cgroup_path(run->sandbox)
+		                                      : "(none)");
+		say(run, "seccomp: SYNC_WAKE_UP %s, WAIT_KILLABLE_RECV %s",
+		    notifier_sync_wake_up(run->notifier) ? "on" : "unavailable",
+		    notifier_filter_flags_supported(SECCOMP_FILTER_FLAG_NEW_LISTENER |
+		                                    SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) == 1
+		            ? "on"
+		            : "unavailable");
+	}
+	if (run->opt.verbose || isatty(STDERR_FILENO))
+		say(run,
+		    "sandbox \"%s\": execs decided by policy; backstop: %s; network: none; "
+		    "asks: %s",
+		    run->sandbox_name, run->backstop ? backstop_mode_name(run->backstop) : "off",
+		    run->tty ? (run->opt.ask_tty_path ? run->opt.ask_tty_path : "this terminal")
+		             : "nobody (exec.ask_fallback decides)");
+	return 0;
+}
+
+int run_main(int argc, char **argv)
+{
+	struct run run = {.audit_fd = -EBADF};
+	int r;
+
+	r = parse_options(argc, argv, &run.opt);
+	if (r != 0)
+		return r > 0 ? 0 : CLI_EXIT_USAGE;
+	if (run.opt.project) {
+		struct cl_error err = {""};
+
+		if (config_project_name_check(run.opt.project, &err) < 0) {
+			fprintf(stderr, PROG ": run: --project: %s\n", err.msg);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	r = load_config(&run);
+	if (r != 0)
+		return r;
+	run.sandbox_name = run.opt.name ? strdup(run.opt.name) : default_name();
+	if (!run.sandbox_name) {
+		teardown(&run);
+		return RUN_EXIT_FAILED;
+	}
+
+	r = start(&run);
+	if (r < 0) {
+		if (r != -EPERM)
+			fprintf(stderr, PROG ": run: cannot start the sandbox: %s\n", strerror(-r));
+		teardown(&run);
+		return RUN_EXIT_FAILED;
+	}
+	r = loop_run(run.loop);
+	if (r < 0)
+		fprintf(stderr, PROG ": run: event loop failed: %s\n", strerror(-r));
+	if (run.opt.verbose)
+		say(&run, "%llu exec notifications handled", (unsigned long long)run.notifications);
+	teardown(&run);
+	if (!run.exited)
+		return RUN_EXIT_FAILED;
+	return run.exit_code;
+}
