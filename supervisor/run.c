@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -993,6 +994,8 @@ static int start(struct run *run)
 
 	/* The backstop first: once the agent runs, every approval must reach it. */
 	r = backstop_open(&run->backstop, &err);
+	/* Loading parsed the kernel's BTF (megabytes, freed by now): give that memory back. */
+	malloc_trim(0);
 	if (r < 0) {
 		run->backstop = NULL;
 		if (run->opt.require_backstop) {
