@@ -282,8 +282,8 @@ $(BENCH_BIN): $(call obj,$(BENCH_SRC)) $(ALL_LIBS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL)
 
-bench: $(BENCH_BIN) $(SUPERVISOR_BIN)
-	$(Q)$(BENCH_BIN)
+bench: $(BENCH_BIN) $(SUPERVISOR_BIN) $(HELPER_BINS)
+	$(Q)SUPERVISOR=$(abspath $(SUPERVISOR_BIN)) HELPERS=$(abspath $(BUILD)/tests/helpers) $(BENCH_BIN)
 
 # ---- formatting -----------------------------------------------------------------------------
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find . -path ./build -prune -o \( -name '*.c' -o -name '*.h' \) -print)

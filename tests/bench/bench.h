@@ -1,0 +1,23 @@
+/* Benchmarks, each a function that prints its figures (ratios where there is a baseline);
+ * the driver (main, written by the lead) calls them in one run. */
+#ifndef CLOISTER_BENCH_H
+#define CLOISTER_BENCH_H
+
+/* The exec backstop's cost on fork+exec+wait of /bin/true (tests/bench/bench_backstop.c). */
+void bench_backstop(void);
+
+/* Seccomp notification round trip with and without SYNC_WAKE_UP, the cost of reading an exec
+ * event, and native vs notified fork+exec+wait of /bin/true (tests/bench/bench_notify.c).
+ * Needs root; prints a skip line otherwise. */
+void bench_notify(void);
+
+/* Per-operation cost of the pure core: canonical quoting, exec and domain policy, frame
+ * decoding against memcpy (tests/bench/bench_core.c). */
+void bench_core(void);
+
+/* End to end: native vs under `cloister-supervisor run` for 2000 fork+exec+wait of /bin/true
+ * and for a `make -j2` of a generated C project; `run -- true` latency; the supervisor's RSS
+ * (tests/bench/bench_run.c). Needs $SUPERVISOR and $HELPERS (set by `make bench`). */
+void bench_run(void);
+
+#endif

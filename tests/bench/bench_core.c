@@ -1,0 +1,120 @@
+/* bench_core: what the pure core costs per decision. */
+#include "tests/bench/bench.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "protocol/protocol.h"
+#include "supervisor/config.h"
+#include "supervisor/domain.h"
+#include "supervisor/policy.h"
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void bench_quote(void)
+{
+	const char *argv[] = {"git",      "commit",
+	                      "-m",       "fix: don't crash on empty input",
+	                      "--author", "A U Thor <a@example.com>"};
+	enum { N = 200000 };
+	uint64_t t0 = now_ns();
+
+	for (int i = 0; i < N; i++) {
+		char *s = NULL;
+
+		if (cl_quote_strv(argv, 6, NULL, &s) < 0)
+			abort();
+		free(s);
+	}
+	printf("canonical command of a 6-argument argv: %.0f ns\n", (double)(now_ns() - t0) / N);
+}
+
+static void bench_policy(void)
+{
+	struct config_sources none = {0};
+	struct config *cfg = NULL;
+	struct policy_result res;
+	const char *hit[] = {"git", "status"};
+	const char *miss[] = {"curl", "https://example.com/install.sh"};
+	enum { N = 100000 };
+	uint64_t t0, t1, t2;
+
+	if (config_load(&none, NULL, &cfg, NULL) < 0) {
+		printf("policy: the built-in config failed to load\n");
+		return;
+	}
+	t0 = now_ns();
+	for (int i = 0; i < N; i++)
+		policy_check_exec(cfg, "/usr/bin/git", hit, 2, &res, NULL);
+	t1 = now_ns();
+	for (int i = 0; i < N; i++)
+		policy_check_exec(cfg, "/usr/bin/curl", miss, 2, &res, NULL);
+	t2 = now_ns();
+	printf("exec policy on the built-in config: %.2f µs allowed (git status), %.2f µs asked "
+	       "(curl: every rule tried)\n",
+	       (double)(t1 - t0) / N / 1e3, (double)(t2 - t1) / N / 1e3);
+	t0 = now_ns();
+	for (int i = 0; i < N; i++)
+		policy_check_domain(cfg, NULL, "api.anthropic.com:443", &res, NULL);
+	t1 = now_ns();
+	printf("domain policy on the built-in config: %.2f µs\n", (double)(t1 - t0) / N / 1e3);
+	config_free(cfg);
+}
+
+/* Decoding stdout frames of 16 KiB against copying the same bytes: the framing overhead. */
+static void bench_frames(void)
+{
+	enum { PAYLOAD = 16384, FRAMES = 4096 };
+	size_t frame_len = CL_FRAME_STREAM_HEADER_SIZE + PAYLOAD;
+	uint8_t *stream = malloc(frame_len * FRAMES), *copy = malloc(frame_len * FRAMES);
+	uint8_t payload[PAYLOAD];
+	struct cl_frame_decoder d;
+	uint64_t t0, t_dec, t_copy;
+	size_t total = frame_len * FRAMES;
+
+	if (!stream || !copy)
+		abort();
+	memset(payload, 'x', sizeof(payload));
+	for (int i = 0; i < FRAMES; i++)
+		if (cl_frame_encode_stream(CL_FRAME_STDOUT, payload, PAYLOAD,
+		                           stream + i * frame_len, frame_len) < 0)
+			abort();
+	cl_frame_decoder_init(&d, CL_FRAME_MODE_STREAM, 0);
+	t0 = now_ns();
+	for (size_t off = 0; off < total;) {
+		struct cl_frame f;
+		size_t used;
+		/* Feed in 64 KiB reads, as a socket would deliver them. */
+		size_t chunk = total - off < 65536 ? total - off : 65536;
+
+		if (cl_frame_decoder_feed(&d, stream + off, chunk, NULL, &used, &f) < 0)
+			abort();
+		off += used;
+	}
+	t_dec = now_ns() - t0;
+	cl_frame_decoder_done(&d);
+	t0 = now_ns();
+	memcpy(copy, stream, total);
+	t_copy = now_ns() - t0;
+	printf("stream frame decoding: %.0f MB/s, memcpy %.0f MB/s (decoder at %.2fx the cost of "
+	       "a copy)\n",
+	       total / (t_dec / 1e3), total / (t_copy / 1e3), (double)t_dec / (double)t_copy);
+	free(stream);
+	free(copy);
+}
+
+void bench_core(void)
+{
+	bench_quote();
+	bench_policy();
+	bench_frames();
+}
