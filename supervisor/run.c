@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -96,6 +97,8 @@ struct run {
 	struct options opt;
 	struct config *config;
 	char *sandbox_name;
+	char *config_dir; /* read-only inside the sandbox, like the audit log's directory */
+	char *audit_dir;
 	struct loop *loop;
 	struct sandbox *sandbox;
 	struct notifier *notifier;
@@ -884,6 +887,7 @@ static int load_config(struct run *run)
 	}
 	for (size_t i = 0; i < run->config->n_warnings; i++)
 		fprintf(stderr, PROG ": warning: %s\n", run->config->warnings[i]);
+	run->config_dir = TAKE_PTR(dir);
 	return 0;
 }
 
@@ -920,9 +924,46 @@ static void setup_audit(struct run *run)
 	run->audit_fd = -EBADF;
 	if (r >= 0)
 		r = audit_log_open(path, &run->audit_fd);
+	if (r >= 0) {
+		run->audit_dir = strdup(path);
+		if (run->audit_dir && strrchr(run->audit_dir, '/'))
+			*strrchr(run->audit_dir, '/') = '\0';
+	}
 	if (r < 0)
 		say(run, "audit log %s unavailable (%s); continuing without it",
 		    path ? path : "(no HOME)", strerror(-r));
+}
+
+/* Is DIR the working directory or one of its ancestors? */
+static bool contains_cwd(const char *dir)
+{
+	char cwd[PATH_MAX], real[PATH_MAX];
+	size_t n;
+
+	if (!getcwd(cwd, sizeof(cwd)) || !realpath(dir, real))
+		return false;
+	n = strlen(real);
+	return strncmp(cwd, real, n) == 0 && (cwd[n] == '/' || cwd[n] == '\0' || n == 1);
+}
+
+/* mkdir -p with mode 0700 for what is created. */
+static int mkdir_parents(const char *path)
+{
+	_cleanup_free_ char *copy = strdup(path);
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *p = copy + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (mkdir(copy, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		if (c == '\0')
+			return 0;
+		*p = c;
+	}
 }
 
 static void setup_approver(struct run *run)
@@ -974,6 +1015,8 @@ static void teardown(struct run *run)
 	for (unsigned i = 0; i < RECENT_DENIALS; i++)
 		free(run->recent_denials[i].key);
 	free(run->sandbox_name);
+	free(run->config_dir);
+	free(run->audit_dir);
 	cl_closep(&run->audit_fd);
 }
 
@@ -1011,7 +1054,14 @@ static int start(struct run *run)
 	envp = scrubbed_environ();
 	if (!envp)
 		return -ENOMEM;
+	/* The agent may not rewrite the policy it runs under (nor the next run's): the config
+	 * directory must exist to be mounted read-only over, so an absent one is created. */
+	if (run->config_dir && (r = mkdir_parents(run->config_dir)) < 0)
+		say(run, "warning: cannot create %s (%s): the agent could create a config there",
+		    run->config_dir, strerror(-r));
 	{
+		const char *readonly[3] = {NULL};
+		size_t n_readonly = 0;
 		struct sandbox_opts so = {
 		        .argv = run->opt.agent_argv,
 		        .envp = envp,
@@ -1022,8 +1072,18 @@ static int start(struct run *run)
 		        .install_filter = install_filter,
 		        .install_filter_userdata = NULL,
 		        .cgroup_optional = geteuid() != 0,
+		        .readonly_paths = readonly,
 		};
 
+		if (run->config_dir && contains_cwd(run->config_dir))
+			say(run,
+			    "warning: the config directory %s holds the working directory, so it "
+			    "stays writable for the agent",
+			    run->config_dir);
+		else if (run->config_dir)
+			readonly[n_readonly++] = run->config_dir;
+		if (run->audit_dir)
+			readonly[n_readonly++] = run->audit_dir;
 		r = sandbox_start(&so, &run->sandbox, &err);
 		if (r < 0) {
 			fprintf(stderr, PROG ": run: %s\n", err.msg);

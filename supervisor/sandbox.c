@@ -138,6 +138,21 @@ static int read_all(const char *path, char **ret)
 	return 0;
 }
 
+/* Bind PATH onto itself read-only, so the agent cannot change what is there (the supervisor's
+ * own config and audit log). A path that does not exist is skipped: the caller creates what
+ * must be protected before starting. */
+static void bind_readonly(int sock, const char *path)
+{
+	if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) < 0) {
+		if (errno == ENOENT)
+			return;
+		init_fail(sock, -errno, "bind %s: %m", path);
+	}
+	if (mount(NULL, path, NULL,
+	          MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		init_fail(sock, -errno, "make %s read-only: %m", path);
+}
+
 /* A fresh sysfs on /sys, so that /sys/class/net shows this network namespace. The mounts that
  * were below the old /sys (cgroupfs, bpffs, securityfs…) are cloned first and put back on top,
  * so the agent's view of them does not change. */
@@ -376,6 +391,8 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		init_fail(INIT_SOCK_FD, -errno, "mount proc on /proc: %m");
 	remount_sys(INIT_SOCK_FD);
+	for (const char *const *p = o->readonly_paths; p && *p; p++)
+		bind_readonly(INIT_SOCK_FD, *p);
 	loopback_up(INIT_SOCK_FD);
 	if (chdir(a->cwd) < 0)
 		init_fail(INIT_SOCK_FD, -errno, "chdir %s: %m", a->cwd);

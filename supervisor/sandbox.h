@@ -52,6 +52,9 @@ struct sandbox_opts {
 	void *install_filter_userdata;
 	/* Directory for the cgroup leaf; NULL: cgroup_default_parent(). */
 	const char *cgroup_parent;
+	/* NULL-terminated list of paths (or NULL) made read-only inside the sandbox: the
+	 * supervisor's config and audit log, which the agent must not rewrite. */
+	const char *const *readonly_paths;
 	/* Run without a cgroup if none can be created (e.g. a non-root caller without a delegated
 	 * subtree): pause/cgroup id are then unavailable, kill still works through the pid ns. */
 	bool cgroup_optional;

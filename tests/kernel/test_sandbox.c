@@ -322,6 +322,27 @@ static void test_cwd_env_and_ids_are_kept(void **state)
 	assert_string_equal(out, want);
 }
 
+static void test_readonly_paths_cannot_be_written_by_the_agent(void **state)
+{
+	char dir[PATH_MAX], file[PATH_MAX + 16], script[3 * PATH_MAX];
+	char *argv[] = {"/bin/sh", "-c", script, NULL};
+	const char *readonly[2] = {dir, NULL};
+	struct sandbox_opts o = base_opts(argv);
+	char out[512];
+
+	snprintf(dir, sizeof(dir), "%s/protected", tmpdir);
+	snprintf(file, sizeof(file), "%s/config.yaml", dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(script, sizeof(script),
+	         "touch %s 2>/dev/null && echo wrote || echo refused; "
+	         "touch %s/other 2>/dev/null && echo outside || echo blocked",
+	         file, tmpdir);
+	o.readonly_paths = readonly;
+	assert_int_equal(run_capture(&o, out, sizeof(out)), 0);
+	assert_string_equal(out, "refused\noutside\n");
+	assert_int_equal(access(file, F_OK), -1); /* nothing reached the host either */
+}
+
 static void test_missing_cwd_fails_clearly(void **state)
 {
 	char *argv[] = {"/bin/true", NULL};
@@ -1008,6 +1029,8 @@ int main(void)
 	        cmocka_unit_test_teardown(test_network_has_only_loopback_up, test_teardown),
 	        cmocka_unit_test_teardown(test_mounts_do_not_propagate_to_the_host, test_teardown),
 	        cmocka_unit_test_teardown(test_cwd_env_and_ids_are_kept, test_teardown),
+	        cmocka_unit_test_teardown(test_readonly_paths_cannot_be_written_by_the_agent,
+	                                  test_teardown),
 	        cmocka_unit_test_teardown(test_missing_cwd_fails_clearly, test_teardown),
 	        cmocka_unit_test_teardown(test_exit_codes_propagate, test_teardown),
 	        cmocka_unit_test_teardown(test_grandchild_dies_with_the_sandbox, test_teardown),
