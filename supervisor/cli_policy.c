@@ -15,6 +15,7 @@
 #include "protocol/protocol.h"
 #include "supervisor/config.h"
 #include "supervisor/config_files.h"
+#include "supervisor/exec_decision.h"
 #include "supervisor/policy.h"
 
 #define PROG "cloister-supervisor"
@@ -238,6 +239,7 @@ static int check_command(const struct config *cfg, char **argv, int argc)
 	_cleanup_free_ char *hostexec_command = NULL;
 	struct policy_result exec_res, host_res;
 	struct cl_error err = {""};
+	_cleanup_free_ char *real = NULL;
 	struct stat st;
 	int r;
 
@@ -252,7 +254,10 @@ static int check_command(const struct config *cfg, char **argv, int argc)
 		fprintf(stderr, PROG ": policy check: %s: %s\n", argv[0], strerror(-r));
 		return CLI_EXIT_DENY;
 	}
-	r = policy_check_exec(cfg, path, (const char *const *)argv, (size_t)argc, &exec_res, &err);
+	/* As `run` decides: by the file the path resolves to, deny rules by either name. */
+	real = realpath(path, NULL);
+	r = exec_decide(cfg, path, real, (const char *const *)argv, (size_t)argc, false, &exec_res,
+	                &err);
 	if (r >= 0)
 		r = cl_quote_strv((const char *const *)argv, (size_t)argc, &err, &hostexec_command);
 	if (r >= 0)
@@ -261,7 +266,12 @@ static int check_command(const struct config *cfg, char **argv, int argc)
 		fprintf(stderr, PROG ": policy check: %s\n", err.msg);
 		return CLI_EXIT_USAGE;
 	}
-	if (stat(path, &st) == 0) {
+	if (stat(path, &st) == 0 && real && strcmp(real, path) != 0) {
+		_cleanup_free_ char *shown = NULL;
+		if (asprintf(&shown, "%s -> %s", path, real) < 0)
+			return CLI_EXIT_CONFIG;
+		print_result("exec", &exec_res, "command:", "path:", shown);
+	} else if (stat(path, &st) == 0) {
 		print_result("exec", &exec_res, "command:", "path:", path);
 	} else {
 		_cleanup_free_ char *shown = NULL;
