@@ -15,6 +15,7 @@
 
 #include "protocol/cleanup.h"
 #include "protocol/json_strict.h"
+#include "protocol/utf8.h"
 
 static const char *const verdict_names[] = {
         [AUDIT_ALLOW] = "allow",         [AUDIT_DENY] = "deny",     [AUDIT_ASK] = "ask",
@@ -77,40 +78,6 @@ void audit_format_time(uint64_t time_ms, char buf[static 32])
 	snprintf(buf + n, 32 - n, ".%03uZ", (unsigned)(time_ms % 1000));
 }
 
-/* Length of the valid UTF-8 sequence at s (RFC 3629: no overlongs, no surrogates, nothing
- * above U+10FFFF), 0 when invalid. */
-static size_t utf8_sequence(const unsigned char *s)
-{
-	unsigned char c = s[0];
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t n;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return n;
-}
-
 /* S as valid UTF-8, each byte of an invalid sequence replaced by U+FFFD; malloc'd. */
 static char *utf8_sanitize(const char *s)
 {
@@ -121,7 +88,7 @@ static char *utf8_sanitize(const char *s)
 	if (!out)
 		return NULL;
 	while (*p) {
-		size_t n = utf8_sequence(p);
+		size_t n = cl_utf8_decode((const char *)p, NULL);
 		if (n == 0) {
 			memcpy(o, "\xef\xbf\xbd", 3);
 			o += 3;

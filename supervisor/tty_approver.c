@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "protocol/cleanup.h"
+#include "protocol/utf8.h"
 
 #define LINE_MAX_BYTES   256  /* an answer longer than this is garbage */
 #define SHOW_COMMAND_MAX 512  /* bytes of the command shown on the one-line prompt */
@@ -50,44 +51,6 @@ enum tty_answer tty_approver_parse_answer(const char *line, size_t len)
 	return TTY_ANSWER_INVALID;
 }
 
-/* Code point of the valid UTF-8 sequence at s and its length; 0 when invalid (RFC 3629). */
-static size_t utf8_decode(const unsigned char *s, uint32_t *ret_cp)
-{
-	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
-	size_t n;
-	uint32_t cp;
-
-	if (c < 0x80) {
-		*ret_cp = c;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf)
-		n = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		n = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		n = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (c == 0xe0)
-		lo = 0xa0;
-	else if (c == 0xed)
-		hi = 0x9f;
-	else if (c == 0xf0)
-		lo = 0x90;
-	else if (c == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	*ret_cp = cp;
-	return n;
-}
-
 /* Characters that change how the rest of a line is displayed. */
 static bool is_display_control(uint32_t cp)
 {
@@ -104,7 +67,7 @@ static void put_escaped(FILE *f, const char *s, size_t max)
 
 	while (*p) {
 		uint32_t cp;
-		size_t n = utf8_decode(p, &cp);
+		size_t n = cl_utf8_decode((const char *)p, &cp);
 		if (used >= max) {
 			fputs("\xe2\x80\xa6", f);
 			return;
