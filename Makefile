@@ -204,9 +204,13 @@ test: $(SUPERVISOR_BIN) $(HELPER_BINS) $(filter $(BUILD)/%,$(T))
 
 # ---- check: every tier this machine can run -------------------------------------------------
 # `check` first installs what is missing, then re-reads this Makefile so that pkg-config sees it.
+# Without -j on the command line, build with every core: the README's `make check` should not
+# take longer than it must.
+JOBS = $(if $(findstring -j,$(MAKEFLAGS)),,-j$(shell nproc))
+
 check:
 	$(Q)scripts/install-deps
-	$(Q)$(MAKE) --no-print-directory check-built
+	$(Q)$(MAKE) --no-print-directory $(JOBS) check-built
 
 CLI_TESTS := $(sort $(wildcard tests/cli/*.sh))
 
@@ -219,7 +223,7 @@ check-built: $(SUPERVISOR_BIN) $(UNIT_BINS) $(KERNEL_BINS) $(HELPER_BINS) $(if $
 # ---- run: the main job on the built-in default config ---------------------------------------
 run:
 	$(Q)scripts/install-deps
-	$(Q)$(MAKE) --no-print-directory $(SUPERVISOR_BIN)
+	$(Q)$(MAKE) --no-print-directory $(JOBS) $(SUPERVISOR_BIN)
 	$(SUPERVISOR_BIN) run -- $${SHELL:-/bin/sh}
 
 deps:
