@@ -279,6 +279,11 @@ __attribute__((noreturn)) static void exec_agent(const struct init_args *a)
 	sigemptyset(&empty);
 	sigprocmask(SIG_SETMASK, &empty, NULL);
 	environ = (char **)a->opts->envp;
+	/* The supervisor reads this exec's arguments through /proc/PID/mem, which a non-root
+	 * supervisor may do only while we are dumpable. The init is not, and until the exec we are
+	 * its copy; no other process of the agent exists yet to take advantage. */
+	if (prctl(PR_SET_DUMPABLE, 1) < 0)
+		_exit(127);
 	execvp(what, a->opts->argv);
 	err = errno;
 	dprintf(STDERR_FILENO, "cloister: cannot run %s: %s\n", what, strerror(err));
