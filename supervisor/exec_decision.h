@@ -23,4 +23,16 @@ int exec_decide(const struct config *config, const char *given_path, const char 
                 const char *const *argv, size_t argc, bool truncated, struct policy_result *ret,
                 struct cl_error *err);
 
+/* A `#!` script: the kernel runs INTERP [INTERP_ARG] SCRIPT ARGV[1..] (SCRIPT as the exec named
+ * it), so the interpreter is an exec of its own that the policy must allow too, or an allowed
+ * script could run a denied program (`#!/usr/bin/sudo /bin/sh`). Decide it, by INTERP_GIVEN
+ * (as the script writes it, if absolute) and INTERP_REAL (its resolved file) like exec_decide()
+ * — either may be NULL, not both — and fold it into *RES, which holds the script's verdict: the
+ * stricter verdict wins (deny over ask over allow), its rule named "interpreter PATH: RULE", and
+ * an ask falls back to allow only if both would. On error *RES is unchanged. */
+int exec_decide_interpreter(const struct config *config, const char *interp_given,
+                            const char *interp_real, const char *interp_arg, const char *script,
+                            const char *const *argv, size_t argc, bool truncated,
+                            struct policy_result *res, struct cl_error *err);
+
 #endif

@@ -123,6 +123,7 @@ struct run {
 	unsigned next_recent_denial;
 
 	uint64_t notifications;
+	bool terminating; /* SIGTERM or SIGHUP came: asks are denied without asking */
 	bool exited;
 	int exit_code;
 };
@@ -478,7 +479,22 @@ static void handle_exec(struct run *run, const struct seccomp_notif *req)
 	if (r == -ENOENT)
 		return; /* the process is gone: nothing to answer */
 	if (r < 0) {
+		/* A denial like any other: it goes to the audit log too. */
+		struct audit_record rec = {
+		        .time_ms = wall_ms(),
+		        .sandbox = run->sandbox_name,
+		        .project = run->opt.project,
+		        .kind = "exec",
+		        .pid = req->pid,
+		        .uid = -1,
+		        .verdict = AUDIT_DENY,
+		        .decided_by = "policy",
+		        .latency_ms = -1,
+		        .reason = err.msg,
+		};
+
 		say(run, "exec by pid %d denied: %s", req->pid, err.msg);
+		audit_write(run, &rec);
 		notifier_deny(run->notifier, req->id, EACCES);
 		return;
 	}
@@ -505,6 +521,20 @@ static void handle_exec(struct run *run, const struct seccomp_notif *req)
 		notifier_deny(run->notifier, req->id, EACCES);
 		return;
 	}
+	/* A script runs its interpreter: that exec is decided too (a missing one fails in the
+	 * kernel, and the backstop stops one that appears in between). */
+	if (t->script && (t->interp_file.exists || t->interp_file.uncertain)) {
+		r = exec_decide_interpreter(run->config, t->interp[0] == '/' ? t->interp : NULL,
+		                            t->interp_file.real_path, t->interp_arg,
+		                            t->path[0] ? t->path : t->abs_path, argv, argc,
+		                            t->argv_truncated, &res, &err);
+		if (r < 0) {
+			say(run, "exec %s denied: %s", exe, err.msg);
+			audit_verdict(run, t, exe, argv, argc, NULL, AUDIT_DENY, err.msg);
+			notifier_deny(run->notifier, req->id, EACCES);
+			return;
+		}
+	}
 	exec_files_from_target(t, &files);
 
 	if (asprintf(&session_key, "%s\n%s", exe, res.subject) < 0) {
@@ -520,6 +550,12 @@ static void handle_exec(struct run *run, const struct seccomp_notif *req)
 	if (res.verdict == POLICY_ASK && recently_denied(run, session_key, t->pid)) {
 		res.verdict = POLICY_DENY;
 		snprintf(res.rule, sizeof(res.rule), "the same exec was denied a moment ago");
+		res.origin.file = NULL;
+	}
+
+	if (res.verdict == POLICY_ASK && run->terminating) {
+		res.verdict = POLICY_DENY;
+		snprintf(res.rule, sizeof(res.rule), "the agent is being terminated");
 		res.origin.file = NULL;
 	}
 
@@ -692,6 +728,14 @@ static int on_signal(struct loop *loop, int sig, void *userdata)
 	struct run *run = userdata;
 
 	sandbox_signal(run->sandbox, sig);
+	/* The agent is ending: a prompt on its own terminal keeps it frozen (its init too, which
+	 * forwards the signal), so what it waits for is cancelled, and nothing asks any more. */
+	if (sig == SIGTERM || sig == SIGHUP) {
+		run->terminating = true;
+		if (queue_cancel_sandbox(run->queue, run->sandbox_name,
+		                         "the agent is being terminated", loop_now_ms()) > 0)
+			drain_queue(run);
+	}
 	if ((sig == SIGTERM || sig == SIGHUP) && !run->terminate)
 		loop_add_timer(loop, loop_now_ms() + TERMINATE_GRACE_MS, on_terminate_timeout, run,
 		               &run->terminate);

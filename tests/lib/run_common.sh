@@ -1,0 +1,80 @@
+# Sourced by tests/integration/run_*.sh: `cloister-supervisor run` under test.
+#
+# Sources tap.sh, points HOME, XDG_CONFIG_HOME and XDG_STATE_HOME into $TMP (nothing touches the
+# real home), and gives:
+#   run_needs_root N           print the plan of N skips and exit when not root
+#   write_config < YAML        the test's own config ($CFG/config.yaml)
+#   sv [RUN OPTIONS] -- AGENT  run the supervisor (bounded: $SV_TIMEOUT s), --config-dir $CFG,
+#                              stdin /dev/null; stdout in $OUT, stderr in $ERR, status in $rc
+#   audit_count REGEX          lines of the audit log matching REGEX (0 if there is none)
+#   audit_reset                start a new audit log
+#   cgroup2_root               the cgroup2 mount point, from /proc/self/mountinfo
+#   on_exit 'COMMAND'          run COMMAND at exit, before $TMP is removed (cleanup of
+#                              processes, mounts); last registered runs first
+# shellcheck shell=sh
+
+# shellcheck source=tests/lib/tap.sh
+. "$(dirname "$0")/../lib/tap.sh"
+: "${HELPERS:?run through make check (HELPERS is not set)}"
+
+HOME=$TMP/home
+XDG_CONFIG_HOME=$TMP/home/.config
+XDG_STATE_HOME=$TMP/state
+export HOME XDG_CONFIG_HOME XDG_STATE_HOME
+unset CLOISTER_EXECUTOR_SECRET CLOISTER_API_TOKEN
+mkdir -p "$HOME"
+CFG=$TMP/cfg
+mkdir -p "$CFG"
+AUDIT=$XDG_STATE_HOME/cloister/audit.log
+OUT=$TMP/out
+ERR=$TMP/err
+SV_TIMEOUT=${SV_TIMEOUT:-20}
+rc=0
+
+run_exit_hooks=""
+on_exit() { run_exit_hooks="$1
+$run_exit_hooks"; }
+run_cleanup() {
+	set +e
+	eval "$run_exit_hooks"
+	rm -rf "$TMP"
+}
+trap run_cleanup EXIT
+trap 'exit 130' INT TERM
+
+run_needs_root() {
+	if [ "$(id -u)" -ne 0 ]; then
+		tap_plan "$1"
+		i=0
+		while [ "$i" -lt "$1" ]; do
+			tap_skip "$(basename "$0")" "needs root (namespaces, cgroup, eBPF backstop)"
+			i=$((i + 1))
+		done
+		exit 0
+	fi
+}
+
+write_config() { cat >"$CFG/config.yaml"; }
+
+sv() {
+	timeout -k 5 "$SV_TIMEOUT" "$SUPERVISOR" run --config-dir "$CFG" "$@" \
+		</dev/null >"$OUT" 2>"$ERR"
+	rc=$?
+}
+
+audit_count() {
+	if [ -f "$AUDIT" ]; then
+		grep -cE -- "$1" "$AUDIT"
+	else
+		echo 0
+	fi
+}
+
+audit_reset() { rm -f "$AUDIT"; }
+
+cgroup2_root() {
+	awk '$0 ~ / - cgroup2 / { print $5; exit }' /proc/self/mountinfo
+}
+
+# diag: what the last sv printed, for a failing case.
+diag() { printf 'status %s\nstdout: %s\nstderr: %s' "$rc" "$(head -c 2000 "$OUT")" "$(head -c 2000 "$ERR")"; }

@@ -1,0 +1,157 @@
+/* exec_decide and exec_decide_interpreter: the given and the real name of a file, and a #!
+ * script's interpreter, which the policy must allow too. Configs are written as YAML. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "supervisor/config.h"
+#include "supervisor/exec_decision.h"
+#include "supervisor/policy.h"
+
+static struct config *load(const char *yaml)
+{
+	struct config_sources s = {
+	        .global = {.name = "config.yaml",
+	                   .data = yaml,
+	                   .len = strlen(yaml),
+	                   .present = true},
+	};
+	struct cl_error err = {""};
+	struct config *cfg = NULL;
+
+	if (config_load(&s, NULL, &cfg, &err) < 0)
+		fail_msg("load failed: %s", err.msg);
+	return cfg;
+}
+
+static const char *const CONFIG = "exec:\n"
+                                  "  security: allowlist\n"
+                                  "  ask: on-miss\n"
+                                  "  ask_fallback: allowlist\n"
+                                  "  allow:\n"
+                                  "    - path: \"/usr/bin/dash\"\n"
+                                  "    - path: \"/work/*.sh\"\n"
+                                  "    - path: \"/work/tool\"\n"
+                                  "  deny:\n"
+                                  "    - path: \"/usr/bin/sudo\"\n"
+                                  "    - command: \"^dash .*--evil\"\n"
+                                  "      path: \"/usr/bin/dash\"\n";
+
+/* The script's own verdict, then the interpreter folded in. */
+static struct policy_result script_then_interp(const struct config *cfg, const char *script,
+                                               const char *given, const char *real, const char *arg,
+                                               const char *const *argv)
+{
+	struct policy_result res;
+	struct cl_error err = {""};
+	size_t argc = 0;
+
+	while (argv[argc])
+		argc++;
+	if (exec_decide(cfg, script, NULL, argv, argc, false, &res, &err) < 0)
+		fail_msg("exec_decide: %s", err.msg);
+	if (exec_decide_interpreter(cfg, given, real, arg, script, argv, argc, false, &res, &err) <
+	    0)
+		fail_msg("exec_decide_interpreter: %s", err.msg);
+	return res;
+}
+
+static void test_allowed_script_with_allowed_interpreter_is_allowed(void **state)
+{
+	static const char *const argv[] = {"/work/build.sh", "all", NULL};
+	struct config *cfg = load(CONFIG);
+	struct policy_result res =
+	        script_then_interp(cfg, "/work/build.sh", "/bin/sh", "/usr/bin/dash", NULL, argv);
+
+	assert_int_equal(res.verdict, POLICY_ALLOW);
+	assert_string_equal(res.subject, "build.sh all");
+	assert_non_null(strstr(res.rule, "/work/*.sh"));
+	config_free(cfg);
+	(void)state;
+}
+
+static void test_denied_interpreter_denies_an_allowed_script(void **state)
+{
+	static const char *const argv[] = {"/work/x.sh", NULL};
+	struct config *cfg = load(CONFIG);
+	struct policy_result res = script_then_interp(cfg, "/work/x.sh", "/usr/bin/sudo",
+	                                              "/usr/bin/sudo", "/bin/sh", argv);
+
+	assert_int_equal(res.verdict, POLICY_DENY);
+	assert_string_equal(res.rule,
+	                    "interpreter /usr/bin/sudo: exec.deny[0] path \"/usr/bin/sudo\"");
+	assert_int_equal(res.origin.line, 10);
+	assert_string_equal(res.subject, "x.sh"); /* what a person sees stays the script */
+	config_free(cfg);
+	(void)state;
+}
+
+/* A deny regex sees the command the kernel runs: INTERP ARG SCRIPT ARGS. */
+static void test_interpreter_command_is_what_the_kernel_runs(void **state)
+{
+	static const char *const argv[] = {"/work/x.sh", "--evil", NULL};
+	struct config *cfg = load(CONFIG);
+	struct policy_result res =
+	        script_then_interp(cfg, "/work/x.sh", NULL, "/usr/bin/dash", "-e", argv);
+
+	assert_int_equal(res.verdict, POLICY_DENY);
+	assert_non_null(strstr(res.rule, "exec.deny[1]"));
+	config_free(cfg);
+	(void)state;
+}
+
+/* An unlisted interpreter asks; nobody answering, allowlist fallback: the interpreter is not
+ * on the allowlist, so the fallback denies even though the script is. */
+static void test_unlisted_interpreter_asks_with_a_denying_fallback(void **state)
+{
+	static const char *const argv[] = {"/work/x.sh", NULL};
+	struct config *cfg = load(CONFIG);
+	struct policy_result res =
+	        script_then_interp(cfg, "/work/x.sh", "/usr/bin/python3", NULL, NULL, argv);
+
+	assert_int_equal(res.verdict, POLICY_ASK);
+	assert_int_equal(res.fallback, POLICY_DENY);
+	assert_non_null(strstr(res.rule, "interpreter /usr/bin/python3: "));
+	config_free(cfg);
+	(void)state;
+}
+
+/* A script that asks keeps its allowlist fallback when its interpreter is allowed. */
+static void test_asking_script_keeps_its_fallback(void **state)
+{
+	static const char *const argv[] = {"/tmp/y.sh", NULL};
+	struct config *cfg = load(CONFIG);
+	struct policy_result res;
+	struct cl_error err = {""};
+
+	res = script_then_interp(cfg, "/tmp/y.sh", "/bin/sh", "/usr/bin/dash", NULL, argv);
+	assert_int_equal(res.verdict, POLICY_ASK);
+	assert_int_equal(res.fallback, POLICY_DENY); /* not on the allowlist itself */
+	assert_string_equal(res.rule, "exec.ask=on-miss");
+
+	/* Neither name of the interpreter known: an error, the result untouched. */
+	assert_int_equal(exec_decide_interpreter(cfg, NULL, NULL, NULL, "/tmp/y.sh", argv, 1, false,
+	                                         &res, &err),
+	                 -EINVAL);
+	assert_int_equal(res.verdict, POLICY_ASK);
+	config_free(cfg);
+	(void)state;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_allowed_script_with_allowed_interpreter_is_allowed),
+	        cmocka_unit_test(test_denied_interpreter_denies_an_allowed_script),
+	        cmocka_unit_test(test_interpreter_command_is_what_the_kernel_runs),
+	        cmocka_unit_test(test_unlisted_interpreter_asks_with_a_denying_fallback),
+	        cmocka_unit_test(test_asking_script_keeps_its_fallback),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
