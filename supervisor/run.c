@@ -13,6 +13,7 @@
 #include "supervisor/run.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <malloc.h>
@@ -963,9 +964,17 @@ static int setup_queue(struct run *run)
 static void setup_audit(struct run *run)
 {
 	_cleanup_free_ char *path = NULL;
-	int r = audit_log_path(getenv("XDG_STATE_HOME"), getenv("HOME"), &path);
+	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	struct stat st;
+	int r;
 
+	/* $XDG_STATE_HOME may be created (the XDG spec says so); a home directory that is not
+	 * there is not ours to create. */
 	run->audit_fd = -EBADF;
+	r = audit_log_path(state, home, &path);
+	if (r >= 0 && !(state && state[0] == '/') &&
+	    (!home || stat(home, &st) < 0 || !S_ISDIR(st.st_mode)))
+		r = -ENOENT;
 	if (r >= 0)
 		r = audit_log_open(path, &run->audit_fd);
 	if (r >= 0) {
@@ -988,6 +997,26 @@ static bool contains_cwd(const char *dir)
 		return false;
 	n = strlen(real);
 	return strncmp(cwd, real, n) == 0 && (cwd[n] == '/' || cwd[n] == '\0' || n == 1);
+}
+
+/* The directory the config directory may be created under: --config-dir's parent, else
+ * $XDG_CONFIG_HOME or $HOME. Never create a home directory that is not there. */
+static bool config_base_exists(const struct run *run)
+{
+	_cleanup_free_ char *parent = NULL;
+	const char *base = getenv("XDG_CONFIG_HOME");
+	struct stat st;
+
+	if (run->opt.config_dir) {
+		parent = strdup(run->config_dir);
+		if (!parent || !strrchr(parent, '/'))
+			return false;
+		*strrchr(parent, '/') = '\0';
+		base = parent[0] ? parent : "/";
+	} else if (!base || base[0] != '/') {
+		base = getenv("HOME");
+	}
+	return base && stat(base, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 /* mkdir -p with mode 0700 for what is created. */
@@ -1100,7 +1129,12 @@ static int start(struct run *run)
 		return -ENOMEM;
 	/* The agent may not rewrite the policy it runs under (nor the next run's): the config
 	 * directory must exist to be mounted read-only over, so an absent one is created. */
-	if (run->config_dir && (r = mkdir_parents(run->config_dir)) < 0)
+	if (run->config_dir && !config_base_exists(run))
+		say(run,
+		    "warning: %s cannot be created (its base directory is missing): the agent "
+		    "could create a config there",
+		    run->config_dir);
+	else if (run->config_dir && (r = mkdir_parents(run->config_dir)) < 0)
 		say(run, "warning: cannot create %s (%s): the agent could create a config there",
 		    run->config_dir, strerror(-r));
 	{
@@ -1216,6 +1250,19 @@ int run_main(int argc, char **argv)
 
 		if (config_project_name_check(run.opt.project, &err) < 0) {
 			fprintf(stderr, PROG ": run: --project: %s\n", err.msg);
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (run.opt.ask_tty_path) {
+		/* A prompt nobody can see would only wait for the fallback: refuse it up front. */
+		int fd = open(run.opt.ask_tty_path, O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+		bool ok = fd >= 0 && isatty(fd);
+
+		if (fd >= 0)
+			close(fd);
+		if (!ok) {
+			fprintf(stderr, PROG ": run: --ask-tty %s: not a terminal we can open\n",
+			        run.opt.ask_tty_path);
 			return CLI_EXIT_USAGE;
 		}
 	}
