@@ -8,7 +8,7 @@ set -u
 . "$(dirname "$0")/../lib/run_common.sh"
 
 run_needs_root 28
-tap_plan 28
+tap_plan 30
 
 # Line numbers matter: the deny rule on /usr/bin/id is line 10.
 write_config <<'EOF'
@@ -119,6 +119,15 @@ tap_is "$(usage_status --ask web -- true)" 64 "--ask with an unknown approver ex
 tap_is "$(usage_status --ask-timeout soon -- true)" 64 "--ask-timeout that is no duration exits 64"
 tap_is "$(usage_status --no-such-option -- true)" 64 "an unknown option exits 64"
 tap_is "$(usage_status --project ../etc -- true)" 64 "a --project name with a path exits 64"
+tap_is "$(usage_status --ask-tty "$TMP/no-such-tty" -- true)" 64 \
+	"an --ask-tty that is not a terminal exits 64 (no prompt nobody sees)"
+
+# A home that does not exist is not created to hold the config and audit directories.
+HOME=$TMP/no-such-home XDG_CONFIG_HOME='' XDG_STATE_HOME='' timeout 10 "$SUPERVISOR" run \
+	--ask none -- /usr/bin/true </dev/null >"$OUT" 2>"$ERR"
+rc=$?
+if [ "$rc" -eq 0 ] && [ ! -e "$TMP/no-such-home" ]; then st=0; else st=1; fi
+tap_ok "$st" "a missing HOME is not created (the run still works: $rc)" "$(diag)"
 
 mkdir -p "$TMP/broken"
 printf 'exec:\n  security: allowlist\n  ask: sometimes\n' >"$TMP/broken/config.yaml"
