@@ -1,6 +1,6 @@
 /* Reading strings and argv-style pointer arrays out of another process's memory, bounded.
  *
- * The memory is reached through a read callback (pread on /proc/PID/mem in notifier/target.c,
+ * The memory is reached through a read callback (process_vm_readv in notifier/target.c,
  * a fake address space in the unit tests). Reads go one page at a time through a two-page
  * cache, so a string that runs into an unmapped page ends in a clean -EFAULT rather than a
  * short read mistaken for data, and argv strings packed next to each other cost one read per

@@ -13,6 +13,7 @@
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "notifier/notify.h"
@@ -22,6 +23,11 @@
 #include "notifier/shebang.h"
 
 #define STATUS_MAX (64 * 1024)
+
+/* statfs.f_flags holds the ST_* mount flags when this bit is set (Linux >= 2.6.36). */
+#ifndef ST_VALID
+#define ST_VALID 0x0020
+#endif
 
 /* Everything one read needs; fds are relative to the target's /proc/PID. */
 struct reader {
@@ -55,17 +61,33 @@ void exec_target_free(struct exec_target *t)
 	free(t);
 }
 
-static ssize_t mem_pread(void *ctx, void *buf, size_t len, uint64_t addr)
+/* Reads the target's memory by pid with process_vm_readv(2): no /proc/PID/mem to open (a new
+ * proc inode and a ptrace check per exec) and one syscall per page. Reading by pid is safe
+ * only because every result is confirmed by a NOTIF_ID_VALID check after the read (see
+ * notifier_read_exec): a pid can be reused only once the target is dead, and then the check
+ * fails and everything read is thrown away. Never cache the pid for use after that check. */
+struct mem_ctx {
+	pid_t pid;
+	int error; /* the last failure's errno, for the message (remote_mem only sees -EFAULT) */
+};
+
+static ssize_t mem_read(void *ctx, void *buf, size_t len, uint64_t addr)
 {
-	int fd = *(int *)ctx;
+	struct mem_ctx *m = ctx;
+	struct iovec local = {.iov_base = buf, .iov_len = len};
+	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
 	ssize_t n;
 
 	if (addr > INT64_MAX)
 		return -EFAULT;
 	do
-		n = pread(fd, buf, len, (off_t)addr);
+		n = process_vm_readv(m->pid, &local, 1, &remote, 1, 0);
 	while (n < 0 && errno == EINTR);
-	return n < 0 ? -errno : n;
+	if (n < 0) {
+		m->error = errno;
+		return -errno;
+	}
+	return n;
 }
 
 /* readlinkat into a malloc'd string, bounded by PATH_MAX. */
@@ -284,19 +306,17 @@ static int resolve_in_sandbox(struct reader *rd, int base, const char *base_name
 /* The device of the superblock the kernel executes FD from, in its internal encoding: what the
  * exec backstop sees in inode->i_sb->s_dev. On most file systems that is st_dev. Overlayfs
  * and btrfs report another st_dev than the superblock's, so look the file's mount up in the
- * target's mountinfo, whose major:minor is the superblock's s_dev. */
-static int kernel_dev_of(struct reader *rd, int fd, const struct stat *st, uint32_t *ret_kdev)
+ * target's mountinfo, whose major:minor is the superblock's s_dev. sfs is fd's fstatfs. */
+static int kernel_dev_of(struct reader *rd, int fd, const struct stat *st, const struct statfs *sfs,
+                         uint32_t *ret_kdev)
 {
 	_cleanup_fclose_ FILE *f = NULL;
 	_cleanup_free_ char *line = NULL;
-	struct statfs sfs;
 	struct statx stx;
 	size_t cap = 0;
 	int mfd;
 
-	if (fstatfs(fd, &sfs) < 0)
-		return -errno;
-	if (sfs.f_type != OVERLAYFS_SUPER_MAGIC && sfs.f_type != BTRFS_SUPER_MAGIC) {
+	if (sfs->f_type != OVERLAYFS_SUPER_MAGIC && sfs->f_type != BTRFS_SUPER_MAGIC) {
 		*ret_kdev = exec_kernel_dev(st->st_dev);
 		return 0;
 	}
@@ -330,10 +350,11 @@ static int describe_file(struct reader *rd, int fd, struct exec_file *f)
 	const struct proc_status *cred;
 	char self[64];
 	struct stat st;
-	struct statvfs vfs;
+	struct statfs sfs;
+	bool noexec;
 	int r;
 
-	if (fstat(fd, &st) < 0)
+	if (fstat(fd, &st) < 0 || fstatfs(fd, &sfs) < 0)
 		return -errno;
 	f->exists = true;
 	f->regular = S_ISREG(st.st_mode);
@@ -342,7 +363,7 @@ static int describe_file(struct reader *rd, int fd, struct exec_file *f)
 	f->gid = st.st_gid;
 	f->dev = st.st_dev;
 	f->ino = st.st_ino;
-	r = kernel_dev_of(rd, fd, &st, &f->kdev);
+	r = kernel_dev_of(rd, fd, &st, &sfs, &f->kdev);
 	if (r < 0)
 		return r;
 	if (!f->regular || (st.st_mode & 0111) == 0) {
@@ -355,7 +376,15 @@ static int describe_file(struct reader *rd, int fd, struct exec_file *f)
 			return r;
 		f->executable = proc_status_may_exec(cred, st.st_mode, st.st_uid, st.st_gid);
 	}
-	if (f->executable && fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC))
+	/* The mount flags come with the fstatfs above; fstatvfs would repeat it. */
+	if (sfs.f_flags & ST_VALID) {
+		noexec = (sfs.f_flags & ST_NOEXEC) != 0;
+	} else {
+		struct statvfs vfs;
+
+		noexec = fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC);
+	}
+	if (f->executable && noexec)
 		f->executable = false;
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	r = readlink_alloc(AT_FDCWD, self, &f->real_path);
@@ -388,11 +417,12 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
                        struct exec_target **ret, struct cl_error *err)
 {
 	_cleanup_(exec_target_freep) struct exec_target *t = NULL;
-	_cleanup_close_ int piddir = -EBADF, memfd = -EBADF, rootfd = -EBADF, cwdfd = -EBADF;
+	_cleanup_close_ int piddir = -EBADF, rootfd = -EBADF, cwdfd = -EBADF;
 	_cleanup_close_ int basefd = -EBADF, filefd = -EBADF;
 	_cleanup_free_ char *base_name = NULL, *root_link = NULL;
 	struct reader rd = {.piddir = -EBADF, .rootfd = -EBADF};
 	struct remote_mem mem;
+	struct mem_ctx mem_ctx = {.pid = (pid_t)req->pid};
 	struct remote_argv argv = {0};
 	uint64_t path_addr, argv_addr;
 	char dir[32];
@@ -425,11 +455,10 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	}
 
 	/* Open first, then check the id: if the pid was reused before the open, the check fails;
-	 * if after, our fds still point at the original (dead) process and fail too. */
+	 * if after, our fds still point at the original (dead) process and fail too. Memory is
+	 * read by pid (process_vm_readv), which the ID_VALID checks after the reads vouch for. */
 	snprintf(dir, sizeof(dir), "/proc/%d", (int)req->pid);
 	piddir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (piddir >= 0)
-		memfd = openat(piddir, "mem", O_RDONLY | O_CLOEXEC);
 	open_errno = errno;
 	r = notifier_id_valid(n, req->id);
 	if (r == 0)
@@ -437,12 +466,11 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	if (r < 0)
 		return cl_error_set(err, r, "checking notification %llu: %s",
 		                    (unsigned long long)req->id, strerror(-r));
-	if (piddir < 0 || memfd < 0)
-		return cl_error_set(err, -open_errno, "opening %s/mem: %s", dir,
-		                    strerror(open_errno));
+	if (piddir < 0)
+		return cl_error_set(err, -open_errno, "opening %s: %s", dir, strerror(open_errno));
 	rd.piddir = piddir;
 
-	remote_mem_init(&mem, mem_pread, &memfd);
+	remote_mem_init(&mem, mem_read, &mem_ctx);
 	len = remote_mem_read_string(&mem, path_addr, PATH_MAX, &t->path);
 	if (len >= 0)
 		r = remote_mem_read_argv(&mem, argv_addr, EXEC_MAX_ARGS, EXEC_MAX_ARGV_BYTES,
@@ -453,6 +481,9 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 		if (len == -E2BIG)
 			return cl_error_set(err, -ENAMETOOLONG, "pid %d: exec path longer than %d",
 			                    t->pid, PATH_MAX);
+		/* Not a bad pointer but no access (EPERM) or no process (ESRCH): say so. */
+		if (len == -EFAULT && mem_ctx.error != 0 && mem_ctx.error != EFAULT)
+			len = -mem_ctx.error;
 		return cl_error_set(err, (int)len, "pid %d: reading exec path: %s", t->pid,
 		                    strerror((int)-len));
 	}
