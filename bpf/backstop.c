@@ -33,7 +33,17 @@ struct backstop {
 	/* The callback of the backstop_consume_events call in progress. */
 	backstop_event_fn fn;
 	void *userdata;
+	/* The approvals known to be in the map (open addressing, cgroup_id 0 = empty slot), so
+	 * that approving an already approved file costs no bpf(2) call: an exec-heavy agent runs
+	 * the same few binaries over and over. Only this process writes the map; entries are
+	 * added after the map update succeeded and the whole cache is dropped whenever an
+	 * approval is taken back, so the cache never claims more than the map holds. */
+	struct backstop_abi_key *cache;
+	size_t cache_cap; /* a power of two, or 0 */
+	size_t cache_used;
 };
+
+static void cache_clear(struct backstop *b);
 
 /* libbpf has one global print callback without user data: while probing, keep one warning so
  * that an error message can say why a mode did not load — the first one about a program if
@@ -180,6 +190,7 @@ void backstop_free(struct backstop *b)
 		return;
 	ring_buffer__free(b->rb);
 	backstop_bpf__destroy(b->skel);
+	cache_clear(b);
 	free(b);
 }
 
@@ -211,6 +222,7 @@ int backstop_remove_sandbox(struct backstop *b, uint64_t cgroup_id)
 	bool have;
 	int r, removed;
 
+	cache_clear(b);
 	/* Stop the checks first, so that no exec is killed for an approval already dropped. */
 	removed = bpf_map_delete_elem(bpf_map__fd(b->skel->maps.sandboxes), &key);
 	if (removed < 0 && removed != -ENOENT)
@@ -228,6 +240,73 @@ int backstop_remove_sandbox(struct backstop *b, uint64_t cgroup_id)
 		cur = next;
 	}
 	return removed;
+}
+
+static size_t cache_slot(const struct backstop_abi_key *key, size_t cap)
+{
+	uint64_t h = key->cgroup_id * 0x9e3779b97f4a7c15ULL;
+
+	h ^= key->ino + 0x7f4a7c159e3779b9ULL + (h << 6) + (h >> 2);
+	h ^= (uint64_t)key->dev * 0xc2b2ae3d27d4eb4fULL;
+	h ^= h >> 29;
+	return (size_t)h & (cap - 1);
+}
+
+static bool cache_has(const struct backstop *b, const struct backstop_abi_key *key)
+{
+	if (b->cache_cap == 0)
+		return false;
+	for (size_t i = cache_slot(key, b->cache_cap);; i = (i + 1) & (b->cache_cap - 1)) {
+		const struct backstop_abi_key *k = &b->cache[i];
+
+		if (k->cgroup_id == 0)
+			return false;
+		if (k->cgroup_id == key->cgroup_id && k->ino == key->ino && k->dev == key->dev)
+			return true;
+	}
+}
+
+static void cache_insert(struct backstop_abi_key *cache, size_t cap,
+                         const struct backstop_abi_key *key)
+{
+	size_t i = cache_slot(key, cap);
+
+	while (cache[i].cgroup_id != 0)
+		i = (i + 1) & (cap - 1);
+	cache[i] = *key;
+}
+
+/* Best effort: without memory the next approval of this file just updates the map again. */
+static void cache_add(struct backstop *b, const struct backstop_abi_key *key)
+{
+	/* At most half full, so that probes stay short and always end at an empty slot. */
+	if ((b->cache_used + 1) * 2 > b->cache_cap) {
+		size_t cap = b->cache_cap ? b->cache_cap * 2 : 64;
+		struct backstop_abi_key *grown;
+
+		/* The map holds at most BACKSTOP_MAX_APPROVALS: never more in the cache. */
+		if (b->cache_used >= BACKSTOP_MAX_APPROVALS)
+			return;
+		grown = calloc(cap, sizeof(*grown));
+		if (!grown)
+			return;
+		for (size_t i = 0; i < b->cache_cap; i++)
+			if (b->cache[i].cgroup_id != 0)
+				cache_insert(grown, cap, &b->cache[i]);
+		free(b->cache);
+		b->cache = grown;
+		b->cache_cap = cap;
+	}
+	cache_insert(b->cache, b->cache_cap, key);
+	b->cache_used++;
+}
+
+static void cache_clear(struct backstop *b)
+{
+	free(b->cache);
+	b->cache = NULL;
+	b->cache_cap = 0;
+	b->cache_used = 0;
 }
 
 static int approval_key(uint64_t cgroup_id, dev_t st_dev, ino_t st_ino,
@@ -258,7 +337,13 @@ int backstop_allow(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t s
 	r = approval_key(cgroup_id, st_dev, st_ino, &key);
 	if (r < 0)
 		return r;
-	return bpf_map_update_elem(bpf_map__fd(b->skel->maps.approved), &key, &one, BPF_ANY);
+	if (cache_has(b, &key))
+		return 0;
+	r = bpf_map_update_elem(bpf_map__fd(b->skel->maps.approved), &key, &one, BPF_ANY);
+	if (r < 0)
+		return r;
+	cache_add(b, &key);
+	return 0;
 }
 
 int backstop_revoke(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino)
@@ -269,6 +354,7 @@ int backstop_revoke(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t 
 	r = approval_key(cgroup_id, st_dev, st_ino, &key);
 	if (r < 0)
 		return r;
+	cache_clear(b);
 	return bpf_map_delete_elem(bpf_map__fd(b->skel->maps.approved), &key);
 }
 

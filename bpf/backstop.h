@@ -82,7 +82,9 @@ int backstop_add_sandbox(struct backstop *b, uint64_t cgroup_id);
 int backstop_remove_sandbox(struct backstop *b, uint64_t cgroup_id);
 
 /* Approve the file (st_dev, st_ino: from backstop_file_id, or from struct stat where the file
- * system is neither overlayfs nor btrfs) for the sandbox. Idempotent.
+ * system is neither overlayfs nor btrfs) for the sandbox. Idempotent; approving again what is
+ * already approved costs no system call (the approvals are remembered in this process: only
+ * backstop_allow/revoke/remove_sandbox may write the map).
  * -E2BIG when the approved set is full (65536 files in all sandboxes): the caller must then
  * deny the exec. -EOVERFLOW when st_dev has no kernel encoding (major >= 4096). */
 int backstop_allow(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino);

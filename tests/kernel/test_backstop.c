@@ -418,6 +418,36 @@ static void test_same_bytes_other_inode_is_not_approved(void **state)
 	               run_in_cgroup(f->cgroups[cg], approved, (char *[]){approved, NULL}, NULL));
 }
 
+/* backstop_allow skips the map update for a file it already approved; an approval taken back
+ * (revoke, sandbox removal) must then really be written again. */
+static void test_approving_again_after_revoke_or_removal_reaches_the_kernel(void **state)
+{
+	struct fixture *f = fixture_or_skip(state);
+	size_t cg = make_cgroup(f, NULL);
+	uint64_t id = cgroup_id_of(f->cgroups[cg]);
+	char approved[PATH_MAX];
+	char *argv[] = {approved, NULL};
+	struct stat st;
+
+	copy_file(f, "/bin/true", "true", approved);
+	assert_int_equal(stat(approved, &st), 0);
+	assert_int_equal(backstop_add_sandbox(f->b, id), 0);
+	allow_file(f, id, approved);
+	allow_file(f, id, approved); /* already approved: no map update, still fine */
+	assert_ran_ok(run_in_cgroup(f->cgroups[cg], approved, argv, NULL));
+
+	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino), 0);
+	assert_stopped(f, run_in_cgroup(f->cgroups[cg], approved, argv, NULL));
+	allow_file(f, id, approved);
+	assert_ran_ok(run_in_cgroup(f->cgroups[cg], approved, argv, NULL));
+
+	assert_int_equal(backstop_remove_sandbox(f->b, id), 0);
+	assert_int_equal(backstop_add_sandbox(f->b, id), 0);
+	assert_stopped(f, run_in_cgroup(f->cgroups[cg], approved, argv, NULL));
+	allow_file(f, id, approved);
+	assert_ran_ok(run_in_cgroup(f->cgroups[cg], approved, argv, NULL));
+}
+
 static void test_script_checks_its_interpreter(void **state)
 {
 	struct fixture *f = fixture_or_skip(state);
@@ -895,6 +925,7 @@ int main(void)
 	        T(test_approved_binary_runs_normally),
 	        T(test_unapproved_binary_never_runs_an_instruction),
 	        T(test_same_bytes_other_inode_is_not_approved),
+	        T(test_approving_again_after_revoke_or_removal_reaches_the_kernel),
 	        T(test_script_checks_its_interpreter),
 	        T(test_descendant_cgroups_are_checked),
 	        T(test_pid_namespace_init_is_stopped_too),
