@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <float.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
 #include "protocol/cleanup.h"
-#include "protocol/json_strict.h"
 #include "protocol/utf8.h"
 
 static const char *const verdict_names[] = {
@@ -78,121 +77,226 @@ void audit_format_time(uint64_t time_ms, char buf[static 32])
 	snprintf(buf + n, 32 - n, ".%03uZ", (unsigned)(time_ms % 1000));
 }
 
-/* S as valid UTF-8, each byte of an invalid sequence replaced by U+FFFD; malloc'd. */
-static char *utf8_sanitize(const char *s)
+/* The line is built directly, not through a cJSON tree: one exec is one line, and the tree
+ * (a node and a copy per value, numbers printed and scanned back) cost more than the rest of
+ * an allowed exec's bookkeeping. The output is byte for byte what cJSON_PrintUnformatted
+ * gives for the same values (tests/unit/supervisor/test_audit.c holds it to that). */
+struct line_buf {
+	char *s;
+	size_t len, cap;
+	bool failed;
+};
+
+static void buf_reserve(struct line_buf *b, size_t more)
+{
+	size_t cap;
+	char *s;
+
+	if (b->failed || b->len + more + 1 <= b->cap)
+		return;
+	cap = b->cap ? b->cap : 512;
+	while (cap < b->len + more + 1) {
+		if (cap > SIZE_MAX / 2) {
+			b->failed = true;
+			return;
+		}
+		cap *= 2;
+	}
+	s = realloc(b->s, cap);
+	if (!s) {
+		b->failed = true;
+		return;
+	}
+	b->s = s;
+	b->cap = cap;
+}
+
+static void buf_put(struct line_buf *b, const char *s, size_t n)
+{
+	buf_reserve(b, n);
+	if (b->failed)
+		return;
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+static void buf_puts(struct line_buf *b, const char *s)
+{
+	buf_put(b, s, strlen(s));
+}
+
+/* S as a JSON string: made valid UTF-8 first (each byte of an invalid sequence becomes
+ * U+FFFD), then escaped as cJSON does (", \, \b \f \n \r \t, other controls as \u00xx;
+ * everything else as is). NULL is null. */
+static void buf_string(struct line_buf *b, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	size_t len = strlen(s);
-	char *out = malloc(len * 3 + 1), *o = out;
 
-	if (!out)
-		return NULL;
+	if (!s) {
+		buf_put(b, "null", 4);
+		return;
+	}
+	/* Worst case 6 bytes out per byte in (\u00xx); U+FFFD is 3 per byte. */
+	buf_reserve(b, strlen(s) * 6 + 2);
+	if (b->failed)
+		return;
+	b->s[b->len++] = '"';
 	while (*p) {
 		size_t n = cl_utf8_decode((const char *)p, NULL);
+		char *o = b->s + b->len;
+
 		if (n == 0) {
 			memcpy(o, "\xef\xbf\xbd", 3);
-			o += 3;
+			b->len += 3;
 			p++;
-		} else {
-			memcpy(o, p, n);
-			o += n;
-			p += n;
+			continue;
 		}
+		if (n > 1) {
+			memcpy(o, p, n);
+			b->len += n;
+			p += n;
+			continue;
+		}
+		switch (*p) {
+		case '"':
+		case '\\':
+			o[0] = '\\';
+			o[1] = (char)*p;
+			b->len += 2;
+			break;
+		case '\b':
+			memcpy(o, "\\b", 2);
+			b->len += 2;
+			break;
+		case '\f':
+			memcpy(o, "\\f", 2);
+			b->len += 2;
+			break;
+		case '\n':
+			memcpy(o, "\\n", 2);
+			b->len += 2;
+			break;
+		case '\r':
+			memcpy(o, "\\r", 2);
+			b->len += 2;
+			break;
+		case '\t':
+			memcpy(o, "\\t", 2);
+			b->len += 2;
+			break;
+		default:
+			if (*p < 32) {
+				static const char hex[] = "0123456789abcdef";
+
+				memcpy(o, "\\u00", 4);
+				o[4] = hex[*p >> 4];
+				o[5] = hex[*p & 0xf];
+				b->len += 6;
+			} else {
+				o[0] = (char)*p;
+				b->len += 1;
+			}
+		}
+		p++;
 	}
-	*o = '\0';
-	return out;
+	b->s[b->len++] = '"';
+	b->s[b->len] = '\0';
 }
 
-static cJSON *json_string_or_null(const char *s)
+/* A number as cJSON prints a double holding it; < 0 is null. */
+static void buf_int(struct line_buf *b, int64_t v)
 {
-	_cleanup_free_ char *clean = NULL;
+	char num[32];
 
-	if (!s)
-		return cJSON_CreateNull();
-	clean = utf8_sanitize(s);
-	return clean ? cJSON_CreateString(clean) : NULL;
+	if (v < 0) {
+		buf_put(b, "null", 4);
+		return;
+	}
+	if (v < 1000000000000000LL) { /* %1.15g of such an integer is its digits */
+		snprintf(num, sizeof(num), "%" PRId64, v);
+	} else {
+		double d = (double)v, back;
+
+		/* cJSON's rule: 15 digits unless they do not read back within DBL_EPSILON. */
+		snprintf(num, sizeof(num), "%1.15g", d);
+		back = strtod(num, NULL);
+		if ((back > d ? back - d : d - back) > (back > d ? back : d) * DBL_EPSILON)
+			snprintf(num, sizeof(num), "%1.17g", d);
+	}
+	buf_puts(b, num);
 }
 
-static int add_string(cJSON *obj, const char *key, const char *s)
+static void buf_key(struct line_buf *b, const char *key)
 {
-	cJSON *v = json_string_or_null(s);
-
-	if (!v || !cJSON_AddItemToObject(obj, key, v)) {
-		cJSON_Delete(v);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static int add_int(cJSON *obj, const char *key, int64_t v)
-{
-	cJSON *j = v < 0 ? cJSON_CreateNull() : cJSON_CreateNumber((double)v);
-
-	if (!j || !cJSON_AddItemToObject(obj, key, j)) {
-		cJSON_Delete(j);
-		return -ENOMEM;
-	}
-	return 0;
+	buf_puts(b, b->len > 1 ? ",\"" : "\"");
+	buf_puts(b, key);
+	buf_put(b, "\":", 2);
 }
 
 int audit_format_line(const struct audit_record *rec, char **ret_line)
 {
-	_cleanup_cjson_ cJSON *root = NULL;
-	_cleanup_free_ char *json = NULL;
+	struct line_buf b = {0};
 	const char *verdict = audit_verdict_to_string(rec->verdict);
 	char when[32];
-	cJSON *argv;
-	char *line;
-	size_t len;
 
 	if (!verdict)
 		return -EINVAL;
-	root = cJSON_CreateObject();
-	if (!root)
-		return -ENOMEM;
 	audit_format_time(rec->time_ms, when);
 
-	if (add_string(root, "time", when) < 0 || add_string(root, "id", rec->id) < 0 ||
-	    add_string(root, "sandbox", rec->sandbox) < 0 ||
-	    add_string(root, "project", rec->project) < 0 ||
-	    add_string(root, "kind", rec->kind) < 0 || add_int(root, "pid", rec->pid) < 0 ||
-	    add_int(root, "uid", rec->uid) < 0 || add_string(root, "exe", rec->exe) < 0)
-		return -ENOMEM;
+	buf_put(&b, "{", 1);
+	buf_key(&b, "time");
+	buf_string(&b, when);
+	buf_key(&b, "id");
+	buf_string(&b, rec->id);
+	buf_key(&b, "sandbox");
+	buf_string(&b, rec->sandbox);
+	buf_key(&b, "project");
+	buf_string(&b, rec->project);
+	buf_key(&b, "kind");
+	buf_string(&b, rec->kind);
+	buf_key(&b, "pid");
+	buf_int(&b, rec->pid);
+	buf_key(&b, "uid");
+	buf_int(&b, rec->uid);
+	buf_key(&b, "exe");
+	buf_string(&b, rec->exe);
+	buf_key(&b, "argv");
 	if (rec->argv) {
-		argv = cJSON_AddArrayToObject(root, "argv");
-		if (!argv)
-			return -ENOMEM;
+		buf_put(&b, "[", 1);
 		for (size_t i = 0; i < rec->argc; i++) {
-			cJSON *a = json_string_or_null(rec->argv[i] ? rec->argv[i] : "");
-			if (!a || !cJSON_AddItemToArray(argv, a)) {
-				cJSON_Delete(a);
-				return -ENOMEM;
-			}
+			if (i > 0)
+				buf_put(&b, ",", 1);
+			buf_string(&b, rec->argv[i] ? rec->argv[i] : "");
 		}
-	} else if (!cJSON_AddNullToObject(root, "argv")) {
+		buf_put(&b, "]", 1);
+	} else {
+		buf_put(&b, "null", 4);
+	}
+	buf_key(&b, "cwd");
+	buf_string(&b, rec->cwd);
+	buf_key(&b, "interpreter");
+	buf_string(&b, rec->interpreter);
+	buf_key(&b, "summary");
+	buf_string(&b, rec->summary);
+	buf_key(&b, "verdict");
+	buf_string(&b, verdict);
+	buf_key(&b, "rule");
+	buf_string(&b, rec->rule);
+	buf_key(&b, "decided_by");
+	buf_string(&b, rec->decided_by);
+	buf_key(&b, "scope");
+	buf_string(&b, rec->scope);
+	buf_key(&b, "latency_ms");
+	buf_int(&b, rec->latency_ms);
+	buf_key(&b, "reason");
+	buf_string(&b, rec->reason);
+	buf_put(&b, "}\n", 2);
+	if (b.failed) {
+		free(b.s);
 		return -ENOMEM;
 	}
-	if (add_string(root, "cwd", rec->cwd) < 0 ||
-	    add_string(root, "interpreter", rec->interpreter) < 0 ||
-	    add_string(root, "summary", rec->summary) < 0 ||
-	    add_string(root, "verdict", verdict) < 0 || add_string(root, "rule", rec->rule) < 0 ||
-	    add_string(root, "decided_by", rec->decided_by) < 0 ||
-	    add_string(root, "scope", rec->scope) < 0 ||
-	    add_int(root, "latency_ms", rec->latency_ms) < 0 ||
-	    add_string(root, "reason", rec->reason) < 0)
-		return -ENOMEM;
-
-	json = cJSON_PrintUnformatted(root);
-	if (!json)
-		return -ENOMEM;
-	len = strlen(json);
-	line = malloc(len + 2);
-	if (!line)
-		return -ENOMEM;
-	memcpy(line, json, len);
-	line[len] = '\n';
-	line[len + 1] = '\0';
-	*ret_line = line;
+	*ret_line = b.s;
 	return 0;
 }
 

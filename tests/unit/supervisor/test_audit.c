@@ -100,6 +100,26 @@ static char *argv_json(const char *arg)
 	return out;
 }
 
+/* Numbers as cJSON printed them (the log's format predates the direct formatter): integers as
+ * digits below 1e15, above that as a double in %1.15g, or %1.17g when 15 digits lose it. */
+static void test_numbers_keep_their_format(void **state)
+{
+	struct audit_record rec = {.pid = 4242,
+	                           .uid = 4294967295LL,
+	                           .latency_ms = 1234567890123456789LL,
+	                           .verdict = AUDIT_ALLOW};
+	char *line = NULL;
+
+	assert_int_equal(audit_format_line(&rec, &line), 0);
+	assert_non_null(strstr(line, "\"pid\":4242,\"uid\":4294967295,"));
+	assert_non_null(strstr(line, "\"latency_ms\":1.2345678901234568e+18,"));
+	free(line);
+	rec.latency_ms = 1000000000000000LL;
+	assert_int_equal(audit_format_line(&rec, &line), 0);
+	assert_non_null(strstr(line, "\"latency_ms\":1e+15,"));
+	free(line);
+}
+
 static void test_hostile_argv_is_escaped_and_made_valid_utf8(void **state)
 {
 	static const struct {
@@ -386,6 +406,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_a_full_record_is_one_exact_line),
 	        cmocka_unit_test(test_unknown_values_are_null),
+	        cmocka_unit_test(test_numbers_keep_their_format),
 	        cmocka_unit_test(test_hostile_argv_is_escaped_and_made_valid_utf8),
 	        cmocka_unit_test(test_time_is_rfc3339_utc_with_milliseconds),
 	        cmocka_unit_test(test_queue_events_become_records),
