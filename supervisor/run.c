@@ -312,9 +312,10 @@ static int backstop_approve(struct run *run, const struct exec_files *files)
 	return 0;
 }
 
-static void answer(struct run *run, uint64_t id, bool allow, const struct exec_files *files)
+/* Returns 0, or the backstop's -errno when an allow had to become a denial. */
+static int answer(struct run *run, uint64_t id, bool allow, const struct exec_files *files)
 {
-	int r;
+	int r, refused = 0;
 
 	if (allow) {
 		r = backstop_approve(run, files);
@@ -322,11 +323,13 @@ static void answer(struct run *run, uint64_t id, bool allow, const struct exec_f
 			say(run, "exec denied: the backstop could not record the approval (%s)",
 			    strerror(-r));
 			allow = false;
+			refused = r;
 		}
 	}
 	r = allow ? notifier_continue(run->notifier, id) : notifier_deny(run->notifier, id, EACCES);
 	if (r < 0 && r != -ENOENT)
 		say(run, "answering an exec failed: %s", strerror(-r));
+	return refused;
 }
 
 /* ---- the queue --------------------------------------------------------------------------- */
@@ -562,10 +565,17 @@ static void handle_exec(struct run *run, const struct seccomp_notif *req)
 
 	switch (res.verdict) {
 	case POLICY_ALLOW:
+		/* Answer first: the decision is made, and the waiting exec need not also wait for
+		 * the log line. The line follows in this same call, so it is never lost; a backstop
+		 * failure turned the answer into a denial, and the line says so. */
+		if (answer(run, req->id, true, &files) < 0) {
+			audit_verdict(run, t, exe, argv, argc, &res, AUDIT_DENY,
+			              "the backstop could not record the approval");
+			return;
+		}
+		audit_verdict(run, t, exe, argv, argc, &res, AUDIT_ALLOW, NULL);
 		if (run->opt.verbose)
 			say(run, "exec %s allowed: %s", res.subject, res.rule);
-		audit_verdict(run, t, exe, argv, argc, &res, AUDIT_ALLOW, NULL);
-		answer(run, req->id, true, &files);
 		return;
 	case POLICY_DENY: {
 		char rule[1024];
