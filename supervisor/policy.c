@@ -270,6 +270,7 @@ static int check_exec(const struct config *cfg, const char *path, const char *co
 			decide(&res, POLICY_DENY, &rule->origin,
 			       "%s matches a deny rule; deny rules win over every allow rule",
 			       path);
+			res.by_deny_rule = true;
 			note_exec_details(&res, &cmds, argc);
 			*ret = res;
 			return 0;
@@ -341,11 +342,12 @@ static int check_exec(const struct config *cfg, const char *path, const char *co
 		res.fallback = POLICY_DENY;
 		if (res.verdict == POLICY_ALLOW) {
 			describe_exec_rule(unsure, res.rule, sizeof(res.rule));
-			if (cfg->exec.ask == EXEC_ASK_OFF)
+			if (cfg->exec.ask == EXEC_ASK_OFF) {
 				decide(&res, POLICY_DENY, &unsure->origin,
 				       "the argument list is too long to rule out this deny rule, "
 				       "and exec.ask is off");
-			else
+				res.by_deny_rule = true;
+			} else
 				decide(&res, POLICY_ASK, &unsure->origin,
 				       "the argument list is too long to rule out this deny rule, "
 				       "so a person decides");

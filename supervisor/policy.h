@@ -44,6 +44,7 @@
 #ifndef CLOISTER_POLICY_H
 #define CLOISTER_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "protocol/error.h"
@@ -58,6 +59,9 @@ enum policy_verdict {
 struct policy_result {
 	enum policy_verdict verdict;
 	enum policy_verdict fallback; /* what an ASK becomes when nobody answers */
+	/* exec: an exec.deny rule denied (not a setting such as exec.security or exec.ask), so
+	 * the denial holds whatever name the file is reached by (see exec_decision.h). */
+	bool by_deny_rule;
 	/* The rule or setting that decided; origin.file NULL when a built-in rule of the
 	 * policy itself decided (a malformed path). */
 	struct config_origin origin;

@@ -143,6 +143,42 @@ static void test_asking_script_keeps_its_fallback(void **state)
 	(void)state;
 }
 
+/* A symlink cannot dodge a deny rule: /usr/bin/sudo -> /work/tool is denied by its name. */
+static void test_a_deny_rule_on_the_given_name_holds_for_an_allowed_file(void **state)
+{
+	static const char *const argv[] = {"sudo", "-i", NULL};
+	struct config *cfg = load(CONFIG);
+	struct policy_result res;
+
+	assert_int_equal(
+	        exec_decide(cfg, "/usr/bin/sudo", "/work/tool", argv, 2, false, &res, NULL), 0);
+	assert_int_equal(res.verdict, POLICY_DENY);
+	assert_true(res.by_deny_rule);
+	assert_string_equal(res.rule, "exec.deny[0] path \"/usr/bin/sudo\"");
+	config_free(cfg);
+	(void)state;
+}
+
+/* Only a deny rule sticks to the given name: a name no allow rule lists (denied there by
+ * ask: off, a setting) is judged by the file it resolves to. */
+static void test_a_setting_denial_of_the_given_name_yields_to_the_real_file(void **state)
+{
+	static const char *const argv[] = {"tool", NULL};
+	struct config *cfg = load("exec:\n"
+	                          "  security: allowlist\n"
+	                          "  ask: off\n"
+	                          "  allow:\n"
+	                          "    - path: \"/work/tool\"\n");
+	struct policy_result res;
+
+	assert_int_equal(
+	        exec_decide(cfg, "/home/u/bin/tool", "/work/tool", argv, 1, false, &res, NULL), 0);
+	assert_int_equal(res.verdict, POLICY_ALLOW);
+	assert_false(res.by_deny_rule);
+	config_free(cfg);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -151,6 +187,8 @@ int main(void)
 	        cmocka_unit_test(test_interpreter_command_is_what_the_kernel_runs),
 	        cmocka_unit_test(test_unlisted_interpreter_asks_with_a_denying_fallback),
 	        cmocka_unit_test(test_asking_script_keeps_its_fallback),
+	        cmocka_unit_test(test_a_deny_rule_on_the_given_name_holds_for_an_allowed_file),
+	        cmocka_unit_test(test_a_setting_denial_of_the_given_name_yields_to_the_real_file),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
