@@ -374,6 +374,11 @@ static int read_malloc(const char *path, char **ret)
 	return 0;
 }
 
+int mountinfo_read_self(char **ret_text)
+{
+	return read_malloc("/proc/self/mountinfo", ret_text);
+}
+
 /* ---- cgroupfs ---------------------------------------------------------------------------- */
 
 int cgroup_find_cgroup2(char *ret_mount, size_t size)
@@ -382,7 +387,7 @@ int cgroup_find_cgroup2(char *ret_mount, size_t size)
 	char root[PATH_MAX];
 	int r;
 
-	r = read_malloc("/proc/self/mountinfo", &text);
+	r = mountinfo_read_self(&text);
 	if (r < 0)
 		return r;
 	return cgroup_find_cgroup2_in_mountinfo(text, ret_mount, size, root, sizeof(root));

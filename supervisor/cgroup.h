@@ -35,6 +35,9 @@ struct mountinfo_entry {
 /* Parse one NUL-terminated line (without the newline), modifying it. -EINVAL if malformed. */
 int mountinfo_parse_line(char *line, struct mountinfo_entry *ret);
 
+/* The whole of /proc/self/mountinfo, malloc'd and NUL-terminated, in *ret_text. */
+int mountinfo_read_self(char **ret_text);
+
 /* Find the cgroup2 mount in mountinfo text. When several exist, the first whose root is "/"
  * wins (a bind mount of a subtree is a worse choice), else the first. Copies the mount point
  * and the root into the buffers. -ENOENT when there is no cgroup2 mount, -ENAMETOOLONG when a

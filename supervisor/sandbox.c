@@ -104,40 +104,6 @@ __attribute__((noreturn, format(printf, 3, 4))) static void init_fail(int sock, 
 	_exit(127);
 }
 
-static int read_all(const char *path, char **ret)
-{
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
-
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		ssize_t n;
-
-		if (cap - len < 4096) {
-			char *nb = realloc(buf, cap + 65536);
-
-			if (!nb)
-				return -ENOMEM;
-			buf = nb;
-			cap += 65536;
-		}
-		n = read(fd, buf + len, cap - len - 1);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	*ret = TAKE_PTR(buf);
-	return 0;
-}
-
 /* Bind PATH onto itself read-only, so the agent cannot change what is there (the supervisor's
  * own config and audit log). A path that does not exist is skipped: the caller creates what
  * must be protected before starting. */
@@ -167,7 +133,7 @@ static int remount_sys(int sock)
 	} sub[SYS_SUBMOUNTS_MAX];
 	size_t nsub = 0;
 
-	r = read_all("/proc/self/mountinfo", &text);
+	r = mountinfo_read_self(&text);
 	if (r < 0)
 		init_fail(sock, r, "read /proc/self/mountinfo: %s", strerror(-r));
 	/* The topmost mount on /sys is the last one listed for that path. */
