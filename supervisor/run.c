@@ -541,20 +541,23 @@ static void handle_exec(struct run *run, const struct seccomp_notif *req)
 	}
 	exec_files_from_target(t, &files);
 
-	if (asprintf(&session_key, "%s\n%s", exe, res.subject) < 0) {
-		notifier_deny(run->notifier, req->id, EACCES);
-		return;
-	}
-	if (res.verdict != POLICY_DENY && session_allows(run, session_key)) {
-		res.verdict = POLICY_ALLOW;
-		snprintf(res.rule, sizeof(res.rule), "session: allowed always by a person");
-		res.origin.file = NULL;
-	}
-
-	if (res.verdict == POLICY_ASK && recently_denied(run, session_key, t->pid)) {
-		res.verdict = POLICY_DENY;
-		snprintf(res.rule, sizeof(res.rule), "the same exec was denied a moment ago");
-		res.origin.file = NULL;
+	/* Only an ask can be settled by an earlier answer: "always" in this session, or a denial
+	 * a moment ago (a shell retrying the next PATH entry). Allowed execs skip the lookup. */
+	if (res.verdict == POLICY_ASK) {
+		if (asprintf(&session_key, "%s\n%s", exe, res.subject) < 0) {
+			notifier_deny(run->notifier, req->id, EACCES);
+			return;
+		}
+		if (session_allows(run, session_key)) {
+			res.verdict = POLICY_ALLOW;
+			snprintf(res.rule, sizeof(res.rule), "session: allowed always by a person");
+			res.origin.file = NULL;
+		} else if (recently_denied(run, session_key, t->pid)) {
+			res.verdict = POLICY_DENY;
+			snprintf(res.rule, sizeof(res.rule),
+			         "the same exec was denied a moment ago");
+			res.origin.file = NULL;
+		}
 	}
 
 	if (res.verdict == POLICY_ASK && run->terminating) {
