@@ -30,7 +30,7 @@ endif
 
 # Libraries, always through pkg-config. Recursive (=) on purpose: evaluated when a recipe runs,
 # which is after scripts/install-deps on a fresh machine.
-CORE_PKGS  := libcjson yaml-0.1 libpcre2-8
+CORE_PKGS  := libcjson yaml-0.1 libpcre2-8 libmicrohttpd
 KERNEL_PKGS:= libseccomp libbpf
 TEST_PKGS  := cmocka
 pkg_cflags = $(shell $(PKG) --cflags $(1))
@@ -57,7 +57,8 @@ SUPERVISOR_SRC := $(sort $(filter-out supervisor/main.c,$(wildcard supervisor/*.
 NOTIFIER_SRC   := $(sort $(wildcard notifier/*.c))
 BPF_PROG_SRC   := $(sort $(wildcard bpf/*.bpf.c))
 BPF_USER_SRC   := $(sort $(filter-out %.bpf.c,$(wildcard bpf/*.c)))
-GEN_SRC        := $(BUILD)/gen/default_config.c
+GEN_SRC        := $(BUILD)/gen/default_config.c $(BUILD)/gen/web_assets.c
+DASHBOARD      := $(sort $(wildcard supervisor/dashboard/*))
 # Tests mirror the folders: tests/unit/protocol/ links only protocol/, so the shim's base
 # library is tested on its own; tests/unit/supervisor/ links both.
 UNIT_PROTOCOL  := $(sort $(wildcard tests/unit/protocol/test_*.c))
@@ -105,6 +106,12 @@ $(BUILD)/gen/default_config.c: supervisor/default-config.yaml scripts/embed
 	$(Q)mkdir -p $(@D)
 	$(Q)scripts/embed cloister_default_config $< > $@.tmp && mv $@.tmp $@
 
+# The dashboard (supervisor/dashboard/) as the table of supervisor/web_assets.h.
+$(BUILD)/gen/web_assets.c: $(DASHBOARD) scripts/embed-assets
+	$(call say,EMBED,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)scripts/embed-assets supervisor/dashboard > $@.tmp && mv $@.tmp $@
+
 # ---- objects and libraries ------------------------------------------------------------------
 $(BUILD)/obj/%.o: %.c
 	$(call say,CC,$<)
@@ -116,7 +123,7 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS_ALL) $(CPPFLAGS) $(CFLAGS_ALL) -c $< -o $@
 
-GEN_OBJ := $(BUILD)/obj/gen/default_config.o
+GEN_OBJ := $(BUILD)/obj/gen/default_config.o $(BUILD)/obj/gen/web_assets.o
 
 $(PROTOCOL_LIB): $(call obj,$(PROTOCOL_SRC))
 	$(call say,AR,$@)
