@@ -392,6 +392,7 @@ int policy_check_hostexec(const struct config *cfg, const char *command, struct 
 	if (rule) {
 		snprintf(res.rule, sizeof(res.rule), "%s[%u] pattern \"%.400s\"", rule->list,
 		         rule->index, rule->regex.source);
+		snprintf(res.pattern, sizeof(res.pattern), "%s", rule->regex.source);
 		decide(&res, POLICY_ALLOW, &rule->origin,
 		       "the command matches an auto_approve pattern");
 		*ret = res;
@@ -401,6 +402,7 @@ int policy_check_hostexec(const struct config *cfg, const char *command, struct 
 	if (rule) {
 		snprintf(res.rule, sizeof(res.rule), "%s[%u] pattern \"%.400s\"", rule->list,
 		         rule->index, rule->regex.source);
+		snprintf(res.pattern, sizeof(res.pattern), "%s", rule->regex.source);
 		decide(&res, POLICY_ASK, &rule->origin,
 		       "the command matches a manual_approve pattern, so a person decides");
 		*ret = res;

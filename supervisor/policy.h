@@ -68,6 +68,7 @@ struct policy_result {
 	char rule[512];     /* e.g. `exec.deny[1] path "/usr/bin/nc*"`, `exec.ask=on-miss` */
 	char reason[512];   /* e.g. "no allow rule matched and exec.ask is on-miss" */
 	char subject[1024]; /* canonical command or normalised domain (truncated for display) */
+	char pattern[512];  /* hostexec: the matching pattern as written ("" otherwise) */
 };
 
 /* Decisions kept in memory for a running session (the dashboard's "session" scope); the

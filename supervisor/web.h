@@ -1,0 +1,115 @@
+/* The local HTTP APIs of guardian-api.md, on the supervisor's loop:
+ *
+ *   approval server  127.0.0.1:9999  dashboard, /pending, /approve, /deny, domain decisions,
+ *                                    /events (SSE), /logs (SSE of the audit log), /metrics,
+ *                                    /status, /sandboxes/{name}/{pause,resume,kill}
+ *   token API        127.0.0.1:9997  POST/GET /tokens, DELETE /tokens/{token}
+ *   request server   127.0.0.1:9998  POST /request (hostexec), X-Cloister-Token
+ *
+ * Safety: a Host header that is not a loopback name gets 403 (DNS rebinding). A state-changing
+ * request needs the dashboard's own Origin, or no Origin and the per-run API token (header
+ * `Authorization: Bearer …`); anything else gets 403 (CSRF). Bodies are bounded and parsed
+ * strictly; errors are {"error": "..."} with a 4xx.
+ *
+ * The queue stays the owner's: web decides items in it and calls ops->queue_changed so the
+ * owner drains resolutions and events, and hands hostexec resolutions and every event back
+ * through web_on_resolution / web_on_event. */
+#ifndef CLOISTER_WEB_H
+#define CLOISTER_WEB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "protocol/error.h"
+#include "supervisor/queue.h"
+
+struct loop;
+struct config;
+struct tokens;
+struct metrics;
+struct web;
+struct cJSON;
+
+struct web_sandbox_info {
+	const char *name;
+	const char *project;
+	const char *state; /* "running", "paused", "stopped" */
+	int64_t pid;
+	uint64_t started_ms; /* wall clock */
+};
+
+/* The outcome of a host command, as the executor reports it. */
+struct web_command_result {
+	const char *status; /* "completed", "timeout", "error" */
+	int exit_code;
+	const char *stdout_text;
+	const char *stderr_text;
+	const char *error;
+};
+
+typedef void (*web_command_done_fn)(void *done_userdata, const struct web_command_result *result);
+
+struct web_ops {
+	/* ACTION is "pause", "resume" or "kill". 0, -ENOENT (no such sandbox), other -errno. */
+	int (*sandbox_action)(void *userdata, const char *name, const char *action);
+	/* Fill OUT with up to MAX sandboxes; returns how many. */
+	unsigned (*sandboxes)(void *userdata, struct web_sandbox_info *out, unsigned max);
+	/* Something was decided or added through HTTP: drain the queue now. */
+	void (*queue_changed)(void *userdata);
+	/* Event-stream clients came or went: COUNT dashboards are attached. */
+	void (*approvers_changed)(void *userdata, unsigned count);
+	/* A domain decision with scope project or global: persist VALUE (a domain, or a pattern
+	 * when IS_PATTERN) under proxy.allow / proxy.deny. 0, or -errno with a message. */
+	int (*persist_domain)(void *userdata, const struct queue_item *item, bool allow,
+	                      enum queue_scope scope, const char *value, bool is_pattern,
+	                      struct cl_error *err);
+	/* Run ARGV (hostexec) for CLOISTER in WORKDIR (may be NULL); call DONE once, later or
+	 * at once. 0, or -errno when it could not start (DONE is then not called). */
+	int (*run_command)(void *userdata, const char *const *argv, size_t argc,
+	                   const char *workdir, uint64_t timeout_ms, web_command_done_fn done,
+	                   void *done_userdata);
+};
+
+struct web_listen {
+	const char *address; /* NULL: 127.0.0.1 */
+	uint16_t port;
+	bool disabled;
+};
+
+struct web_config {
+	struct web_listen approval; /* default port 9999 */
+	struct web_listen tokens;   /* default port 9997 */
+	struct web_listen request;  /* default port 9998 */
+	bool port_fallback;         /* a taken port is replaced by any free one */
+	const char *api_token;      /* required for state changes without an Origin */
+	const char *audit_path;     /* for /logs; NULL: no backlog */
+	const struct config
+	        *config; /* hostexec patterns, timeouts; may change with web_set_config */
+	uint64_t hostexec_timeout_ms; /* how long a hostexec command may run; 0: 5 min */
+	uint64_t heartbeat_ms;        /* SSE heartbeat; 0: 30 s */
+};
+
+int web_new(struct loop *loop, struct queue *queue, struct tokens *tokens, struct metrics *metrics,
+            const struct web_config *config, const struct web_ops *ops, void *userdata,
+            struct web **ret, struct cl_error *err);
+void web_free(struct web *web);
+
+/* The actual ports (after a fallback); 0 when disabled. */
+uint16_t web_approval_port(const struct web *web);
+uint16_t web_tokens_port(const struct web *web);
+uint16_t web_request_port(const struct web *web);
+unsigned web_event_clients(const struct web *web);
+
+/* Feed every queue event (SSE) and the resolutions of hostexec items (answers the blocked
+ * POST /request). Other kinds are ignored. */
+void web_on_event(struct web *web, const struct queue_event *ev);
+void web_on_resolution(struct web *web, const struct queue_resolution *res);
+/* One audit line (ending in "\n") for SANDBOX, for the /logs streams. */
+void web_on_audit_line(struct web *web, const char *sandbox, const char *line, size_t len);
+
+/* The JSON object of a queue item as /pending shows it (guardian-api.md fields plus kind,
+ * pid, exe, cwd, args, interpreter, expires). WALL_OFFSET_MS turns the queue's monotonic
+ * times into wall-clock ones. */
+struct cJSON *web_item_json(const struct queue_item *item, int64_t wall_offset_ms);
+
+#endif
