@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "supervisor/cli_client.h"
 #include "supervisor/cli_policy.h"
 #include "supervisor/run.h"
 
@@ -26,6 +27,10 @@ static void usage(FILE *out)
 	      "                                      the deciding rule with its file:line\n"
 	      "  policy check --domain HOST[:PORT]   decide a connection offline\n"
 	      "  policy show                         print the effective merged configuration\n"
+	      "  pending [--json]                    asks waiting in running supervisors\n"
+	      "  approve ID / deny ID [--reason R]   answer an ask\n"
+	      "  status [--json]                     running supervisors and their sandboxes\n"
+	      "  kill|pause|resume NAME              the kill switch for a sandbox\n"
 	      "\n"
 	      "options:\n"
 	      "  -h, --help      show this help (`" PROG " policy --help` for policy's options)\n"
@@ -54,6 +59,8 @@ int main(int argc, char **argv)
 		return cli_policy(argc - 1, argv + 1);
 	if (strcmp(cmd, "run") == 0)
 		return run_main(argc - 1, argv + 1);
+	if (cli_client_is_command(cmd))
+		return cli_client_main(argc - 1, argv + 1);
 	fprintf(stderr, PROG ": unknown command \"%s\"\nTry '" PROG " --help'.\n", cmd);
 	return CLI_EXIT_USAGE;
 }

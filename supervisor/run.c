@@ -45,6 +45,10 @@
 #include "supervisor/queue.h"
 #include "supervisor/sandbox.h"
 #include "supervisor/tty_approver.h"
+#include "supervisor/api_info.h"
+#include "supervisor/metrics.h"
+#include "supervisor/tokens.h"
+#include "supervisor/web.h"
 
 #define PROG "cloister-supervisor"
 
@@ -58,10 +62,14 @@
  * process asking the same thing again this soon gets the same answer instead of a new ask. */
 #define RECENT_DENIALS   16
 #define RECENT_DENIAL_MS 3000
+#define API_TOKEN_BYTES  32
+/* A dashboard reload must not hand its asks to the fallback. */
+#define WEB_ORPHAN_GRACE_MS 10000
 
 enum ask_mode {
-	ASK_AUTO,
+	ASK_AUTO, /* the terminal when there is one, and the dashboard */
 	ASK_TTY,
+	ASK_WEB, /* the dashboard and the CLI client: asks wait for them until the timeout */
 	ASK_NONE,
 };
 
@@ -76,6 +84,8 @@ struct options {
 	bool verbose;
 	bool quiet;
 	bool require_backstop;
+	bool no_web;
+	const char *listen[3]; /* approval, tokens, request: "ADDR:PORT" */
 	char **agent_argv;
 };
 
@@ -100,6 +110,7 @@ struct run {
 	char *sandbox_name;
 	char *config_dir; /* read-only inside the sandbox, like the audit log's directory */
 	char *audit_dir;
+	char *audit_path;
 	struct loop *loop;
 	struct sandbox *sandbox;
 	struct notifier *notifier;
@@ -122,6 +133,16 @@ struct run {
 		uint64_t until_ms;
 	} recent_denials[RECENT_DENIALS];
 	unsigned next_recent_denial;
+
+	struct tokens *tokens;
+	struct metrics metrics;
+	struct web *web;
+	unsigned web_clients;
+	bool paused; /* by the dashboard's kill switch */
+	uint64_t started_wall_ms;
+	char api_token[2 * API_TOKEN_BYTES + 1];
+	char cloister_token[2 * API_TOKEN_BYTES + 1];
+	char *api_info_path;
 
 	uint64_t notifications;
 	bool terminating; /* SIGTERM or SIGHUP came: asks are denied without asking */
@@ -165,7 +186,9 @@ static void audit_write(struct run *run, const struct audit_record *rec)
 		say(run, "audit log: write failed; further lines are lost");
 		cl_closep(&run->audit_fd);
 		run->audit_fd = -EBADF;
+		return;
 	}
+	web_on_audit_line(run->web, rec->sandbox, line, strlen(line));
 }
 
 static void format_rule(const struct policy_result *res, char *buf, size_t size)
@@ -205,6 +228,9 @@ static void audit_verdict(struct run *run, const struct exec_target *t, const ch
 		format_rule(res, rule, sizeof(rule));
 		rec.rule = rule;
 	}
+	if (verdict == AUDIT_ALLOW || verdict == AUDIT_DENY)
+		metrics_count_decision(&run->metrics, "exec", audit_verdict_to_string(verdict),
+		                       "policy");
 	audit_write(run, &rec);
 }
 
@@ -335,6 +361,23 @@ static int answer(struct run *run, uint64_t id, bool allow, const struct exec_fi
 /* ---- the queue --------------------------------------------------------------------------- */
 
 static int on_tick(struct loop *loop, void *userdata);
+static void drain_queue(struct run *run);
+
+/* Who can answer: the terminal, each dashboard on /events, and with --ask web the CLI
+ * client, counted as one permanent approver. With none, exec.ask_fallback decides. */
+static void update_approvers(struct run *run)
+{
+	unsigned n = run->web_clients;
+
+	if (run->tty && !tty_approver_gone(run->tty))
+		n++;
+	if (run->opt.ask == ASK_WEB && run->web)
+		n++;
+	if (n != queue_approvers(run->queue)) {
+		queue_set_approvers(run->queue, n, loop_now_ms());
+		drain_queue(run);
+	}
+}
 
 /* Watch the terminal only while a prompt waits: otherwise its input belongs to the agent. */
 static void tty_update_watch(struct run *run);
@@ -364,6 +407,12 @@ static void drain_queue(struct run *run)
 	while (queue_pop_resolution(run->queue, &res) == 1) {
 		bool allow = res.item->state == QUEUE_STATE_APPROVED;
 
+		if (res.item->kind == QUEUE_KIND_HOSTEXEC) {
+			web_on_resolution(run->web, &res);
+			queue_resolution_release(&res);
+			continue;
+		}
+
 		for (size_t i = 0; i < res.n_cookies; i++) {
 			struct pending_exec *p = pending_find(run, res.cookies[i]);
 
@@ -388,6 +437,17 @@ static void drain_queue(struct run *run)
 
 		audit_record_from_queue_event(&ev, wall_ms(), &rec);
 		audit_write(run, &rec);
+		if (ev.type == QUEUE_EVENT_REMOVED) {
+			metrics_count_decision(&run->metrics, queue_kind_to_string(ev.item->kind),
+			                       queue_state_to_string(ev.state),
+			                       ev.item->decided_by);
+			if (ev.state != QUEUE_STATE_CANCELLED)
+				metrics_observe_latency(
+				        &run->metrics,
+				        (double)(ev.item->decided_ms - ev.item->created_ms) /
+				                1000.0);
+		}
+		web_on_event(run->web, &ev);
 		queue_event_release(&ev);
 	}
 	if (run->tty) {
@@ -430,8 +490,8 @@ static int on_tty_readable(struct loop *loop, int fd, uint32_t events, void *use
 		queue_decide(run->queue, d.id, d.allow, d.scope, "tty",
 		             d.allow ? NULL : "Command denied by user", loop_now_ms());
 	} else if (r == TTY_APPROVER_GONE) {
-		say(run, "the terminal is gone; exec.ask_fallback decides from now on");
-		queue_set_approvers(run->queue, 0, loop_now_ms());
+		say(run, "the terminal is gone; only the dashboard can answer from now on");
+		update_approvers(run);
 	}
 	drain_queue(run);
 	return 0;
@@ -644,6 +704,7 @@ static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdat
 		r = notifier_receive(run->notifier, &req);
 		if (r == 0) {
 			run->notifications++;
+			run->metrics.notifications++;
 			if (req.data.nr == SYS_execve || req.data.nr == SYS_execveat)
 				handle_exec(run, &req);
 			else
@@ -802,6 +863,198 @@ static char *default_name(void)
 	return strndup(base, 64);
 }
 
+/* ---- the dashboard and the local APIs ------------------------------------------------------ */
+
+static int web_sandbox_action(void *userdata, const char *name, const char *action)
+{
+	struct run *run = userdata;
+	int r;
+
+	if (!run->sandbox || strcmp(name, run->sandbox_name))
+		return -ENOENT;
+	if (!strcmp(action, "kill")) {
+		say(run, "sandbox \"%s\" killed from the dashboard", name);
+		run->terminating = true;
+		queue_cancel_sandbox(run->queue, run->sandbox_name, "the sandbox was killed",
+		                     loop_now_ms());
+		return sandbox_kill(run->sandbox);
+	}
+	r = sandbox_pause(run->sandbox, !strcmp(action, "pause"));
+	if (r >= 0) {
+		run->paused = !strcmp(action, "pause");
+		say(run, "sandbox \"%s\" %s from the dashboard", name,
+		    run->paused ? "paused" : "resumed");
+	}
+	return r;
+}
+
+static unsigned web_sandboxes(void *userdata, struct web_sandbox_info *out, unsigned max)
+{
+	struct run *run = userdata;
+
+	if (!run->sandbox || max == 0)
+		return 0;
+	out[0] = (struct web_sandbox_info){
+	        .name = run->sandbox_name,
+	        .project = run->opt.project,
+	        .state = run->exited   ? "stopped"
+	                 : run->paused ? "paused"
+	                               : "running",
+	        .pid = sandbox_init_pid(run->sandbox),
+	        .started_ms = run->started_wall_ms,
+	};
+	return 1;
+}
+
+static void web_queue_changed(void *userdata)
+{
+	drain_queue(userdata);
+}
+
+static void web_approvers_changed(void *userdata, unsigned count)
+{
+	struct run *run = userdata;
+
+	run->web_clients = count;
+	update_approvers(run);
+}
+
+static const struct web_ops run_web_ops = {
+        .sandbox_action = web_sandbox_action,
+        .sandboxes = web_sandboxes,
+        .queue_changed = web_queue_changed,
+        .approvers_changed = web_approvers_changed,
+};
+
+static void random_hex(char *out, size_t bytes)
+{
+	unsigned char raw[64];
+
+	if (bytes > sizeof(raw) || getrandom(raw, bytes, 0) != (ssize_t)bytes) {
+		out[0] = '\0';
+		return;
+	}
+	for (size_t i = 0; i < bytes; i++)
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+	explicit_bzero(raw, sizeof(raw));
+}
+
+/* "ADDR:PORT", "[V6]:PORT" or "PORT" into L; ADDR must be numeric. */
+static int parse_listen(const char *text, struct web_listen *l, char *addr_buf, size_t size)
+{
+	const char *colon = strrchr(text, ':');
+	char *end;
+	unsigned long port;
+
+	if (!strcmp(text, "off")) {
+		l->disabled = true;
+		return 0;
+	}
+	if (colon) {
+		const char *a = text;
+		size_t n = (size_t)(colon - text);
+
+		if (a[0] == '[' && n >= 2 && a[n - 1] == ']') {
+			a++;
+			n -= 2;
+		}
+		if (n >= size)
+			return -EINVAL;
+		/* ":9998" (Cloister's default, all interfaces in Go) stays on loopback here: an
+		 * address to listen on beyond it must be written out. */
+		memcpy(addr_buf, a, n);
+		addr_buf[n] = '\0';
+		l->address = n ? addr_buf : NULL;
+		text = colon + 1;
+	}
+	errno = 0;
+	port = strtoul(text, &end, 10);
+	if (errno || *end || end == text || port > 65535)
+		return -EINVAL;
+	l->port = (uint16_t)port;
+	return 0;
+}
+
+static int setup_web(struct run *run)
+{
+	static char addr[3][64];
+	struct web_config wc = {
+	        .port_fallback = true,
+	        .api_token = run->api_token,
+	        .config = run->config,
+	};
+	const char *defaults[3] = {"127.0.0.1:9999", "127.0.0.1:9997", "127.0.0.1:9998"};
+	struct web_listen *ls[3] = {&wc.approval, &wc.tokens, &wc.request};
+	_cleanup_free_ char *dir = NULL;
+	struct cl_error err = {""};
+	struct api_info info = {0};
+	int r;
+
+	if (run->opt.no_web)
+		return 0;
+	/* request.listen / hostexec.listen in the config name the request server's address. */
+	if (!run->opt.listen[2] && run->config->request.listen.text)
+		defaults[2] = run->config->request.listen.text;
+	for (int i = 0; i < 3; i++) {
+		const char *text = run->opt.listen[i] ? run->opt.listen[i] : defaults[i];
+
+		if (parse_listen(text, ls[i], addr[i], sizeof(addr[i])) < 0) {
+			fprintf(stderr, PROG ": run: cannot listen on \"%s\": not ADDR:PORT\n",
+			        text);
+			return -EINVAL;
+		}
+	}
+	if (run->config->request.timeout_ms)
+		wc.hostexec_timeout_ms = run->config->request.timeout_ms;
+	wc.audit_path = run->audit_path;
+	random_hex(run->api_token, API_TOKEN_BYTES);
+	random_hex(run->cloister_token, API_TOKEN_BYTES);
+	if (!run->api_token[0] || !run->cloister_token[0])
+		return -EIO;
+	r = tokens_new(&run->tokens);
+	if (r < 0)
+		return r;
+	r = web_new(run->loop, run->queue, run->tokens, &run->metrics, &wc, &run_web_ops, run,
+	            &run->web, &err);
+	if (r < 0) {
+		fprintf(stderr, PROG ": run: %s\n", err.msg);
+		return r;
+	}
+	/* The sandbox's own identity for the request server (hostexec). */
+	{
+		char cwd[PATH_MAX];
+
+		tokens_register(run->tokens, run->cloister_token, run->sandbox_name,
+		                run->opt.project, getcwd(cwd, sizeof(cwd)) ? cwd : NULL);
+	}
+	if (web_approval_port(run->web)) {
+		snprintf(info.url, sizeof(info.url), "http://127.0.0.1:%u",
+		         web_approval_port(run->web));
+		if (!run->opt.quiet)
+			say(run, "dashboard at %s/", info.url);
+	}
+	if (web_tokens_port(run->web))
+		snprintf(info.tokens_url, sizeof(info.tokens_url), "http://127.0.0.1:%u",
+		         web_tokens_port(run->web));
+	if (web_request_port(run->web))
+		snprintf(info.request_url, sizeof(info.request_url), "http://%s%s%s:%u",
+		         strchr(wc.request.address ? wc.request.address : "", ':') ? "[" : "",
+		         wc.request.address ? wc.request.address : "127.0.0.1",
+		         strchr(wc.request.address ? wc.request.address : "", ':') ? "]" : "",
+		         web_request_port(run->web));
+	snprintf(info.token, sizeof(info.token), "%s", run->api_token);
+	snprintf(info.name, sizeof(info.name), "%s", run->sandbox_name);
+	info.pid = getpid();
+	r = api_info_dir(&dir);
+	if (r >= 0)
+		r = api_info_write(dir, &info, &run->api_info_path, &err);
+	if (r < 0)
+		say(run, "warning: the CLI client will not find this supervisor: %s",
+		    err.msg[0] ? err.msg : strerror(-r));
+	explicit_bzero(&info, sizeof(info));
+	return 0;
+}
+
 /* ---- options ----------------------------------------------------------------------------- */
 
 static void usage(FILE *out)
@@ -817,12 +1070,21 @@ static void usage(FILE *out)
 	      "  --project NAME       also load projects/NAME.yaml and its decisions\n"
 	      "  --name NAME          the sandbox's name in prompts and logs (default: cwd's "
 	      "name)\n"
-	      "  --ask tty|none       who answers asks: the terminal, or nobody "
-	      "(exec.ask_fallback\n"
-	      "                       decides); default tty when there is one\n"
+	      "  --ask tty|web|none   who answers asks: the terminal (and the dashboard), the\n"
+	      "                       dashboard and the CLI client only (asks wait for them\n"
+	      "                       until the timeout), or nobody (exec.ask_fallback "
+	      "decides);\n"
+	      "                       default: the terminal when there is one, and any open\n"
+	      "                       dashboard\n"
 	      "  --ask-tty PATH       prompt on this terminal instead of the agent's\n"
 	      "  --ask-timeout DUR    how long an ask waits (Go duration, default 5m)\n"
 	      "  --require-backstop   refuse to start without the eBPF exec backstop\n"
+	      "  --listen-approval A  dashboard and approval API (default 127.0.0.1:9999; a\n"
+	      "                       taken port is replaced by a free one; \"off\" disables)\n"
+	      "  --listen-tokens A    token API (default 127.0.0.1:9997)\n"
+	      "  --listen-request A   hostexec request server (default 127.0.0.1:9998, or the\n"
+	      "                       config's request.listen)\n"
+	      "  --no-web             no dashboard and no local APIs\n"
 	      "  --lenient            skip invalid regexes in the config with a warning\n"
 	      "  -v, --verbose        say what is allowed, and which kernel features are in use\n"
 	      "  -q, --quiet          print nothing of our own (denials included)\n",
@@ -839,7 +1101,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_ASK_TTY,
 		OPT_TIMEOUT,
 		OPT_REQUIRE_BACKSTOP,
-		OPT_LENIENT
+		OPT_LENIENT,
+		OPT_LISTEN_APPROVAL,
+		OPT_LISTEN_TOKENS,
+		OPT_LISTEN_REQUEST,
+		OPT_NO_WEB,
 	};
 	static const struct option longopts[] = {
 	        {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
@@ -850,6 +1116,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"ask-timeout", required_argument, NULL, OPT_TIMEOUT},
 	        {"require-backstop", no_argument, NULL, OPT_REQUIRE_BACKSTOP},
 	        {"lenient", no_argument, NULL, OPT_LENIENT},
+	        {"listen-approval", required_argument, NULL, OPT_LISTEN_APPROVAL},
+	        {"listen-tokens", required_argument, NULL, OPT_LISTEN_TOKENS},
+	        {"listen-request", required_argument, NULL, OPT_LISTEN_REQUEST},
+	        {"no-web", no_argument, NULL, OPT_NO_WEB},
 	        {"verbose", no_argument, NULL, 'v'},
 	        {"quiet", no_argument, NULL, 'q'},
 	        {"help", no_argument, NULL, 'h'},
@@ -876,9 +1146,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 				o->ask = ASK_TTY;
 			else if (strcmp(optarg, "none") == 0)
 				o->ask = ASK_NONE;
+			else if (strcmp(optarg, "web") == 0)
+				o->ask = ASK_WEB;
 			else {
 				fprintf(stderr,
-				        PROG ": run: --ask must be tty or none, not \"%s\"\n",
+				        PROG ": run: --ask must be tty, web or none, not \"%s\"\n",
 				        optarg);
 				return -EINVAL;
 			}
@@ -903,6 +1175,14 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_LENIENT:
 			o->lenient = true;
+			break;
+		case OPT_LISTEN_APPROVAL:
+		case OPT_LISTEN_TOKENS:
+		case OPT_LISTEN_REQUEST:
+			o->listen[c - OPT_LISTEN_APPROVAL] = optarg;
+			break;
+		case OPT_NO_WEB:
+			o->no_web = true;
 			break;
 		case 'v':
 			o->verbose = true;
@@ -969,6 +1249,12 @@ static int setup_queue(struct run *run)
 	queue_config_init(&qc);
 	qc.timeout_ms[QUEUE_KIND_EXEC] = run->opt.ask_timeout_ms;
 	qc.fallback[QUEUE_KIND_EXEC] = fallback_of(run->config->exec.ask_fallback);
+	if (run->config->request.timeout_ms)
+		qc.timeout_ms[QUEUE_KIND_HOSTEXEC] = run->config->request.timeout_ms;
+	if (run->config->proxy.approval_timeout_ms)
+		qc.timeout_ms[QUEUE_KIND_DOMAIN] = run->config->proxy.approval_timeout_ms;
+	if (!run->opt.no_web)
+		qc.orphan_grace_ms = WEB_ORPHAN_GRACE_MS;
 	if (getrandom(qc.id_key, sizeof(qc.id_key), 0) != sizeof(qc.id_key))
 		return -EIO;
 	return queue_new(&qc, &run->queue);
@@ -991,6 +1277,7 @@ static void setup_audit(struct run *run)
 	if (r >= 0)
 		r = audit_log_open(path, &run->audit_fd);
 	if (r >= 0) {
+		run->audit_path = strdup(path);
 		run->audit_dir = strdup(path);
 		if (run->audit_dir && strrchr(run->audit_dir, '/'))
 			*strrchr(run->audit_dir, '/') = '\0';
@@ -1062,7 +1349,7 @@ static void setup_approver(struct run *run)
 	};
 	int r;
 
-	if (run->opt.ask == ASK_NONE)
+	if (run->opt.ask == ASK_NONE || run->opt.ask == ASK_WEB)
 		return;
 	if (run->opt.ask == ASK_AUTO && !isatty(STDIN_FILENO))
 		return;
@@ -1073,7 +1360,7 @@ static void setup_approver(struct run *run)
 		    strerror(-r), exec_security_to_string(run->config->exec.ask_fallback));
 		return;
 	}
-	queue_set_approvers(run->queue, 1, loop_now_ms());
+	update_approvers(run);
 }
 
 static void teardown(struct run *run)
@@ -1085,6 +1372,12 @@ static void teardown(struct run *run)
 	}
 	if (run->backstop && run->cgroup_id)
 		backstop_remove_sandbox(run->backstop, run->cgroup_id);
+	web_free(run->web);
+	run->web = NULL;
+	tokens_free(run->tokens);
+	api_info_remove(run->api_info_path);
+	free(run->api_info_path);
+	explicit_bzero(run->api_token, sizeof(run->api_token));
 	tty_approver_free(run->tty);
 	notifier_free(run->notifier);
 	sandbox_free(run->sandbox);
@@ -1103,6 +1396,7 @@ static void teardown(struct run *run)
 	free(run->sandbox_name);
 	free(run->config_dir);
 	free(run->audit_dir);
+	free(run->audit_path);
 	cl_closep(&run->audit_fd);
 }
 
@@ -1120,6 +1414,15 @@ static int start(struct run *run)
 	if (r < 0)
 		return r;
 	setup_audit(run);
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		run->started_wall_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	}
+	r = setup_web(run);
+	if (r < 0)
+		return -EPERM; /* already said why */
 
 	/* The backstop first: once the agent runs, every approval must reach it. */
 	r = backstop_open(&run->backstop, &err);
@@ -1228,6 +1531,7 @@ static int start(struct run *run)
 	if (r < 0)
 		return r;
 	setup_approver(run);
+	update_approvers(run);
 
 	if (run->opt.verbose) {
 		say(run, "sandbox \"%s\": cgroup %s", run->sandbox_name,
@@ -1246,7 +1550,9 @@ static int start(struct run *run)
 		    "asks: %s",
 		    run->sandbox_name, run->backstop ? backstop_mode_name(run->backstop) : "off",
 		    run->tty ? (run->opt.ask_tty_path ? run->opt.ask_tty_path : "this terminal")
-		             : "nobody (exec.ask_fallback decides)");
+		    : run->web && run->opt.ask == ASK_WEB ? "the dashboard and the CLI client"
+		    : run->web ? "an open dashboard, else exec.ask_fallback"
+		               : "nobody (exec.ask_fallback decides)");
 	return 0;
 }
 

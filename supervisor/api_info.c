@@ -1,0 +1,213 @@
+/* The CLI client's way to a running supervisor; see api_info.h. */
+#include "supervisor/api_info.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "protocol/cleanup.h"
+#include "protocol/json_strict.h"
+
+#define INFO_MAX_BYTES 4096
+
+int api_info_dir(char **ret_dir)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	char *dir;
+	int n;
+
+	if (xdg && xdg[0] == '/')
+		n = asprintf(&dir, "%s/cloister/api", xdg);
+	else if (geteuid() == 0)
+		n = asprintf(&dir, "/run/cloister/api");
+	else
+		n = asprintf(&dir, "/tmp/cloister-%u/api", (unsigned)geteuid());
+	if (n < 0)
+		return -ENOMEM;
+	*ret_dir = dir;
+	return 0;
+}
+
+/* Create PATH 0700 if missing; refuse one that is not ours or is open to others. */
+static int private_dir(const char *path)
+{
+	struct stat st;
+
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (lstat(path, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
+		return -EPERM;
+	return 0;
+}
+
+static int private_dirs(const char *dir)
+{
+	_cleanup_free_ char *copy = strdup(dir);
+	char *slash;
+	int r;
+
+	if (!copy)
+		return -ENOMEM;
+	/* The parent ("…/cloister") is ours too; what is above it exists already. */
+	slash = strrchr(copy, '/');
+	if (slash && slash != copy) {
+		*slash = '\0';
+		r = private_dir(copy);
+		if (r < 0)
+			return r;
+	}
+	return private_dir(dir);
+}
+
+int api_info_write(const char *dir, const struct api_info *info, char **ret_path,
+                   struct cl_error *err)
+{
+	_cleanup_free_ char *path = NULL, *tmp = NULL, *text = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	cJSON *o;
+	size_t len;
+	int r;
+
+	r = private_dirs(dir);
+	if (r < 0)
+		return cl_error_set(err, r, "%s: %s", dir,
+		                    r == -EPERM ? "not a private directory of ours" : strerror(-r));
+	if (asprintf(&path, "%s/%d.json", dir, (int)info->pid) < 0 ||
+	    asprintf(&tmp, "%s/.%d.json.tmp", dir, (int)info->pid) < 0)
+		return -ENOMEM;
+	o = cJSON_CreateObject();
+	if (!o)
+		return -ENOMEM;
+	cJSON_AddStringToObject(o, "url", info->url);
+	cJSON_AddStringToObject(o, "tokens_url", info->tokens_url);
+	cJSON_AddStringToObject(o, "request_url", info->request_url);
+	cJSON_AddStringToObject(o, "token", info->token);
+	cJSON_AddStringToObject(o, "name", info->name);
+	cJSON_AddNumberToObject(o, "pid", info->pid);
+	text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (!text)
+		return -ENOMEM;
+	len = strlen(text);
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return cl_error_set(err, -errno, "%s: %s", tmp, strerror(errno));
+	if (write(fd, text, len) != (ssize_t)len || fsync(fd) < 0) {
+		r = -errno;
+		unlink(tmp);
+		return cl_error_set(err, r ? r : -EIO, "%s: write failed", tmp);
+	}
+	if (rename(tmp, path) < 0) {
+		r = -errno;
+		unlink(tmp);
+		return cl_error_set(err, r, "%s: %s", path, strerror(-r));
+	}
+	*ret_path = TAKE_PTR(path);
+	return 0;
+}
+
+void api_info_remove(const char *path)
+{
+	if (path)
+		unlink(path);
+}
+
+static int copy_field(const cJSON *o, const char *key, char *dst, size_t size, bool required)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!v)
+		return required ? -EINVAL : 0;
+	if (!cJSON_IsString(v) || strlen(v->valuestring) >= size)
+		return -EINVAL;
+	memcpy(dst, v->valuestring, strlen(v->valuestring) + 1);
+	return 0;
+}
+
+int api_info_parse(const char *json, size_t len, struct api_info *ret)
+{
+	_cleanup_cjson_ cJSON *o = NULL;
+	struct api_info info = {0};
+	const cJSON *pid;
+
+	if (cl_json_parse_strict(json, len, 2, 16, NULL, &o) < 0 || !cJSON_IsObject(o))
+		return -EINVAL;
+	if (copy_field(o, "url", info.url, sizeof(info.url), true) < 0 ||
+	    copy_field(o, "tokens_url", info.tokens_url, sizeof(info.tokens_url), false) < 0 ||
+	    copy_field(o, "request_url", info.request_url, sizeof(info.request_url), false) < 0 ||
+	    copy_field(o, "token", info.token, sizeof(info.token), true) < 0 ||
+	    copy_field(o, "name", info.name, sizeof(info.name), false) < 0)
+		return -EINVAL;
+	pid = cJSON_GetObjectItemCaseSensitive(o, "pid");
+	if (!cJSON_IsNumber(pid) || pid->valuedouble < 1 || pid->valuedouble > 4194304)
+		return -EINVAL;
+	info.pid = (pid_t)pid->valuedouble;
+	*ret = info;
+	return 0;
+}
+
+static int cmp_pid(const void *a, const void *b)
+{
+	const struct api_info *x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+int api_info_list(const char *dir, void (*fn)(const struct api_info *info, void *userdata),
+                  void *userdata)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	struct api_info *found = NULL;
+	size_t n = 0, cap = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char buf[INFO_MAX_BYTES];
+		_cleanup_close_ int fd = -EBADF;
+		struct api_info info;
+		struct stat st;
+		ssize_t len;
+
+		if (de->d_name[0] == '.' || !strstr(de->d_name, ".json"))
+			continue;
+		fd = openat(dirfd(d), de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid())
+			continue;
+		len = read(fd, buf, sizeof(buf));
+		if (len <= 0 || (size_t)len >= sizeof(buf))
+			continue;
+		if (api_info_parse(buf, (size_t)len, &info) < 0)
+			continue;
+		/* A supervisor that died without cleaning up leaves its file behind. */
+		if (kill(info.pid, 0) < 0 && errno == ESRCH)
+			continue;
+		if (n == cap) {
+			size_t c = cap ? cap * 2 : 4;
+			struct api_info *v = realloc(found, c * sizeof(*v));
+
+			if (!v)
+				break;
+			found = v;
+			cap = c;
+		}
+		found[n++] = info;
+	}
+	closedir(d);
+	qsort(found, n, sizeof(*found), cmp_pid);
+	for (size_t i = 0; i < n; i++)
+		fn(&found[i], userdata);
+	free(found);
+	return (int)n;
+}

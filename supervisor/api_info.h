@@ -1,0 +1,43 @@
+/* Where a running supervisor tells the CLI client how to reach it: one small JSON file per
+ * supervisor process in a private runtime directory,
+ *   $XDG_RUNTIME_DIR/cloister/api/   when XDG_RUNTIME_DIR is an absolute path,
+ *   /run/cloister/api/               for root,
+ *   /tmp/cloister-UID/api/           otherwise,
+ * named PID.json, mode 0600 in a 0700 directory that must belong to us (a directory another
+ * user prepared is refused). It holds the approval server's URL and the per-run API token that
+ * state-changing requests without an Origin need. */
+#ifndef CLOISTER_API_INFO_H
+#define CLOISTER_API_INFO_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "protocol/error.h"
+
+struct api_info {
+	char url[128];         /* "http://127.0.0.1:9999" */
+	char tokens_url[128];  /* "" when the token API is off */
+	char request_url[128]; /* "" when the request server is off */
+	char token[256];       /* the API token */
+	char name[256];        /* the sandbox's name */
+	pid_t pid;
+};
+
+/* The directory for the current user (see above), malloc'd. */
+int api_info_dir(char **ret_dir);
+
+/* Write INFO to DIR/PID.json atomically (creating DIR 0700 if needed). *ret_path is the file,
+ * malloc'd, for api_info_remove. */
+int api_info_write(const char *dir, const struct api_info *info, char **ret_path,
+                   struct cl_error *err);
+void api_info_remove(const char *path);
+
+/* Parse one file's contents. -EINVAL for anything but the expected object. */
+int api_info_parse(const char *json, size_t len, struct api_info *ret);
+
+/* Call FN for every file in DIR whose process is alive, in pid order. Returns how many were
+ * found, or -errno when DIR cannot be read (-ENOENT: no supervisor has run). */
+int api_info_list(const char *dir, void (*fn)(const struct api_info *info, void *userdata),
+                  void *userdata);
+
+#endif

@@ -1,0 +1,398 @@
+/* The approval API's command-line client; see cli_client.h. */
+#include "supervisor/cli_client.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "protocol/cleanup.h"
+#include "protocol/json_strict.h"
+#include "supervisor/api_info.h"
+#include "supervisor/http_client.h"
+
+#define PROG        "cloister-supervisor"
+#define EXIT_REFUSE 1
+#define EXIT_USAGE  64
+#define EXIT_NOSUP  69
+#define TIMEOUT_MS  5000
+#define MAX_TARGETS 64
+
+struct targets {
+	struct api_info v[MAX_TARGETS];
+	unsigned n;
+};
+
+static void collect(const struct api_info *info, void *userdata)
+{
+	struct targets *t = userdata;
+
+	if (t->n < MAX_TARGETS)
+		t->v[t->n++] = *info;
+}
+
+static int find_targets(const char *url, struct targets *t)
+{
+	_cleanup_free_ char *dir = NULL;
+	int r;
+
+	t->n = 0;
+	if (url) {
+		const char *tok = getenv("CLOISTER_API_TOKEN");
+
+		snprintf(t->v[0].url, sizeof(t->v[0].url), "%s", url);
+		snprintf(t->v[0].token, sizeof(t->v[0].token), "%s", tok ? tok : "");
+		snprintf(t->v[0].name, sizeof(t->v[0].name), "%s", url);
+		t->n = 1;
+		return 0;
+	}
+	r = api_info_dir(&dir);
+	if (r < 0)
+		return r;
+	r = api_info_list(dir, collect, t);
+	if (r < 0 && r != -ENOENT)
+		fprintf(stderr, PROG ": cannot read %s: %s\n", dir, strerror(-r));
+	if (t->n == 0) {
+		fprintf(stderr,
+		        PROG ": no running supervisor found (looked in %s); start one with "
+		             "`" PROG " run -- AGENT` or give --url\n",
+		        dir);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int call(const struct api_info *t, const char *method, const char *path, const char *body,
+                struct http_response *resp)
+{
+	char headers[512];
+	int r;
+
+	snprintf(headers, sizeof(headers), "Authorization: Bearer %s\r\n", t->token);
+	r = http_client_request(t->url, method, path, t->token[0] ? headers : NULL, body,
+	                        body ? strlen(body) : 0, TIMEOUT_MS, resp);
+	explicit_bzero(headers, sizeof(headers));
+	if (r < 0)
+		fprintf(stderr, PROG ": %s (%s): %s\n", t->url, t->name, strerror(-r));
+	return r;
+}
+
+static cJSON *parse_body(const struct http_response *resp)
+{
+	cJSON *o = NULL;
+
+	if (cl_json_parse_strict(resp->body, resp->body_len, 32, 1000000, NULL, &o) < 0)
+		return NULL;
+	return o;
+}
+
+static const char *str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static void print_error(const struct api_info *t, const struct http_response *resp)
+{
+	_cleanup_cjson_ cJSON *o = parse_body(resp);
+
+	fprintf(stderr, PROG ": %s: HTTP %d: %s\n", t->name, resp->status,
+	        o && *str(o, "error") ? str(o, "error") : resp->body);
+}
+
+/* Seconds until an RFC 3339 UTC time, or -1. */
+static long seconds_until(const char *rfc3339)
+{
+	struct tm tm = {0};
+
+	if (!strptime(rfc3339, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		return -1;
+	return (long)(timegm(&tm) - time(NULL));
+}
+
+static int cmd_pending(struct targets *t, bool json)
+{
+	cJSON *all = cJSON_CreateArray();
+	unsigned reached = 0;
+	int count = 0;
+
+	for (unsigned i = 0; i < t->n; i++) {
+		const char *paths[2] = {"/pending", "/pending-domains"};
+
+		for (int k = 0; k < 2; k++) {
+			struct http_response resp = {0};
+			_cleanup_cjson_ cJSON *o = NULL;
+			const cJSON *it;
+
+			if (call(&t->v[i], "GET", paths[k], NULL, &resp) < 0)
+				break;
+			reached += k == 0;
+			o = resp.status == 200 ? parse_body(&resp) : NULL;
+			if (!o) {
+				print_error(&t->v[i], &resp);
+				http_response_free(&resp);
+				continue;
+			}
+			http_response_free(&resp);
+			cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(o, "requests"))
+			{
+				count++;
+				if (json) {
+					cJSON_AddItemToArray(all, cJSON_Duplicate(it, true));
+					continue;
+				}
+				long left = seconds_until(str(it, "expires"));
+				char when[32] = "-";
+
+				if (left >= 0)
+					snprintf(when, sizeof(when), "%ldm%02lds", left / 60,
+					         left % 60);
+				printf("%-12s  %-8s  %-16s  %8s  %s\n", str(it, "id"),
+				       *str(it, "kind") ? str(it, "kind") : "command",
+				       str(it, "cloister"), when,
+				       k == 0 ? str(it, "cmd") : str(it, "domain"));
+			}
+		}
+	}
+	if (json) {
+		char *text = cJSON_Print(all);
+
+		if (text)
+			puts(text);
+		free(text);
+	} else if (count == 0 && reached) {
+		printf("no pending requests\n");
+	}
+	cJSON_Delete(all);
+	return reached ? 0 : EXIT_NOSUP;
+}
+
+static int cmd_decide(struct targets *t, const char *id, bool allow, const char *reason)
+{
+	char path[128];
+	_cleanup_free_ char *body = NULL;
+	unsigned reached = 0;
+
+	if (strlen(id) > 64 || strspn(id, "0123456789abcdef") != strlen(id)) {
+		fprintf(stderr, PROG ": \"%s\" is not a request id\n", id);
+		return EXIT_USAGE;
+	}
+	if (reason) {
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "reason", reason);
+		body = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+	}
+	/* Ids are random: try each supervisor until one knows it. Domains have their own path. */
+	for (unsigned i = 0; i < t->n; i++) {
+		const char *kinds[2][2] = {{"/approve/", "/deny/"},
+		                           {"/approve-domain/", "/deny-domain/"}};
+
+		for (int k = 0; k < 2; k++) {
+			struct http_response resp = {0};
+
+			snprintf(path, sizeof(path), "%s%s", kinds[k][allow ? 0 : 1], id);
+			if (call(&t->v[i], "POST", path,
+			         k == 1 ? "{\"scope\":\"once\"}" : (body ? body : NULL), &resp) < 0)
+				break;
+			reached++;
+			if (resp.status == 404) {
+				http_response_free(&resp);
+				continue;
+			}
+			if (resp.status == 200) {
+				printf("%s %s\n", allow ? "approved" : "denied", id);
+				http_response_free(&resp);
+				return 0;
+			}
+			print_error(&t->v[i], &resp);
+			http_response_free(&resp);
+			return EXIT_REFUSE;
+		}
+	}
+	if (!reached)
+		return EXIT_NOSUP;
+	fprintf(stderr, PROG ": no pending request %s\n", id);
+	return EXIT_REFUSE;
+}
+
+static int cmd_status(struct targets *t, bool json)
+{
+	cJSON *all = cJSON_CreateArray();
+	unsigned reached = 0;
+
+	for (unsigned i = 0; i < t->n; i++) {
+		struct http_response resp = {0};
+		cJSON *o;
+		const cJSON *sb;
+
+		if (call(&t->v[i], "GET", "/status", NULL, &resp) < 0)
+			continue;
+		reached++;
+		o = resp.status == 200 ? parse_body(&resp) : NULL;
+		if (!o) {
+			print_error(&t->v[i], &resp);
+			http_response_free(&resp);
+			continue;
+		}
+		http_response_free(&resp);
+		if (json) {
+			cJSON_AddStringToObject(o, "url", t->v[i].url);
+			cJSON_AddItemToArray(all, o);
+			continue;
+		}
+		printf("supervisor pid %d at %s/: %d pending, %d approver(s)\n", (int)t->v[i].pid,
+		       t->v[i].url,
+		       (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "pending")),
+		       (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "approvers")));
+		cJSON_ArrayForEach(sb, cJSON_GetObjectItemCaseSensitive(o, "sandboxes"))
+		{
+			printf("  sandbox %-20s %-8s pid %-7d since %s\n", str(sb, "name"),
+			       str(sb, "state"),
+			       (int)cJSON_GetNumberValue(
+			               cJSON_GetObjectItemCaseSensitive(sb, "pid")),
+			       str(sb, "started"));
+		}
+		cJSON_Delete(o);
+	}
+	if (json) {
+		char *text = cJSON_Print(all);
+
+		if (text)
+			puts(text);
+		free(text);
+	}
+	cJSON_Delete(all);
+	return reached ? 0 : EXIT_NOSUP;
+}
+
+static int cmd_sandbox(struct targets *t, const char *action, const char *name)
+{
+	_cleanup_free_ char *path = NULL;
+	unsigned reached = 0;
+
+	if (strlen(name) > 255 || strchr(name, '/') || !*name) {
+		fprintf(stderr, PROG ": \"%s\" is not a sandbox name\n", name);
+		return EXIT_USAGE;
+	}
+	if (asprintf(&path, "/sandboxes/%s/%s", name, action) < 0)
+		return EXIT_REFUSE;
+	for (unsigned i = 0; i < t->n; i++) {
+		struct http_response resp = {0};
+
+		if (call(&t->v[i], "POST", path, NULL, &resp) < 0)
+			continue;
+		reached++;
+		if (resp.status == 404) {
+			http_response_free(&resp);
+			continue;
+		}
+		if (resp.status == 200) {
+			printf("%s: %s\n", name,
+			       !strcmp(action, "kill")    ? "killed"
+			       : !strcmp(action, "pause") ? "paused"
+			                                  : "resumed");
+			http_response_free(&resp);
+			return 0;
+		}
+		print_error(&t->v[i], &resp);
+		http_response_free(&resp);
+		return EXIT_REFUSE;
+	}
+	if (!reached)
+		return EXIT_NOSUP;
+	fprintf(stderr, PROG ": no sandbox named %s\n", name);
+	return EXIT_REFUSE;
+}
+
+int cli_client_is_command(const char *name)
+{
+	static const char *const cmds[] = {"pending", "approve", "deny",  "status",
+	                                   "kill",    "pause",   "resume"};
+
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(name, cmds[i]))
+			return 1;
+	return 0;
+}
+
+static void usage(FILE *out)
+{
+	fputs("usage: " PROG " pending [--json]\n"
+	      "       " PROG " approve ID\n"
+	      "       " PROG " deny ID [--reason TEXT]\n"
+	      "       " PROG " status [--json]\n"
+	      "       " PROG " kill|pause|resume NAME\n"
+	      "\n"
+	      "Talk to every running supervisor of this user (or to --url URL, with the API token\n"
+	      "in $CLOISTER_API_TOKEN).\n",
+	      out);
+}
+
+int cli_client_main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+	        {"json", no_argument, NULL, 'j'},
+	        {"reason", required_argument, NULL, 'r'},
+	        {"url", required_argument, NULL, 'u'},
+	        {"help", no_argument, NULL, 'h'},
+	        {0},
+	};
+	const char *cmd = argv[0], *url = NULL, *reason = NULL;
+	bool json = false;
+	struct targets *t;
+	int c, r;
+
+	/* Options may follow the ID ("deny ID --reason R"). */
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			json = true;
+			break;
+		case 'r':
+			reason = optarg;
+			break;
+		case 'u':
+			url = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return EXIT_USAGE;
+		}
+	}
+	bool needs_arg = strcmp(cmd, "pending") && strcmp(cmd, "status");
+
+	if ((needs_arg && optind + 1 != argc) || (!needs_arg && optind != argc) ||
+	    (reason && strcmp(cmd, "deny"))) {
+		usage(stderr);
+		return EXIT_USAGE;
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return EXIT_REFUSE;
+	if (find_targets(url, t) < 0) {
+		free(t);
+		return EXIT_NOSUP;
+	}
+	if (!strcmp(cmd, "pending"))
+		r = cmd_pending(t, json);
+	else if (!strcmp(cmd, "status"))
+		r = cmd_status(t, json);
+	else if (!strcmp(cmd, "approve") || !strcmp(cmd, "deny"))
+		r = cmd_decide(t, argv[optind], !strcmp(cmd, "approve"), reason);
+	else
+		r = cmd_sandbox(t, cmd, argv[optind]);
+	explicit_bzero(t, sizeof(*t));
+	free(t);
+	return r;
+}
