@@ -23,17 +23,14 @@
 #include "supervisor/tokens.h"
 #include "supervisor/web_assets.h"
 
-#define DEFAULT_APPROVAL_PORT 9999
-#define DEFAULT_TOKENS_PORT   9997
-#define DEFAULT_REQUEST_PORT  9998
-#define DEFAULT_HEARTBEAT_MS  30000
-#define DEFAULT_COMMAND_MS    (5 * 60 * 1000)
-#define JSON_MAX_DEPTH        8
-#define JSON_MAX_VALUES       20000
-#define MAX_EVENT_CLIENTS     256
-#define LOG_BACKLOG_BYTES     (64 * 1024)
-#define MAX_SANDBOXES_LISTED  64
-#define RECENT_LISTED         10
+#define DEFAULT_HEARTBEAT_MS 30000
+#define DEFAULT_COMMAND_MS   (5 * 60 * 1000)
+#define JSON_MAX_DEPTH       8
+#define JSON_MAX_VALUES      20000
+#define MAX_EVENT_CLIENTS    256
+#define LOG_BACKLOG_BYTES    (64 * 1024)
+#define MAX_SANDBOXES_LISTED 64
+#define RECENT_LISTED        10
 /* Cookies of hostexec waiters: the top bit keeps them apart from seccomp notification ids in
  * practice, and the queue refuses a duplicate anyway. */
 #define COOKIE_BASE (UINT64_C(1) << 63)
@@ -1392,13 +1389,12 @@ static void on_request(void *userdata, struct http_exchange *ex)
 
 /* ---- life cycle -------------------------------------------------------------------------- */
 
-static int start_server(struct web *web, const struct web_listen *l, uint16_t default_port,
-                        http_handler_fn fn, struct http_server **ret, const char *what,
-                        struct cl_error *err)
+static int start_server(struct web *web, const struct web_listen *l, http_handler_fn fn,
+                        struct http_server **ret, const char *what, struct cl_error *err)
 {
 	struct http_server_config hc = {
 	        .address = l->address,
-	        .port = l->port ? l->port : default_port,
+	        .port = l->port,
 	        .port_fallback = web->config.port_fallback,
 	        .max_body = 1024 * 1024,
 	};
@@ -1434,14 +1430,14 @@ int web_new(struct loop *loop, struct queue *queue, struct tokens *tokens, struc
 		web->config.heartbeat_ms = DEFAULT_HEARTBEAT_MS;
 	if (!web->config.hostexec_timeout_ms)
 		web->config.hostexec_timeout_ms = DEFAULT_COMMAND_MS;
-	r = start_server(web, &config->approval, DEFAULT_APPROVAL_PORT, on_approval, &web->approval,
-	                 "approval server", err);
+	r = start_server(web, &config->approval, on_approval, &web->approval, "approval server",
+	                 err);
 	if (r >= 0)
-		r = start_server(web, &config->tokens, DEFAULT_TOKENS_PORT, on_tokens,
-		                 &web->token_srv, "token API", err);
+		r = start_server(web, &config->tokens, on_tokens, &web->token_srv, "token API",
+		                 err);
 	if (r >= 0)
-		r = start_server(web, &config->request, DEFAULT_REQUEST_PORT, on_request,
-		                 &web->request_srv, "request server", err);
+		r = start_server(web, &config->request, on_request, &web->request_srv,
+		                 "request server", err);
 	if (r < 0) {
 		web_free(web);
 		return r;

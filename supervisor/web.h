@@ -72,17 +72,17 @@ struct web_ops {
 
 struct web_listen {
 	const char *address; /* NULL: 127.0.0.1 */
-	uint16_t port;
+	uint16_t port;       /* 0: any free port (guardian-api.md's are 9999, 9997, 9998) */
 	bool disabled;
 };
 
 struct web_config {
-	struct web_listen approval; /* default port 9999 */
-	struct web_listen tokens;   /* default port 9997 */
-	struct web_listen request;  /* default port 9998 */
-	bool port_fallback;         /* a taken port is replaced by any free one */
-	const char *api_token;      /* required for state changes without an Origin */
-	const char *audit_path;     /* for /logs; NULL: no backlog */
+	struct web_listen approval;
+	struct web_listen tokens;
+	struct web_listen request;
+	bool port_fallback;     /* a taken port is replaced by any free one */
+	const char *api_token;  /* required for state changes without an Origin */
+	const char *audit_path; /* for /logs; NULL: no backlog */
 	const struct config
 	        *config; /* hostexec patterns, timeouts; may change with web_set_config */
 	uint64_t hostexec_timeout_ms; /* how long a hostexec command may run; 0: 5 min */
