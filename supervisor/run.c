@@ -1030,7 +1030,7 @@ static int setup_web(struct run *run)
 	if (web_approval_port(run->web)) {
 		snprintf(info.url, sizeof(info.url), "http://127.0.0.1:%u",
 		         web_approval_port(run->web));
-		if (!run->opt.quiet)
+		if (run->opt.verbose || isatty(STDERR_FILENO))
 			say(run, "dashboard at %s/", info.url);
 	}
 	if (web_tokens_port(run->web))

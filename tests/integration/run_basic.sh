@@ -115,7 +115,7 @@ usage_status() {
 	echo $?
 }
 tap_is "$(usage_status)" 64 "run without an agent exits 64"
-tap_is "$(usage_status --ask web -- true)" 64 "--ask with an unknown approver exits 64"
+tap_is "$(usage_status --ask carrier-pigeon -- true)" 64 "--ask with an unknown approver exits 64"
 tap_is "$(usage_status --ask-timeout soon -- true)" 64 "--ask-timeout that is no duration exits 64"
 tap_is "$(usage_status --no-such-option -- true)" 64 "an unknown option exits 64"
 tap_is "$(usage_status --project ../etc -- true)" 64 "a --project name with a path exits 64"
