@@ -3,7 +3,7 @@
 #   make                  build bin/cloister-supervisor
 #   make check            install missing packages, build, run every test tier this machine can
 #   make run              install missing packages, build, run the main job on the built-in config
-#   make bench            print performance ratios measured in one run
+#   make bench            print performance ratios measured in one run (ONLY=web: one section)
 #   make fuzz             run every libFuzzer target for FUZZ_SECONDS (default 60) each
 #   make format-check     clang-format --dry-run over our sources
 #   make SANITIZE=address,undefined check     the same suite under ASan and UBSan
@@ -294,7 +294,7 @@ $(BENCH_BIN): $(call obj,$(BENCH_SRC)) $(ALL_LIBS)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL)
 
 bench: $(BENCH_BIN) $(SUPERVISOR_BIN) $(HELPER_BINS)
-	$(Q)SUPERVISOR=$(abspath $(SUPERVISOR_BIN)) HELPERS=$(abspath $(BUILD)/tests/helpers) $(BENCH_BIN)
+	$(Q)BENCH_ONLY=$(ONLY) SUPERVISOR=$(abspath $(SUPERVISOR_BIN)) HELPERS=$(abspath $(BUILD)/tests/helpers) $(BENCH_BIN)
 
 # ---- formatting -----------------------------------------------------------------------------
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find . -path ./build -prune -o \( -name '*.c' -o -name '*.h' \) -print)

@@ -71,6 +71,7 @@ struct http_server {
 	unsigned connections;
 	struct http_exchange *exchanges;
 	bool stopping;
+	bool kicked; /* a run "now" is scheduled */
 };
 
 static void exchange_unlink(struct http_exchange *ex)
@@ -112,11 +113,16 @@ static void exchange_gone(struct http_exchange *ex)
 		fn(ex->gone_userdata, ex);
 }
 
+static void kick(struct http_server *srv);
+
 static void exchange_resume(struct http_exchange *ex)
 {
 	if (ex->suspended && ex->conn) {
 		ex->suspended = false;
 		MHD_resume_connection(ex->conn);
+		/* MHD's epoll fd does not become readable for a resume made outside MHD_run in
+		 * external-epoll mode: run it again from the loop, at once. */
+		kick(ex->srv);
 	}
 }
 
@@ -129,6 +135,7 @@ static int on_timer(struct loop *loop, void *userdata)
 	struct http_server *srv = userdata;
 
 	srv->timer = NULL;
+	srv->kicked = false;
 	MHD_run(srv->daemon);
 	arm_timer(srv);
 	return 0;
@@ -138,12 +145,25 @@ static void arm_timer(struct http_server *srv)
 {
 	MHD_UNSIGNED_LONG_LONG timeout;
 
+	if (srv->kicked)
+		return; /* a run at once is due anyway */
 	if (srv->timer) {
 		loop_cancel_timer(srv->loop, srv->timer);
 		srv->timer = NULL;
 	}
 	if (MHD_get_timeout(srv->daemon, &timeout) == MHD_YES)
 		loop_add_timer(srv->loop, loop_now_ms() + timeout, on_timer, srv, &srv->timer);
+}
+
+static void kick(struct http_server *srv)
+{
+	if (srv->kicked || srv->stopping)
+		return;
+	if (srv->timer) {
+		loop_cancel_timer(srv->loop, srv->timer);
+		srv->timer = NULL;
+	}
+	srv->kicked = loop_add_timer(srv->loop, 0, on_timer, srv, &srv->timer) == 0;
 }
 
 static int on_epoll(struct loop *loop, int fd, uint32_t events, void *userdata)

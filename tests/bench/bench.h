@@ -20,4 +20,8 @@ void bench_core(void);
  * (tests/bench/bench_run.c). Needs $SUPERVISOR and $HELPERS (set by `make bench`). */
 void bench_run(void);
 
+/* The dashboard: POST /approve until the held exec resumes, GET /pending with 1000 asks,
+ * SSE fan-out to 100 clients (tests/bench/bench_web.c). */
+void bench_web(void);
+
 #endif

@@ -1,18 +1,34 @@
-/* make bench: every benchmark in one run, so the ratios compare like with like. */
+/* make bench: every benchmark in one run, so the ratios compare like with like.
+ * `make bench ONLY=web` runs only the sections whose name contains "web". */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "tests/bench/bench.h"
 
+static const struct {
+	const char *name;
+	const char *title;
+	void (*fn)(void);
+} sections[] = {
+        {"core", "core (pure code, per operation)", bench_core},
+        {"notify", "exec interception (seccomp user notification)", bench_notify},
+        {"backstop", "exec backstop (eBPF)", bench_backstop},
+        {"run", "end to end: native vs cloister-supervisor run", bench_run},
+        {"web", "dashboard and approval API", bench_web},
+};
+
 int main(void)
 {
+	const char *only = getenv("BENCH_ONLY");
+	int printed = 0;
+
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("== core (pure code, per operation)\n");
-	bench_core();
-	printf("\n== exec interception (seccomp user notification)\n");
-	bench_notify();
-	printf("\n== exec backstop (eBPF)\n");
-	bench_backstop();
-	printf("\n== end to end: native vs cloister-supervisor run\n");
-	bench_run();
+	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++) {
+		if (only && *only && !strstr(sections[i].name, only))
+			continue;
+		printf("%s== %s\n", printed++ ? "\n" : "", sections[i].title);
+		sections[i].fn();
+	}
 	return 0;
 }
