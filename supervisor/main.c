@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "supervisor/cli_policy.h"
+#include "supervisor/executor.h"
 #include "supervisor/run.h"
 
 #ifndef CLOISTER_VERSION
@@ -26,6 +27,9 @@ static void usage(FILE *out)
 	      "                                      the deciding rule with its file:line\n"
 	      "  policy check --domain HOST[:PORT]   decide a connection offline\n"
 	      "  policy show                         print the effective merged configuration\n"
+	      "  executor [--port N] [--secret-file PATH]\n"
+	      "                                      run host commands for the guardian over TCP\n"
+	      "                                      (secret in CLOISTER_EXECUTOR_SECRET)\n"
 	      "\n"
 	      "options:\n"
 	      "  -h, --help      show this help (`" PROG " policy --help` for policy's options)\n"
@@ -54,6 +58,8 @@ int main(int argc, char **argv)
 		return cli_policy(argc - 1, argv + 1);
 	if (strcmp(cmd, "run") == 0)
 		return run_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "executor") == 0)
+		return executor_main(argc - 1, argv + 1);
 	fprintf(stderr, PROG ": unknown command \"%s\"\nTry '" PROG " --help'.\n", cmd);
 	return CLI_EXIT_USAGE;
 }
