@@ -301,6 +301,8 @@ int loop_run(struct loop *loop)
 {
 	struct epoll_event events[MAX_EVENTS];
 
+	/* A loop can be run again after loop_exit() (a test or a client running it per job). */
+	loop->exiting = false;
 	while (!loop->exiting) {
 		int n = epoll_wait(loop->epoll_fd, events, MAX_EVENTS, -1);
 

@@ -37,7 +37,8 @@ int loop_add_signals(struct loop *loop, const sigset_t *sigs, loop_signal_fn fn,
 
 uint64_t loop_now_ms(void);
 
-/* Run until loop_exit() is called or a handler fails; returns the exit code or the failure. */
+/* Run until loop_exit() is called or a handler fails; returns the exit code or the failure.
+ * It can be run again afterwards. */
 int loop_run(struct loop *loop);
 void loop_exit(struct loop *loop, int code);
 

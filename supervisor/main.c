@@ -4,6 +4,7 @@
 
 #include "supervisor/cli_client.h"
 #include "supervisor/cli_policy.h"
+#include "supervisor/executor.h"
 #include "supervisor/run.h"
 
 #ifndef CLOISTER_VERSION
@@ -31,6 +32,9 @@ static void usage(FILE *out)
 	      "  approve ID / deny ID [--reason R]   answer an ask\n"
 	      "  status [--json]                     running supervisors and their sandboxes\n"
 	      "  kill|pause|resume NAME              the kill switch for a sandbox\n"
+	      "  executor [--port N] [--secret-file PATH]\n"
+	      "                                      run host commands for the guardian over TCP\n"
+	      "                                      (secret in CLOISTER_EXECUTOR_SECRET)\n"
 	      "\n"
 	      "options:\n"
 	      "  -h, --help      show this help (`" PROG " policy --help` for policy's options)\n"
@@ -61,6 +65,8 @@ int main(int argc, char **argv)
 		return run_main(argc - 1, argv + 1);
 	if (cli_client_is_command(cmd))
 		return cli_client_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "executor") == 0)
+		return executor_main(argc - 1, argv + 1);
 	fprintf(stderr, PROG ": unknown command \"%s\"\nTry '" PROG " --help'.\n", cmd);
 	return CLI_EXIT_USAGE;
 }

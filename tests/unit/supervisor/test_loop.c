@@ -45,6 +45,10 @@ static void test_fd_handler_sees_data_and_exit_code_is_returned(void **state)
 	assert_int_equal(write(rec.fds[1], "abq", 3), 3);
 	assert_int_equal(loop_run(loop), 7);
 	assert_string_equal(rec.order, "abq");
+	/* The loop runs again after loop_exit(). */
+	assert_int_equal(write(rec.fds[1], "cq", 2), 2);
+	assert_int_equal(loop_run(loop), 7);
+	assert_string_equal(rec.order, "abqcq");
 	loop_free(loop);
 	close(rec.fds[0]);
 	close(rec.fds[1]);
