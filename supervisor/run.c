@@ -46,6 +46,7 @@
 #include "supervisor/sandbox.h"
 #include "supervisor/tty_approver.h"
 #include "supervisor/api_info.h"
+#include "supervisor/executor_client.h"
 #include "supervisor/metrics.h"
 #include "supervisor/tokens.h"
 #include "supervisor/web.h"
@@ -86,6 +87,7 @@ struct options {
 	bool require_backstop;
 	bool no_web;
 	const char *listen[3]; /* approval, tokens, request: "ADDR:PORT" */
+	const char *executor;  /* "HOST:PORT" of a `cloister-supervisor executor`, or NULL */
 	char **agent_argv;
 };
 
@@ -137,6 +139,7 @@ struct run {
 	struct tokens *tokens;
 	struct metrics metrics;
 	struct web *web;
+	struct executor *executor; /* runs approved hostexec commands */
 	unsigned web_clients;
 	bool paused; /* by the dashboard's kill switch */
 	uint64_t started_wall_ms;
@@ -919,7 +922,62 @@ static void web_approvers_changed(void *userdata, unsigned count)
 	update_approvers(run);
 }
 
+struct command_job {
+	web_command_done_fn done;
+	void *done_userdata;
+};
+
+static void on_command_done(struct cl_executor_response *resp, void *userdata)
+{
+	struct command_job *job = userdata;
+	struct web_command_result res = {
+	        .status = resp->status == CL_EXECUTOR_COMPLETED ? "completed"
+	                  : resp->status == CL_EXECUTOR_TIMEOUT ? "timeout"
+	                                                        : "error",
+	        .exit_code = resp->exit_code,
+	        .stdout_text = resp->stdout_text,
+	        .stderr_text = resp->stderr_text,
+	        .error = resp->error,
+	};
+
+	job->done(job->done_userdata, &res);
+	cl_executor_response_free(resp);
+	free(job);
+}
+
+/* An approved hostexec command: to the executor, without a shell. */
+static int web_run_command(void *userdata, const char *const *argv, size_t argc,
+                           const char *workdir, uint64_t timeout_ms, web_command_done_fn done,
+                           void *done_userdata)
+{
+	struct run *run = userdata;
+	struct cl_executor_request req = {
+	        .command = (char *)argv[0],
+	        .args = (char **)argv + 1,
+	        .argc = argc - 1,
+	        .workdir = (char *)workdir,
+	        .timeout_ms = timeout_ms > CL_EXECUTOR_TIMEOUT_MAX_MS ? CL_EXECUTOR_TIMEOUT_MAX_MS
+	                      : timeout_ms                            ? (uint32_t)timeout_ms
+	                                   : CL_EXECUTOR_TIMEOUT_DEFAULT_MS,
+	};
+	struct command_job *job;
+	int r;
+
+	if (!run->executor || argc == 0)
+		return -ENOSYS;
+	job = calloc(1, sizeof(*job));
+	if (!job)
+		return -ENOMEM;
+	job->done = done;
+	job->done_userdata = done_userdata;
+	r = executor_submit(run->executor, &req, on_command_done, job, NULL);
+	if (r < 0)
+		free(job);
+	return r;
+}
+
 static const struct web_ops run_web_ops = {
+        .run_command = web_run_command,
         .sandbox_action = web_sandbox_action,
         .sandboxes = web_sandboxes,
         .queue_changed = web_queue_changed,
@@ -1014,6 +1072,35 @@ static int setup_web(struct run *run)
 	r = tokens_new(&run->tokens);
 	if (r < 0)
 		return r;
+	if (run->opt.executor) {
+		/* A separate `cloister-supervisor executor`, e.g. outside a container. */
+		const char *colon = strrchr(run->opt.executor, ':');
+		const char *secret = getenv("CLOISTER_EXECUTOR_SECRET");
+		_cleanup_free_ char *host = NULL;
+		unsigned long port = colon ? strtoul(colon + 1, NULL, 10) : 0;
+
+		if (!colon || port == 0 || port > 65535 || !secret || !*secret) {
+			fprintf(stderr, PROG ": run: --executor needs HOST:PORT and the secret in "
+			                     "CLOISTER_EXECUTOR_SECRET\n");
+			return -EINVAL;
+		}
+		host = strndup(run->opt.executor, (size_t)(colon - run->opt.executor));
+		if (!host)
+			return -ENOMEM;
+		r = executor_new_remote(run->loop, host, (uint16_t)port, secret, &err,
+		                        &run->executor);
+		/* The agent must not inherit the executor's secret. */
+		unsetenv("CLOISTER_EXECUTOR_SECRET");
+		if (r < 0) {
+			fprintf(stderr, PROG ": run: --executor %s: %s\n", run->opt.executor,
+			        err.msg[0] ? err.msg : strerror(-r));
+			return r;
+		}
+	} else {
+		r = executor_new_local(run->loop, &run->executor);
+		if (r < 0)
+			return r;
+	}
 	r = web_new(run->loop, run->queue, run->tokens, &run->metrics, &wc, &run_web_ops, run,
 	            &run->web, &err);
 	if (r < 0) {
@@ -1085,6 +1172,9 @@ static void usage(FILE *out)
 	      "  --listen-request A   hostexec request server (default 127.0.0.1:9998, or the\n"
 	      "                       config's request.listen)\n"
 	      "  --no-web             no dashboard and no local APIs\n"
+	      "  --executor HOST:PORT run approved hostexec commands through this\n"
+	      "                       `" PROG " executor` (secret in CLOISTER_EXECUTOR_SECRET);\n"
+	      "                       default: in this process\n"
 	      "  --lenient            skip invalid regexes in the config with a warning\n"
 	      "  -v, --verbose        say what is allowed, and which kernel features are in use\n"
 	      "  -q, --quiet          print nothing of our own (denials included)\n",
@@ -1106,6 +1196,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_LISTEN_TOKENS,
 		OPT_LISTEN_REQUEST,
 		OPT_NO_WEB,
+		OPT_EXECUTOR,
 	};
 	static const struct option longopts[] = {
 	        {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
@@ -1120,6 +1211,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"listen-tokens", required_argument, NULL, OPT_LISTEN_TOKENS},
 	        {"listen-request", required_argument, NULL, OPT_LISTEN_REQUEST},
 	        {"no-web", no_argument, NULL, OPT_NO_WEB},
+	        {"executor", required_argument, NULL, OPT_EXECUTOR},
 	        {"verbose", no_argument, NULL, 'v'},
 	        {"quiet", no_argument, NULL, 'q'},
 	        {"help", no_argument, NULL, 'h'},
@@ -1183,6 +1275,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_NO_WEB:
 			o->no_web = true;
+			break;
+		case OPT_EXECUTOR:
+			o->executor = optarg;
 			break;
 		case 'v':
 			o->verbose = true;
@@ -1372,6 +1467,9 @@ static void teardown(struct run *run)
 	}
 	if (run->backstop && run->cgroup_id)
 		backstop_remove_sandbox(run->backstop, run->cgroup_id);
+	/* Jobs first: their callbacks point into web's calls. */
+	executor_free(run->executor);
+	run->executor = NULL;
 	web_free(run->web);
 	run->web = NULL;
 	tokens_free(run->tokens);
