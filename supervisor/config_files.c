@@ -43,8 +43,7 @@ void config_files_free(struct config_files *files)
 	free(files);
 }
 
-/* Read PATH whole into *ret_data. Returns 1 when read, 0 when it does not exist. */
-static int read_file(const char *path, char **ret_data, size_t *ret_len, struct cl_error *err)
+int config_file_read(const char *path, char **ret_data, size_t *ret_len, struct cl_error *err)
 {
 	_cleanup_close_ int fd = -EBADF;
 	_cleanup_free_ char *buf = NULL;
@@ -126,7 +125,7 @@ int config_files_read(const char *dir, const char *project, struct config_files 
 		if (!files->paths[i])
 			continue;
 		sources[i]->name = files->paths[i];
-		r = read_file(files->paths[i], &files->data[i], &len, err);
+		r = config_file_read(files->paths[i], &files->data[i], &len, err);
 		if (r < 0)
 			return r;
 		sources[i]->present = r > 0;

@@ -40,6 +40,10 @@ int config_files_read(const char *dir, const char *project, struct config_files 
 void config_files_free(struct config_files *files);
 CL_DEFINE_TRIVIAL_CLEANUP(struct config_files *, config_files_free)
 
+/* Read one config file PATH whole, with the checks above, into *ret_data (malloc'd,
+ * NUL-terminated) and *ret_len. Returns 1 when read, 0 when it does not exist. */
+int config_file_read(const char *path, char **ret_data, size_t *ret_len, struct cl_error *err);
+
 /* config_files_read() then config_load(). */
 int config_load_dir(const char *dir, const char *project, const struct config_load_options *options,
                     struct config **ret_config, struct cl_error *err);

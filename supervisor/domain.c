@@ -241,3 +241,50 @@ int domain_spec_format(const struct domain_spec *rule, char *buf, unsigned long 
 		return -ENOSPC;
 	return n;
 }
+
+int domain_name_normalise(const char *name, size_t len, unsigned flags, char *ret)
+{
+	char out[DOMAIN_HOST_MAX + 1];
+	size_t label = 0;
+	bool digits_only = true;
+
+	if (len > 0 && name[len - 1] == '.')
+		len--;
+	if (len == 0 || len > DOMAIN_HOST_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i <= len; i++) {
+		char c = i < len ? name[i] : '.';
+
+		if (c == '.') {
+			/* End of a label: not empty, no '-' at either end. */
+			if (label == 0 || out[i - 1] == '-')
+				return -EINVAL;
+			if (i < len)
+				digits_only = true;
+			label = 0;
+			if (i < len)
+				out[i] = '.';
+			continue;
+		}
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (c >= '0' && c <= '9') {
+			/* a digit keeps digits_only as it is */
+		} else if ((c >= 'a' && c <= 'z') ||
+		           (c == '_' && (flags & DOMAIN_NAME_UNDERSCORE))) {
+			digits_only = false;
+		} else if (c == '-' && label > 0) {
+			digits_only = false;
+		} else {
+			return -EINVAL;
+		}
+		if (++label > LABEL_MAX)
+			return -EINVAL;
+		out[i] = c;
+	}
+	if (digits_only)
+		return -EINVAL;
+	out[len] = '\0';
+	memcpy(ret, out, len + 1);
+	return 0;
+}

@@ -13,6 +13,7 @@
 #define CLOISTER_DOMAIN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "protocol/error.h"
@@ -35,6 +36,17 @@ int domain_spec_parse(const char *text, bool allow_wildcard, struct domain_spec 
 /* Does the entry RULE match the (non-wildcard) QUERY? A rule without a port matches every
  * port; a query without a port matches only rules without one. */
 bool domain_spec_matches(const struct domain_spec *rule, const struct domain_spec *query);
+
+/* Flags of domain_name_normalise(). */
+#define DOMAIN_NAME_UNDERSCORE 1u /* allow '_' in labels (DNS: _dmarc, _sip._tcp) */
+
+/* Validate a host name as it arrives from the network (TLS SNI, DNS QNAME, Host header) and
+ * write its normal form to RET (DOMAIN_HOST_MAX + 1 bytes): LEN bytes (no NUL needed), one
+ * trailing dot dropped, upper case folded, 1..253 characters, labels of 1..63 letters, digits
+ * and '-' (not first or last; '_' too with DOMAIN_NAME_UNDERSCORE). A name whose last label
+ * is all digits is refused: it is an IPv4 address in disguise to a resolver, and addresses do
+ * not belong where these names come from. -EINVAL otherwise; RET is written only on success. */
+int domain_name_normalise(const char *name, size_t len, unsigned flags, char *ret);
 
 /* Write RULE back in config syntax ("*.example.com", "example.com:443", "[::1]:443"). */
 int domain_spec_format(const struct domain_spec *rule, char *buf, unsigned long size);

@@ -230,6 +230,78 @@ static void test_format_reports_a_short_buffer(void **state)
 	assert_int_equal(domain_spec_format(&spec, buf, sizeof(buf)), -ENOSPC);
 }
 
+static void test_wire_names_are_validated_as_ldh_and_lowercased(void **state)
+{
+	static const struct {
+		const char *in;
+		unsigned flags;
+		const char *want; /* NULL: refused */
+	} cases[] = {
+	        {"Example.COM", 0, "example.com"},
+	        {"example.com.", 0, "example.com"},
+	        {"xn--bcher-kva.example", 0, "xn--bcher-kva.example"},
+	        {"a-b.c0", 0, "a-b.c0"},
+	        {"localhost", 0, "localhost"},
+	        {"1e3.example.com", 0, "1e3.example.com"},
+	        {"4.3.2.1.in-addr.arpa", 0, "4.3.2.1.in-addr.arpa"},
+	        {"_dmarc.example.com", DOMAIN_NAME_UNDERSCORE, "_dmarc.example.com"},
+	        {"_dmarc.example.com", 0, NULL},
+	        {"", 0, NULL},
+	        {".", 0, NULL},
+	        {"example.com..", 0, NULL},
+	        {".example.com", 0, NULL},
+	        {"a..b", 0, NULL},
+	        {"-a.com", 0, NULL},
+	        {"a-.com", 0, NULL},
+	        {"a.-b", 0, NULL},
+	        {"exa mple.com", 0, NULL},
+	        {"example.com:443", 0, NULL},
+	        {"*.example.com", 0, NULL},
+	        {"10.0.0.1", 0, NULL},
+	        {"example.123", 0, NULL},
+	        {"2130706433", 0, NULL},
+	        {"a\xc3\xa9.com", 0, NULL},
+	        {"[::1]", 0, NULL},
+	};
+	char out[DOMAIN_HOST_MAX + 1];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int r;
+
+		strcpy(out, "untouched");
+		r = domain_name_normalise(cases[i].in, strlen(cases[i].in), cases[i].flags, out);
+		if (cases[i].want && (r != 0 || strcmp(out, cases[i].want) != 0))
+			fail_msg("\"%s\": expected \"%s\", got %d \"%s\"", cases[i].in,
+			         cases[i].want, r, out);
+		if (!cases[i].want && (r != -EINVAL || strcmp(out, "untouched") != 0))
+			fail_msg("\"%s\": expected a refusal, got %d \"%s\"", cases[i].in, r, out);
+	}
+	/* A NUL inside the given length is a byte like any other: refused. */
+	assert_int_equal(domain_name_normalise("a\0b.com", 7, 0, out), -EINVAL);
+}
+
+static void test_wire_names_respect_length_limits(void **state)
+{
+	char name[300], out[DOMAIN_HOST_MAX + 1];
+
+	memset(name, 'a', 63);
+	memcpy(name + 63, ".com", 4);
+	assert_int_equal(domain_name_normalise(name, 67, 0, out), 0);
+	memset(name, 'a', 64);
+	memcpy(name + 64, ".com", 4);
+	assert_int_equal(domain_name_normalise(name, 68, 0, out), -EINVAL);
+	/* 253 characters are fine (254 with the trailing dot); 254 are not. */
+	for (size_t i = 0; i < sizeof(name); i++)
+		name[i] = (i % 2) ? '.' : 'b';
+	assert_int_equal(domain_name_normalise(name, 253, 0, out), 0);
+	assert_int_equal(strlen(out), 253);
+	name[253] = '.';
+	assert_int_equal(domain_name_normalise(name, 254, 0, out), 0);
+	name[253] = 'b';
+	name[254] = '.';
+	assert_int_equal(domain_name_normalise(name, 255, 0, out), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -244,6 +316,8 @@ int main(void)
 	        cmocka_unit_test(test_failed_parse_leaves_output_untouched),
 	        cmocka_unit_test(test_format_writes_entries_back_in_config_syntax),
 	        cmocka_unit_test(test_format_reports_a_short_buffer),
+	        cmocka_unit_test(test_wire_names_are_validated_as_ldh_and_lowercased),
+	        cmocka_unit_test(test_wire_names_respect_length_limits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

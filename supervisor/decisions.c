@@ -1,0 +1,326 @@
+#include "supervisor/decisions.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "protocol/cleanup.h"
+#include "supervisor/config.h"
+#include "supervisor/config_files.h"
+
+/* ---- the text (pure) --------------------------------------------------------------------- */
+
+static bool same_entry(const struct domain_spec *a, const struct domain_spec *b)
+{
+	return a->wildcard == b->wildcard && a->port == b->port && strcmp(a->host, b->host) == 0;
+}
+
+struct text_buf {
+	char *p;
+	size_t len, size;
+};
+
+static int append(struct text_buf *b, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (b->len + n + 1 > b->size) {
+		size_t size = (b->len + n + 1) * 2;
+		char *p = realloc(b->p, size);
+
+		if (!p)
+			return -ENOMEM;
+		b->p = p;
+		b->size = size;
+	}
+	memcpy(b->p + b->len, s, n + 1);
+	b->len += n;
+	return 0;
+}
+
+static int append_entry(struct text_buf *b, const struct domain_spec *spec)
+{
+	char line[DOMAIN_HOST_MAX + 64], text[DOMAIN_HOST_MAX + 16];
+
+	if (domain_spec_format(spec, text, sizeof(text)) < 0)
+		return -EINVAL;
+	/* Always quoted: "*.x" would be an alias, "null" a null, "[::1]" a list. */
+	snprintf(line, sizeof(line), "    - %s: \"%s\"\n", spec->wildcard ? "pattern" : "domain",
+	         text);
+	return append(b, line);
+}
+
+/* Write LIST's entries under KEY (in order, without duplicates), then EXTRA (may be NULL)
+ * unless it is among them; *ret_added says whether it was written. */
+static int append_list(struct text_buf *b, const char *key, const struct config_domain_list *list,
+                       const struct domain_spec *extra, bool *ret_added)
+{
+	bool extra_present = false;
+	int r;
+
+	*ret_added = false;
+	if (list->n == 0 && !extra)
+		return 0;
+	if ((r = append(b, "  ")) < 0 || (r = append(b, key)) < 0 || (r = append(b, ":\n")) < 0)
+		return r;
+	for (size_t i = 0; i < list->n; i++) {
+		const struct domain_spec *spec = &list->items[i].spec;
+		bool dup = false;
+
+		for (size_t k = 0; k < i && !dup; k++)
+			dup = same_entry(&list->items[k].spec, spec);
+		if (dup)
+			continue;
+		if (extra && same_entry(spec, extra))
+			extra_present = true;
+		if ((r = append_entry(b, spec)) < 0)
+			return r;
+	}
+	if (extra && !extra_present) {
+		if ((r = append_entry(b, extra)) < 0)
+			return r;
+		*ret_added = true;
+	}
+	return 0;
+}
+
+int decisions_add(const char *name, const char *text, size_t len, bool present,
+                  enum decisions_list list, const struct domain_spec *entry, char **ret_text,
+                  struct cl_error *err)
+{
+	const struct config_source source = {
+	        .name = name, .data = text, .len = len, .present = present};
+	_cleanup_(config_freep) struct config *cfg = NULL;
+	struct text_buf b = {0};
+	bool added_allow = false, added_deny = false;
+	int r;
+
+	r = config_parse_file(CONFIG_FILE_DECISIONS, CONFIG_LAYER_GLOBAL_DECISIONS, &source, NULL,
+	                      &cfg, err);
+	if (r < 0)
+		return r;
+	if (cfg->n_warnings > 0)
+		return cl_error_set(err, -EINVAL,
+		                    "%s: not rewriting a file with content this version does "
+		                    "not know (%s)",
+		                    name, cfg->warnings[0]);
+	if ((list == DECISIONS_ALLOW ? cfg->proxy.allow.n : cfg->proxy.deny.n) >= CONFIG_MAX_RULES)
+		return cl_error_set(err, -E2BIG, "%s: already %d entries", name, CONFIG_MAX_RULES);
+
+	r = append(&b, "# Cloister decisions: domains allowed or denied from the dashboard.\n"
+	               "# Written by cloister-supervisor; comments here are not kept.\n"
+	               "proxy:\n");
+	if (r >= 0)
+		r = append_list(&b, "allow", &cfg->proxy.allow,
+		                list == DECISIONS_ALLOW ? entry : NULL, &added_allow);
+	if (r >= 0)
+		r = append_list(&b, "deny", &cfg->proxy.deny, list == DECISIONS_DENY ? entry : NULL,
+		                &added_deny);
+	if (r < 0) {
+		free(b.p);
+		return cl_error_set(err, r, "%s: cannot write the new text: %s", name,
+		                    strerror(-r));
+	}
+	*ret_text = b.p;
+	return added_allow || added_deny ? 1 : 0;
+}
+
+int decisions_wildcard(const struct domain_spec *domain, struct domain_spec *ret,
+                       struct cl_error *err)
+{
+	struct domain_spec w = *domain;
+	const char *dot = strchr(domain->host, '.');
+	struct in_addr a4;
+	size_t labels = 1;
+
+	if (domain->wildcard)
+		return cl_error_set(err, -EINVAL, "\"%s\" is already a wildcard", domain->host);
+	if (strchr(domain->host, ':') || inet_pton(AF_INET, domain->host, &a4) == 1)
+		return cl_error_set(err, -EINVAL, "an IP address (%s) has no wildcard",
+		                    domain->host);
+	for (const char *p = domain->host; *p; p++)
+		labels += *p == '.';
+	if (labels < 3 || !dot)
+		return cl_error_set(
+		        err, -EINVAL,
+		        "\"%s\" has fewer than three labels: its wildcard would cover a "
+		        "whole top-level domain",
+		        domain->host);
+	memset(w.host, 0, sizeof(w.host));
+	strcpy(w.host, dot + 1);
+	w.wildcard = true;
+	*ret = w;
+	return 0;
+}
+
+int decisions_path(const char *dir, const char *project, char **ret_path, struct cl_error *err)
+{
+	char *path;
+	int r;
+
+	if (project) {
+		r = config_project_name_check(project, err);
+		if (r < 0)
+			return r;
+		r = asprintf(&path, "%s/decisions/projects/%s.yaml", dir, project);
+	} else {
+		r = asprintf(&path, "%s/decisions/global.yaml", dir);
+	}
+	if (r < 0)
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	*ret_path = path;
+	return 0;
+}
+
+/* ---- the file (I/O) ---------------------------------------------------------------------- */
+
+/* The directory part of PATH ("." when none), malloc'd. */
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return strdup(".");
+	if (slash == path)
+		return strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+/* mkdir -p DIR with mode 0700 for what it creates. */
+static int make_dirs(const char *dir)
+{
+	_cleanup_free_ char *copy = strdup(dir);
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *p = copy + 1;; p++) {
+		if (*p != '/' && *p != '\0')
+			continue;
+		char c = *p;
+		*p = '\0';
+		if (mkdir(copy, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = c;
+		if (c == '\0')
+			break;
+	}
+	return 0;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* -EIO when the test asks STEP to fail, else R. */
+static int step(enum decisions_step fail_at, enum decisions_step here, int r)
+{
+	return fail_at == here ? -EIO : r;
+}
+
+int decisions_write_atomic_failing_at(const char *path, const char *text,
+                                      enum decisions_step fail_at, struct cl_error *err)
+{
+	_cleanup_free_ char *dir = dir_of(path), *tmp = NULL;
+	_cleanup_close_ int fd = -EBADF, dfd = -EBADF;
+	const char *base = strrchr(path, '/');
+	int r;
+
+	if (!dir)
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	base = base ? base + 1 : path;
+	r = step(fail_at, DECISIONS_STEP_MKDIR, make_dirs(dir));
+	if (r < 0)
+		return cl_error_set(err, r, "%s: cannot create the directory: %s", dir,
+		                    strerror(-r));
+	if (asprintf(&tmp, "%s/.%s.tmp-XXXXXX", dir, base) < 0) {
+		tmp = NULL;
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	}
+	/* mkostemp: O_CREAT|O_EXCL with mode 0600, plus O_CLOEXEC. */
+	fd = mkostemp(tmp, O_CLOEXEC);
+	r = step(fail_at, DECISIONS_STEP_CREATE, fd < 0 ? -errno : 0);
+	if (r < 0) {
+		if (fd >= 0)
+			unlink(tmp);
+		return cl_error_set(err, r, "%s: cannot create a temporary file: %s", dir,
+		                    strerror(-r));
+	}
+	r = step(fail_at, DECISIONS_STEP_WRITE, write_all(fd, text, strlen(text)));
+	if (r >= 0)
+		r = step(fail_at, DECISIONS_STEP_FSYNC, fsync(fd) < 0 ? -errno : 0);
+	if (r >= 0)
+		r = step(fail_at, DECISIONS_STEP_RENAME,
+		         fail_at == DECISIONS_STEP_RENAME ? 0
+		         : rename(tmp, path) < 0          ? -errno
+		                                          : 0);
+	if (r < 0) {
+		unlink(tmp);
+		return cl_error_set(err, r, "%s: cannot write: %s", path, strerror(-r));
+	}
+	/* The rename is durable once the directory is. */
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r = step(fail_at, DECISIONS_STEP_FSYNC_DIR, dfd < 0 || fsync(dfd) < 0 ? -errno : 0);
+	if (r < 0)
+		return cl_error_set(err, r, "%s: written, but syncing its directory failed: %s",
+		                    path, strerror(-r));
+	return 0;
+}
+
+int decisions_write_atomic(const char *path, const char *text, struct cl_error *err)
+{
+	return decisions_write_atomic_failing_at(path, text, DECISIONS_STEP_NONE, err);
+}
+
+int decisions_update(const char *path, enum decisions_list list, const struct domain_spec *entry,
+                     struct cl_error *err)
+{
+	_cleanup_free_ char *dir = dir_of(path), *lock_path = NULL, *data = NULL, *text = NULL;
+	_cleanup_close_ int lock = -EBADF;
+	size_t len = 0;
+	int r, added;
+
+	if (!dir || asprintf(&lock_path, "%s.lock", path) < 0) {
+		lock_path = NULL;
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	}
+	r = make_dirs(dir);
+	if (r < 0)
+		return cl_error_set(err, r, "%s: cannot create the directory: %s", dir,
+		                    strerror(-r));
+	lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
+	if (lock < 0)
+		return cl_error_set(err, -errno, "%s: cannot open: %m", lock_path);
+	while (flock(lock, LOCK_EX) < 0)
+		if (errno != EINTR)
+			return cl_error_set(err, -errno, "%s: cannot lock: %m", lock_path);
+
+	r = config_file_read(path, &data, &len, err);
+	if (r < 0)
+		return r;
+	added = decisions_add(path, data, len, r > 0, list, entry, &text, err);
+	if (added < 0)
+		return added;
+	if (added == 0)
+		return 0;
+	r = decisions_write_atomic(path, text, err);
+	if (r < 0)
+		return r;
+	return 1; /* the lock goes with its fd */
+}

@@ -1,0 +1,78 @@
+/* The decisions files: domains a person allowed or denied for a project or for every project
+ * (Cloister's decisions/global.yaml and decisions/projects/<name>.yaml).
+ *
+ * Pure part: decisions_add() takes a file's text and one new entry and returns the new text,
+ * in the form config.c reads:
+ *     proxy:
+ *       allow:
+ *         - domain: "api.example.com"
+ *         - pattern: "*.example.com"
+ *       deny:
+ *         - domain: "evil.com"
+ * Existing entries are kept in order (the older flat lists `domains`, `patterns`,
+ * `denied_domains`, `denied_patterns` become entries of the same meaning), duplicates are
+ * dropped, comments are not kept (as in Cloister). A file that does not parse, or that has
+ * keys config.c does not know, is refused rather than rewritten without them.
+ *
+ * I/O part: decisions_update() adds an entry to a file under an exclusive flock on the
+ * sibling "<file>.lock", so two supervisors never lose each other's additions, and writes it
+ * with decisions_write_atomic(): parents created 0700, a temporary file in the same directory
+ * (O_EXCL, O_CLOEXEC, mode 0600), fsync, rename over the file, fsync of the directory. A crash
+ * at any point leaves either the old file or the new one, never a mix. */
+#ifndef CLOISTER_DECISIONS_H
+#define CLOISTER_DECISIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "protocol/error.h"
+#include "supervisor/domain.h"
+
+enum decisions_list {
+	DECISIONS_ALLOW, /* proxy.allow */
+	DECISIONS_DENY,  /* proxy.deny */
+};
+
+/* The new text of a decisions file whose current text is TEXT[0..LEN-1] (PRESENT false: no
+ * file yet; TEXT is ignored) with ENTRY added to LIST. *ret_text is malloc'd. Returns 1 when
+ * the entry was added, 0 when it was already there (the text is rewritten all the same);
+ * -EINVAL with a message naming NAME (for messages) when the current text does not parse or
+ * has unknown keys; -E2BIG past CONFIG_MAX_RULES entries; -ENOMEM. */
+int decisions_add(const char *name, const char *text, size_t len, bool present,
+                  enum decisions_list list, const struct domain_spec *entry, char **ret_text,
+                  struct cl_error *err);
+
+/* The wildcard entry of the dashboard's "apply to *.domain" box: api.example.com →
+ * *.example.com (port kept). Refused with -EINVAL, as Cloister does, for a name of fewer than
+ * three labels (no *.com from example.com), an IP address or an entry that already is one. */
+int decisions_wildcard(const struct domain_spec *domain, struct domain_spec *ret,
+                       struct cl_error *err);
+
+/* DIR/decisions/global.yaml (PROJECT NULL) or DIR/decisions/projects/<PROJECT>.yaml, the
+ * project name checked with config_project_name_check(). *ret_path is malloc'd. */
+int decisions_path(const char *dir, const char *project, char **ret_path, struct cl_error *err);
+
+/* Write TEXT to PATH atomically as described above. Errors name the step and the path. */
+int decisions_write_atomic(const char *path, const char *text, struct cl_error *err);
+
+/* Lock, read PATH (missing: empty), decisions_add(), write atomically when something was
+ * added, unlock. Returns 1 added, 0 already there, or a negative errno with a message; on any
+ * failure the file is as it was. */
+int decisions_update(const char *path, enum decisions_list list, const struct domain_spec *entry,
+                     struct cl_error *err);
+
+/* For tests: the steps of decisions_write_atomic(), and a version of it that fails with -EIO
+ * at FAIL_AT as if that step had failed (cleaning up as it would then). */
+enum decisions_step {
+	DECISIONS_STEP_NONE,
+	DECISIONS_STEP_MKDIR,
+	DECISIONS_STEP_CREATE,
+	DECISIONS_STEP_WRITE,
+	DECISIONS_STEP_FSYNC,
+	DECISIONS_STEP_RENAME,
+	DECISIONS_STEP_FSYNC_DIR,
+};
+int decisions_write_atomic_failing_at(const char *path, const char *text,
+                                      enum decisions_step fail_at, struct cl_error *err);
+
+#endif
