@@ -43,6 +43,16 @@ struct fixture {
 	struct netfilter_listeners l;
 };
 
+static int teardown(void **state);
+
+/* cmocka skips the teardown when the setup fails: undo everything here then. */
+static int setup_failed(void **state)
+{
+	teardown(state);
+	*state = NULL;
+	return -1;
+}
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -62,7 +72,7 @@ static int setup(void **state)
 	r = netfilter_netns_create(&f->netns_fd);
 	if (r < 0) {
 		fprintf(stderr, "test_netfilter: netns: %s\n", strerror(-r));
-		return -1;
+		return setup_failed(state);
 	}
 	r = netfilter_netns_setup(f->netns_fd, &err);
 	if (r >= 0)
@@ -74,7 +84,7 @@ static int setup(void **state)
 	}
 	if (r < 0) {
 		fprintf(stderr, "test_netfilter: set-up: %s\n", err.msg);
-		return -1;
+		return setup_failed(state);
 	}
 	return 0;
 }
