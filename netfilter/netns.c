@@ -188,6 +188,9 @@ static int egress_link(struct nl_sock *sk, struct cl_error *err)
 		if (!want)
 			return cl_error_set(err, -ENOMEM, "egress link: out of memory");
 		rtnl_link_set_name(want, NETFILTER_EGRESS_IFNAME);
+		/* lo's MTU: a redirected connection keeps the MSS of the route it was sent by, this
+		 * device's; at 1500 the redirect cost 40 % of loopback throughput. */
+		rtnl_link_set_mtu(want, NETFILTER_EGRESS_MTU);
 		r = rtnl_link_set_type(want, kinds[i]);
 		if (r < 0)
 			continue;

@@ -23,6 +23,7 @@
 #define NETFILTER_EGRESS_IFNAME "cloister0"
 #define NETFILTER_EGRESS_ADDR4  "10.255.255.1"
 #define NETFILTER_EGRESS_ADDR6  "fd63:6c6f:6973:7465::1"
+#define NETFILTER_EGRESS_MTU    65536 /* lo's, see netns.c */
 
 /* Create a new network namespace (only lo, down) and return an O_CLOEXEC fd of it in *ret_fd.
  * The netns lives while an fd or a process holds it. */

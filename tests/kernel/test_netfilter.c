@@ -13,6 +13,7 @@
 #include <netinet/icmp6.h>
 #include <netinet/in.h>
 #include <netinet/ip_icmp.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -337,6 +338,24 @@ static void test_direct_connection_to_listener_has_no_original_destination(void 
 	close(server);
 }
 
+/* A redirected connection keeps the MSS of the route it was first sent by (the egress
+ * device's): with a 1500-byte MTU there, bulk transfers through the redirect lost 40 %. */
+static void test_redirected_connection_gets_loopback_sized_segments(void **state)
+{
+	struct fixture *f = fixture_or_skip(state);
+	int client = ns_connect(f, SOCK_STREAM, "203.0.113.7", 443), server, mss = 0;
+	socklen_t len = sizeof(mss);
+
+	assert_true(client >= 0);
+	server = accept_within(f->l.proxy4, WAIT_MS);
+	assert_true(server >= 0);
+	assert_int_equal(getsockopt(client, IPPROTO_TCP, TCP_MAXSEG, &mss, &len), 0);
+	if (mss < 16384) /* 1448 through a 1500-byte device */
+		fail_msg("MSS %d: the egress device's MTU is not lo's", mss);
+	close(client);
+	close(server);
+}
+
 /* ---- DNS ------------------------------------------------------------------------------- */
 
 static void check_udp_dns(struct fixture *f, int resolver, const char *ip, const char *want_src)
@@ -618,6 +637,7 @@ int main(void)
 	        T(test_tcp6_connect_lands_on_proxy_with_original_destination),
 	        T(test_tcp_to_own_loopback_stays_local),
 	        T(test_direct_connection_to_listener_has_no_original_destination),
+	        T(test_redirected_connection_gets_loopback_sized_segments),
 	        T(test_udp4_dns_reaches_resolver_and_answer_comes_from_original),
 	        T(test_udp6_dns_reaches_resolver_and_answer_comes_from_original),
 	        T(test_tcp_dns_reaches_resolver),
