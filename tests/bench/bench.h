@@ -20,4 +20,8 @@ void bench_core(void);
  * (tests/bench/bench_run.c). Needs $SUPERVISOR and $HELPERS (set by `make bench`). */
 void bench_run(void);
 
+/* The nat redirect alone, in a netns of ours: connect set-up and bulk throughput to a plain
+ * accept + echo server, direct vs redirected (tests/bench/bench_netfilter.c). Needs root. */
+void bench_netfilter(void);
+
 #endif

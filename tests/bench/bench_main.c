@@ -12,6 +12,8 @@ int main(void)
 	bench_notify();
 	printf("\n== exec backstop (eBPF)\n");
 	bench_backstop();
+	printf("\n== egress: nftables redirect in the sandbox netns (no proxy)\n");
+	bench_netfilter();
 	printf("\n== end to end: native vs cloister-supervisor run\n");
 	bench_run();
 	return 0;
