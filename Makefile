@@ -32,6 +32,7 @@ endif
 # which is after scripts/install-deps on a fresh machine.
 CORE_PKGS  := libcjson yaml-0.1 libpcre2-8 libmicrohttpd
 KERNEL_PKGS:= libseccomp libbpf
+NET_PKGS   := libnftables libnl-3.0 libnl-route-3.0
 TEST_PKGS  := cmocka
 pkg_cflags = $(shell $(PKG) --cflags $(1))
 pkg_libs   = $(shell $(PKG) --libs $(1))
@@ -46,15 +47,17 @@ OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=$(SANITIZE) -fno-sanitize-recov
 endif
 CPPFLAGS_ALL = -I. -I$(BUILD)/gen -D_GNU_SOURCE
 CFLAGS_ALL   = -std=gnu11 $(OPT) $(WARN) $(HARDEN) -MMD -MP \
-	$(call pkg_cflags,$(CORE_PKGS) $(KERNEL_PKGS)) $(CFLAGS)
+	$(call pkg_cflags,$(CORE_PKGS) $(KERNEL_PKGS) $(NET_PKGS)) $(CFLAGS)
 LDFLAGS_ALL  = -pie -Wl,-z,relro,-z,now $(if $(SANITIZE),-fsanitize=$(SANITIZE)) $(LDFLAGS)
 LIBS_CORE    = $(call pkg_libs,$(CORE_PKGS))
 LIBS_KERNEL  = $(call pkg_libs,$(KERNEL_PKGS))
+LIBS_NET     = $(call pkg_libs,$(NET_PKGS))
 
 # ---- sources --------------------------------------------------------------------------------
 PROTOCOL_SRC   := $(sort $(wildcard protocol/*.c))
 SUPERVISOR_SRC := $(sort $(filter-out supervisor/main.c,$(wildcard supervisor/*.c)))
 NOTIFIER_SRC   := $(sort $(wildcard notifier/*.c))
+NETFILTER_SRC  := $(sort $(wildcard netfilter/*.c))
 BPF_PROG_SRC   := $(sort $(wildcard bpf/*.bpf.c))
 BPF_USER_SRC   := $(sort $(filter-out %.bpf.c,$(wildcard bpf/*.c)))
 GEN_SRC        := $(BUILD)/gen/default_config.c $(BUILD)/gen/web_assets.c
@@ -64,7 +67,8 @@ DASHBOARD      := $(sort $(wildcard supervisor/dashboard/*))
 UNIT_PROTOCOL  := $(sort $(wildcard tests/unit/protocol/test_*.c))
 UNIT_SUPERVISOR:= $(sort $(wildcard tests/unit/supervisor/test_*.c))
 UNIT_NOTIFIER  := $(sort $(wildcard tests/unit/notifier/test_*.c))
-UNIT_TESTS     := $(UNIT_PROTOCOL) $(UNIT_SUPERVISOR) $(UNIT_NOTIFIER)
+UNIT_NETFILTER := $(sort $(wildcard tests/unit/netfilter/test_*.c))
+UNIT_TESTS     := $(UNIT_PROTOCOL) $(UNIT_SUPERVISOR) $(UNIT_NOTIFIER) $(UNIT_NETFILTER)
 # tests/kernel/: cmocka programs that drive the real kernel (root; they skip with the reason
 # when a feature is absent). tests/integration/: shell tests of the built binaries.
 KERNEL_TESTS   := $(sort $(wildcard tests/kernel/test_*.c))
@@ -80,10 +84,11 @@ obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 PROTOCOL_LIB   := $(BUILD)/lib/libcloister-protocol.a
 SUPERVISOR_LIB := $(BUILD)/lib/libcloister-supervisor.a
 NOTIFIER_LIB   := $(BUILD)/lib/libcloister-notifier.a
+NETFILTER_LIB  := $(BUILD)/lib/libcloister-netfilter.a
 BPF_LIB        := $(BUILD)/lib/libcloister-bpf.a
 BPF_SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/gen/bpf/%.skel.h,$(BPF_PROG_SRC))
 # Link order: users before what they use.
-ALL_LIBS       := $(SUPERVISOR_LIB) $(NOTIFIER_LIB) $(BPF_LIB) $(PROTOCOL_LIB)
+ALL_LIBS       := $(SUPERVISOR_LIB) $(NETFILTER_LIB) $(NOTIFIER_LIB) $(BPF_LIB) $(PROTOCOL_LIB)
 SUPERVISOR_BIN := $(BUILD)/bin/cloister-supervisor
 UNIT_BINS      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 KERNEL_BINS    := $(patsubst tests/kernel/%.c,$(BUILD)/tests/kernel/%,$(KERNEL_TESTS))
@@ -140,6 +145,11 @@ $(NOTIFIER_LIB): $(call obj,$(NOTIFIER_SRC))
 	$(Q)mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(NETFILTER_LIB): $(call obj,$(NETFILTER_SRC))
+	$(call say,AR,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 $(BPF_LIB): $(call obj,$(BPF_USER_SRC))
 	$(call say,AR,$@)
 	$(Q)mkdir -p $(@D)
@@ -152,7 +162,7 @@ $(call obj,$(BPF_USER_SRC) $(SUPERVISOR_SRC) supervisor/main.c $(KERNEL_TESTS)):
 $(SUPERVISOR_BIN): $(call obj,supervisor/main.c) $(ALL_LIBS)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(LIBS_NET)
 
 # ---- eBPF (libbpf CO-RE): vmlinux.h from the running kernel's BTF, skeletons into build/gen ---
 BPF_CLANG_FLAGS = -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(BUILD)/gen -I. \
@@ -188,10 +198,15 @@ $(BUILD)/tests/notifier/%: $(BUILD)/obj/tests/unit/notifier/%.o $(NOTIFIER_LIB) 
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(call pkg_libs,$(TEST_PKGS))
 
+$(BUILD)/tests/netfilter/%: $(BUILD)/obj/tests/unit/netfilter/%.o $(NETFILTER_LIB) $(PROTOCOL_LIB)
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_NET) $(call pkg_libs,$(TEST_PKGS)) -lpthread
+
 $(BUILD)/tests/kernel/%: $(BUILD)/obj/tests/kernel/%.o $(ALL_LIBS)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(call pkg_libs,$(TEST_PKGS)) -lpthread
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(LIBS_NET) $(call pkg_libs,$(TEST_PKGS)) -lpthread
 
 # Small programs the integration tests run inside sandboxes (exec tricks, TOCTOU racers).
 $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o
@@ -291,7 +306,7 @@ fuzz: $(FUZZ_BINS)
 $(BENCH_BIN): $(call obj,$(BENCH_SRC)) $(ALL_LIBS)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(LIBS_NET) -lpthread
 
 bench: $(BENCH_BIN) $(SUPERVISOR_BIN) $(HELPER_BINS)
 	$(Q)BENCH_ONLY=$(ONLY) SUPERVISOR=$(abspath $(SUPERVISOR_BIN)) HELPERS=$(abspath $(BUILD)/tests/helpers) $(BENCH_BIN)

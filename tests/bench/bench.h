@@ -24,4 +24,8 @@ void bench_run(void);
  * SSE fan-out to 100 clients (tests/bench/bench_web.c). */
 void bench_web(void);
 
+/* The nat redirect alone, in a netns of ours: connect set-up and bulk throughput to a plain
+ * accept + echo server, direct vs redirected (tests/bench/bench_netfilter.c). Needs root. */
+void bench_netfilter(void);
+
 #endif

@@ -14,6 +14,7 @@ static const struct {
         {"core", "core (pure code, per operation)", bench_core},
         {"notify", "exec interception (seccomp user notification)", bench_notify},
         {"backstop", "exec backstop (eBPF)", bench_backstop},
+        {"netfilter", "egress: nftables redirect in the sandbox netns (no proxy)", bench_netfilter},
         {"run", "end to end: native vs cloister-supervisor run", bench_run},
         {"web", "dashboard and approval API", bench_web},
 };

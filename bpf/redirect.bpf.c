@@ -1,0 +1,321 @@
+/* Egress redirect for sandboxes that share the host's network (--net=host), where there is no
+ * netns of ours to put nftables rules in. Attached to the sandbox's cgroup; the socket's cgroup
+ * (where it was created) decides which sockets are affected.
+ *
+ *   sock_create      only TCP and UDP sockets of the inet families: no raw, ICMP (ping),
+ *                    SCTP, MPTCP, UDP-Lite… (socket() fails with EPERM)
+ *   connect4/6       TCP to anything but loopback → the proxy listener 127.0.0.1 / [::1]
+ *                    (proxy_port); UDP to port 53 → the resolver (dns_port); other UDP to
+ *                    anything but loopback → EPERM. The original destination is kept in the
+ *                    socket's local storage.
+ *   sendmsg4/6       unconnected UDP: the same choice per datagram
+ *   sockops          at TCP_CONNECT (local port bound, SYN not sent yet): file the original
+ *                    destination under the client's local address and port, which is what
+ *                    the proxy's accept() sees as the peer; clear it for a connection that
+ *                    was not redirected
+ *   recvmsg4/6       a resolver answer is reported as coming from the address the query went
+ *                    to (resolvers compare the two)
+ *   getpeername4/6   the agent sees the original peer, not our listener
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "bpf/redirect_abi.h"
+
+#define SOCK_STREAM 1
+#define SOCK_DGRAM  2
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Listener ports in network byte order, set by the loader before load. */
+const volatile __u16 proxy_port = 0;
+const volatile __u16 dns_port = 0;
+
+/* The original destination of a redirected socket. */
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct redirect_abi_addr);
+} orig_dst SEC(".maps");
+
+/* The client's local (address, port) → original destination, for the proxy. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, REDIRECT_MAX_PENDING);
+	__type(key, struct redirect_abi_addr);
+	__type(value, struct redirect_abi_addr);
+} by_peer SEC(".maps");
+
+static __always_inline bool loopback4(__u32 ip)
+{
+	return (bpf_ntohl(ip) >> 24) == 127;
+}
+
+static __always_inline bool loopback6(const __u32 ip[4])
+{
+	if (ip[0] != 0 || ip[1] != 0)
+		return false;
+	if (ip[2] == 0 && ip[3] == bpf_htonl(1)) /* ::1 */
+		return true;
+	/* ::ffff:127.x.y.z, IPv4 loopback through a dual-stack socket */
+	return ip[2] == bpf_htonl(0xffff) && loopback4(ip[3]);
+}
+
+static __always_inline int remember4(struct bpf_sock_addr *ctx)
+{
+	struct redirect_abi_addr *o;
+
+	if (!ctx->sk)
+		return -1;
+	o = bpf_sk_storage_get(&orig_dst, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!o)
+		return -1;
+	o->family = REDIRECT_AF_INET;
+	o->port = (__u16)ctx->user_port;
+	o->pad = 0;
+	o->addr[0] = ctx->user_ip4;
+	o->addr[1] = o->addr[2] = o->addr[3] = 0;
+	return 0;
+}
+
+static __always_inline int remember6(struct bpf_sock_addr *ctx)
+{
+	struct redirect_abi_addr *o;
+
+	if (!ctx->sk)
+		return -1;
+	o = bpf_sk_storage_get(&orig_dst, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!o)
+		return -1;
+	o->family = REDIRECT_AF_INET6;
+	o->port = (__u16)ctx->user_port;
+	o->pad = 0;
+	o->addr[0] = ctx->user_ip6[0];
+	o->addr[1] = ctx->user_ip6[1];
+	o->addr[2] = ctx->user_ip6[2];
+	o->addr[3] = ctx->user_ip6[3];
+	return 0;
+}
+
+static __always_inline void forget(struct bpf_sock_addr *ctx)
+{
+	if (ctx->sk)
+		bpf_sk_storage_delete(&orig_dst, ctx->sk);
+}
+
+static __always_inline void to_loopback4(struct bpf_sock_addr *ctx, __u16 port)
+{
+	ctx->user_ip4 = bpf_htonl(0x7f000001);
+	ctx->user_port = port;
+}
+
+static __always_inline void to_loopback6(struct bpf_sock_addr *ctx, __u16 port)
+{
+	ctx->user_ip6[0] = 0;
+	ctx->user_ip6[1] = 0;
+	ctx->user_ip6[2] = 0;
+	ctx->user_ip6[3] = bpf_htonl(1);
+	ctx->user_port = port;
+}
+
+/* What to do with a destination: 1 leave it, 2 proxy, 3 resolver, 0 refuse. */
+enum verdict { REFUSE = 0, LEAVE = 1, TO_PROXY = 2, TO_RESOLVER = 3 };
+
+static __always_inline enum verdict decide(__u32 type, __u32 port, bool loopback)
+{
+	if (type == SOCK_DGRAM && port == bpf_htons(53))
+		return TO_RESOLVER;
+	if (loopback)
+		return LEAVE;
+	if (type == SOCK_STREAM)
+		return TO_PROXY;
+	return REFUSE;
+}
+
+static __always_inline int redirect4(struct bpf_sock_addr *ctx, bool connecting)
+{
+	enum verdict v = decide(ctx->type, ctx->user_port, loopback4(ctx->user_ip4));
+
+	if (v == REFUSE)
+		return 0;
+	if (v == LEAVE) {
+		if (connecting)
+			forget(ctx); /* a UDP socket connected elsewhere is no longer redirected */
+		return 1;
+	}
+	/* Without somewhere to keep the original destination, the proxy could not serve the
+	 * connection: refuse it rather than let it through. */
+	if (remember4(ctx) < 0)
+		return 0;
+	to_loopback4(ctx, v == TO_PROXY ? proxy_port : dns_port);
+	return 1;
+}
+
+/* The context's fields must be read each at its own constant offset: the verifier refuses a
+ * load through a ctx pointer the compiler moved (ctx + 8, then +4). */
+static __always_inline void read_ip6(const struct bpf_sock_addr *ctx, __u32 ip[4])
+{
+	ip[0] = ctx->user_ip6[0];
+	ip[1] = ctx->user_ip6[1];
+	ip[2] = ctx->user_ip6[2];
+	ip[3] = ctx->user_ip6[3];
+	asm volatile("" ::: "memory");
+}
+
+static __always_inline int redirect6(struct bpf_sock_addr *ctx, bool connecting)
+{
+	__u32 ip[4];
+	enum verdict v;
+
+	read_ip6(ctx, ip);
+	v = decide(ctx->type, ctx->user_port, loopback6(ip));
+
+	if (v == REFUSE)
+		return 0;
+	if (v == LEAVE) {
+		if (connecting)
+			forget(ctx);
+		return 1;
+	}
+	if (remember6(ctx) < 0)
+		return 0;
+	to_loopback6(ctx, v == TO_PROXY ? proxy_port : dns_port);
+	return 1;
+}
+
+SEC("cgroup/sock_create")
+int redirect_sock_create(struct bpf_sock *sk)
+{
+	if (sk->family != REDIRECT_AF_INET && sk->family != REDIRECT_AF_INET6)
+		return 1;
+	if (sk->type == SOCK_STREAM && sk->protocol == IPPROTO_TCP)
+		return 1;
+	if (sk->type == SOCK_DGRAM && sk->protocol == IPPROTO_UDP)
+		return 1;
+	return 0;
+}
+
+SEC("cgroup/connect4")
+int redirect_connect4(struct bpf_sock_addr *ctx)
+{
+	return redirect4(ctx, true);
+}
+
+SEC("cgroup/connect6")
+int redirect_connect6(struct bpf_sock_addr *ctx)
+{
+	return redirect6(ctx, true);
+}
+
+SEC("cgroup/sendmsg4")
+int redirect_sendmsg4(struct bpf_sock_addr *ctx)
+{
+	return redirect4(ctx, false);
+}
+
+SEC("cgroup/sendmsg6")
+int redirect_sendmsg6(struct bpf_sock_addr *ctx)
+{
+	return redirect6(ctx, false);
+}
+
+/* Report the original address where the kernel would report our listener's. */
+static __always_inline void restore(struct bpf_sock_addr *ctx, __u32 family)
+{
+	struct redirect_abi_addr *o;
+
+	if (!ctx->sk)
+		return;
+	o = bpf_sk_storage_get(&orig_dst, ctx->sk, 0, 0);
+	if (!o || o->family != family)
+		return;
+	if (family == REDIRECT_AF_INET) {
+		ctx->user_ip4 = o->addr[0];
+	} else {
+		ctx->user_ip6[0] = o->addr[0];
+		ctx->user_ip6[1] = o->addr[1];
+		ctx->user_ip6[2] = o->addr[2];
+		ctx->user_ip6[3] = o->addr[3];
+	}
+	ctx->user_port = o->port;
+}
+
+static __always_inline bool is_listener4(struct bpf_sock_addr *ctx)
+{
+	return ctx->user_ip4 == bpf_htonl(0x7f000001) &&
+	       (ctx->user_port == proxy_port || ctx->user_port == dns_port);
+}
+
+static __always_inline bool is_listener6(struct bpf_sock_addr *ctx)
+{
+	__u32 ip[4];
+
+	read_ip6(ctx, ip);
+	return ip[0] == 0 && ip[1] == 0 && ip[2] == 0 && ip[3] == bpf_htonl(1) &&
+	       (ctx->user_port == proxy_port || ctx->user_port == dns_port);
+}
+
+SEC("cgroup/recvmsg4")
+int redirect_recvmsg4(struct bpf_sock_addr *ctx)
+{
+	if (is_listener4(ctx))
+		restore(ctx, REDIRECT_AF_INET);
+	return 1;
+}
+
+SEC("cgroup/recvmsg6")
+int redirect_recvmsg6(struct bpf_sock_addr *ctx)
+{
+	if (is_listener6(ctx))
+		restore(ctx, REDIRECT_AF_INET6);
+	return 1;
+}
+
+SEC("cgroup/getpeername4")
+int redirect_getpeername4(struct bpf_sock_addr *ctx)
+{
+	if (is_listener4(ctx))
+		restore(ctx, REDIRECT_AF_INET);
+	return 1;
+}
+
+SEC("cgroup/getpeername6")
+int redirect_getpeername6(struct bpf_sock_addr *ctx)
+{
+	if (is_listener6(ctx))
+		restore(ctx, REDIRECT_AF_INET6);
+	return 1;
+}
+
+SEC("sockops")
+int redirect_sockops(struct bpf_sock_ops *skops)
+{
+	struct redirect_abi_addr key = {};
+	struct redirect_abi_addr *o;
+	struct bpf_sock *sk;
+
+	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB)
+		return 1;
+	sk = skops->sk;
+	if (!sk)
+		return 1;
+	key.family = skops->family;
+	key.port = bpf_htons((__u16)skops->local_port);
+	if (skops->family == REDIRECT_AF_INET) {
+		key.addr[0] = skops->local_ip4;
+	} else if (skops->family == REDIRECT_AF_INET6) {
+		key.addr[0] = skops->local_ip6[0];
+		key.addr[1] = skops->local_ip6[1];
+		key.addr[2] = skops->local_ip6[2];
+		key.addr[3] = skops->local_ip6[3];
+	} else {
+		return 1;
+	}
+	o = bpf_sk_storage_get(&orig_dst, sk, 0, 0);
+	if (o)
+		bpf_map_update_elem(&by_peer, &key, o, BPF_ANY);
+	else
+		bpf_map_delete_elem(&by_peer, &key); /* an older connection's, now stale */
+	return 1;
+}

@@ -1,0 +1,165 @@
+/* Loader of the --net=host egress redirect (redirect.bpf.c). See redirect.h. */
+#include "bpf/redirect.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/types.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "bpf/redirect_abi.h"
+#include "bpf/redirect.skel.h"
+#include "protocol/cleanup.h"
+
+_Static_assert(REDIRECT_AF_INET == AF_INET && REDIRECT_AF_INET6 == AF_INET6, "families");
+
+#define REDIRECT_PROGS 11
+
+struct redirect {
+	struct redirect_bpf *skel;
+	struct bpf_link *links[REDIRECT_PROGS];
+	size_t n_links;
+};
+
+static void programs(struct redirect_bpf *skel, struct bpf_program *out[REDIRECT_PROGS])
+{
+	size_t n = 0;
+
+	out[n++] = skel->progs.redirect_sock_create;
+	out[n++] = skel->progs.redirect_connect4;
+	out[n++] = skel->progs.redirect_connect6;
+	out[n++] = skel->progs.redirect_sendmsg4;
+	out[n++] = skel->progs.redirect_sendmsg6;
+	out[n++] = skel->progs.redirect_recvmsg4;
+	out[n++] = skel->progs.redirect_recvmsg6;
+	out[n++] = skel->progs.redirect_getpeername4;
+	out[n++] = skel->progs.redirect_getpeername6;
+	/* sockops last: it files what connect4/6 kept, so those must be in place. */
+	out[n++] = skel->progs.redirect_sockops;
+	out[n] = NULL;
+}
+
+int redirect_open(const struct redirect_config *cfg, struct redirect **ret, struct cl_error *err)
+{
+	struct redirect_bpf *skel;
+	struct redirect *r;
+	int rc;
+
+	if (!cfg || cfg->proxy_port == 0 || cfg->dns_port == 0)
+		return cl_error_set(err, -EINVAL,
+		                    "egress redirect: the listener ports must not be 0");
+	skel = redirect_bpf__open();
+	if (!skel) {
+		rc = -errno;
+		return cl_error_set(err, rc, "egress redirect: open: %s", strerror(-rc));
+	}
+	skel->rodata->proxy_port = htons(cfg->proxy_port);
+	skel->rodata->dns_port = htons(cfg->dns_port);
+	rc = redirect_bpf__load(skel);
+	if (rc < 0) {
+		redirect_bpf__destroy(skel);
+		return cl_error_set(err, rc, "egress redirect: load: %s", strerror(-rc));
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		redirect_bpf__destroy(skel);
+		return cl_error_set(err, -ENOMEM, "egress redirect: out of memory");
+	}
+	r->skel = skel;
+	*ret = r;
+	return 0;
+}
+
+int redirect_attach(struct redirect *r, int cgroup_fd, struct cl_error *err)
+{
+	struct bpf_program *progs[REDIRECT_PROGS];
+
+	if (r->n_links > 0)
+		return cl_error_set(err, -EBUSY, "egress redirect: already attached");
+	programs(r->skel, progs);
+	for (size_t i = 0; progs[i]; i++) {
+		struct bpf_link *link = bpf_program__attach_cgroup(progs[i], cgroup_fd);
+
+		if (!link) {
+			int rc = -errno;
+
+			redirect_detach(r);
+			return cl_error_set(err, rc, "egress redirect: attaching %s: %s",
+			                    bpf_program__name(progs[i]), strerror(-rc));
+		}
+		r->links[r->n_links++] = link;
+	}
+	return 0;
+}
+
+void redirect_detach(struct redirect *r)
+{
+	/* Reverse order: sockops first, so nothing is filed that connect did not keep. */
+	while (r->n_links > 0)
+		bpf_link__destroy(r->links[--r->n_links]);
+}
+
+int redirect_lookup(struct redirect *r, const struct sockaddr *peer, socklen_t peer_len,
+                    struct sockaddr_storage *ret_orig)
+{
+	struct redirect_abi_addr key, val;
+	struct sockaddr_storage out;
+
+	memset(&key, 0, sizeof(key)); /* padding included: the key is hashed byte for byte */
+	if (!peer)
+		return -EINVAL;
+	if (peer->sa_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const void *)peer;
+
+		if (peer_len < sizeof(*s4))
+			return -EINVAL;
+		key.family = AF_INET;
+		key.port = s4->sin_port;
+		key.addr[0] = s4->sin_addr.s_addr;
+	} else if (peer->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const void *)peer;
+
+		if (peer_len < sizeof(*s6))
+			return -EINVAL;
+		key.family = AF_INET6;
+		key.port = s6->sin6_port;
+		memcpy(key.addr, &s6->sin6_addr, sizeof(key.addr));
+	} else {
+		return -EAFNOSUPPORT;
+	}
+	if (bpf_map_lookup_and_delete_elem(bpf_map__fd(r->skel->maps.by_peer), &key, &val) < 0)
+		return errno == ENOENT ? -ENOENT : -errno;
+
+	memset(&out, 0, sizeof(out));
+	if (val.family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&out;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = val.port;
+		s4->sin_addr.s_addr = val.addr[0];
+	} else if (val.family == AF_INET6) {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&out;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = val.port;
+		memcpy(&s6->sin6_addr, val.addr, sizeof(s6->sin6_addr));
+	} else {
+		return -EPROTO;
+	}
+	*ret_orig = out;
+	return 0;
+}
+
+void redirect_free(struct redirect *r)
+{
+	if (!r)
+		return;
+	redirect_detach(r);
+	redirect_bpf__destroy(r->skel);
+	free(r);
+}

@@ -1,0 +1,25 @@
+/* Structures and limits shared by redirect.bpf.c (the kernel side) and redirect.c (its loader).
+ * Both sides include this file: keep it free of libc and of vmlinux.h, fixed-width types only.
+ * Not part of the public API: callers use bpf/redirect.h. */
+#ifndef CLOISTER_REDIRECT_ABI_H
+#define CLOISTER_REDIRECT_ABI_H
+
+/* Redirected TCP connections remembered until the proxy looks them up (LRU: an entry the proxy
+ * never asks for is evicted eventually; every new connection from the same local address and
+ * port overwrites or clears it first). */
+#define REDIRECT_MAX_PENDING 65536
+
+#define REDIRECT_AF_INET  2
+#define REDIRECT_AF_INET6 10
+
+/* An address and port as the kernel stores them: addr in network byte order (IPv4 in
+ * addr[0]), port in network byte order. Also the key of the by-peer map: the client's end
+ * of a redirected connection, as the proxy's accept() sees it. */
+struct redirect_abi_addr {
+	__u32 family;
+	__u16 port;
+	__u16 pad; /* always 0: keys are hashed byte for byte */
+	__u32 addr[4];
+};
+
+#endif
