@@ -674,6 +674,18 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 		if (r < 0)
 			return r;
 	}
+	if (opts->setup_netns) {
+		char path[64];
+		_cleanup_close_ int netns_fd = -EBADF;
+
+		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+		netns_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (netns_fd < 0)
+			return cl_error_set(err, -errno, "%s: %m", path);
+		r = opts->setup_netns(opts->setup_netns_userdata, netns_fd, err);
+		if (r < 0)
+			return r;
+	}
 	{
 		struct sandbox_msg go = {.type = SANDBOX_MSG_GO};
 
