@@ -45,11 +45,8 @@
 #include "supervisor/queue.h"
 #include "supervisor/sandbox.h"
 #include "supervisor/tty_approver.h"
-#include "supervisor/api_info.h"
-#include "supervisor/executor_client.h"
+#include "supervisor/hub.h"
 #include "supervisor/metrics.h"
-#include "supervisor/tokens.h"
-#include "supervisor/web.h"
 
 #define PROG "cloister-supervisor"
 
@@ -63,9 +60,6 @@
  * process asking the same thing again this soon gets the same answer instead of a new ask. */
 #define RECENT_DENIALS   16
 #define RECENT_DENIAL_MS 3000
-#define API_TOKEN_BYTES  32
-/* A dashboard reload must not hand its asks to the fallback. */
-#define WEB_ORPHAN_GRACE_MS 10000
 
 enum ask_mode {
 	ASK_AUTO, /* the terminal when there is one, and the dashboard */
@@ -111,9 +105,9 @@ struct run {
 	struct config *config;
 	char *sandbox_name;
 	char *config_dir; /* read-only inside the sandbox, like the audit log's directory */
-	char *audit_dir;
-	char *audit_path;
+	char *audit_dir;  /* read-only inside the sandbox */
 	struct loop *loop;
+	struct hub *hub; /* the queue, audit log, dashboard and APIs */
 	struct sandbox *sandbox;
 	struct notifier *notifier;
 	struct backstop *backstop;
@@ -121,8 +115,6 @@ struct run {
 	struct queue *queue;
 	struct tty_approver *tty;
 	bool tty_watched;
-	int audit_fd;
-	struct loop_timer *tick;
 	struct loop_timer *terminate;
 
 	struct pending_exec *pending;
@@ -136,16 +128,8 @@ struct run {
 	} recent_denials[RECENT_DENIALS];
 	unsigned next_recent_denial;
 
-	struct tokens *tokens;
-	struct metrics metrics;
-	struct web *web;
-	struct executor *executor; /* runs approved hostexec commands */
-	unsigned web_clients;
 	bool paused; /* by the dashboard's kill switch */
 	uint64_t started_wall_ms;
-	char api_token[2 * API_TOKEN_BYTES + 1];
-	char cloister_token[2 * API_TOKEN_BYTES + 1];
-	char *api_info_path;
 
 	uint64_t notifications;
 	bool terminating; /* SIGTERM or SIGHUP came: asks are denied without asking */
@@ -169,30 +153,7 @@ static void say(const struct run *run, const char *fmt, ...)
 	va_end(ap);
 }
 
-static uint64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* ---- audit ------------------------------------------------------------------------------- */
-
-static void audit_write(struct run *run, const struct audit_record *rec)
-{
-	_cleanup_free_ char *line = NULL;
-
-	if (run->audit_fd < 0)
-		return;
-	if (audit_format_line(rec, &line) < 0 || audit_log_write(run->audit_fd, line) < 0) {
-		say(run, "audit log: write failed; further lines are lost");
-		cl_closep(&run->audit_fd);
-		run->audit_fd = -EBADF;
-		return;
-	}
-	web_on_audit_line(run->web, rec->sandbox, line, strlen(line));
-}
 
 static void format_rule(const struct policy_result *res, char *buf, size_t size)
 {
@@ -208,7 +169,7 @@ static void audit_verdict(struct run *run, const struct exec_target *t, const ch
 {
 	char rule[1024];
 	struct audit_record rec = {
-	        .time_ms = wall_ms(),
+	        .time_ms = hub_wall_ms(),
 	        .sandbox = run->sandbox_name,
 	        .project = run->opt.project,
 	        .kind = "exec",
@@ -232,9 +193,9 @@ static void audit_verdict(struct run *run, const struct exec_target *t, const ch
 		rec.rule = rule;
 	}
 	if (verdict == AUDIT_ALLOW || verdict == AUDIT_DENY)
-		metrics_count_decision(&run->metrics, "exec", audit_verdict_to_string(verdict),
-		                       "policy");
-	audit_write(run, &rec);
+		metrics_count_decision(hub_metrics(run->hub), "exec",
+		                       audit_verdict_to_string(verdict), "policy");
+	hub_audit(run->hub, &rec);
 }
 
 /* ---- pending execs and session answers --------------------------------------------------- */
@@ -363,124 +324,75 @@ static int answer(struct run *run, uint64_t id, bool allow, const struct exec_fi
 
 /* ---- the queue --------------------------------------------------------------------------- */
 
-static int on_tick(struct loop *loop, void *userdata);
-static void drain_queue(struct run *run);
+static void drain_queue(struct run *run)
+{
+	hub_drain(run->hub);
+}
 
-/* Who can answer: the terminal, each dashboard on /events, and with --ask web the CLI
- * client, counted as one permanent approver. With none, exec.ask_fallback decides. */
+/* Who can answer on this side: the terminal while it is there (dashboards are the hub's). */
 static void update_approvers(struct run *run)
 {
-	unsigned n = run->web_clients;
-
-	if (run->tty && !tty_approver_gone(run->tty))
-		n++;
-	if (run->opt.ask == ASK_WEB && run->web)
-		n++;
-	if (n != queue_approvers(run->queue)) {
-		queue_set_approvers(run->queue, n, loop_now_ms());
-		drain_queue(run);
-	}
+	hub_set_local_approvers(run->hub, run->tty && !tty_approver_gone(run->tty) ? 1 : 0);
 }
 
 /* Watch the terminal only while a prompt waits: otherwise its input belongs to the agent. */
 static void tty_update_watch(struct run *run);
 
-static void schedule_tick(struct run *run)
+/* The queue decided exec items: answer their waiting notifications. */
+static void on_exec_resolution(void *userdata, const struct queue_resolution *res)
 {
-	uint64_t now = loop_now_ms();
-	uint64_t next = queue_next_deadline(run->queue);
+	struct run *run = userdata;
+	bool allow = res->item->state == QUEUE_STATE_APPROVED;
 
-	if (run->n_pending > 0 && now + LIVENESS_INTERVAL_MS < next)
-		next = now + LIVENESS_INTERVAL_MS;
-	if (run->tick) {
-		loop_cancel_timer(run->loop, run->tick);
-		run->tick = NULL;
+	for (size_t i = 0; i < res->n_cookies; i++) {
+		struct pending_exec *p = pending_find(run, res->cookies[i]);
+
+		if (!p)
+			continue;
+		if (allow && res->item->scope == QUEUE_SCOPE_SESSION)
+			session_add(run, p->session_key);
+		if (!allow && res->item->state != QUEUE_STATE_CANCELLED)
+			recent_denial_add(run, p->session_key, p->pid);
+		answer(run, p->cookie, allow, &p->files);
+		pending_remove(run, p);
 	}
-	if (next != UINT64_MAX && loop_add_timer(run->loop, next, on_tick, run, &run->tick) < 0)
-		run->tick = NULL;
+	if (res->item->state == QUEUE_STATE_DENIED || res->item->state == QUEUE_STATE_TIMED_OUT)
+		say(run, "exec %s %s: %s", res->item->exe ? res->item->exe : res->item->summary,
+		    queue_state_to_string(res->item->state), res->item->reason);
 }
 
-/* Apply what the last queue calls produced: answer waiters, write audit lines, update the
- * terminal prompt, re-arm the timer. */
-static void drain_queue(struct run *run)
+/* After every drain: the terminal prompt follows the queue. */
+static void on_drained(void *userdata)
 {
-	struct queue_resolution res;
-	struct queue_event ev;
+	struct run *run = userdata;
 
-	while (queue_pop_resolution(run->queue, &res) == 1) {
-		bool allow = res.item->state == QUEUE_STATE_APPROVED;
-
-		if (res.item->kind == QUEUE_KIND_HOSTEXEC) {
-			web_on_resolution(run->web, &res);
-			queue_resolution_release(&res);
-			continue;
-		}
-
-		for (size_t i = 0; i < res.n_cookies; i++) {
-			struct pending_exec *p = pending_find(run, res.cookies[i]);
-
-			if (!p)
-				continue;
-			if (allow && res.item->scope == QUEUE_SCOPE_SESSION)
-				session_add(run, p->session_key);
-			if (!allow && res.item->state != QUEUE_STATE_CANCELLED)
-				recent_denial_add(run, p->session_key, p->pid);
-			answer(run, p->cookie, allow, &p->files);
-			pending_remove(run, p);
-		}
-		if (res.item->state == QUEUE_STATE_DENIED ||
-		    res.item->state == QUEUE_STATE_TIMED_OUT)
-			say(run, "exec %s %s: %s",
-			    res.item->exe ? res.item->exe : res.item->summary,
-			    queue_state_to_string(res.item->state), res.item->reason);
-		queue_resolution_release(&res);
-	}
-	while (queue_pop_event(run->queue, &ev) == 1) {
-		struct audit_record rec;
-
-		audit_record_from_queue_event(&ev, wall_ms(), &rec);
-		audit_write(run, &rec);
-		if (ev.type == QUEUE_EVENT_REMOVED) {
-			metrics_count_decision(&run->metrics, queue_kind_to_string(ev.item->kind),
-			                       queue_state_to_string(ev.state),
-			                       ev.item->decided_by);
-			if (ev.state != QUEUE_STATE_CANCELLED)
-				metrics_observe_latency(
-				        &run->metrics,
-				        (double)(ev.item->decided_ms - ev.item->created_ms) /
-				                1000.0);
-		}
-		web_on_event(run->web, &ev);
-		queue_event_release(&ev);
-	}
 	if (run->tty) {
 		tty_approver_sync(run->tty, run->queue, loop_now_ms());
 		tty_update_watch(run);
 	}
-	schedule_tick(run);
 }
 
-static int on_tick(struct loop *loop, void *userdata)
+/* With NOW_MS: cancel waiters whose process died (or left the syscall). Either way, say when
+ * to look again: soon while execs wait. */
+static uint64_t on_tick(void *userdata, uint64_t now_ms)
 {
 	struct run *run = userdata;
-	uint64_t now = loop_now_ms();
 
-	run->tick = NULL;
-	/* A waiter whose process died (or left the syscall) is cancelled. */
-	for (size_t i = 0; i < run->n_pending;) {
-		uint64_t cookie = run->pending[i].cookie;
+	if (now_ms != UINT64_MAX) {
+		for (size_t i = 0; i < run->n_pending;) {
+			uint64_t cookie = run->pending[i].cookie;
 
-		if (notifier_id_valid(run->notifier, cookie) == 0) {
-			queue_cancel_waiter(run->queue, cookie, now);
-			if (run->n_pending > i && run->pending[i].cookie == cookie)
-				pending_remove(run, &run->pending[i]);
-			continue;
+			if (notifier_id_valid(run->notifier, cookie) == 0) {
+				queue_cancel_waiter(run->queue, cookie, now_ms);
+				if (run->n_pending > i && run->pending[i].cookie == cookie)
+					pending_remove(run, &run->pending[i]);
+				continue;
+			}
+			i++;
 		}
-		i++;
+		return UINT64_MAX;
 	}
-	queue_tick(run->queue, now);
-	drain_queue(run);
-	return 0;
+	return run->n_pending > 0 ? loop_now_ms() + LIVENESS_INTERVAL_MS : UINT64_MAX;
 }
 
 static int on_tty_readable(struct loop *loop, int fd, uint32_t events, void *userdata)
@@ -548,7 +460,7 @@ static void handle_exec(struct run *run, const struct seccomp_notif *req)
 	if (r < 0) {
 		/* A denial like any other: it goes to the audit log too. */
 		struct audit_record rec = {
-		        .time_ms = wall_ms(),
+		        .time_ms = hub_wall_ms(),
 		        .sandbox = run->sandbox_name,
 		        .project = run->opt.project,
 		        .kind = "exec",
@@ -561,7 +473,7 @@ static void handle_exec(struct run *run, const struct seccomp_notif *req)
 		};
 
 		say(run, "exec by pid %d denied: %s", req->pid, err.msg);
-		audit_write(run, &rec);
+		hub_audit(run->hub, &rec);
 		notifier_deny(run->notifier, req->id, EACCES);
 		return;
 	}
@@ -707,7 +619,7 @@ static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdat
 		r = notifier_receive(run->notifier, &req);
 		if (r == 0) {
 			run->notifications++;
-			run->metrics.notifications++;
+			hub_metrics(run->hub)->notifications++;
 			if (req.data.nr == SYS_execve || req.data.nr == SYS_execveat)
 				handle_exec(run, &req);
 			else
@@ -733,7 +645,7 @@ static int on_backstop_event(const struct backstop_event *ev, void *userdata)
 	                                                   : "FAILED to kill";
 	char reason[256];
 	struct audit_record rec = {
-	        .time_ms = wall_ms(),
+	        .time_ms = hub_wall_ms(),
 	        .sandbox = run->sandbox_name,
 	        .project = run->opt.project,
 	        .kind = "exec",
@@ -752,7 +664,7 @@ static int on_backstop_event(const struct backstop_event *ev, void *userdata)
 	         major(ev->st_dev), minor(ev->st_dev), (unsigned long long)ev->st_ino);
 	say(run, "backstop %s pid %d (%s) exec of %s: %s", what, ev->pid, ev->comm, ev->filename,
 	    reason);
-	audit_write(run, &rec);
+	hub_audit(run->hub, &rec);
 	return 0;
 }
 
@@ -866,9 +778,9 @@ static char *default_name(void)
 	return strndup(base, 64);
 }
 
-/* ---- the dashboard and the local APIs ------------------------------------------------------ */
+/* ---- the dashboard's view of this sandbox -------------------------------------------------- */
 
-static int web_sandbox_action(void *userdata, const char *name, const char *action)
+static int owner_sandbox_action(void *userdata, const char *name, const char *action)
 {
 	struct run *run = userdata;
 	int r;
@@ -891,7 +803,7 @@ static int web_sandbox_action(void *userdata, const char *name, const char *acti
 	return r;
 }
 
-static unsigned web_sandboxes(void *userdata, struct web_sandbox_info *out, unsigned max)
+static unsigned owner_sandboxes(void *userdata, struct web_sandbox_info *out, unsigned max)
 {
 	struct run *run = userdata;
 
@@ -909,238 +821,10 @@ static unsigned web_sandboxes(void *userdata, struct web_sandbox_info *out, unsi
 	return 1;
 }
 
-static void web_queue_changed(void *userdata)
-{
-	drain_queue(userdata);
-}
-
-static void web_approvers_changed(void *userdata, unsigned count)
-{
-	struct run *run = userdata;
-
-	run->web_clients = count;
-	update_approvers(run);
-}
-
-struct command_job {
-	web_command_done_fn done;
-	void *done_userdata;
+static const struct hub_owner_ops run_owner_ops = {
+        .sandbox_action = owner_sandbox_action,
+        .sandboxes = owner_sandboxes,
 };
-
-static void on_command_done(struct cl_executor_response *resp, void *userdata)
-{
-	struct command_job *job = userdata;
-	struct web_command_result res = {
-	        .status = resp->status == CL_EXECUTOR_COMPLETED ? "completed"
-	                  : resp->status == CL_EXECUTOR_TIMEOUT ? "timeout"
-	                                                        : "error",
-	        .exit_code = resp->exit_code,
-	        .stdout_text = resp->stdout_text,
-	        .stderr_text = resp->stderr_text,
-	        .error = resp->error,
-	};
-
-	job->done(job->done_userdata, &res);
-	cl_executor_response_free(resp);
-	free(job);
-}
-
-/* An approved hostexec command: to the executor, without a shell. */
-static int web_run_command(void *userdata, const char *const *argv, size_t argc,
-                           const char *workdir, uint64_t timeout_ms, web_command_done_fn done,
-                           void *done_userdata)
-{
-	struct run *run = userdata;
-	struct cl_executor_request req = {
-	        .command = (char *)argv[0],
-	        .args = (char **)argv + 1,
-	        .argc = argc - 1,
-	        .workdir = (char *)workdir,
-	        .timeout_ms = timeout_ms > CL_EXECUTOR_TIMEOUT_MAX_MS ? CL_EXECUTOR_TIMEOUT_MAX_MS
-	                      : timeout_ms                            ? (uint32_t)timeout_ms
-	                                   : CL_EXECUTOR_TIMEOUT_DEFAULT_MS,
-	};
-	struct command_job *job;
-	int r;
-
-	if (!run->executor || argc == 0)
-		return -ENOSYS;
-	job = calloc(1, sizeof(*job));
-	if (!job)
-		return -ENOMEM;
-	job->done = done;
-	job->done_userdata = done_userdata;
-	r = executor_submit(run->executor, &req, on_command_done, job, NULL);
-	if (r < 0)
-		free(job);
-	return r;
-}
-
-static const struct web_ops run_web_ops = {
-        .run_command = web_run_command,
-        .sandbox_action = web_sandbox_action,
-        .sandboxes = web_sandboxes,
-        .queue_changed = web_queue_changed,
-        .approvers_changed = web_approvers_changed,
-};
-
-static void random_hex(char *out, size_t bytes)
-{
-	unsigned char raw[64];
-
-	if (bytes > sizeof(raw) || getrandom(raw, bytes, 0) != (ssize_t)bytes) {
-		out[0] = '\0';
-		return;
-	}
-	for (size_t i = 0; i < bytes; i++)
-		snprintf(out + 2 * i, 3, "%02x", raw[i]);
-	explicit_bzero(raw, sizeof(raw));
-}
-
-/* "ADDR:PORT", "[V6]:PORT" or "PORT" into L; ADDR must be numeric. */
-static int parse_listen(const char *text, struct web_listen *l, char *addr_buf, size_t size)
-{
-	const char *colon = strrchr(text, ':');
-	char *end;
-	unsigned long port;
-
-	if (!strcmp(text, "off")) {
-		l->disabled = true;
-		return 0;
-	}
-	if (colon) {
-		const char *a = text;
-		size_t n = (size_t)(colon - text);
-
-		if (a[0] == '[' && n >= 2 && a[n - 1] == ']') {
-			a++;
-			n -= 2;
-		}
-		if (n >= size)
-			return -EINVAL;
-		/* ":9998" (Cloister's default, all interfaces in Go) stays on loopback here: an
-		 * address to listen on beyond it must be written out. */
-		memcpy(addr_buf, a, n);
-		addr_buf[n] = '\0';
-		l->address = n ? addr_buf : NULL;
-		text = colon + 1;
-	}
-	errno = 0;
-	port = strtoul(text, &end, 10);
-	if (errno || *end || end == text || port > 65535)
-		return -EINVAL;
-	l->port = (uint16_t)port;
-	return 0;
-}
-
-static int setup_web(struct run *run)
-{
-	static char addr[3][64];
-	struct web_config wc = {
-	        .port_fallback = true,
-	        .api_token = run->api_token,
-	        .config = run->config,
-	};
-	const char *defaults[3] = {"127.0.0.1:9999", "127.0.0.1:9997", "127.0.0.1:9998"};
-	struct web_listen *ls[3] = {&wc.approval, &wc.tokens, &wc.request};
-	_cleanup_free_ char *dir = NULL;
-	struct cl_error err = {""};
-	struct api_info info = {0};
-	int r;
-
-	if (run->opt.no_web)
-		return 0;
-	/* request.listen / hostexec.listen in the config name the request server's address. */
-	if (!run->opt.listen[2] && run->config->request.listen.text)
-		defaults[2] = run->config->request.listen.text;
-	for (int i = 0; i < 3; i++) {
-		const char *text = run->opt.listen[i] ? run->opt.listen[i] : defaults[i];
-
-		if (parse_listen(text, ls[i], addr[i], sizeof(addr[i])) < 0) {
-			fprintf(stderr, PROG ": run: cannot listen on \"%s\": not ADDR:PORT\n",
-			        text);
-			return -EINVAL;
-		}
-	}
-	if (run->config->request.timeout_ms)
-		wc.hostexec_timeout_ms = run->config->request.timeout_ms;
-	wc.audit_path = run->audit_path;
-	random_hex(run->api_token, API_TOKEN_BYTES);
-	random_hex(run->cloister_token, API_TOKEN_BYTES);
-	if (!run->api_token[0] || !run->cloister_token[0])
-		return -EIO;
-	r = tokens_new(&run->tokens);
-	if (r < 0)
-		return r;
-	if (run->opt.executor) {
-		/* A separate `cloister-supervisor executor`, e.g. outside a container. */
-		const char *colon = strrchr(run->opt.executor, ':');
-		const char *secret = getenv("CLOISTER_EXECUTOR_SECRET");
-		_cleanup_free_ char *host = NULL;
-		unsigned long port = colon ? strtoul(colon + 1, NULL, 10) : 0;
-
-		if (!colon || port == 0 || port > 65535 || !secret || !*secret) {
-			fprintf(stderr, PROG ": run: --executor needs HOST:PORT and the secret in "
-			                     "CLOISTER_EXECUTOR_SECRET\n");
-			return -EINVAL;
-		}
-		host = strndup(run->opt.executor, (size_t)(colon - run->opt.executor));
-		if (!host)
-			return -ENOMEM;
-		r = executor_new_remote(run->loop, host, (uint16_t)port, secret, &err,
-		                        &run->executor);
-		/* The agent must not inherit the executor's secret. */
-		unsetenv("CLOISTER_EXECUTOR_SECRET");
-		if (r < 0) {
-			fprintf(stderr, PROG ": run: --executor %s: %s\n", run->opt.executor,
-			        err.msg[0] ? err.msg : strerror(-r));
-			return r;
-		}
-	} else {
-		r = executor_new_local(run->loop, &run->executor);
-		if (r < 0)
-			return r;
-	}
-	r = web_new(run->loop, run->queue, run->tokens, &run->metrics, &wc, &run_web_ops, run,
-	            &run->web, &err);
-	if (r < 0) {
-		fprintf(stderr, PROG ": run: %s\n", err.msg);
-		return r;
-	}
-	/* The sandbox's own identity for the request server (hostexec). */
-	{
-		char cwd[PATH_MAX];
-
-		tokens_register(run->tokens, run->cloister_token, run->sandbox_name,
-		                run->opt.project, getcwd(cwd, sizeof(cwd)) ? cwd : NULL);
-	}
-	if (web_approval_port(run->web)) {
-		snprintf(info.url, sizeof(info.url), "http://127.0.0.1:%u",
-		         web_approval_port(run->web));
-		if (run->opt.verbose || isatty(STDERR_FILENO))
-			say(run, "dashboard at %s/", info.url);
-	}
-	if (web_tokens_port(run->web))
-		snprintf(info.tokens_url, sizeof(info.tokens_url), "http://127.0.0.1:%u",
-		         web_tokens_port(run->web));
-	if (web_request_port(run->web))
-		snprintf(info.request_url, sizeof(info.request_url), "http://%s%s%s:%u",
-		         strchr(wc.request.address ? wc.request.address : "", ':') ? "[" : "",
-		         wc.request.address ? wc.request.address : "127.0.0.1",
-		         strchr(wc.request.address ? wc.request.address : "", ':') ? "]" : "",
-		         web_request_port(run->web));
-	snprintf(info.token, sizeof(info.token), "%s", run->api_token);
-	snprintf(info.name, sizeof(info.name), "%s", run->sandbox_name);
-	info.pid = getpid();
-	r = api_info_dir(&dir);
-	if (r >= 0)
-		r = api_info_write(dir, &info, &run->api_info_path, &err);
-	if (r < 0)
-		say(run, "warning: the CLI client will not find this supervisor: %s",
-		    err.msg[0] ? err.msg : strerror(-r));
-	explicit_bzero(&info, sizeof(info));
-	return 0;
-}
 
 /* ---- options ----------------------------------------------------------------------------- */
 
@@ -1337,52 +1021,6 @@ static enum queue_fallback fallback_of(enum exec_security s)
 	return QUEUE_FALLBACK_DENY;
 }
 
-static int setup_queue(struct run *run)
-{
-	struct queue_config qc;
-
-	queue_config_init(&qc);
-	qc.timeout_ms[QUEUE_KIND_EXEC] = run->opt.ask_timeout_ms;
-	qc.fallback[QUEUE_KIND_EXEC] = fallback_of(run->config->exec.ask_fallback);
-	if (run->config->request.timeout_ms)
-		qc.timeout_ms[QUEUE_KIND_HOSTEXEC] = run->config->request.timeout_ms;
-	if (run->config->proxy.approval_timeout_ms)
-		qc.timeout_ms[QUEUE_KIND_DOMAIN] = run->config->proxy.approval_timeout_ms;
-	if (!run->opt.no_web)
-		qc.orphan_grace_ms = WEB_ORPHAN_GRACE_MS;
-	if (getrandom(qc.id_key, sizeof(qc.id_key), 0) != sizeof(qc.id_key))
-		return -EIO;
-	return queue_new(&qc, &run->queue);
-}
-
-static void setup_audit(struct run *run)
-{
-	_cleanup_free_ char *path = NULL;
-	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-	struct stat st;
-	int r;
-
-	/* $XDG_STATE_HOME may be created (the XDG spec says so); a home directory that is not
-	 * there is not ours to create. */
-	run->audit_fd = -EBADF;
-	r = audit_log_path(state, home, &path);
-	if (r >= 0 && !(state && state[0] == '/') &&
-	    (!home || stat(home, &st) < 0 || !S_ISDIR(st.st_mode)))
-		r = -ENOENT;
-	if (r >= 0)
-		r = audit_log_open(path, &run->audit_fd);
-	if (r >= 0) {
-		run->audit_path = strdup(path);
-		run->audit_dir = strdup(path);
-		if (run->audit_dir && strrchr(run->audit_dir, '/'))
-			*strrchr(run->audit_dir, '/') = '\0';
-	}
-	if (r < 0)
-		say(run, "audit log %s unavailable (%s); continuing without it",
-		    path ? path : "(no HOME)", strerror(-r));
-}
-
-/* Is DIR the working directory or one of its ancestors? */
 static bool contains_cwd(const char *dir)
 {
 	char cwd[PATH_MAX], real[PATH_MAX];
@@ -1467,20 +1105,13 @@ static void teardown(struct run *run)
 	}
 	if (run->backstop && run->cgroup_id)
 		backstop_remove_sandbox(run->backstop, run->cgroup_id);
-	/* Jobs first: their callbacks point into web's calls. */
-	executor_free(run->executor);
-	run->executor = NULL;
-	web_free(run->web);
-	run->web = NULL;
-	tokens_free(run->tokens);
-	api_info_remove(run->api_info_path);
-	free(run->api_info_path);
-	explicit_bzero(run->api_token, sizeof(run->api_token));
+	hub_free(run->hub);
+	run->hub = NULL;
+	run->queue = NULL;
 	tty_approver_free(run->tty);
 	notifier_free(run->notifier);
 	sandbox_free(run->sandbox);
 	backstop_free(run->backstop);
-	queue_free(run->queue);
 	loop_free(run->loop);
 	config_free(run->config);
 	for (size_t i = 0; i < run->n_pending; i++)
@@ -1494,8 +1125,6 @@ static void teardown(struct run *run)
 	free(run->sandbox_name);
 	free(run->config_dir);
 	free(run->audit_dir);
-	free(run->audit_path);
-	cl_closep(&run->audit_fd);
 }
 
 static int start(struct run *run)
@@ -1508,19 +1137,30 @@ static int start(struct run *run)
 	r = loop_new(&run->loop);
 	if (r < 0)
 		return r;
-	r = setup_queue(run);
-	if (r < 0)
-		return r;
-	setup_audit(run);
+	run->started_wall_ms = hub_wall_ms();
 	{
-		struct timespec ts;
+		struct hub_options ho = {
+		        .config = run->config,
+		        .name = run->sandbox_name,
+		        .exec_timeout_ms = run->opt.ask_timeout_ms,
+		        .exec_fallback = fallback_of(run->config->exec.ask_fallback),
+		        .no_web = run->opt.no_web,
+		        .listen = {run->opt.listen[0], run->opt.listen[1], run->opt.listen[2]},
+		        .executor = run->opt.executor,
+		        .always_attended = run->opt.ask == ASK_WEB,
+		        .quiet = run->opt.quiet,
+		        .verbose = run->opt.verbose,
+		};
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		run->started_wall_ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+		r = hub_new(run->loop, &ho, &run_owner_ops, run, &run->hub);
+		if (r < 0)
+			return -EPERM; /* already said why */
 	}
-	r = setup_web(run);
-	if (r < 0)
-		return -EPERM; /* already said why */
+	run->queue = hub_queue(run->hub);
+	hub_set_resolver(run->hub, QUEUE_KIND_EXEC, on_exec_resolution, run);
+	hub_set_drained(run->hub, on_drained, run);
+	hub_set_tick(run->hub, on_tick, run);
+	run->audit_dir = hub_audit_dir(run->hub) ? strdup(hub_audit_dir(run->hub)) : NULL;
 
 	/* The backstop first: once the agent runs, every approval must reach it. */
 	r = backstop_open(&run->backstop, &err);
@@ -1648,15 +1288,16 @@ static int start(struct run *run)
 		    "asks: %s",
 		    run->sandbox_name, run->backstop ? backstop_mode_name(run->backstop) : "off",
 		    run->tty ? (run->opt.ask_tty_path ? run->opt.ask_tty_path : "this terminal")
-		    : run->web && run->opt.ask == ASK_WEB ? "the dashboard and the CLI client"
-		    : run->web ? "an open dashboard, else exec.ask_fallback"
-		               : "nobody (exec.ask_fallback decides)");
+		    : hub_web(run->hub) && run->opt.ask == ASK_WEB
+		            ? "the dashboard and the CLI client"
+		    : hub_web(run->hub) ? "an open dashboard, else exec.ask_fallback"
+		                        : "nobody (exec.ask_fallback decides)");
 	return 0;
 }
 
 int run_main(int argc, char **argv)
 {
-	struct run run = {.audit_fd = -EBADF};
+	struct run run = {0};
 	int r;
 
 	r = parse_options(argc, argv, &run.opt);

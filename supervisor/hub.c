@@ -1,0 +1,618 @@
+/* The queue's surroundings shared by `run` and `serve`; see hub.h. */
+#include "supervisor/hub.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "protocol/cleanup.h"
+#include "supervisor/api_info.h"
+#include "supervisor/config.h"
+#include "supervisor/executor_client.h"
+#include "supervisor/loop.h"
+#include "supervisor/metrics.h"
+#include "supervisor/tokens.h"
+
+#define PROG            "cloister-supervisor"
+#define API_TOKEN_BYTES 32
+/* A dashboard reload must not hand its asks to the fallback. */
+#define WEB_ORPHAN_GRACE_MS 10000
+
+struct hub {
+	struct loop *loop;
+	struct hub_options opt;
+	const struct hub_owner_ops *owner;
+	void *owner_userdata;
+	struct queue *queue;
+	struct tokens *tokens;
+	struct metrics metrics;
+	struct web *web;
+	struct executor *executor;
+	struct loop_timer *tick;
+	struct {
+		hub_resolve_fn fn;
+		void *userdata;
+	} resolvers[QUEUE_KIND_COUNT];
+	hub_drained_fn drained;
+	void *drained_userdata;
+	hub_tick_fn tick_fn;
+	void *tick_userdata;
+	int audit_fd;
+	char *audit_path;
+	char *audit_dir;
+	char *api_info_path;
+	unsigned local_approvers;
+	unsigned web_clients;
+	bool draining;
+	bool drain_again;
+	char api_token[2 * API_TOKEN_BYTES + 1];
+	char cloister_token[2 * API_TOKEN_BYTES + 1];
+	char listen_addr[3][64];
+};
+
+static void say(const struct hub *hub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void say(const struct hub *hub, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (hub->opt.quiet)
+		return;
+	va_start(ap, fmt);
+	fputs("cloister: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+uint64_t hub_wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- audit ------------------------------------------------------------------------------- */
+
+void hub_audit(struct hub *hub, const struct audit_record *rec)
+{
+	_cleanup_free_ char *line = NULL;
+
+	if (hub->audit_fd < 0)
+		return;
+	if (audit_format_line(rec, &line) < 0 || audit_log_write(hub->audit_fd, line) < 0) {
+		say(hub, "audit log: write failed; further lines are lost");
+		cl_closep(&hub->audit_fd);
+		hub->audit_fd = -EBADF;
+		return;
+	}
+	web_on_audit_line(hub->web, rec->sandbox, line, strlen(line));
+}
+
+static void setup_audit(struct hub *hub)
+{
+	_cleanup_free_ char *path = NULL;
+	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	struct stat st;
+	int r;
+
+	/* $XDG_STATE_HOME may be created (the XDG spec says so); a home directory that is not
+	 * there is not ours to create. */
+	r = audit_log_path(state, home, &path);
+	if (r >= 0 && !(state && state[0] == '/') &&
+	    (!home || stat(home, &st) < 0 || !S_ISDIR(st.st_mode)))
+		r = -ENOENT;
+	if (r >= 0)
+		r = audit_log_open(path, &hub->audit_fd);
+	if (r >= 0) {
+		hub->audit_path = strdup(path);
+		hub->audit_dir = strdup(path);
+		if (hub->audit_dir && strrchr(hub->audit_dir, '/'))
+			*strrchr(hub->audit_dir, '/') = '\0';
+	}
+	if (r < 0)
+		say(hub, "audit log %s unavailable (%s); continuing without it",
+		    path ? path : "(no HOME)", strerror(-r));
+}
+
+/* ---- the queue --------------------------------------------------------------------------- */
+
+static int on_tick(struct loop *loop, void *userdata);
+
+void hub_schedule(struct hub *hub)
+{
+	uint64_t now = loop_now_ms();
+	uint64_t next = queue_next_deadline(hub->queue);
+
+	if (hub->tick_fn) {
+		uint64_t want = hub->tick_fn(hub->tick_userdata, UINT64_MAX);
+
+		if (want < next)
+			next = want;
+	}
+	if (next < now)
+		next = now;
+	if (hub->tick) {
+		loop_cancel_timer(hub->loop, hub->tick);
+		hub->tick = NULL;
+	}
+	if (next != UINT64_MAX && loop_add_timer(hub->loop, next, on_tick, hub, &hub->tick) < 0)
+		hub->tick = NULL;
+}
+
+void hub_drain(struct hub *hub)
+{
+	struct queue_resolution res;
+	struct queue_event ev;
+
+	/* A resolver may decide more (a fallback): run the loop again rather than recursing. */
+	if (hub->draining) {
+		hub->drain_again = true;
+		return;
+	}
+	hub->draining = true;
+	do {
+		hub->drain_again = false;
+		while (queue_pop_resolution(hub->queue, &res) == 1) {
+			enum queue_kind kind = res.item->kind;
+
+			if (kind == QUEUE_KIND_HOSTEXEC)
+				web_on_resolution(hub->web, &res);
+			else if (hub->resolvers[kind].fn)
+				hub->resolvers[kind].fn(hub->resolvers[kind].userdata, &res);
+			queue_resolution_release(&res);
+		}
+		while (queue_pop_event(hub->queue, &ev) == 1) {
+			struct audit_record rec;
+
+			audit_record_from_queue_event(&ev, hub_wall_ms(), &rec);
+			hub_audit(hub, &rec);
+			if (ev.type == QUEUE_EVENT_REMOVED) {
+				metrics_count_decision(
+				        &hub->metrics, queue_kind_to_string(ev.item->kind),
+				        queue_state_to_string(ev.state), ev.item->decided_by);
+				if (ev.state != QUEUE_STATE_CANCELLED)
+					metrics_observe_latency(&hub->metrics,
+					                        (double)(ev.item->decided_ms -
+					                                 ev.item->created_ms) /
+					                                1000.0);
+			}
+			web_on_event(hub->web, &ev);
+			queue_event_release(&ev);
+		}
+	} while (hub->drain_again);
+	hub->draining = false;
+	if (hub->drained)
+		hub->drained(hub->drained_userdata);
+	hub_schedule(hub);
+}
+
+static int on_tick(struct loop *loop, void *userdata)
+{
+	struct hub *hub = userdata;
+	uint64_t now = loop_now_ms();
+
+	hub->tick = NULL;
+	if (hub->tick_fn)
+		hub->tick_fn(hub->tick_userdata, now);
+	queue_tick(hub->queue, now);
+	hub_drain(hub);
+	return 0;
+}
+
+static void update_approvers(struct hub *hub)
+{
+	unsigned n = hub->local_approvers + hub->web_clients;
+
+	if (hub->opt.always_attended && hub->web)
+		n++;
+	if (n != queue_approvers(hub->queue)) {
+		queue_set_approvers(hub->queue, n, loop_now_ms());
+		hub_drain(hub);
+	}
+}
+
+void hub_set_local_approvers(struct hub *hub, unsigned count)
+{
+	hub->local_approvers = count;
+	update_approvers(hub);
+}
+
+/* ---- web --------------------------------------------------------------------------------- */
+
+static int web_sandbox_action(void *userdata, const char *name, const char *action)
+{
+	struct hub *hub = userdata;
+
+	if (!hub->owner->sandbox_action)
+		return -ENOENT;
+	return hub->owner->sandbox_action(hub->owner_userdata, name, action);
+}
+
+static unsigned web_sandboxes(void *userdata, struct web_sandbox_info *out, unsigned max)
+{
+	struct hub *hub = userdata;
+
+	if (!hub->owner->sandboxes)
+		return 0;
+	return hub->owner->sandboxes(hub->owner_userdata, out, max);
+}
+
+static int web_persist_domain(void *userdata, const struct queue_item *item, bool allow,
+                              enum queue_scope scope, const char *value, bool is_pattern,
+                              struct cl_error *err)
+{
+	struct hub *hub = userdata;
+
+	if (!hub->owner->persist_domain)
+		return cl_error_set(err, -ENOSYS, "domain decisions are not kept here");
+	return hub->owner->persist_domain(hub->owner_userdata, item, allow, scope, value,
+	                                  is_pattern, err);
+}
+
+static void web_queue_changed(void *userdata)
+{
+	hub_drain(userdata);
+}
+
+static void web_approvers_changed(void *userdata, unsigned count)
+{
+	struct hub *hub = userdata;
+
+	hub->web_clients = count;
+	update_approvers(hub);
+}
+
+struct command_job {
+	web_command_done_fn done;
+	void *done_userdata;
+};
+
+static void on_command_done(struct cl_executor_response *resp, void *userdata)
+{
+	struct command_job *job = userdata;
+	struct web_command_result res = {
+	        .status = resp->status == CL_EXECUTOR_COMPLETED ? "completed"
+	                  : resp->status == CL_EXECUTOR_TIMEOUT ? "timeout"
+	                                                        : "error",
+	        .exit_code = resp->exit_code,
+	        .stdout_text = resp->stdout_text,
+	        .stderr_text = resp->stderr_text,
+	        .error = resp->error,
+	};
+
+	job->done(job->done_userdata, &res);
+	cl_executor_response_free(resp);
+	free(job);
+}
+
+/* An approved hostexec command: to the executor, without a shell. */
+static int web_run_command(void *userdata, const char *const *argv, size_t argc,
+                           const char *workdir, uint64_t timeout_ms, web_command_done_fn done,
+                           void *done_userdata)
+{
+	struct hub *hub = userdata;
+	struct cl_executor_request req = {
+	        .command = (char *)argv[0],
+	        .args = (char **)argv + 1,
+	        .argc = argc - 1,
+	        .workdir = (char *)workdir,
+	        .timeout_ms = timeout_ms > CL_EXECUTOR_TIMEOUT_MAX_MS ? CL_EXECUTOR_TIMEOUT_MAX_MS
+	                      : timeout_ms                            ? (uint32_t)timeout_ms
+	                                   : CL_EXECUTOR_TIMEOUT_DEFAULT_MS,
+	};
+	struct command_job *job;
+	int r;
+
+	if (!hub->executor || argc == 0)
+		return -ENOSYS;
+	job = calloc(1, sizeof(*job));
+	if (!job)
+		return -ENOMEM;
+	job->done = done;
+	job->done_userdata = done_userdata;
+	r = executor_submit(hub->executor, &req, on_command_done, job, NULL);
+	if (r < 0)
+		free(job);
+	return r;
+}
+
+static const struct web_ops hub_web_ops = {
+        .sandbox_action = web_sandbox_action,
+        .sandboxes = web_sandboxes,
+        .queue_changed = web_queue_changed,
+        .approvers_changed = web_approvers_changed,
+        .persist_domain = web_persist_domain,
+        .run_command = web_run_command,
+};
+
+static void random_hex(char *out, size_t bytes)
+{
+	unsigned char raw[64];
+
+	if (bytes > sizeof(raw) || getrandom(raw, bytes, 0) != (ssize_t)bytes) {
+		out[0] = '\0';
+		return;
+	}
+	for (size_t i = 0; i < bytes; i++)
+		snprintf(out + 2 * i, 3, "%02x", raw[i]);
+	explicit_bzero(raw, sizeof(raw));
+}
+
+/* "ADDR:PORT", "[V6]:PORT", ":PORT", "PORT" or "off" into L; ADDR must be numeric. */
+static int parse_listen(const char *text, struct web_listen *l, char *addr_buf, size_t size)
+{
+	const char *colon = strrchr(text, ':');
+	char *end;
+	unsigned long port;
+
+	if (!strcmp(text, "off")) {
+		l->disabled = true;
+		return 0;
+	}
+	if (colon) {
+		const char *a = text;
+		size_t n = (size_t)(colon - text);
+
+		if (a[0] == '[' && n >= 2 && a[n - 1] == ']') {
+			a++;
+			n -= 2;
+		}
+		if (n >= size)
+			return -EINVAL;
+		/* ":9998" (Cloister's default, all interfaces in Go) stays on loopback here: an
+		 * address to listen on beyond it must be written out. */
+		memcpy(addr_buf, a, n);
+		addr_buf[n] = '\0';
+		l->address = n ? addr_buf : NULL;
+		text = colon + 1;
+	}
+	errno = 0;
+	port = strtoul(text, &end, 10);
+	if (errno || *end || end == text || port > 65535)
+		return -EINVAL;
+	l->port = (uint16_t)port;
+	return 0;
+}
+
+static int setup_executor(struct hub *hub)
+{
+	struct cl_error err = {""};
+	int r;
+
+	if (!hub->opt.executor)
+		return executor_new_local(hub->loop, &hub->executor);
+
+	/* A separate `cloister-supervisor executor`, e.g. outside a container. */
+	const char *colon = strrchr(hub->opt.executor, ':');
+	const char *secret = getenv("CLOISTER_EXECUTOR_SECRET");
+	_cleanup_free_ char *host = NULL;
+	unsigned long port = colon ? strtoul(colon + 1, NULL, 10) : 0;
+
+	if (!colon || port == 0 || port > 65535 || !secret || !*secret) {
+		fprintf(stderr, PROG ": --executor needs HOST:PORT and the secret in "
+		                     "CLOISTER_EXECUTOR_SECRET\n");
+		return -EINVAL;
+	}
+	host = strndup(hub->opt.executor, (size_t)(colon - hub->opt.executor));
+	if (!host)
+		return -ENOMEM;
+	r = executor_new_remote(hub->loop, host, (uint16_t)port, secret, &err, &hub->executor);
+	/* What runs under us must not inherit the executor's secret. */
+	unsetenv("CLOISTER_EXECUTOR_SECRET");
+	if (r < 0)
+		fprintf(stderr, PROG ": --executor %s: %s\n", hub->opt.executor,
+		        err.msg[0] ? err.msg : strerror(-r));
+	return r;
+}
+
+static int setup_web(struct hub *hub)
+{
+	struct web_config wc = {
+	        .port_fallback = true,
+	        .api_token = hub->api_token,
+	        .config = hub->opt.config,
+	        .audit_path = hub->audit_path,
+	};
+	const char *defaults[3] = {"127.0.0.1:9999", "127.0.0.1:9997", "127.0.0.1:9998"};
+	struct web_listen *ls[3] = {&wc.approval, &wc.tokens, &wc.request};
+	_cleanup_free_ char *dir = NULL;
+	struct cl_error err = {""};
+	struct api_info info = {0};
+	char cwd[PATH_MAX];
+	int r;
+
+	/* request.listen / hostexec.listen in the config name the request server's address. */
+	if (!hub->opt.listen[2] && hub->opt.config->request.listen.text)
+		defaults[2] = hub->opt.config->request.listen.text;
+	for (int i = 0; i < 3; i++) {
+		const char *text = hub->opt.listen[i] ? hub->opt.listen[i] : defaults[i];
+
+		if (parse_listen(text, ls[i], hub->listen_addr[i], sizeof(hub->listen_addr[i])) <
+		    0) {
+			fprintf(stderr, PROG ": cannot listen on \"%s\": not ADDR:PORT\n", text);
+			return -EINVAL;
+		}
+	}
+	if (hub->opt.config->request.timeout_ms)
+		wc.hostexec_timeout_ms = hub->opt.config->request.timeout_ms;
+	random_hex(hub->api_token, API_TOKEN_BYTES);
+	random_hex(hub->cloister_token, API_TOKEN_BYTES);
+	if (!hub->api_token[0] || !hub->cloister_token[0])
+		return -EIO;
+	r = setup_executor(hub);
+	if (r < 0)
+		return r;
+	r = web_new(hub->loop, hub->queue, hub->tokens, &hub->metrics, &wc, &hub_web_ops, hub,
+	            &hub->web, &err);
+	if (r < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return r;
+	}
+	/* Our own identity for the request server (hostexec). */
+	tokens_register(hub->tokens, hub->cloister_token, hub->opt.name, NULL,
+	                getcwd(cwd, sizeof(cwd)) ? cwd : NULL);
+	if (web_approval_port(hub->web)) {
+		snprintf(info.url, sizeof(info.url), "http://127.0.0.1:%u",
+		         web_approval_port(hub->web));
+		if (hub->opt.verbose || isatty(STDERR_FILENO))
+			say(hub, "dashboard at %s/", info.url);
+	}
+	if (web_tokens_port(hub->web))
+		snprintf(info.tokens_url, sizeof(info.tokens_url), "http://127.0.0.1:%u",
+		         web_tokens_port(hub->web));
+	if (web_request_port(hub->web)) {
+		const char *a = wc.request.address ? wc.request.address : "127.0.0.1";
+		bool v6 = strchr(a, ':') != NULL;
+
+		snprintf(info.request_url, sizeof(info.request_url), "http://%s%s%s:%u",
+		         v6 ? "[" : "", a, v6 ? "]" : "", web_request_port(hub->web));
+	}
+	snprintf(info.token, sizeof(info.token), "%s", hub->api_token);
+	snprintf(info.name, sizeof(info.name), "%s", hub->opt.name);
+	info.pid = getpid();
+	r = api_info_dir(&dir);
+	if (r >= 0)
+		r = api_info_write(dir, &info, &hub->api_info_path, &err);
+	if (r < 0)
+		say(hub, "warning: the CLI client will not find this supervisor: %s",
+		    err.msg[0] ? err.msg : strerror(-r));
+	explicit_bzero(&info, sizeof(info));
+	return 0;
+}
+
+/* ---- life cycle -------------------------------------------------------------------------- */
+
+int hub_new(struct loop *loop, const struct hub_options *opts, const struct hub_owner_ops *ops,
+            void *userdata, struct hub **ret)
+{
+	struct hub *hub = calloc(1, sizeof(*hub));
+	struct queue_config qc;
+	int r;
+
+	if (!hub)
+		return -ENOMEM;
+	hub->loop = loop;
+	hub->opt = *opts;
+	hub->owner = ops;
+	hub->owner_userdata = userdata;
+	hub->audit_fd = -EBADF;
+
+	queue_config_init(&qc);
+	if (opts->exec_timeout_ms)
+		qc.timeout_ms[QUEUE_KIND_EXEC] = qc.timeout_ms[QUEUE_KIND_SHIM] =
+		        opts->exec_timeout_ms;
+	qc.fallback[QUEUE_KIND_EXEC] = qc.fallback[QUEUE_KIND_SHIM] = opts->exec_fallback;
+	if (opts->config->request.timeout_ms)
+		qc.timeout_ms[QUEUE_KIND_HOSTEXEC] = opts->config->request.timeout_ms;
+	if (opts->config->proxy.approval_timeout_ms)
+		qc.timeout_ms[QUEUE_KIND_DOMAIN] = opts->config->proxy.approval_timeout_ms;
+	if (!opts->no_web)
+		qc.orphan_grace_ms = WEB_ORPHAN_GRACE_MS;
+	if (getrandom(qc.id_key, sizeof(qc.id_key), 0) != sizeof(qc.id_key)) {
+		free(hub);
+		return -EIO;
+	}
+	r = queue_new(&qc, &hub->queue);
+	if (r >= 0)
+		r = tokens_new(&hub->tokens);
+	if (r < 0) {
+		hub_free(hub);
+		return r;
+	}
+	setup_audit(hub);
+	if (!opts->no_web) {
+		r = setup_web(hub);
+		if (r < 0) {
+			hub_free(hub);
+			return r;
+		}
+	}
+	update_approvers(hub);
+	*ret = hub;
+	return 0;
+}
+
+void hub_free(struct hub *hub)
+{
+	if (!hub)
+		return;
+	if (hub->tick)
+		loop_cancel_timer(hub->loop, hub->tick);
+	/* Jobs first: their callbacks point into web's calls. */
+	executor_free(hub->executor);
+	web_free(hub->web);
+	tokens_free(hub->tokens);
+	queue_free(hub->queue);
+	api_info_remove(hub->api_info_path);
+	free(hub->api_info_path);
+	explicit_bzero(hub->api_token, sizeof(hub->api_token));
+	explicit_bzero(hub->cloister_token, sizeof(hub->cloister_token));
+	cl_closep(&hub->audit_fd);
+	free(hub->audit_path);
+	free(hub->audit_dir);
+	free(hub);
+}
+
+struct queue *hub_queue(struct hub *hub)
+{
+	return hub->queue;
+}
+
+struct metrics *hub_metrics(struct hub *hub)
+{
+	return &hub->metrics;
+}
+
+struct tokens *hub_tokens(struct hub *hub)
+{
+	return hub->tokens;
+}
+
+struct web *hub_web(struct hub *hub)
+{
+	return hub->web;
+}
+
+const char *hub_audit_path(const struct hub *hub)
+{
+	return hub->audit_path;
+}
+
+const char *hub_audit_dir(const struct hub *hub)
+{
+	return hub->audit_dir;
+}
+
+const char *hub_cloister_token(const struct hub *hub)
+{
+	return hub->cloister_token;
+}
+
+void hub_set_resolver(struct hub *hub, enum queue_kind kind, hub_resolve_fn fn, void *userdata)
+{
+	if ((unsigned)kind < QUEUE_KIND_COUNT) {
+		hub->resolvers[kind].fn = fn;
+		hub->resolvers[kind].userdata = userdata;
+	}
+}
+
+void hub_set_drained(struct hub *hub, hub_drained_fn fn, void *userdata)
+{
+	hub->drained = fn;
+	hub->drained_userdata = userdata;
+}
+
+void hub_set_tick(struct hub *hub, hub_tick_fn fn, void *userdata)
+{
+	hub->tick_fn = fn;
+	hub->tick_userdata = userdata;
+}

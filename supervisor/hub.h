@@ -1,0 +1,98 @@
+/* The hub: what every front end of the supervisor shares around the one approval queue.
+ *
+ * `run` (a sandbox of its own) and `serve` (a daemon for containers and shims) both need the
+ * same things around the queue: draining its resolutions and events after every change, the
+ * timer for its deadlines, the audit log, the metrics, the dashboard and local APIs (web.h)
+ * with the token registry, the executor for host commands, the file the CLI client finds us
+ * by, and the count of people who can answer. The hub owns those; the front ends own what
+ * waits on an item (a seccomp notification, a shim call, a held connection) and get each
+ * resolution of their kind through a resolver callback.
+ *
+ * Single-threaded, on the caller's loop. */
+#ifndef CLOISTER_HUB_H
+#define CLOISTER_HUB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "protocol/error.h"
+#include "supervisor/audit.h"
+#include "supervisor/queue.h"
+#include "supervisor/web.h"
+
+struct loop;
+struct config;
+struct hub;
+struct tokens;
+struct metrics;
+
+struct hub_options {
+	const struct config *config; /* timeouts, hostexec patterns, request.listen */
+	const char *name;            /* shown to the CLI client (a sandbox or "serve") */
+	uint64_t exec_timeout_ms;    /* 0: the queue's default */
+	enum queue_fallback exec_fallback;
+	bool no_web;           /* no dashboard, no local APIs */
+	const char *listen[3]; /* approval, tokens, request "ADDR:PORT"; NULL: defaults */
+	const char *executor;  /* "HOST:PORT" of an executor process; NULL: in-process */
+	bool always_attended;  /* --ask web / serve: asks wait for the dashboard or CLI */
+	bool quiet;
+	bool verbose;
+};
+
+/* What the owner answers for the dashboard's sandbox view and kill switch, and the domain
+ * decisions it persists (see struct web_ops). Any may be NULL. */
+struct hub_owner_ops {
+	int (*sandbox_action)(void *userdata, const char *name, const char *action);
+	unsigned (*sandboxes)(void *userdata, struct web_sandbox_info *out, unsigned max);
+	int (*persist_domain)(void *userdata, const struct queue_item *item, bool allow,
+	                      enum queue_scope scope, const char *value, bool is_pattern,
+	                      struct cl_error *err);
+};
+
+typedef void (*hub_resolve_fn)(void *userdata, const struct queue_resolution *res);
+/* Called once at the end of every drain (e.g. to redraw a terminal prompt). */
+typedef void (*hub_drained_fn)(void *userdata);
+/* The owner's own timer work, e.g. checking that waiting processes are still alive. Called
+ * with NOW_MS at every tick, before the queue expires what is due; and with NOW_MS =
+ * UINT64_MAX only to ask when the owner next wants a tick. Returns that time (UINT64_MAX:
+ * no need). */
+typedef uint64_t (*hub_tick_fn)(void *userdata, uint64_t now_ms);
+
+/* Creates the queue, opens the audit log (a failure is said and tolerated), starts the web
+ * servers unless no_web, and writes the CLI's API file. Errors are said on stderr. */
+int hub_new(struct loop *loop, const struct hub_options *opts, const struct hub_owner_ops *ops,
+            void *userdata, struct hub **ret);
+/* Cancels what the hub runs (executor jobs), stops the servers, removes the API file. */
+void hub_free(struct hub *hub);
+
+struct queue *hub_queue(struct hub *hub);
+struct metrics *hub_metrics(struct hub *hub);
+struct tokens *hub_tokens(struct hub *hub);
+struct web *hub_web(struct hub *hub);
+/* The audit log's path and directory, or NULL when there is none. */
+const char *hub_audit_path(const struct hub *hub);
+const char *hub_audit_dir(const struct hub *hub);
+/* This run's cloister token (registered for the request server), hex. */
+const char *hub_cloister_token(const struct hub *hub);
+
+void hub_set_resolver(struct hub *hub, enum queue_kind kind, hub_resolve_fn fn, void *userdata);
+void hub_set_drained(struct hub *hub, hub_drained_fn fn, void *userdata);
+void hub_set_tick(struct hub *hub, hub_tick_fn fn, void *userdata);
+
+/* Apply what the last queue calls produced: resolutions to their resolvers, events to the
+ * audit log, the metrics and the dashboard; then re-arm the timer. Call after every queue
+ * change. */
+void hub_drain(struct hub *hub);
+/* Re-arm the timer after the owner's wishes changed (see hub_tick_fn). */
+void hub_schedule(struct hub *hub);
+
+/* Write one audit line (and show it on /logs). */
+void hub_audit(struct hub *hub, const struct audit_record *rec);
+
+/* People who can answer besides the dashboards (a terminal: 1). */
+void hub_set_local_approvers(struct hub *hub, unsigned count);
+
+/* Wall-clock milliseconds since the epoch. */
+uint64_t hub_wall_ms(void);
+
+#endif
