@@ -1,15 +1,6 @@
-/* `run`: the sandbox, the seccomp listener, the policy, the approval queue and the exec
- * backstop, wired into one event loop.
- *
- * For each intercepted exec:
- *   read it (notifier/target) → a candidate that does not exist or cannot be executed is let
- *   through at once (the kernel fails it; execvp probes every PATH entry) → the policy decides:
- *     allow → approve the file's (dev, ino) in the backstop, then CONTINUE
- *     deny  → EACCES, logged with the rule
- *     ask   → the approval queue; the syscall stays blocked until a decision, the timeout, or
- *             the death of the process. Approvers: the terminal (--ask tty) or nobody
- *             (--ask none: exec.ask_fallback decides).
- * Every verdict and decision is one audit-log line. */
+/* `run`: a sandbox of our own around the agent, its exec interception (exec_guard.h), the
+ * terminal approver and the queue's surroundings (hub.h: audit log, dashboard, APIs), wired
+ * into one event loop. Exits with the agent's status. */
 #include "supervisor/run.h"
 
 #include <errno.h>
@@ -27,39 +18,31 @@
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bpf/backstop.h"
 #include "notifier/filter.h"
 #include "notifier/notify.h"
-#include "notifier/target.h"
 #include "protocol/cleanup.h"
 #include "protocol/error.h"
 #include "supervisor/audit.h"
 #include "supervisor/cli_policy.h"
 #include "supervisor/config.h"
 #include "supervisor/config_files.h"
-#include "supervisor/exec_decision.h"
 #include "supervisor/loop.h"
 #include "supervisor/queue.h"
 #include "supervisor/sandbox.h"
 #include "supervisor/tty_approver.h"
+#include "supervisor/exec_guard.h"
 #include "supervisor/hub.h"
 #include "supervisor/metrics.h"
 
 #define PROG "cloister-supervisor"
 
-/* While asks are pending, how often to check that their processes are still alive. */
-#define LIVENESS_INTERVAL_MS 200
 /* After passing SIGTERM/SIGHUP on, how long the agent has before everything is killed. */
 #define TERMINATE_GRACE_MS 5000
-/* Bound on "always" answers kept for the session. */
-#define SESSION_MAX 4096
-/* A shell whose exec was refused tries the next PATH entry (/usr/bin/x, then /bin/x): the same
- * process asking the same thing again this soon gets the same answer instead of a new ask. */
-#define RECENT_DENIALS   16
-#define RECENT_DENIAL_MS 3000
 
 enum ask_mode {
 	ASK_AUTO, /* the terminal when there is one, and the dashboard */
@@ -85,21 +68,6 @@ struct options {
 	char **agent_argv;
 };
 
-/* The files an approved exec may run: the program and, for a script, its interpreter. */
-struct exec_files {
-	unsigned n;
-	dev_t dev[2];
-	ino_t ino[2];
-};
-
-/* One blocked exec waiting in the queue (a waiter; several may share one item). */
-struct pending_exec {
-	uint64_t cookie; /* the seccomp notification id */
-	pid_t pid;
-	struct exec_files files;
-	char *session_key; /* what an "always" answer adds to the session */
-};
-
 struct run {
 	struct options opt;
 	struct config *config;
@@ -109,7 +77,7 @@ struct run {
 	struct loop *loop;
 	struct hub *hub; /* the queue, audit log, dashboard and APIs */
 	struct sandbox *sandbox;
-	struct notifier *notifier;
+	struct exec_guard *guard; /* its execs */
 	struct backstop *backstop;
 	uint64_t cgroup_id;
 	struct queue *queue;
@@ -117,21 +85,9 @@ struct run {
 	bool tty_watched;
 	struct loop_timer *terminate;
 
-	struct pending_exec *pending;
-	size_t n_pending, cap_pending;
-	char **session; /* "real path\ncanonical command" answered "always" */
-	size_t n_session;
-	struct {
-		char *key;
-		pid_t pid;
-		uint64_t until_ms;
-	} recent_denials[RECENT_DENIALS];
-	unsigned next_recent_denial;
-
 	bool paused; /* by the dashboard's kill switch */
 	uint64_t started_wall_ms;
 
-	uint64_t notifications;
 	bool terminating; /* SIGTERM or SIGHUP came: asks are denied without asking */
 	bool exited;
 	int exit_code;
@@ -153,175 +109,6 @@ static void say(const struct run *run, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* ---- audit ------------------------------------------------------------------------------- */
-
-static void format_rule(const struct policy_result *res, char *buf, size_t size)
-{
-	if (res->origin.file)
-		snprintf(buf, size, "%s (%s:%u)", res->rule, res->origin.file, res->origin.line);
-	else
-		snprintf(buf, size, "%s", res->rule);
-}
-
-static void audit_verdict(struct run *run, const struct exec_target *t, const char *exe,
-                          const char *const *argv, size_t argc, const struct policy_result *res,
-                          enum audit_verdict verdict, const char *reason)
-{
-	char rule[1024];
-	struct audit_record rec = {
-	        .time_ms = hub_wall_ms(),
-	        .sandbox = run->sandbox_name,
-	        .project = run->opt.project,
-	        .kind = "exec",
-	        .pid = t->pid,
-	        .uid = t->uid == (uid_t)-1 ? -1 : (int64_t)t->uid,
-	        .exe = exe,
-	        .argv = argv,
-	        .argc = argc,
-	        .cwd = t->cwd,
-	        .interpreter = t->interp,
-	        .summary = res ? res->subject : NULL,
-	        .verdict = verdict,
-	        .rule = NULL,
-	        .decided_by = "policy",
-	        .latency_ms = -1,
-	        .reason = reason ? reason : (res ? res->reason : NULL),
-	};
-
-	if (res) {
-		format_rule(res, rule, sizeof(rule));
-		rec.rule = rule;
-	}
-	if (verdict == AUDIT_ALLOW || verdict == AUDIT_DENY)
-		metrics_count_decision(hub_metrics(run->hub), "exec",
-		                       audit_verdict_to_string(verdict), "policy");
-	hub_audit(run->hub, &rec);
-}
-
-/* ---- pending execs and session answers --------------------------------------------------- */
-
-static struct pending_exec *pending_find(struct run *run, uint64_t cookie)
-{
-	for (size_t i = 0; i < run->n_pending; i++)
-		if (run->pending[i].cookie == cookie)
-			return &run->pending[i];
-	return NULL;
-}
-
-static int pending_add(struct run *run, uint64_t cookie, pid_t pid, const struct exec_files *files,
-                       const char *session_key)
-{
-	struct pending_exec *p;
-
-	if (run->n_pending == run->cap_pending) {
-		size_t cap = run->cap_pending ? run->cap_pending * 2 : 16;
-		struct pending_exec *grown = reallocarray(run->pending, cap, sizeof(*grown));
-
-		if (!grown)
-			return -ENOMEM;
-		run->pending = grown;
-		run->cap_pending = cap;
-	}
-	p = &run->pending[run->n_pending];
-	p->cookie = cookie;
-	p->pid = pid;
-	p->files = *files;
-	p->session_key = strdup(session_key);
-	if (!p->session_key)
-		return -ENOMEM;
-	run->n_pending++;
-	return 0;
-}
-
-static void pending_remove(struct run *run, struct pending_exec *p)
-{
-	free(p->session_key);
-	*p = run->pending[--run->n_pending];
-}
-
-static bool session_allows(const struct run *run, const char *key)
-{
-	for (size_t i = 0; i < run->n_session; i++)
-		if (strcmp(run->session[i], key) == 0)
-			return true;
-	return false;
-}
-
-static void session_add(struct run *run, const char *key)
-{
-	char **grown;
-
-	if (session_allows(run, key) || run->n_session >= SESSION_MAX)
-		return;
-	grown = reallocarray(run->session, run->n_session + 1, sizeof(*grown));
-	if (!grown)
-		return;
-	run->session = grown;
-	run->session[run->n_session] = strdup(key);
-	if (run->session[run->n_session])
-		run->n_session++;
-}
-
-static void recent_denial_add(struct run *run, const char *key, pid_t pid)
-{
-	unsigned i = run->next_recent_denial++ % RECENT_DENIALS;
-	char *copy = strdup(key);
-
-	if (!copy)
-		return;
-	free(run->recent_denials[i].key);
-	run->recent_denials[i].key = copy;
-	run->recent_denials[i].pid = pid;
-	run->recent_denials[i].until_ms = loop_now_ms() + RECENT_DENIAL_MS;
-}
-
-static bool recently_denied(const struct run *run, const char *key, pid_t pid)
-{
-	uint64_t now = loop_now_ms();
-
-	for (unsigned i = 0; i < RECENT_DENIALS; i++)
-		if (run->recent_denials[i].key && run->recent_denials[i].pid == pid &&
-		    run->recent_denials[i].until_ms > now &&
-		    strcmp(run->recent_denials[i].key, key) == 0)
-			return true;
-	return false;
-}
-
-/* ---- answering --------------------------------------------------------------------------- */
-
-/* Tell the backstop which files this exec may run; an exec it cannot vouch for is refused. */
-static int backstop_approve(struct run *run, const struct exec_files *files)
-{
-	if (!run->backstop || !run->cgroup_id)
-		return 0;
-	for (unsigned i = 0; i < files->n; i++) {
-		int r = backstop_allow(run->backstop, run->cgroup_id, files->dev[i], files->ino[i]);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* Returns 0, or the backstop's -errno when an allow had to become a denial. */
-static int answer(struct run *run, uint64_t id, bool allow, const struct exec_files *files)
-{
-	int r, refused = 0;
-
-	if (allow) {
-		r = backstop_approve(run, files);
-		if (r < 0) {
-			say(run, "exec denied: the backstop could not record the approval (%s)",
-			    strerror(-r));
-			allow = false;
-			refused = r;
-		}
-	}
-	r = allow ? notifier_continue(run->notifier, id) : notifier_deny(run->notifier, id, EACCES);
-	if (r < 0 && r != -ENOENT)
-		say(run, "answering an exec failed: %s", strerror(-r));
-	return refused;
-}
-
 /* ---- the queue --------------------------------------------------------------------------- */
 
 static void drain_queue(struct run *run)
@@ -338,27 +125,20 @@ static void update_approvers(struct run *run)
 /* Watch the terminal only while a prompt waits: otherwise its input belongs to the agent. */
 static void tty_update_watch(struct run *run);
 
-/* The queue decided exec items: answer their waiting notifications. */
+/* The queue decided exec items: the guard answers their notifications. */
 static void on_exec_resolution(void *userdata, const struct queue_resolution *res)
 {
 	struct run *run = userdata;
-	bool allow = res->item->state == QUEUE_STATE_APPROVED;
 
-	for (size_t i = 0; i < res->n_cookies; i++) {
-		struct pending_exec *p = pending_find(run, res->cookies[i]);
+	if (run->guard)
+		exec_guard_on_resolution(run->guard, res);
+}
 
-		if (!p)
-			continue;
-		if (allow && res->item->scope == QUEUE_SCOPE_SESSION)
-			session_add(run, p->session_key);
-		if (!allow && res->item->state != QUEUE_STATE_CANCELLED)
-			recent_denial_add(run, p->session_key, p->pid);
-		answer(run, p->cookie, allow, &p->files);
-		pending_remove(run, p);
-	}
-	if (res->item->state == QUEUE_STATE_DENIED || res->item->state == QUEUE_STATE_TIMED_OUT)
-		say(run, "exec %s %s: %s", res->item->exe ? res->item->exe : res->item->summary,
-		    queue_state_to_string(res->item->state), res->item->reason);
+static uint64_t on_tick(void *userdata, uint64_t now_ms)
+{
+	struct run *run = userdata;
+
+	return run->guard ? exec_guard_tick(run->guard, now_ms) : UINT64_MAX;
 }
 
 /* After every drain: the terminal prompt follows the queue. */
@@ -370,29 +150,6 @@ static void on_drained(void *userdata)
 		tty_approver_sync(run->tty, run->queue, loop_now_ms());
 		tty_update_watch(run);
 	}
-}
-
-/* With NOW_MS: cancel waiters whose process died (or left the syscall). Either way, say when
- * to look again: soon while execs wait. */
-static uint64_t on_tick(void *userdata, uint64_t now_ms)
-{
-	struct run *run = userdata;
-
-	if (now_ms != UINT64_MAX) {
-		for (size_t i = 0; i < run->n_pending;) {
-			uint64_t cookie = run->pending[i].cookie;
-
-			if (notifier_id_valid(run->notifier, cookie) == 0) {
-				queue_cancel_waiter(run->queue, cookie, now_ms);
-				if (run->n_pending > i && run->pending[i].cookie == cookie)
-					pending_remove(run, &run->pending[i]);
-				continue;
-			}
-			i++;
-		}
-		return UINT64_MAX;
-	}
-	return run->n_pending > 0 ? loop_now_ms() + LIVENESS_INTERVAL_MS : UINT64_MAX;
 }
 
 static int on_tty_readable(struct loop *loop, int fd, uint32_t events, void *userdata)
@@ -423,216 +180,6 @@ static void tty_update_watch(struct run *run)
 		                               on_tty_readable, run) == 0;
 	else
 		run->tty_watched = loop_del_fd(run->loop, tty_approver_fd(run->tty)) < 0;
-}
-
-/* ---- one exec ---------------------------------------------------------------------------- */
-
-static void exec_files_from_target(const struct exec_target *t, struct exec_files *ret)
-{
-	ret->n = 0;
-	/* By the superblock the kernel executes from (kdev), which is not st_dev on overlayfs. */
-	if (t->file.exists) {
-		ret->dev[ret->n] = backstop_dev_from_kernel(t->file.kdev);
-		ret->ino[ret->n++] = t->file.ino;
-	}
-	/* The backstop sees the interpreter of a script, not the script. */
-	if (t->script && t->interp_file.exists) {
-		ret->dev[ret->n] = backstop_dev_from_kernel(t->interp_file.kdev);
-		ret->ino[ret->n++] = t->interp_file.ino;
-	}
-}
-
-static void handle_exec(struct run *run, const struct seccomp_notif *req)
-{
-	_cleanup_(exec_target_freep) struct exec_target *t = NULL;
-	_cleanup_free_ char *session_key = NULL;
-	struct cl_error err = {""};
-	struct policy_result res;
-	struct exec_files files;
-	const char *const *argv;
-	const char *exe;
-	size_t argc;
-	int r;
-
-	r = notifier_read_exec(run->notifier, req, &t, &err);
-	if (r == -ENOENT)
-		return; /* the process is gone: nothing to answer */
-	if (r < 0) {
-		/* A denial like any other: it goes to the audit log too. */
-		struct audit_record rec = {
-		        .time_ms = hub_wall_ms(),
-		        .sandbox = run->sandbox_name,
-		        .project = run->opt.project,
-		        .kind = "exec",
-		        .pid = req->pid,
-		        .uid = -1,
-		        .verdict = AUDIT_DENY,
-		        .decided_by = "policy",
-		        .latency_ms = -1,
-		        .reason = err.msg,
-		};
-
-		say(run, "exec by pid %d denied: %s", req->pid, err.msg);
-		hub_audit(run->hub, &rec);
-		notifier_deny(run->notifier, req->id, EACCES);
-		return;
-	}
-
-	/* execvp and PATH probing: the kernel fails these itself (ENOENT, EACCES). If the file
-	 * appears in between, the backstop stops it, since it was never approved. */
-	if ((!t->file.exists && !t->file.uncertain) || (t->file.exists && !t->file.executable)) {
-		notifier_continue(run->notifier, req->id);
-		return;
-	}
-	if (t->argv_fault) {
-		notifier_deny(run->notifier, req->id, EFAULT);
-		return;
-	}
-
-	exe = t->file.real_path ? t->file.real_path : t->abs_path;
-	argv = (const char *const *)t->argv;
-	argc = t->argc;
-	r = exec_decide(run->config, t->abs_path, t->file.real_path, argv, argc, t->argv_truncated,
-	                &res, &err);
-	if (r < 0) {
-		say(run, "exec %s denied: %s", exe, err.msg);
-		audit_verdict(run, t, exe, argv, argc, NULL, AUDIT_DENY, err.msg);
-		notifier_deny(run->notifier, req->id, EACCES);
-		return;
-	}
-	/* A script runs its interpreter: that exec is decided too (a missing one fails in the
-	 * kernel, and the backstop stops one that appears in between). */
-	if (t->script && (t->interp_file.exists || t->interp_file.uncertain)) {
-		r = exec_decide_interpreter(run->config, t->interp[0] == '/' ? t->interp : NULL,
-		                            t->interp_file.real_path, t->interp_arg,
-		                            t->path[0] ? t->path : t->abs_path, argv, argc,
-		                            t->argv_truncated, &res, &err);
-		if (r < 0) {
-			say(run, "exec %s denied: %s", exe, err.msg);
-			audit_verdict(run, t, exe, argv, argc, NULL, AUDIT_DENY, err.msg);
-			notifier_deny(run->notifier, req->id, EACCES);
-			return;
-		}
-	}
-	exec_files_from_target(t, &files);
-
-	/* Only an ask can be settled by an earlier answer: "always" in this session, or a denial
-	 * a moment ago (a shell retrying the next PATH entry). Allowed execs skip the lookup. */
-	if (res.verdict == POLICY_ASK) {
-		if (asprintf(&session_key, "%s\n%s", exe, res.subject) < 0) {
-			notifier_deny(run->notifier, req->id, EACCES);
-			return;
-		}
-		if (session_allows(run, session_key)) {
-			res.verdict = POLICY_ALLOW;
-			snprintf(res.rule, sizeof(res.rule), "session: allowed always by a person");
-			res.origin.file = NULL;
-		} else if (recently_denied(run, session_key, t->pid)) {
-			res.verdict = POLICY_DENY;
-			snprintf(res.rule, sizeof(res.rule),
-			         "the same exec was denied a moment ago");
-			res.origin.file = NULL;
-		}
-	}
-
-	if (res.verdict == POLICY_ASK && run->terminating) {
-		res.verdict = POLICY_DENY;
-		snprintf(res.rule, sizeof(res.rule), "the agent is being terminated");
-		res.origin.file = NULL;
-	}
-
-	switch (res.verdict) {
-	case POLICY_ALLOW:
-		/* Answer first: the decision is made, and the waiting exec need not also wait for
-		 * the log line. The line follows in this same call, so it is never lost; a backstop
-		 * failure turned the answer into a denial, and the line says so. */
-		if (answer(run, req->id, true, &files) < 0) {
-			audit_verdict(run, t, exe, argv, argc, &res, AUDIT_DENY,
-			              "the backstop could not record the approval");
-			return;
-		}
-		audit_verdict(run, t, exe, argv, argc, &res, AUDIT_ALLOW, NULL);
-		if (run->opt.verbose)
-			say(run, "exec %s allowed: %s", res.subject, res.rule);
-		return;
-	case POLICY_DENY: {
-		char rule[1024];
-
-		format_rule(&res, rule, sizeof(rule));
-		say(run, "exec %s denied: %s", exe, rule);
-		audit_verdict(run, t, exe, argv, argc, &res, AUDIT_DENY, NULL);
-		answer(run, req->id, false, NULL);
-		return;
-	}
-	case POLICY_ASK:
-		break;
-	}
-
-	{
-		char interp[PATH_MAX + 64];
-		struct queue_request qr = {
-		        .kind = QUEUE_KIND_EXEC,
-		        .sandbox = run->sandbox_name,
-		        .project = run->opt.project,
-		        .summary = res.subject,
-		        .exe = exe,
-		        .argv = argv,
-		        .argc = argc,
-		        .cwd = t->cwd,
-		        .interpreter = NULL,
-		        .pid = t->pid,
-		        .uid = t->uid == (uid_t)-1 ? -1 : (int64_t)t->uid,
-		        .allowlist_matched = res.fallback == POLICY_ALLOW,
-		        .cookie = req->id,
-		};
-
-		if (t->interp) {
-			snprintf(interp, sizeof(interp), "%s%s%s", t->interp,
-			         t->interp_arg ? " " : "", t->interp_arg ? t->interp_arg : "");
-			qr.interpreter = interp;
-		}
-		r = pending_add(run, req->id, t->pid, &files, session_key);
-		if (r >= 0)
-			r = queue_add(run->queue, &qr, loop_now_ms(), NULL);
-		if (r < 0) {
-			const char *why = r == -ENOMEM ? "out of memory" : queue_strerror(r);
-			struct pending_exec *p = pending_find(run, req->id);
-
-			if (p)
-				pending_remove(run, p);
-			say(run, "exec %s denied: %s", exe, why);
-			audit_verdict(run, t, exe, argv, argc, &res, AUDIT_DENY, why);
-			answer(run, req->id, false, NULL);
-			return;
-		}
-	}
-	drain_queue(run);
-}
-
-static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdata)
-{
-	struct run *run = userdata;
-	struct seccomp_notif req;
-	int r;
-
-	if (events & EPOLLIN) {
-		r = notifier_receive(run->notifier, &req);
-		if (r == 0) {
-			run->notifications++;
-			hub_metrics(run->hub)->notifications++;
-			if (req.data.nr == SYS_execve || req.data.nr == SYS_execveat)
-				handle_exec(run, &req);
-			else
-				notifier_deny(run->notifier, req.id, ENOSYS);
-		} else if (r != -ENOENT && r != -EINTR) {
-			say(run, "receiving a notification failed: %s", strerror(-r));
-		}
-		return 0;
-	}
-	/* Every filtered process is gone. */
-	if (events & (EPOLLHUP | EPOLLERR))
-		loop_del_fd(loop, fd);
-	return 0;
 }
 
 /* ---- the backstop's reports --------------------------------------------------------------- */
@@ -722,6 +269,8 @@ static int on_signal(struct loop *loop, int sig, void *userdata)
 	 * forwards the signal), so what it waits for is cancelled, and nothing asks any more. */
 	if (sig == SIGTERM || sig == SIGHUP) {
 		run->terminating = true;
+		if (run->guard)
+			exec_guard_set_terminating(run->guard, true);
 		if (queue_cancel_sandbox(run->queue, run->sandbox_name,
 		                         "the agent is being terminated", loop_now_ms()) > 0)
 			drain_queue(run);
@@ -790,6 +339,8 @@ static int owner_sandbox_action(void *userdata, const char *name, const char *ac
 	if (!strcmp(action, "kill")) {
 		say(run, "sandbox \"%s\" killed from the dashboard", name);
 		run->terminating = true;
+		if (run->guard)
+			exec_guard_set_terminating(run->guard, true);
 		queue_cancel_sandbox(run->queue, run->sandbox_name, "the sandbox was killed",
 		                     loop_now_ms());
 		return sandbox_kill(run->sandbox);
@@ -1100,28 +651,21 @@ static void teardown(struct run *run)
 {
 	if (run->queue && run->sandbox_name) {
 		queue_cancel_sandbox(run->queue, run->sandbox_name, NULL, loop_now_ms());
-		if (run->notifier)
+		if (run->guard)
 			drain_queue(run);
 	}
 	if (run->backstop && run->cgroup_id)
 		backstop_remove_sandbox(run->backstop, run->cgroup_id);
+	exec_guard_free(run->guard);
+	run->guard = NULL;
 	hub_free(run->hub);
 	run->hub = NULL;
 	run->queue = NULL;
 	tty_approver_free(run->tty);
-	notifier_free(run->notifier);
 	sandbox_free(run->sandbox);
 	backstop_free(run->backstop);
 	loop_free(run->loop);
 	config_free(run->config);
-	for (size_t i = 0; i < run->n_pending; i++)
-		free(run->pending[i].session_key);
-	free(run->pending);
-	for (size_t i = 0; i < run->n_session; i++)
-		free(run->session[i]);
-	free(run->session);
-	for (unsigned i = 0; i < RECENT_DENIALS; i++)
-		free(run->recent_denials[i].key);
 	free(run->sandbox_name);
 	free(run->config_dir);
 	free(run->audit_dir);
@@ -1239,17 +783,21 @@ static int start(struct run *run)
 	}
 
 	{
-		int fd = sandbox_take_listener_fd(run->sandbox);
+		struct exec_guard_config gc = {
+		        .name = run->sandbox_name,
+		        .project = run->opt.project,
+		        .config = run->config,
+		        .backstop = run->backstop,
+		        .cgroup_id = run->cgroup_id,
+		        .verbose = run->opt.verbose,
+		        .quiet = run->opt.quiet,
+		};
 
-		r = notifier_new(fd, &run->notifier);
-		if (r < 0) {
-			close(fd);
+		r = exec_guard_new(run->loop, run->hub, sandbox_take_listener_fd(run->sandbox), &gc,
+		                   &run->guard);
+		if (r < 0)
 			return r;
-		}
 	}
-	r = loop_add_fd(run->loop, notifier_fd(run->notifier), EPOLLIN, on_listener, run);
-	if (r < 0)
-		return r;
 	r = loop_add_fd(run->loop, sandbox_status_fd(run->sandbox), EPOLLIN, on_sandbox_status,
 	                run);
 	if (r < 0)
@@ -1276,7 +824,7 @@ static int start(struct run *run)
 		    sandbox_cgroup_path(run->sandbox) ? sandbox_cgroup_path(run->sandbox)
 		                                      : "(none)");
 		say(run, "seccomp: SYNC_WAKE_UP %s, WAIT_KILLABLE_RECV %s",
-		    notifier_sync_wake_up(run->notifier) ? "on" : "unavailable",
+		    notifier_sync_wake_up(exec_guard_notifier(run->guard)) ? "on" : "unavailable",
 		    notifier_filter_flags_supported(SECCOMP_FILTER_FLAG_NEW_LISTENER |
 		                                    SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) == 1
 		            ? "on"
@@ -1344,7 +892,8 @@ int run_main(int argc, char **argv)
 	if (r < 0)
 		fprintf(stderr, PROG ": run: event loop failed: %s\n", strerror(-r));
 	if (run.opt.verbose)
-		say(&run, "%llu exec notifications handled", (unsigned long long)run.notifications);
+		say(&run, "%llu exec notifications handled",
+		    (unsigned long long)(run.guard ? exec_guard_notifications(run.guard) : 0));
 	teardown(&run);
 	if (!run.exited)
 		return RUN_EXIT_FAILED;

@@ -1,0 +1,615 @@
+/* One sandbox's exec interception: its seccomp listener, the policy, the approval queue and the
+ * exec backstop; see exec_guard.h. */
+#include "supervisor/exec_guard.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "bpf/backstop.h"
+#include "notifier/notify.h"
+#include "notifier/target.h"
+#include "protocol/cleanup.h"
+#include "supervisor/audit.h"
+#include "supervisor/config.h"
+#include "supervisor/exec_decision.h"
+#include "supervisor/hub.h"
+#include "supervisor/loop.h"
+#include "supervisor/metrics.h"
+#include "supervisor/policy.h"
+
+/* While asks are pending, how often to check that their processes are still alive. */
+#define LIVENESS_INTERVAL_MS 200
+/* Bound on "always" answers kept for the session. */
+#define SESSION_MAX 4096
+/* A shell whose exec was refused tries the next PATH entry (/usr/bin/x, then /bin/x): the same
+ * process asking the same thing again this soon gets the same answer instead of a new ask. */
+#define RECENT_DENIALS   16
+#define RECENT_DENIAL_MS 3000
+
+/* The files an approved exec may run: the program and, for a script, its interpreter. */
+struct exec_files {
+	unsigned n;
+	dev_t dev[2];
+	ino_t ino[2];
+};
+
+/* One blocked exec waiting in the queue (a waiter; several may share one item). */
+struct pending_exec {
+	uint64_t cookie; /* the seccomp notification id */
+	pid_t pid;
+	struct exec_files files;
+	char *session_key; /* what an "always" answer adds to the session */
+};
+
+struct exec_guard {
+	struct loop *loop;
+	struct hub *hub;
+	struct queue *queue;
+	struct notifier *notifier;
+	const struct config *config;
+	struct backstop *backstop;
+	uint64_t cgroup_id;
+	char *name;
+	char *project;
+	bool verbose, quiet;
+	bool terminating; /* asks are denied without asking */
+	bool listening;
+	void (*gone)(void *userdata, struct exec_guard *eg);
+	void *gone_userdata;
+
+	struct pending_exec *pending;
+	size_t n_pending, cap_pending;
+	char **session; /* "real path\ncanonical command" answered "always" */
+	size_t n_session;
+	struct {
+		char *key;
+		pid_t pid;
+		uint64_t until_ms;
+	} recent_denials[RECENT_DENIALS];
+	unsigned next_recent_denial;
+	uint64_t notifications;
+};
+
+static void say(const struct exec_guard *eg, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+/* One line on stderr, which the agent shares: keep it to what a person must know. */
+static void say(const struct exec_guard *eg, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (eg->quiet)
+		return;
+	va_start(ap, fmt);
+	fputs("cloister: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* ---- audit ------------------------------------------------------------------------------- */
+
+static void format_rule(const struct policy_result *res, char *buf, size_t size)
+{
+	if (res->origin.file)
+		snprintf(buf, size, "%s (%s:%u)", res->rule, res->origin.file, res->origin.line);
+	else
+		snprintf(buf, size, "%s", res->rule);
+}
+
+static void audit_verdict(struct exec_guard *eg, const struct exec_target *t, const char *exe,
+                          const char *const *argv, size_t argc, const struct policy_result *res,
+                          enum audit_verdict verdict, const char *reason)
+{
+	char rule[1024];
+	struct audit_record rec = {
+	        .time_ms = hub_wall_ms(),
+	        .sandbox = eg->name,
+	        .project = eg->project,
+	        .kind = "exec",
+	        .pid = t->pid,
+	        .uid = t->uid == (uid_t)-1 ? -1 : (int64_t)t->uid,
+	        .exe = exe,
+	        .argv = argv,
+	        .argc = argc,
+	        .cwd = t->cwd,
+	        .interpreter = t->interp,
+	        .summary = res ? res->subject : NULL,
+	        .verdict = verdict,
+	        .rule = NULL,
+	        .decided_by = "policy",
+	        .latency_ms = -1,
+	        .reason = reason ? reason : (res ? res->reason : NULL),
+	};
+
+	if (res) {
+		format_rule(res, rule, sizeof(rule));
+		rec.rule = rule;
+	}
+	if (verdict == AUDIT_ALLOW || verdict == AUDIT_DENY)
+		metrics_count_decision(hub_metrics(eg->hub), "exec",
+		                       audit_verdict_to_string(verdict), "policy");
+	hub_audit(eg->hub, &rec);
+}
+
+/* ---- pending execs and session answers --------------------------------------------------- */
+
+static struct pending_exec *pending_find(struct exec_guard *eg, uint64_t cookie)
+{
+	for (size_t i = 0; i < eg->n_pending; i++)
+		if (eg->pending[i].cookie == cookie)
+			return &eg->pending[i];
+	return NULL;
+}
+
+static int pending_add(struct exec_guard *eg, uint64_t cookie, pid_t pid,
+                       const struct exec_files *files, const char *session_key)
+{
+	struct pending_exec *p;
+
+	if (eg->n_pending == eg->cap_pending) {
+		size_t cap = eg->cap_pending ? eg->cap_pending * 2 : 16;
+		struct pending_exec *grown = reallocarray(eg->pending, cap, sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		eg->pending = grown;
+		eg->cap_pending = cap;
+	}
+	p = &eg->pending[eg->n_pending];
+	p->cookie = cookie;
+	p->pid = pid;
+	p->files = *files;
+	p->session_key = strdup(session_key);
+	if (!p->session_key)
+		return -ENOMEM;
+	eg->n_pending++;
+	return 0;
+}
+
+static void pending_remove(struct exec_guard *eg, struct pending_exec *p)
+{
+	free(p->session_key);
+	*p = eg->pending[--eg->n_pending];
+}
+
+static bool session_allows(const struct exec_guard *eg, const char *key)
+{
+	for (size_t i = 0; i < eg->n_session; i++)
+		if (strcmp(eg->session[i], key) == 0)
+			return true;
+	return false;
+}
+
+static void session_add(struct exec_guard *eg, const char *key)
+{
+	char **grown;
+
+	if (session_allows(eg, key) || eg->n_session >= SESSION_MAX)
+		return;
+	grown = reallocarray(eg->session, eg->n_session + 1, sizeof(*grown));
+	if (!grown)
+		return;
+	eg->session = grown;
+	eg->session[eg->n_session] = strdup(key);
+	if (eg->session[eg->n_session])
+		eg->n_session++;
+}
+
+static void recent_denial_add(struct exec_guard *eg, const char *key, pid_t pid)
+{
+	unsigned i = eg->next_recent_denial++ % RECENT_DENIALS;
+	char *copy = strdup(key);
+
+	if (!copy)
+		return;
+	free(eg->recent_denials[i].key);
+	eg->recent_denials[i].key = copy;
+	eg->recent_denials[i].pid = pid;
+	eg->recent_denials[i].until_ms = loop_now_ms() + RECENT_DENIAL_MS;
+}
+
+static bool recently_denied(const struct exec_guard *eg, const char *key, pid_t pid)
+{
+	uint64_t now = loop_now_ms();
+
+	for (unsigned i = 0; i < RECENT_DENIALS; i++)
+		if (eg->recent_denials[i].key && eg->recent_denials[i].pid == pid &&
+		    eg->recent_denials[i].until_ms > now &&
+		    strcmp(eg->recent_denials[i].key, key) == 0)
+			return true;
+	return false;
+}
+
+/* ---- answering --------------------------------------------------------------------------- */
+
+/* Tell the backstop which files this exec may run; an exec it cannot vouch for is refused. */
+static int backstop_approve(struct exec_guard *eg, const struct exec_files *files)
+{
+	if (!eg->backstop || !eg->cgroup_id)
+		return 0;
+	for (unsigned i = 0; i < files->n; i++) {
+		int r = backstop_allow(eg->backstop, eg->cgroup_id, files->dev[i], files->ino[i]);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Returns 0, or the backstop's -errno when an allow had to become a denial. */
+static int answer(struct exec_guard *eg, uint64_t id, bool allow, const struct exec_files *files)
+{
+	int r, refused = 0;
+
+	if (allow) {
+		r = backstop_approve(eg, files);
+		if (r < 0) {
+			say(eg, "exec denied: the backstop could not record the approval (%s)",
+			    strerror(-r));
+			allow = false;
+			refused = r;
+		}
+	}
+	r = allow ? notifier_continue(eg->notifier, id) : notifier_deny(eg->notifier, id, EACCES);
+	if (r < 0 && r != -ENOENT)
+		say(eg, "answering an exec failed: %s", strerror(-r));
+	return refused;
+}
+
+/* The queue decided exec items: answer their waiting notifications. */
+void exec_guard_on_resolution(struct exec_guard *eg, const struct queue_resolution *res)
+{
+	bool allow = res->item->state == QUEUE_STATE_APPROVED;
+
+	for (size_t i = 0; i < res->n_cookies; i++) {
+		struct pending_exec *p = pending_find(eg, res->cookies[i]);
+
+		if (!p)
+			continue;
+		if (allow && res->item->scope == QUEUE_SCOPE_SESSION)
+			session_add(eg, p->session_key);
+		if (!allow && res->item->state != QUEUE_STATE_CANCELLED)
+			recent_denial_add(eg, p->session_key, p->pid);
+		answer(eg, p->cookie, allow, &p->files);
+		pending_remove(eg, p);
+	}
+	if (res->item->state == QUEUE_STATE_DENIED || res->item->state == QUEUE_STATE_TIMED_OUT)
+		say(eg, "exec %s %s: %s", res->item->exe ? res->item->exe : res->item->summary,
+		    queue_state_to_string(res->item->state), res->item->reason);
+}
+
+/* With NOW_MS: cancel waiters whose process died (or left the syscall). Either way, say when
+ * to look again: soon while execs wait. */
+uint64_t exec_guard_tick(struct exec_guard *eg, uint64_t now_ms)
+{
+	if (now_ms != UINT64_MAX) {
+		for (size_t i = 0; i < eg->n_pending;) {
+			uint64_t cookie = eg->pending[i].cookie;
+
+			if (notifier_id_valid(eg->notifier, cookie) == 0) {
+				queue_cancel_waiter(eg->queue, cookie, now_ms);
+				if (eg->n_pending > i && eg->pending[i].cookie == cookie)
+					pending_remove(eg, &eg->pending[i]);
+				continue;
+			}
+			i++;
+		}
+		return UINT64_MAX;
+	}
+	return eg->n_pending > 0 ? loop_now_ms() + LIVENESS_INTERVAL_MS : UINT64_MAX;
+}
+
+/* ---- one exec ---------------------------------------------------------------------------- */
+
+static void exec_files_from_target(const struct exec_target *t, struct exec_files *ret)
+{
+	ret->n = 0;
+	/* By the superblock the kernel executes from (kdev), which is not st_dev on overlayfs. */
+	if (t->file.exists) {
+		ret->dev[ret->n] = backstop_dev_from_kernel(t->file.kdev);
+		ret->ino[ret->n++] = t->file.ino;
+	}
+	/* The backstop sees the interpreter of a script, not the script. */
+	if (t->script && t->interp_file.exists) {
+		ret->dev[ret->n] = backstop_dev_from_kernel(t->interp_file.kdev);
+		ret->ino[ret->n++] = t->interp_file.ino;
+	}
+}
+
+static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
+{
+	_cleanup_(exec_target_freep) struct exec_target *t = NULL;
+	_cleanup_free_ char *session_key = NULL;
+	struct cl_error err = {""};
+	struct policy_result res;
+	struct exec_files files;
+	const char *const *argv;
+	const char *exe;
+	size_t argc;
+	int r;
+
+	r = notifier_read_exec(eg->notifier, req, &t, &err);
+	if (r == -ENOENT)
+		return; /* the process is gone: nothing to answer */
+	if (r < 0) {
+		/* A denial like any other: it goes to the audit log too. */
+		struct audit_record rec = {
+		        .time_ms = hub_wall_ms(),
+		        .sandbox = eg->name,
+		        .project = eg->project,
+		        .kind = "exec",
+		        .pid = req->pid,
+		        .uid = -1,
+		        .verdict = AUDIT_DENY,
+		        .decided_by = "policy",
+		        .latency_ms = -1,
+		        .reason = err.msg,
+		};
+
+		say(eg, "exec by pid %d denied: %s", req->pid, err.msg);
+		hub_audit(eg->hub, &rec);
+		notifier_deny(eg->notifier, req->id, EACCES);
+		return;
+	}
+
+	/* execvp and PATH probing: the kernel fails these itself (ENOENT, EACCES). If the file
+	 * appears in between, the backstop stops it, since it was never approved. */
+	if ((!t->file.exists && !t->file.uncertain) || (t->file.exists && !t->file.executable)) {
+		notifier_continue(eg->notifier, req->id);
+		return;
+	}
+	if (t->argv_fault) {
+		notifier_deny(eg->notifier, req->id, EFAULT);
+		return;
+	}
+
+	exe = t->file.real_path ? t->file.real_path : t->abs_path;
+	argv = (const char *const *)t->argv;
+	argc = t->argc;
+	r = exec_decide(eg->config, t->abs_path, t->file.real_path, argv, argc, t->argv_truncated,
+	                &res, &err);
+	if (r < 0) {
+		say(eg, "exec %s denied: %s", exe, err.msg);
+		audit_verdict(eg, t, exe, argv, argc, NULL, AUDIT_DENY, err.msg);
+		notifier_deny(eg->notifier, req->id, EACCES);
+		return;
+	}
+	/* A script runs its interpreter: that exec is decided too (a missing one fails in the
+	 * kernel, and the backstop stops one that appears in between). */
+	if (t->script && (t->interp_file.exists || t->interp_file.uncertain)) {
+		r = exec_decide_interpreter(eg->config, t->interp[0] == '/' ? t->interp : NULL,
+		                            t->interp_file.real_path, t->interp_arg,
+		                            t->path[0] ? t->path : t->abs_path, argv, argc,
+		                            t->argv_truncated, &res, &err);
+		if (r < 0) {
+			say(eg, "exec %s denied: %s", exe, err.msg);
+			audit_verdict(eg, t, exe, argv, argc, NULL, AUDIT_DENY, err.msg);
+			notifier_deny(eg->notifier, req->id, EACCES);
+			return;
+		}
+	}
+	exec_files_from_target(t, &files);
+
+	/* Only an ask can be settled by an earlier answer: "always" in this session, or a denial
+	 * a moment ago (a shell retrying the next PATH entry). Allowed execs skip the lookup. */
+	if (res.verdict == POLICY_ASK) {
+		if (asprintf(&session_key, "%s\n%s", exe, res.subject) < 0) {
+			notifier_deny(eg->notifier, req->id, EACCES);
+			return;
+		}
+		if (session_allows(eg, session_key)) {
+			res.verdict = POLICY_ALLOW;
+			snprintf(res.rule, sizeof(res.rule), "session: allowed always by a person");
+			res.origin.file = NULL;
+		} else if (recently_denied(eg, session_key, t->pid)) {
+			res.verdict = POLICY_DENY;
+			snprintf(res.rule, sizeof(res.rule),
+			         "the same exec was denied a moment ago");
+			res.origin.file = NULL;
+		}
+	}
+
+	if (res.verdict == POLICY_ASK && eg->terminating) {
+		res.verdict = POLICY_DENY;
+		snprintf(res.rule, sizeof(res.rule), "the agent is being terminated");
+		res.origin.file = NULL;
+	}
+
+	switch (res.verdict) {
+	case POLICY_ALLOW:
+		/* Answer first: the decision is made, and the waiting exec need not also wait for
+		 * the log line. The line follows in this same call, so it is never lost; a backstop
+		 * failure turned the answer into a denial, and the line says so. */
+		if (answer(eg, req->id, true, &files) < 0) {
+			audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_DENY,
+			              "the backstop could not record the approval");
+			return;
+		}
+		audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_ALLOW, NULL);
+		if (eg->verbose)
+			say(eg, "exec %s allowed: %s", res.subject, res.rule);
+		return;
+	case POLICY_DENY: {
+		char rule[1024];
+
+		format_rule(&res, rule, sizeof(rule));
+		say(eg, "exec %s denied: %s", exe, rule);
+		audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_DENY, NULL);
+		answer(eg, req->id, false, NULL);
+		return;
+	}
+	case POLICY_ASK:
+		break;
+	}
+
+	{
+		char interp[PATH_MAX + 64];
+		struct queue_request qr = {
+		        .kind = QUEUE_KIND_EXEC,
+		        .sandbox = eg->name,
+		        .project = eg->project,
+		        .summary = res.subject,
+		        .exe = exe,
+		        .argv = argv,
+		        .argc = argc,
+		        .cwd = t->cwd,
+		        .interpreter = NULL,
+		        .pid = t->pid,
+		        .uid = t->uid == (uid_t)-1 ? -1 : (int64_t)t->uid,
+		        .allowlist_matched = res.fallback == POLICY_ALLOW,
+		        .cookie = req->id,
+		};
+
+		if (t->interp) {
+			snprintf(interp, sizeof(interp), "%s%s%s", t->interp,
+			         t->interp_arg ? " " : "", t->interp_arg ? t->interp_arg : "");
+			qr.interpreter = interp;
+		}
+		r = pending_add(eg, req->id, t->pid, &files, session_key);
+		if (r >= 0)
+			r = queue_add(eg->queue, &qr, loop_now_ms(), NULL);
+		if (r < 0) {
+			const char *why = r == -ENOMEM ? "out of memory" : queue_strerror(r);
+			struct pending_exec *p = pending_find(eg, req->id);
+
+			if (p)
+				pending_remove(eg, p);
+			say(eg, "exec %s denied: %s", exe, why);
+			audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_DENY, why);
+			answer(eg, req->id, false, NULL);
+			return;
+		}
+	}
+	hub_drain(eg->hub);
+}
+
+static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct exec_guard *eg = userdata;
+	struct seccomp_notif req;
+	int r;
+
+	if (events & EPOLLIN) {
+		r = notifier_receive(eg->notifier, &req);
+		if (r == 0) {
+			eg->notifications++;
+			hub_metrics(eg->hub)->notifications++;
+			if (req.data.nr == SYS_execve || req.data.nr == SYS_execveat)
+				handle_exec(eg, &req);
+			else
+				notifier_deny(eg->notifier, req.id, ENOSYS);
+		} else if (r != -ENOENT && r != -EINTR) {
+			say(eg, "receiving a notification failed: %s", strerror(-r));
+		}
+		return 0;
+	}
+	/* Every filtered process is gone. */
+	if (events & (EPOLLHUP | EPOLLERR)) {
+		loop_del_fd(loop, fd);
+		eg->listening = false;
+		if (eg->gone)
+			eg->gone(eg->gone_userdata, eg); /* may free eg */
+	}
+	return 0;
+}
+
+/* ---- life cycle -------------------------------------------------------------------------- */
+
+int exec_guard_new(struct loop *loop, struct hub *hub, int listener_fd,
+                   const struct exec_guard_config *config, struct exec_guard **ret)
+{
+	struct exec_guard *eg = calloc(1, sizeof(*eg));
+	int r;
+
+	if (!eg) {
+		close(listener_fd);
+		return -ENOMEM;
+	}
+	eg->loop = loop;
+	eg->hub = hub;
+	eg->queue = hub_queue(hub);
+	eg->config = config->config;
+	eg->backstop = config->backstop;
+	eg->cgroup_id = config->cgroup_id;
+	eg->verbose = config->verbose;
+	eg->quiet = config->quiet;
+	eg->gone = config->gone;
+	eg->gone_userdata = config->gone_userdata;
+	eg->name = strdup(config->name);
+	eg->project = config->project ? strdup(config->project) : NULL;
+	if (!eg->name || (config->project && !eg->project)) {
+		close(listener_fd);
+		exec_guard_free(eg);
+		return -ENOMEM;
+	}
+	r = notifier_new(listener_fd, &eg->notifier);
+	if (r < 0) {
+		close(listener_fd);
+		exec_guard_free(eg);
+		return r;
+	}
+	r = loop_add_fd(loop, notifier_fd(eg->notifier), EPOLLIN, on_listener, eg);
+	if (r < 0) {
+		exec_guard_free(eg);
+		return r;
+	}
+	eg->listening = true;
+	*ret = eg;
+	return 0;
+}
+
+void exec_guard_free(struct exec_guard *eg)
+{
+	if (!eg)
+		return;
+	/* Whatever still waits is cancelled; closing the listener fails its syscalls. */
+	for (size_t i = 0; i < eg->n_pending; i++) {
+		queue_cancel_waiter(eg->queue, eg->pending[i].cookie, loop_now_ms());
+		free(eg->pending[i].session_key);
+	}
+	free(eg->pending);
+	if (eg->listening)
+		loop_del_fd(eg->loop, notifier_fd(eg->notifier));
+	notifier_free(eg->notifier);
+	for (size_t i = 0; i < eg->n_session; i++)
+		free(eg->session[i]);
+	free(eg->session);
+	for (unsigned i = 0; i < RECENT_DENIALS; i++)
+		free(eg->recent_denials[i].key);
+	free(eg->name);
+	free(eg->project);
+	free(eg);
+}
+
+void exec_guard_set_terminating(struct exec_guard *eg, bool terminating)
+{
+	eg->terminating = terminating;
+}
+
+struct notifier *exec_guard_notifier(const struct exec_guard *eg)
+{
+	return eg->notifier;
+}
+
+uint64_t exec_guard_notifications(const struct exec_guard *eg)
+{
+	return eg->notifications;
+}
+
+const char *exec_guard_name(const struct exec_guard *eg)
+{
+	return eg->name;
+}
+
+size_t exec_guard_pending(const struct exec_guard *eg)
+{
+	return eg->n_pending;
+}

@@ -1,0 +1,63 @@
+/* One sandbox's exec interception, for `run` (its own sandbox) and `serve` (containers):
+ *
+ * For each exec its seccomp listener reports:
+ *   read it (notifier/target) → a candidate that does not exist or cannot be executed is let
+ *   through at once (the kernel fails it; execvp probes every PATH entry) → the policy decides:
+ *     allow → approve the file's (dev, ino) in the backstop, then CONTINUE
+ *     deny  → EACCES, logged with the rule
+ *     ask   → the approval queue (hub.h); the syscall stays blocked until a decision, the
+ *             timeout, or the death of the process.
+ * Every verdict and decision is one audit-log line. "Always" answers (scope session) and a
+ * denial of a moment ago settle a repeated ask without asking again.
+ *
+ * The owner forwards the hub's exec resolutions and ticks (several guards may share a hub). */
+#ifndef CLOISTER_EXEC_GUARD_H
+#define CLOISTER_EXEC_GUARD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "supervisor/queue.h"
+
+struct loop;
+struct hub;
+struct config;
+struct backstop;
+struct notifier;
+struct exec_guard;
+
+struct exec_guard_config {
+	const char *name;    /* the sandbox, as asks and the audit log show it */
+	const char *project; /* may be NULL */
+	const struct config *config;
+	struct backstop *backstop; /* may be NULL: no backstop */
+	uint64_t cgroup_id;        /* the sandbox's cgroup in the backstop; 0: none */
+	bool verbose;              /* say what is allowed too */
+	bool quiet;
+	/* Every process under the filter is gone (the listener hung up). May free the guard. */
+	void (*gone)(void *userdata, struct exec_guard *eg);
+	void *gone_userdata;
+};
+
+/* Serve the seccomp LISTENER_FD (taken over, closed on failure too) on LOOP. */
+int exec_guard_new(struct loop *loop, struct hub *hub, int listener_fd,
+                   const struct exec_guard_config *config, struct exec_guard **ret);
+/* Cancels its waiting asks (the queue's resolutions have no waiter left to answer) and
+ * closes the listener, which fails the syscalls still blocked. NULL is fine. */
+void exec_guard_free(struct exec_guard *eg);
+
+/* Answer the waiters of an exec resolution that are this guard's; others are ignored. */
+void exec_guard_on_resolution(struct exec_guard *eg, const struct queue_resolution *res);
+/* hub_tick_fn's convention: with NOW_MS, cancel waiters whose process died; returns when the
+ * next check is due (UINT64_MAX: nothing waits). */
+uint64_t exec_guard_tick(struct exec_guard *eg, uint64_t now_ms);
+/* From now on asks are denied without asking (the agent is being terminated). */
+void exec_guard_set_terminating(struct exec_guard *eg, bool terminating);
+
+struct notifier *exec_guard_notifier(const struct exec_guard *eg);
+uint64_t exec_guard_notifications(const struct exec_guard *eg);
+const char *exec_guard_name(const struct exec_guard *eg);
+size_t exec_guard_pending(const struct exec_guard *eg);
+
+#endif
