@@ -15,6 +15,8 @@
 #include "protocol/cleanup.h"
 #include "supervisor/api_info.h"
 #include "supervisor/config.h"
+#include "supervisor/decisions.h"
+#include "supervisor/domain.h"
 #include "supervisor/executor_client.h"
 #include "supervisor/loop.h"
 #include "supervisor/metrics.h"
@@ -252,10 +254,31 @@ static int web_persist_domain(void *userdata, const struct queue_item *item, boo
 {
 	struct hub *hub = userdata;
 
-	if (!hub->owner->persist_domain)
-		return cl_error_set(err, -ENOSYS, "domain decisions are not kept here");
-	return hub->owner->persist_domain(hub->owner_userdata, item, allow, scope, value,
-	                                  is_pattern, err);
+	_cleanup_free_ char *path = NULL;
+	struct domain_spec spec;
+	int r;
+
+	if (hub->owner->persist_domain)
+		return hub->owner->persist_domain(hub->owner_userdata, item, allow, scope, value,
+		                                  is_pattern, err);
+	if (!hub->opt.config_dir)
+		return cl_error_set(err, -ENOENT, "no config directory to keep decisions in");
+	if (scope == QUEUE_SCOPE_PROJECT && !hub->opt.project)
+		return cl_error_set(
+		        err, -EINVAL,
+		        "no project (start with --project NAME to keep project decisions)");
+	r = domain_spec_parse(value, is_pattern, &spec, err);
+	if (r >= 0)
+		r = decisions_path(hub->opt.config_dir,
+		                   scope == QUEUE_SCOPE_PROJECT ? hub->opt.project : NULL, &path,
+		                   err);
+	/* flock: another supervisor writing the same file holds us for its write only. */
+	if (r >= 0)
+		r = decisions_update(path, allow ? DECISIONS_ALLOW : DECISIONS_DENY, &spec, err);
+	if (r >= 0 && !hub->opt.quiet)
+		say(hub, "%s %s %s in %s", allow ? "allowed" : "denied",
+		    is_pattern ? "pattern" : "domain", value, path);
+	return r < 0 ? r : 0;
 }
 
 static void web_queue_changed(void *userdata)

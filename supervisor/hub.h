@@ -29,6 +29,8 @@ struct metrics;
 struct hub_options {
 	const struct config *config; /* timeouts, hostexec patterns, request.listen */
 	const char *name;            /* shown to the CLI client (a sandbox or "serve") */
+	const char *config_dir;      /* where project/global domain decisions are written */
+	const char *project;         /* the project's decisions file; NULL: none */
 	uint64_t exec_timeout_ms;    /* 0: the queue's default */
 	enum queue_fallback exec_fallback;
 	bool no_web;           /* no dashboard, no local APIs */
@@ -39,8 +41,9 @@ struct hub_options {
 	bool verbose;
 };
 
-/* What the owner answers for the dashboard's sandbox view and kill switch, and the domain
- * decisions it persists (see struct web_ops). Any may be NULL. */
+/* What the owner answers for the dashboard's sandbox view and kill switch (see struct
+ * web_ops). Any may be NULL. Domain decisions of scope project / global are written by the
+ * hub itself (decisions.h) unless the owner's persist_domain takes them. */
 struct hub_owner_ops {
 	int (*sandbox_action)(void *userdata, const char *name, const char *action);
 	unsigned (*sandboxes)(void *userdata, struct web_sandbox_info *out, unsigned max);

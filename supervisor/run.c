@@ -686,6 +686,8 @@ static int start(struct run *run)
 		struct hub_options ho = {
 		        .config = run->config,
 		        .name = run->sandbox_name,
+		        .config_dir = run->config_dir,
+		        .project = run->opt.project,
 		        .exec_timeout_ms = run->opt.ask_timeout_ms,
 		        .exec_fallback = fallback_of(run->config->exec.ask_fallback),
 		        .no_web = run->opt.no_web,
