@@ -1,0 +1,1017 @@
+// The Cloister dashboard: pending command and domain requests, decisions, sandboxes and the
+// audit log of the supervisor's approval server (guardian-api.md, "Web UI").
+//
+// Everything the server sends comes from the agent in the end (argv, domain names, paths), so
+// it reaches the page only as text: textContent and createElement, never innerHTML.
+import {
+	backoffDelay,
+	bannerFor,
+	clip,
+	commandConfirmation,
+	comparePending,
+	countdownText,
+	createdMs,
+	domainConfirmation,
+	domainHost,
+	formatClock,
+	hasHidden,
+	isTypingTarget,
+	itemSummary,
+	OFFLINE_AFTER,
+	parseJson,
+	removalNotice,
+	verdictClass,
+	visible,
+	wildcardOf,
+} from './util.js';
+
+const MAX_ARG_CHARS = 4000; // per argument shown; the rest is counted, not shown
+const MAX_ARGS = 256; // arguments shown as chips; the rest are counted
+const MAX_LOG_ENTRIES = 300;
+const MAX_NOTICES = 5;
+const NOTICE_MS = 20000;
+const STALE_MS = 75000; // no heartbeat for this long: the stream is dead
+const STATUS_POLL_MS = 5000;
+const SCOPES = ['once', 'session', 'project', 'global'];
+
+const $ = (id) => document.getElementById(id);
+
+// ---- DOM helpers -----------------------------------------------------------------------------
+
+// el('div', {class: 'x', 'aria-label': 'y'}, child, 'text', …): attributes with setAttribute,
+// children as nodes or text nodes. Attribute values and text are never parsed as HTML.
+function el(tag, attrs, ...children) {
+	const node = document.createElement(tag);
+	for (const [k, v] of Object.entries(attrs || {})) {
+		if (v === undefined || v === null || v === false) continue;
+		if (k === 'text') node.textContent = String(v);
+		else if (k === 'dataset') Object.assign(node.dataset, v);
+		else node.setAttribute(k, v === true ? '' : String(v));
+	}
+	for (const c of children) {
+		if (c === undefined || c === null || c === false) continue;
+		node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+	}
+	return node;
+}
+
+// Text from the agent: hidden characters written out, flagged when there were any.
+function agentText(s, cls) {
+	const span = el('span', { class: cls || 'agent-text', dir: 'ltr' }, visible(s));
+	if (hasHidden(s)) {
+		span.classList.add('has-hidden');
+		span.title = 'Contains control or invisible characters, shown as escapes';
+	}
+	return span;
+}
+
+let uid = 0;
+const nextId = (prefix) => `${prefix}-${++uid}`;
+
+// ---- state -----------------------------------------------------------------------------------
+
+const state = {
+	cards: new Map(), // id -> {item, li, countdown, buttons}
+	gone: new Map(), // id -> ms: removed by an event, so a late /pending must not bring it back
+	decidedHere: new Set(), // ids this page decided: their removal event needs no notice
+	selected: null,
+	filter: '',
+	sandboxes: [],
+	connected: false,
+	failures: 0,
+	es: null,
+	reconnectTimer: 0,
+	lastMessage: 0,
+	log: { es: null, failures: 0, timer: 0, paused: false, held: [] },
+};
+
+// ---- connection and banner ------------------------------------------------------------------
+
+function renderConnection() {
+	const banner = bannerFor(state.connected, state.failures);
+	const box = $('banner');
+	$('conn-state').dataset.state = state.connected ? 'online' : banner?.level || 'warning';
+	$('conn-text').textContent = state.connected
+		? 'Connected'
+		: state.failures >= OFFLINE_AFTER
+		  ? 'Offline'
+		  : 'Reconnecting…';
+	document.body.classList.toggle('offline', !state.connected);
+	for (const c of state.cards.values()) setCardEnabled(c, state.connected && !c.busy);
+	for (const b of $('sandbox-list').querySelectorAll('.sandbox-tools button')) b.disabled = !state.connected;
+	if (!banner) {
+		box.hidden = true;
+		return;
+	}
+	box.hidden = false;
+	box.dataset.level = banner.level;
+	// Only a change is written: the live region would announce the same text again.
+	if ($('banner-text').textContent !== banner.text) $('banner-text').textContent = banner.text;
+	$('banner-detail').textContent = state.reconnectAt
+		? `Next attempt at ${formatClock(state.reconnectAt)}.`
+		: '';
+}
+
+function connectEvents() {
+	clearTimeout(state.reconnectTimer);
+	state.reconnectTimer = 0;
+	state.reconnectAt = 0;
+	if (state.es) state.es.close();
+	const es = new EventSource('/events');
+	state.es = es;
+	const alive = () => {
+		state.lastMessage = Date.now();
+	};
+	es.addEventListener('open', () => {
+		if (state.es !== es) return;
+		alive();
+		const was = state.failures;
+		state.connected = true;
+		state.failures = 0;
+		renderConnection();
+		if (was > 0) notify({ level: 'success', text: 'Reconnected to the guardian.' });
+		resync();
+	});
+	es.addEventListener('request-added', (e) => {
+		alive();
+		const item = parseJson(e.data);
+		if (item && typeof item.id === 'string') addItem(item, true);
+	});
+	es.addEventListener('request-removed', (e) => {
+		alive();
+		const ev = parseJson(e.data);
+		if (ev && typeof ev.id === 'string') removedEvent(ev);
+	});
+	es.addEventListener('heartbeat', alive);
+	es.addEventListener('error', () => {
+		if (state.es !== es) return;
+		lostConnection();
+	});
+}
+
+function lostConnection() {
+	if (state.es) state.es.close();
+	state.es = null;
+	state.connected = false;
+	state.failures++;
+	const delay = backoffDelay(state.failures, Math.random());
+	state.reconnectAt = Date.now() + delay;
+	clearTimeout(state.reconnectTimer);
+	state.reconnectTimer = setTimeout(connectEvents, delay);
+	renderConnection();
+}
+
+// Retry at once. The banner stays as it is until the attempt succeeds or fails.
+function retryNow() {
+	connectEvents();
+	$('banner-detail').textContent = 'Trying again…';
+	connectLogs();
+}
+
+// Everything the stream may have missed while it was down.
+async function resync() {
+	const mark = cardSeq; // cards added later came from the stream: newer than these lists
+	const [cmds, domains] = await Promise.all([getJson('/pending'), getJson('/pending-domains')]);
+	if (!cmds || !domains) return;
+	const items = [...(cmds.requests || []), ...(domains.requests || [])].filter(
+		(it) => it && typeof it.id === 'string',
+	);
+	const ids = new Set(items.map((it) => it.id));
+	for (const [id, c] of [...state.cards]) if (!ids.has(id) && c.seq <= mark) removeCard(id);
+	for (const it of items) addItem(it, false);
+	refreshDecisions();
+	refreshStatus();
+}
+
+async function getJson(path) {
+	try {
+		const r = await fetch(path, { cache: 'no-store', headers: { Accept: 'application/json' } });
+		if (!r.ok) return null;
+		return parseJson(await r.text());
+	} catch {
+		return null;
+	}
+}
+
+async function postJson(path, body) {
+	try {
+		const r = await fetch(path, {
+			method: 'POST',
+			cache: 'no-store',
+			headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+			body: JSON.stringify(body),
+		});
+		return { ok: r.ok, status: r.status, data: parseJson(await r.text()) };
+	} catch (e) {
+		return { ok: false, status: 0, data: { error: 'the guardian did not answer' } };
+	}
+}
+
+// ---- notices ---------------------------------------------------------------------------------
+
+function notify(n) {
+	if (!n) return;
+	const box = $('notices');
+	const li = el(
+		'div',
+		{ class: `notice notice-${n.level}` },
+		el('p', { class: 'notice-text' }, n.text),
+		n.detail ? el('p', { class: 'notice-detail' }, n.detail) : null,
+		n.warning ? el('p', { class: 'notice-warning' }, `⚠ ${n.warning}`) : null,
+	);
+	const close = el('button', {
+		type: 'button',
+		class: 'notice-close',
+		'aria-label': 'Dismiss',
+		text: '×',
+	});
+	close.addEventListener('click', () => li.remove());
+	li.append(close);
+	box.prepend(li);
+	while (box.children.length > MAX_NOTICES) box.lastElementChild.remove();
+	// A notice with a warning stays until dismissed.
+	if (!n.warning) setTimeout(() => li.remove(), NOTICE_MS);
+}
+
+function announce(text) {
+	const a = $('announcer');
+	a.textContent = '';
+	// A new node, so that the same text twice is announced twice.
+	setTimeout(() => {
+		a.textContent = text;
+	}, 50);
+}
+
+// ---- pending cards ---------------------------------------------------------------------------
+
+function row(dl, label, value) {
+	if (value === undefined || value === null || value === '') return;
+	dl.append(el('dt', {}, label), el('dd', {}, value instanceof Node ? value : String(value)));
+}
+
+function argList(args) {
+	const ol = el('ol', { class: 'argv', 'aria-label': `Arguments (${args.length})` });
+	args.slice(0, MAX_ARGS).forEach((a, i) => {
+		const s = typeof a === 'string' ? a : String(a);
+		const { text, omitted } = clip(s, MAX_ARG_CHARS);
+		const chip = el(
+			'li',
+			{ class: 'arg' },
+			el('span', { class: 'arg-index', 'aria-hidden': 'true' }, String(i)),
+			s === '' ? el('span', { class: 'arg-empty' }, '(empty)') : agentText(text, 'arg-text'),
+			omitted ? el('span', { class: 'arg-more' }, ` … ${omitted} more characters`) : null,
+		);
+		chip.setAttribute('aria-label', `argument ${i}: ${s === '' ? 'empty' : visible(clip(text, 300).text)}`);
+		ol.append(chip);
+	});
+	if (args.length > MAX_ARGS)
+		ol.append(el('li', { class: 'arg arg-more' }, `… ${args.length - MAX_ARGS} more arguments`));
+	return ol;
+}
+
+function timeValue(item, card) {
+	const created = createdMs(item);
+	const countdown = el('span', { class: 'countdown' });
+	card.countdown = countdown;
+	const t = el('span', {}, el('time', { datetime: item.timestamp || '' }, formatClock(created)));
+	if (typeof item.expires_ms === 'number') t.append(' (', countdown, ')');
+	return t;
+}
+
+function cardHeader(item, titleId) {
+	const isDomain = item.type === 'domain';
+	const h = el(
+		'h3',
+		{ class: 'card-title', id: titleId },
+		el('span', { class: `card-icon icon-${isDomain ? 'domain' : 'command'}`, 'aria-hidden': 'true' }),
+		isDomain ? 'Domain request' : 'Command request',
+	);
+	const meta = el('p', { class: 'card-meta' });
+	if (!isDomain && item.kind) meta.append(el('span', { class: `kind kind-${item.kind}` }, item.kind));
+	meta.append(agentText(item.cloister || '?', 'card-cloister'));
+	if (item.waiters > 1) meta.append(el('span', { class: 'waiters' }, `${item.waiters} waiting`));
+	return el('div', { class: 'card-head' }, h, meta);
+}
+
+function commandBody(item, card) {
+	const dl = el('dl', { class: 'facts' });
+	row(dl, 'Cloister', agentText(item.cloister || ''));
+	if (item.project && item.project !== item.cloister) row(dl, 'Project', agentText(item.project));
+	const cmd = clip(item.cmd || '', MAX_ARG_CHARS);
+	const cmdText = agentText(cmd.text, 'cmd');
+	row(
+		dl,
+		'Command',
+		cmd.omitted
+			? el('span', {}, cmdText, el('span', { class: 'arg-more' }, ` … ${cmd.omitted} more characters`))
+			: cmdText,
+	);
+	if (Array.isArray(item.args) && item.args.length) row(dl, 'Arguments', argList(item.args));
+	if (item.exe) row(dl, 'Executable', agentText(item.exe, 'path'));
+	if (item.interpreter) row(dl, 'Interpreter', agentText(item.interpreter, 'path'));
+	if (item.cwd) row(dl, 'Directory', agentText(item.cwd, 'path'));
+	if (typeof item.pid === 'number')
+		row(dl, 'Process', `pid ${item.pid}${typeof item.uid === 'number' ? `, uid ${item.uid}` : ''}`);
+	row(dl, 'Time', timeValue(item, card));
+
+	const reasonId = nextId('reason');
+	const reason = el('input', {
+		type: 'text',
+		id: reasonId,
+		class: 'reason',
+		maxlength: '500',
+		autocomplete: 'off',
+		placeholder: 'optional',
+	});
+	card.reason = reason;
+	reason.addEventListener('keydown', (e) => {
+		if (e.key === 'Escape') {
+			e.preventDefault();
+			card.li.focus();
+		}
+	});
+	const approve = el('button', { type: 'button', class: 'btn btn-approve', 'data-action': 'approve' }, 'Approve');
+	const deny = el('button', { type: 'button', class: 'btn btn-deny', 'data-action': 'deny' }, 'Deny');
+	approve.addEventListener('click', () => decideCommand(card, true));
+	deny.addEventListener('click', () => decideCommand(card, false));
+	card.buttons = [approve, deny];
+	const summary = visible(clip(item.cmd || '', 200).text);
+	approve.setAttribute('aria-label', `Approve ${summary}`);
+	deny.setAttribute('aria-label', `Deny ${summary}`);
+	const actions = el(
+		'div',
+		{ class: 'actions' },
+		el('label', { class: 'reason-label', for: reasonId }, 'Reason'),
+		reason,
+		el('div', { class: 'buttons' }, approve, deny),
+	);
+	return [dl, actions];
+}
+
+function domainBody(item, card) {
+	const dl = el('dl', { class: 'facts' });
+	row(dl, 'Cloister', agentText(item.cloister || ''));
+	if (item.project && item.project !== item.cloister) row(dl, 'Project', agentText(item.project));
+	row(dl, 'Domain', agentText(item.domain || '', 'domain'));
+	row(dl, 'Time', timeValue(item, card));
+
+	const pattern = wildcardOf(item.domain || '');
+	const actions = el('div', { class: 'actions domain-actions' });
+	card.wildcard = null;
+	if (pattern) {
+		const boxId = nextId('wild');
+		const box = el('input', { type: 'checkbox', id: boxId, class: 'wildcard' });
+		card.wildcard = box;
+		actions.append(
+			el(
+				'div',
+				{ class: 'wildcard-row' },
+				box,
+				el('label', { for: boxId }, 'Apply to wildcard pattern: ', agentText(pattern, 'pattern')),
+			),
+		);
+	}
+	card.buttons = card.wildcard ? [card.wildcard] : [];
+	const host = visible(domainHost(item.domain || ''));
+	for (const allow of [true, false]) {
+		const word = allow ? 'Allow' : 'Deny';
+		const group = el('div', {
+			class: `scope-group ${allow ? 'group-allow' : 'group-deny'}`,
+			role: 'group',
+			'aria-label': `${word} ${host}`,
+		});
+		group.append(el('span', { class: 'scope-label', 'aria-hidden': 'true' }, word));
+		const btns = el('div', { class: 'buttons' });
+		for (const scope of SCOPES) {
+			const b = el(
+				'button',
+				{
+					type: 'button',
+					class: `btn ${allow ? 'btn-approve' : 'btn-deny'} btn-scope`,
+					'data-action': allow ? 'allow' : 'deny',
+					'data-scope': scope,
+					'aria-label': `${word} ${scope === 'once' ? 'once' : `for the ${scope}`}`,
+				},
+				scope[0].toUpperCase() + scope.slice(1),
+			);
+			b.addEventListener('click', () => decideDomain(card, allow, scope));
+			btns.append(b);
+			card.buttons.push(b);
+		}
+		group.append(btns);
+		actions.append(group);
+	}
+	return [dl, actions];
+}
+
+let cardSeq = 0;
+
+function buildCard(item) {
+	const card = { item, busy: false, seq: ++cardSeq };
+	const titleId = nextId('card');
+	const li = el('li', {
+		class: `card card-${item.type === 'domain' ? 'domain' : 'command'}`,
+		tabindex: '-1',
+		'aria-labelledby': titleId,
+		'data-id': item.id,
+	});
+	card.li = li;
+	const body = item.type === 'domain' ? domainBody(item, card) : commandBody(item, card);
+	li.append(cardHeader(item, titleId), ...body);
+	li.addEventListener('focusin', () => select(item.id, false));
+	li.addEventListener('click', () => select(item.id, false));
+	return card;
+}
+
+function setCardEnabled(card, on) {
+	for (const b of card.buttons || []) b.disabled = !on;
+	if (card.reason) card.reason.disabled = card.busy;
+}
+
+function addItem(item, live) {
+	if (state.cards.has(item.id)) return;
+	if (state.gone.has(item.id)) return;
+	if (item.type !== 'domain') item.type = 'command';
+	const card = buildCard(item);
+	state.cards.set(item.id, card);
+	// Newest first: before the first card that is older.
+	const list = $('pending-list');
+	let before = null;
+	for (const other of list.children) {
+		const o = state.cards.get(other.dataset.id);
+		if (o && comparePending(item, o.item) < 0) {
+			before = other;
+			break;
+		}
+	}
+	list.insertBefore(card.li, before);
+	setCardEnabled(card, state.connected);
+	applyFilterTo(card);
+	tick();
+	renderPendingMeta();
+	noteSandbox(item.cloister);
+	if (live && matchesFilter(item)) {
+		announce(
+			`New ${item.type} request from ${visible(item.cloister || '')}: ${visible(itemSummary(item))}`,
+		);
+		card.li.classList.add('fresh');
+		setTimeout(() => card.li.classList.remove('fresh'), 1500);
+	}
+}
+
+function removeCard(id) {
+	const card = state.cards.get(id);
+	if (!card) return null;
+	const wasSelected = state.selected === id;
+	const vis = visibleCards();
+	const idx = vis.indexOf(card);
+	const hadFocus = card.li.contains(document.activeElement);
+	card.li.remove();
+	state.cards.delete(id);
+	if (wasSelected) {
+		state.selected = null;
+		const rest = visibleCards();
+		const next = rest[Math.min(idx, rest.length - 1)];
+		if (next) select(next.item.id, hadFocus);
+		else if (hadFocus) $('pending-heading').focus();
+	}
+	renderPendingMeta();
+	return card;
+}
+
+function removedEvent(ev) {
+	state.gone.set(ev.id, Date.now());
+	const card = removeCard(ev.id);
+	if (state.decidedHere.delete(ev.id)) {
+		scheduleRefresh();
+		return;
+	}
+	// A decision by someone else (the terminal, the CLI, another tab), a timeout, a cancel.
+	if (card || ev.status === 'timed_out') {
+		if (!card || matchesFilter(card.item)) notify(removalNotice(ev));
+	}
+	scheduleRefresh();
+}
+
+function renderPendingMeta() {
+	const n = visibleCards().length;
+	const total = state.cards.size;
+	$('pending-count').textContent = state.filter && n !== total ? `${n} of ${total}` : String(total);
+	$('pending-empty').hidden = n > 0;
+	$('pending-empty').textContent =
+		total > 0 ? 'No request from this sandbox is waiting.' : 'No request is waiting for you.';
+	document.title = total > 0 ? `(${total}) Cloister` : 'Cloister';
+}
+
+function visibleCards() {
+	const out = [];
+	for (const li of $('pending-list').children) {
+		const c = state.cards.get(li.dataset.id);
+		if (c && !li.hidden) out.push(c);
+	}
+	return out;
+}
+
+function tick() {
+	const now = Date.now();
+	for (const c of state.cards.values()) {
+		if (!c.countdown) continue;
+		const text = countdownText(c.item.expires_ms, now);
+		if (c.countdown.textContent !== text) c.countdown.textContent = text;
+		c.countdown.classList.toggle('urgent', c.item.expires_ms - now < 30000);
+	}
+	// Forget removed ids after a while: ids are not reused within a run.
+	for (const [id, t] of state.gone) if (now - t > 10 * 60 * 1000) state.gone.delete(id);
+}
+
+// ---- deciding --------------------------------------------------------------------------------
+
+function failureNotice(card, res) {
+	const what = visible(itemSummary(card.item));
+	if (res.status === 404 || res.status === 409)
+		return {
+			level: 'info',
+			text: `Already decided: ${what}`,
+			detail: res.data?.status ? `It was ${res.data.status}.` : 'It is no longer pending.',
+		};
+	return {
+		level: 'error',
+		text: `Could not send the decision for ${what}`,
+		detail: visible(res.data?.error || `HTTP ${res.status}`),
+	};
+}
+
+async function decideCommand(card, allow) {
+	if (card.busy || !state.connected) return;
+	const reason = card.reason ? card.reason.value.trim() : '';
+	const id = card.item.id;
+	card.busy = true;
+	setCardEnabled(card, false);
+	card.li.setAttribute('aria-busy', 'true');
+	state.decidedHere.add(id);
+	const body = reason ? { reason } : {};
+	const res = await postJson(`/${allow ? 'approve' : 'deny'}/${encodeURIComponent(id)}`, body);
+	card.busy = false;
+	card.li.removeAttribute('aria-busy');
+	if (res.ok) {
+		notify(commandConfirmation(allow, card.item, reason));
+		state.gone.set(id, Date.now());
+		removeCard(id);
+		scheduleRefresh();
+		return;
+	}
+	state.decidedHere.delete(id);
+	notify(failureNotice(card, res));
+	if (res.status === 404 || res.status === 409) {
+		state.gone.set(id, Date.now());
+		removeCard(id);
+	} else {
+		setCardEnabled(card, state.connected);
+	}
+}
+
+async function decideDomain(card, allow, scope) {
+	if (card.busy || !state.connected) return;
+	const id = card.item.id;
+	const wildcard = Boolean(card.wildcard && card.wildcard.checked);
+	card.busy = true;
+	setCardEnabled(card, false);
+	card.li.setAttribute('aria-busy', 'true');
+	state.decidedHere.add(id);
+	const res = await postJson(`/${allow ? 'approve' : 'deny'}-domain/${encodeURIComponent(id)}`, {
+		scope,
+		wildcard,
+	});
+	card.busy = false;
+	card.li.removeAttribute('aria-busy');
+	if (res.ok) {
+		notify(domainConfirmation(allow, card.item, res.data || { scope }));
+		state.gone.set(id, Date.now());
+		removeCard(id);
+		scheduleRefresh();
+		return;
+	}
+	state.decidedHere.delete(id);
+	notify(failureNotice(card, res));
+	if (res.status === 404 || res.status === 409) {
+		state.gone.set(id, Date.now());
+		removeCard(id);
+	} else {
+		setCardEnabled(card, state.connected);
+	}
+}
+
+// ---- selection and keyboard ------------------------------------------------------------------
+
+function select(id, focus) {
+	if (state.selected && state.selected !== id) {
+		const old = state.cards.get(state.selected);
+		if (old) {
+			old.li.classList.remove('selected');
+			old.li.removeAttribute('aria-current');
+		}
+	}
+	const card = state.cards.get(id);
+	if (!card) {
+		state.selected = null;
+		return;
+	}
+	state.selected = id;
+	card.li.classList.add('selected');
+	card.li.setAttribute('aria-current', 'true');
+	if (focus) {
+		card.li.focus({ preventScroll: true });
+		card.li.scrollIntoView({ block: 'nearest' });
+	}
+}
+
+function move(delta) {
+	const cards = visibleCards();
+	if (!cards.length) return;
+	let i = cards.findIndex((c) => c.item.id === state.selected);
+	if (i < 0) i = delta > 0 ? 0 : cards.length - 1;
+	else i = Math.max(0, Math.min(cards.length - 1, i + delta));
+	select(cards[i].item.id, true);
+}
+
+function selectedCard() {
+	const c = state.selected ? state.cards.get(state.selected) : null;
+	return c && !c.li.hidden ? c : null;
+}
+
+function onKey(e) {
+	if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
+	if (isTypingTarget(e.target)) return;
+	if (document.querySelector('dialog[open]')) return;
+	const card = selectedCard();
+	switch (e.key) {
+		case 'j':
+			move(1);
+			break;
+		case 'k':
+			move(-1);
+			break;
+		case 'a':
+		case 'd':
+			if (!card) {
+				notify({ level: 'info', text: 'Select a request first (j / k).' });
+				break;
+			}
+			if (card.item.type === 'domain') decideDomain(card, e.key === 'a', 'once');
+			else decideCommand(card, e.key === 'a');
+			break;
+		case 'r':
+			if (card?.reason) card.reason.focus();
+			else return;
+			break;
+		case '?':
+			openDialog($('help-dialog'), $('help-close'));
+			break;
+		default:
+			return;
+	}
+	e.preventDefault();
+}
+
+// ---- dialogs ---------------------------------------------------------------------------------
+
+let dialogReturn = null;
+
+function openDialog(dialog, focus) {
+	dialogReturn = document.activeElement;
+	dialog.showModal();
+	focus?.focus();
+}
+
+function closeDialog(dialog) {
+	if (dialog.open) dialog.close();
+}
+
+function setupDialogs() {
+	for (const d of document.querySelectorAll('dialog')) {
+		d.addEventListener('close', () => {
+			if (dialogReturn && document.contains(dialogReturn)) dialogReturn.focus();
+			dialogReturn = null;
+		});
+	}
+	$('help-button').addEventListener('click', () => openDialog($('help-dialog'), $('help-close')));
+	$('help-close').addEventListener('click', () => closeDialog($('help-dialog')));
+	$('kill-cancel').addEventListener('click', () => closeDialog($('kill-dialog')));
+	$('kill-confirm').addEventListener('click', () => {
+		const name = $('kill-dialog').dataset.name;
+		closeDialog($('kill-dialog'));
+		if (name) sandboxAction(name, 'kill');
+	});
+}
+
+// ---- sandboxes and the filter ----------------------------------------------------------------
+
+function matchesFilter(item) {
+	return !state.filter || item.cloister === state.filter;
+}
+
+function applyFilterTo(card) {
+	card.li.hidden = !matchesFilter(card.item);
+}
+
+function applyFilter() {
+	for (const c of state.cards.values()) applyFilterTo(c);
+	if (state.selected && !selectedCard()) select(null, false);
+	renderPendingMeta();
+	renderDecisions();
+	$('log-scope').textContent = state.filter ? visible(state.filter) : 'all sandboxes';
+	connectLogs();
+	for (const li of $('sandbox-list').children)
+		li.classList.toggle('current', li.dataset.name === state.filter);
+}
+
+const knownNames = new Set();
+
+function noteSandbox(name) {
+	if (!name || knownNames.has(name)) return;
+	knownNames.add(name);
+	const sel = $('sandbox-filter');
+	const names = [...knownNames].sort();
+	const opt = el('option', { value: name }, visible(name));
+	const after = names.indexOf(name);
+	sel.insertBefore(opt, sel.options[after + 1] || null);
+}
+
+let statusTimer = 0;
+
+async function refreshStatus() {
+	clearTimeout(statusTimer);
+	const st = await getJson('/status');
+	if (st && Array.isArray(st.sandboxes)) renderSandboxes(st.sandboxes);
+	clearTimeout(statusTimer);
+	statusTimer = setTimeout(refreshStatus, STATUS_POLL_MS);
+}
+
+let refreshTimer = 0;
+
+// After a decision: the decisions list and the sandboxes' pending counts, once per burst.
+function scheduleRefresh() {
+	clearTimeout(refreshTimer);
+	refreshTimer = setTimeout(() => {
+		refreshDecisions();
+		refreshStatus();
+	}, 150);
+}
+
+let sandboxesKey = '';
+
+function renderSandboxes(list) {
+	const key = JSON.stringify(list);
+	if (key === sandboxesKey) return; // unchanged: keep the nodes, and the focus in them
+	sandboxesKey = key;
+	state.sandboxes = list.filter((s) => s && typeof s.name === 'string');
+	const ul = $('sandbox-list');
+	const focused = ul.contains(document.activeElement) ? document.activeElement.dataset.key : null;
+	ul.replaceChildren();
+	$('sandboxes-empty').hidden = state.sandboxes.length > 0;
+	for (const s of state.sandboxes) {
+		noteSandbox(s.name);
+		const stateName = ['running', 'paused', 'stopped'].includes(s.state) ? s.state : 'unknown';
+		const headId = nextId('sb');
+		const li = el('li', {
+			class: `sandbox${s.name === state.filter ? ' current' : ''}`,
+			'data-name': s.name,
+			'aria-labelledby': headId,
+		});
+		const view = el(
+			'button',
+			{ type: 'button', class: 'link sandbox-name', id: headId, 'aria-pressed': String(s.name === state.filter) },
+			agentText(s.name),
+		);
+		view.title = 'Show only this sandbox';
+		view.addEventListener('click', () => setFilter(s.name === state.filter ? '' : s.name));
+		const facts = el('p', { class: 'sandbox-facts' });
+		facts.append(el('span', { class: `state state-${stateName}` }, stateName));
+		if (s.project && s.project !== s.name) facts.append(' · project ', agentText(s.project));
+		if (typeof s.pid === 'number') facts.append(` · pid ${s.pid}`);
+		if (typeof s.pending === 'number') facts.append(` · ${s.pending} pending`);
+		const started = Date.parse(s.started);
+		if (Number.isFinite(started) && started > 0) facts.append(` · since ${formatClock(started)}`);
+		const tools = el('div', { class: 'buttons sandbox-tools' });
+		const label = visible(s.name);
+		if (stateName === 'running')
+			tools.append(actionButton('Pause', `Pause ${label}`, () => sandboxAction(s.name, 'pause')));
+		if (stateName === 'paused')
+			tools.append(actionButton('Resume', `Resume ${label}`, () => sandboxAction(s.name, 'resume')));
+		if (stateName !== 'stopped') {
+			const kill = actionButton('Kill…', `Kill ${label}`, () => {
+				$('kill-text').textContent =
+					`Every process of sandbox “${label}” will be killed, the agent included. This cannot be undone.`;
+				$('kill-dialog').dataset.name = s.name;
+				openDialog($('kill-dialog'), $('kill-cancel'));
+			});
+			kill.classList.add('btn-deny-quiet');
+			kill.setAttribute('aria-haspopup', 'dialog');
+			tools.append(kill);
+		}
+		li.append(el('div', { class: 'sandbox-head' }, view, tools), facts);
+		ul.append(li);
+		view.dataset.key = `${s.name}\0view`;
+		for (const b of tools.children) b.dataset.key = `${s.name}\0${b.textContent}`;
+	}
+	if (focused) {
+		const buttons = [...ul.querySelectorAll('button')];
+		const name = focused.split('\0')[0];
+		const again =
+			buttons.find((b) => b.dataset.key === focused) ||
+			buttons.find((b) => b.dataset.key.split('\0')[0] === name && b.closest('.sandbox-tools'));
+		(again || $('sandboxes-heading')).focus();
+	}
+}
+
+function actionButton(text, label, fn) {
+	const b = el('button', { type: 'button', class: 'btn btn-quiet', 'aria-label': label }, text);
+	b.disabled = !state.connected;
+	b.addEventListener('click', fn);
+	return b;
+}
+
+async function sandboxAction(name, action) {
+	const res = await postJson(`/sandboxes/${encodeURIComponent(name)}/${action}`, {});
+	const label = visible(name);
+	if (res.ok) {
+		const past = { pause: 'Paused', resume: 'Resumed', kill: 'Killed' }[action];
+		notify({ level: action === 'kill' ? 'denied' : 'success', text: `${past} sandbox ${label}` });
+	} else {
+		notify({
+			level: 'error',
+			text: `Could not ${action} sandbox ${label}`,
+			detail: visible(res.data?.error || `HTTP ${res.status}`),
+		});
+	}
+	refreshStatus();
+}
+
+function setFilter(name) {
+	state.filter = name;
+	$('sandbox-filter').value = name;
+	applyFilter();
+}
+
+// ---- decisions -------------------------------------------------------------------------------
+
+let decisions = [];
+
+async function refreshDecisions() {
+	const d = await getJson('/decisions');
+	if (!d || !Array.isArray(d.decisions)) return;
+	decisions = d.decisions.filter((x) => x && typeof x.id === 'string').slice(0, 10);
+	renderDecisions();
+}
+
+const STATUS_TEXT = {
+	approved: ['✓', 'Approved'],
+	denied: ['✗', 'Denied'],
+	timed_out: ['⏱', 'Timed out'],
+	cancelled: ['–', 'Cancelled'],
+};
+
+function renderDecisions() {
+	const ol = $('decision-list');
+	ol.replaceChildren();
+	const shown = decisions.filter(matchesFilter);
+	$('decision-list').hidden = shown.length === 0;
+	$('decisions-empty').hidden = shown.length > 0;
+	for (const d of shown) {
+		const [icon, word] = STATUS_TEXT[d.status] || ['•', String(d.status || '?')];
+		const isDomain = d.type === 'domain';
+		const head = el(
+			'p',
+			{ class: 'decision-head' },
+			el('span', { class: `decision-status st-${verdictClass(d.status)}` },
+				el('span', { 'aria-hidden': 'true' }, `${icon} `), word),
+			' ',
+			agentText(itemSummary(d), isDomain ? 'domain' : 'cmd'),
+		);
+		const bits = [];
+		bits.push(isDomain ? 'domain' : d.kind || 'command');
+		if (d.cloister) bits.push(visible(d.cloister));
+		if (d.decided_by) bits.push(`by ${visible(d.decided_by)}`);
+		if (isDomain && d.scope) bits.push(`${d.scope} scope`);
+		const at = Date.parse(d.decided_at);
+		const meta = el('p', { class: 'decision-meta' }, bits.join(' · '));
+		if (Number.isFinite(at)) meta.append(' · ', el('time', { datetime: d.decided_at }, formatClock(at)));
+		const li = el('li', { class: 'decision' }, head, meta);
+		if (d.reason) li.append(el('p', { class: 'decision-reason' }, 'Reason: ', agentText(d.reason)));
+		ol.append(li);
+	}
+}
+
+// ---- audit log -------------------------------------------------------------------------------
+
+function connectLogs() {
+	const log = state.log;
+	clearTimeout(log.timer);
+	if (log.es) log.es.close();
+	$('log-list').replaceChildren(); // the server sends its backlog again
+	log.held = [];
+	const url = state.filter ? `/logs?cloister=${encodeURIComponent(state.filter)}` : '/logs';
+	const es = new EventSource(url);
+	log.es = es;
+	$('log-state').textContent = 'Connecting…';
+	es.addEventListener('open', () => {
+		if (log.es !== es) return;
+		log.failures = 0;
+		$('log-state').textContent = log.paused ? 'Paused.' : 'Live.';
+	});
+	es.addEventListener('log', (e) => {
+		if (log.es !== es) return;
+		const entry = parseJson(e.data);
+		if (log.paused) {
+			log.held.push(entry || e.data);
+			if (log.held.length > MAX_LOG_ENTRIES) log.held.shift();
+			$('log-state').textContent = `Paused, ${log.held.length} new.`;
+			return;
+		}
+		addLogEntry(entry || e.data);
+	});
+	es.addEventListener('error', () => {
+		if (log.es !== es) return;
+		es.close();
+		log.es = null;
+		log.failures++;
+		$('log-state').textContent = 'Disconnected; reconnecting…';
+		log.timer = setTimeout(connectLogs, backoffDelay(log.failures, Math.random()));
+	});
+}
+
+function logTime(entry) {
+	const t = Date.parse(entry.time);
+	return Number.isFinite(t) ? formatClock(t) : '';
+}
+
+function addLogEntry(entry) {
+	const list = $('log-list');
+	let li;
+	if (typeof entry === 'string') {
+		li = el('li', { class: 'log-entry' }, agentText(clip(entry, 500).text, 'log-raw'));
+	} else {
+		const verdict = typeof entry.verdict === 'string' ? entry.verdict : '';
+		const summary =
+			entry.summary ||
+			(Array.isArray(entry.argv) ? entry.argv.join(' ') : '') ||
+			entry.exe ||
+			entry.domain ||
+			'';
+		li = el(
+			'li',
+			{ class: 'log-entry' },
+			el('span', { class: 'log-time' }, logTime(entry)),
+			el('span', { class: `log-verdict st-${verdictClass(verdict)}` }, verdict || '?'),
+			entry.sandbox ? agentText(String(entry.sandbox), 'log-sandbox') : null,
+			agentText(clip(String(summary), 500).text, 'log-summary'),
+		);
+		const extra = [];
+		if (entry.rule) extra.push(visible(String(entry.rule)));
+		if (entry.decided_by) extra.push(`by ${visible(String(entry.decided_by))}`);
+		if (entry.reason) extra.push(visible(String(entry.reason)));
+		if (typeof entry.latency_ms === 'number' && entry.latency_ms > 0) extra.push(`${entry.latency_ms} ms`);
+		if (extra.length) li.append(el('span', { class: 'log-extra' }, extra.join(' · ')));
+	}
+	list.prepend(li);
+	while (list.children.length > MAX_LOG_ENTRIES) list.lastElementChild.remove();
+}
+
+function setupLog() {
+	const pause = $('log-pause');
+	pause.addEventListener('click', () => {
+		const log = state.log;
+		log.paused = !log.paused;
+		pause.setAttribute('aria-pressed', String(log.paused));
+		pause.textContent = log.paused ? 'Resume' : 'Pause';
+		if (!log.paused) {
+			for (const e of log.held) addLogEntry(e);
+			log.held = [];
+		}
+		$('log-state').textContent = log.paused ? 'Paused.' : log.es ? 'Live.' : 'Connecting…';
+	});
+	$('log-clear').addEventListener('click', () => {
+		$('log-list').replaceChildren();
+		state.log.held = [];
+	});
+}
+
+// ---- start -----------------------------------------------------------------------------------
+
+function start() {
+	setupDialogs();
+	setupLog();
+	$('retry-button').addEventListener('click', retryNow);
+	$('sandbox-filter').addEventListener('change', (e) => setFilter(e.target.value));
+	document.addEventListener('keydown', onKey);
+	setInterval(() => {
+		tick();
+		if (state.connected && Date.now() - state.lastMessage > STALE_MS) lostConnection();
+	}, 1000);
+	renderConnection();
+	connectEvents();
+	connectLogs();
+	refreshDecisions();
+}
+
+start();

@@ -1,0 +1,229 @@
+// Pure helpers of the dashboard: no DOM, no network, so that node can test them too.
+
+// Characters that would let an agent disguise a command or a domain name in the browser:
+// C0/C1 controls, bidirectional overrides and isolates, zero-width and other invisible marks.
+const HIDDEN_RE =
+	/[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufeff\ufff9-\ufffb]/gu;
+const NAMED = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+// The text with every hidden character written as an escape (\n, \x1b, \u{202e}).
+export function visible(s) {
+	if (typeof s !== 'string') return '';
+	return s.replace(HIDDEN_RE, (c) => {
+		if (NAMED[c]) return NAMED[c];
+		const cp = c.codePointAt(0);
+		if (cp < 0x100) return '\\x' + cp.toString(16).padStart(2, '0');
+		return '\\u{' + cp.toString(16) + '}';
+	});
+}
+
+// Whether visible() would change S: the UI flags such strings.
+export function hasHidden(s) {
+	return typeof s === 'string' && s.search(HIDDEN_RE) >= 0;
+}
+
+// At most MAX characters of S, and how many were left out.
+export function clip(s, max) {
+	const chars = Array.from(s);
+	if (chars.length <= max) return { text: s, omitted: 0 };
+	return { text: chars.slice(0, max).join(''), omitted: chars.length - max };
+}
+
+// The host of "host", "host:port", "[v6]" or "[v6]:port", lower-cased.
+export function domainHost(summary) {
+	if (typeof summary !== 'string') return '';
+	if (summary.startsWith('[')) {
+		const end = summary.indexOf(']');
+		return (end > 0 ? summary.slice(1, end) : summary).toLowerCase();
+	}
+	const first = summary.indexOf(':');
+	if (first >= 0 && first === summary.lastIndexOf(':')) return summary.slice(0, first).toLowerCase();
+	return summary.toLowerCase();
+}
+
+function isIpLiteral(host) {
+	return /^[0-9.]+$/.test(host) || host.includes(':');
+}
+
+// The wildcard pattern the server would store for a domain request: api.example.com gives
+// *.example.com. None for names of fewer than three labels (no "*.com"), for addresses, and
+// for anything that is not a DNS name (the agent chooses what it connects to).
+export function wildcardOf(summary) {
+	const host = domainHost(summary);
+	if (!host || isIpLiteral(host)) return null;
+	const labels = host.split('.');
+	if (labels.length < 3 || !labels.every((l) => /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/.test(l)))
+		return null;
+	return '*.' + labels.slice(1).join('.');
+}
+
+// "4m 32s", "58s", "1h 5m"; for what is left until a deadline.
+export function formatDuration(ms) {
+	let s = Math.max(0, Math.ceil(ms / 1000));
+	const h = Math.floor(s / 3600);
+	s -= h * 3600;
+	const m = Math.floor(s / 60);
+	s -= m * 60;
+	if (h > 0) return `${h}h ${m}m`;
+	if (m > 0) return `${m}m ${s}s`;
+	return `${s}s`;
+}
+
+// The countdown text of a card: "expires in 4m 32s", "expiring…", or "" without a deadline.
+export function countdownText(expiresMs, nowMs) {
+	if (typeof expiresMs !== 'number' || !Number.isFinite(expiresMs)) return '';
+	const left = expiresMs - nowMs;
+	if (left <= 0) return 'expiring…';
+	return `expires in ${formatDuration(left)}`;
+}
+
+function pad2(n) {
+	return String(n).padStart(2, '0');
+}
+
+// 14:32:05 in the browser's time zone.
+export function formatClock(ms) {
+	if (typeof ms !== 'number' || !Number.isFinite(ms)) return '';
+	const d = new Date(ms);
+	return `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
+}
+
+// When an item was created, in epoch ms (created_ms, else its RFC 3339 timestamp).
+export function createdMs(item) {
+	if (typeof item.created_ms === 'number') return item.created_ms;
+	const t = Date.parse(item.timestamp);
+	return Number.isFinite(t) ? t : 0;
+}
+
+// Newest first; ties by id so that the order is stable.
+export function comparePending(a, b) {
+	const d = createdMs(b) - createdMs(a);
+	if (d !== 0) return d;
+	return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+}
+
+// The delay before reconnect attempt N (1, 2, …): 1 s, 2 s, 4 s, … at most 30 s, with up to
+// 20 % jitter from RANDOM (a number in [0, 1)) so that many tabs do not retry in step.
+export function backoffDelay(attempt, random = 0) {
+	const base = Math.min(30000, 1000 * 2 ** Math.max(0, Math.min(attempt - 1, 5)));
+	return Math.round(base * (1 + 0.2 * random));
+}
+
+// How many failed attempts in a row turn "reconnecting" into "cannot connect".
+export const OFFLINE_AFTER = 3;
+
+// The banner for a connection state: null when connected.
+export function bannerFor(connected, failures) {
+	if (connected) return null;
+	if (failures >= OFFLINE_AFTER)
+		return { level: 'error', text: '✗ Cannot connect to guardian - Is it running?' };
+	return { level: 'warning', text: '⚠ Connection lost - Reconnecting…' };
+}
+
+// The one-line summary of a request item: its command or its domain.
+export function itemSummary(item) {
+	if (!item) return '';
+	if (item.type === 'domain') return item.domain ?? item.summary ?? '';
+	return item.cmd ?? item.summary ?? '';
+}
+
+// The confirmation after this page decided a command request.
+export function commandConfirmation(allow, item, reason) {
+	const what = visible(itemSummary(item));
+	if (allow) return { level: 'success', text: `✓ Approved: ${what}` };
+	return {
+		level: 'denied',
+		text: `✗ Denied: ${what}`,
+		detail: reason ? `Reason: ${visible(reason)}` : '',
+	};
+}
+
+// The confirmation after this page decided a domain request, from the server's answer.
+export function domainConfirmation(allow, item, response) {
+	const scope = response?.scope || 'once';
+	const target = visible(response?.pattern || domainHost(itemSummary(item)));
+	const lines = [];
+	if (allow) lines.push('Request forwarded to agent.');
+	else if (scope !== 'once')
+		lines.push(
+			`All future requests to ${response?.pattern ? 'these domains' : 'this domain'} will be denied${
+				scope === 'session' ? ' for this session' : ''
+			}.`,
+		);
+	const out = {
+		level: allow ? 'success' : 'denied',
+		text: `${allow ? '✓ Allowed' : '✗ Blocked'} ${target} (${scope} scope)`,
+		detail: lines.join(' '),
+	};
+	if (response?.persistence_error)
+		out.warning = `Not saved to the ${scope} decisions: ${visible(
+			String(response.persistence_error),
+		)}. The decision holds for this session only.`;
+	return out;
+}
+
+// The notice for a request that left the queue without this page's decision.
+export function removalNotice(ev) {
+	const what = visible(ev.summary || ev.id || '');
+	switch (ev.status) {
+		case 'timed_out':
+			return { level: 'timeout', text: `⏱ Timed out: ${what}` };
+		case 'cancelled':
+			return { level: 'info', text: `Cancelled: ${what}`, detail: 'The asking process went away.' };
+		case 'approved':
+			return {
+				level: 'success',
+				text: `✓ Approved: ${what}`,
+				detail: ev.decided_by ? `Decided by ${visible(ev.decided_by)}.` : '',
+			};
+		case 'denied':
+			return {
+				level: 'denied',
+				text: `✗ Denied: ${what}`,
+				detail: ev.decided_by ? `Decided by ${visible(ev.decided_by)}.` : '',
+			};
+		default:
+			return { level: 'info', text: `Removed: ${what}` };
+	}
+}
+
+// Whether a key event comes from somewhere the user types (shortcuts must not fire there).
+export function isTypingTarget(el) {
+	if (!el || typeof el !== 'object') return false;
+	const tag = (el.tagName || '').toLowerCase();
+	if (tag === 'textarea' || tag === 'select') return true;
+	if (tag === 'input') {
+		const type = (el.type || 'text').toLowerCase();
+		return !['checkbox', 'radio', 'button', 'submit', 'reset', 'range', 'color'].includes(type);
+	}
+	return Boolean(el.isContentEditable);
+}
+
+// The label of a log line's verdict, and its colour class.
+export function verdictClass(verdict) {
+	switch (verdict) {
+		case 'allow':
+		case 'approved':
+		case 'allowed':
+			return 'ok';
+		case 'deny':
+		case 'denied':
+		case 'timed_out':
+		case 'killed':
+			return 'bad';
+		case 'ask':
+			return 'ask';
+		default:
+			return 'neutral';
+	}
+}
+
+// Parse JSON that the server sent, or null.
+export function parseJson(text) {
+	try {
+		const v = JSON.parse(text);
+		return v && typeof v === 'object' ? v : null;
+	} catch {
+		return null;
+	}
+}

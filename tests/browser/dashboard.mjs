@@ -1,0 +1,549 @@
+// The dashboard in headless Chromium, against a running `cloister-supervisor run --ask web`.
+// Run by tests/integration/browser_dashboard.sh, which starts the supervisor and reads the TAP
+// lines this prints (numbered from $TAP_START). In order: domain cards (synthetic, through
+// page.route), a real exec ask approved and a second one denied, keyboard, filter, screenshots;
+// the supervisor killed (SIGTERM): the connection banner; a second supervisor on the same
+// address (CONTROL_DIR/restart-wanted, then CONTROL_DIR/restarted holds its URL): Retry fetches
+// its waiting ask, which times out; the sandbox's pause, resume and kill.
+//
+// Environment: DASHBOARD_URL, SV_PID (the first supervisor), RESULT_DIR (the first agent waits
+// for RESULT_DIR/go and writes its results there), CONTROL_DIR, ARTIFACTS (screenshots),
+// SANDBOX (the first sandbox's --name), AGENT_CWD (its working directory), TAP_START.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const URL_ = need('DASHBOARD_URL');
+const RESULT_DIR = need('RESULT_DIR');
+const ARTIFACTS = need('ARTIFACTS');
+const SANDBOX = need('SANDBOX');
+const CONTROL_DIR = need('CONTROL_DIR');
+const SV_PID = Number(process.env.SV_PID || 0);
+let tapN = Number(process.env.TAP_START || 1) - 1;
+let failed = 0;
+
+function need(name) {
+	const v = process.env[name];
+	if (!v) {
+		console.error(`dashboard.mjs: ${name} is not set`);
+		process.exit(2);
+	}
+	return v;
+}
+
+// Never hang: the whole run is bounded, whatever the browser does.
+const watchdog = setTimeout(() => {
+	console.log(`not ok ${++tapN} - the browser test finished within its time limit`);
+	process.exit(3);
+}, Number(process.env.BROWSER_TIMEOUT_MS || 150000));
+watchdog.unref();
+
+function tap(ok, name, diag) {
+	tapN++;
+	if (ok) {
+		console.log(`ok ${tapN} - ${name}`);
+		return;
+	}
+	failed++;
+	console.log(`not ok ${tapN} - ${name}`);
+	if (diag)
+		for (const line of String(diag).split('\n').slice(0, 30)) console.log(`# ${line}`);
+}
+
+// check(name, async () => { … throw on failure … }): one TAP line. Returns whether it passed.
+async function check(name, fn) {
+	try {
+		await fn();
+		tap(true, name);
+		return true;
+	} catch (e) {
+		tap(false, name, e && e.stack ? e.stack : String(e));
+		return false;
+	}
+}
+
+function assert(cond, msg) {
+	if (!cond) throw new Error(msg);
+}
+
+function eq(got, want, what) {
+	const g = JSON.stringify(got);
+	const w = JSON.stringify(want);
+	if (g !== w) throw new Error(`${what}:\n got:  ${g}\n want: ${w}`);
+}
+
+async function until(fn, what, ms = 10000) {
+	const end = Date.now() + ms;
+	let last;
+	for (;;) {
+		try {
+			last = await fn();
+			if (last) return last;
+		} catch (e) {
+			last = e;
+		}
+		if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what} (last: ${last})`);
+		await new Promise((r) => setTimeout(r, 100));
+	}
+}
+
+function readControl(name) {
+	const p = join(CONTROL_DIR, name);
+	return existsSync(p) ? readFileSync(p, 'utf8') : '';
+}
+
+function readResult(name) {
+	const p = join(RESULT_DIR, name);
+	return existsSync(p) ? readFileSync(p, 'utf8') : '';
+}
+
+const LAUNCH = {
+	executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+	args: [
+		'--headless',
+		'--no-sandbox',
+		'--disable-gpu',
+		'--disable-background-networking',
+		'--disable-component-update',
+		'--no-first-run',
+	],
+	timeout: 30000,
+};
+
+mkdirSync(ARTIFACTS, { recursive: true });
+const browser = await chromium.launch(LAUNCH);
+const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+context.setDefaultTimeout(10000);
+const page = await context.newPage();
+const problems = []; // page errors, CSP violations, console errors
+let expectOffline = false;
+page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
+page.on('console', (m) => {
+	if (m.type() === 'error' && !expectOffline) problems.push(`console: ${m.text()}`);
+});
+let navigations = 0;
+page.on('framenavigated', (f) => {
+	if (f === page.mainFrame()) navigations++;
+});
+
+const notices = () => page.locator('#notices .notice').allTextContents();
+const noticeMatching = (re, ms = 10000) =>
+	until(async () => (await notices()).find((t) => re.test(t)), `a notice matching ${re}`, ms);
+const card = (text) => page.locator('#pending-list > li.card', { hasText: text });
+
+async function connected() {
+	await until(async () => (await page.locator('#conn-text').textContent()) === 'Connected', 'Connected');
+}
+
+try {
+	await main();
+} catch (e) {
+	tap(false, 'the browser test went through', e && e.stack ? e.stack : String(e));
+} finally {
+	await browser.close().catch(() => {});
+}
+process.exit(failed ? 1 : 0);
+
+// In the page: every element with its own visible text whose contrast against the background
+// behind it is below AA. Disabled controls are exempt, as WCAG 1.4.3 allows.
+function contrastFailures() {
+	const rgba = (c) => {
+		const m = c.match(/rgba?\(([^)]+)\)/);
+		if (!m) return [0, 0, 0, 1];
+		const p = m[1].split(/[ ,/]+/).filter(Boolean).map(Number);
+		return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+	};
+	const lum = ([r, g, b]) => {
+		const f = (v) => {
+			v /= 255;
+			return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+		};
+		return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+	};
+	const over = (top, bottom) => {
+		const a = top[3];
+		return [0, 1, 2].map((i) => top[i] * a + bottom[i] * (1 - a)).concat(1);
+	};
+	// The opaque colour behind EL: its backgrounds and its ancestors', composed.
+	const background = (el) => {
+		const layers = [];
+		for (let e = el; e; e = e.parentElement) {
+			const c = rgba(getComputedStyle(e).backgroundColor);
+			if (c[3] > 0) layers.push(c);
+			if (c[3] >= 1) break;
+		}
+		let bg = [255, 255, 255, 1];
+		for (const c of layers.reverse()) bg = over(c, bg);
+		return bg;
+	};
+	const out = [];
+	for (const el of document.querySelectorAll('body *')) {
+		if (el.closest('[disabled], dialog:not([open]), .visually-hidden')) continue;
+		const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+		if (!own || !el.getClientRects().length) continue;
+		const cs = getComputedStyle(el);
+		if (cs.visibility === 'hidden') continue;
+		let opacity = 1;
+		for (let e = el; e; e = e.parentElement) opacity *= Number(getComputedStyle(e).opacity);
+		const bg = background(el);
+		const fg = over(rgba(cs.color).slice(0, 3).concat(rgba(cs.color)[3] * opacity), bg);
+		const [l1, l2] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+		const ratio = (l1 + 0.05) / (l2 + 0.05);
+		const size = parseFloat(cs.fontSize);
+		const large = size >= 24 || (size >= 18.66 && Number(cs.fontWeight) >= 700);
+		if (ratio < (large ? 3 : 4.5))
+			out.push(`${el.tagName}.${el.className} "${el.textContent.trim().slice(0, 30)}" ${ratio.toFixed(2)}:1`);
+	}
+	return out.slice(0, 10);
+}
+
+// ---- main ------------------------------------------------------------------------------------
+
+async function main() {
+	const now = Date.now();
+	const domain = (id, name, ageS, cloister = SANDBOX) => ({
+		id,
+		cloister,
+		project: '',
+		domain: name,
+		timestamp: new Date(now - ageS * 1000).toISOString().replace(/\.\d+Z$/, 'Z'),
+		expires: new Date(now + 60000).toISOString().replace(/\.\d+Z$/, 'Z'),
+		expires_ms: now + 60000,
+		created_ms: now - ageS * 1000,
+		type: 'domain',
+		kind: 'domain',
+	});
+	// The proxy that makes real domain asks is not there yet: synthetic ones, served to the page.
+	const domains = [
+		domain('d0api', 'api.example.com:443', 10),
+		domain('d1apex', 'example.com', 20),
+		domain('d2evil', '<img src=x onerror="window.__xss=1">.\u202eevil.test', 30),
+		domain('d3other', 'sub.other.test', 40, 'other-box'),
+	];
+	const posted = [];
+	await page.route('**/pending-domains', (route) =>
+		route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ requests: domains }) }),
+	);
+	await page.route(/\/(approve|deny)-domain\/[^/]+$/, (route) => {
+		const req = route.request();
+		const m = /\/(approve|deny)-domain\/([^/]+)$/.exec(new URL(req.url()).pathname);
+		const body = JSON.parse(req.postData() || 'null');
+		posted.push({ action: m[1], id: m[2], body, type: req.headers()['content-type'], method: req.method() });
+		const i = domains.findIndex((d) => d.id === m[2]);
+		if (i >= 0) domains.splice(i, 1);
+		const res = { status: m[1] === 'approve' ? 'approved' : 'denied', scope: body.scope };
+		if (body.wildcard) res.pattern = '*.example.com';
+		if (m[2] === 'd1apex') res.persistence_error = 'cannot write global.yaml: disk full';
+		return route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify(res) });
+	});
+
+	await check('the dashboard loads and connects to the event stream', async () => {
+		const res = await page.goto(URL_, { waitUntil: 'domcontentloaded' });
+		eq(res.status(), 200, 'status of /');
+		await connected();
+	});
+
+	await check('landmarks: banner, main, contentinfo; one h1; labelled sections', async () => {
+		eq(await page.locator('header').count(), 1, 'header');
+		eq(await page.locator('main').count(), 1, 'main');
+		eq(await page.locator('footer').count(), 1, 'footer');
+		eq(await page.locator('h1').count(), 1, 'h1');
+		for (const name of ['Pending requests', 'Sandboxes', 'Recent decisions', 'Audit log'])
+			assert(
+				(await page.getByRole('region', { name: new RegExp(`^${name}`) }).count()) === 1,
+				`a region named ${name}`,
+			);
+		assert((await page.locator('[aria-live]').count()) >= 2, 'live regions for banners and notices');
+	});
+
+	await check('the synthetic domain requests show as cards, newest first', async () => {
+		await until(async () => (await page.locator('#pending-list > li.card-domain').count()) === 4, '4 domain cards');
+		const ids = await page.locator('#pending-list > li').evaluateAll((els) => els.map((e) => e.dataset.id));
+		eq(ids, ['d0api', 'd1apex', 'd2evil', 'd3other'], 'order of the cards');
+		const first = await card('api.example.com').textContent();
+		assert(/Domain request/i.test(first) && /expires in (\d+m )?\d+s/.test(first), `card text: ${first}`);
+	});
+
+	await check('agent text stays text: no element from a hostile domain name, bidi override shown as an escape', async () => {
+		const c = card('evil.test');
+		eq(await c.locator('img').count(), 0, 'img elements in the card');
+		eq(await page.evaluate(() => window.__xss), undefined, 'window.__xss');
+		const text = await c.locator('.domain').textContent();
+		assert(text.includes('<img src=x onerror="window.__xss=1">'), `shown literally: ${text}`);
+		assert(text.includes('\\u{202e}') && !text.includes('\u202e'), `bidi override escaped: ${text}`);
+	});
+
+	await check('the wildcard checkbox shows the pattern, and is absent for a two-label name', async () => {
+		const label = await card('api.example.com').locator('label', { hasText: 'wildcard' }).textContent();
+		eq(label.trim(), 'Apply to wildcard pattern: *.example.com', 'label');
+		const apex = page.locator('li[data-id="d1apex"]');
+		eq(await apex.locator('input[type=checkbox]').count(), 0, 'checkbox on example.com');
+		eq(await apex.locator('button[data-scope]').count(), 8, 'Allow/Deny × 4 scopes');
+	});
+
+	await check('the sandbox filter shows one sandbox only', async () => {
+		await page.selectOption('#sandbox-filter', 'other-box');
+		await until(async () => (await page.locator('#pending-list > li:not([hidden])').count()) === 1, 'one card');
+		eq(await page.locator('#pending-list > li:not([hidden])').getAttribute('data-id'), 'd3other', 'visible card');
+		eq((await page.locator('#pending-count').textContent()).trim(), '1 of 4', 'count');
+		await page.selectOption('#sandbox-filter', '');
+		await until(async () => (await page.locator('#pending-list > li:not([hidden])').count()) === 4, 'all cards again');
+	});
+
+	// The agent asks only now, so the card can only come through the event stream.
+	writeFileSync(join(RESULT_DIR, 'go'), '');
+	const cmd = card('first');
+	await check('a real exec ask appears without a reload', async () => {
+		await cmd.waitFor({ timeout: 15000 });
+		eq(navigations, 1, 'page loads');
+		const ids = await page.locator('#pending-list > li').evaluateAll((els) => els.map((e) => e.dataset.id));
+		eq(ids.slice(1), ['d0api', 'd1apex', 'd2evil', 'd3other'], 'the new card is first');
+		await until(
+			async () =>
+				(await page.locator('#announcer').textContent()) ===
+				`New command request from ${SANDBOX}: printf '%s\\n' first '<b>x</b>' 'a b' ''`,
+			'the screen-reader announcement (aria-live)',
+			3000,
+		);
+	});
+
+	await check('the exec card shows each argument, the executable, cwd, and a countdown', async () => {
+		const args = await cmd.locator('.argv > li').evaluateAll((els) =>
+			els.map((e) => (e.querySelector('.arg-text') || e.querySelector('.arg-empty')).textContent),
+		);
+		eq(args, ['/usr/bin/printf', '%s\\n', 'first', '<b>x</b>', 'a b', '(empty)'], 'argument chips');
+		eq(await cmd.locator('b').count(), 0, 'no <b> element from argv');
+		const facts = await cmd.locator('dl.facts').textContent();
+		assert(facts.includes('/usr/bin/printf'), `executable: ${facts}`);
+		assert(facts.includes(`Directory${process.env.AGENT_CWD}`), `cwd in ${facts}`);
+		const c1 = await cmd.locator('.countdown').textContent();
+		assert(/^expires in (\d+m )?\d+s$/.test(c1), `countdown: ${c1}`);
+		await until(async () => (await cmd.locator('.countdown').textContent()) !== c1, 'the countdown to tick', 3000);
+	});
+
+	await page.screenshot({ path: join(ARTIFACTS, 'desktop.png'), fullPage: true });
+	await check('text contrast meets WCAG AA (4.5:1, large text 3:1)', async () => {
+		await page.waitForTimeout(1600); // the highlight of a new card fades
+		eq(await page.evaluate(contrastFailures), [], 'text below AA');
+	});
+	await check('at 360 px wide nothing scrolls sideways', async () => {
+		await page.setViewportSize({ width: 360, height: 800 });
+		await page.waitForTimeout(200);
+		const w = await page.evaluate(() => document.documentElement.scrollWidth);
+		await page.screenshot({ path: join(ARTIFACTS, 'mobile-360.png'), fullPage: true });
+		assert(w <= 360, `scrollWidth ${w}`);
+		const wide = await page.evaluate(() =>
+			[...document.querySelectorAll('body *')]
+				.filter((e) => e.getBoundingClientRect().right > 361 && e.getClientRects().length)
+				.map((e) => e.tagName + '.' + e.className)
+				.slice(0, 5),
+		);
+		eq(wide, [], 'elements past the right edge');
+		await page.setViewportSize({ width: 1280, height: 900 });
+	});
+
+	await check('j / k move the selection; a on a domain card allows it once', async () => {
+		await page.locator('#pending-heading').focus();
+		await page.keyboard.press('j');
+		eq(await page.locator('li.card.selected').getAttribute('data-id'), await cmd.getAttribute('data-id'), 'j: first');
+		await page.keyboard.press('j');
+		await page.keyboard.press('j');
+		await page.keyboard.press('k');
+		eq(await page.locator('li.card.selected').getAttribute('data-id'), 'd0api', 'j j k: second');
+		eq(await page.evaluate(() => document.activeElement.dataset.id), 'd0api', 'focus follows');
+		await page.keyboard.press('j');
+		await page.keyboard.press('j');
+		eq(await page.locator('li.card.selected').getAttribute('data-id'), 'd2evil', 'j j: fourth');
+		await page.keyboard.press('a');
+		await until(() => posted.length === 1, 'the POST');
+		eq(posted[0], { action: 'approve', id: 'd2evil', body: { scope: 'once', wildcard: false }, type: 'application/json', method: 'POST' }, 'request');
+		await until(async () => (await page.locator('li[data-id="d2evil"]').count()) === 0, 'the card to go');
+		await noticeMatching(/^✓ Allowed .*evil\.test \(once scope\)/);
+	});
+
+	await check('wildcard + Allow → Project posts {"scope":"project","wildcard":true}', async () => {
+		const c = page.locator('li[data-id="d0api"]');
+		await c.locator('input[type=checkbox]').check();
+		await c.locator('button[data-action=allow][data-scope=project]').click();
+		await until(() => posted.length === 2, 'the POST');
+		eq(posted[1].action + ' ' + posted[1].id, 'approve d0api', 'endpoint');
+		eq(posted[1].body, { scope: 'project', wildcard: true }, 'body');
+		await noticeMatching(/^✓ Allowed \*\.example\.com \(project scope\)Request forwarded to agent\./);
+	});
+
+	await check('Deny → Global posts {"scope":"global","wildcard":false}; a persistence_error is shown', async () => {
+		await page.locator('li[data-id="d1apex"] button[data-action=deny][data-scope=global]').click();
+		await until(() => posted.length === 3, 'the POST');
+		eq(posted[2].action + ' ' + posted[2].id, 'deny d1apex', 'endpoint');
+		eq(posted[2].body, { scope: 'global', wildcard: false }, 'body');
+		const t = await noticeMatching(/^✗ Blocked example\.com \(global scope\)/);
+		assert(t.includes('disk full'), `persistence error in: ${t}`);
+	});
+
+	await check('Deny → Session on an unchecked wildcard posts wildcard false', async () => {
+		await page.locator('li[data-id="d3other"] button[data-action=deny][data-scope=session]').click();
+		await until(() => posted.length === 4, 'the POST');
+		eq(posted[3].body, { scope: 'session', wildcard: false }, 'body');
+		await noticeMatching(/^✗ Blocked sub\.other\.test \(session scope\)/);
+	});
+
+	await check('shortcuts do not fire while typing in the reason field', async () => {
+		const reason = cmd.getByLabel('Reason');
+		await reason.click();
+		await reason.pressSequentially('a d j k ?');
+		await page.waitForTimeout(300);
+		eq(await cmd.count(), 1, 'the card is still there');
+		eq(await page.locator('dialog[open]').count(), 0, 'no dialog');
+		eq(await reason.inputValue(), 'a d j k ?', 'typed text');
+		await reason.fill('checked by the browser test');
+	});
+
+	await check('Approve runs the agent\'s command', async () => {
+		await cmd.getByRole('button', { name: /^Approve/ }).click();
+		await noticeMatching(/^✓ Approved: printf '%s\\n' first '<b>x<\/b>' 'a b' ''/);
+		await until(() => /^first 0$/m.test(readResult('status')), 'the agent to report "first 0"', 10000);
+		eq(readResult('first'), 'first\n<b>x</b>\na b\n\n', 'what printf wrote');
+		await until(async () => (await cmd.count()) === 0, 'the card to go');
+	});
+
+	const second = card('second');
+	await check('Deny with a reason makes the second exec fail', async () => {
+		await second.waitFor({ timeout: 15000 });
+		await second.getByLabel('Reason').fill('not today');
+		await second.getByRole('button', { name: /^Deny/ }).click();
+		await noticeMatching(/^✗ Denied: printf '%s\\n' secondReason: not today/);
+		const status = await until(() => /^second \d+$/m.exec(readResult('status')), 'the agent to report "second N"');
+		assert(status[0] !== 'second 0', `the denied exec failed: ${status[0]}`);
+		eq(readResult('second'), '', 'nothing written by the denied command');
+	});
+
+	await check('recent decisions list the approval and the denial with its reason', async () => {
+		await until(async () => (await page.locator('#decision-list > li').count()) >= 2, 'two decisions');
+		const items = await page.locator('#decision-list > li').allTextContents();
+		assert(/^✗ Denied printf '%s\\n' second/.test(items[0]) && items[0].includes('Reason: not today') && items[0].includes('by web'), `newest: ${items[0]}`);
+		assert(/^✓ Approved printf '%s\\n' first/.test(items[1]) && items[1].includes('Reason: checked by the browser test'), `older: ${items[1]}`);
+	});
+
+	await check('the audit log panel streams the asks', async () => {
+		await until(async () => {
+			const rows = await page.locator('#log-list > li').allTextContents();
+			return rows.some((r) => /approved.*printf '%s\\n' first/.test(r)) && rows.some((r) => /denied.*printf '%s\\n' second/.test(r));
+		}, 'approved and denied lines in the log panel');
+	});
+
+	await check('the sandbox panel shows the running sandbox', async () => {
+		const sb = page.locator(`#sandbox-list > li[data-name="${SANDBOX}"]`);
+		await sb.waitFor();
+		assert(/running/.test(await sb.textContent()), await sb.textContent());
+		eq(await sb.getByRole('button', { name: `Pause ${SANDBOX}` }).count(), 1, 'Pause button');
+	});
+
+	await check('? opens the shortcut help, Escape closes it and focus returns', async () => {
+		await page.locator('#pending-heading').focus();
+		await page.keyboard.press('?');
+		await page.locator('#help-dialog[open]').waitFor();
+		eq(await page.evaluate(() => document.activeElement.id), 'help-close', 'focus in the dialog');
+		await page.keyboard.press('Escape');
+		await until(async () => (await page.locator('dialog[open]').count()) === 0, 'the dialog to close');
+		eq(await page.evaluate(() => document.activeElement.id), 'pending-heading', 'focus back');
+	});
+
+	await check('every control has an accessible name; no page errors or CSP violations', async () => {
+		const unnamed = await page.evaluate(() =>
+			[...document.querySelectorAll('button, input, select')]
+				.filter((e) => {
+					if (e.labels && e.labels.length) return false;
+					return !(e.getAttribute('aria-label') || e.textContent.trim());
+				})
+				.map((e) => e.outerHTML.slice(0, 80)),
+		);
+		eq(unnamed, [], 'controls without a name');
+		eq(problems, [], 'page errors');
+	});
+
+	await check('the supervisor killed: "Connection lost - Reconnecting" banner', async () => {
+		assert(SV_PID > 0, 'SV_PID');
+		expectOffline = true;
+		process.kill(SV_PID, 'SIGTERM');
+		await until(
+			async () =>
+				(await page.locator('#banner').isVisible()) &&
+				/^⚠ Connection lost - Reconnecting…$/.test(await page.locator('#banner-text').textContent()),
+			'the yellow banner',
+			10000,
+		);
+		eq(await page.locator('#banner').getAttribute('data-level'), 'warning', 'level');
+		await page.screenshot({ path: join(ARTIFACTS, 'reconnecting.png') });
+	});
+
+	await check('after repeated failures: red "Cannot connect to guardian - Is it running?"; Retry keeps it red', async () => {
+		await until(async () => (await page.locator('#banner').getAttribute('data-level')) === 'error', 'the red banner', 20000);
+		eq(await page.locator('#banner-text').textContent(), '✗ Cannot connect to guardian - Is it running?', 'text');
+		await page.getByRole('button', { name: 'Retry' }).click();
+		await page.waitForTimeout(1000);
+		eq(await page.locator('#banner').getAttribute('data-level'), 'error', 'level after a failed Retry');
+		await page.screenshot({ path: join(ARTIFACTS, 'offline.png') });
+		await page.setViewportSize({ width: 360, height: 800 });
+		await page.screenshot({ path: join(ARTIFACTS, 'offline-360.png') });
+		await page.setViewportSize({ width: 1280, height: 900 });
+	});
+
+	// A new supervisor on the same address, with an ask already waiting: Retry must bring it in
+	// through /pending, since the event stream never announced it to this page.
+	writeFileSync(join(CONTROL_DIR, 'restart-wanted'), '');
+	const sandbox2 = 'browser-controls';
+	const c2 = card('resync');
+	await check('Retry once the supervisor is back: the banner goes, the waiting ask is fetched', async () => {
+		const again = await until(() => readControl('restarted'), 'the second supervisor', 30000);
+		eq(again.trim(), URL_, 'the same address');
+		await until(async () => {
+			const r = await fetch(`${URL_}/pending`);
+			return (await r.json()).requests.some((x) => x.cmd.includes('resync'));
+		}, 'the ask on the server', 10000);
+		expectOffline = false;
+		await page.getByRole('button', { name: 'Retry' }).click();
+		await connected();
+		await until(async () => !(await page.locator('#banner').isVisible()), 'the banner to go');
+		await c2.waitFor({ timeout: 5000 });
+		await until(async () => (await page.locator(`#sandbox-list > li[data-name="${sandbox2}"]`).count()) === 1, 'the new sandbox');
+	});
+
+	await check('an unanswered ask ends with "⏱ Timed out: …" and leaves the list', async () => {
+		await noticeMatching(/^⏱ Timed out: printf resync/, 15000);
+		eq(await c2.count(), 0, 'card gone');
+		await until(
+			async () => /^⏱ Timed out printf resync/.test((await page.locator('#decision-list > li').first().textContent()) || ''),
+			'the decision',
+		);
+	});
+
+	const sb = page.locator(`#sandbox-list > li[data-name="${sandbox2}"]`);
+	await check('Pause and Resume change the sandbox state', async () => {
+		await sb.getByRole('button', { name: `Pause ${sandbox2}` }).click();
+		await until(async () => (await sb.locator('.state').textContent()) === 'paused', 'paused');
+		await noticeMatching(/^Paused sandbox browser-controls/);
+		await page.screenshot({ path: join(ARTIFACTS, 'paused.png') });
+		await sb.getByRole('button', { name: `Resume ${sandbox2}` }).click();
+		await until(async () => (await sb.locator('.state').textContent()) === 'running', 'running');
+	});
+
+	await check('Kill asks for confirmation: Cancel keeps the sandbox', async () => {
+		await sb.getByRole('button', { name: `Kill ${sandbox2}` }).click();
+		await page.locator('#kill-dialog[open]').waitFor();
+		eq(await page.evaluate(() => document.activeElement.id), 'kill-cancel', 'Cancel has the focus');
+		assert((await page.locator('#kill-text').textContent()).includes(sandbox2), 'the dialog names the sandbox');
+		await page.locator('#kill-cancel').click();
+		await page.waitForTimeout(500);
+		eq(await page.locator('dialog[open]').count(), 0, 'closed');
+		eq(await sb.locator('.state').textContent(), 'running', 'still running');
+		eq(problems, [], 'page errors');
+	});
+
+	await check('Kill, confirmed, kills the sandbox', async () => {
+		expectOffline = true;
+		await sb.getByRole('button', { name: `Kill ${sandbox2}` }).click();
+		await page.locator('#kill-dialog[open]').waitFor();
+		await page.locator('#kill-confirm').click();
+		await noticeMatching(/^Killed sandbox browser-controls/);
+	});
+}

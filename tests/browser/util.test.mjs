@@ -1,0 +1,195 @@
+// The dashboard's pure helpers (supervisor/dashboard/util.js) in node, no browser. Prints TAP.
+// Run by tests/integration/browser_util.sh.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+// util.js is an ES module in a folder without a package.json: loaded from a data: URL, node
+// takes it as a module whatever its version.
+const utilSource = readFileSync(new URL('../../supervisor/dashboard/util.js', import.meta.url), 'utf8');
+const {
+	backoffDelay,
+	bannerFor,
+	clip,
+	commandConfirmation,
+	comparePending,
+	countdownText,
+	domainConfirmation,
+	domainHost,
+	formatDuration,
+	hasHidden,
+	isTypingTarget,
+	OFFLINE_AFTER,
+	parseJson,
+	removalNotice,
+	visible,
+	wildcardOf,
+} = await import(`data:text/javascript;charset=utf-8,${encodeURIComponent(utilSource)}`);
+
+let n = 0;
+let failed = 0;
+
+function test(name, fn) {
+	n++;
+	try {
+		fn();
+		console.log(`ok ${n} - ${name}`);
+	} catch (e) {
+		failed++;
+		console.log(`not ok ${n} - ${name}`);
+		for (const line of String(e.stack || e).split('\n').slice(0, 15)) console.log(`# ${line}`);
+	}
+}
+
+test('wildcardOf: one label off the front, none for two labels, addresses or non-DNS names', () => {
+	assert.equal(wildcardOf('api.example.com'), '*.example.com');
+	assert.equal(wildcardOf('api.example.com:443'), '*.example.com');
+	assert.equal(wildcardOf('assets.cdn.example.com'), '*.cdn.example.com');
+	assert.equal(wildcardOf('API.Example.COM'), '*.example.com');
+	assert.equal(wildcardOf('example.com'), null);
+	assert.equal(wildcardOf('example.com:8080'), null);
+	assert.equal(wildcardOf('localhost'), null);
+	assert.equal(wildcardOf('10.1.2.3'), null);
+	assert.equal(wildcardOf('10.1.2.3:443'), null);
+	assert.equal(wildcardOf('[2001:db8::1]:443'), null);
+	assert.equal(wildcardOf('a..example.com'), null);
+	assert.equal(wildcardOf('<img src=x>.evil.test'), null);
+	assert.equal(wildcardOf('\u202egoogle.evil.test'), null);
+	assert.equal(wildcardOf('-bad.example.com'), null);
+	assert.equal(wildcardOf(''), null);
+	assert.equal(wildcardOf(undefined), null);
+});
+
+test('domainHost strips the port and the brackets of an IPv6 address', () => {
+	assert.equal(domainHost('example.com:443'), 'example.com');
+	assert.equal(domainHost('[::1]:8080'), '::1');
+	assert.equal(domainHost('::1'), '::1');
+	assert.equal(domainHost('Example.com'), 'example.com');
+});
+
+test('visible writes controls, bidi overrides and invisible characters as escapes', () => {
+	assert.equal(visible('rm -rf /'), 'rm -rf /');
+	assert.equal(visible('a\nb\tc\r'), 'a\\nb\\tc\\r');
+	assert.equal(visible('\x1b[31mred'), '\\x1b[31mred');
+	assert.equal(visible('evil\u202egnp.exe'), 'evil\\u{202e}gnp.exe');
+	assert.equal(visible('zero\u200bwidth\ufeff'), 'zero\\u{200b}width\\u{feff}');
+	assert.equal(visible('\u2066iso\u2069'), '\\u{2066}iso\\u{2069}');
+	assert.equal(visible('soft\u00adhyphen'), 'soft\\xadhyphen');
+	assert.equal(visible('ünïcödé ✓ 日本'), 'ünïcödé ✓ 日本');
+	assert.equal(visible(null), '');
+	assert.equal(hasHidden('a\u202eb'), true);
+	assert.equal(hasHidden('plain'), false);
+	// The regex is global: calling twice must give the same answer.
+	assert.equal(hasHidden('a\u202eb'), true);
+});
+
+test('clip counts characters, not UTF-16 units', () => {
+	assert.deepEqual(clip('abc', 5), { text: 'abc', omitted: 0 });
+	assert.deepEqual(clip('abcdef', 4), { text: 'abcd', omitted: 2 });
+	assert.deepEqual(clip('😀😀😀', 2), { text: '😀😀', omitted: 1 });
+});
+
+test('countdown texts', () => {
+	assert.equal(formatDuration(272000), '4m 32s');
+	assert.equal(formatDuration(58000), '58s');
+	assert.equal(formatDuration(57001), '58s');
+	assert.equal(formatDuration(3900000), '1h 5m');
+	assert.equal(countdownText(1000 + 59000, 1000), 'expires in 59s');
+	assert.equal(countdownText(1000, 1000), 'expiring…');
+	assert.equal(countdownText(500, 1000), 'expiring…');
+	assert.equal(countdownText(undefined, 1000), '');
+});
+
+test('pending requests sort newest first, stably', () => {
+	const items = [
+		{ id: 'a', created_ms: 1000 },
+		{ id: 'b', created_ms: 3000 },
+		{ id: 'c', timestamp: '1970-01-01T00:00:02Z' },
+		{ id: 'd', created_ms: 3000 },
+	];
+	assert.deepEqual(
+		items.sort(comparePending).map((i) => i.id),
+		['d', 'b', 'c', 'a'],
+	);
+});
+
+test('backoff: 1, 2, 4, 8, 16, 30 s at most, jitter up to 20 %', () => {
+	assert.deepEqual(
+		[1, 2, 3, 4, 5, 6, 7, 50].map((a) => backoffDelay(a)),
+		[1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000],
+	);
+	assert.equal(backoffDelay(1, 0.999), 1200);
+	assert.equal(backoffDelay(0), 1000);
+});
+
+test('banner: none when connected, yellow then red after repeated failures', () => {
+	assert.equal(bannerFor(true, 5), null);
+	assert.deepEqual(bannerFor(false, 1), { level: 'warning', text: '⚠ Connection lost - Reconnecting…' });
+	assert.equal(bannerFor(false, OFFLINE_AFTER - 1).level, 'warning');
+	assert.deepEqual(bannerFor(false, OFFLINE_AFTER), {
+		level: 'error',
+		text: '✗ Cannot connect to guardian - Is it running?',
+	});
+});
+
+test('confirmations follow guardian-api.md', () => {
+	const cmd = { type: 'command', cmd: 'docker compose up -d' };
+	assert.equal(commandConfirmation(true, cmd).text, '✓ Approved: docker compose up -d');
+	assert.equal(commandConfirmation(false, cmd, 'no').detail, 'Reason: no');
+	const dom = { type: 'domain', domain: 'api.newservice.com:443' };
+	assert.equal(
+		domainConfirmation(true, dom, { status: 'approved', scope: 'project' }).text,
+		'✓ Allowed api.newservice.com (project scope)',
+	);
+	const blocked = domainConfirmation(false, dom, { status: 'denied', scope: 'global' });
+	assert.equal(blocked.text, '✗ Blocked api.newservice.com (global scope)');
+	assert.equal(blocked.detail, 'All future requests to this domain will be denied.');
+	assert.equal(
+		domainConfirmation(true, dom, { scope: 'project', pattern: '*.newservice.com' }).text,
+		'✓ Allowed *.newservice.com (project scope)',
+	);
+	assert.equal(domainConfirmation(false, dom, { scope: 'once' }).detail, '');
+	const failedWrite = domainConfirmation(true, dom, { scope: 'global', persistence_error: 'EROFS\u202e' });
+	assert.match(failedWrite.warning, /^Not saved to the global decisions: EROFS\\u\{202e\}\./);
+	assert.equal(removalNotice({ status: 'timed_out', summary: 'api.newservice.com' }).text, '⏱ Timed out: api.newservice.com');
+	assert.equal(removalNotice({ status: 'approved', summary: 'ls', decided_by: 'tty' }).detail, 'Decided by tty.');
+});
+
+test('isTypingTarget: text fields and editable content, not buttons or checkboxes', () => {
+	assert.equal(isTypingTarget({ tagName: 'INPUT', type: 'text' }), true);
+	assert.equal(isTypingTarget({ tagName: 'INPUT', type: 'search' }), true);
+	assert.equal(isTypingTarget({ tagName: 'INPUT', type: 'checkbox' }), false);
+	assert.equal(isTypingTarget({ tagName: 'TEXTAREA' }), true);
+	assert.equal(isTypingTarget({ tagName: 'SELECT' }), true);
+	assert.equal(isTypingTarget({ tagName: 'DIV', isContentEditable: true }), true);
+	assert.equal(isTypingTarget({ tagName: 'BUTTON' }), false);
+	assert.equal(isTypingTarget(null), false);
+});
+
+test('parseJson: objects only, never throws', () => {
+	assert.deepEqual(parseJson('{"a":1}'), { a: 1 });
+	assert.equal(parseJson('nope'), null);
+	assert.equal(parseJson('3'), null);
+	assert.equal(parseJson('null'), null);
+});
+
+test("the dashboard's scripts never parse strings as HTML or code (comments aside)", () => {
+	const dir = new URL('../../supervisor/dashboard/', import.meta.url);
+	const sinks =
+		/\.(innerHTML|outerHTML)\s*\+?=|insertAdjacentHTML|document\.write|createContextualFragment|DOMParser|(^|[^.\w])eval\s*\(|new\s+Function|setHTML|srcdoc/;
+	const found = [];
+	for (const f of readdirSync(dir).filter((f) => f.endsWith('.js') || f.endsWith('.html'))) {
+		readFileSync(new URL(f, dir), 'utf8')
+			.split('\n')
+			.forEach((line, i) => {
+				if (/^\s*(\/\/|\*|\/\*)/.test(line)) return;
+				if (sinks.test(line)) found.push(`${f}:${i + 1}: ${line.trim()}`);
+			});
+	}
+	assert.deepEqual(found, []);
+	// And the page loads no script or style but its own files (the CSP says so too).
+	const html = readFileSync(new URL('index.html', dir), 'utf8');
+	assert.doesNotMatch(html, /<script(?![^>]*\ssrc="\/static\/)[^>]*>/);
+	assert.doesNotMatch(html, /\sstyle=|<style|\son[a-z]+=|https?:\/\//);
+});
+
+console.log(`1..${n}`);
+process.exit(failed ? 1 : 0);

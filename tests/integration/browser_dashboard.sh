@@ -1,0 +1,207 @@
+#!/bin/sh
+# The dashboard in headless Chromium (tests/browser/dashboard.mjs, playwright-core from npm,
+# Debian's /usr/bin/chromium) against `cloister-supervisor run --ask web`: a real exec ask
+# approved and a second one denied from the page, domain buttons (synthetic requests served
+# through page.route), keyboard, filter, 360 px layout, the connection banner after the
+# supervisor is killed; then an ask that times out and the sandbox's pause/resume/kill.
+# Screenshots stay in $BUILD/test-artifacts/browser/. Prints TAP (the plan comes last: how
+# many cases the browser part reports is its own business).
+set -u
+# shellcheck source=tests/lib/run_common.sh
+. "$(dirname "$0")/../lib/run_common.sh"
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BROWSER_DIR=$ROOT/tests/browser
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+case ${BUILD:-build} in
+/*) ARTIFACTS=${BUILD}/test-artifacts/browser ;;
+*) ARTIFACTS=$ROOT/${BUILD:-build}/test-artifacts/browser ;;
+esac
+
+skip_all() {
+	echo "1..1"
+	tap_skip "browser_dashboard" "$1"
+	exit 0
+}
+[ "$(id -u)" -eq 0 ] || skip_all "needs root (namespaces, cgroup, eBPF backstop)"
+command -v node >/dev/null 2>&1 || skip_all "node is not installed (scripts/install-deps installs nodejs)"
+[ -x "$CHROMIUM" ] || skip_all "$CHROMIUM is missing (scripts/install-deps installs chromium)"
+
+# playwright-core, pinned by package-lock.json; never a browser download.
+if [ ! -d "$BROWSER_DIR/node_modules/playwright-core" ]; then
+	(cd "$BROWSER_DIR" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 timeout 300 npm ci --no-audit --no-fund \
+		--loglevel=error) >"$TMP/npm.log" 2>&1
+fi
+if [ ! -d "$BROWSER_DIR/node_modules/playwright-core" ]; then
+	tap_ok 1 "playwright-core is installed in tests/browser/node_modules" "$(tail -n 20 "$TMP/npm.log")"
+	echo "1..$tap_n"
+	exit 1
+fi
+
+mkdir -p "$ARTIFACTS"
+rm -f "$ARTIFACTS"/*.png
+RES=$TMP/res
+WORK=$TMP/work
+CTL=$TMP/control
+mkdir -p "$RES" "$WORK" "$CTL"
+export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 CHROMIUM
+
+# Only the shell and sleep run freely: /usr/bin/printf asks.
+write_config <<'EOF'
+exec:
+  security: allowlist
+  ask: on-miss
+  ask_fallback: deny
+  allow:
+    - path: "/usr/bin/dash"
+    - path: "/usr/bin/sh"
+    - path: "/bin/sh"
+    - path: "/usr/bin/sleep"
+    - path: "/bin/sleep"
+EOF
+
+# The agents wait for the page to be connected (RES/go), so that their asks reach it live.
+cat >"$TMP/agent-main.sh" <<EOF
+i=0
+while [ ! -e "$RES/go" ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done
+/usr/bin/printf '%s\n' first '<b>x</b>' 'a b' '' >"$RES/first"
+echo "first \$?" >>"$RES/status"
+/usr/bin/printf '%s\n' second >"$RES/second"
+echo "second \$?" >>"$RES/status"
+sleep 120
+EOF
+# The second agent asks at once: the page is offline then, and must fetch the ask on Retry.
+cat >"$TMP/agent-controls.sh" <<EOF
+/usr/bin/printf resync
+echo "resync \$?" >>"$RES/status"
+sleep 120
+EOF
+
+SVPID=
+# start_sv NAME ASK-TIMEOUT AGENT-SCRIPT ADDRESS [quiet]: the supervisor in the background,
+# $url its dashboard; quiet: no TAP line of its own (the caller reports).
+start_sv() {
+	rm -f "$RES"/*
+	audit_reset
+	(cd "$WORK" && exec "$SUPERVISOR" run -v --config-dir "$CFG" --ask web --ask-timeout "$2" \
+		--name "$1" --listen-approval "$4" --listen-tokens 127.0.0.1:0 \
+		--listen-request 127.0.0.1:0 -- sh "$3" </dev/null >"$OUT" 2>"$ERR") &
+	SVPID=$!
+	url=
+	i=0
+	while [ $i -lt 100 ]; do
+		url=$(sed -n 's|.*dashboard at \(http://127\.0\.0\.1:[0-9][0-9]*\)/.*|\1|p' "$ERR" | head -n 1)
+		[ -n "$url" ] && break
+		sv_gone && break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	[ "${5:-}" = quiet ] && return 0
+	tap_ok "$([ -n "$url" ] && echo 0 || echo 1)" \
+		"run --ask web --listen-approval $4 ($1): says where the dashboard is" "$(diag)"
+}
+sv_gone() {
+	st=$(awk '{ print $3 }' "/proc/$SVPID/stat" 2>/dev/null)
+	[ -z "$st" ] || [ "$st" = Z ]
+}
+# sv_wait SECS: wait for the supervisor to end; $sv_rc is its status, or "running".
+sv_wait() {
+	i=0
+	while [ $i -lt $(($1 * 10)) ] && ! sv_gone; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if sv_gone; then
+		wait "$SVPID"
+		sv_rc=$?
+	else
+		sv_rc=running
+	fi
+}
+sv_stop() {
+	[ -n "$SVPID" ] || return 0
+	sv_gone || kill -TERM "$SVPID" 2>/dev/null
+	sv_wait 10
+	[ "$sv_rc" = running ] && kill -KILL "$SVPID" 2>/dev/null && wait "$SVPID"
+	SVPID=
+}
+on_exit 'sv_stop'
+
+# ---- the browser part, with two supervisors one after the other on the same address ----
+# The shell's own checks between them are printed after the browser's TAP lines, so that the
+# numbering stays in order.
+start_sv browser-main 60s "$TMP/agent-main.sh" 127.0.0.1:0
+[ -n "$url" ] || {
+	echo "1..$tap_n"
+	exit 1
+}
+port=${url##*:}
+DASHBOARD_URL=$url SV_PID=$SVPID RESULT_DIR=$RES CONTROL_DIR=$CTL ARTIFACTS=$ARTIFACTS \
+	SANDBOX=browser-main AGENT_CWD=$WORK TAP_START=$((tap_n + 1)) \
+	timeout -k 5 180 node "$BROWSER_DIR/dashboard.mjs" >"$TMP/node.tap" 2>"$TMP/node.err" &
+nodepid=$!
+on_exit "kill $nodepid 2>/dev/null"
+
+# The page kills the first supervisor and asks for a second one.
+i=0
+while [ ! -e "$CTL/restart-wanted" ] && [ $i -lt 1500 ] && kill -0 "$nodepid" 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+later=""
+# later STATUS NAME [DIAG]: a check printed after the browser's lines (DIAG on one line).
+later() {
+	later="$later$1	$2	$(printf '%s' "${3:-}" | tr '\n\t' '\r ')
+"
+}
+if [ -e "$CTL/restart-wanted" ]; then
+	sv_wait 15
+	later "$([ "$sv_rc" != running ] && echo 0 || echo 1)" \
+		"the first supervisor, sent SIGTERM by the test, ends (status $sv_rc)" "$(diag)"
+	SVPID=
+	later "$([ "$(audit_count '"verdict":"approved".*"decided_by":"web"')" = 1 ] && echo 0 || echo 1)" \
+		"the audit log has one approval by the dashboard"
+	later "$([ "$(audit_count '"verdict":"denied".*"decided_by":"web".*"reason":"not today"')" = 1 ] && echo 0 || echo 1)" \
+		"the audit log has one denial by the dashboard, with the reason typed in the page"
+	start_sv browser-controls 8s "$TMP/agent-controls.sh" "127.0.0.1:$port" quiet
+	later "$([ "$url" = "http://127.0.0.1:$port" ] && echo 0 || echo 1)" \
+		"a second supervisor serves the same address ($url)" "$(diag)"
+	[ -n "$url" ] && printf '%s\n' "$url" >"$CTL/restarted"
+fi
+
+wait "$nodepid"
+nrc=$?
+cat "$TMP/node.tap"
+n=$(grep -cE '^(not )?ok [0-9]+' "$TMP/node.tap")
+f=$(grep -cE '^not ok [0-9]+' "$TMP/node.tap")
+tap_n=$((tap_n + n))
+tap_failed=$((tap_failed + f))
+if [ "$nrc" -ne 0 ] && [ "$f" -eq 0 ]; then
+	tap_ok 1 "dashboard.mjs exited with status $nrc" "$(head -c 3000 "$TMP/node.err")"
+elif [ "$f" -gt 0 ]; then
+	head -c 3000 "$TMP/node.err" | sed 's/^/# /'
+fi
+# The deferred checks (a here-document keeps tap_ok's counters in this shell).
+while IFS='	' read -r st name d; do
+	[ -n "$st" ] || continue
+	tap_ok "$st" "$name" "$(printf '%s' "$d" | tr '\r' '\n')"
+done <<LATER
+$later
+LATER
+
+if [ -n "$SVPID" ]; then
+	sv_wait 15
+	tap_ok "$([ "$sv_rc" != running ] && echo 0 || echo 1)" \
+		"Kill from the dashboard ends the second run (status $sv_rc)" "$(diag)"
+	SVPID=
+	tap_is "$(grep -c '^resync ' "$RES/status" 2>/dev/null):$(audit_count '"verdict":"timed_out"')" \
+		"1:1" "the unanswered ask timed out (audit log) and the agent went on"
+fi
+sv_stop
+
+echo "# screenshots: $ARTIFACTS/"
+for f in "$ARTIFACTS"/*.png; do
+	[ -e "$f" ] && echo "#   $(basename "$f")"
+done
+echo "1..$tap_n"
+tap_done
