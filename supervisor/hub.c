@@ -258,9 +258,10 @@ static int web_persist_domain(void *userdata, const struct queue_item *item, boo
 	struct domain_spec spec;
 	int r;
 
-	if (hub->owner->persist_domain)
-		return hub->owner->persist_domain(hub->owner_userdata, item, allow, scope, value,
-		                                  is_pattern, err);
+	if (hub->owner->domain_rule)
+		hub->owner->domain_rule(hub->owner_userdata, item, allow, scope, value, is_pattern);
+	if (scope != QUEUE_SCOPE_PROJECT && scope != QUEUE_SCOPE_GLOBAL)
+		return 0;
 	if (!hub->opt.config_dir)
 		return cl_error_set(err, -ENOENT, "no config directory to keep decisions in");
 	if (scope == QUEUE_SCOPE_PROJECT && !hub->opt.project)

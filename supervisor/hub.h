@@ -42,14 +42,14 @@ struct hub_options {
 };
 
 /* What the owner answers for the dashboard's sandbox view and kill switch (see struct
- * web_ops). Any may be NULL. Domain decisions of scope project / global are written by the
- * hub itself (decisions.h) unless the owner's persist_domain takes them. */
+ * web_ops), and how it learns a domain decision of scope session, project or global (VALUE a
+ * domain, or a pattern when IS_PATTERN) so that it applies at once. Project and global ones
+ * are also written to the decisions files by the hub (decisions.h). Any may be NULL. */
 struct hub_owner_ops {
 	int (*sandbox_action)(void *userdata, const char *name, const char *action);
 	unsigned (*sandboxes)(void *userdata, struct web_sandbox_info *out, unsigned max);
-	int (*persist_domain)(void *userdata, const struct queue_item *item, bool allow,
-	                      enum queue_scope scope, const char *value, bool is_pattern,
-	                      struct cl_error *err);
+	void (*domain_rule)(void *userdata, const struct queue_item *item, bool allow,
+	                    enum queue_scope scope, const char *value, bool is_pattern);
 };
 
 typedef void (*hub_resolve_fn)(void *userdata, const struct queue_resolution *res);

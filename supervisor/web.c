@@ -16,6 +16,8 @@
 #include "protocol/json_strict.h"
 #include "protocol/quote.h"
 #include "supervisor/config.h"
+#include "supervisor/decisions.h"
+#include "supervisor/domain.h"
 #include "supervisor/http_server.h"
 #include "supervisor/loop.h"
 #include "supervisor/metrics.h"
@@ -498,6 +500,9 @@ void web_on_event(struct web *web, const struct queue_event *ev)
 		o = cJSON_CreateObject();
 		if (o) {
 			cJSON_AddStringToObject(o, "id", ev->item->id);
+			cJSON_AddStringToObject(o, "cloister", ev->item->sandbox);
+			cJSON_AddStringToObject(o, "project",
+			                        ev->item->project ? ev->item->project : "");
 			cJSON_AddStringToObject(o, "type",
 			                        is_command(ev->item->kind) ? "command" : "domain");
 			cJSON_AddStringToObject(o, "kind", queue_kind_to_string(ev->item->kind));
@@ -719,20 +724,20 @@ static void handle_decide(struct web *web, struct http_exchange *ex, const char 
 	changed(web);
 }
 
-/* api.example.com → *.example.com; NULL for fewer than three labels (no "*.com"). */
+/* api.example.com → *.example.com; NULL for an address, a name that is not a DNS name, or
+ * fewer than three labels (no "*.com"), as decisions_wildcard() decides. */
 static char *wildcard_of(const char *domain)
 {
-	unsigned dots = 0;
-	const char *first = strchr(domain, '.');
-	char *out;
+	struct domain_spec spec, wild;
+	char buf[DOMAIN_HOST_MAX + 8];
 
-	for (const char *p = domain; *p; p++)
-		dots += *p == '.';
-	if (dots < 2 || !first || !first[1])
+	if (domain_spec_parse(domain, false, &spec, NULL) < 0 ||
+	    decisions_wildcard(&spec, &wild, NULL) < 0)
 		return NULL;
-	if (asprintf(&out, "*%s", first) < 0)
+	wild.port = 0;
+	if (domain_spec_format(&wild, buf, sizeof(buf)) < 0)
 		return NULL;
-	return out;
+	return strdup(buf);
 }
 
 /* The host of "host:port" / "[v6]:port" / "host". */
@@ -803,6 +808,8 @@ static void handle_decide_domain(struct web *web, struct http_exchange *ex, cons
 			return;
 		}
 	}
+	/* The owner keeps session decisions in memory and writes project and global ones; a
+	 * wildcard's pattern is known only here, so every scope but once goes to it. */
 	if (scope != QUEUE_SCOPE_ONCE && web->ops->persist_domain) {
 		r = web->ops->persist_domain(web->userdata, it, allow, scope,
 		                             pattern ? pattern : host, pattern != NULL, &err);
