@@ -20,4 +20,9 @@ void bench_core(void);
  * (tests/bench/bench_run.c). Needs $SUPERVISOR and $HELPERS (set by `make bench`). */
 void bench_run(void);
 
+/* The round trip of /bin/true through the local executor and through a `cloister-supervisor
+ * executor` process over TCP ($SUPERVISOR; an in-process server without it), against plain
+ * fork+exec+wait (tests/bench/bench_executor.c). */
+void bench_executor(void);
+
 #endif

@@ -14,5 +14,7 @@ int main(void)
 	bench_backstop();
 	printf("\n== end to end: native vs cloister-supervisor run\n");
 	bench_run();
+	printf("\n== host executor: native vs local vs remote\n");
+	bench_executor();
 	return 0;
 }
