@@ -9,7 +9,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-tap_plan 37
+tap_plan 40
 
 SECRET=e7f2a1b9c4d8-integration-secret-$$
 SEND=$HELPERS/tcpsend
@@ -202,4 +202,22 @@ tap_ok "$( [ -n "$child" ] && ! kill -0 "$child" 2>/dev/null; echo $?)" \
 	"and the running command is gone (pid ${child:-?})"
 if grep -q "$SECRET" "$TMP/ex.err"; then r=1; else r=0; fi
 tap_ok $r "the log never shows the secret" "$(head -c 2000 "$TMP/ex.err")"
+
+# ---- bounds on clients: one slot, held by a client that sends nothing -----------------------
+start_executor --max-connections 1 --idle-timeout-ms 500
+sleep 1 | "$SEND" "$PORT" >"$TMP/idle" 2>&1 &
+idle_pid=$!
+sleep 0.2
+t0=$(date +%s%N)
+ask '{"command":"echo","args":["served"]}'
+t1=$(date +%s%N)
+ms=$(((t1 - t0) / 1000000))
+tap_is "$resp" '{"status":"completed","exit_code":0,"stdout":"served\n","stderr":""}' \
+	"at the connection limit a new client waits, then is served"
+tap_ok "$( [ "$ms" -ge 150 ] && [ "$ms" -lt 1500 ]; echo $?)" \
+	"once the idle client is dropped at its timeout (${ms} ms)"
+tap_like "$(cat "$TMP/ex.err")" "no complete request in time, closing" \
+	"the idle client is logged and closed" "$(head -c 2000 "$TMP/ex.err")"
+stop_executor
+wait "$idle_pid"
 tap_done
