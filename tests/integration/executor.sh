@@ -18,6 +18,8 @@ PORT=
 
 # start_executor [ARGS...]: start it with $SECRET in its environment; sets EX_PID and PORT.
 start_executor() {
+	# The redirection below happens in the background child: remove the old port line first.
+	rm -f "$TMP/ex.out"
 	CLOISTER_EXECUTOR_SECRET=$SECRET INHERITED=from-host "$SUPERVISOR" executor "$@" \
 		>"$TMP/ex.out" 2>"$TMP/ex.err" &
 	EX_PID=$!
@@ -29,7 +31,7 @@ wait_port() {
 	PORT=
 	i=0
 	while [ $i -lt 100 ]; do
-		PORT=$(sed -n 's/^CLOISTER_EXECUTOR_PORT=\([0-9][0-9]*\)$/\1/p' "$TMP/ex.out")
+		PORT=$(sed -n 's/^CLOISTER_EXECUTOR_PORT=\([0-9][0-9]*\)$/\1/p' "$TMP/ex.out" 2>/dev/null)
 		[ -n "$PORT" ] && return 0
 		kill -0 "$EX_PID" 2>/dev/null || return 1
 		sleep 0.05
@@ -74,6 +76,7 @@ rc=$?
 tap_like "$rc $(cat "$TMP/e")" "^64 .*not both" "a secret in both places is refused"
 
 # From an owner-only file (trailing newline dropped).
+rm -f "$TMP/ex.out"
 "$SUPERVISOR" executor --secret-file "$TMP/secret" >"$TMP/ex.out" 2>"$TMP/ex.err" &
 EX_PID=$!
 on_exit "kill -KILL $EX_PID 2>/dev/null"
@@ -207,7 +210,12 @@ tap_ok $r "the log never shows the secret" "$(head -c 2000 "$TMP/ex.err")"
 start_executor --max-connections 1 --idle-timeout-ms 500
 sleep 1 | "$SEND" "$PORT" >"$TMP/idle" 2>&1 &
 idle_pid=$!
-sleep 0.2
+# Until the idle client is connected (then it is ahead in the accept queue).
+i=0
+while [ $i -lt 60 ] && ! ss -tnH state established "( dport = :$PORT )" 2>/dev/null | grep -q .; do
+	sleep 0.05
+	i=$((i + 1))
+done
 t0=$(date +%s%N)
 ask '{"command":"echo","args":["served"]}'
 t1=$(date +%s%N)
