@@ -28,4 +28,9 @@ void bench_web(void);
  * accept + echo server, direct vs redirected (tests/bench/bench_netfilter.c). Needs root. */
 void bench_netfilter(void);
 
+/* The round trip of /bin/true through the local executor and through a `cloister-supervisor
+ * executor` process over TCP ($SUPERVISOR; an in-process server without it), against plain
+ * fork+exec+wait (tests/bench/bench_executor.c). */
+void bench_executor(void);
+
 #endif

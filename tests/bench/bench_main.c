@@ -17,6 +17,7 @@ static const struct {
         {"netfilter", "egress: nftables redirect in the sandbox netns (no proxy)", bench_netfilter},
         {"run", "end to end: native vs cloister-supervisor run", bench_run},
         {"web", "dashboard and approval API", bench_web},
+        {"executor", "host executor: /bin/true round trip", bench_executor},
 };
 
 int main(void)

@@ -9,7 +9,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-tap_plan 37
+tap_plan 40
 
 SECRET=e7f2a1b9c4d8-integration-secret-$$
 SEND=$HELPERS/tcpsend
@@ -18,6 +18,8 @@ PORT=
 
 # start_executor [ARGS...]: start it with $SECRET in its environment; sets EX_PID and PORT.
 start_executor() {
+	# The redirection below happens in the background child: remove the old port line first.
+	rm -f "$TMP/ex.out"
 	CLOISTER_EXECUTOR_SECRET=$SECRET INHERITED=from-host "$SUPERVISOR" executor "$@" \
 		>"$TMP/ex.out" 2>"$TMP/ex.err" &
 	EX_PID=$!
@@ -29,7 +31,7 @@ wait_port() {
 	PORT=
 	i=0
 	while [ $i -lt 100 ]; do
-		PORT=$(sed -n 's/^CLOISTER_EXECUTOR_PORT=\([0-9][0-9]*\)$/\1/p' "$TMP/ex.out")
+		PORT=$(sed -n 's/^CLOISTER_EXECUTOR_PORT=\([0-9][0-9]*\)$/\1/p' "$TMP/ex.out" 2>/dev/null)
 		[ -n "$PORT" ] && return 0
 		kill -0 "$EX_PID" 2>/dev/null || return 1
 		sleep 0.05
@@ -74,6 +76,7 @@ rc=$?
 tap_like "$rc $(cat "$TMP/e")" "^64 .*not both" "a secret in both places is refused"
 
 # From an owner-only file (trailing newline dropped).
+rm -f "$TMP/ex.out"
 "$SUPERVISOR" executor --secret-file "$TMP/secret" >"$TMP/ex.out" 2>"$TMP/ex.err" &
 EX_PID=$!
 on_exit "kill -KILL $EX_PID 2>/dev/null"
@@ -202,4 +205,27 @@ tap_ok "$( [ -n "$child" ] && ! kill -0 "$child" 2>/dev/null; echo $?)" \
 	"and the running command is gone (pid ${child:-?})"
 if grep -q "$SECRET" "$TMP/ex.err"; then r=1; else r=0; fi
 tap_ok $r "the log never shows the secret" "$(head -c 2000 "$TMP/ex.err")"
+
+# ---- bounds on clients: one slot, held by a client that sends nothing -----------------------
+start_executor --max-connections 1 --idle-timeout-ms 500
+sleep 1 | "$SEND" "$PORT" >"$TMP/idle" 2>&1 &
+idle_pid=$!
+# Until the idle client is connected (then it is ahead in the accept queue).
+i=0
+while [ $i -lt 60 ] && ! ss -tnH state established "( dport = :$PORT )" 2>/dev/null | grep -q .; do
+	sleep 0.05
+	i=$((i + 1))
+done
+t0=$(date +%s%N)
+ask '{"command":"echo","args":["served"]}'
+t1=$(date +%s%N)
+ms=$(((t1 - t0) / 1000000))
+tap_is "$resp" '{"status":"completed","exit_code":0,"stdout":"served\n","stderr":""}' \
+	"at the connection limit a new client waits, then is served"
+tap_ok "$( [ "$ms" -ge 150 ] && [ "$ms" -lt 1500 ]; echo $?)" \
+	"once the idle client is dropped at its timeout (${ms} ms)"
+tap_like "$(cat "$TMP/ex.err")" "no complete request in time, closing" \
+	"the idle client is logged and closed" "$(head -c 2000 "$TMP/ex.err")"
+stop_executor
+wait "$idle_pid"
 tap_done
