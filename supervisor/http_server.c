@@ -38,6 +38,9 @@ struct http_exchange {
 	bool dispatched;
 	bool suspended;
 	bool ended; /* MHD told us it is over */
+	/* While suspended, MHD does not watch the socket: we do, to see the client leave. */
+	bool watching;
+	int watch_fd;
 
 	http_gone_fn gone;
 	void *gone_userdata;
@@ -115,14 +118,51 @@ static void exchange_gone(struct http_exchange *ex)
 
 static void kick(struct http_server *srv);
 
+static void exchange_unwatch(struct http_exchange *ex)
+{
+	if (!ex->watching)
+		return;
+	ex->watching = false;
+	loop_del_fd(ex->srv->loop, ex->watch_fd);
+}
+
 static void exchange_resume(struct http_exchange *ex)
 {
+	exchange_unwatch(ex);
 	if (ex->suspended && ex->conn) {
 		ex->suspended = false;
 		MHD_resume_connection(ex->conn);
 		/* MHD's epoll fd does not become readable for a resume made outside MHD_run in
 		 * external-epoll mode: run it again from the loop, at once. */
 		kick(ex->srv);
+	}
+}
+
+/* The client closed its end while its exchange waited (a deferred answer, an idle stream):
+ * it is gone, as Go's server cancels a request whose connection reads EOF. The owner learns it
+ * now (a blocked POST /request cancels its ask) and MHD finishes the connection. */
+static int on_hangup(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct http_exchange *ex = userdata;
+
+	exchange_unwatch(ex);
+	exchange_gone(ex);
+	ex->stream_ended = true;
+	exchange_resume(ex);
+	return 0;
+}
+
+static void exchange_suspend(struct http_exchange *ex)
+{
+	const union MHD_ConnectionInfo *ci;
+
+	ex->suspended = true;
+	MHD_suspend_connection(ex->conn);
+	ci = MHD_get_connection_info(ex->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci && !ex->watching && !ex->srv->stopping &&
+	    loop_add_fd(ex->srv->loop, ci->connect_fd, EPOLLRDHUP, on_hangup, ex) == 0) {
+		ex->watch_fd = ci->connect_fd;
+		ex->watching = true;
 	}
 }
 
@@ -186,8 +226,7 @@ static ssize_t stream_reader(void *cls, uint64_t pos, char *buf, size_t max)
 		if (ex->stream_ended || ex->srv->stopping)
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		/* Nothing to send: park the connection until http_stream_write wakes it. */
-		ex->suspended = true;
-		MHD_suspend_connection(ex->conn);
+		exchange_suspend(ex);
 		return 0;
 	}
 	n = ex->slen < max ? ex->slen : max;
@@ -299,8 +338,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	if (ex->answered)
 		return queue_answer(ex);
 	/* Deferred: park the connection until http_exchange_respond. */
-	ex->suspended = true;
-	MHD_suspend_connection(conn);
+	exchange_suspend(ex);
 	return MHD_YES;
 }
 
@@ -314,6 +352,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
 	*req_cls = NULL;
 	ex->ended = true;
 	ex->conn = NULL;
+	exchange_unwatch(ex);
 	exchange_unlink(ex);
 	exchange_gone(ex);
 	exchange_free(ex);
