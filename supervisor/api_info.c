@@ -205,7 +205,8 @@ int api_info_list(const char *dir, void (*fn)(const struct api_info *info, void 
 		found[n++] = info;
 	}
 	closedir(d);
-	qsort(found, n, sizeof(*found), cmp_pid);
+	if (n > 1) /* qsort's pointer must not be NULL, even for no elements */
+		qsort(found, n, sizeof(*found), cmp_pid);
 	for (size_t i = 0; i < n; i++)
 		fn(&found[i], userdata);
 	free(found);

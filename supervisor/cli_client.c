@@ -172,16 +172,32 @@ static int cmd_pending(struct targets *t, bool json)
 	return reached ? 0 : EXIT_NOSUP;
 }
 
+static bool valid_id(const char *id)
+{
+	if (strlen(id) > 64 || strspn(id, "0123456789abcdef") != strlen(id)) {
+		fprintf(stderr, PROG ": \"%s\" is not a request id\n", id);
+		return false;
+	}
+	return true;
+}
+
+static bool valid_name(const char *name)
+{
+	if (strlen(name) > 255 || strchr(name, '/') || !*name) {
+		fprintf(stderr, PROG ": \"%s\" is not a sandbox name\n", name);
+		return false;
+	}
+	return true;
+}
+
 static int cmd_decide(struct targets *t, const char *id, bool allow, const char *reason)
 {
 	char path[128];
 	_cleanup_free_ char *body = NULL;
 	unsigned reached = 0;
 
-	if (strlen(id) > 64 || strspn(id, "0123456789abcdef") != strlen(id)) {
-		fprintf(stderr, PROG ": \"%s\" is not a request id\n", id);
+	if (!valid_id(id))
 		return EXIT_USAGE;
-	}
 	if (reason) {
 		cJSON *o = cJSON_CreateObject();
 
@@ -277,10 +293,8 @@ static int cmd_sandbox(struct targets *t, const char *action, const char *name)
 	_cleanup_free_ char *path = NULL;
 	unsigned reached = 0;
 
-	if (strlen(name) > 255 || strchr(name, '/') || !*name) {
-		fprintf(stderr, PROG ": \"%s\" is not a sandbox name\n", name);
+	if (!valid_name(name))
 		return EXIT_USAGE;
-	}
 	if (asprintf(&path, "/sandboxes/%s/%s", name, action) < 0)
 		return EXIT_REFUSE;
 	for (unsigned i = 0; i < t->n; i++) {
@@ -377,6 +391,11 @@ int cli_client_main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	/* A malformed argument is a usage error whether or not a supervisor runs. */
+	bool decide = !strcmp(cmd, "approve") || !strcmp(cmd, "deny");
+
+	if (needs_arg && !(decide ? valid_id(argv[optind]) : valid_name(argv[optind])))
+		return EXIT_USAGE;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return EXIT_REFUSE;
