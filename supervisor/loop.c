@@ -285,8 +285,11 @@ static int dispatch_timers(struct loop *loop)
 		loop->timers = t->next;
 		r = t->fn(loop, t->userdata);
 		free(t);
-		if (r < 0)
+		if (r < 0) {
+			/* The loop stops with r, but may run again: keep the timers armed. */
+			arm_timer_fd(loop);
 			return r;
+		}
 	}
 	return arm_timer_fd(loop);
 }

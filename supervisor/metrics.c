@@ -44,14 +44,16 @@ void metrics_count_decision(struct metrics *m, const char *kind, const char *ver
 			return;
 		}
 	}
+	if (m->n_series == METRICS_MAX_SERIES - 1) {
+		/* Full: the last slot is "other" and counts every new pair from now on. */
+		strcpy(key.kind, "other");
+		strcpy(key.verdict, "other");
+		strcpy(key.source, "other");
+		key.count = 0;
+		m->series[m->n_series++] = key;
+	}
 	if (m->n_series == METRICS_MAX_SERIES) {
-		/* Full: fold into the last series, renamed "other". */
-		struct metrics_series *s = &m->series[METRICS_MAX_SERIES - 1];
-
-		strcpy(s->kind, "other");
-		strcpy(s->verdict, "other");
-		strcpy(s->source, "other");
-		s->count++;
+		m->series[METRICS_MAX_SERIES - 1].count++;
 		return;
 	}
 	key.count = 1;

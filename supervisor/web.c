@@ -1208,21 +1208,32 @@ static void run_approved(struct web *web, struct http_exchange *ex, struct hoste
 	}
 }
 
-/* Go's time.Duration format for whole seconds and minutes: "5m0s", "30s", "1h0m0s". */
+/* Go's time.Duration format: "5m0s", "1h0m0s", "30s", "2m30.5s", "500ms". */
 static void format_go_duration(uint64_t ms, char *buf, size_t size)
 {
-	uint64_t s = ms / 1000;
+	uint64_t h = ms / 3600000, m = ms / 60000 % 60, s = ms / 1000 % 60, frac = ms % 1000;
+	char secs[24];
 
-	if (s >= 3600)
-		snprintf(buf, size, "%lluh%llum%llus", (unsigned long long)(s / 3600),
-		         (unsigned long long)(s % 3600 / 60), (unsigned long long)(s % 60));
-	else if (s >= 60)
-		snprintf(buf, size, "%llum%llus", (unsigned long long)(s / 60),
-		         (unsigned long long)(s % 60));
-	else if (ms % 1000 == 0)
-		snprintf(buf, size, "%llus", (unsigned long long)s);
+	if (ms < 1000) {
+		snprintf(buf, size, "%llums", (unsigned long long)ms);
+		return;
+	}
+	if (frac) {
+		int n = snprintf(secs, sizeof(secs), "%llu.%03llu", (unsigned long long)s,
+		                 (unsigned long long)frac);
+
+		while (n > 0 && secs[n - 1] == '0') /* Go prints no trailing zeros */
+			secs[--n] = '\0';
+	} else {
+		snprintf(secs, sizeof(secs), "%llu", (unsigned long long)s);
+	}
+	if (h)
+		snprintf(buf, size, "%lluh%llum%ss", (unsigned long long)h, (unsigned long long)m,
+		         secs);
+	else if (m)
+		snprintf(buf, size, "%llum%ss", (unsigned long long)m, secs);
 	else
-		snprintf(buf, size, "%gs", (double)ms / 1000.0);
+		snprintf(buf, size, "%ss", secs);
 }
 
 void web_on_resolution(struct web *web, const struct queue_resolution *res)
@@ -1249,7 +1260,7 @@ void web_on_resolution(struct web *web, const struct queue_resolution *res)
 		}
 		http_exchange_set_gone(c->ex, NULL, NULL);
 		if (it->state == QUEUE_STATE_TIMED_OUT) {
-			char d[32], reason[64];
+			char d[80], reason[128];
 
 			format_go_duration(it->deadline_ms - it->created_ms, d, sizeof(d));
 			snprintf(reason, sizeof(reason), "No approval within %s", d);

@@ -58,8 +58,9 @@ struct web_ops {
 	void (*queue_changed)(void *userdata);
 	/* Event-stream clients came or went: COUNT dashboards are attached. */
 	void (*approvers_changed)(void *userdata, unsigned count);
-	/* A domain decision with scope project or global: persist VALUE (a domain, or a pattern
-	 * when IS_PATTERN) under proxy.allow / proxy.deny. 0, or -errno with a message. */
+	/* A domain decision with scope session, project or global: VALUE is a domain, or a
+	 * pattern when IS_PATTERN. The owner applies it at once and writes project and global
+	 * ones under proxy.allow / proxy.deny. 0, or -errno with a message (persistence_error). */
 	int (*persist_domain)(void *userdata, const struct queue_item *item, bool allow,
 	                      enum queue_scope scope, const char *value, bool is_pattern,
 	                      struct cl_error *err);

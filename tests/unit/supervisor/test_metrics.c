@@ -277,6 +277,10 @@ static void test_series_bounded_and_labels_sanitised(void **state)
 	                              "source=\"other\"}"),
 	                 11);
 	assert_null(strstr(text, "source=\"src72\""));
+	/* The last series that fit keeps its own line. */
+	assert_int_equal(sample(text, "cloister_decisions_total{kind=\"exec\",verdict=\"allow\","
+	                              "source=\"src61\"}"),
+	                 1);
 	free(text);
 }
 
