@@ -10,6 +10,17 @@
  *                         shell reports it, -1 no status: timed out or failed to start)
  *              4 cancel   payload: empty
  *
+ * Authentication. Over a unix socket the supervisor knows the caller from SO_PEERCRED and the
+ * socket file's mode. Over TCP (CLOISTER_SUPERVISOR=host:port) the request JSON must carry
+ * "token" (message.h) as its proof: the supervisor compares it in constant time with its own
+ * before acting on anything else in the request, and answers a missing or wrong token with
+ * ack 1 (denied) and closes. The token is thus the first thing checked, in the one frame the
+ * shim sends before the ack; it is never echoed or logged.
+ *
+ * After the ack, only the shim may send a cancel frame (on SIGINT/SIGTERM); the supervisor
+ * then kills the command (or withdraws the pending question) and still ends with an exit
+ * frame. Closing the connection early cancels too.
+ *
  * Lengths count the payload only. Decoders enforce a per-decoder limit on that length before
  * buffering anything, and are incremental: feed them bytes in any chunking (a non-blocking event
  * loop hands over whatever read() returned) and they yield complete frames. Pure code: no I/O. */
