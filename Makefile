@@ -209,6 +209,13 @@ $(BUILD)/tests/kernel/%: $(BUILD)/obj/tests/kernel/%.o $(ALL_LIBS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(call pkg_libs,$(TEST_PKGS)) -lpthread
 
+# Helpers that embed a part of the supervisor (shim_*: the shim server with a test policy)
+# link its libraries; make picks this rule over the next for them (shorter stem).
+$(BUILD)/tests/helpers/shim_%: $(BUILD)/obj/tests/helpers/shim_%.o $(ALL_LIBS)
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL)
+
 # Small programs the integration tests run inside sandboxes (exec tricks, TOCTOU racers).
 $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o
 	$(call say,LD,$@)

@@ -111,8 +111,6 @@ static const char *const default_deny[] = {
         "GIT_EXEC_PATH",
         "GIT_CONFIG_*",
         "DOCKER_CONFIG",
-        /* Cloister's own */
-        "CLOISTER_*",
 };
 
 const struct env_scrub_rules env_scrub_default_rules = {

@@ -32,7 +32,8 @@ struct env_scrub_rules {
 
 /* The built-in rules: keep PATH, HOME, LANG, LC_*, TERM, … (tools' ordinary settings); drop
  * secrets (*_TOKEN, *_SECRET, *_KEY, *_PASSWORD, AWS_*, …), loader and shell start-up hooks
- * (LD_*, BASH_ENV, ENV, PROMPT_COMMAND, BASH_FUNC_*, …) and Cloister's own variables. */
+ * (LD_*, BASH_ENV, ENV, PROMPT_COMMAND, BASH_FUNC_*, …); CLOISTER_SOCKET and CLOISTER_SUPERVISOR
+ * stay so that a command's own shimmed calls reach the supervisor, CLOISTER_TOKEN does not. */
 extern const struct env_scrub_rules env_scrub_default_rules;
 
 /* Is NAME kept by RULES? (1 kept, 0 dropped.) */
