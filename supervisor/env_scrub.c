@@ -49,6 +49,9 @@ static const char *const default_allow[] = {
         "GIT_AUTHOR_EMAIL",
         "GIT_COMMITTER_NAME",
         "GIT_COMMITTER_EMAIL",
+        /* where a nested shim call goes (CLOISTER_TOKEN is dropped by *_TOKEN) */
+        "CLOISTER_SOCKET",
+        "CLOISTER_SUPERVISOR",
 };
 
 /* Deny wins over allow, so a pattern here removes even what an allow entry names. */

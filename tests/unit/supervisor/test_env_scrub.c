@@ -16,8 +16,9 @@
 
 static void test_defaults_keep_ordinary_settings_and_drop_secrets_and_hooks(void **state)
 {
-	static const char *const kept[] = {
-	        "PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "TZ", "npm_config_cache", "CI"};
+	static const char *const kept[] = {"PATH", "HOME",           "LANG", "LC_ALL",
+	                                   "TERM", "USER",           "TZ",   "npm_config_cache",
+	                                   "CI",   "CLOISTER_SOCKET"};
 	static const char *const dropped[] = {"GITHUB_TOKEN",
 	                                      "OPENAI_API_KEY",
 	                                      "DB_PASSWORD",
