@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <string.h>
 
 static int bad(struct cl_error *err, const char *why)
@@ -13,8 +14,8 @@ static int bad(struct cl_error *err, const char *why)
 	                    why);
 }
 
-/* 1..65535, decimal digits only. */
-static int parse_port(const char *s, unsigned *ret)
+/* 1..65535 (0.. when zero_ok), decimal digits only. */
+static int parse_port(const char *s, bool zero_ok, unsigned *ret)
 {
 	unsigned v = 0;
 
@@ -27,14 +28,14 @@ static int parse_port(const char *s, unsigned *ret)
 		if (v > 65535)
 			return -EINVAL;
 	}
-	if (v == 0)
+	if (v == 0 && !zero_ok)
 		return -EINVAL;
 	*ret = v;
 	return 0;
 }
 
-int cl_address_parse(const char *s, struct cl_error *err, struct sockaddr_storage *ret_addr,
-                     socklen_t *ret_len)
+static int parse(const char *s, bool zero_ok, struct cl_error *err,
+                 struct sockaddr_storage *ret_addr, socklen_t *ret_len)
 {
 	char host[CL_ADDRESS_MAX + 1];
 	const char *colon;
@@ -57,7 +58,7 @@ int cl_address_parse(const char *s, struct cl_error *err, struct sockaddr_storag
 		hlen = (size_t)(close - s - 1);
 		memcpy(host, s + 1, hlen);
 		host[hlen] = '\0';
-		if (parse_port(close + 2, &port) < 0)
+		if (parse_port(close + 2, zero_ok, &port) < 0)
 			return bad(err, "port not in 1..65535");
 		if (inet_pton(AF_INET6, host, &a6->sin6_addr) != 1)
 			return bad(err, "not an IPv6 address");
@@ -76,7 +77,7 @@ int cl_address_parse(const char *s, struct cl_error *err, struct sockaddr_storag
 	host[hlen] = '\0';
 	if (strchr(host, ':'))
 		return bad(err, "an IPv6 address needs brackets");
-	if (parse_port(colon + 1, &port) < 0)
+	if (parse_port(colon + 1, zero_ok, &port) < 0)
 		return bad(err, "port not in 1..65535");
 	{
 		struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
@@ -91,4 +92,16 @@ int cl_address_parse(const char *s, struct cl_error *err, struct sockaddr_storag
 		*ret_len = sizeof(*a4);
 	}
 	return 0;
+}
+
+int cl_address_parse(const char *s, struct cl_error *err, struct sockaddr_storage *ret_addr,
+                     socklen_t *ret_len)
+{
+	return parse(s, false, err, ret_addr, ret_len);
+}
+
+int cl_address_parse_listen(const char *s, struct cl_error *err, struct sockaddr_storage *ret_addr,
+                            socklen_t *ret_len)
+{
+	return parse(s, true, err, ret_addr, ret_len);
 }

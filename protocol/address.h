@@ -19,4 +19,8 @@
 int cl_address_parse(const char *s, struct cl_error *err, struct sockaddr_storage *ret_addr,
                      socklen_t *ret_len);
 
+/* The same for an address to listen on, where port 0 (any free port) is allowed. */
+int cl_address_parse_listen(const char *s, struct cl_error *err, struct sockaddr_storage *ret_addr,
+                            socklen_t *ret_len);
+
 #endif

@@ -890,7 +890,7 @@ static int listen_tcp(struct shim_server *s, struct cl_error *err)
 	socklen_t len;
 	int r, one = 1;
 
-	r = cl_address_parse(s->config.tcp_listen, err, &ss, &len);
+	r = cl_address_parse_listen(s->config.tcp_listen, err, &ss, &len);
 	if (r < 0) {
 		cl_error_prefix(err, "shim TCP listener");
 		return r;

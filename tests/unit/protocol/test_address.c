@@ -73,11 +73,25 @@ static void test_names_missing_ports_and_garbage_are_refused(void **state)
 	assert_non_null(strstr(err.msg, "names are not resolved"));
 }
 
+static void test_a_listener_may_ask_for_any_port(void **state)
+{
+	struct sockaddr_storage ss;
+	struct cl_error err = {""};
+	socklen_t len = 0;
+
+	assert_int_equal(cl_address_parse_listen("127.0.0.1:0", &err, &ss, &len), 0);
+	assert_int_equal(ntohs(((struct sockaddr_in *)&ss)->sin_port), 0);
+	assert_int_equal(cl_address_parse_listen("[::1]:0", &err, &ss, &len), 0);
+	assert_int_equal(cl_address_parse_listen("127.0.0.1:65536", &err, &ss, &len), -EINVAL);
+	assert_int_equal(cl_address_parse("127.0.0.1:0", &err, &ss, &len), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_numeric_ipv4_ipv6_and_localhost_parse),
 	        cmocka_unit_test(test_names_missing_ports_and_garbage_are_refused),
+	        cmocka_unit_test(test_a_listener_may_ask_for_any_port),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
