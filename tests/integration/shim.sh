@@ -141,9 +141,10 @@ stop_server
 # ---- mirror: into a container's namespaces, as the caller --------------------------------
 unshare --mount --uts --ipc --net --pid --fork --kill-child sh -c 'hostname cloister-box; exec sleep 60' &
 box_outer=$!
-on_exit "kill $box_outer 2>/dev/null"
 sleep 0.3
 box=$(pgrep -P "$box_outer" sleep || echo "$box_outer")
+# unshare --fork ignores SIGTERM while it waits: end the container's process itself.
+on_exit "kill -KILL $box 2>/dev/null"
 start_server --unix "$SOCK" --target-pid "$box" --allow hostname --allow id --allow mytool
 chmod 666 "$SOCK"
 (cd "$WT/sub" && setpriv --reuid 65534 --regid 65534 --clear-groups \
@@ -159,7 +160,7 @@ tap_is "$rc:$(cat "$OUT")" "0:65534" "mirror runs it as the calling uid (from SO
 rc=$?
 tap_is "$rc:$(cat "$OUT")" "0:locked original ran: a b" "mirror prefers the locked <tool>.original"
 stop_server
-kill "$box_outer" 2>/dev/null
+kill -KILL "$box" 2>/dev/null
 wait "$box_outer" 2>/dev/null
 
 tap_done
