@@ -139,7 +139,7 @@ tap_is "$rc:$(tr '\n' ' ' <"$OUT")" "0:1 2 " "TCP with the right token runs the 
 stop_server
 
 # ---- mirror: into a container's namespaces, as the caller --------------------------------
-unshare --mount --uts --ipc --net --pid --fork --kill-child sh -c 'hostname cloister-box; exec sleep 60' &
+unshare --mount --uts --ipc --net --pid --fork --kill-child sh -c 'hostname cloister-box; exec sleep 60' 2>/dev/null &
 box_outer=$!
 sleep 0.3
 box=$(pgrep -P "$box_outer" sleep || echo "$box_outer")
