@@ -20,4 +20,8 @@ void bench_core(void);
  * (tests/bench/bench_run.c). Needs $SUPERVISOR and $HELPERS (set by `make bench`). */
 void bench_run(void);
 
+/* A shimmed `true` (cloister-shim -> shim listener, host strategy, allowed) against `true`
+ * run directly (tests/bench/bench_shim.c). Needs $SHIM and $HELPERS (set by `make bench`). */
+void bench_shim(void);
+
 #endif

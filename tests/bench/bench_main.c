@@ -14,5 +14,7 @@ int main(void)
 	bench_backstop();
 	printf("\n== end to end: native vs cloister-supervisor run\n");
 	bench_run();
+	printf("\n== shim fallback: cloister-shim vs the tool directly\n");
+	bench_shim();
 	return 0;
 }
