@@ -102,7 +102,7 @@ BENCH_BIN      := $(BUILD)/bench/bench_core
 # Keep intermediate objects (fuzz and test objects are only reached through pattern rules).
 .SECONDARY:
 
-all: $(SUPERVISOR_BIN)
+all: $(SUPERVISOR_BIN) $(SHIM_BIN)
 
 # ---- generated ------------------------------------------------------------------------------
 # The compiled-in default config: supervisor/default-config.yaml as a C byte array.
@@ -182,6 +182,29 @@ $(BUILD)/gen/bpf/%.skel.h: $(BUILD)/gen/bpf/%.bpf.o
 	$(call say,SKEL,$@)
 	$(Q)bpftool gen skeleton $< name $(subst -,_,$*)_bpf > $@.tmp && mv $@.tmp $@
 
+# ---- shim: one static binary, no runtime dependencies ----------------------------------------
+# Built with musl-gcc (scripts/install-deps installs musl-tools) for a small binary; with the
+# system compiler and glibc's libc.a when musl is missing. It links only the cJSON-free part of
+# protocol/ and makes no NSS call (numeric addresses only), so glibc's static caveats do not
+# apply either. Never sanitized: it must stay static.
+SHIM_SRC          := $(sort $(wildcard shim/*.c))
+SHIM_PROTOCOL_SRC := protocol/error.c protocol/frame.c protocol/message_exec.c protocol/address.c
+SHIM_CC           ?= $(if $(shell command -v musl-gcc 2>/dev/null),musl-gcc,$(CC))
+SHIM_CFLAGS        = -std=gnu11 -Os $(WARN) -fstack-protector-strong -ffunction-sections \
+	-fdata-sections -D_GNU_SOURCE -I. -MMD -MP
+SHIM_BIN          := $(BUILD)/bin/cloister-shim
+shim_obj = $(patsubst %.c,$(BUILD)/shim-obj/%.o,$(1))
+
+$(BUILD)/shim-obj/%.o: %.c
+	$(call say,SHIMCC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(SHIM_CC) $(SHIM_CFLAGS) -c $< -o $@
+
+$(SHIM_BIN): $(call shim_obj,$(SHIM_SRC) $(SHIM_PROTOCOL_SRC))
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(SHIM_CC) -static -Wl,--gc-sections -s -o $@ $^
+
 # ---- unit tests (cmocka) --------------------------------------------------------------------
 $(BUILD)/tests/protocol/%: $(BUILD)/obj/tests/unit/protocol/%.o $(PROTOCOL_LIB)
 	$(call say,LD,$@)
@@ -208,6 +231,13 @@ $(BUILD)/tests/kernel/%: $(BUILD)/obj/tests/kernel/%.o $(ALL_LIBS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(LIBS_NET) $(call pkg_libs,$(TEST_PKGS)) -lpthread
 
+# Helpers that embed a part of the supervisor (shim_*: the shim server with a test policy)
+# link its libraries; make picks this rule over the next for them (shorter stem).
+$(BUILD)/tests/helpers/shim_%: $(BUILD)/obj/tests/helpers/shim_%.o $(ALL_LIBS)
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL)
+
 # Small programs the integration tests run inside sandboxes (exec tricks, TOCTOU racers).
 $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o
 	$(call say,LD,$@)
@@ -220,8 +250,9 @@ unit: $(UNIT_BINS)
 	$(Q)BUILD=$(BUILD) tests/run-tests $(UNIT_BINS)
 
 # Run a subset: make test T='build/tests/kernel/test_notifier tests/integration/run_exec.sh'
-test: $(SUPERVISOR_BIN) $(HELPER_BINS) $(filter $(BUILD)/%,$(T))
+test: $(SUPERVISOR_BIN) $(SHIM_BIN) $(HELPER_BINS) $(filter $(BUILD)/%,$(T))
 	$(Q)BUILD=$(BUILD) SUPERVISOR=$(abspath $(SUPERVISOR_BIN)) HELPERS=$(abspath $(BUILD)/tests/helpers) \
+		SHIM=$(abspath $(SHIM_BIN)) \
 		tests/run-tests $(T)
 
 # ---- check: every tier this machine can run -------------------------------------------------
@@ -236,8 +267,9 @@ check:
 
 CLI_TESTS := $(sort $(wildcard tests/cli/*.sh))
 
-check-built: $(SUPERVISOR_BIN) $(UNIT_BINS) $(KERNEL_BINS) $(HELPER_BINS) $(if $(SANITIZE),,fuzz-build)
+check-built: $(SUPERVISOR_BIN) $(SHIM_BIN) $(UNIT_BINS) $(KERNEL_BINS) $(HELPER_BINS) $(if $(SANITIZE),,fuzz-build)
 	$(Q)BUILD=$(BUILD) SUPERVISOR=$(abspath $(SUPERVISOR_BIN)) HELPERS=$(abspath $(BUILD)/tests/helpers) \
+		SHIM=$(abspath $(SHIM_BIN)) \
 		FUZZ_SECONDS=$(if $(SANITIZE),,$(CHECK_FUZZ_SECONDS)) \
 		tests/run-tests $(UNIT_BINS) $(CLI_TESTS) $(KERNEL_BINS) $(INTEGRATION_TESTS) \
 		$(if $(SANITIZE),,$(addprefix fuzz:,$(FUZZ_BINS)))
@@ -308,8 +340,9 @@ $(BENCH_BIN): $(call obj,$(BENCH_SRC)) $(ALL_LIBS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(LIBS_NET) -lpthread
 
-bench: $(BENCH_BIN) $(SUPERVISOR_BIN) $(HELPER_BINS)
-	$(Q)BENCH_ONLY=$(ONLY) SUPERVISOR=$(abspath $(SUPERVISOR_BIN)) HELPERS=$(abspath $(BUILD)/tests/helpers) $(BENCH_BIN)
+bench: $(BENCH_BIN) $(SUPERVISOR_BIN) $(SHIM_BIN) $(HELPER_BINS)
+	$(Q)BENCH_ONLY=$(ONLY) SUPERVISOR=$(abspath $(SUPERVISOR_BIN)) \
+		HELPERS=$(abspath $(BUILD)/tests/helpers) SHIM=$(abspath $(SHIM_BIN)) $(BENCH_BIN)
 
 # ---- formatting -----------------------------------------------------------------------------
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find . -path ./build -prune -o \( -name '*.c' -o -name '*.h' \) -print)
@@ -324,4 +357,4 @@ format:
 clean:
 	rm -rf build
 
--include $(shell find $(BUILD)/obj $(BUILD)/fuzz/obj -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD)/obj $(BUILD)/fuzz/obj $(BUILD)/shim-obj -name '*.d' 2>/dev/null)

@@ -10,6 +10,23 @@
  *                         shell reports it, -1 no status: timed out or failed to start)
  *              4 cancel   payload: empty
  *
+ * Authentication. Over a unix socket the supervisor knows the caller from SO_PEERCRED and the
+ * socket file's mode. Over TCP (CLOISTER_SUPERVISOR=host:port) the request JSON must carry
+ * "token" (message.h) as its proof: the supervisor compares it in constant time with its own
+ * before acting on anything else in the request, and answers a missing or wrong token with
+ * ack 1 (denied) and closes. The token is thus the first thing checked, in the one frame the
+ * shim sends before the ack; it is never echoed or logged.
+ *
+ * Acks. 0: the command runs, stream frames follow, ending with one exit frame. 2: a person is
+ * being asked; a second ack byte, 0 or 1, follows when they answer (or the question times
+ * out). 1: denied; stderr frames with the reason may follow, then the supervisor closes
+ * (no exit frame). The shim exits 126 on a denial and 127 when it cannot reach the supervisor.
+ *
+ * After the request, only the shim may send, and only a cancel frame (on SIGINT/SIGTERM):
+ * while a command runs the supervisor kills it and still ends with its exit frame; while a
+ * question is pending it withdraws the question and answers with ack 1. Closing the
+ * connection early cancels too.
+ *
  * Lengths count the payload only. Decoders enforce a per-decoder limit on that length before
  * buffering anything, and are incremental: feed them bytes in any chunking (a non-blocking event
  * loop hands over whatever read() returned) and they yield complete frames. Pure code: no I/O. */

@@ -7,15 +7,7 @@
 
 #include "protocol/cleanup.h"
 #include "protocol/json_strict.h"
-
-static void strv_free(char **v)
-{
-	if (!v)
-		return;
-	for (char **p = v; *p; p++)
-		free(*p);
-	free(v);
-}
+#include "protocol/message_check.h"
 
 CL_DEFINE_TRIVIAL_CLEANUP(struct cl_exec_request *, cl_exec_request_free)
 CL_DEFINE_TRIVIAL_CLEANUP(struct cl_executor_request *, cl_executor_request_free)
@@ -129,13 +121,13 @@ static int get_string_array(const cJSON *obj, const char *key, const char *field
 			return cl_error_set(err, -ENOMEM, "%s: out of memory", field);
 		for (c = item->child; c; c = c->next, i++) {
 			if (!cJSON_IsString(c)) {
-				strv_free(v);
+				cl_message_strv_free(v);
 				return cl_error_set(err, -EINVAL, "%s[%zu]: expected a string",
 				                    field, i);
 			}
 			v[i] = strdup(c->valuestring);
 			if (!v[i]) {
-				strv_free(v);
+				cl_message_strv_free(v);
 				return cl_error_set(err, -ENOMEM, "%s: out of memory", field);
 			}
 		}
@@ -145,95 +137,7 @@ static int get_string_array(const cJSON *obj, const char *key, const char *field
 	return 0;
 }
 
-/* ---- value checks, shared by parsers and serializers --------------------------------------- */
-
-static int check_length(const char *s, size_t max, const char *field, struct cl_error *err)
-{
-	if (strnlen(s, max + 1) > max)
-		return cl_error_set(err, -E2BIG, "%s: longer than %zu bytes", field, max);
-	return 0;
-}
-
-static int check_absolute_path(const char *s, const char *field, struct cl_error *err)
-{
-	if (s[0] != '/')
-		return cl_error_set(err, -EINVAL, "%s: expected an absolute path", field);
-	return check_length(s, CL_MESSAGE_MAX_PATH, field, err);
-}
-
-static int check_strv(char *const *v, size_t n, size_t min_count, size_t max_count,
-                      const char *field, struct cl_error *err)
-{
-	char name[64];
-	int r;
-
-	if (n < min_count)
-		return cl_error_set(err, -EINVAL, "%s: expected at least %zu %s", field, min_count,
-		                    min_count == 1 ? "entry" : "entries");
-	if (n > max_count)
-		return cl_error_set(err, -E2BIG, "%s: more than %zu entries", field, max_count);
-	if (n > 0 && !v)
-		return cl_error_set(err, -EINVAL, "%s: missing", field);
-	for (size_t i = 0; i < n; i++) {
-		snprintf(name, sizeof(name), "%s[%zu]", field, i);
-		if (!v[i])
-			return cl_error_set(err, -EINVAL, "%s: missing", name);
-		r = check_length(v[i], CL_MESSAGE_MAX_ARG_BYTES, name, err);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/* ---- exec request -------------------------------------------------------------------------- */
-
-void cl_exec_request_free(struct cl_exec_request *req)
-{
-	if (!req)
-		return;
-	free(req->tool);
-	strv_free(req->argv);
-	free(req->cwd);
-	strv_free(req->env);
-	free(req);
-}
-
-static int exec_request_validate(const struct cl_exec_request *req, struct cl_error *err)
-{
-	int r;
-
-	if (!req->tool)
-		return cl_error_set(err, -EINVAL, "tool: required");
-	if (!req->tool[0] || strchr(req->tool, '/') || strcmp(req->tool, ".") == 0 ||
-	    strcmp(req->tool, "..") == 0)
-		return cl_error_set(err, -EINVAL, "tool: expected a command name without '/'");
-	r = check_length(req->tool, CL_MESSAGE_MAX_NAME, "tool", err);
-	if (r < 0)
-		return r;
-
-	r = check_strv(req->argv, req->argc, 1, CL_MESSAGE_MAX_ARGC, "argv", err);
-	if (r < 0)
-		return r;
-
-	if (!req->cwd)
-		return cl_error_set(err, -EINVAL, "cwd: required");
-	r = check_absolute_path(req->cwd, "cwd", err);
-	if (r < 0)
-		return r;
-
-	r = check_strv(req->env, req->envc, 0, CL_MESSAGE_MAX_ENV, "env", err);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < req->envc; i++)
-		if (req->env[i][0] == '=' || !strchr(req->env[i], '='))
-			return cl_error_set(err, -EINVAL, "env[%zu]: expected KEY=VALUE", i);
-
-	if (req->uid > CL_MESSAGE_MAX_ID || req->gid > CL_MESSAGE_MAX_ID)
-		return cl_error_set(err, -EINVAL, "%s: expected an integer in 0..%u",
-		                    req->uid > CL_MESSAGE_MAX_ID ? "uid" : "gid",
-		                    CL_MESSAGE_MAX_ID);
-	return 0;
-}
+/* ---- exec request (its checks and serializer are in message_exec.c, free of cJSON) -------- */
 
 int cl_exec_request_parse(const char *json, size_t len, struct cl_error *err,
                           struct cl_exec_request **ret_req)
@@ -272,8 +176,11 @@ int cl_exec_request_parse(const char *json, size_t len, struct cl_error *err,
 	if (r < 0)
 		return r;
 	req->gid = (uint32_t)id;
+	r = get_string(root, "token", "token", false, err, &req->token);
+	if (r < 0)
+		return r;
 
-	r = exec_request_validate(req, err);
+	r = cl_exec_request_validate(req, err);
 	if (r < 0)
 		return r;
 	*ret_req = TAKE_PTR(req);
@@ -304,39 +211,6 @@ static int print_root(const cJSON *root, size_t max_len, struct cl_error *err, c
 			return -ENOMEM; \
 	} while (0)
 
-static int exec_request_build(const struct cl_exec_request *req, cJSON *root)
-{
-	cJSON *a;
-
-	ADD_OR_FAIL(cJSON_AddStringToObject(root, "tool", req->tool));
-	a = cJSON_CreateStringArray((const char *const *)req->argv, (int)req->argc);
-	ADD_OR_FAIL(a);
-	ADD_OR_FAIL(cJSON_AddItemToObject(root, "argv", a));
-	ADD_OR_FAIL(cJSON_AddStringToObject(root, "cwd", req->cwd));
-	a = req->envc > 0 ? cJSON_CreateStringArray((const char *const *)req->env, (int)req->envc)
-	                  : cJSON_CreateArray();
-	ADD_OR_FAIL(a);
-	ADD_OR_FAIL(cJSON_AddItemToObject(root, "env", a));
-	ADD_OR_FAIL(cJSON_AddNumberToObject(root, "uid", req->uid));
-	ADD_OR_FAIL(cJSON_AddNumberToObject(root, "gid", req->gid));
-	return 0;
-}
-
-int cl_exec_request_to_json(const struct cl_exec_request *req, struct cl_error *err,
-                            char **ret_json)
-{
-	_cleanup_cjson_ cJSON *root = NULL;
-	int r;
-
-	r = exec_request_validate(req, err);
-	if (r < 0)
-		return r;
-	root = cJSON_CreateObject();
-	if (!root || exec_request_build(req, root) < 0)
-		return cl_error_set(err, -ENOMEM, "out of memory");
-	return print_root(root, CL_MESSAGE_MAX_INPUT, err, ret_json);
-}
-
 /* ---- executor request ---------------------------------------------------------------------- */
 
 void cl_executor_request_free(struct cl_executor_request *req)
@@ -345,7 +219,7 @@ void cl_executor_request_free(struct cl_executor_request *req)
 		return;
 	free(req->secret);
 	free(req->command);
-	strv_free(req->args);
+	cl_message_strv_free(req->args);
 	free(req->workdir);
 	for (size_t i = 0; req->env && i < req->envc; i++) {
 		free(req->env[i].name);
@@ -415,21 +289,22 @@ static int executor_request_validate(const struct cl_executor_request *req, stru
 		return cl_error_set(err, -EINVAL, "secret: required");
 	if (!req->secret[0])
 		return cl_error_set(err, -EINVAL, "secret: empty");
-	r = check_length(req->secret, CL_MESSAGE_MAX_SECRET, "secret", err);
+	r = cl_message_check_length(req->secret, CL_MESSAGE_MAX_SECRET, "secret", err);
 	if (r < 0)
 		return r;
 	if (!req->command)
 		return cl_error_set(err, -EINVAL, "request.command: required");
 	if (!req->command[0])
 		return cl_error_set(err, -EINVAL, "request.command: empty");
-	r = check_length(req->command, CL_MESSAGE_MAX_PATH, "request.command", err);
+	r = cl_message_check_length(req->command, CL_MESSAGE_MAX_PATH, "request.command", err);
 	if (r < 0)
 		return r;
-	r = check_strv(req->args, req->argc, 0, CL_MESSAGE_MAX_ARGC, "request.args", err);
+	r = cl_message_check_strv(req->args, req->argc, 0, CL_MESSAGE_MAX_ARGC, "request.args",
+	                          err);
 	if (r < 0)
 		return r;
 	if (req->workdir) {
-		r = check_absolute_path(req->workdir, "request.workdir", err);
+		r = cl_message_check_absolute_path(req->workdir, "request.workdir", err);
 		if (r < 0)
 			return r;
 	}
@@ -596,15 +471,17 @@ static int executor_response_validate(const struct cl_executor_response *resp, s
 	if (resp->status == CL_EXECUTOR_ERROR) {
 		if (!resp->error)
 			return cl_error_set(err, -EINVAL, "error: required");
-		return check_length(resp->error, CL_EXECUTOR_MAX_ERROR, "error", err);
+		return cl_message_check_length(resp->error, CL_EXECUTOR_MAX_ERROR, "error", err);
 	}
 	if (resp->stdout_text) {
-		r = check_length(resp->stdout_text, CL_EXECUTOR_MAX_OUTPUT, "stdout", err);
+		r = cl_message_check_length(resp->stdout_text, CL_EXECUTOR_MAX_OUTPUT, "stdout",
+		                            err);
 		if (r < 0)
 			return r;
 	}
 	if (resp->stderr_text) {
-		r = check_length(resp->stderr_text, CL_EXECUTOR_MAX_OUTPUT, "stderr", err);
+		r = cl_message_check_length(resp->stderr_text, CL_EXECUTOR_MAX_OUTPUT, "stderr",
+		                            err);
 		if (r < 0)
 			return r;
 	}

@@ -52,6 +52,12 @@
  *                   the first '=' ends it), each at most 128 KiB; may be empty
  *   uid   required  integer in 0..4294967294
  *   gid   required  integer in 0..4294967294
+ *   token optional  string of 1..1024 bytes: the supervisor's token, which a TCP listener
+ *                   requires (see frame.h); written only when set. A unix listener knows its
+ *                   caller from the socket and ignores it.
+ *
+ * cl_exec_request_to_json() and cl_exec_request_validate() live in message_exec.c, which does
+ * not use cJSON, so that the static shim links them without it.
  */
 struct cl_exec_request {
 	char *tool;
@@ -62,6 +68,7 @@ struct cl_exec_request {
 	size_t envc;
 	uint32_t uid;
 	uint32_t gid;
+	char *token; /* NULL when absent */
 };
 
 int cl_exec_request_parse(const char *json, size_t len, struct cl_error *err,
@@ -69,6 +76,9 @@ int cl_exec_request_parse(const char *json, size_t len, struct cl_error *err,
 int cl_exec_request_to_json(const struct cl_exec_request *req, struct cl_error *err,
                             char **ret_json);
 void cl_exec_request_free(struct cl_exec_request *req);
+/* The checks the parser and the serializer apply to a struct: 0 or -EINVAL/-E2BIG naming the
+ * field. */
+int cl_exec_request_validate(const struct cl_exec_request *req, struct cl_error *err);
 
 /* ---- host executor request (guardian-api.md "Host Executor"), one line on the wire ----------
  *

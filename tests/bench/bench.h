@@ -33,4 +33,8 @@ void bench_netfilter(void);
  * fork+exec+wait (tests/bench/bench_executor.c). */
 void bench_executor(void);
 
+/* A shimmed `true` (cloister-shim -> shim listener, host strategy, allowed) against `true`
+ * run directly (tests/bench/bench_shim.c). Needs $SHIM and $HELPERS (set by `make bench`). */
+void bench_shim(void);
+
 #endif

@@ -18,6 +18,7 @@ static const struct {
         {"run", "end to end: native vs cloister-supervisor run", bench_run},
         {"web", "dashboard and approval API", bench_web},
         {"executor", "host executor: /bin/true round trip", bench_executor},
+        {"shim", "shim fallback: shimmed true vs direct", bench_shim},
 };
 
 int main(void)

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "protocol/cleanup.h"
+#include "protocol/json_strict.h"
 #include "protocol/message.h"
 
 /* Test JSON is written with ' for " to stay readable; no case needs a literal '. */
@@ -590,6 +591,60 @@ static void test_executor_response_output_limit(void **state)
 	assert_null(out);
 }
 
+static void test_exec_request_token_is_optional_and_round_trips(void **state)
+{
+	_cleanup_free_ char *with = dq("{'tool':'ls','argv':['ls'],'cwd':'/','env':[],'uid':0,"
+	                               "'gid':0,'token':'s3cr\\\"t'}");
+	_cleanup_free_ char *empty = dq("{'tool':'ls','argv':['ls'],'cwd':'/','env':[],'uid':0,"
+	                                "'gid':0,'token':''}");
+	_cleanup_free_ char *out = NULL;
+	struct cl_exec_request *req = NULL;
+	struct cl_error err = {""};
+
+	assert_int_equal(cl_exec_request_parse(with, strlen(with), &err, &req), 0);
+	assert_string_equal(req->token, "s3cr\"t");
+	assert_int_equal(cl_exec_request_to_json(req, &err, &out), 0);
+	assert_string_equal(out, with);
+	cl_exec_request_free(TAKE_PTR(req));
+
+	assert_int_equal(cl_exec_request_parse(empty, strlen(empty), &err, &req), -EINVAL);
+	assert_string_equal(err.msg, "token: empty");
+	assert_null(req);
+}
+
+/* The serializer does not use cJSON (the static shim links it alone); it must print exactly
+ * what cJSON prints for the same tree, control bytes, quotes and high bytes included. */
+static void test_exec_request_writer_matches_cjson_byte_for_byte(void **state)
+{
+	char *argv[] = {"a\"b\\c", "\x01\x1f\b\f\n\r\t", "\x7f\xc3\xa9\xff", "", "x y", NULL};
+	char *env[] = {"K=v=\"w\"", "E=", NULL};
+	struct cl_exec_request req = {.tool = "t\x7f",
+	                              .argv = argv,
+	                              .argc = 5,
+	                              .cwd = "/a b\n",
+	                              .env = env,
+	                              .envc = 2,
+	                              .uid = 4294967294u,
+	                              .gid = 0,
+	                              .token = "tok\x02"};
+	_cleanup_free_ char *ours = NULL, *theirs = NULL;
+	_cleanup_cjson_ cJSON *root = NULL;
+	struct cl_error err = {""};
+
+	assert_int_equal(cl_exec_request_to_json(&req, &err, &ours), 0);
+	assert_int_equal(cl_json_parse_strict(ours, strlen(ours), 8, 100, &err, &root), 0);
+	theirs = cJSON_PrintUnformatted(root);
+	assert_non_null(theirs);
+	assert_string_equal(ours, theirs);
+
+	req.token = NULL;
+	req.envc = 0;
+	req.env = NULL;
+	free(TAKE_PTR(ours));
+	assert_int_equal(cl_exec_request_to_json(&req, &err, &ours), 0);
+	assert_non_null(strstr(ours, ",\"env\":[],\"uid\":4294967294,\"gid\":0}"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -600,6 +655,8 @@ int main(void)
 	        cmocka_unit_test(test_limits_are_enforced_with_their_numbers),
 	        cmocka_unit_test(test_deep_nesting_and_value_floods_are_bounded),
 	        cmocka_unit_test(test_exec_request_serializer_rejects_invalid_structs),
+	        cmocka_unit_test(test_exec_request_token_is_optional_and_round_trips),
+	        cmocka_unit_test(test_exec_request_writer_matches_cjson_byte_for_byte),
 	        cmocka_unit_test(test_executor_request_round_trips_the_reference_example),
 	        cmocka_unit_test(test_executor_request_defaults_and_omissions),
 	        cmocka_unit_test(test_executor_request_rejections_name_the_field),

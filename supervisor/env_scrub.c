@@ -1,0 +1,213 @@
+#include "supervisor/env_scrub.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/cleanup.h"
+
+static const char *const default_allow[] = {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "PWD",
+        "LANG",
+        "LANGUAGE",
+        "LC_*",
+        "TZ",
+        "TERM",
+        "COLORTERM",
+        "NO_COLOR",
+        "FORCE_COLOR",
+        "COLUMNS",
+        "LINES",
+        "TMPDIR",
+        "EDITOR",
+        "VISUAL",
+        "PAGER",
+        "CI",
+        "DEBIAN_FRONTEND",
+        "NODE_ENV",
+        "npm_config_*",
+        "GOPATH",
+        "GOCACHE",
+        "GOFLAGS",
+        "CARGO_HOME",
+        "RUSTUP_HOME",
+        "VIRTUAL_ENV",
+        "PYTHONUNBUFFERED",
+        "PYTHONDONTWRITEBYTECODE",
+        "PIP_*",
+        "DOCKER_HOST",
+        "COMPOSE_*",
+        "KUBECONFIG",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        /* where a nested shim call goes (CLOISTER_TOKEN is dropped by *_TOKEN) */
+        "CLOISTER_SOCKET",
+        "CLOISTER_SUPERVISOR",
+};
+
+/* Deny wins over allow, so a pattern here removes even what an allow entry names. */
+static const char *const default_deny[] = {
+        /* credentials */
+        "*_TOKEN",
+        "*_TOKEN_*",
+        "TOKEN",
+        "*_SECRET",
+        "*_SECRET_*",
+        "SECRET",
+        "*_KEY",
+        "*_KEY_*",
+        "*_PASSWORD",
+        "PASSWORD",
+        "*_PASSWD",
+        "*_CREDENTIALS",
+        "*_API_KEY",
+        "AWS_*",
+        "AZURE_*",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "SSH_AUTH_SOCK",
+        "GPG_AGENT_INFO",
+        "npm_config__auth*",
+        "npm_config_*token*",
+        "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
+        /* the dynamic loader */
+        "LD_*",
+        "GCONV_PATH",
+        "HOSTALIASES",
+        "LOCALDOMAIN",
+        "RES_OPTIONS",
+        "MALLOC_*",
+        "GLIBC_TUNABLES",
+        /* shells and interpreters running code at start-up */
+        "BASH_ENV",
+        "ENV",
+        "PROMPT_COMMAND",
+        "BASH_FUNC_*",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS4",
+        "IFS",
+        "CDPATH",
+        "GLOBIGNORE",
+        "PYTHONSTARTUP",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PERL5OPT",
+        "PERL5LIB",
+        "PERLLIB",
+        "RUBYOPT",
+        "RUBYLIB",
+        "NODE_OPTIONS",
+        "NODE_PATH",
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+        "GIT_SSH_COMMAND",
+        "GIT_EXEC_PATH",
+        "GIT_CONFIG_*",
+        "DOCKER_CONFIG",
+};
+
+const struct env_scrub_rules env_scrub_default_rules = {
+        .allow = default_allow,
+        .n_allow = ELEMENTSOF(default_allow),
+        .deny = default_deny,
+        .n_deny = ELEMENTSOF(default_deny),
+};
+
+static bool matches_any(const char *const *patterns, size_t n, const char *name, int flags)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fnmatch(patterns[i], name, flags) == 0)
+			return true;
+	return false;
+}
+
+int env_scrub_keeps(const struct env_scrub_rules *rules, const char *name)
+{
+	if (!name[0] || matches_any(rules->deny, rules->n_deny, name, FNM_CASEFOLD))
+		return 0;
+	if (rules->n_allow == 0)
+		return 1;
+	return matches_any(rules->allow, rules->n_allow, name, 0) ? 1 : 0;
+}
+
+void env_scrub_free(char **env)
+{
+	if (!env)
+		return;
+	for (char **p = env; *p; p++)
+		free(*p);
+	free(env);
+}
+
+CL_DEFINE_TRIVIAL_CLEANUP(char **, env_scrub_free)
+
+/* Is the name of entry (len bytes up to '=') the name of one of kept[0..n-1]? */
+static bool seen(char *const *kept, size_t n, const char *entry, size_t len)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(kept[i], entry, len + 1) == 0)
+			return true;
+	return false;
+}
+
+int env_scrub(const struct env_scrub_rules *rules, char *const *env, size_t envc,
+              struct cl_error *err, char ***ret_env, size_t *ret_envc, size_t *ret_dropped)
+{
+	size_t max_entries =
+	        rules->max_entries ? rules->max_entries : ENV_SCRUB_MAX_ENTRIES_DEFAULT;
+	size_t max_bytes = rules->max_bytes ? rules->max_bytes : ENV_SCRUB_MAX_BYTES_DEFAULT;
+	_cleanup_(env_scrub_freep) char **kept = NULL;
+	size_t n = 0, bytes = 0;
+	char name[256];
+
+	kept = calloc(1, sizeof(*kept));
+	if (!kept)
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < envc; i++) {
+		const char *e = env[i], *eq = e ? strchr(e, '=') : NULL;
+		size_t len = eq ? (size_t)(eq - e) : 0;
+		char **grown;
+
+		if (!eq || len == 0)
+			continue;
+		/* Longer names than any pattern is written for are not kept. */
+		if (len >= sizeof(name))
+			continue;
+		memcpy(name, e, len);
+		name[len] = '\0';
+		if (!env_scrub_keeps(rules, name) || seen(kept, n, e, len))
+			continue;
+		if (n + 1 > max_entries)
+			return cl_error_set(err, -E2BIG,
+			                    "environment: more than %zu variables kept",
+			                    max_entries);
+		bytes += strlen(e) + 1;
+		if (bytes > max_bytes)
+			return cl_error_set(err, -E2BIG,
+			                    "environment: more than %zu bytes of variables kept",
+			                    max_bytes);
+		grown = realloc(kept, (n + 2) * sizeof(*kept));
+		if (!grown)
+			return cl_error_set(err, -ENOMEM, "out of memory");
+		kept = grown;
+		kept[n] = strdup(e);
+		kept[n + 1] = NULL;
+		if (!kept[n])
+			return cl_error_set(err, -ENOMEM, "out of memory");
+		n++;
+	}
+	*ret_dropped = envc - n;
+	*ret_envc = n;
+	*ret_env = TAKE_PTR(kept);
+	return 0;
+}
