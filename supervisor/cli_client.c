@@ -269,11 +269,13 @@ static int cmd_status(struct targets *t, bool json)
 		       (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "approvers")));
 		cJSON_ArrayForEach(sb, cJSON_GetObjectItemCaseSensitive(o, "sandboxes"))
 		{
-			printf("  sandbox %-20s %-8s pid %-7d since %s\n", str(sb, "name"),
-			       str(sb, "state"),
-			       (int)cJSON_GetNumberValue(
-			               cJSON_GetObjectItemCaseSensitive(sb, "pid")),
-			       str(sb, "started"));
+			const cJSON *pid = cJSON_GetObjectItemCaseSensitive(sb, "pid");
+			char pidtext[32] = "-";
+
+			if (cJSON_IsNumber(pid))
+				snprintf(pidtext, sizeof(pidtext), "%d", (int)pid->valuedouble);
+			printf("  sandbox %-20s %-8s pid %-7s since %s\n", str(sb, "name"),
+			       str(sb, "state"), pidtext, str(sb, "started"));
 		}
 		cJSON_Delete(o);
 	}

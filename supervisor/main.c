@@ -6,6 +6,7 @@
 #include "supervisor/cli_policy.h"
 #include "supervisor/executor.h"
 #include "supervisor/run.h"
+#include "supervisor/serve.h"
 
 #ifndef CLOISTER_VERSION
 #define CLOISTER_VERSION "0.1.0-dev"
@@ -23,6 +24,9 @@ static void usage(FILE *out)
 	      "commands:\n"
 	      "  run [OPTIONS] -- AGENT [ARGS...]    start AGENT in a sandbox; every program it\n"
 	      "                                      runs is decided by the policy\n"
+	      "  serve [OPTIONS]                     the daemon for containers and shims: "
+	      "dashboard,\n"
+	      "                                      APIs, shim listener\n"
 	      "  policy check -- CMD [ARGS...]       decide an exec offline; print the verdict "
 	      "and\n"
 	      "                                      the deciding rule with its file:line\n"
@@ -63,6 +67,8 @@ int main(int argc, char **argv)
 		return cli_policy(argc - 1, argv + 1);
 	if (strcmp(cmd, "run") == 0)
 		return run_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "serve") == 0)
+		return serve_main(argc - 1, argv + 1);
 	if (cli_client_is_command(cmd))
 		return cli_client_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "executor") == 0)

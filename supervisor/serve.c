@@ -1,0 +1,531 @@
+/* The daemon for containers and shims; see serve.h. */
+#include "supervisor/serve.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "protocol/cleanup.h"
+#include "supervisor/cli_policy.h"
+#include "supervisor/config.h"
+#include "supervisor/config_files.h"
+#include "supervisor/hub.h"
+#include "supervisor/loop.h"
+#include "supervisor/metrics.h"
+#include "supervisor/policy.h"
+#include "supervisor/shim_server.h"
+#include "supervisor/tokens.h"
+
+#define PROG "cloister-supervisor"
+
+struct serve_options {
+	const char *config_dir;
+	const char *project;
+	const char *name;
+	const char *shim_socket;
+	const char *shim_listen;
+	const char *worktree;
+	const char *listen[3];
+	const char *executor;
+	enum shim_strategy strategy;
+	pid_t target_pid;
+	uint64_t ask_timeout_ms;
+	bool no_shim;
+	bool verbose;
+	bool quiet;
+};
+
+/* A shim call waiting in the queue. */
+struct shim_ask {
+	struct shim_call *call;
+	uint64_t call_id;
+	uint64_t cookie;
+	struct shim_ask *next;
+};
+
+struct serve {
+	struct serve_options opt;
+	struct config *config;
+	struct loop *loop;
+	struct hub *hub;
+	struct shim_server *shim;
+	struct shim_ask *asks;
+	uint64_t next_cookie;
+	char shim_token[TOKEN_MAX_LEN + 1];
+	uint64_t started_wall_ms;
+};
+
+static void say(const struct serve *sv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void say(const struct serve *sv, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (sv->opt.quiet)
+		return;
+	va_start(ap, fmt);
+	fputs("cloister: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* ---- shim calls -------------------------------------------------------------------------- */
+
+static void audit_shim(struct serve *sv, const struct shim_call_info *info,
+                       const struct policy_result *pr, enum audit_verdict verdict)
+{
+	const struct cl_exec_request *rq = info->request;
+	struct audit_record rec = {
+	        .time_ms = hub_wall_ms(),
+	        .sandbox = sv->opt.name,
+	        .project = sv->opt.project,
+	        .kind = "shim",
+	        .pid = info->peer_pid > 0 ? info->peer_pid : -1,
+	        .uid = info->uid,
+	        .exe = rq->tool,
+	        .argv = (const char *const *)rq->argv,
+	        .argc = rq->argc,
+	        .cwd = rq->cwd,
+	        .summary = info->command,
+	        .verdict = verdict,
+	        .rule = pr->rule[0] ? pr->rule : NULL,
+	        .decided_by = "policy",
+	        .latency_ms = -1,
+	        .reason = pr->reason,
+	};
+
+	hub_audit(sv->hub, &rec);
+	metrics_count_decision(hub_metrics(sv->hub), "shim", audit_verdict_to_string(verdict),
+	                       "policy");
+}
+
+static void on_shim_decide(void *userdata, struct shim_call *call,
+                           const struct shim_call_info *info)
+{
+	struct serve *sv = userdata;
+	const struct cl_exec_request *rq = info->request;
+	struct policy_result pr;
+	struct cl_error err = {""};
+	struct shim_ask *ask;
+	struct queue_request qr;
+	int r;
+
+	if (policy_check_hostexec(sv->config, info->command, &pr, &err) < 0) {
+		shim_call_answer(call, SHIM_DENY, err.msg[0] ? err.msg : "policy error");
+		return;
+	}
+	if (pr.verdict == POLICY_ALLOW) {
+		audit_shim(sv, info, &pr, AUDIT_ALLOW);
+		shim_call_answer(call, SHIM_ALLOW, NULL);
+		return;
+	}
+	if (pr.verdict == POLICY_DENY) {
+		audit_shim(sv, info, &pr, AUDIT_DENY);
+		shim_call_answer(call, SHIM_DENY, "Command doesn't match allowlist");
+		return;
+	}
+	ask = calloc(1, sizeof(*ask));
+	if (!ask) {
+		shim_call_answer(call, SHIM_DENY, "out of memory");
+		return;
+	}
+	ask->call = call;
+	ask->call_id = info->id;
+	/* Apart from hostexec's and seccomp's cookies: the queue refuses duplicates anyway. */
+	ask->cookie = (UINT64_C(3) << 62) | sv->next_cookie++;
+	qr = (struct queue_request){
+	        .kind = QUEUE_KIND_SHIM,
+	        .sandbox = sv->opt.name,
+	        .project = sv->opt.project,
+	        .summary = info->command,
+	        .exe = rq->tool,
+	        .argv = (const char *const *)rq->argv,
+	        .argc = rq->argc,
+	        .cwd = rq->cwd,
+	        .pid = info->peer_pid > 0 ? info->peer_pid : -1,
+	        .uid = info->uid,
+	        .cookie = ask->cookie,
+	};
+	r = queue_add(hub_queue(sv->hub), &qr, loop_now_ms(), NULL);
+	if (r < 0) {
+		free(ask);
+		shim_call_answer(call, SHIM_DENY, queue_strerror(r));
+		return;
+	}
+	ask->next = sv->asks;
+	sv->asks = ask;
+	shim_call_answer(call, SHIM_PENDING, NULL);
+	hub_drain(sv->hub);
+}
+
+static struct shim_ask *ask_take(struct serve *sv, bool (*match)(const struct shim_ask *, uint64_t),
+                                 uint64_t key)
+{
+	for (struct shim_ask **p = &sv->asks; *p; p = &(*p)->next) {
+		if (match(*p, key)) {
+			struct shim_ask *a = *p;
+
+			*p = a->next;
+			return a;
+		}
+	}
+	return NULL;
+}
+
+static bool by_cookie(const struct shim_ask *a, uint64_t cookie)
+{
+	return a->cookie == cookie;
+}
+
+static bool by_call_id(const struct shim_ask *a, uint64_t id)
+{
+	return a->call_id == id;
+}
+
+static void on_shim_cancelled(void *userdata, struct shim_call *call, uint64_t id)
+{
+	struct serve *sv = userdata;
+	struct shim_ask *a = ask_take(sv, by_call_id, id);
+
+	if (!a)
+		return;
+	if (sv->hub && queue_cancel_waiter(hub_queue(sv->hub), a->cookie, loop_now_ms()) >= 0)
+		hub_drain(sv->hub);
+	free(a);
+}
+
+static void on_shim_resolution(void *userdata, const struct queue_resolution *res)
+{
+	struct serve *sv = userdata;
+	bool allow = res->item->state == QUEUE_STATE_APPROVED;
+
+	for (size_t i = 0; i < res->n_cookies; i++) {
+		struct shim_ask *a = ask_take(sv, by_cookie, res->cookies[i]);
+
+		if (!a)
+			continue;
+		shim_call_answer(a->call, allow ? SHIM_ALLOW : SHIM_DENY,
+		                 allow ? NULL
+		                 : res->item->state == QUEUE_STATE_TIMED_OUT
+		                         ? "no approval in time"
+		                         : (res->item->reason ? res->item->reason
+		                                              : "Command denied by user"));
+		free(a);
+	}
+}
+
+/* ---- the daemon -------------------------------------------------------------------------- */
+
+static unsigned owner_sandboxes(void *userdata, struct web_sandbox_info *out, unsigned max)
+{
+	struct serve *sv = userdata;
+
+	if (max == 0)
+		return 0;
+	out[0] = (struct web_sandbox_info){
+	        .name = sv->opt.name,
+	        .project = sv->opt.project,
+	        .state = "running",
+	        .pid = sv->opt.target_pid > 0 ? sv->opt.target_pid : -1,
+	        .started_ms = sv->started_wall_ms,
+	};
+	return 1;
+}
+
+static const struct hub_owner_ops serve_owner_ops = {
+        .sandboxes = owner_sandboxes,
+};
+
+static int on_signal(struct loop *loop, int sig, void *userdata)
+{
+	loop_exit(loop, 0);
+	return 0;
+}
+
+static void usage(FILE *out)
+{
+	fputs("usage: " PROG " serve [OPTIONS]\n"
+	      "\n"
+	      "Serve the dashboard, the token API, the hostexec request server and the shim\n"
+	      "listener for agents this process does not start (containers, the shim fallback).\n"
+	      "Shim calls are decided by hostexec.auto_approve / manual_approve; asks wait for "
+	      "the\n"
+	      "dashboard or `" PROG " approve`.\n"
+	      "\n"
+	      "options:\n"
+	      "  --config-dir DIR       config directory (default $XDG_CONFIG_HOME/cloister)\n"
+	      "  --project NAME         also load projects/NAME.yaml and its decisions\n"
+	      "  --name NAME            the name asks and logs show (default: serve)\n"
+	      "  --worktree DIR         shim calls must have their cwd inside DIR (default: cwd)\n"
+	      "  --shim-socket PATH     unix socket for shims (default " SHIM_SERVER_DEFAULT_SOCKET
+	      ")\n"
+	      "  --shim-listen A:PORT   also TCP for shims; the token is $CLOISTER_TOKEN\n"
+	      "  --no-shim              no shim listener\n"
+	      "  --strategy host|mirror run approved shim calls on the host (default) or inside\n"
+	      "                         the caller's container, as the caller\n"
+	      "  --target-pid PID       mirror: a process whose namespaces calls run in\n"
+	      "  --ask-timeout DUR      how long an ask waits (default 5m)\n"
+	      "  --listen-approval A, --listen-tokens A, --listen-request A, --executor HOST:PORT\n"
+	      "                         as for `run`\n"
+	      "  -v, --verbose / -q, --quiet\n",
+	      out);
+}
+
+static int parse_options(int argc, char **argv, struct serve_options *o)
+{
+	enum {
+		OPT_CONFIG_DIR = 256,
+		OPT_PROJECT,
+		OPT_NAME,
+		OPT_WORKTREE,
+		OPT_SHIM_SOCKET,
+		OPT_SHIM_LISTEN,
+		OPT_NO_SHIM,
+		OPT_STRATEGY,
+		OPT_TARGET_PID,
+		OPT_TIMEOUT,
+		OPT_LISTEN_APPROVAL,
+		OPT_LISTEN_TOKENS,
+		OPT_LISTEN_REQUEST,
+		OPT_EXECUTOR,
+	};
+	static const struct option longopts[] = {
+	        {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
+	        {"project", required_argument, NULL, OPT_PROJECT},
+	        {"name", required_argument, NULL, OPT_NAME},
+	        {"worktree", required_argument, NULL, OPT_WORKTREE},
+	        {"shim-socket", required_argument, NULL, OPT_SHIM_SOCKET},
+	        {"shim-listen", required_argument, NULL, OPT_SHIM_LISTEN},
+	        {"no-shim", no_argument, NULL, OPT_NO_SHIM},
+	        {"strategy", required_argument, NULL, OPT_STRATEGY},
+	        {"target-pid", required_argument, NULL, OPT_TARGET_PID},
+	        {"ask-timeout", required_argument, NULL, OPT_TIMEOUT},
+	        {"listen-approval", required_argument, NULL, OPT_LISTEN_APPROVAL},
+	        {"listen-tokens", required_argument, NULL, OPT_LISTEN_TOKENS},
+	        {"listen-request", required_argument, NULL, OPT_LISTEN_REQUEST},
+	        {"executor", required_argument, NULL, OPT_EXECUTOR},
+	        {"verbose", no_argument, NULL, 'v'},
+	        {"quiet", no_argument, NULL, 'q'},
+	        {"help", no_argument, NULL, 'h'},
+	        {0},
+	};
+	int c;
+
+	o->name = "serve";
+	o->shim_socket = SHIM_SERVER_DEFAULT_SOCKET;
+	o->strategy = SHIM_STRATEGY_HOST;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "vqh", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_CONFIG_DIR:
+			o->config_dir = optarg;
+			break;
+		case OPT_PROJECT:
+			o->project = optarg;
+			break;
+		case OPT_NAME:
+			o->name = optarg;
+			break;
+		case OPT_WORKTREE:
+			o->worktree = optarg;
+			break;
+		case OPT_SHIM_SOCKET:
+			o->shim_socket = optarg;
+			break;
+		case OPT_SHIM_LISTEN:
+			o->shim_listen = optarg;
+			break;
+		case OPT_NO_SHIM:
+			o->no_shim = true;
+			break;
+		case OPT_STRATEGY:
+			if (!strcmp(optarg, "host"))
+				o->strategy = SHIM_STRATEGY_HOST;
+			else if (!strcmp(optarg, "mirror"))
+				o->strategy = SHIM_STRATEGY_MIRROR;
+			else {
+				fprintf(stderr,
+				        PROG ": serve: --strategy must be host or mirror\n");
+				return -EINVAL;
+			}
+			break;
+		case OPT_TARGET_PID: {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v <= 0 || v > INT_MAX) {
+				fprintf(stderr, PROG ": serve: --target-pid needs a pid\n");
+				return -EINVAL;
+			}
+			o->target_pid = (pid_t)v;
+			break;
+		}
+		case OPT_TIMEOUT:
+			if (config_parse_duration(optarg, &o->ask_timeout_ms) < 0 ||
+			    o->ask_timeout_ms == 0) {
+				fprintf(stderr,
+				        PROG ": serve: --ask-timeout: \"%s\" is not a duration\n",
+				        optarg);
+				return -EINVAL;
+			}
+			break;
+		case OPT_LISTEN_APPROVAL:
+		case OPT_LISTEN_TOKENS:
+		case OPT_LISTEN_REQUEST:
+			o->listen[c - OPT_LISTEN_APPROVAL] = optarg;
+			break;
+		case OPT_EXECUTOR:
+			o->executor = optarg;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 1;
+		default:
+			usage(stderr);
+			return -EINVAL;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int start_shim(struct serve *sv)
+{
+	char cwd[PATH_MAX];
+	struct shim_server_config sc = {
+	        .unix_path = sv->opt.shim_socket,
+	        .unix_mode = 0666,
+	        .unix_owner = (uid_t)-1,
+	        .unix_group = (gid_t)-1,
+	        .tcp_listen = sv->opt.shim_listen,
+	        .worktree = sv->opt.worktree,
+	        .strategy = sv->opt.strategy,
+	        .target_pid = sv->opt.target_pid,
+	};
+	static const struct shim_server_ops ops = {
+	        .decide = on_shim_decide,
+	        .cancelled = on_shim_cancelled,
+	};
+	struct cl_error err = {""};
+	int r;
+
+	if (!sc.worktree)
+		sc.worktree = getcwd(cwd, sizeof(cwd));
+	if (sv->opt.shim_listen) {
+		const char *tok = getenv("CLOISTER_TOKEN");
+
+		if (!tok || strlen(tok) < TOKEN_MIN_LEN || strlen(tok) > TOKEN_MAX_LEN) {
+			fprintf(stderr, PROG ": serve: --shim-listen needs the shims' token in "
+			                     "CLOISTER_TOKEN (16 to 256 characters)\n");
+			return -EINVAL;
+		}
+		snprintf(sv->shim_token, sizeof(sv->shim_token), "%s", tok);
+		unsetenv("CLOISTER_TOKEN");
+		sc.token = sv->shim_token;
+		/* The same token names this daemon to the request server. */
+		tokens_register(hub_tokens(sv->hub), sv->shim_token, sv->opt.name, sv->opt.project,
+		                sc.worktree);
+	}
+	/* The socket's directory, as the default path needs it. */
+	if (sc.unix_path && !strncmp(sc.unix_path, "/var/run/cloister/", 18))
+		(void)mkdir("/var/run/cloister", 0755);
+	r = shim_server_new(sv->loop, &sc, &ops, sv, &err, &sv->shim);
+	if (r < 0) {
+		fprintf(stderr, PROG ": serve: shim listener: %s\n", err.msg);
+		return r;
+	}
+	if (sv->opt.verbose || isatty(STDERR_FILENO)) {
+		if (sc.unix_path)
+			say(sv, "shims: unix socket %s", sc.unix_path);
+		if (sc.tcp_listen)
+			say(sv, "shims: TCP port %u", shim_server_tcp_port(sv->shim));
+	}
+	return 0;
+}
+
+int serve_main(int argc, char **argv)
+{
+	struct serve sv = {0};
+	_cleanup_free_ char *dir = NULL;
+	struct config_load_options lo = {0};
+	struct cl_error err = {""};
+	sigset_t sigs;
+	int r;
+
+	r = parse_options(argc, argv, &sv.opt);
+	if (r != 0)
+		return r > 0 ? 0 : CLI_EXIT_USAGE;
+	if (sv.opt.project && config_project_name_check(sv.opt.project, &err) < 0) {
+		fprintf(stderr, PROG ": serve: --project: %s\n", err.msg);
+		return CLI_EXIT_USAGE;
+	}
+	r = config_files_dir(sv.opt.config_dir, getenv("XDG_CONFIG_HOME"), getenv("HOME"), &dir,
+	                     &err);
+	if (r >= 0)
+		r = config_load_dir(dir, sv.opt.project, &lo, &sv.config, &err);
+	if (r < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return CLI_EXIT_CONFIG;
+	}
+	sv.started_wall_ms = hub_wall_ms();
+	r = loop_new(&sv.loop);
+	if (r >= 0) {
+		struct hub_options ho = {
+		        .config = sv.config,
+		        .name = sv.opt.name,
+		        .exec_timeout_ms = sv.opt.ask_timeout_ms,
+		        .exec_fallback = QUEUE_FALLBACK_DENY,
+		        .listen = {sv.opt.listen[0], sv.opt.listen[1], sv.opt.listen[2]},
+		        .executor = sv.opt.executor,
+		        .always_attended = true,
+		        .quiet = sv.opt.quiet,
+		        .verbose = sv.opt.verbose,
+		};
+
+		r = hub_new(sv.loop, &ho, &serve_owner_ops, &sv, &sv.hub);
+	}
+	if (r >= 0) {
+		hub_set_resolver(sv.hub, QUEUE_KIND_SHIM, on_shim_resolution, &sv);
+		if (!sv.opt.no_shim)
+			r = start_shim(&sv);
+	}
+	if (r >= 0) {
+		sigemptyset(&sigs);
+		sigaddset(&sigs, SIGINT);
+		sigaddset(&sigs, SIGTERM);
+		sigaddset(&sigs, SIGHUP);
+		r = loop_add_signals(sv.loop, &sigs, on_signal, &sv);
+	}
+	if (r >= 0)
+		r = loop_run(sv.loop);
+	/* Shim calls first: cancelling them touches the queue. */
+	shim_server_free(sv.shim);
+	while (sv.asks) {
+		struct shim_ask *a = sv.asks;
+
+		sv.asks = a->next;
+		free(a);
+	}
+	hub_free(sv.hub);
+	loop_free(sv.loop);
+	config_free(sv.config);
+	explicit_bzero(sv.shim_token, sizeof(sv.shim_token));
+	return r < 0 ? 1 : 0;
+}
