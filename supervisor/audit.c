@@ -291,6 +291,14 @@ int audit_format_line(const struct audit_record *rec, char **ret_line)
 	buf_int(&b, rec->latency_ms);
 	buf_key(&b, "reason");
 	buf_string(&b, rec->reason);
+	if (rec->connection) {
+		buf_key(&b, "bytes_up");
+		buf_int(&b, rec->bytes_up);
+		buf_key(&b, "bytes_down");
+		buf_int(&b, rec->bytes_down);
+		buf_key(&b, "duration_ms");
+		buf_int(&b, rec->duration_ms);
+	}
 	buf_put(&b, "}\n", 2);
 	if (b.failed) {
 		free(b.s);

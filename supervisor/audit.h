@@ -19,6 +19,7 @@
 #ifndef CLOISTER_AUDIT_H
 #define CLOISTER_AUDIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,6 +56,11 @@ struct audit_record {
 	const char *scope;
 	int64_t latency_ms;
 	const char *reason;
+	/* A relayed or refused connection's end: these three keys are written only when set. */
+	bool connection;
+	int64_t bytes_up;   /* client → upstream */
+	int64_t bytes_down; /* upstream → client */
+	int64_t duration_ms;
 };
 
 /* A record for a queue event: ADDED → "ask", REMOVED → the final state, with decided_by,

@@ -59,6 +59,37 @@ static void test_a_full_record_is_one_exact_line(void **state)
 	free(line);
 }
 
+static void test_a_connection_record_carries_bytes_and_duration(void **state)
+{
+	struct audit_record rec = {
+	        .time_ms = T0,
+	        .sandbox = "main",
+	        .kind = "domain",
+	        .pid = -1,
+	        .uid = -1,
+	        .summary = "example.com:443",
+	        .verdict = AUDIT_ALLOW,
+	        .decided_by = "policy",
+	        .latency_ms = -1,
+	        .reason = "relayed",
+	        .connection = true,
+	        .bytes_up = 517,
+	        .bytes_down = 1048576,
+	        .duration_ms = 2150,
+	};
+	char *line = NULL;
+
+	assert_int_equal(audit_format_line(&rec, &line), 0);
+	assert_non_null(strstr(line, ",\"reason\":\"relayed\",\"bytes_up\":517,"
+	                             "\"bytes_down\":1048576,\"duration_ms\":2150}\n"));
+	free(line);
+	/* Other records do not grow the keys. */
+	rec.connection = false;
+	assert_int_equal(audit_format_line(&rec, &line), 0);
+	assert_null(strstr(line, "bytes_up"));
+	free(line);
+}
+
 static void test_unknown_values_are_null(void **state)
 {
 	struct audit_record rec = {
@@ -406,6 +437,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_a_full_record_is_one_exact_line),
 	        cmocka_unit_test(test_unknown_values_are_null),
+	        cmocka_unit_test(test_a_connection_record_carries_bytes_and_duration),
 	        cmocka_unit_test(test_numbers_keep_their_format),
 	        cmocka_unit_test(test_hostile_argv_is_escaped_and_made_valid_utf8),
 	        cmocka_unit_test(test_time_is_rfc3339_utc_with_milliseconds),
