@@ -1,6 +1,6 @@
 # Cloister — one non-recursive Makefile, everything built under $(BUILD).
 #
-#   make                  build bin/cloister-supervisor
+#   make                  build bin/cloister-supervisor and bin/cloister-oci-hook
 #   make check            install missing packages, build, run every test tier this machine can
 #   make run              install missing packages, build, run the main job on the built-in config
 #   make bench            print performance ratios measured in one run (ONLY=web: one section)
