@@ -1,6 +1,6 @@
 # Cloister — one non-recursive Makefile, everything built under $(BUILD).
 #
-#   make                  build bin/cloister-supervisor
+#   make                  build bin/cloister-supervisor and bin/cloister-oci-hook
 #   make check            install missing packages, build, run every test tier this machine can
 #   make run              install missing packages, build, run the main job on the built-in config
 #   make bench            print performance ratios measured in one run (ONLY=web: one section)
@@ -60,6 +60,7 @@ NOTIFIER_SRC   := $(sort $(wildcard notifier/*.c))
 NETFILTER_SRC  := $(sort $(wildcard netfilter/*.c))
 BPF_PROG_SRC   := $(sort $(wildcard bpf/*.bpf.c))
 BPF_USER_SRC   := $(sort $(filter-out %.bpf.c,$(wildcard bpf/*.c)))
+HOOK_SRC       := $(sort $(wildcard hook/*.c))
 GEN_SRC        := $(BUILD)/gen/default_config.c $(BUILD)/gen/web_assets.c
 DASHBOARD      := $(sort $(wildcard supervisor/dashboard/*))
 # Tests mirror the folders: tests/unit/protocol/ links only protocol/, so the shim's base
@@ -90,9 +91,12 @@ BPF_SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/gen/bpf/%.skel.h,$(BPF_PROG_SR
 # Link order: users before what they use.
 ALL_LIBS       := $(SUPERVISOR_LIB) $(NETFILTER_LIB) $(NOTIFIER_LIB) $(BPF_LIB) $(PROTOCOL_LIB)
 SUPERVISOR_BIN := $(BUILD)/bin/cloister-supervisor
+HOOK_BIN       := $(BUILD)/bin/cloister-oci-hook
 UNIT_BINS      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 KERNEL_BINS    := $(patsubst tests/kernel/%.c,$(BUILD)/tests/kernel/%,$(KERNEL_TESTS))
 HELPER_BINS    := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
+# Helpers that are small servers built on our libraries (they link them all).
+LIB_HELPER_BINS:= $(BUILD)/tests/helpers/oci_testserver
 FUZZ_BINS      := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_PROTOCOL) $(FUZZ_SUPERVISOR) \
 	$(FUZZ_NOTIFIER))
 BENCH_BIN      := $(BUILD)/bench/bench_core
@@ -102,7 +106,7 @@ BENCH_BIN      := $(BUILD)/bench/bench_core
 # Keep intermediate objects (fuzz and test objects are only reached through pattern rules).
 .SECONDARY:
 
-all: $(SUPERVISOR_BIN) $(SHIM_BIN)
+all: $(SUPERVISOR_BIN) $(SHIM_BIN) $(HOOK_BIN)
 
 # ---- generated ------------------------------------------------------------------------------
 # The compiled-in default config: supervisor/default-config.yaml as a C byte array.
@@ -163,6 +167,13 @@ $(SUPERVISOR_BIN): $(call obj,supervisor/main.c) $(ALL_LIBS)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(LIBS_NET)
+
+# The OCI createRuntime hook (docker/README.md): a small program of its own, on protocol/ and
+# the two notifier/ modules it needs (fdpass, oci_state).
+$(HOOK_BIN): $(call obj,$(HOOK_SRC)) $(NOTIFIER_LIB) $(PROTOCOL_LIB)
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE)
 
 # ---- eBPF (libbpf CO-RE): vmlinux.h from the running kernel's BTF, skeletons into build/gen ---
 BPF_CLANG_FLAGS = -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(BUILD)/gen -I. \
@@ -244,13 +255,18 @@ $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ -lpthread
 
+$(LIB_HELPER_BINS): $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(ALL_LIBS)
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(LIBS_NET) -lpthread
+
 $(call obj,$(UNIT_TESTS) $(KERNEL_TESTS)): CFLAGS_ALL += $(call pkg_cflags,$(TEST_PKGS))
 
 unit: $(UNIT_BINS)
 	$(Q)BUILD=$(BUILD) tests/run-tests $(UNIT_BINS)
 
 # Run a subset: make test T='build/tests/kernel/test_notifier tests/integration/run_exec.sh'
-test: $(SUPERVISOR_BIN) $(SHIM_BIN) $(HELPER_BINS) $(filter $(BUILD)/%,$(T))
+test: $(SUPERVISOR_BIN) $(SHIM_BIN) $(HOOK_BIN) $(HELPER_BINS) $(filter $(BUILD)/%,$(T))
 	$(Q)BUILD=$(BUILD) SUPERVISOR=$(abspath $(SUPERVISOR_BIN)) HELPERS=$(abspath $(BUILD)/tests/helpers) \
 		SHIM=$(abspath $(SHIM_BIN)) \
 		tests/run-tests $(T)
@@ -267,7 +283,7 @@ check:
 
 CLI_TESTS := $(sort $(wildcard tests/cli/*.sh))
 
-check-built: $(SUPERVISOR_BIN) $(SHIM_BIN) $(UNIT_BINS) $(KERNEL_BINS) $(HELPER_BINS) $(if $(SANITIZE),,fuzz-build)
+check-built: $(SUPERVISOR_BIN) $(SHIM_BIN) $(HOOK_BIN) $(UNIT_BINS) $(KERNEL_BINS) $(HELPER_BINS) $(if $(SANITIZE),,fuzz-build)
 	$(Q)BUILD=$(BUILD) SUPERVISOR=$(abspath $(SUPERVISOR_BIN)) HELPERS=$(abspath $(BUILD)/tests/helpers) \
 		SHIM=$(abspath $(SHIM_BIN)) \
 		FUZZ_SECONDS=$(if $(SANITIZE),,$(CHECK_FUZZ_SECONDS)) \

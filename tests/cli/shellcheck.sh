@@ -9,6 +9,7 @@ fi
 scripts=$(git ls-files 2>/dev/null | while read -r f; do
 	case "$f" in
 	*.sh | scripts/* | tests/run-tests | .ci/run) echo "$f" ;;
+	docker/*) head -n 1 "$f" | grep -q '^#!.*sh' && echo "$f" ;;
 	esac
 done)
 n=0

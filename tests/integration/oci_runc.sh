@@ -1,0 +1,182 @@
+#!/bin/sh
+# Containers under the real runc (Debian's), with a busybox-static rootfs built here, the seccomp
+# profile from docker/make-seccomp-profile and the docker/cloister-runc wrapper, served by
+# tests/helpers/oci_testserver (the OCI modules serve will use): the container's execs are
+# decided by the server (allowed run, denied fail with EACCES, held ones wait for an answer),
+# `runc exec` is hooked too, the createRuntime hook puts the egress rules in the container's
+# netns before it starts, and with the server dead execs fail and containers do not start.
+# Prints TAP.
+set -u
+# shellcheck source=tests/lib/run_common.sh
+. "$(dirname "$0")/../lib/run_common.sh"
+
+N=21
+run_needs_root "$N"
+skip_all() {
+	tap_plan "$N"
+	i=0
+	while [ "$i" -lt "$N" ]; do
+		tap_skip "oci_runc" "$1"
+		i=$((i + 1))
+	done
+	exit 0
+}
+command -v runc >/dev/null 2>&1 || skip_all "runc is not installed (scripts/install-deps)"
+command -v jq >/dev/null 2>&1 || skip_all "jq is not installed (scripts/install-deps)"
+BUSYBOX=/bin/busybox
+[ -x "$BUSYBOX" ] || skip_all "busybox-static is not installed (scripts/install-deps)"
+tap_plan "$N"
+
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+HOOK=$(dirname "$SUPERVISOR")/cloister-oci-hook
+SERVER=$HELPERS/oci_testserver
+RUNC_ROOT=$TMP/runc-root
+RUN=$TMP/run
+ID=cloister-oci-$$
+ID2=cloister-oci2-$$
+LOG=$TMP/server.log
+B=$TMP/bundle
+R=$B/rootfs
+export CLOISTER_OCI_HOOK="$HOOK" CLOISTER_HOOK_SOCKET="$RUN/hook.sock"
+
+rc_() { runc --root "$RUNC_ROOT" "$@"; }
+server_pid=
+cleanup_oci() {
+	rc_ delete -f "$ID" >/dev/null 2>&1
+	rc_ delete -f "$ID2" >/dev/null 2>&1
+	if [ -n "$server_pid" ]; then
+		kill "$server_pid" 2>/dev/null
+		wait "$server_pid" 2>/dev/null
+	fi
+}
+on_exit cleanup_oci
+
+# wait_for FILE REGEX [TENTHS]: until FILE has a line matching REGEX (default 10 s).
+wait_for() {
+	n=0
+	while [ "$n" -lt "${3:-100}" ]; do
+		grep -Eq -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+		n=$((n + 1))
+	done
+	return 1
+}
+
+# ---- the profile ----
+"$REPO/docker/make-seccomp-profile" --listener-path "$RUN/seccomp.sock" \
+	--metadata "name=box;project=demo" --out "$TMP/profile.json" 2>"$TMP/gen.err"
+tap_is "$?:$(jq -r '[.listenerPath, .listenerMetadata, (.syscalls[-1] | .action, (.names | join(",")))] | join(" ")' "$TMP/profile.json" 2>&1)" \
+	"0:$RUN/seccomp.sock name=box;project=demo SCMP_ACT_NOTIFY execve,execveat" \
+	"make-seccomp-profile: listenerPath, listenerMetadata, execs notified"
+
+# ---- the bundle: busybox-static, a control fifo, three scripts ----
+mkdir -p "$R/bin" "$R/out" "$R/tmp"
+cp "$BUSYBOX" "$R/bin/busybox"
+for a in sh cat echo ls nc ip sleep true; do ln -s busybox "$R/bin/$a"; done
+for s in allowed denied held; do printf '#!/bin/sh\necho %s-ran\n' "$s" >"$R/$s.sh"; done
+# The init runs the commands the test writes to /ctl, one per line: "N COMMAND"; the output
+# goes to /out/N and the status to /out/N.rc. Only shell builtins besides the commands.
+cat >"$R/init.sh" <<'EOF'
+#!/bin/sh
+while :; do
+	read -r n cmd </ctl || continue
+	[ "$cmd" = quit ] && exit 0
+	eval "$cmd" >"/out/$n" 2>&1
+	echo "$?" >"/out/$n.rc"
+done
+EOF
+chmod 0755 "$R"/*.sh
+mkfifo "$R/ctl"
+(cd "$B" && runc spec) || skip_all "runc spec failed"
+jq --slurpfile p "$TMP/profile.json" \
+	'.process.terminal = false | .process.args = ["/init.sh"] | .root.readonly = false
+	 | .linux.seccomp = $p[0]' "$B/config.json" >"$B/config.tmp" && mv "$B/config.tmp" "$B/config.json"
+
+# ctl N COMMAND: run COMMAND in the container's init and wait (bounded) for its status.
+ctl() {
+	printf '%s %s\n' "$1" "$2" >"$R/ctl" &
+	ctl_writer=$!
+	if wait_for "$R/out/$1.rc" '.' "${3:-100}"; then
+		wait "$ctl_writer" 2>/dev/null
+		return 0
+	fi
+	kill "$ctl_writer" 2>/dev/null
+	return 1
+}
+out_of() { cat "$R/out/$1" 2>/dev/null; }
+rc_of() { cat "$R/out/$1.rc" 2>/dev/null; }
+
+# ---- the server, then the container through the wrapper ----
+"$SERVER" --seccomp-socket "$RUN/seccomp.sock" --hook-socket "$RUN/hook.sock" \
+	--release "$TMP/release" >"$LOG" 2>&1 &
+server_pid=$!
+wait_for "$LOG" '^ready$' || skip_all "oci_testserver did not start: $(cat "$LOG")"
+
+"$REPO/docker/cloister-runc" --root "$RUNC_ROOT" run -d --bundle "$B" "$ID" \
+	</dev/null >"$TMP/run.out" 2>&1
+st=$?
+tap_is "$st" 0 "the container starts under cloister-runc with the generated profile" \
+	|| cat "$TMP/run.out" "$LOG" | sed 's/^/# /'
+tap_is "$(jq -r '.hooks.createRuntime[0].path' "$B/config.json")" "$HOOK" \
+	"cloister-runc added the createRuntime hook to config.json"
+wait_for "$LOG" "^exec /init.sh allow"
+tap_like "$(cat "$LOG")" "netns $ID ready" "the createRuntime hook handed the netns over"
+tap_like "$(cat "$LOG")" "container box project demo status creating pid [0-9]+" \
+	"runc sent the init's listener; named from listenerMetadata"
+
+# ---- exec decisions ----
+ctl 1 /allowed.sh
+tap_is "$(rc_of 1):$(out_of 1)" "0:allowed-ran" "an allowed exec runs"
+ctl 2 /denied.sh
+tap_is "$(rc_of 2)" 126 "a denied exec fails (status 126)"
+tap_like "$(out_of 2)" "Permission denied" "... with EACCES"
+tap_like "$(cat "$LOG")" "^exec /denied.sh deny" "the server decided it"
+
+printf '%s %s\n' 3 /held.sh >"$R/ctl"
+wait_for "$LOG" "^exec /held.sh held"
+sleep 0.5
+tap_ok "$([ ! -e "$R/out/3.rc" ] && echo 0 || echo 1)" "an asked exec waits for the answer"
+touch "$TMP/release"
+wait_for "$R/out/3.rc" '.'
+tap_is "$(rc_of 3):$(out_of 3)" "0:held-ran" "... and runs once it is allowed"
+
+# ---- runc exec ----
+out=$(rc_ exec "$ID" /allowed.sh 2>&1)
+tap_is "$?:$out" "0:allowed-ran" "runc exec of an allowed program runs"
+tap_like "$(cat "$LOG")" "container box project demo status running pid [0-9]+" \
+	"runc exec sent a second listener (status running)"
+out=$(rc_ exec "$ID" /bin/sh -c '/denied.sh; echo "status $?"' 2>&1)
+tap_like "$out" "Permission denied.*|status 126" "inside runc exec a denied exec fails too"
+
+# ---- egress ----
+ctl 4 'ip link show cloister0'
+tap_is "$(rc_of 4)" 0 "the container's netns has the egress device"
+ctl 5 'nc -w 2 203.0.113.7 80 </dev/null'
+tap_ok "$(wait_for "$LOG" '^redirected 203.0.113.7:80' 50 && echo 0 || echo 1)" \
+	"a connection to 203.0.113.7:80 is redirected to the supervisor's proxy"
+
+# ---- fail closed ----
+kill -KILL "$server_pid"
+wait "$server_pid" 2>/dev/null
+server_pid=
+ctl 6 /allowed.sh
+tap_ok "$([ "$(rc_of 6)" != 0 ] && ! grep -q allowed-ran "$R/out/6" && echo 0 || echo 1)" \
+	"with the server dead, the container's execs fail" "status $(rc_of 6): $(out_of 6)"
+if out=$(rc_ exec "$ID" /allowed.sh 2>&1); then st=1; else st=0; fi
+tap_ok "$st" "with the server dead, runc exec fails" "$out"
+
+cp -r "$B" "$TMP/bundle2"
+rm -rf "$TMP/bundle2/rootfs/out"/*
+"$REPO/docker/cloister-runc" --root "$RUNC_ROOT" run -d --bundle "$TMP/bundle2" "$ID2" \
+	</dev/null >"$TMP/run2.out" 2>&1
+st=$?
+tap_ok "$([ "$st" -ne 0 ] && echo 0 || echo 1)" "with the server dead, a new container does not start" \
+	"$(cat "$TMP/run2.out")"
+tap_like "$(cat "$TMP/run2.out")" "cloister-oci-hook|seccomp agent" "... and runc says why"
+
+printf '%s %s\n' 7 quit >"$R/ctl" &
+sleep 0.2
+rc_ delete -f "$ID" >/dev/null 2>&1
+rc_ delete -f "$ID2" >/dev/null 2>&1
+tap_is "$(rc_ list -q 2>/dev/null | grep -c cloister-oci)" 0 "the containers are gone"
+tap_done
