@@ -13,7 +13,9 @@
 #include <unistd.h>
 
 #include "protocol/cleanup.h"
+#include "notifier/oci_agent.h"
 #include "supervisor/cli_policy.h"
+#include "supervisor/exec_guard.h"
 #include "supervisor/config.h"
 #include "supervisor/config_files.h"
 #include "supervisor/hub.h"
@@ -37,6 +39,7 @@ struct serve_options {
 	enum shim_strategy strategy;
 	pid_t target_pid;
 	uint64_t ask_timeout_ms;
+	const char *seccomp_socket; /* the OCI listenerPath; NULL: none */
 	bool no_shim;
 	bool verbose;
 	bool quiet;
@@ -50,6 +53,18 @@ struct shim_ask {
 	struct shim_ask *next;
 };
 
+/* A container runc started with our seccomp profile: one guard per listener (its create,
+ * and each `runc exec` session). Its config is the project's. */
+struct container {
+	char *id;
+	char *name;
+	char *project;
+	struct config *config; /* the project's, or NULL: the daemon's */
+	struct exec_guard **guards;
+	size_t n_guards;
+	struct container *next;
+};
+
 struct serve {
 	struct serve_options opt;
 	struct config *config;
@@ -57,6 +72,9 @@ struct serve {
 	struct hub *hub;
 	struct shim_server *shim;
 	struct shim_ask *asks;
+	struct oci_agent *oci;
+	struct container *containers;
+	char *config_dir;
 	uint64_t next_cookie;
 	char shim_token[TOKEN_MAX_LEN + 1];
 	uint64_t started_wall_ms;
@@ -222,22 +240,170 @@ static void on_shim_resolution(void *userdata, const struct queue_resolution *re
 	}
 }
 
+/* ---- containers (OCI seccomp agent) ------------------------------------------------------ */
+
+static void container_free(struct container *c)
+{
+	for (size_t i = 0; i < c->n_guards; i++)
+		exec_guard_free(c->guards[i]);
+	free(c->guards);
+	config_free(c->config);
+	free(c->id);
+	free(c->name);
+	free(c->project);
+	free(c);
+}
+
+static void on_guard_gone(void *userdata, struct exec_guard *eg)
+{
+	struct serve *sv = userdata;
+
+	for (struct container **p = &sv->containers; *p; p = &(*p)->next) {
+		struct container *c = *p;
+
+		for (size_t i = 0; i < c->n_guards; i++) {
+			if (c->guards[i] != eg)
+				continue;
+			exec_guard_free(eg);
+			c->guards[i] = c->guards[--c->n_guards];
+			if (c->n_guards == 0) {
+				say(sv, "container %s (%s): every process is gone", c->id, c->name);
+				*p = c->next;
+				container_free(c);
+			}
+			return;
+		}
+	}
+}
+
+static struct container *container_get(struct serve *sv, const struct oci_state *st,
+                                       const struct oci_identity *id)
+{
+	struct container *c;
+	struct cl_error err = {""};
+	struct config_load_options lo = {0};
+
+	for (c = sv->containers; c; c = c->next)
+		if (!strcmp(c->id, st->id))
+			return c;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->id = strdup(st->id);
+	c->name = strdup(id->name);
+	c->project = id->project[0] ? strdup(id->project) : NULL;
+	if (!c->id || !c->name || (id->project[0] && !c->project)) {
+		container_free(c);
+		return NULL;
+	}
+	/* A project of its own: its config and decisions decide its execs. */
+	if (c->project && (!sv->opt.project || strcmp(c->project, sv->opt.project)) &&
+	    config_load_dir(sv->config_dir, c->project, &lo, &c->config, &err) < 0) {
+		say(sv, "container %s: project %s: %s", st->id, c->project, err.msg);
+		container_free(c);
+		return NULL;
+	}
+	c->next = sv->containers;
+	sv->containers = c;
+	return c;
+}
+
+static void on_container(void *userdata, const struct oci_state *st, const struct oci_identity *id,
+                         int listener_fd, pid_t peer_pid)
+{
+	struct serve *sv = userdata;
+	struct container *c = container_get(sv, st, id);
+	struct exec_guard_config gc;
+	struct exec_guard *eg, **grown;
+	int r;
+
+	if (!c) {
+		/* Closing the listener fails the container's execs: closed, not open. */
+		close(listener_fd);
+		return;
+	}
+	gc = (struct exec_guard_config){
+	        .name = c->name,
+	        .project = c->project,
+	        .config = c->config ? c->config : sv->config,
+	        .verbose = sv->opt.verbose,
+	        .quiet = sv->opt.quiet,
+	        .gone = on_guard_gone,
+	        .gone_userdata = sv,
+	};
+	grown = realloc(c->guards, (c->n_guards + 1) * sizeof(*grown));
+	if (!grown) {
+		close(listener_fd);
+		return;
+	}
+	c->guards = grown;
+	r = exec_guard_new(sv->loop, sv->hub, listener_fd, &gc, &eg);
+	if (r < 0) {
+		say(sv, "container %s: cannot watch its execs: %s", st->id, strerror(-r));
+		return;
+	}
+	c->guards[c->n_guards++] = eg;
+	say(sv, "container %s (%s%s%s): %s, execs decided by policy", st->id, c->name,
+	    c->project ? ", project " : "", c->project ? c->project : "",
+	    st->status == OCI_STATUS_RUNNING ? "an exec session" : "started");
+}
+
+static void on_oci_error(void *userdata, int error, const char *msg)
+{
+	say(userdata, "seccomp agent: %s", msg);
+}
+
+static void on_exec_resolution(void *userdata, const struct queue_resolution *res)
+{
+	struct serve *sv = userdata;
+
+	for (struct container *c = sv->containers; c; c = c->next)
+		for (size_t i = 0; i < c->n_guards; i++)
+			exec_guard_on_resolution(c->guards[i], res);
+}
+
+static uint64_t on_tick(void *userdata, uint64_t now_ms)
+{
+	struct serve *sv = userdata;
+	uint64_t next = UINT64_MAX;
+
+	for (struct container *c = sv->containers; c; c = c->next)
+		for (size_t i = 0; i < c->n_guards; i++) {
+			uint64_t t = exec_guard_tick(c->guards[i], now_ms);
+
+			if (t < next)
+				next = t;
+		}
+	return next;
+}
+
+static unsigned owner_sandboxes(void *userdata, struct web_sandbox_info *out, unsigned max);
+
 /* ---- the daemon -------------------------------------------------------------------------- */
 
 static unsigned owner_sandboxes(void *userdata, struct web_sandbox_info *out, unsigned max)
 {
 	struct serve *sv = userdata;
+	unsigned n = 0;
 
 	if (max == 0)
 		return 0;
-	out[0] = (struct web_sandbox_info){
+	out[n++] = (struct web_sandbox_info){
 	        .name = sv->opt.name,
 	        .project = sv->opt.project,
 	        .state = "running",
 	        .pid = sv->opt.target_pid > 0 ? sv->opt.target_pid : -1,
 	        .started_ms = sv->started_wall_ms,
 	};
-	return 1;
+	for (struct container *c = sv->containers; c && n < max; c = c->next)
+		out[n++] = (struct web_sandbox_info){
+		        .name = c->name,
+		        .project = c->project,
+		        .state = "running",
+		        .pid = -1,
+		        .started_ms = sv->started_wall_ms,
+		};
+	return n;
 }
 
 static const struct hub_owner_ops serve_owner_ops = {
@@ -272,6 +438,8 @@ static void usage(FILE *out)
 	      "  --strategy host|mirror run approved shim calls on the host (default) or inside\n"
 	      "                         the caller's container, as the caller\n"
 	      "  --target-pid PID       mirror: a process whose namespaces calls run in\n"
+	      "  --seccomp-socket PATH  the OCI seccomp listenerPath: execs of containers runc\n"
+	      "                         starts with docker/'s profile are decided here\n"
 	      "  --ask-timeout DUR      how long an ask waits (default 5m)\n"
 	      "  --listen-approval A, --listen-tokens A, --listen-request A, --executor HOST:PORT\n"
 	      "                         as for `run`\n"
@@ -296,6 +464,7 @@ static int parse_options(int argc, char **argv, struct serve_options *o)
 		OPT_LISTEN_TOKENS,
 		OPT_LISTEN_REQUEST,
 		OPT_EXECUTOR,
+		OPT_SECCOMP_SOCKET,
 	};
 	static const struct option longopts[] = {
 	        {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
@@ -312,6 +481,7 @@ static int parse_options(int argc, char **argv, struct serve_options *o)
 	        {"listen-tokens", required_argument, NULL, OPT_LISTEN_TOKENS},
 	        {"listen-request", required_argument, NULL, OPT_LISTEN_REQUEST},
 	        {"executor", required_argument, NULL, OPT_EXECUTOR},
+	        {"seccomp-socket", required_argument, NULL, OPT_SECCOMP_SOCKET},
 	        {"verbose", no_argument, NULL, 'v'},
 	        {"quiet", no_argument, NULL, 'q'},
 	        {"help", no_argument, NULL, 'h'},
@@ -384,6 +554,9 @@ static int parse_options(int argc, char **argv, struct serve_options *o)
 			break;
 		case OPT_EXECUTOR:
 			o->executor = optarg;
+			break;
+		case OPT_SECCOMP_SOCKET:
+			o->seccomp_socket = optarg;
 			break;
 		case 'v':
 			o->verbose = true;
@@ -480,6 +653,7 @@ int serve_main(int argc, char **argv)
 	                     &err);
 	if (r >= 0)
 		r = config_load_dir(dir, sv.opt.project, &lo, &sv.config, &err);
+	sv.config_dir = dir;
 	if (r < 0) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return CLI_EXIT_CONFIG;
@@ -490,6 +664,8 @@ int serve_main(int argc, char **argv)
 		struct hub_options ho = {
 		        .config = sv.config,
 		        .name = sv.opt.name,
+		        .config_dir = dir,
+		        .project = sv.opt.project,
 		        .exec_timeout_ms = sv.opt.ask_timeout_ms,
 		        .exec_fallback = QUEUE_FALLBACK_DENY,
 		        .listen = {sv.opt.listen[0], sv.opt.listen[1], sv.opt.listen[2]},
@@ -503,8 +679,24 @@ int serve_main(int argc, char **argv)
 	}
 	if (r >= 0) {
 		hub_set_resolver(sv.hub, QUEUE_KIND_SHIM, on_shim_resolution, &sv);
+		hub_set_resolver(sv.hub, QUEUE_KIND_EXEC, on_exec_resolution, &sv);
+		hub_set_tick(sv.hub, on_tick, &sv);
 		if (!sv.opt.no_shim)
 			r = start_shim(&sv);
+	}
+	if (r >= 0 && sv.opt.seccomp_socket) {
+		struct oci_agent_options oo = {
+		        .path = sv.opt.seccomp_socket,
+		        .on_container = on_container,
+		        .on_error = on_oci_error,
+		        .userdata = &sv,
+		};
+
+		r = oci_agent_new(sv.loop, &oo, &sv.oci, &err);
+		if (r < 0)
+			fprintf(stderr, PROG ": serve: seccomp agent: %s\n", err.msg);
+		else if (sv.opt.verbose || isatty(STDERR_FILENO))
+			say(&sv, "containers: seccomp agent on %s", sv.opt.seccomp_socket);
 	}
 	if (r >= 0) {
 		sigemptyset(&sigs);
@@ -515,7 +707,14 @@ int serve_main(int argc, char **argv)
 	}
 	if (r >= 0)
 		r = loop_run(sv.loop);
-	/* Shim calls first: cancelling them touches the queue. */
+	/* Containers and shim calls first: cancelling them touches the queue. */
+	oci_agent_free(sv.oci);
+	while (sv.containers) {
+		struct container *c = sv.containers;
+
+		sv.containers = c->next;
+		container_free(c);
+	}
 	shim_server_free(sv.shim);
 	while (sv.asks) {
 		struct shim_ask *a = sv.asks;
