@@ -923,8 +923,17 @@ static int on_client(struct loop *loop, int fd, uint32_t events, void *userdata)
 	case ST_PENDING:
 	case ST_RESOLVE:
 	case ST_DIAL:
-		/* Only hang-ups are watched here: the asker is gone. */
-		conn_end(c, true, PROXY_OUTCOME_CANCELLED, "client left");
+		/* Only hang-ups are watched here. A reset, or a FIN from a CONNECT client (which
+		 * waits for our answer and never half-closes before it): the asker is gone. A
+		 * transparent client may well send its request and shut its side (half-close):
+		 * that FIN is relayed later, so stop watching and go on. */
+		if ((events & (EPOLLERR | EPOLLHUP)) || c->info.source == PROXY_SOURCE_CONNECT) {
+			conn_end(c, true, PROXY_OUTCOME_CANCELLED, "client left");
+			break;
+		}
+		c->client_eof = true;
+		loop_del_fd(loop, c->fd);
+		c->fd_registered = false;
 		break;
 	case ST_RELAY:
 		break;

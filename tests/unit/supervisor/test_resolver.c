@@ -74,7 +74,12 @@ static void test_questions_encode_names_and_refuse_bad_ones(void **state)
 	assert_int_equal(resolver_question("Api.Example.COM.", DNS_TYPE_AAAA, &q), 0);
 	assert_string_equal(q.name, "api.example.com");
 	assert_int_equal(q.qname_wire_len, 17);
-	assert_memory_equal(q.qname_wire, "\x03" "api\x07" "example\x03" "com\x00", 17);
+	assert_memory_equal(q.qname_wire,
+	                    "\x03"
+	                    "api\x07"
+	                    "example\x03"
+	                    "com\x00",
+	                    17);
 	n = dns_query_build(&q, 0x1234, buf, sizeof(buf));
 	assert_true(n > 0);
 	assert_int_equal(dns_query_parse(buf, (size_t)n, &back, NULL), 0);
@@ -91,8 +96,8 @@ static void test_questions_encode_names_and_refuse_bad_ones(void **state)
 struct upstream {
 	int fd;
 	struct sockaddr_in addr;
-	int queries;      /* received */
-	int mode;         /* 0 answer, 1 NXDOMAIN, 2 silent, 3 forged id first */
+	int queries; /* received */
+	int mode;    /* 0 answer, 1 NXDOMAIN, 2 silent, 3 forged id first */
 	struct loop *loop;
 };
 
