@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -495,6 +496,16 @@ static void dial_next(struct proxy_conn *c, int last_error)
 		}
 		c->up = fd;
 		c->state = ST_DIAL;
+		/* On loopback and nearby hosts the handshake is often done by the time connect()
+		 * returns: look once before paying for a round through the loop. */
+		{
+			struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+
+			if (poll(&pfd, 1, 0) == 1) {
+				on_upstream(p->loop, fd, (uint32_t)pfd.revents, c);
+				return;
+			}
+		}
 		e = loop_add_fd(p->loop, fd, EPOLLOUT, on_upstream, c);
 		if (e >= 0) {
 			c->up_registered = true;

@@ -25,7 +25,8 @@ struct direction {
 	int src, dst;
 	int pipe_r, pipe_w; /* -EBADF: read/write through buf */
 	size_t in_pipe;
-	size_t pipe_size;
+	size_t pipe_size, pipe_max;
+	bool pipe_tried, pipe_grown;
 	uint8_t *buf; /* fallback, allocated when first needed */
 	size_t buf_len, buf_off;
 	uint8_t *prefix; /* owned; sent before anything else */
@@ -131,6 +132,34 @@ static int ensure_buf(struct direction *d)
 	return 0;
 }
 
+/* The pipe is made when the first bytes move (a connection that ends at once, or only
+ * carries a few bytes one way, costs no pipe) with the kernel's default size, and grows to
+ * pipe_max once it ran full: interactive connections keep small pipes, bulk ones get big
+ * ones. No pipe to be had (fd or pipe quota): read/write instead. */
+static void open_pipe(struct direction *d)
+{
+	int p[2];
+
+	d->pipe_tried = true;
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return;
+	d->pipe_r = p[0];
+	d->pipe_w = p[1];
+	d->pipe_size = 65536; /* the default; a smaller pipe only makes splice stop earlier */
+}
+
+static void grow_pipe(struct direction *d)
+{
+	int got;
+
+	d->pipe_grown = true;
+	if (d->pipe_max <= d->pipe_size)
+		return;
+	got = fcntl(d->pipe_w, F_SETPIPE_SZ, (int)d->pipe_max);
+	if (got > 0)
+		d->pipe_size = (size_t)got;
+}
+
 /* Move bytes of D until neither step makes progress. Returns 0 or -errno. */
 static int pump(struct direction *d, bool *ret_moved)
 {
@@ -168,6 +197,8 @@ static int pump(struct direction *d, bool *ret_moved)
 		}
 
 		/* 2. refill */
+		if (!d->eof && !d->pipe_tried)
+			open_pipe(d);
 		if (!d->eof && d->pipe_r >= 0 && d->buf_off >= d->buf_len &&
 		    d->in_pipe < d->pipe_size) {
 			ssize_t n = splice(d->src, NULL, d->pipe_w, NULL, d->pipe_size - d->in_pipe,
@@ -176,6 +207,8 @@ static int pump(struct direction *d, bool *ret_moved)
 			if (n > 0) {
 				d->in_pipe += (size_t)n;
 				progress = true;
+				if (d->in_pipe >= d->pipe_size && !d->pipe_grown)
+					grow_pipe(d);
 			} else if (n == 0) {
 				d->eof = true;
 				progress = true;
@@ -258,25 +291,12 @@ static int on_idle_timer(struct loop *loop, void *userdata)
 	return 0;
 }
 
-static void setup_direction(struct direction *d, int src, int dst, size_t pipe_size)
+static void setup_direction(struct direction *d, int src, int dst, size_t pipe_max)
 {
-	int p[2];
-
 	d->src = src;
 	d->dst = dst;
 	d->pipe_r = d->pipe_w = -EBADF;
-	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
-		return; /* out of fds or pipe quota: read/write instead */
-	d->pipe_r = p[0];
-	d->pipe_w = p[1];
-	if (pipe_size) {
-		int got = fcntl(p[1], F_SETPIPE_SZ, (int)pipe_size);
-
-		if (got < 0)
-			got = fcntl(p[1], F_GETPIPE_SZ);
-		pipe_size = got > 0 ? (size_t)got : 65536;
-	}
-	d->pipe_size = pipe_size;
+	d->pipe_max = pipe_max;
 }
 
 int relay_start(struct loop *loop, int a, int b, const struct relay_options *opts,

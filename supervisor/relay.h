@@ -4,6 +4,8 @@
  * user space; where splice fails (no pipe to be had, a socket type that cannot splice) that
  * direction falls back to read/write through a buffer. What one direction holds is bounded by
  * its pipe (or buffer): a slow reader stops the writer's side being read, nothing queues up.
+ * A pipe is made when a direction first carries bytes, at the kernel's default size, and
+ * grows to pipe_size once it runs full (bulk transfers need big pipes, most connections not).
  *
  * Half-close: when one side ends its sending (EOF), the other side's sending is shut
  * (shutdown(SHUT_WR)) once everything before the EOF was delivered; the relay finishes when
@@ -45,14 +47,14 @@ struct relay;
 typedef void (*relay_done_fn)(void *userdata, const struct relay_stats *stats);
 
 struct relay_options {
-	size_t pipe_size; /* per direction; 0: RELAY_DEFAULT_PIPE_SIZE (the kernel may round) */
+	size_t pipe_size; /* the most a pipe grows to; 0: RELAY_DEFAULT_PIPE_SIZE */
 	uint64_t idle_ms; /* 0: no idle timeout */
-	const void
-	        *prefix; /* bytes to send to B before anything read from A (copied; may be NULL) */
+	/* Bytes to send to B before anything read from A (copied; may be NULL). */
+	const void *prefix;
 	size_t prefix_len;
 };
 
-#define RELAY_DEFAULT_PIPE_SIZE (256u * 1024)
+#define RELAY_DEFAULT_PIPE_SIZE (1024u * 1024)
 #define RELAY_MAX_PREFIX        (64u * 1024)
 
 /* Start relaying between the connected sockets A and B (non-blocking; the relay owns them from

@@ -28,4 +28,9 @@ void bench_web(void);
  * accept + echo server, direct vs redirected (tests/bench/bench_netfilter.c). Needs root. */
 void bench_netfilter(void);
 
+/* The egress proxy: connect set-up and bulk throughput direct, through the transparent proxy
+ * (relay.c, from a netns with the rules), through the CONNECT proxy and through tinyproxy;
+ * the proxy's RSS with 1000 tunnels open (tests/bench/bench_proxy.c). Needs root. */
+void bench_proxy(void);
+
 #endif
