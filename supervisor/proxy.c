@@ -1004,6 +1004,8 @@ static void accept_one(struct listener *l, int fd, const struct sockaddr_storage
 			                   c, &c->timer);
 		if (e < 0)
 			conn_end(c, true, PROXY_OUTCOME_REJECTED, "loop error");
+		else
+			head_read(c); /* the head often came with the handshake */
 		return;
 	}
 
@@ -1037,6 +1039,8 @@ static void accept_one(struct listener *l, int fd, const struct sockaddr_storage
 		                   on_peek_timer, c, &c->timer);
 	if (e < 0)
 		conn_end(c, true, PROXY_OUTCOME_REJECTED, "loop error");
+	else
+		peek_read(c); /* the first bytes often came with the handshake */
 }
 
 static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdata)

@@ -252,12 +252,17 @@ static int pump(struct direction *d, bool *ret_moved)
 	return 0;
 }
 
-static void pump_both(struct relay *r)
+/* Pump the directions in MASK (bit 0: a → b, bit 1: b → a). */
+static void pump_dirs(struct relay *r, unsigned mask)
 {
 	bool moved = false;
 
 	for (int i = 0; i < 2; i++) {
-		int e = pump(&r->d[i], &moved);
+		int e;
+
+		if (!(mask & (1u << i)))
+			continue;
+		e = pump(&r->d[i], &moved);
 
 		if (e < 0) {
 			relay_finish(r, RELAY_END_ERROR, e);
@@ -272,7 +277,18 @@ static void pump_both(struct relay *r)
 
 static int on_socket(struct loop *loop, int fd, uint32_t events, void *userdata)
 {
-	pump_both(userdata);
+	struct relay *r = userdata;
+	/* Readable: the direction this fd feeds; writable: the one it drains. A pump of the
+	 * other direction would only meet EAGAIN. */
+	unsigned in = fd == r->a ? 1u : 2u, out = fd == r->a ? 2u : 1u, mask = 0;
+
+	if (events & (EPOLLIN | EPOLLRDHUP))
+		mask |= in;
+	if (events & EPOLLOUT)
+		mask |= out;
+	if (events & (EPOLLERR | EPOLLHUP))
+		mask = 3;
+	pump_dirs(r, mask);
 	return 0;
 }
 

@@ -914,6 +914,9 @@ static void test_connect_without_or_with_a_wrong_token_gets_407(void **state)
 	close(fd);
 	assert_true(strncmp(got, "HTTP/1.1 407", 12) == 0);
 	assert_int_equal(env.seen.decide_calls, 0);
+	/* Every test waits for its connections' ends, so none reaches the next test. */
+	assert_true(wait_closed(2));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REJECTED);
 }
 
 static void test_connect_tunnels_to_an_allowed_host(void **state)
@@ -956,6 +959,8 @@ static void test_connect_denied_gets_403_json(void **state)
 	assert_non_null(strstr(got, "application/json"));
 	assert_non_null(strstr(got, "\"error\": \"domain not in allowlist\""));
 	assert_non_null(strstr(got, "\"domain\": \"denied.test\""));
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_DENIED);
 }
 
 static void test_connect_pending_refused_says_why(void **state)
@@ -980,6 +985,27 @@ static void test_connect_pending_refused_says_why(void **state)
 	close(fd);
 	assert_true(strncmp(got, "HTTP/1.1 403", 12) == 0);
 	assert_non_null(strstr(got, "Request timed out waiting for approval"));
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_DENIED);
+}
+
+static void test_connect_client_leaving_while_pending_cancels(void **state)
+{
+	char auth[256], req[512];
+	int fd;
+
+	skip_if_needed();
+	snprintf(req, sizeof(req), "CONNECT pending.test:443 HTTP/1.1\r\n%s\r\n",
+	         auth_header(auth, sizeof(auth), TOKEN));
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect_to(fd, AF_INET, "127.0.0.1", env.connect_port), 0);
+	write_all(fd, req, strlen(req));
+	assert_true(wait_pending());
+	close(fd);
+	/* The owner hears of it (to cancel its queue item) and the ask is gone. */
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_CANCELLED);
+	assert_null(env.seen.pending);
 }
 
 static void test_connect_other_methods_get_405_and_unreachable_502(void **state)
@@ -994,6 +1020,8 @@ static void test_connect_other_methods_get_405_and_unreachable_502(void **state)
 	close(fd);
 	assert_true(strncmp(got, "HTTP/1.1 405", 12) == 0);
 	assert_non_null(strstr(got, "only tunnels with CONNECT"));
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REJECTED);
 
 	/* closed.test is 192.0.2.1, where nothing listens on port 1. */
 	snprintf(req, sizeof(req), "CONNECT closed.test:1 HTTP/1.1\r\n%s\r\n",
@@ -1001,6 +1029,8 @@ static void test_connect_other_methods_get_405_and_unreachable_502(void **state)
 	fd = connect_proxy(req, got, sizeof(got));
 	close(fd);
 	assert_true(strncmp(got, "HTTP/1.1 502", 12) == 0);
+	assert_true(wait_closed(2));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_UNREACHABLE);
 
 	/* A literal loopback address is refused before anything is asked. */
 	reset_seen();
@@ -1010,6 +1040,8 @@ static void test_connect_other_methods_get_405_and_unreachable_502(void **state)
 	close(fd);
 	assert_true(strncmp(got, "HTTP/1.1 403", 12) == 0);
 	assert_int_equal(env.seen.decide_calls, 0);
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
 }
 
 int main(void)
@@ -1030,6 +1062,7 @@ int main(void)
 	        cmocka_unit_test(test_connect_tunnels_to_an_allowed_host),
 	        cmocka_unit_test(test_connect_denied_gets_403_json),
 	        cmocka_unit_test(test_connect_pending_refused_says_why),
+	        cmocka_unit_test(test_connect_client_leaving_while_pending_cancels),
 	        cmocka_unit_test(test_connect_other_methods_get_405_and_unreachable_502),
 	};
 

@@ -284,6 +284,93 @@ static void test_nxdomain_timeout_and_forged_answers(void **state)
 	loop_free(loop);
 }
 
+struct agent_answer {
+	uint8_t buf[1024];
+	ssize_t len;
+	struct loop *loop;
+};
+
+static int on_agent_answer(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct agent_answer *a = userdata;
+
+	a->len = recv(fd, a->buf, sizeof(a->buf), 0);
+	loop_exit(loop, 0);
+	return 0;
+}
+
+static bool deny_evil(void *userdata, const char *name)
+{
+	return strcmp(name, "evil.test") != 0;
+}
+
+/* Real-IP mode: the agent's query is forwarded, answered with the real addresses, and each
+ * address is recorded as the name's, so a connection to it can be named. */
+static void test_real_ip_mode_forwards_and_records_the_answer(void **state)
+{
+	struct loop *loop;
+	struct upstream u;
+	struct resolver *r;
+	struct resolver_config cfg;
+	struct resolver_ops ops = {.name_allowed = deny_evil};
+	struct sockaddr_in srv = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t slen = sizeof(srv);
+	struct agent_answer ans = {.len = -1};
+	struct dns_query q;
+	struct dns_addrs got;
+	uint8_t msg[512];
+	char name[DOMAIN_HOST_MAX + 1];
+	struct sockaddr_in conn = {.sin_family = AF_INET, .sin_port = htons(443)};
+	bool fake = true;
+	int sfd, cfd, n;
+
+	assert_int_equal(loop_new(&loop), 0);
+	ans.loop = loop;
+	upstream_open(&u, loop, 0);
+	resolver_config_init(&cfg);
+	cfg.fake_ip = false;
+	memcpy(&cfg.upstream, &u.addr, sizeof(u.addr));
+	assert_int_equal(resolver_new(loop, &cfg, &ops, NULL, &r, NULL), 0);
+	sfd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(sfd, (struct sockaddr *)&srv, sizeof(srv)), 0);
+	assert_int_equal(getsockname(sfd, (struct sockaddr *)&srv, &slen), 0);
+	assert_int_equal(resolver_serve_udp(r, sfd), 0);
+	cfd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(cfd, (struct sockaddr *)&srv, sizeof(srv)), 0);
+	assert_int_equal(loop_add_fd(loop, cfd, EPOLLIN, on_agent_answer, &ans), 0);
+
+	assert_int_equal(resolver_question("real.test", DNS_TYPE_A, &q), 0);
+	n = dns_query_build(&q, 0x7777, msg, sizeof(msg));
+	assert_int_equal(send(cfd, msg, (size_t)n, 0), n);
+	assert_int_equal(loop_run(loop), 0);
+	assert_true(ans.len > 0);
+	assert_int_equal(dns_response_addrs(ans.buf, (size_t)ans.len, &q, 0x7777, &got, NULL), 0);
+	assert_int_equal(got.rcode, DNS_RCODE_NOERROR);
+	assert_int_equal(got.n, 1);
+	assert_int_equal(got.addrs[0].family, AF_INET);
+	conn.sin_addr = got.addrs[0].v4;
+	assert_int_equal(resolver_name_of(r, (struct sockaddr *)&conn, name, &fake), 0);
+	assert_string_equal(name, "real.test");
+	assert_false(fake);
+
+	/* A denied name never leaves: NXDOMAIN, and upstream saw nothing more. */
+	assert_int_equal(resolver_question("evil.test", DNS_TYPE_A, &q), 0);
+	n = dns_query_build(&q, 0x7778, msg, sizeof(msg));
+	assert_int_equal(send(cfd, msg, (size_t)n, 0), n);
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(dns_response_addrs(ans.buf, (size_t)ans.len, &q, 0x7778, &got, NULL), 0);
+	assert_int_equal(got.rcode, DNS_RCODE_NXDOMAIN);
+	assert_int_equal(u.queries, 2);
+
+	resolver_free(r);
+	loop_del_fd(loop, cfd);
+	loop_del_fd(loop, u.fd);
+	close(cfd);
+	close(sfd);
+	close(u.fd);
+	loop_free(loop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -292,6 +379,7 @@ int main(void)
 	        cmocka_unit_test(test_questions_encode_names_and_refuse_bad_ones),
 	        cmocka_unit_test(test_lookup_asks_upstream_once_then_answers_from_the_cache),
 	        cmocka_unit_test(test_nxdomain_timeout_and_forged_answers),
+	        cmocka_unit_test(test_real_ip_mode_forwards_and_records_the_answer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
