@@ -30,12 +30,13 @@
 #include "supervisor/tls_sni.h"
 #include "supervisor/tokens.h"
 
-#define LINGER_MS      2000
-#define LINGER_DISCARD (64 * 1024)
-#define ACCEPT_BATCH   64
-#define MAX_LISTENERS  64
-#define MAX_DIAL_ADDRS 4
-#define REASON_MAX     256
+#define LINGER_MS       2000
+#define LINGER_DISCARD  (64 * 1024)
+#define ACCEPT_BATCH    64
+#define ACCEPT_PAUSE_MS 100
+#define MAX_LISTENERS   64
+#define MAX_DIAL_ADDRS  4
+#define REASON_MAX      256
 
 enum conn_state {
 	ST_PEEK,
@@ -50,6 +51,7 @@ enum conn_state {
 struct listener {
 	struct proxy *p;
 	int fd;
+	struct loop_timer *paused; /* accepting resumes when it fires */
 	enum proxy_source source;
 	char *sandbox, *project;
 };
@@ -1043,6 +1045,15 @@ static void accept_one(struct listener *l, int fd, const struct sockaddr_storage
 		peek_read(c); /* the first bytes often came with the handshake */
 }
 
+static int on_listener_resume(struct loop *loop, void *userdata)
+{
+	struct listener *l = userdata;
+
+	l->paused = NULL;
+	(void)loop_mod_fd(loop, l->fd, EPOLLIN);
+	return 0;
+}
+
 static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdata)
 {
 	struct listener *l = userdata;
@@ -1053,9 +1064,20 @@ static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdat
 		int cfd =
 		        accept4(fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-		if (cfd < 0)
-			return 0; /* EAGAIN, or a transient error (ECONNABORTED, EMFILE) */
-		accept_one(l, cfd, &peer, plen);
+		if (cfd >= 0) {
+			accept_one(l, cfd, &peer, plen);
+			continue;
+		}
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			/* Out of fds or memory: the connection stays queued and the listener would
+			 * be ready again at once. Stop listening for a moment instead of spinning.
+			 */
+			if (!l->paused && loop_mod_fd(loop, fd, 0) >= 0 &&
+			    loop_add_timer(loop, loop_now_ms() + ACCEPT_PAUSE_MS,
+			                   on_listener_resume, l, &l->paused) < 0)
+				(void)loop_mod_fd(loop, fd, EPOLLIN);
+		}
+		return 0; /* EAGAIN, or a transient error (ECONNABORTED) */
 	}
 	return 0;
 }
@@ -1118,6 +1140,8 @@ void proxy_free(struct proxy *p)
 			conn_end(c, true, PROXY_OUTCOME_CANCELLED, "proxy stopped");
 	}
 	for (size_t i = 0; i < p->n_listeners; i++) {
+		if (p->listeners[i]->paused)
+			loop_cancel_timer(p->loop, p->listeners[i]->paused);
 		loop_del_fd(p->loop, p->listeners[i]->fd);
 		free(p->listeners[i]->sandbox);
 		free(p->listeners[i]->project);

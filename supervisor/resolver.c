@@ -231,6 +231,8 @@ struct resolver {
 	struct agent_query *agent_queries;
 	size_t n_agent_queries;
 	int served[8];
+	bool paused_fd[8];
+	struct loop_timer *pause_timer;
 	size_t n_served;
 };
 
@@ -352,6 +354,8 @@ void resolver_free(struct resolver *r)
 {
 	if (!r)
 		return;
+	if (r->pause_timer)
+		loop_cancel_timer(r->loop, r->pause_timer);
 	for (size_t i = 0; i < r->n_served; i++)
 		loop_del_fd(r->loop, r->served[i]);
 	while (r->agent_queries)
@@ -1015,6 +1019,31 @@ static int on_client(struct loop *loop, int fd, uint32_t events, void *userdata)
 	return 0;
 }
 
+static int on_listener_resume(struct loop *loop, void *userdata)
+{
+	struct resolver *r = userdata;
+
+	for (size_t i = 0; i < r->n_served; i++)
+		if (r->paused_fd[i]) {
+			r->paused_fd[i] = false;
+			(void)loop_mod_fd(loop, r->served[i], EPOLLIN);
+		}
+	r->pause_timer = NULL;
+	return 0;
+}
+
+/* Out of fds: the connection stays queued and the listener would be ready again at once.
+ * Stop listening for a moment instead of spinning. */
+static void pause_listener(struct resolver *r, int fd)
+{
+	for (size_t i = 0; i < r->n_served; i++)
+		if (r->served[i] == fd && !r->paused_fd[i] && loop_mod_fd(r->loop, fd, 0) >= 0)
+			r->paused_fd[i] = true;
+	if (!r->pause_timer)
+		(void)loop_add_timer(r->loop, loop_now_ms() + 100, on_listener_resume, r,
+		                     &r->pause_timer);
+}
+
 static int on_tcp_listener(struct loop *loop, int fd, uint32_t events, void *userdata)
 {
 	struct resolver *r = userdata;
@@ -1023,8 +1052,12 @@ static int on_tcp_listener(struct loop *loop, int fd, uint32_t events, void *use
 		int cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct tcp_client *c;
 
-		if (cfd < 0)
+		if (cfd < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				pause_listener(r, fd);
 			return 0;
+		}
 		if (r->n_clients >= r->cfg.max_tcp_clients || !(c = calloc(1, sizeof(*c)))) {
 			close(cfd);
 			continue;
