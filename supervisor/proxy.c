@@ -750,30 +750,33 @@ static int on_peek_timer(struct loop *loop, void *userdata)
 	return 0;
 }
 
-static void peek_read(struct proxy_conn *c)
+/* Read what the client sent and try to name the connection. Returns 1 when the peek is over
+ * (named and decided, or ended: C may be gone), 0 when more bytes are needed. */
+static int peek_read(struct proxy_conn *c)
 {
 	ssize_t n = recv(c->fd, c->buf + c->len, c->p->cfg.peek_bytes - c->len, MSG_DONTWAIT);
 
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
-			return;
+			return 0;
 		conn_end(c, true, PROXY_OUTCOME_CANCELLED, "client error");
-		return;
+		return 1;
 	}
 	if (n == 0) {
 		if (c->len == 0) {
 			conn_end(c, false, PROXY_OUTCOME_CANCELLED, "client closed before sending");
-			return;
+			return 1;
 		}
 		c->client_eof = true;
 		/* No more events from it: a half-closed socket stays readable. */
-		loop_del_fd(c->p->loop, c->fd);
+		if (c->fd_registered)
+			loop_del_fd(c->p->loop, c->fd);
 		c->fd_registered = false;
 		try_name(c, true);
-		return;
+		return 1;
 	}
 	c->len += (size_t)n;
-	try_name(c, c->len == c->p->cfg.peek_bytes);
+	return try_name(c, c->len == c->p->cfg.peek_bytes) ? 1 : 0;
 }
 
 /* ---- the CONNECT head -------------------------------------------------------------------- */
@@ -835,7 +838,8 @@ static void connect_head(struct proxy_conn *c, const struct http_request_head *h
 	decide(c);
 }
 
-static void head_read(struct proxy_conn *c)
+/* Like peek_read(), for the CONNECT head: 1 when it is over, 0 when more is needed. */
+static int head_read(struct proxy_conn *c)
 {
 	struct http_request_head *head;
 	ssize_t n;
@@ -844,19 +848,19 @@ static void head_read(struct proxy_conn *c)
 	n = recv(c->fd, c->buf + c->len, c->p->cfg.peek_bytes - c->len, MSG_DONTWAIT);
 	if (n < 0) {
 		if (errno == EAGAIN || errno == EINTR)
-			return;
+			return 0;
 		conn_end(c, true, PROXY_OUTCOME_CANCELLED, "client error");
-		return;
+		return 1;
 	}
 	if (n == 0) {
 		conn_end(c, false, PROXY_OUTCOME_CANCELLED, "client closed before the head");
-		return;
+		return 1;
 	}
 	c->len += (size_t)n;
 	head = malloc(sizeof(*head));
 	if (!head) {
 		conn_end(c, true, PROXY_OUTCOME_REJECTED, "out of memory");
-		return;
+		return 1;
 	}
 	h = http_head_parse((const char *)c->buf, c->len, head, NULL);
 	if (h == 0 && c->len == c->p->cfg.peek_bytes)
@@ -875,6 +879,7 @@ static void head_read(struct proxy_conn *c)
 		               "malformed request head");
 	}
 	free(head);
+	return h == 0 ? 0 : 1;
 }
 
 static int on_head_timer(struct loop *loop, void *userdata)
@@ -1000,14 +1005,15 @@ static void accept_one(struct listener *l, int fd, const struct sockaddr_storage
 
 	if (l->source == PROXY_SOURCE_CONNECT) {
 		c->state = ST_HEAD;
+		/* The head often came with the handshake: look before registering anything. */
+		if (head_read(c))
+			return;
 		e = watch_client(c, EPOLLIN);
 		if (e >= 0)
 			e = loop_add_timer(p->loop, c->started_ms + p->cfg.head_ms, on_head_timer,
 			                   c, &c->timer);
 		if (e < 0)
 			conn_end(c, true, PROXY_OUTCOME_REJECTED, "loop error");
-		else
-			head_read(c); /* the head often came with the handshake */
 		return;
 	}
 
@@ -1033,6 +1039,9 @@ static void accept_one(struct listener *l, int fd, const struct sockaddr_storage
 		}
 	}
 	c->state = ST_PEEK;
+	/* The first bytes often came with the handshake: look before registering anything. */
+	if (peek_read(c))
+		return;
 	e = watch_client(c, EPOLLIN);
 	if (e >= 0)
 		e = loop_add_timer(p->loop,
@@ -1041,8 +1050,6 @@ static void accept_one(struct listener *l, int fd, const struct sockaddr_storage
 		                   on_peek_timer, c, &c->timer);
 	if (e < 0)
 		conn_end(c, true, PROXY_OUTCOME_REJECTED, "loop error");
-	else
-		peek_read(c); /* the first bytes often came with the handshake */
 }
 
 static int on_listener_resume(struct loop *loop, void *userdata)
