@@ -66,14 +66,16 @@ enum proxy_outcome {
 /* What the owner decides on. Strings are valid during the callback only. */
 struct proxy_conn_info {
 	enum proxy_source source;
-	const char *sandbox; /* transparent: the listener's; CONNECT: the token's cloister */
+	const char *sandbox; /* transparent: the listener's; CONNECT: the token's cloister
+	                      * (NULL in closed() for a client that never authenticated) */
 	const char *project; /* may be NULL */
 	const char *host;    /* normalised name, or an IP literal ("" before it is known) */
 	uint16_t port;
 	struct sockaddr_storage original_dst; /* transparent; AF_UNSPEC for CONNECT */
 	struct sockaddr_storage peer;         /* the client's address */
 	const char *name_source;              /* "sni", "http-host", "resolver", "connect", "ip" */
-	pid_t pid;                            /* 0: unknown */
+	pid_t pid; /* 0: unknown (the proxy itself never knows it; the peer address lets
+	            * the owner attribute the connection, e.g. from a seccomp connect event) */
 };
 
 struct proxy_stats {

@@ -667,6 +667,8 @@ int resolver_lookup(struct resolver *r, const char *name, struct dns_addrs *ret_
 	}
 	if (!r->have_upstream)
 		return -ENXIO;
+	if (!fn)
+		return -EINVAL; /* a caller that only takes answers known at once */
 	for (uq = r->queries; uq; uq = uq->next)
 		if (strcmp(uq->name, norm) == 0)
 			break;

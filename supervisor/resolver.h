@@ -87,7 +87,8 @@ typedef void (*resolver_done_fn)(void *userdata, int error, const struct dns_add
 /* Returns 1 with *ret_addrs filled when the answer is known at once (a literal, the hosts
  * file, the cache); 0 when FN will be called later from the loop (never from here), with
  * *ret_lookup a handle for resolver_lookup_cancel() until then; -EINVAL for a bad name,
- * -EBUSY over max_lookups, -ENOMEM. */
+ * -EBUSY over max_lookups, -ENOMEM; -EINVAL too when the answer is not known at once and FN
+ * is NULL. */
 int resolver_lookup(struct resolver *r, const char *name, struct dns_addrs *ret_addrs,
                     resolver_done_fn fn, void *userdata, struct resolver_lookup **ret_lookup);
 /* FN will not be called. */
