@@ -53,6 +53,7 @@ static const char *skip_reason;
 struct echo_server {
 	int fd;
 	pthread_t thread;
+	bool running;
 	int accepted;
 };
 
@@ -111,8 +112,10 @@ static int echo_start(struct echo_server *s, int family, const char *addr, uint1
 	int one = 1;
 
 	s->fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s->fd < 0)
+	if (s->fd < 0) {
+		s->fd = -EBADF;
 		return -errno;
+	}
 	setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (family == AF_INET) {
 		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
@@ -136,14 +139,18 @@ static int echo_start(struct echo_server *s, int family, const char *addr, uint1
 	                                : ((struct sockaddr_in6 *)&ss)->sin6_port);
 	if (pthread_create(&s->thread, NULL, echo_main, s) != 0)
 		return -EAGAIN;
+	s->running = true;
 	return 0;
 }
 
 static void echo_stop(struct echo_server *s)
 {
-	shutdown(s->fd, SHUT_RDWR); /* wakes accept() */
-	pthread_join(s->thread, NULL);
-	close(s->fd);
+	if (s->running) {
+		shutdown(s->fd, SHUT_RDWR); /* wakes accept() */
+		pthread_join(s->thread, NULL);
+		s->running = false;
+	}
+	cl_closep(&s->fd);
 }
 
 /* ---- the owner: policy table, observations ----------------------------------------------- */
@@ -186,10 +193,16 @@ static struct env {
 	uint16_t connect_port;
 	int cmd_pipe[2];
 	pthread_t loop_thread;
+	bool loop_running;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct seen seen;
-} env = {.netns_fd = -EBADF, .connect_fd = -EBADF, .cmd_pipe = {-EBADF, -EBADF}};
+} env = {.netns_fd = -EBADF,
+         .connect_fd = -EBADF,
+         .cmd_pipe = {-EBADF, -EBADF},
+         .echo4.fd = -EBADF,
+         .echo6.fd = -EBADF,
+         .echo_lo.fd = -EBADF};
 
 static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
                                     const struct proxy_conn_info *info)
@@ -333,6 +346,9 @@ static int run(const char *cmd)
 	return r == 0 ? 0 : -EIO;
 }
 
+static int group_teardown(void **state);
+static int setup_failed(void);
+
 static int group_setup(void **state)
 {
 	struct cl_error err = {{0}};
@@ -358,18 +374,22 @@ static int group_setup(void **state)
 		return 0;
 	if (run("ip link set lo up && ip addr add 192.0.2.1/32 dev lo && "
 	        "ip -6 addr add 2001:db8::1/128 dev lo nodad") < 0)
-		return -1;
+		return setup_failed();
 	if (echo_start(&env.echo4, AF_INET, "192.0.2.1", &port) < 0)
-		return -1;
+		return setup_failed();
 	env.port = port;
 	if (echo_start(&env.echo6, AF_INET6, "2001:db8::1", &port) < 0 ||
 	    echo_start(&env.echo_lo, AF_INET, "127.0.0.1", &port) < 0)
-		return -1;
+		return setup_failed();
 
 	snprintf(env.hosts_path, sizeof(env.hosts_path), "/tmp/test_proxy_hosts.XXXXXX");
 	fd = mkstemp(env.hosts_path);
-	if (fd < 0 || !(f = fdopen(fd, "w")))
-		return -1;
+	if (fd < 0) {
+		env.hosts_path[0] = '\0';
+		return setup_failed();
+	}
+	if (!(f = fdopen(fd, "w")))
+		return setup_failed();
 	fprintf(f, "192.0.2.1 web.test tls.test raw.test pending.test pending2.test closed.test\n"
 	           "2001:db8::1 v6.test\n"
 	           "127.0.0.1 loop.test loopok.test\n");
@@ -388,25 +408,25 @@ static int group_setup(void **state)
 	if (r < 0) {
 		fprintf(stderr, "test_proxy: sandbox netns: %s\n",
 		        err.msg[0] ? err.msg : strerror(-r));
-		return -1;
+		return setup_failed();
 	}
 
 	if (loop_new(&env.loop) < 0 || pipe2(env.cmd_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
 	    loop_add_fd(env.loop, env.cmd_pipe[0], EPOLLIN, on_cmd, NULL) < 0)
-		return -1;
+		return setup_failed();
 	resolver_config_init(&rc);
 	rc.hosts_file = env.hosts_path;
 	rc.resolv_conf = NULL; /* no upstream: every test name is in the hosts file */
 	if (resolver_new(env.loop, &rc, &rops, NULL, &env.resolver, &err) < 0) {
 		fprintf(stderr, "test_proxy: resolver: %s\n", err.msg);
-		return -1;
+		return setup_failed();
 	}
 	if (resolver_serve_udp(env.resolver, env.l.dns_udp4) < 0 ||
 	    resolver_serve_tcp(env.resolver, env.l.dns_tcp4) < 0)
-		return -1;
+		return setup_failed();
 	if (tokens_new(&env.tokens) < 0 ||
 	    tokens_register(env.tokens, TOKEN, "sb-connect", "proj-c", NULL) < 0)
-		return -1;
+		return setup_failed();
 	proxy_config_init(&pc);
 	pc.resolver = env.resolver;
 	pc.tokens = env.tokens;
@@ -415,16 +435,17 @@ static int group_setup(void **state)
 	    proxy_add_transparent(env.proxy, env.l.proxy4, "sb-trans", "proj-t") < 0 ||
 	    (env.l.proxy6 >= 0 &&
 	     proxy_add_transparent(env.proxy, env.l.proxy6, "sb-trans", "proj-t") < 0))
-		return -1;
+		return setup_failed();
 	env.connect_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (env.connect_fd < 0 || bind(env.connect_fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 ||
 	    listen(env.connect_fd, 128) < 0 ||
 	    getsockname(env.connect_fd, (struct sockaddr *)&sin, &slen) < 0 ||
 	    proxy_add_connect(env.proxy, env.connect_fd) < 0)
-		return -1;
+		return setup_failed();
 	env.connect_port = ntohs(sin.sin_port);
 	if (pthread_create(&env.loop_thread, NULL, loop_main, NULL) != 0)
-		return -1;
+		return setup_failed();
+	env.loop_running = true;
 	return 0;
 }
 
@@ -432,8 +453,10 @@ static int group_teardown(void **state)
 {
 	if (skip_reason)
 		return 0;
-	send_cmd(CMD_STOP, false, NULL);
-	pthread_join(env.loop_thread, NULL);
+	if (env.loop_running) {
+		send_cmd(CMD_STOP, false, NULL);
+		pthread_join(env.loop_thread, NULL);
+	}
 	proxy_free(env.proxy);
 	resolver_free(env.resolver);
 	tokens_free(env.tokens);
@@ -447,8 +470,16 @@ static int group_teardown(void **state)
 	echo_stop(&env.echo4);
 	echo_stop(&env.echo6);
 	echo_stop(&env.echo_lo);
-	unlink(env.hosts_path);
+	if (env.hosts_path[0])
+		unlink(env.hosts_path);
 	return 0;
+}
+
+/* cmocka does not call the group teardown when the group setup fails: undo what was done. */
+static int setup_failed(void)
+{
+	group_teardown(NULL);
+	return -1;
 }
 
 static void skip_if_needed(void)
