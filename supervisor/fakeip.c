@@ -1,459 +1,420 @@
+/* Fake-IP and real-IP name tables: see fakeip.h.
+ *
+ * Both tables are the same structure: fixed slots, chained hash buckets (indices, not
+ * pointers) and a least-recently-used list through the slots. In the fake table the slot
+ * index is the address (network + 1 + index), so address → name needs no hashing. */
 #include "supervisor/fakeip.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/domain.h"
+#define NIL (-1)
 
-#define NIL UINT32_MAX
-
-static uint32_t hash_bytes(const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	uint32_t h = 2166136261u; /* FNV-1a */
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ b[i]) * 16777619u;
-	return h;
-}
-
-static size_t pow2_at_least(size_t n)
-{
-	size_t p = 16;
-
-	while (p < n)
-		p *= 2;
-	return p;
-}
-
-/* ---- fakeip ------------------------------------------------------------------------------ */
-
-struct fake_entry {
-	char *name; /* NULL: free */
-	uint32_t offset;
-	uint32_t hash_next;
-	uint32_t lru_prev, lru_next; /* lru_head: most recent */
+struct slot {
+	uint8_t *key; /* NULL: free */
+	size_t key_len;
+	char *value; /* real table: the name */
+	uint32_t hash;
+	int32_t bucket_next;
+	int32_t lru_prev, lru_next; /* head: most recently used */
 };
 
-struct fakeip_map {
-	uint8_t prefix[8];
-	size_t capacity, size;
-	struct fake_entry *entries;
-	uint32_t *buckets; /* name hash → entry index, NIL */
-	size_t n_buckets;
-	uint32_t *owner; /* pool offset → entry index + 1, 0: free */
-	uint32_t cursor; /* next offset to hand out */
-	uint32_t lru_head, lru_tail;
+struct lru_map {
+	size_t cap, used;
+	uint32_t mask;
+	int32_t *buckets;
+	struct slot *slots;
+	int32_t head, tail;
 };
 
-int fakeip_map_new(const uint8_t ula_prefix[8], size_t capacity, struct fakeip_map **ret)
-{
-	struct fakeip_map *m;
+struct fakeip {
+	uint8_t key[16];
+	struct lru_map fake;
+	struct lru_map real;
+};
 
-	if (capacity == 0 || capacity > FAKEIP_MAX_CAPACITY || ula_prefix[0] != 0xfd)
-		return -EINVAL;
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	memcpy(m->prefix, ula_prefix, 8);
-	m->capacity = capacity;
-	m->n_buckets = pow2_at_least(capacity * 2);
-	m->entries = calloc(capacity, sizeof(*m->entries));
-	m->buckets = malloc(m->n_buckets * sizeof(*m->buckets));
-	m->owner = calloc(FAKEIP_POOL_SIZE, sizeof(*m->owner));
-	if (!m->entries || !m->buckets || !m->owner) {
-		fakeip_map_free(m);
-		return -ENOMEM;
+/* SipHash-2-4 of DATA under KEY (the reference algorithm, written from its description). */
+#define ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                          \
+	do {                                                              \
+		v0 += v1, v1 = ROTL(v1, 13), v1 ^= v0, v0 = ROTL(v0, 32); \
+		v2 += v3, v3 = ROTL(v3, 16), v3 ^= v2;                    \
+		v0 += v3, v3 = ROTL(v3, 21), v3 ^= v0;                    \
+		v2 += v1, v1 = ROTL(v1, 17), v1 ^= v2, v2 = ROTL(v2, 32); \
+	} while (0)
+
+static uint64_t load_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static uint32_t keyed_hash(const uint8_t key[16], const uint8_t *data, size_t len)
+{
+	uint64_t k0 = load_le64(key), k1 = load_le64(key + 8);
+	uint64_t v0 = k0 ^ 0x736f6d6570736575ULL, v1 = k1 ^ 0x646f72616e646f6dULL;
+	uint64_t v2 = k0 ^ 0x6c7967656e657261ULL, v3 = k1 ^ 0x7465646279746573ULL;
+	uint64_t b = (uint64_t)len << 56, m;
+	size_t i;
+
+	for (i = 0; i + 8 <= len; i += 8) {
+		m = load_le64(data + i);
+		v3 ^= m;
+		SIPROUND;
+		SIPROUND;
+		v0 ^= m;
 	}
-	memset(m->buckets, 0xff, m->n_buckets * sizeof(*m->buckets));
-	m->cursor = 1; /* 198.18.0.0 is the network's own address */
-	m->lru_head = m->lru_tail = NIL;
-	*ret = m;
+	for (size_t j = 0; i + j < len; j++)
+		b |= (uint64_t)data[i + j] << (8 * j);
+	v3 ^= b;
+	SIPROUND;
+	SIPROUND;
+	v0 ^= b;
+	v2 ^= 0xff;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	SIPROUND;
+	b = v0 ^ v1 ^ v2 ^ v3;
+	return (uint32_t)(b ^ (b >> 32));
+}
+
+static int map_init(struct lru_map *m, size_t cap)
+{
+	size_t nb = 1;
+
+	while (nb < cap)
+		nb <<= 1;
+	m->cap = cap;
+	m->used = 0;
+	m->mask = (uint32_t)(nb - 1);
+	m->head = m->tail = NIL;
+	if (cap == 0)
+		return 0;
+	m->buckets = malloc(nb * sizeof(*m->buckets));
+	m->slots = calloc(cap, sizeof(*m->slots));
+	if (!m->buckets || !m->slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < nb; i++)
+		m->buckets[i] = NIL;
 	return 0;
 }
 
-void fakeip_map_free(struct fakeip_map *m)
+static void map_done(struct lru_map *m)
 {
-	if (!m)
-		return;
-	for (size_t i = 0; m->entries && i < m->size; i++)
-		free(m->entries[i].name);
-	free(m->entries);
+	for (size_t i = 0; m->slots && i < m->cap; i++) {
+		free(m->slots[i].key);
+		free(m->slots[i].value);
+	}
+	free(m->slots);
 	free(m->buckets);
-	free(m->owner);
-	free(m);
 }
 
-static void lru_unlink(struct fakeip_map *m, uint32_t i)
+static void lru_unlink(struct lru_map *m, int32_t i)
 {
-	struct fake_entry *e = &m->entries[i];
+	struct slot *s = &m->slots[i];
 
-	if (e->lru_prev != NIL)
-		m->entries[e->lru_prev].lru_next = e->lru_next;
+	if (s->lru_prev != NIL)
+		m->slots[s->lru_prev].lru_next = s->lru_next;
 	else
-		m->lru_head = e->lru_next;
-	if (e->lru_next != NIL)
-		m->entries[e->lru_next].lru_prev = e->lru_prev;
+		m->head = s->lru_next;
+	if (s->lru_next != NIL)
+		m->slots[s->lru_next].lru_prev = s->lru_prev;
 	else
-		m->lru_tail = e->lru_prev;
+		m->tail = s->lru_prev;
 }
 
-static void lru_push_front(struct fakeip_map *m, uint32_t i)
+static void lru_push_front(struct lru_map *m, int32_t i)
 {
-	struct fake_entry *e = &m->entries[i];
+	struct slot *s = &m->slots[i];
 
-	e->lru_prev = NIL;
-	e->lru_next = m->lru_head;
-	if (m->lru_head != NIL)
-		m->entries[m->lru_head].lru_prev = i;
-	m->lru_head = i;
-	if (m->lru_tail == NIL)
-		m->lru_tail = i;
+	s->lru_prev = NIL;
+	s->lru_next = m->head;
+	if (m->head != NIL)
+		m->slots[m->head].lru_prev = i;
+	m->head = i;
+	if (m->tail == NIL)
+		m->tail = i;
 }
 
-static void touch(struct fakeip_map *m, uint32_t i)
+static void touch(struct lru_map *m, int32_t i)
 {
-	if (m->lru_head == i)
+	if (m->head == i)
 		return;
 	lru_unlink(m, i);
 	lru_push_front(m, i);
 }
 
-static uint32_t *bucket_of(struct fakeip_map *m, const char *name)
+static int32_t map_find(struct lru_map *m, const uint8_t key16[16], const void *key, size_t len)
 {
-	return &m->buckets[hash_bytes(name, strlen(name)) & (m->n_buckets - 1)];
-}
+	uint32_t h;
 
-static uint32_t find_name(struct fakeip_map *m, const char *name)
-{
-	for (uint32_t i = *bucket_of(m, name); i != NIL; i = m->entries[i].hash_next)
-		if (strcmp(m->entries[i].name, name) == 0)
+	if (m->cap == 0)
+		return NIL;
+	h = keyed_hash(key16, key, len);
+	for (int32_t i = m->buckets[h & m->mask]; i != NIL; i = m->slots[i].bucket_next) {
+		struct slot *s = &m->slots[i];
+
+		if (s->hash == h && s->key_len == len && memcmp(s->key, key, len) == 0)
 			return i;
+	}
 	return NIL;
 }
 
-static void addresses_of(const struct fakeip_map *m, uint32_t offset, struct in_addr *v4,
-                         struct in6_addr *v6)
+/* Empty slot I: out of its bucket and the LRU list. */
+static void map_evict(struct lru_map *m, int32_t i)
 {
-	uint32_t a = htonl(FAKEIP_V4_NET + offset);
+	struct slot *s = &m->slots[i];
+
+	for (int32_t *p = &m->buckets[s->hash & m->mask]; *p != NIL; p = &m->slots[*p].bucket_next)
+		if (*p == i) {
+			*p = s->bucket_next;
+			break;
+		}
+	lru_unlink(m, i);
+	free(s->key);
+	free(s->value);
+	s->key = NULL;
+	s->value = NULL;
+	m->used--;
+}
+
+/* A slot for KEY, new (the least recently used one is evicted when full). */
+static int map_insert(struct lru_map *m, const uint8_t key16[16], const void *key, size_t len,
+                      int32_t *ret)
+{
+	uint8_t *copy = malloc(len);
+	int32_t i;
+	struct slot *s;
+
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, key, len);
+	if (m->used < m->cap) {
+		/* Before the table first fills, slots are taken in order. */
+		for (i = (int32_t)m->used; m->slots[i].key; i = (i + 1) % (int32_t)m->cap)
+			;
+	} else {
+		i = m->tail;
+		map_evict(m, i);
+	}
+	s = &m->slots[i];
+	s->key = copy;
+	s->key_len = len;
+	s->hash = keyed_hash(key16, key, len);
+	s->bucket_next = m->buckets[s->hash & m->mask];
+	m->buckets[s->hash & m->mask] = i;
+	lru_push_front(m, i);
+	m->used++;
+	*ret = i;
+	return 0;
+}
+
+int fakeip_new(size_t names, size_t real, const uint8_t key[16], struct fakeip **ret)
+{
+	struct fakeip *f;
+
+	if (names == 0 || names > FAKEIP_MAX_NAMES || real > (1u << 24))
+		return -EINVAL;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	memcpy(f->key, key, 16);
+	if (map_init(&f->fake, names) < 0 || map_init(&f->real, real) < 0) {
+		fakeip_free(f);
+		return -ENOMEM;
+	}
+	*ret = f;
+	return 0;
+}
+
+void fakeip_free(struct fakeip *f)
+{
+	if (!f)
+		return;
+	map_done(&f->fake);
+	map_done(&f->real);
+	free(f);
+}
+
+static uint32_t net4(void)
+{
+	struct in_addr a;
+
+	inet_pton(AF_INET, FAKEIP_NET4, &a);
+	return ntohl(a.s_addr);
+}
+
+static void fake_addrs(int32_t i, struct in_addr *v4, struct in6_addr *v6)
+{
+	uint32_t n = (uint32_t)i + 1;
 
 	if (v4)
-		memcpy(v4, &a, 4);
+		v4->s_addr = htonl(net4() + n);
 	if (v6) {
-		memset(v6, 0, sizeof(*v6));
-		memcpy(v6->s6_addr, m->prefix, 8);
-		memcpy(v6->s6_addr + 12, &a, 4); /* ends in the IPv4 address, for people */
+		inet_pton(AF_INET6, FAKEIP_NET6, v6);
+		v6->s6_addr[12] = (uint8_t)(n >> 24);
+		v6->s6_addr[13] = (uint8_t)(n >> 16);
+		v6->s6_addr[14] = (uint8_t)(n >> 8);
+		v6->s6_addr[15] = (uint8_t)n;
 	}
 }
 
-/* Evict the least recently used entry; returns its index, now free. */
-static uint32_t evict(struct fakeip_map *m)
+static bool valid_name(const char *name, size_t *ret_len)
 {
-	uint32_t i = m->lru_tail;
-	struct fake_entry *e = &m->entries[i];
-	uint32_t *link = bucket_of(m, e->name);
-
-	while (*link != i)
-		link = &m->entries[*link].hash_next;
-	*link = e->hash_next;
-	lru_unlink(m, i);
-	m->owner[e->offset] = 0;
-	free(e->name);
-	e->name = NULL;
-	return i;
-}
-
-int fakeip_map_assign(struct fakeip_map *m, const char *name, struct in_addr *ret_v4,
-                      struct in6_addr *ret_v6)
-{
-	size_t len = strlen(name);
-	uint32_t i, *bucket;
-	char *copy;
+	size_t len = name ? strnlen(name, DOMAIN_HOST_MAX + 1) : 0;
 
 	if (len == 0 || len > DOMAIN_HOST_MAX)
+		return false;
+	*ret_len = len;
+	return true;
+}
+
+int fakeip_assign(struct fakeip *f, const char *name, struct in_addr *ret_v4,
+                  struct in6_addr *ret_v6)
+{
+	size_t len;
+	int32_t i;
+
+	if (!valid_name(name, &len))
 		return -EINVAL;
-	i = find_name(m, name);
+	i = map_find(&f->fake, f->key, name, len);
 	if (i != NIL) {
-		touch(m, i);
-		addresses_of(m, m->entries[i].offset, ret_v4, ret_v6);
-		return 0;
+		touch(&f->fake, i);
+	} else {
+		int r = map_insert(&f->fake, f->key, name, len, &i);
+		if (r < 0)
+			return r;
 	}
-	copy = strdup(name);
-	if (!copy)
-		return -ENOMEM;
-	i = m->size < m->capacity ? (uint32_t)m->size++ : evict(m);
-	/* The next free offset round the pool (there is one: capacity ≤ half the pool). */
-	while (m->owner[m->cursor] != 0)
-		m->cursor = m->cursor + 1 >= FAKEIP_POOL_SIZE - 1 ? 1 : m->cursor + 1;
-	m->entries[i] = (struct fake_entry){.name = copy, .offset = m->cursor};
-	m->owner[m->cursor] = i + 1;
-	m->cursor = m->cursor + 1 >= FAKEIP_POOL_SIZE - 1 ? 1 : m->cursor + 1;
-	bucket = bucket_of(m, copy);
-	m->entries[i].hash_next = *bucket;
-	*bucket = i;
-	lru_push_front(m, i);
-	addresses_of(m, m->entries[i].offset, ret_v4, ret_v6);
+	fake_addrs(i, ret_v4, ret_v6);
 	return 0;
 }
 
-/* The pool offset of ADDR, or 0 when outside the pools. */
-static uint32_t offset_of(const struct fakeip_map *m, int family, const void *addr)
+/* The offset of ADDR in the fake ranges (1-based), 0 when outside. */
+static uint32_t fake_offset(const struct sockaddr *addr)
 {
-	uint32_t a;
+	if (addr->sa_family == AF_INET) {
+		uint32_t a = ntohl(((const struct sockaddr_in *)addr)->sin_addr.s_addr);
+		uint32_t mask = ~((1u << (32 - FAKEIP_NET4_BITS)) - 1);
 
-	if (family == AF_INET) {
-		memcpy(&a, addr, 4);
-	} else if (family == AF_INET6) {
-		const uint8_t *b = addr;
-		static const uint8_t zero[4];
+		return (a & mask) == net4() ? a - net4() : 0;
+	}
+	if (addr->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)addr)->sin6_addr;
+		struct in6_addr net;
 
-		if (memcmp(b, m->prefix, 8) != 0 || memcmp(b + 8, zero, 4) != 0)
+		if (IN6_IS_ADDR_V4MAPPED(a)) {
+			struct sockaddr_in v4 = {.sin_family = AF_INET};
+
+			memcpy(&v4.sin_addr, &a->s6_addr[12], 4);
+			return fake_offset((const struct sockaddr *)&v4);
+		}
+		inet_pton(AF_INET6, FAKEIP_NET6, &net);
+		if (memcmp(a->s6_addr, net.s6_addr, 12) != 0)
 			return 0;
-		memcpy(&a, b + 12, 4);
-	} else {
-		return 0;
+		return (uint32_t)a->s6_addr[12] << 24 | (uint32_t)a->s6_addr[13] << 16 |
+		       (uint32_t)a->s6_addr[14] << 8 | a->s6_addr[15];
 	}
-	a = ntohl(a);
-	if ((a & ~(FAKEIP_POOL_SIZE - 1)) != FAKEIP_V4_NET)
-		return 0;
-	a -= FAKEIP_V4_NET;
-	return a >= FAKEIP_POOL_SIZE - 1 ? 0 : a;
+	return 0;
 }
 
-bool fakeip_map_is_fake(const struct fakeip_map *m, int family, const void *addr)
+bool fakeip_is_fake(const struct sockaddr *addr)
 {
-	const uint8_t *b = addr;
-	uint32_t a;
-
-	if (family == AF_INET) {
-		memcpy(&a, addr, 4);
-		return (ntohl(a) & ~(FAKEIP_POOL_SIZE - 1)) == FAKEIP_V4_NET;
-	}
-	return family == AF_INET6 && memcmp(b, m->prefix, 8) == 0;
+	return fake_offset(addr) != 0;
 }
 
-int fakeip_map_lookup(struct fakeip_map *m, int family, const void *addr, const char **ret_name)
+int fakeip_lookup(struct fakeip *f, const struct sockaddr *addr, char *ret_name)
 {
-	uint32_t off = offset_of(m, family, addr), owner;
+	uint32_t off = fake_offset(addr);
+	struct slot *s;
 
 	if (off == 0)
-		return -ENOENT;
-	owner = m->owner[off];
-	if (owner == 0)
-		return -ENOENT;
-	touch(m, owner - 1);
-	*ret_name = m->entries[owner - 1].name;
-	return 0;
-}
-
-size_t fakeip_map_size(const struct fakeip_map *m)
-{
-	return m->size;
-}
-
-/* ---- realip ------------------------------------------------------------------------------ */
-
-struct real_name {
-	char *name; /* NULL: free slot */
-	uint64_t expires;
-};
-
-struct real_entry {
-	int family; /* 0: free */
-	uint8_t addr[16];
-	uint32_t hash_next;
-	struct real_name names[REALIP_NAMES_PER_ADDR];
-};
-
-struct realip_map {
-	size_t max, size;
-	struct real_entry *entries;
-	uint32_t *buckets;
-	size_t n_buckets;
-	uint32_t free_head; /* free entries chained through hash_next */
-};
-
-int realip_map_new(size_t max_addrs, struct realip_map **ret)
-{
-	struct realip_map *m;
-
-	if (max_addrs == 0 || max_addrs > (1u << 20))
 		return -EINVAL;
-	m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	m->max = max_addrs;
-	m->n_buckets = pow2_at_least(max_addrs * 2);
-	m->entries = calloc(max_addrs, sizeof(*m->entries));
-	m->buckets = malloc(m->n_buckets * sizeof(*m->buckets));
-	if (!m->entries || !m->buckets) {
-		realip_map_free(m);
-		return -ENOMEM;
-	}
-	memset(m->buckets, 0xff, m->n_buckets * sizeof(*m->buckets));
-	for (size_t i = 0; i < max_addrs; i++)
-		m->entries[i].hash_next = i + 1 < max_addrs ? (uint32_t)i + 1 : NIL;
-	m->free_head = 0;
-	*ret = m;
-	return 0;
-}
-
-void realip_map_free(struct realip_map *m)
-{
-	if (!m)
-		return;
-	for (size_t i = 0; m->entries && i < m->max; i++)
-		for (size_t k = 0; k < REALIP_NAMES_PER_ADDR; k++)
-			free(m->entries[i].names[k].name);
-	free(m->entries);
-	free(m->buckets);
-	free(m);
-}
-
-static size_t addr_len(int family)
-{
-	return family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
-}
-
-static uint32_t *real_bucket(const struct realip_map *m, int family, const void *addr)
-{
-	return &m->buckets[hash_bytes(addr, addr_len(family)) & (m->n_buckets - 1)];
-}
-
-static uint32_t real_find(const struct realip_map *m, int family, const void *addr)
-{
-	for (uint32_t i = *real_bucket(m, family, addr); i != NIL; i = m->entries[i].hash_next)
-		if (m->entries[i].family == family &&
-		    memcmp(m->entries[i].addr, addr, addr_len(family)) == 0)
-			return i;
-	return NIL;
-}
-
-static void real_remove(struct realip_map *m, uint32_t i)
-{
-	struct real_entry *e = &m->entries[i];
-	uint32_t *link = real_bucket(m, e->family, e->addr);
-
-	while (*link != i)
-		link = &m->entries[*link].hash_next;
-	*link = e->hash_next;
-	for (size_t k = 0; k < REALIP_NAMES_PER_ADDR; k++)
-		free(e->names[k].name);
-	memset(e, 0, sizeof(*e));
-	e->hash_next = m->free_head;
-	m->free_head = i;
-	m->size--;
-}
-
-static uint64_t latest_expiry(const struct real_entry *e)
-{
-	uint64_t t = 0;
-
-	for (size_t k = 0; k < REALIP_NAMES_PER_ADDR; k++)
-		if (e->names[k].name && e->names[k].expires > t)
-			t = e->names[k].expires;
-	return t;
-}
-
-void realip_map_expire(struct realip_map *m, uint64_t now_ms)
-{
-	for (uint32_t i = 0; i < m->max; i++) {
-		struct real_entry *e = &m->entries[i];
-
-		if (!e->family)
-			continue;
-		for (size_t k = 0; k < REALIP_NAMES_PER_ADDR; k++)
-			if (e->names[k].name && e->names[k].expires <= now_ms) {
-				free(e->names[k].name);
-				e->names[k].name = NULL;
-			}
-		if (latest_expiry(e) == 0)
-			real_remove(m, i);
-	}
-}
-
-int realip_map_record(struct realip_map *m, int family, const void *addr, const char *name,
-                      uint64_t now_ms, uint64_t ttl_ms)
-{
-	uint64_t expires = now_ms + ttl_ms < now_ms ? UINT64_MAX : now_ms + ttl_ms;
-	struct real_entry *e;
-	struct real_name *slot = NULL;
-	uint32_t i, *bucket;
-	size_t len = strlen(name);
-
-	if (addr_len(family) == 0 || len == 0 || len > DOMAIN_HOST_MAX)
-		return -EINVAL;
-	i = real_find(m, family, addr);
-	if (i == NIL) {
-		if (m->size == m->max)
-			realip_map_expire(m, now_ms);
-		if (m->size == m->max) {
-			/* Still full: the address whose names all expire first goes. */
-			uint32_t victim = 0;
-			for (uint32_t k = 1; k < m->max; k++)
-				if (latest_expiry(&m->entries[k]) <
-				    latest_expiry(&m->entries[victim]))
-					victim = k;
-			real_remove(m, victim);
-		}
-		i = m->free_head;
-		e = &m->entries[i];
-		m->free_head = e->hash_next;
-		e->family = family;
-		memcpy(e->addr, addr, addr_len(family));
-		bucket = real_bucket(m, family, addr);
-		e->hash_next = *bucket;
-		*bucket = i;
-		m->size++;
-	}
-	e = &m->entries[i];
-	for (size_t k = 0; k < REALIP_NAMES_PER_ADDR; k++) {
-		struct real_name *n = &e->names[k];
-
-		if (n->name && strcmp(n->name, name) == 0) {
-			if (expires > n->expires)
-				n->expires = expires;
-			return 0;
-		}
-		/* Otherwise the free slot, else the one expiring first. */
-		if (!slot || (slot->name && (!n->name || n->expires < slot->expires)))
-			slot = n;
-	}
-	char *copy = strdup(name);
-	if (!copy)
-		return -ENOMEM;
-	free(slot->name);
-	slot->name = copy;
-	slot->expires = expires;
-	return 0;
-}
-
-int realip_map_lookup(const struct realip_map *m, int family, const void *addr, uint64_t now_ms,
-                      const char **ret_names, size_t max, size_t *ret_n)
-{
-	uint32_t i;
-	size_t n = 0;
-
-	if (addr_len(family) == 0)
+	if (off > f->fake.cap)
 		return -ENOENT;
-	i = real_find(m, family, addr);
+	s = &f->fake.slots[off - 1];
+	if (!s->key)
+		return -ENOENT;
+	touch(&f->fake, (int32_t)(off - 1));
+	memcpy(ret_name, s->key, s->key_len);
+	ret_name[s->key_len] = '\0';
+	return 0;
+}
+
+/* Real-table key: the family byte, then the address. */
+static size_t real_key(int family, const void *addr, uint8_t key[17])
+{
+	key[0] = (uint8_t)family;
+	if (family == AF_INET) {
+		memcpy(key + 1, addr, 4);
+		return 5;
+	}
+	memcpy(key + 1, addr, 16);
+	return 17;
+}
+
+int fakeip_record_real(struct fakeip *f, int family, const void *addr, const char *name)
+{
+	uint8_t key[17];
+	size_t klen, len;
+	int32_t i;
+	char *value;
+
+	if ((family != AF_INET && family != AF_INET6) || !valid_name(name, &len))
+		return -EINVAL;
+	if (f->real.cap == 0)
+		return -ENOSPC;
+	value = strndup(name, len);
+	if (!value)
+		return -ENOMEM;
+	klen = real_key(family, addr, key);
+	i = map_find(&f->real, f->key, key, klen);
+	if (i != NIL) {
+		touch(&f->real, i);
+	} else {
+		int r = map_insert(&f->real, f->key, key, klen, &i);
+		if (r < 0) {
+			free(value);
+			return r;
+		}
+	}
+	free(f->real.slots[i].value);
+	f->real.slots[i].value = value;
+	return 0;
+}
+
+int fakeip_lookup_real(struct fakeip *f, const struct sockaddr *addr, char *ret_name)
+{
+	uint8_t key[17];
+	size_t klen;
+	int32_t i;
+
+	if (addr->sa_family == AF_INET) {
+		klen = real_key(AF_INET, &((const struct sockaddr_in *)addr)->sin_addr, key);
+	} else if (addr->sa_family == AF_INET6) {
+		const struct in6_addr *a6 = &((const struct sockaddr_in6 *)addr)->sin6_addr;
+
+		if (IN6_IS_ADDR_V4MAPPED(a6))
+			klen = real_key(AF_INET, &a6->s6_addr[12], key);
+		else
+			klen = real_key(AF_INET6, a6, key);
+	} else {
+		return -EINVAL;
+	}
+	i = map_find(&f->real, f->key, key, klen);
 	if (i == NIL)
 		return -ENOENT;
-	for (size_t k = 0; k < REALIP_NAMES_PER_ADDR && n < max; k++) {
-		const struct real_name *nm = &m->entries[i].names[k];
-		if (nm->name && nm->expires > now_ms)
-			ret_names[n++] = nm->name;
-	}
-	if (n == 0)
-		return -ENOENT;
-	*ret_n = n;
+	touch(&f->real, i);
+	strcpy(ret_name, f->real.slots[i].value);
 	return 0;
 }
 
-size_t realip_map_size(const struct realip_map *m)
+size_t fakeip_count(const struct fakeip *f)
 {
-	return m->size;
+	return f->fake.used;
 }

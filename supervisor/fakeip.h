@@ -1,19 +1,18 @@
-/* The resolver's address books (pure: no I/O, no clock — callers pass now).
+/* Names behind addresses, for the sandbox's resolver and the transparent proxy (pure, no I/O).
  *
- * fakeip_map: every name the agent resolves through us gets a stable private address, an
- * IPv4 one from 198.18.0.0/15 (RFC 2544 benchmarking space, never routed) and an IPv6 one in
- * a ULA /64 chosen by the caller at creation, both at the same offset in the pool. When the
- * agent connects to such an address, the proxy looks the name up again: the connection's
- * destination is the name the agent asked for, not whatever it resolves to. The map holds at
- * most CAPACITY names and evicts the least recently used (assigning or looking up a name uses
- * it); addresses are handed out in order round the pool, so an evicted address goes to
- * another name only after the whole pool has been used — a late connection to it fails
- * rather than reaching the wrong name.
+ * Fake-IP mode: the resolver answers every A/AAAA query it does not deny with an address of
+ * its own, taken from ranges no real host uses here (FAKEIP_NET4, FAKEIP_NET6), one address
+ * pair per name. A TCP connection to such an address is then named by the table, whatever
+ * protocol it speaks, and the proxy dials the real address of the name itself. Names stay
+ * while they are used (a lookup or a new answer counts as use); when the table is full the
+ * least recently used name gives its addresses to the new one.
  *
- * realip_map: which names the agent resolved (through the host's resolver) to a real
- * address, so a connection to that address can be attributed to a name. At most MAX_ADDRS
- * addresses, REALIP_NAMES_PER_ADDR names each, every name with an expiry; when full, expired
- * entries go first, then those expiring soonest. */
+ * Real-IP mode: the resolver forwards the query and records which name each answer address
+ * belongs to (fakeip_record_real); a connection to that address is named from the record.
+ * When several names share an address the latest answer wins.
+ *
+ * Bounded (capacities fixed at creation) and hashed with a caller-provided key, so names an
+ * agent chooses cannot make lookups slow. */
 #ifndef CLOISTER_FAKEIP_H
 #define CLOISTER_FAKEIP_H
 
@@ -21,59 +20,47 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
-#include "protocol/cleanup.h"
+#include "supervisor/domain.h"
 
-#define FAKEIP_V4_NET       0xc6120000u /* 198.18.0.0 */
-#define FAKEIP_POOL_SIZE    (1u << 17)  /* a /15 */
-#define FAKEIP_MAX_CAPACITY (FAKEIP_POOL_SIZE / 2)
+/* 198.18.0.0/15 (RFC 2544 benchmarking) and a ULA /64 (the egress device's /48 is
+ * fd63:6c6f:6973::/48, see netfilter/netns.h; this /64 is not on any device). */
+#define FAKEIP_NET4      "198.18.0.0"
+#define FAKEIP_NET4_BITS 15
+#define FAKEIP_NET6      "fd63:6c6f:6973:fa6b::"
+#define FAKEIP_NET6_BITS 64
+#define FAKEIP_MAX_NAMES ((1u << (32 - FAKEIP_NET4_BITS)) - 2)
 
-struct fakeip_map;
+struct fakeip;
 
-/* A map for at most CAPACITY (1..FAKEIP_MAX_CAPACITY) names, whose IPv6 addresses lie in
- * ULA_PREFIX::/64 (8 bytes, first byte 0xfd: fd00::/8 with a random global id, RFC 4193).
- * -EINVAL for a bad capacity or prefix, -ENOMEM. */
-int fakeip_map_new(const uint8_t ula_prefix[8], size_t capacity, struct fakeip_map **ret);
-void fakeip_map_free(struct fakeip_map *map);
-CL_DEFINE_TRIVIAL_CLEANUP(struct fakeip_map *, fakeip_map_free)
+/* A table of at most NAMES fake names (1..FAKEIP_MAX_NAMES) and REAL recorded addresses
+ * (0 disables recording). KEY seeds the hash (fill it from getrandom()). */
+int fakeip_new(size_t names, size_t real, const uint8_t key[16], struct fakeip **ret);
+void fakeip_free(struct fakeip *f);
 
-/* The addresses of NAME (a normalised host name, see domain_name_normalise()), assigning
- * them if it has none. -EINVAL for an empty or overlong name, -ENOMEM. */
-int fakeip_map_assign(struct fakeip_map *map, const char *name, struct in_addr *ret_v4,
-                      struct in6_addr *ret_v6);
+/* The fake addresses of NAME (a normalised host name, see domain_name_normalise()), assigned
+ * now if NAME has none. Never fails for a valid name: the least recently used name is evicted
+ * when the table is full. -EINVAL for an empty or overlong name, -ENOMEM. */
+int fakeip_assign(struct fakeip *f, const char *name, struct in_addr *ret_v4,
+                  struct in6_addr *ret_v6);
 
-/* The name that holds ADDR (FAMILY AF_INET: struct in_addr, AF_INET6: struct in6_addr).
- * *ret_name stays valid until the next assign. -ENOENT when no name holds it (also for an
- * address outside the pools). */
-int fakeip_map_lookup(struct fakeip_map *map, int family, const void *addr, const char **ret_name);
+/* Is ADDR (a sockaddr_in/in6; IPv4-mapped IPv6 counts as IPv4) inside the fake ranges? */
+bool fakeip_is_fake(const struct sockaddr *addr);
 
-/* Is ADDR inside this map's pools (held or not)? */
-bool fakeip_map_is_fake(const struct fakeip_map *map, int family, const void *addr);
+/* The name that owns the fake address ADDR, copied to RET_NAME (DOMAIN_HOST_MAX + 1 bytes).
+ * -EINVAL when ADDR is not fake, -ENOENT when no name holds it (never assigned, or evicted). */
+int fakeip_lookup(struct fakeip *f, const struct sockaddr *addr, char *ret_name);
 
-size_t fakeip_map_size(const struct fakeip_map *map);
+/* Remember that the real address ADDR (AF_INET: struct in_addr, AF_INET6: struct in6_addr)
+ * was an answer for NAME. -EINVAL for a bad family or name, -ENOMEM, -ENOSPC when recording is
+ * disabled. */
+int fakeip_record_real(struct fakeip *f, int family, const void *addr, const char *name);
 
-#define REALIP_NAMES_PER_ADDR 4
+/* The name recorded for the real address ADDR (a sockaddr_in/in6), copied to RET_NAME.
+ * -ENOENT when none. */
+int fakeip_lookup_real(struct fakeip *f, const struct sockaddr *addr, char *ret_name);
 
-struct realip_map;
-
-int realip_map_new(size_t max_addrs, struct realip_map **ret);
-void realip_map_free(struct realip_map *map);
-CL_DEFINE_TRIVIAL_CLEANUP(struct realip_map *, realip_map_free)
-
-/* Record that NAME resolved to ADDR at NOW_MS for TTL_MS (a name already there gets the later
- * expiry). -EINVAL for a bad family or name, -ENOMEM. */
-int realip_map_record(struct realip_map *map, int family, const void *addr, const char *name,
-                      uint64_t now_ms, uint64_t ttl_ms);
-
-/* The names ADDR resolved from that have not expired at NOW_MS: up to MAX of them into
- * RET_NAMES (valid until the next record or expire), their count into *ret_n. -ENOENT when
- * there is none. */
-int realip_map_lookup(const struct realip_map *map, int family, const void *addr, uint64_t now_ms,
-                      const char **ret_names, size_t max, size_t *ret_n);
-
-/* Drop everything expired at NOW_MS. */
-void realip_map_expire(struct realip_map *map, uint64_t now_ms);
-
-size_t realip_map_size(const struct realip_map *map);
+size_t fakeip_count(const struct fakeip *f);
 
 #endif

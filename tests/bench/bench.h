@@ -37,4 +37,9 @@ void bench_executor(void);
  * run directly (tests/bench/bench_shim.c). Needs $SHIM and $HELPERS (set by `make bench`). */
 void bench_shim(void);
 
+/* The egress proxy: connect set-up and bulk throughput direct, through the transparent proxy
+ * (relay.c, from a netns with the rules), through the CONNECT proxy and through tinyproxy;
+ * the proxy's RSS with 1000 tunnels open (tests/bench/bench_proxy.c). Needs root. */
+void bench_proxy(void);
+
 #endif

@@ -15,6 +15,7 @@ static const struct {
         {"notify", "exec interception (seccomp user notification)", bench_notify},
         {"backstop", "exec backstop (eBPF)", bench_backstop},
         {"netfilter", "egress: nftables redirect in the sandbox netns (no proxy)", bench_netfilter},
+        {"proxy", "egress proxy: transparent and CONNECT vs direct and tinyproxy", bench_proxy},
         {"run", "end to end: native vs cloister-supervisor run", bench_run},
         {"web", "dashboard and approval API", bench_web},
         {"executor", "host executor: /bin/true round trip", bench_executor},

@@ -1,4 +1,5 @@
-/* The resolver's fake-IP map and real-IP record. */
+/* Fake-IP and real-IP name tables: addresses in the ranges, stable per name, reverse lookups,
+ * eviction of the least recently used name, and the recording of real answers. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,230 +13,191 @@
 
 #include "supervisor/fakeip.h"
 
-static const uint8_t prefix[8] = {0xfd, 0x12, 0x34, 0x56, 0x78, 0x9a, 0, 1};
+static const uint8_t key[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 
-static const char *text4(const struct in_addr *a)
+static struct sockaddr_in sin4(struct in_addr a)
 {
-	static char buf[INET_ADDRSTRLEN];
-	return inet_ntop(AF_INET, a, buf, sizeof(buf));
+	return (struct sockaddr_in){.sin_family = AF_INET, .sin_addr = a, .sin_port = htons(443)};
 }
 
-static const char *text6(const struct in6_addr *a)
+static struct sockaddr_in6 sin6(struct in6_addr a)
 {
-	static char buf[INET6_ADDRSTRLEN];
-	return inet_ntop(AF_INET6, a, buf, sizeof(buf));
+	return (struct sockaddr_in6){.sin6_family = AF_INET6, .sin6_addr = a};
 }
 
-static void test_names_get_stable_addresses_in_both_pools(void **state)
+static void test_names_get_stable_addresses_in_the_fake_ranges(void **state)
 {
-	_cleanup_(fakeip_map_freep) struct fakeip_map *m = NULL;
+	struct fakeip *f;
 	struct in_addr a4, b4, again4;
-	struct in6_addr a6, again6;
-	const char *name;
+	struct in6_addr a6, b6;
+	char buf[INET6_ADDRSTRLEN];
 
-	assert_int_equal(fakeip_map_new(prefix, 100, &m), 0);
-	assert_int_equal(fakeip_map_assign(m, "api.example.com", &a4, &a6), 0);
-	assert_string_equal(text4(&a4), "198.18.0.1");
-	assert_string_equal(text6(&a6), "fd12:3456:789a:1::c612:1");
-	assert_int_equal(fakeip_map_assign(m, "cdn.example.com", &b4, NULL), 0);
-	assert_string_equal(text4(&b4), "198.18.0.2");
-	assert_int_equal(fakeip_map_assign(m, "api.example.com", &again4, &again6), 0);
-	assert_memory_equal(&a4, &again4, sizeof(a4));
-	assert_memory_equal(&a6, &again6, sizeof(a6));
-	assert_int_equal(fakeip_map_size(m), 2);
-
-	assert_int_equal(fakeip_map_lookup(m, AF_INET, &a4, &name), 0);
-	assert_string_equal(name, "api.example.com");
-	assert_int_equal(fakeip_map_lookup(m, AF_INET6, &a6, &name), 0);
-	assert_string_equal(name, "api.example.com");
-	assert_int_equal(fakeip_map_lookup(m, AF_INET, &b4, &name), 0);
-	assert_string_equal(name, "cdn.example.com");
+	assert_int_equal(fakeip_new(100, 0, key, &f), 0);
+	assert_int_equal(fakeip_assign(f, "example.com", &a4, &a6), 0);
+	assert_int_equal(fakeip_assign(f, "api.example.com", &b4, &b6), 0);
+	assert_int_equal(fakeip_assign(f, "example.com", &again4, NULL), 0);
+	assert_memory_equal(&a4, &again4, 4);
+	assert_memory_not_equal(&a4, &b4, 4);
+	assert_memory_not_equal(&a6, &b6, 16);
+	inet_ntop(AF_INET, &a4, buf, sizeof(buf));
+	assert_true(strncmp(buf, "198.18.", 7) == 0 || strncmp(buf, "198.19.", 7) == 0);
+	inet_ntop(AF_INET6, &a6, buf, sizeof(buf));
+	assert_true(strncmp(buf, "fd63:6c6f:6973:fa6b:", 20) == 0);
+	assert_int_equal(fakeip_count(f), 2);
+	fakeip_free(f);
 }
 
-static void test_addresses_outside_the_pools_or_unheld_are_unknown(void **state)
+static void test_fake_addresses_name_their_owner_in_both_families(void **state)
 {
-	_cleanup_(fakeip_map_freep) struct fakeip_map *m = NULL;
-	static const char *const v4[] = {"198.18.0.0", "198.18.0.9", "198.19.255.255", "198.20.0.1",
-	                                 "10.0.0.1"};
-	static const char *const v6[] = {"fd12:3456:789a:1::c612:9", "fd12:3456:789a:2::c612:1",
-	                                 "fd12:3456:789a:1:1::c612:1", "::ffff:198.18.0.1"};
+	struct fakeip *f;
 	struct in_addr a4;
-	struct in6_addr a6;
-	const char *name = "untouched";
+	struct in6_addr a6, mapped = {{{0}}};
+	char name[DOMAIN_HOST_MAX + 1];
+	struct sockaddr_in s4;
+	struct sockaddr_in6 s6;
 
-	assert_int_equal(fakeip_map_new(prefix, 10, &m), 0);
-	assert_int_equal(fakeip_map_assign(m, "a.example", NULL, NULL), 0);
-	for (size_t i = 0; i < sizeof(v4) / sizeof(v4[0]); i++) {
-		inet_pton(AF_INET, v4[i], &a4);
-		if (fakeip_map_lookup(m, AF_INET, &a4, &name) != -ENOENT)
-			fail_msg("%s has a name", v4[i]);
-	}
-	for (size_t i = 0; i < sizeof(v6) / sizeof(v6[0]); i++) {
-		inet_pton(AF_INET6, v6[i], &a6);
-		if (fakeip_map_lookup(m, AF_INET6, &a6, &name) != -ENOENT)
-			fail_msg("%s has a name", v6[i]);
-	}
-	assert_string_equal(name, "untouched");
-	assert_int_equal(fakeip_map_lookup(m, AF_UNIX, &a6, &name), -ENOENT);
-	inet_pton(AF_INET, "198.19.1.1", &a4);
-	assert_true(fakeip_map_is_fake(m, AF_INET, &a4));
-	inet_pton(AF_INET, "198.20.1.1", &a4);
-	assert_false(fakeip_map_is_fake(m, AF_INET, &a4));
+	assert_int_equal(fakeip_new(100, 0, key, &f), 0);
+	assert_int_equal(fakeip_assign(f, "github.com", &a4, &a6), 0);
+	s4 = sin4(a4);
+	s6 = sin6(a6);
+	assert_true(fakeip_is_fake((struct sockaddr *)&s4));
+	assert_int_equal(fakeip_lookup(f, (struct sockaddr *)&s4, name), 0);
+	assert_string_equal(name, "github.com");
+	assert_int_equal(fakeip_lookup(f, (struct sockaddr *)&s6, name), 0);
+	assert_string_equal(name, "github.com");
+	/* ::ffff:198.18.x.y, as an IPv6 socket sees an IPv4 peer */
+	mapped.s6_addr[10] = mapped.s6_addr[11] = 0xff;
+	memcpy(&mapped.s6_addr[12], &a4, 4);
+	s6 = sin6(mapped);
+	assert_int_equal(fakeip_lookup(f, (struct sockaddr *)&s6, name), 0);
+	assert_string_equal(name, "github.com");
+	fakeip_free(f);
 }
 
-static void
-test_least_recently_used_name_is_evicted_and_its_address_not_reused_at_once(void **state)
+static void test_addresses_outside_or_unassigned_are_not_names(void **state)
 {
-	_cleanup_(fakeip_map_freep) struct fakeip_map *m = NULL;
+	struct fakeip *f;
+	struct in_addr a;
+	char name[DOMAIN_HOST_MAX + 1];
+	struct sockaddr_in s;
+
+	assert_int_equal(fakeip_new(10, 0, key, &f), 0);
+	inet_pton(AF_INET, "8.8.8.8", &a);
+	s = sin4(a);
+	assert_false(fakeip_is_fake((struct sockaddr *)&s));
+	assert_int_equal(fakeip_lookup(f, (struct sockaddr *)&s, name), -EINVAL);
+	inet_pton(AF_INET, "198.18.0.5", &a); /* in range, never handed out */
+	s = sin4(a);
+	assert_true(fakeip_is_fake((struct sockaddr *)&s));
+	assert_int_equal(fakeip_lookup(f, (struct sockaddr *)&s, name), -ENOENT);
+	inet_pton(AF_INET, "198.19.200.1", &a); /* in range, beyond the capacity */
+	s = sin4(a);
+	assert_int_equal(fakeip_lookup(f, (struct sockaddr *)&s, name), -ENOENT);
+	assert_int_equal(fakeip_assign(f, "", &a, NULL), -EINVAL);
+	fakeip_free(f);
+}
+
+static void test_a_full_table_evicts_the_least_recently_used_name(void **state)
+{
+	struct fakeip *f;
 	struct in_addr a, b, c, d;
-	const char *name;
+	char name[DOMAIN_HOST_MAX + 1];
+	struct sockaddr_in s;
 
-	assert_int_equal(fakeip_map_new(prefix, 3, &m), 0);
-	assert_int_equal(fakeip_map_assign(m, "a.example", &a, NULL), 0);
-	assert_int_equal(fakeip_map_assign(m, "b.example", &b, NULL), 0);
-	assert_int_equal(fakeip_map_assign(m, "c.example", &c, NULL), 0);
-	/* Using a (by lookup) and c (by assign) leaves b the least recently used. */
-	assert_int_equal(fakeip_map_lookup(m, AF_INET, &a, &name), 0);
-	assert_int_equal(fakeip_map_assign(m, "c.example", &c, NULL), 0);
-	assert_int_equal(fakeip_map_assign(m, "d.example", &d, NULL), 0);
-	assert_int_equal(fakeip_map_size(m), 3);
-	assert_int_equal(fakeip_map_lookup(m, AF_INET, &b, &name), -ENOENT);
-	assert_string_equal(text4(&d), "198.18.0.4"); /* not b's freed .2 */
-	assert_int_equal(fakeip_map_lookup(m, AF_INET, &a, &name), 0);
-	assert_string_equal(name, "a.example");
-	/* b comes back with a new address. */
-	assert_int_equal(fakeip_map_assign(m, "b.example", &b, NULL), 0);
-	assert_string_equal(text4(&b), "198.18.0.5");
+	assert_int_equal(fakeip_new(3, 0, key, &f), 0);
+	assert_int_equal(fakeip_assign(f, "a.test", &a, NULL), 0);
+	assert_int_equal(fakeip_assign(f, "b.test", &b, NULL), 0);
+	assert_int_equal(fakeip_assign(f, "c.test", &c, NULL), 0);
+	/* a.test is used again (a connection to it), so b.test is the oldest now. */
+	s = sin4(a);
+	assert_int_equal(fakeip_lookup(f, (struct sockaddr *)&s, name), 0);
+	assert_int_equal(fakeip_assign(f, "d.test", &d, NULL), 0);
+	assert_memory_equal(&d, &b, 4); /* b.test's address went to d.test */
+	assert_int_equal(fakeip_count(f), 3);
+	s = sin4(d);
+	assert_int_equal(fakeip_lookup(f, (struct sockaddr *)&s, name), 0);
+	assert_string_equal(name, "d.test");
+	s = sin4(a);
+	assert_int_equal(fakeip_lookup(f, (struct sockaddr *)&s, name), 0);
+	assert_string_equal(name, "a.test");
+	/* b.test comes back with a new address: c.test was the least recently used. */
+	assert_int_equal(fakeip_assign(f, "b.test", &b, NULL), 0);
+	assert_memory_equal(&b, &c, 4);
+	fakeip_free(f);
 }
 
-static void test_the_pool_wraps_round_and_skips_held_addresses(void **state)
+static void test_many_names_stay_consistent(void **state)
 {
-	_cleanup_(fakeip_map_freep) struct fakeip_map *m = NULL;
-	struct in_addr first, a;
-	char name[64];
-	const char *got;
+	struct fakeip *f;
+	char name[DOMAIN_HOST_MAX + 1], want[64];
 
-	assert_int_equal(fakeip_map_new(prefix, 2, &m), 0);
-	assert_int_equal(fakeip_map_assign(m, "keep.example", &first, NULL), 0);
-	/* Churn through the whole pool with one other slot, using keep.example now and then so
-	 * that it is never the one evicted. */
-	for (uint32_t i = 0; i < FAKEIP_POOL_SIZE + 10; i++) {
-		snprintf(name, sizeof(name), "n%u.example", i);
-		assert_int_equal(fakeip_map_assign(m, name, &a, NULL), 0);
-		assert_int_equal(fakeip_map_lookup(m, AF_INET, &first, &got), 0);
-		assert_int_not_equal(a.s_addr, first.s_addr);
-		uint32_t h = ntohl(a.s_addr);
-		assert_true(h > FAKEIP_V4_NET && h < FAKEIP_V4_NET + FAKEIP_POOL_SIZE - 1);
-	}
-	assert_int_equal(fakeip_map_lookup(m, AF_INET, &first, &got), 0);
-	assert_string_equal(got, "keep.example");
+	assert_int_equal(fakeip_new(5000, 0, key, &f), 0);
+	for (int round = 0; round < 2; round++)
+		for (int i = 0; i < 8000; i++) {
+			struct in_addr a;
+			struct sockaddr_in s;
+
+			snprintf(want, sizeof(want), "host%d.example.org", i);
+			assert_int_equal(fakeip_assign(f, want, &a, NULL), 0);
+			s = sin4(a);
+			assert_int_equal(fakeip_lookup(f, (struct sockaddr *)&s, name), 0);
+			assert_string_equal(name, want);
+		}
+	assert_int_equal(fakeip_count(f), 5000);
+	fakeip_free(f);
 }
 
-static void test_bad_arguments_are_refused(void **state)
+static void test_real_answers_are_recorded_and_the_latest_wins(void **state)
 {
-	struct fakeip_map *m = NULL;
-	static const uint8_t not_ula[8] = {0x20, 1, 0xd, 0xb8};
-	char long_name[300];
-
-	assert_int_equal(fakeip_map_new(not_ula, 10, &m), -EINVAL);
-	assert_int_equal(fakeip_map_new(prefix, 0, &m), -EINVAL);
-	assert_int_equal(fakeip_map_new(prefix, FAKEIP_MAX_CAPACITY + 1, &m), -EINVAL);
-	assert_null(m);
-	assert_int_equal(fakeip_map_new(prefix, 1, &m), 0);
-	assert_int_equal(fakeip_map_assign(m, "", NULL, NULL), -EINVAL);
-	memset(long_name, 'a', sizeof(long_name) - 1);
-	long_name[sizeof(long_name) - 1] = '\0';
-	assert_int_equal(fakeip_map_assign(m, long_name, NULL, NULL), -EINVAL);
-	assert_int_equal(fakeip_map_size(m), 0);
-	fakeip_map_free(m);
-}
-
-static void test_real_addresses_remember_their_names_until_expiry(void **state)
-{
-	_cleanup_(realip_map_freep) struct realip_map *m = NULL;
+	struct fakeip *f;
 	struct in_addr a;
-	struct in6_addr b;
-	const char *names[8];
-	size_t n;
+	struct in6_addr a6;
+	char name[DOMAIN_HOST_MAX + 1];
+	struct sockaddr_in s;
+	struct sockaddr_in6 s6;
 
-	inet_pton(AF_INET, "93.184.216.34", &a);
-	inet_pton(AF_INET6, "2001:db8::1", &b);
-	assert_int_equal(realip_map_new(16, &m), 0);
-	assert_int_equal(realip_map_record(m, AF_INET, &a, "example.com", 1000, 300000), 0);
-	assert_int_equal(realip_map_record(m, AF_INET, &a, "www.example.com", 2000, 60000), 0);
-	assert_int_equal(realip_map_record(m, AF_INET6, &b, "example.com", 1000, 60000), 0);
-	assert_int_equal(realip_map_size(m), 2);
-
-	assert_int_equal(realip_map_lookup(m, AF_INET, &a, 3000, names, 8, &n), 0);
-	assert_int_equal(n, 2);
-	assert_string_equal(names[0], "example.com");
-	assert_string_equal(names[1], "www.example.com");
-	/* www.example.com expires at 62000, example.com at 301000. */
-	assert_int_equal(realip_map_lookup(m, AF_INET, &a, 62000, names, 8, &n), 0);
-	assert_int_equal(n, 1);
-	assert_string_equal(names[0], "example.com");
-	/* A new resolution extends, never shortens. */
-	assert_int_equal(realip_map_record(m, AF_INET, &a, "example.com", 5000, 1), 0);
-	assert_int_equal(realip_map_lookup(m, AF_INET, &a, 300000, names, 8, &n), 0);
-	assert_int_equal(realip_map_lookup(m, AF_INET, &a, 301000, names, 8, &n), -ENOENT);
-	/* Expiry drops the address entirely once nothing is left. */
-	realip_map_expire(m, 301000);
-	assert_int_equal(realip_map_size(m), 0);
-	assert_int_equal(realip_map_lookup(m, AF_INET6, &b, 0, names, 8, &n), -ENOENT);
+	assert_int_equal(fakeip_new(1, 2, key, &f), 0);
+	inet_pton(AF_INET, "140.82.121.4", &a);
+	inet_pton(AF_INET6, "2606:50c0:8000::154", &a6);
+	s = sin4(a);
+	s6 = sin6(a6);
+	assert_int_equal(fakeip_lookup_real(f, (struct sockaddr *)&s, name), -ENOENT);
+	assert_int_equal(fakeip_record_real(f, AF_INET, &a, "github.com"), 0);
+	assert_int_equal(fakeip_record_real(f, AF_INET6, &a6, "github.com"), 0);
+	assert_int_equal(fakeip_lookup_real(f, (struct sockaddr *)&s, name), 0);
+	assert_string_equal(name, "github.com");
+	assert_int_equal(fakeip_lookup_real(f, (struct sockaddr *)&s6, name), 0);
+	assert_string_equal(name, "github.com");
+	assert_int_equal(fakeip_record_real(f, AF_INET, &a, "api.github.com"), 0);
+	assert_int_equal(fakeip_lookup_real(f, (struct sockaddr *)&s, name), 0);
+	assert_string_equal(name, "api.github.com");
+	assert_int_equal(fakeip_record_real(f, AF_UNIX, &a, "x.test"), -EINVAL);
+	fakeip_free(f);
+	assert_int_equal(fakeip_new(1, 0, key, &f), 0);
+	assert_int_equal(fakeip_record_real(f, AF_INET, &a, "github.com"), -ENOSPC);
+	fakeip_free(f);
 }
 
-static void test_real_record_is_bounded(void **state)
+static void test_bad_capacities_are_refused(void **state)
 {
-	_cleanup_(realip_map_freep) struct realip_map *m = NULL;
-	struct in_addr a;
-	const char *names[8];
-	char name[64];
-	size_t n;
+	struct fakeip *f;
 
-	assert_int_equal(realip_map_new(4, &m), 0);
-	/* Five names for one address: the one expiring first makes room. */
-	inet_pton(AF_INET, "10.0.0.1", &a);
-	for (int i = 0; i < 5; i++) {
-		snprintf(name, sizeof(name), "n%d.example", i);
-		assert_int_equal(realip_map_record(m, AF_INET, &a, name, 0, 1000 + (uint64_t)i), 0);
-	}
-	assert_int_equal(realip_map_lookup(m, AF_INET, &a, 0, names, 8, &n), 0);
-	assert_int_equal(n, REALIP_NAMES_PER_ADDR);
-	for (size_t i = 0; i < n; i++)
-		assert_string_not_equal(names[i], "n0.example");
-
-	/* Five addresses in a map of four: the one whose names expire first goes. */
-	for (uint32_t i = 2; i <= 5; i++) {
-		a.s_addr = htonl(0x0a000000 + i);
-		assert_int_equal(realip_map_record(m, AF_INET, &a, "x.example", 0, 10000 * i), 0);
-	}
-	assert_int_equal(realip_map_size(m), 4);
-	a.s_addr = htonl(0x0a000001); /* expires at ~1004: the first to go */
-	assert_int_equal(realip_map_lookup(m, AF_INET, &a, 0, names, 8, &n), -ENOENT);
-	a.s_addr = htonl(0x0a000005);
-	assert_int_equal(realip_map_lookup(m, AF_INET, &a, 0, names, 8, &n), 0);
-	/* Expired entries are dropped before anything live is evicted. */
-	a.s_addr = htonl(0x0a000009);
-	assert_int_equal(realip_map_record(m, AF_INET, &a, "y.example", 25000, 1000), 0);
-	assert_int_equal(realip_map_size(m), 4);
-	a.s_addr = htonl(0x0a000002); /* expired at 20000: it made room */
-	assert_int_equal(realip_map_lookup(m, AF_INET, &a, 0, names, 8, &n), -ENOENT);
-	a.s_addr = htonl(0x0a000003); /* live, the soonest to expire: kept */
-	assert_int_equal(realip_map_lookup(m, AF_INET, &a, 25000, names, 8, &n), 0);
-	assert_int_equal(realip_map_record(m, AF_UNIX, &a, "z", 0, 1), -EINVAL);
+	assert_int_equal(fakeip_new(0, 0, key, &f), -EINVAL);
+	assert_int_equal(fakeip_new(FAKEIP_MAX_NAMES + 1, 0, key, &f), -EINVAL);
+	assert_int_equal(fakeip_new(FAKEIP_MAX_NAMES, 0, key, &f), 0);
+	fakeip_free(f);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	        cmocka_unit_test(test_names_get_stable_addresses_in_both_pools),
-	        cmocka_unit_test(test_addresses_outside_the_pools_or_unheld_are_unknown),
-	        cmocka_unit_test(
-	                test_least_recently_used_name_is_evicted_and_its_address_not_reused_at_once),
-	        cmocka_unit_test(test_the_pool_wraps_round_and_skips_held_addresses),
-	        cmocka_unit_test(test_bad_arguments_are_refused),
-	        cmocka_unit_test(test_real_addresses_remember_their_names_until_expiry),
-	        cmocka_unit_test(test_real_record_is_bounded),
+	        cmocka_unit_test(test_names_get_stable_addresses_in_the_fake_ranges),
+	        cmocka_unit_test(test_fake_addresses_name_their_owner_in_both_families),
+	        cmocka_unit_test(test_addresses_outside_or_unassigned_are_not_names),
+	        cmocka_unit_test(test_a_full_table_evicts_the_least_recently_used_name),
+	        cmocka_unit_test(test_many_names_stay_consistent),
+	        cmocka_unit_test(test_real_answers_are_recorded_and_the_latest_wins),
+	        cmocka_unit_test(test_bad_capacities_are_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

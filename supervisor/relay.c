@@ -1,0 +1,385 @@
+/* The splice relay: see relay.h.
+ *
+ * Each direction is pumped until it can make no more progress: move what the pipe (or
+ * buffer) holds to the destination, then refill it from the source, and again while either
+ * step moved bytes. A pump stops only when the source said EAGAIN with nothing left to
+ * deliver (then its next readable edge wakes us) or the destination said EAGAIN (then its
+ * next writable edge does). That is what makes edge-triggered registration safe, also for
+ * the one ambiguous case: splice into a pipe whose slots are all taken says EAGAIN although
+ * the socket has data, but then the pipe is not empty and the destination's edge follows. */
+#include "supervisor/relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "protocol/cleanup.h"
+
+#define FALLBACK_BUF (64u * 1024)
+
+struct direction {
+	int src, dst;
+	int pipe_r, pipe_w; /* -EBADF: read/write through buf */
+	size_t in_pipe;
+	size_t pipe_size, pipe_max;
+	bool pipe_tried, pipe_grown;
+	uint8_t *buf; /* fallback, allocated when first needed */
+	size_t buf_len, buf_off;
+	uint8_t *prefix; /* owned; sent before anything else */
+	size_t prefix_len, prefix_off;
+	bool eof;  /* src ended and everything before the end was read */
+	bool shut; /* dst got SHUT_WR */
+	uint64_t bytes;
+	bool fallback_used;
+};
+
+struct relay {
+	struct loop *loop;
+	int a, b;
+	struct direction d[2]; /* [0]: a → b, [1]: b → a */
+	uint64_t idle_ms, last_ms, started_ms;
+	struct loop_timer *timer;
+	relay_done_fn done;
+	void *userdata;
+	bool ending;
+};
+
+static void close_pipe(struct direction *d)
+{
+	cl_closep(&d->pipe_r);
+	cl_closep(&d->pipe_w);
+	d->pipe_r = d->pipe_w = -EBADF;
+}
+
+static void reset_socket(int fd)
+{
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
+static void fill_stats(const struct relay *r, struct relay_stats *s)
+{
+	s->bytes_a_to_b = r->d[0].bytes;
+	s->bytes_b_to_a = r->d[1].bytes;
+	s->started_ms = r->started_ms;
+	s->ended_ms = loop_now_ms();
+	s->spliced = !r->d[0].fallback_used && !r->d[1].fallback_used;
+	s->end = RELAY_END_CLOSED;
+	s->error = 0;
+}
+
+void relay_get_stats(const struct relay *r, struct relay_stats *ret)
+{
+	fill_stats(r, ret);
+}
+
+static void relay_finish(struct relay *r, enum relay_end end, int error)
+{
+	struct relay_stats st;
+
+	if (r->ending)
+		return;
+	r->ending = true;
+	fill_stats(r, &st);
+	st.end = end;
+	st.error = error;
+	if (r->timer)
+		loop_cancel_timer(r->loop, r->timer);
+	loop_del_fd(r->loop, r->a);
+	loop_del_fd(r->loop, r->b);
+	if (end != RELAY_END_CLOSED) {
+		/* An abort must look like one on the other side, not like a clean end. */
+		reset_socket(r->a);
+		reset_socket(r->b);
+	}
+	close(r->a);
+	close(r->b);
+	for (int i = 0; i < 2; i++) {
+		close_pipe(&r->d[i]);
+		free(r->d[i].buf);
+		free(r->d[i].prefix);
+	}
+	if (r->done)
+		r->done(r->userdata, &st);
+	free(r);
+}
+
+/* Write what is waiting in D's prefix or buffer. 1: progress, 0: nothing to do or EAGAIN. */
+static int flush_bytes(struct direction *d, const uint8_t *p, size_t len, size_t *off)
+{
+	ssize_t n = send(d->dst, p + *off, len - *off, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	*off += (size_t)n;
+	d->bytes += (uint64_t)n;
+	return 1;
+}
+
+static int ensure_buf(struct direction *d)
+{
+	if (!d->buf) {
+		d->buf = malloc(FALLBACK_BUF);
+		if (!d->buf)
+			return -ENOMEM;
+	}
+	d->fallback_used = true;
+	return 0;
+}
+
+/* The pipe is made when the first bytes move (a connection that ends at once, or only
+ * carries a few bytes one way, costs no pipe) with the kernel's default size, and grows to
+ * pipe_max once it ran full: interactive connections keep small pipes, bulk ones get big
+ * ones. No pipe to be had (fd or pipe quota): read/write instead. */
+static void open_pipe(struct direction *d)
+{
+	int p[2];
+
+	d->pipe_tried = true;
+	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
+		return;
+	d->pipe_r = p[0];
+	d->pipe_w = p[1];
+	d->pipe_size = 65536; /* the default; a smaller pipe only makes splice stop earlier */
+}
+
+static void grow_pipe(struct direction *d)
+{
+	int got;
+
+	d->pipe_grown = true;
+	if (d->pipe_max <= d->pipe_size)
+		return;
+	got = fcntl(d->pipe_w, F_SETPIPE_SZ, (int)d->pipe_max);
+	if (got > 0)
+		d->pipe_size = (size_t)got;
+}
+
+/* Move bytes of D until neither step makes progress. Returns 0 or -errno. */
+static int pump(struct direction *d, bool *ret_moved)
+{
+	bool progress;
+
+	do {
+		int r;
+
+		progress = false;
+		/* 1. deliver */
+		if (d->prefix_off < d->prefix_len) {
+			r = flush_bytes(d, d->prefix, d->prefix_len, &d->prefix_off);
+			if (r < 0)
+				return r;
+			progress |= r > 0;
+			if (d->prefix_off < d->prefix_len)
+				goto fill_skip; /* keep the order: nothing read goes before it */
+		}
+		if (d->buf_off < d->buf_len) {
+			r = flush_bytes(d, d->buf, d->buf_len, &d->buf_off);
+			if (r < 0)
+				return r;
+			progress |= r > 0;
+		} else if (d->in_pipe > 0) {
+			ssize_t n = splice(d->pipe_r, NULL, d->dst, NULL, d->in_pipe,
+			                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+
+			if (n > 0) {
+				d->in_pipe -= (size_t)n;
+				d->bytes += (uint64_t)n;
+				progress = true;
+			} else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				return -errno;
+			}
+		}
+
+		/* 2. refill */
+		if (!d->eof && !d->pipe_tried)
+			open_pipe(d);
+		if (!d->eof && d->pipe_r >= 0 && d->buf_off >= d->buf_len &&
+		    d->in_pipe < d->pipe_size) {
+			ssize_t n = splice(d->src, NULL, d->pipe_w, NULL, d->pipe_size - d->in_pipe,
+			                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+
+			if (n > 0) {
+				d->in_pipe += (size_t)n;
+				progress = true;
+				if (d->in_pipe >= d->pipe_size && !d->pipe_grown)
+					grow_pipe(d);
+			} else if (n == 0) {
+				d->eof = true;
+				progress = true;
+			} else if (errno == EINVAL && d->in_pipe == 0) {
+				/* This socket cannot splice: read and write from now on. */
+				close_pipe(d);
+				progress = true;
+			} else if (errno != EAGAIN && errno != EINTR) {
+				return -errno;
+			}
+		} else if (!d->eof && d->pipe_r < 0 && d->buf_off >= d->buf_len) {
+			ssize_t n;
+
+			r = ensure_buf(d);
+			if (r < 0)
+				return r;
+			n = recv(d->src, d->buf, FALLBACK_BUF, MSG_DONTWAIT);
+			if (n > 0) {
+				d->buf_len = (size_t)n;
+				d->buf_off = 0;
+				progress = true;
+			} else if (n == 0) {
+				d->eof = true;
+				progress = true;
+			} else if (errno != EAGAIN && errno != EINTR) {
+				return -errno;
+			}
+		}
+	fill_skip:
+		if (progress)
+			*ret_moved = true;
+	} while (progress);
+
+	if (d->eof && !d->shut && d->in_pipe == 0 && d->buf_off >= d->buf_len &&
+	    d->prefix_off >= d->prefix_len) {
+		/* ENOTCONN: the peer is already gone; the other direction will tell. */
+		if (shutdown(d->dst, SHUT_WR) < 0 && errno != ENOTCONN)
+			return -errno;
+		d->shut = true;
+	}
+	return 0;
+}
+
+/* Pump the directions in MASK (bit 0: a → b, bit 1: b → a). */
+static void pump_dirs(struct relay *r, unsigned mask)
+{
+	bool moved = false;
+
+	for (int i = 0; i < 2; i++) {
+		int e;
+
+		if (!(mask & (1u << i)))
+			continue;
+		e = pump(&r->d[i], &moved);
+
+		if (e < 0) {
+			relay_finish(r, RELAY_END_ERROR, e);
+			return;
+		}
+	}
+	if (moved && r->idle_ms)
+		r->last_ms = loop_now_ms();
+	if (r->d[0].shut && r->d[1].shut)
+		relay_finish(r, RELAY_END_CLOSED, 0);
+}
+
+static int on_socket(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct relay *r = userdata;
+	/* Readable: the direction this fd feeds; writable: the one it drains. A pump of the
+	 * other direction would only meet EAGAIN. */
+	unsigned in = fd == r->a ? 1u : 2u, out = fd == r->a ? 2u : 1u, mask = 0;
+
+	if (events & (EPOLLIN | EPOLLRDHUP))
+		mask |= in;
+	if (events & EPOLLOUT)
+		mask |= out;
+	if (events & (EPOLLERR | EPOLLHUP))
+		mask = 3;
+	pump_dirs(r, mask);
+	return 0;
+}
+
+static int on_idle_timer(struct loop *loop, void *userdata)
+{
+	struct relay *r = userdata;
+	uint64_t now = loop_now_ms();
+
+	r->timer = NULL; /* the loop frees it after this call */
+	if (now - r->last_ms >= r->idle_ms) {
+		relay_finish(r, RELAY_END_IDLE, 0);
+		return 0;
+	}
+	if (loop_add_timer(loop, r->last_ms + r->idle_ms, on_idle_timer, r, &r->timer) < 0)
+		relay_finish(r, RELAY_END_ERROR, -ENOMEM);
+	return 0;
+}
+
+static void setup_direction(struct direction *d, int src, int dst, size_t pipe_max)
+{
+	d->src = src;
+	d->dst = dst;
+	d->pipe_r = d->pipe_w = -EBADF;
+	d->pipe_max = pipe_max;
+}
+
+int relay_start(struct loop *loop, int a, int b, const struct relay_options *opts,
+                relay_done_fn done, void *userdata, struct relay **ret)
+{
+	_cleanup_close_ int fa = a, fb = b;
+	struct relay_options defaults = {0};
+	struct relay *r;
+	int e;
+
+	if (!opts)
+		opts = &defaults;
+	if (opts->prefix_len > RELAY_MAX_PREFIX)
+		return -EINVAL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	if (opts->prefix_len) {
+		r->d[0].prefix = malloc(opts->prefix_len);
+		if (!r->d[0].prefix) {
+			free(r);
+			return -ENOMEM;
+		}
+		memcpy(r->d[0].prefix, opts->prefix, opts->prefix_len);
+		r->d[0].prefix_len = opts->prefix_len;
+	}
+	r->loop = loop;
+	r->a = a;
+	r->b = b;
+	r->done = done;
+	r->userdata = userdata;
+	r->idle_ms = opts->idle_ms;
+	r->started_ms = r->last_ms = loop_now_ms();
+	setup_direction(&r->d[0], a, b,
+	                opts->pipe_size ? opts->pipe_size : RELAY_DEFAULT_PIPE_SIZE);
+	setup_direction(&r->d[1], b, a,
+	                opts->pipe_size ? opts->pipe_size : RELAY_DEFAULT_PIPE_SIZE);
+
+	e = loop_add_fd(loop, a, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, on_socket, r);
+	if (e >= 0) {
+		e = loop_add_fd(loop, b, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, on_socket, r);
+		if (e < 0)
+			loop_del_fd(loop, a);
+	}
+	if (e >= 0 && r->idle_ms) {
+		e = loop_add_timer(loop, r->last_ms + r->idle_ms, on_idle_timer, r, &r->timer);
+		if (e < 0) {
+			loop_del_fd(loop, a);
+			loop_del_fd(loop, b);
+		}
+	}
+	if (e < 0) {
+		for (int i = 0; i < 2; i++) {
+			close_pipe(&r->d[i]);
+			free(r->d[i].prefix);
+		}
+		free(r);
+		return e;
+	}
+	fa = fb = -EBADF; /* the relay's now */
+	if (ret)
+		*ret = r;
+	/* No first pump here: adding a socket that is ready already queues its first edge. */
+	return 0;
+}
+
+void relay_cancel(struct relay *r)
+{
+	relay_finish(r, RELAY_END_CANCELED, 0);
+}

@@ -1,0 +1,73 @@
+/* A bidirectional byte relay between two connected stream sockets, on the loop.
+ *
+ * Bytes move with splice(2) through a pipe per direction, so they are never copied through
+ * user space; where splice fails (no pipe to be had, a socket type that cannot splice) that
+ * direction falls back to read/write through a buffer. What one direction holds is bounded by
+ * its pipe (or buffer): a slow reader stops the writer's side being read, nothing queues up.
+ * A pipe is made when a direction first carries bytes, at the kernel's default size, and
+ * grows to pipe_size once it runs full (bulk transfers need big pipes, most connections not).
+ *
+ * Half-close: when one side ends its sending (EOF), the other side's sending is shut
+ * (shutdown(SHUT_WR)) once everything before the EOF was delivered; the relay finishes when
+ * both directions did. An error on either side (a reset, EPIPE) ends both at once, and the
+ * other side is reset too (SO_LINGER 0), so an abort is seen as one. A relay in which no byte
+ * moved for idle_ms ends as well.
+ *
+ * The sockets are registered edge-triggered once and never modified; the idle timer is one
+ * loop timer per relay that is re-armed only when it fires. */
+#ifndef CLOISTER_RELAY_H
+#define CLOISTER_RELAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "supervisor/loop.h"
+
+enum relay_end {
+	RELAY_END_CLOSED,   /* both sides finished sending (the normal end) */
+	RELAY_END_IDLE,     /* no byte moved for idle_ms */
+	RELAY_END_ERROR,    /* a socket failed (errno in relay_stats.error) */
+	RELAY_END_CANCELED, /* relay_cancel() */
+};
+
+struct relay_stats {
+	uint64_t bytes_a_to_b;
+	uint64_t bytes_b_to_a;
+	uint64_t started_ms, ended_ms; /* loop_now_ms() */
+	enum relay_end end;
+	int error;    /* negative errno for RELAY_END_ERROR, else 0 */
+	bool spliced; /* every byte moved with splice (no read/write fallback) */
+};
+
+struct relay;
+
+/* Called once when the relay ends (from the loop, never from relay_start), after both sockets
+ * were closed; the relay is freed right after it returns. */
+typedef void (*relay_done_fn)(void *userdata, const struct relay_stats *stats);
+
+struct relay_options {
+	size_t pipe_size; /* the most a pipe grows to; 0: RELAY_DEFAULT_PIPE_SIZE */
+	uint64_t idle_ms; /* 0: no idle timeout */
+	/* Bytes to send to B before anything read from A (copied; may be NULL). */
+	const void *prefix;
+	size_t prefix_len;
+};
+
+#define RELAY_DEFAULT_PIPE_SIZE (1024u * 1024)
+#define RELAY_MAX_PREFIX        (64u * 1024)
+
+/* Start relaying between the connected sockets A and B (non-blocking; the relay owns them from
+ * now on, also when this fails: they are closed then). -EINVAL for a prefix over
+ * RELAY_MAX_PREFIX, -ENOMEM, or the loop's error. *ret (may be NULL) is valid until DONE is
+ * called. */
+int relay_start(struct loop *loop, int a, int b, const struct relay_options *opts,
+                relay_done_fn done, void *userdata, struct relay **ret);
+
+/* End the relay now (both sockets reset); DONE is called with RELAY_END_CANCELED. */
+void relay_cancel(struct relay *r);
+
+/* The counts so far. */
+void relay_get_stats(const struct relay *r, struct relay_stats *ret);
+
+#endif

@@ -1,0 +1,290 @@
+/* The splice relay on real loopback TCP connections: bytes intact both ways with pipes that
+ * grow, half-close passed on in each direction, the prefix first, idle timeout, a reset
+ * passed on, cancel. The loop runs in a thread of its own; the test drives both ends. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "supervisor/loop.h"
+#include "supervisor/relay.h"
+
+struct env {
+	struct loop *loop;
+	int client, server; /* the test's ends */
+	int relay_a, relay_b;
+	pthread_t thread;
+	struct relay_stats st;
+	int done;
+};
+
+/* A connected loopback TCP pair: *ret_a connected to *ret_b. */
+static void tcp_pair(int *ret_a, int *ret_b)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sin);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(l >= 0);
+	assert_int_equal(bind(l, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(l, 1), 0);
+	assert_int_equal(getsockname(l, (struct sockaddr *)&sin, &len), 0);
+	*ret_a = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(*ret_a, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	*ret_b = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(*ret_b >= 0);
+	close(l);
+}
+
+static void on_done(void *userdata, const struct relay_stats *st)
+{
+	struct env *e = userdata;
+
+	e->st = *st;
+	e->done++;
+	loop_exit(e->loop, 0);
+}
+
+static void *loop_main(void *arg)
+{
+	struct env *e = arg;
+
+	loop_run(e->loop);
+	return NULL;
+}
+
+static struct relay *start(struct env *e, const struct relay_options *opts)
+{
+	struct relay *r = NULL;
+
+	memset(e, 0, sizeof(*e));
+	assert_int_equal(loop_new(&e->loop), 0);
+	tcp_pair(&e->client, &e->relay_a);
+	tcp_pair(&e->relay_b, &e->server);
+	fcntl(e->relay_a, F_SETFL, O_NONBLOCK);
+	fcntl(e->relay_b, F_SETFL, O_NONBLOCK);
+	assert_int_equal(relay_start(e->loop, e->relay_a, e->relay_b, opts, on_done, e, &r), 0);
+	return r;
+}
+
+static void run(struct env *e)
+{
+	assert_int_equal(pthread_create(&e->thread, NULL, loop_main, e), 0);
+}
+
+static void finish(struct env *e)
+{
+	pthread_join(e->thread, NULL);
+	close(e->client);
+	close(e->server);
+	loop_free(e->loop);
+}
+
+static uint8_t pattern(size_t i, unsigned seed)
+{
+	return (uint8_t)(i * 31 + i / 4093 + seed);
+}
+
+struct writer {
+	int fd;
+	size_t len;
+	unsigned seed;
+};
+
+static void *write_then_shut(void *arg)
+{
+	struct writer *w = arg;
+	uint8_t buf[65536];
+	size_t off = 0;
+
+	while (off < w->len) {
+		size_t n = w->len - off < sizeof(buf) ? w->len - off : sizeof(buf);
+		ssize_t got;
+
+		for (size_t i = 0; i < n; i++)
+			buf[i] = pattern(off + i, w->seed);
+		got = write(w->fd, buf, n);
+		if (got <= 0)
+			return NULL;
+		off += (size_t)got;
+	}
+	shutdown(w->fd, SHUT_WR);
+	return NULL;
+}
+
+/* Read until EOF; check the pattern; return the count (or -errno). */
+static ssize_t read_check(int fd, unsigned seed)
+{
+	uint8_t buf[65536];
+	size_t total = 0;
+
+	for (;;) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		if (poll(&p, 1, 5000) != 1)
+			return -ETIMEDOUT;
+		n = read(fd, buf, sizeof(buf));
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return (ssize_t)total;
+		for (ssize_t i = 0; i < n; i++)
+			if (buf[i] != pattern(total + (size_t)i, seed))
+				return -EBADMSG;
+		total += (size_t)n;
+	}
+}
+
+static void test_bytes_arrive_intact_both_ways_with_half_close(void **state)
+{
+	struct env e;
+	struct writer up = {.len = 3u << 20, .seed = 1}, down = {.len = 2u << 20, .seed = 2};
+	pthread_t tu;
+
+	start(&e, NULL);
+	run(&e);
+	up.fd = e.client;
+	assert_int_equal(pthread_create(&tu, NULL, write_then_shut, &up), 0);
+	/* The client has shut its side; the server still gets everything and an EOF, and can
+	 * then answer through the half-open connection. */
+	assert_int_equal(read_check(e.server, 1), (ssize_t)up.len);
+	pthread_join(tu, NULL);
+	down.fd = e.server;
+	write_then_shut(&down);
+	assert_int_equal(read_check(e.client, 2), (ssize_t)down.len);
+	finish(&e);
+	assert_int_equal(e.done, 1);
+	assert_int_equal(e.st.end, RELAY_END_CLOSED);
+	assert_int_equal(e.st.bytes_a_to_b, up.len);
+	assert_int_equal(e.st.bytes_b_to_a, down.len);
+	assert_true(e.st.spliced);
+}
+
+static void test_prefix_goes_before_what_the_client_sends(void **state)
+{
+	struct env e;
+	struct relay_options o = {.prefix = "HEAD:", .prefix_len = 5};
+	char buf[64];
+	size_t len = 0;
+	ssize_t n;
+
+	start(&e, &o);
+	run(&e);
+	assert_int_equal(write(e.client, "body", 4), 4);
+	shutdown(e.client, SHUT_WR);
+	while ((n = read(e.server, buf + len, sizeof(buf) - len)) > 0)
+		len += (size_t)n;
+	assert_int_equal(len, 9);
+	assert_memory_equal(buf, "HEAD:body", 9);
+	shutdown(e.server, SHUT_WR);
+	assert_int_equal(read(e.client, buf, sizeof(buf)), 0);
+	finish(&e);
+	assert_int_equal(e.st.bytes_a_to_b, 9);
+	assert_int_equal(e.st.end, RELAY_END_CLOSED);
+}
+
+static void test_idle_relay_ends_and_resets_both_sides(void **state)
+{
+	struct env e;
+	struct relay_options o = {.idle_ms = 100};
+	char c;
+
+	start(&e, &o);
+	run(&e);
+	assert_int_equal(write(e.client, "x", 1), 1);
+	assert_int_equal(read(e.server, &c, 1), 1);
+	pthread_join(e.thread, NULL); /* the loop stops when the relay ends */
+	assert_int_equal(e.st.end, RELAY_END_IDLE);
+	assert_true(e.st.ended_ms - e.st.started_ms >= 100);
+	assert_int_equal(read(e.client, &c, 1), -1);
+	assert_int_equal(errno, ECONNRESET);
+	assert_int_equal(read(e.server, &c, 1), -1);
+	assert_int_equal(errno, ECONNRESET);
+	close(e.client);
+	close(e.server);
+	loop_free(e.loop);
+}
+
+static void test_a_reset_on_one_side_resets_the_other(void **state)
+{
+	struct env e;
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	char c;
+
+	start(&e, NULL);
+	run(&e);
+	assert_int_equal(write(e.client, "x", 1), 1);
+	assert_int_equal(read(e.server, &c, 1), 1);
+	setsockopt(e.server, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(e.server);
+	e.server = -1;
+	{
+		struct pollfd p = {.fd = e.client, .events = POLLIN};
+
+		assert_int_equal(poll(&p, 1, 5000), 1);
+	}
+	assert_int_equal(read(e.client, &c, 1), -1);
+	assert_int_equal(errno, ECONNRESET);
+	finish(&e);
+	assert_int_equal(e.st.end, RELAY_END_ERROR);
+}
+
+static void test_cancel_ends_it_at_once(void **state)
+{
+	struct env e;
+	struct relay *r = start(&e, NULL);
+	char c;
+
+	relay_cancel(r); /* from the loop's thread: it is not running yet */
+	assert_int_equal(e.done, 1);
+	assert_int_equal(e.st.end, RELAY_END_CANCELED);
+	assert_int_equal(read(e.client, &c, 1), -1);
+	assert_int_equal(errno, ECONNRESET);
+	close(e.client);
+	close(e.server);
+	loop_free(e.loop);
+}
+
+static void test_oversized_prefix_is_refused_and_the_sockets_closed(void **state)
+{
+	static char big[RELAY_MAX_PREFIX + 1];
+	struct relay_options o = {.prefix = big, .prefix_len = sizeof(big)};
+	struct loop *loop;
+	int a, b, c, d;
+
+	assert_int_equal(loop_new(&loop), 0);
+	tcp_pair(&a, &b);
+	tcp_pair(&c, &d);
+	assert_int_equal(relay_start(loop, b, c, &o, on_done, NULL, NULL), -EINVAL);
+	assert_int_equal(fcntl(b, F_GETFD), -1); /* closed */
+	assert_int_equal(fcntl(c, F_GETFD), -1);
+	close(a);
+	close(d);
+	loop_free(loop);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_bytes_arrive_intact_both_ways_with_half_close),
+	        cmocka_unit_test(test_prefix_goes_before_what_the_client_sends),
+	        cmocka_unit_test(test_idle_relay_ends_and_resets_both_sides),
+	        cmocka_unit_test(test_a_reset_on_one_side_resets_the_other),
+	        cmocka_unit_test(test_cancel_ends_it_at_once),
+	        cmocka_unit_test(test_oversized_prefix_is_refused_and_the_sockets_closed),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
