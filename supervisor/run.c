@@ -35,6 +35,7 @@
 #include "supervisor/queue.h"
 #include "supervisor/sandbox.h"
 #include "supervisor/tty_approver.h"
+#include "supervisor/egress.h"
 #include "supervisor/exec_guard.h"
 #include "supervisor/hub.h"
 #include "supervisor/metrics.h"
@@ -65,6 +66,10 @@ struct options {
 	bool no_web;
 	const char *listen[3]; /* approval, tokens, request: "ADDR:PORT" */
 	const char *executor;  /* "HOST:PORT" of a `cloister-supervisor executor`, or NULL */
+	bool net_none;         /* --net none: loopback only, no egress at all */
+	bool real_ip;          /* --real-ip: the agent's DNS gets real addresses */
+	const char *hosts_file;
+	const char *listen_proxy; /* the CONNECT proxy, off by default for run */
 	char **agent_argv;
 };
 
@@ -78,6 +83,8 @@ struct run {
 	struct hub *hub; /* the queue, audit log, dashboard and APIs */
 	struct sandbox *sandbox;
 	struct exec_guard *guard; /* its execs */
+	struct egress *egress;    /* its connections */
+	bool net_ready;           /* the netns got its rules and listeners */
 	struct backstop *backstop;
 	uint64_t cgroup_id;
 	struct queue *queue;
@@ -132,6 +139,42 @@ static void on_exec_resolution(void *userdata, const struct queue_resolution *re
 
 	if (run->guard)
 		exec_guard_on_resolution(run->guard, res);
+}
+
+static void on_domain_resolution(void *userdata, const struct queue_resolution *res)
+{
+	struct run *run = userdata;
+
+	if (run->egress)
+		egress_on_resolution(run->egress, res);
+}
+
+static void owner_domain_rule(void *userdata, const struct queue_item *item, bool allow,
+                              enum queue_scope scope, const char *value, bool is_pattern)
+{
+	struct run *run = userdata;
+
+	if (run->egress)
+		egress_add_rule(run->egress, allow, value, is_pattern);
+}
+
+/* sandbox_start's hook: the netns gets its route, rules and listeners before the agent runs. */
+static int setup_netns(void *userdata, int netns_fd, struct cl_error *err)
+{
+	struct run *run = userdata;
+	struct cl_error why = {""};
+	int r;
+
+	if (!run->egress)
+		return 0;
+	r = egress_attach_netns(run->egress, netns_fd, run->sandbox_name, run->opt.project, &why);
+	if (r < 0) {
+		/* Without rules the netns still has no way out: fail closed, say so. */
+		say(run, "warning: no network for the agent: %s", why.msg);
+		return 0;
+	}
+	run->net_ready = true;
+	return 0;
 }
 
 static uint64_t on_tick(void *userdata, uint64_t now_ms)
@@ -375,6 +418,7 @@ static unsigned owner_sandboxes(void *userdata, struct web_sandbox_info *out, un
 static const struct hub_owner_ops run_owner_ops = {
         .sandbox_action = owner_sandbox_action,
         .sandboxes = owner_sandboxes,
+        .domain_rule = owner_domain_rule,
 };
 
 /* ---- options ----------------------------------------------------------------------------- */
@@ -407,6 +451,13 @@ static void usage(FILE *out)
 	      "  --listen-request A   hostexec request server (default 127.0.0.1:9998, or the\n"
 	      "                       config's request.listen)\n"
 	      "  --no-web             no dashboard and no local APIs\n"
+	      "  --net none           loopback only (default: every connection and DNS query goes\n"
+	      "                       through the supervisor's proxy and the domain policy)\n"
+	      "  --real-ip            answer the agent's DNS with real addresses (default: a\n"
+	      "                       private address per name, so any protocol is decided by "
+	      "name)\n"
+	      "  --hosts FILE         /etc/hosts-style names the proxy resolves before DNS\n"
+	      "  --listen-proxy A     also serve the CONNECT proxy (e.g. 127.0.0.1:3128)\n"
 	      "  --executor HOST:PORT run approved hostexec commands through this\n"
 	      "                       `" PROG " executor` (secret in CLOISTER_EXECUTOR_SECRET);\n"
 	      "                       default: in this process\n"
@@ -432,6 +483,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_LISTEN_REQUEST,
 		OPT_NO_WEB,
 		OPT_EXECUTOR,
+		OPT_NET,
+		OPT_REAL_IP,
+		OPT_HOSTS,
+		OPT_LISTEN_PROXY,
 	};
 	static const struct option longopts[] = {
 	        {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
@@ -447,6 +502,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"listen-request", required_argument, NULL, OPT_LISTEN_REQUEST},
 	        {"no-web", no_argument, NULL, OPT_NO_WEB},
 	        {"executor", required_argument, NULL, OPT_EXECUTOR},
+	        {"net", required_argument, NULL, OPT_NET},
+	        {"real-ip", no_argument, NULL, OPT_REAL_IP},
+	        {"hosts", required_argument, NULL, OPT_HOSTS},
+	        {"listen-proxy", required_argument, NULL, OPT_LISTEN_PROXY},
 	        {"verbose", no_argument, NULL, 'v'},
 	        {"quiet", no_argument, NULL, 'q'},
 	        {"help", no_argument, NULL, 'h'},
@@ -513,6 +572,22 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_EXECUTOR:
 			o->executor = optarg;
+			break;
+		case OPT_NET:
+			if (strcmp(optarg, "none") && strcmp(optarg, "proxy")) {
+				fprintf(stderr, PROG ": run: --net must be proxy or none\n");
+				return -EINVAL;
+			}
+			o->net_none = !strcmp(optarg, "none");
+			break;
+		case OPT_REAL_IP:
+			o->real_ip = true;
+			break;
+		case OPT_HOSTS:
+			o->hosts_file = optarg;
+			break;
+		case OPT_LISTEN_PROXY:
+			o->listen_proxy = optarg;
 			break;
 		case 'v':
 			o->verbose = true;
@@ -658,6 +733,8 @@ static void teardown(struct run *run)
 		backstop_remove_sandbox(run->backstop, run->cgroup_id);
 	exec_guard_free(run->guard);
 	run->guard = NULL;
+	egress_free(run->egress);
+	run->egress = NULL;
 	hub_free(run->hub);
 	run->hub = NULL;
 	run->queue = NULL;
@@ -704,6 +781,31 @@ static int start(struct run *run)
 	}
 	run->queue = hub_queue(run->hub);
 	hub_set_resolver(run->hub, QUEUE_KIND_EXEC, on_exec_resolution, run);
+	hub_set_resolver(run->hub, QUEUE_KIND_DOMAIN, on_domain_resolution, run);
+	if (!run->opt.net_none) {
+		struct egress_config ec = {
+		        .config = run->config,
+		        .connect_listen = run->opt.listen_proxy,
+		        .hosts_file = run->opt.hosts_file,
+		        .real_ip = run->opt.real_ip,
+		        .verbose = run->opt.verbose,
+		        .quiet = run->opt.quiet,
+		};
+
+		r = egress_new(run->loop, run->hub, &ec, &run->egress, &err);
+		if (r < 0) {
+			if (run->opt.listen_proxy || run->opt.hosts_file) {
+				fprintf(stderr, PROG ": run: %s\n", err.msg);
+				return -EPERM;
+			}
+			say(run, "warning: no egress proxy (%s): the agent gets no network",
+			    err.msg);
+			run->egress = NULL;
+		} else if (egress_connect_port(run->egress) &&
+		           (run->opt.verbose || isatty(STDERR_FILENO))) {
+			say(run, "CONNECT proxy at 127.0.0.1:%u", egress_connect_port(run->egress));
+		}
+	}
 	hub_set_drained(run->hub, on_drained, run);
 	hub_set_tick(run->hub, on_tick, run);
 	run->audit_dir = hub_audit_dir(run->hub) ? strdup(hub_audit_dir(run->hub)) : NULL;
@@ -751,6 +853,8 @@ static int start(struct run *run)
 		        .install_filter_userdata = NULL,
 		        .cgroup_optional = geteuid() != 0,
 		        .readonly_paths = readonly,
+		        .setup_netns = setup_netns,
+		        .setup_netns_userdata = run,
 		};
 
 		if (run->config_dir && contains_cwd(run->config_dir))
@@ -834,9 +938,10 @@ static int start(struct run *run)
 	}
 	if (run->opt.verbose || isatty(STDERR_FILENO))
 		say(run,
-		    "sandbox \"%s\": execs decided by policy; backstop: %s; network: none; "
+		    "sandbox \"%s\": execs decided by policy; backstop: %s; network: %s; "
 		    "asks: %s",
 		    run->sandbox_name, run->backstop ? backstop_mode_name(run->backstop) : "off",
+		    run->net_ready ? "through the proxy, by domain policy" : "none",
 		    run->tty ? (run->opt.ask_tty_path ? run->opt.ask_tty_path : "this terminal")
 		    : hub_web(run->hub) && run->opt.ask == ASK_WEB
 		            ? "the dashboard and the CLI client"

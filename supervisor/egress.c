@@ -1,0 +1,460 @@
+/* Egress glue: proxy + resolver + netfilter around the domain policy and the queue; see
+ * egress.h. */
+#include "supervisor/egress.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "netfilter/listen.h"
+#include "netfilter/netns.h"
+#include "netfilter/nft_egress.h"
+#include "protocol/cleanup.h"
+#include "supervisor/audit.h"
+#include "supervisor/config.h"
+#include "supervisor/domain.h"
+#include "supervisor/hub.h"
+#include "supervisor/loop.h"
+#include "supervisor/metrics.h"
+#include "supervisor/policy.h"
+#include "supervisor/proxy.h"
+#include "supervisor/resolver.h"
+
+/* Cookies of held connections: apart from the other kinds' waiters. */
+#define COOKIE_TAG   (UINT64_C(2) << 62)
+#define MAX_NETNS    64
+#define HOSTPORT_MAX (DOMAIN_HOST_MAX + 16)
+
+struct held {
+	struct proxy_conn *conn;
+	uint64_t cookie;
+	struct held *next;
+};
+
+struct attachment {
+	struct netfilter_listeners listeners;
+	struct nft_egress *rules;
+	char *sandbox;
+	char *project;
+};
+
+struct egress {
+	struct loop *loop;
+	struct hub *hub;
+	struct egress_config cfg;
+	struct resolver *resolver;
+	struct proxy *proxy;
+	struct policy_session session;
+	unsigned session_rules;
+	struct held *held;
+	struct attachment att[MAX_NETNS];
+	unsigned n_att;
+	int connect_fd;
+	unsigned connect_port;
+	struct loop_timer *drain;
+	bool freeing;
+};
+
+static void say(const struct egress *eg, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+static void say(const struct egress *eg, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (eg->cfg.quiet)
+		return;
+	va_start(ap, fmt);
+	fputs("cloister: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* "example.com:443", "[2001:db8::1]:80". */
+static void host_port(const char *host, uint16_t port, char *buf, size_t size)
+{
+	if (strchr(host, ':'))
+		snprintf(buf, size, "[%s]:%u", host, (unsigned)port);
+	else
+		snprintf(buf, size, "%s:%u", host, (unsigned)port);
+}
+
+/* Drain the queue from the loop, not from inside a proxy callback: a resolution may decide a
+ * connection, which must not happen while the proxy is still handling it. */
+static int on_drain(struct loop *loop, void *userdata)
+{
+	struct egress *eg = userdata;
+
+	eg->drain = NULL;
+	hub_drain(eg->hub);
+	return 0;
+}
+
+static void drain_soon(struct egress *eg)
+{
+	if (!eg->drain && !eg->freeing)
+		loop_add_timer(eg->loop, 0, on_drain, eg, &eg->drain);
+}
+
+static struct held *held_take(struct egress *eg, uint64_t cookie)
+{
+	for (struct held **p = &eg->held; *p; p = &(*p)->next) {
+		if ((*p)->cookie == cookie) {
+			struct held *h = *p;
+
+			*p = h->next;
+			return h;
+		}
+	}
+	return NULL;
+}
+
+static void audit_conn(struct egress *eg, const struct proxy_conn_info *info, const char *summary,
+                       enum audit_verdict verdict, const char *rule, const char *reason,
+                       const struct proxy_stats *stats)
+{
+	struct audit_record rec = {
+	        .time_ms = hub_wall_ms(),
+	        .sandbox = info->sandbox,
+	        .project = info->project,
+	        .kind = "domain",
+	        .pid = info->pid > 0 ? info->pid : -1,
+	        .uid = -1,
+	        .summary = summary,
+	        .verdict = verdict,
+	        .rule = rule,
+	        .decided_by = "policy",
+	        .latency_ms = -1,
+	        .reason = reason,
+	};
+
+	if (stats) {
+		rec.connection = true;
+		rec.bytes_up = (int64_t)stats->bytes_up;
+		rec.bytes_down = (int64_t)stats->bytes_down;
+		rec.duration_ms = (int64_t)stats->duration_ms;
+		rec.decided_by = NULL;
+	}
+	hub_audit(eg->hub, &rec);
+}
+
+/* ---- proxy callbacks --------------------------------------------------------------------- */
+
+static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
+                                    const struct proxy_conn_info *info)
+{
+	struct egress *eg = userdata;
+	char hp[HOSTPORT_MAX], rule[1024];
+	struct policy_result pr;
+	struct cl_error err = {""};
+	struct queue_request qr;
+	struct held *h;
+	int r;
+
+	host_port(info->host, info->port, hp, sizeof(hp));
+	if (policy_check_domain(eg->cfg.config, &eg->session, hp, &pr, &err) < 0) {
+		audit_conn(eg, info, hp, AUDIT_DENY, NULL, err.msg, NULL);
+		return PROXY_DENY;
+	}
+	if (pr.origin.file)
+		snprintf(rule, sizeof(rule), "%s (%s:%u)", pr.rule, pr.origin.file, pr.origin.line);
+	else
+		snprintf(rule, sizeof(rule), "%s", pr.rule);
+	if (pr.verdict != POLICY_ASK) {
+		bool allow = pr.verdict == POLICY_ALLOW;
+
+		metrics_count_decision(hub_metrics(eg->hub), "domain", allow ? "allow" : "deny",
+		                       "policy");
+		audit_conn(eg, info, hp, allow ? AUDIT_ALLOW : AUDIT_DENY, rule, pr.reason, NULL);
+		if (!allow)
+			say(eg, "connection to %s denied: %s", hp, rule);
+		else if (eg->cfg.verbose)
+			say(eg, "connection to %s allowed: %s", hp, rule);
+		return allow ? PROXY_ALLOW : PROXY_DENY;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return PROXY_DENY;
+	h->conn = conn;
+	h->cookie = COOKIE_TAG | proxy_conn_id(conn);
+	qr = (struct queue_request){
+	        .kind = QUEUE_KIND_DOMAIN,
+	        .sandbox = info->sandbox,
+	        .project = info->project,
+	        .summary = hp,
+	        .pid = info->pid > 0 ? info->pid : -1,
+	        .uid = -1,
+	        .cookie = h->cookie,
+	};
+	r = queue_add(hub_queue(eg->hub), &qr, loop_now_ms(), NULL);
+	if (r < 0) {
+		free(h);
+		audit_conn(eg, info, hp, AUDIT_DENY, rule, queue_strerror(r), NULL);
+		return PROXY_DENY;
+	}
+	h->next = eg->held;
+	eg->held = h;
+	drain_soon(eg);
+	return PROXY_PENDING;
+}
+
+static void on_closed(void *userdata, struct proxy_conn *conn, const struct proxy_conn_info *info,
+                      const struct proxy_stats *stats)
+{
+	struct egress *eg = userdata;
+	struct held *h = held_take(eg, COOKIE_TAG | proxy_conn_id(conn));
+	char hp[HOSTPORT_MAX];
+
+	/* A held connection whose client left: its ask has nobody to answer any more. */
+	if (h) {
+		if (queue_cancel_waiter(hub_queue(eg->hub), h->cookie, loop_now_ms()) >= 0)
+			drain_soon(eg);
+		free(h);
+	}
+	host_port(info->host[0] ? info->host : "?", info->port, hp, sizeof(hp));
+	audit_conn(eg, info, hp, stats->outcome == PROXY_OUTCOME_RELAYED ? AUDIT_ALLOW : AUDIT_DENY,
+	           NULL, stats->reason ? stats->reason : proxy_outcome_to_string(stats->outcome),
+	           stats);
+}
+
+static int on_original_dst(void *userdata, int fd, const struct sockaddr *peer, socklen_t peer_len,
+                           struct sockaddr_storage *ret)
+{
+	return netfilter_original_dst(fd, ret);
+}
+
+/* The policy names this exact host (a domain: entry, not a pattern nor the unlisted rule). */
+static bool on_allow_restricted(void *userdata, const struct proxy_conn_info *info)
+{
+	struct egress *eg = userdata;
+	char hp[HOSTPORT_MAX];
+	struct policy_result pr;
+
+	host_port(info->host, info->port, hp, sizeof(hp));
+	return policy_check_domain(eg->cfg.config, &eg->session, hp, &pr, NULL) == 0 &&
+	       pr.verdict == POLICY_ALLOW && strstr(pr.rule, "] domain \"") != NULL;
+}
+
+static bool on_name_allowed(void *userdata, const char *name)
+{
+	struct egress *eg = userdata;
+	struct policy_result pr;
+
+	/* A name every port of which is denied gets NXDOMAIN; the rest are decided per
+	 * connection (ports matter there). */
+	return policy_check_domain(eg->cfg.config, &eg->session, name, &pr, NULL) < 0 ||
+	       pr.verdict != POLICY_DENY;
+}
+
+static const struct proxy_ops egress_proxy_ops = {
+        .decide = on_decide,
+        .closed = on_closed,
+        .original_dst = on_original_dst,
+        .allow_restricted = on_allow_restricted,
+};
+
+static const struct resolver_ops egress_resolver_ops = {
+        .name_allowed = on_name_allowed,
+};
+
+/* ---- queue and rules ---------------------------------------------------------------------- */
+
+void egress_on_resolution(struct egress *eg, const struct queue_resolution *res)
+{
+	bool allow = res->item->state == QUEUE_STATE_APPROVED;
+	const char *reason = NULL;
+
+	if (res->item->state == QUEUE_STATE_TIMED_OUT)
+		reason = "Request timed out waiting for approval";
+	else if (!allow && res->item->state == QUEUE_STATE_CANCELLED)
+		reason = res->item->reason;
+	for (size_t i = 0; i < res->n_cookies; i++) {
+		struct held *h = held_take(eg, res->cookies[i]);
+
+		if (!h)
+			continue;
+		proxy_conn_decide(h->conn, allow, reason);
+		free(h);
+	}
+	if (!allow && res->item->state != QUEUE_STATE_CANCELLED)
+		say(eg, "connection to %s %s: %s", res->item->summary,
+		    queue_state_to_string(res->item->state), res->item->reason);
+}
+
+void egress_add_rule(struct egress *eg, bool allow, const char *value, bool is_pattern)
+{
+	struct config_domain_rule rule = {
+	        .list = allow ? "session.allow" : "session.deny",
+	        .index = eg->session_rules++,
+	        .origin = {.layer = CONFIG_LAYER_SESSION},
+	};
+
+	if (domain_spec_parse(value, is_pattern, &rule.spec, NULL) < 0)
+		return;
+	config_domain_list_add(allow ? &eg->session.allow : &eg->session.deny, &rule);
+}
+
+/* ---- set-up -------------------------------------------------------------------------------- */
+
+static int listen_connect(struct egress *eg, const char *text, struct cl_error *err)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET};
+	const char *colon = strrchr(text, ':');
+	char addr[64];
+	unsigned long port;
+	char *end;
+	int one = 1, fd;
+	socklen_t len = sizeof(sin);
+
+	if (!colon || (size_t)(colon - text) >= sizeof(addr))
+		return cl_error_set(err, -EINVAL, "CONNECT proxy: \"%s\" is not ADDR:PORT", text);
+	memcpy(addr, text, (size_t)(colon - text));
+	addr[colon - text] = '\0';
+	port = strtoul(colon + 1, &end, 10);
+	if (*end || port > 65535 ||
+	    inet_pton(AF_INET, addr[0] ? addr : "127.0.0.1", &sin.sin_addr) != 1)
+		return cl_error_set(err, -EINVAL, "CONNECT proxy: \"%s\" is not ADDR:PORT", text);
+	sin.sin_port = htons((uint16_t)port);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return cl_error_set(err, -errno, "CONNECT proxy: socket: %m");
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || listen(fd, 512) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return cl_error_set(err, r, "CONNECT proxy on %s: %s", text, strerror(-r));
+	}
+	eg->connect_fd = fd;
+	eg->connect_port = ntohs(sin.sin_port);
+	return proxy_add_connect(eg->proxy, fd);
+}
+
+int egress_new(struct loop *loop, struct hub *hub, const struct egress_config *config,
+               struct egress **ret, struct cl_error *err)
+{
+	struct egress *eg = calloc(1, sizeof(*eg));
+	struct resolver_config rc;
+	struct proxy_config pc;
+	int r;
+
+	if (!eg)
+		return -ENOMEM;
+	eg->loop = loop;
+	eg->hub = hub;
+	eg->cfg = *config;
+	eg->connect_fd = -EBADF;
+	resolver_config_init(&rc);
+	rc.fake_ip = !config->real_ip;
+	rc.hosts_file = config->hosts_file;
+	r = resolver_new(loop, &rc, &egress_resolver_ops, eg, &eg->resolver, err);
+	if (r >= 0) {
+		proxy_config_init(&pc);
+		pc.resolver = eg->resolver;
+		pc.tokens = hub_tokens(hub);
+		r = proxy_new(loop, &pc, &egress_proxy_ops, eg, &eg->proxy);
+		if (r < 0)
+			cl_error_set(err, r, "proxy: %s", strerror(-r));
+	}
+	if (r >= 0 && config->connect_listen)
+		r = listen_connect(eg, config->connect_listen, err);
+	if (r < 0) {
+		egress_free(eg);
+		return r;
+	}
+	*ret = eg;
+	return 0;
+}
+
+int egress_attach_netns(struct egress *eg, int netns_fd, const char *sandbox, const char *project,
+                        struct cl_error *err)
+{
+	struct attachment *a;
+	struct nft_egress_config nc;
+	int r;
+
+	if (eg->n_att == MAX_NETNS)
+		return cl_error_set(err, -ENOSPC, "too many network namespaces");
+	a = &eg->att[eg->n_att];
+	*a = (struct attachment){.listeners = NETFILTER_LISTENERS_INIT};
+	a->sandbox = strdup(sandbox);
+	a->project = project ? strdup(project) : NULL;
+	if (!a->sandbox || (project && !a->project)) {
+		free(a->sandbox);
+		free(a->project);
+		return -ENOMEM;
+	}
+	r = netfilter_netns_setup(netns_fd, err);
+	if (r >= 0)
+		r = netfilter_listeners_open(netns_fd, 0, 0, &a->listeners, err);
+	if (r >= 0) {
+		nc = (struct nft_egress_config){.proxy_port = a->listeners.proxy_port,
+		                                .dns_port = a->listeners.dns_port};
+		r = nft_egress_install(netns_fd, &nc, &a->rules, err);
+	}
+	if (r >= 0)
+		r = proxy_add_transparent(eg->proxy, a->listeners.proxy4, sandbox, project);
+	if (r >= 0 && a->listeners.proxy6 >= 0)
+		r = proxy_add_transparent(eg->proxy, a->listeners.proxy6, sandbox, project);
+	if (r >= 0)
+		r = resolver_serve_udp(eg->resolver, a->listeners.dns_udp4);
+	if (r >= 0 && a->listeners.dns_udp6 >= 0)
+		r = resolver_serve_udp(eg->resolver, a->listeners.dns_udp6);
+	if (r >= 0)
+		r = resolver_serve_tcp(eg->resolver, a->listeners.dns_tcp4);
+	if (r >= 0 && a->listeners.dns_tcp6 >= 0)
+		r = resolver_serve_tcp(eg->resolver, a->listeners.dns_tcp6);
+	if (r < 0) {
+		if (!err->msg[0])
+			cl_error_set(err, r, "egress set-up: %s", strerror(-r));
+		nft_egress_free(a->rules);
+		netfilter_listeners_close(&a->listeners);
+		free(a->sandbox);
+		free(a->project);
+		return r;
+	}
+	eg->n_att++;
+	return 0;
+}
+
+unsigned egress_connect_port(const struct egress *eg)
+{
+	return eg->connect_port;
+}
+
+void egress_free(struct egress *eg)
+{
+	if (!eg)
+		return;
+	eg->freeing = true;
+	if (eg->drain)
+		loop_cancel_timer(eg->loop, eg->drain);
+	/* The proxy first: it reports every connection closed (held ones cancel their asks). */
+	proxy_free(eg->proxy);
+	resolver_free(eg->resolver);
+	while (eg->held) {
+		struct held *h = eg->held;
+
+		eg->held = h->next;
+		free(h);
+	}
+	for (unsigned i = 0; i < eg->n_att; i++) {
+		nft_egress_free(eg->att[i].rules);
+		netfilter_listeners_close(&eg->att[i].listeners);
+		free(eg->att[i].sandbox);
+		free(eg->att[i].project);
+	}
+	if (eg->connect_fd >= 0)
+		close(eg->connect_fd);
+	config_domain_list_clear(&eg->session.allow);
+	config_domain_list_clear(&eg->session.deny);
+	free(eg);
+}
