@@ -95,8 +95,8 @@ HOOK_BIN       := $(BUILD)/bin/cloister-oci-hook
 UNIT_BINS      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 KERNEL_BINS    := $(patsubst tests/kernel/%.c,$(BUILD)/tests/kernel/%,$(KERNEL_TESTS))
 HELPER_BINS    := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
-# Helpers that are small servers built on our libraries (they link them all).
-LIB_HELPER_BINS:= $(BUILD)/tests/helpers/oci_testserver
+# Helpers that are small servers built on our libraries (they link them all); none today.
+LIB_HELPER_BINS:=
 FUZZ_BINS      := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_PROTOCOL) $(FUZZ_SUPERVISOR) \
 	$(FUZZ_NOTIFIER))
 BENCH_BIN      := $(BUILD)/bench/bench_core

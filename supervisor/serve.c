@@ -14,7 +14,9 @@
 
 #include "protocol/cleanup.h"
 #include "notifier/oci_agent.h"
+#include "notifier/oci_hook_server.h"
 #include "supervisor/cli_policy.h"
+#include "supervisor/egress.h"
 #include "supervisor/exec_guard.h"
 #include "supervisor/config.h"
 #include "supervisor/config_files.h"
@@ -40,6 +42,9 @@ struct serve_options {
 	pid_t target_pid;
 	uint64_t ask_timeout_ms;
 	const char *seccomp_socket; /* the OCI listenerPath; NULL: none */
+	const char *hook_socket;    /* the createRuntime hook's socket; NULL: none */
+	const char *listen_proxy;   /* the CONNECT proxy; "off": none */
+	const char *hosts_file;
 	bool no_shim;
 	bool verbose;
 	bool quiet;
@@ -73,6 +78,8 @@ struct serve {
 	struct shim_server *shim;
 	struct shim_ask *asks;
 	struct oci_agent *oci;
+	struct oci_hook_server *hooks;
+	struct egress *egress;
 	struct container *containers;
 	char *config_dir;
 	uint64_t next_cookie;
@@ -353,6 +360,49 @@ static void on_oci_error(void *userdata, int error, const char *msg)
 	say(userdata, "seccomp agent: %s", msg);
 }
 
+/* The createRuntime hook hands over a container's netns before its process starts: it gets
+ * the same route, rules and listeners as run's sandbox. A failure fails the start. */
+static void on_hook_netns(void *userdata, struct oci_hook_request *req, const struct oci_state *st,
+                          const struct oci_identity *id, int netns_fd)
+{
+	struct serve *sv = userdata;
+	struct cl_error err = {""};
+	int r = -ENOSYS;
+
+	if (sv->egress)
+		r = egress_attach_netns(sv->egress, netns_fd, id->name,
+		                        id->project[0] ? id->project : NULL, &err);
+	else
+		cl_error_set(&err, r, "this supervisor has no egress proxy");
+	if (r < 0)
+		say(sv, "container %s: egress: %s", st->id, err.msg);
+	else
+		say(sv, "container %s (%s): egress through the proxy", st->id, id->name);
+	oci_hook_request_reply(req, r < 0 ? r : 0, r < 0 ? err.msg : NULL);
+}
+
+static void on_hook_error(void *userdata, int error, const char *msg)
+{
+	say(userdata, "createRuntime hook: %s", msg);
+}
+
+static void on_domain_resolution(void *userdata, const struct queue_resolution *res)
+{
+	struct serve *sv = userdata;
+
+	if (sv->egress)
+		egress_on_resolution(sv->egress, res);
+}
+
+static void owner_domain_rule(void *userdata, const struct queue_item *item, bool allow,
+                              enum queue_scope scope, const char *value, bool is_pattern)
+{
+	struct serve *sv = userdata;
+
+	if (sv->egress)
+		egress_add_rule(sv->egress, allow, value, is_pattern);
+}
+
 static void on_exec_resolution(void *userdata, const struct queue_resolution *res)
 {
 	struct serve *sv = userdata;
@@ -408,6 +458,7 @@ static unsigned owner_sandboxes(void *userdata, struct web_sandbox_info *out, un
 
 static const struct hub_owner_ops serve_owner_ops = {
         .sandboxes = owner_sandboxes,
+        .domain_rule = owner_domain_rule,
 };
 
 static int on_signal(struct loop *loop, int sig, void *userdata)
@@ -440,6 +491,10 @@ static void usage(FILE *out)
 	      "  --target-pid PID       mirror: a process whose namespaces calls run in\n"
 	      "  --seccomp-socket PATH  the OCI seccomp listenerPath: execs of containers runc\n"
 	      "                         starts with docker/'s profile are decided here\n"
+	      "  --hook-socket PATH     where cloister-oci-hook hands over a container's netns\n"
+	      "                         for its egress rules\n"
+	      "  --listen-proxy A       the CONNECT proxy (default 127.0.0.1:3128; \"off\")\n"
+	      "  --hosts FILE           /etc/hosts-style names the proxy resolves before DNS\n"
 	      "  --ask-timeout DUR      how long an ask waits (default 5m)\n"
 	      "  --listen-approval A, --listen-tokens A, --listen-request A, --executor HOST:PORT\n"
 	      "                         as for `run`\n"
@@ -465,6 +520,9 @@ static int parse_options(int argc, char **argv, struct serve_options *o)
 		OPT_LISTEN_REQUEST,
 		OPT_EXECUTOR,
 		OPT_SECCOMP_SOCKET,
+		OPT_HOOK_SOCKET,
+		OPT_LISTEN_PROXY,
+		OPT_HOSTS,
 	};
 	static const struct option longopts[] = {
 	        {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
@@ -482,6 +540,9 @@ static int parse_options(int argc, char **argv, struct serve_options *o)
 	        {"listen-request", required_argument, NULL, OPT_LISTEN_REQUEST},
 	        {"executor", required_argument, NULL, OPT_EXECUTOR},
 	        {"seccomp-socket", required_argument, NULL, OPT_SECCOMP_SOCKET},
+	        {"hook-socket", required_argument, NULL, OPT_HOOK_SOCKET},
+	        {"listen-proxy", required_argument, NULL, OPT_LISTEN_PROXY},
+	        {"hosts", required_argument, NULL, OPT_HOSTS},
 	        {"verbose", no_argument, NULL, 'v'},
 	        {"quiet", no_argument, NULL, 'q'},
 	        {"help", no_argument, NULL, 'h'},
@@ -492,6 +553,7 @@ static int parse_options(int argc, char **argv, struct serve_options *o)
 	o->name = "serve";
 	o->shim_socket = SHIM_SERVER_DEFAULT_SOCKET;
 	o->strategy = SHIM_STRATEGY_HOST;
+	o->listen_proxy = "127.0.0.1:3128";
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "vqh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -557,6 +619,15 @@ static int parse_options(int argc, char **argv, struct serve_options *o)
 			break;
 		case OPT_SECCOMP_SOCKET:
 			o->seccomp_socket = optarg;
+			break;
+		case OPT_HOOK_SOCKET:
+			o->hook_socket = optarg;
+			break;
+		case OPT_LISTEN_PROXY:
+			o->listen_proxy = optarg;
+			break;
+		case OPT_HOSTS:
+			o->hosts_file = optarg;
 			break;
 		case 'v':
 			o->verbose = true;
@@ -681,6 +752,26 @@ int serve_main(int argc, char **argv)
 		hub_set_resolver(sv.hub, QUEUE_KIND_SHIM, on_shim_resolution, &sv);
 		hub_set_resolver(sv.hub, QUEUE_KIND_EXEC, on_exec_resolution, &sv);
 		hub_set_tick(sv.hub, on_tick, &sv);
+		hub_set_resolver(sv.hub, QUEUE_KIND_DOMAIN, on_domain_resolution, &sv);
+		{
+			struct egress_config ec = {
+			        .config = sv.config,
+			        .connect_listen = strcmp(sv.opt.listen_proxy, "off")
+			                                  ? sv.opt.listen_proxy
+			                                  : NULL,
+			        .hosts_file = sv.opt.hosts_file,
+			        .verbose = sv.opt.verbose,
+			        .quiet = sv.opt.quiet,
+			};
+
+			r = egress_new(sv.loop, sv.hub, &ec, &sv.egress, &err);
+			if (r < 0)
+				fprintf(stderr, PROG ": serve: %s\n", err.msg);
+			else if (egress_connect_port(sv.egress) &&
+			         (sv.opt.verbose || isatty(STDERR_FILENO)))
+				say(&sv, "CONNECT proxy at 127.0.0.1:%u",
+				    egress_connect_port(sv.egress));
+		}
 		if (!sv.opt.no_shim)
 			r = start_shim(&sv);
 	}
@@ -698,6 +789,20 @@ int serve_main(int argc, char **argv)
 		else if (sv.opt.verbose || isatty(STDERR_FILENO))
 			say(&sv, "containers: seccomp agent on %s", sv.opt.seccomp_socket);
 	}
+	if (r >= 0 && sv.opt.hook_socket) {
+		struct oci_hook_server_options ho = {
+		        .path = sv.opt.hook_socket,
+		        .on_netns = on_hook_netns,
+		        .on_error = on_hook_error,
+		        .userdata = &sv,
+		};
+
+		r = oci_hook_server_new(sv.loop, &ho, &sv.hooks, &err);
+		if (r < 0)
+			fprintf(stderr, PROG ": serve: hook socket: %s\n", err.msg);
+		else if (sv.opt.verbose || isatty(STDERR_FILENO))
+			say(&sv, "containers: egress hook on %s", sv.opt.hook_socket);
+	}
 	if (r >= 0) {
 		sigemptyset(&sigs);
 		sigaddset(&sigs, SIGINT);
@@ -709,6 +814,7 @@ int serve_main(int argc, char **argv)
 		r = loop_run(sv.loop);
 	/* Containers and shim calls first: cancelling them touches the queue. */
 	oci_agent_free(sv.oci);
+	oci_hook_server_free(sv.hooks);
 	while (sv.containers) {
 		struct container *c = sv.containers;
 
@@ -716,6 +822,7 @@ int serve_main(int argc, char **argv)
 		container_free(c);
 	}
 	shim_server_free(sv.shim);
+	egress_free(sv.egress);
 	while (sv.asks) {
 		struct shim_ask *a = sv.asks;
 

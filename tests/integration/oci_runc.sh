@@ -1,8 +1,8 @@
 #!/bin/sh
 # Containers under the real runc (Debian's), with a busybox-static rootfs built here, the seccomp
 # profile from docker/make-seccomp-profile and the docker/cloister-runc wrapper, served by
-# tests/helpers/oci_testserver (the OCI modules serve will use): the container's execs are
-# decided by the server (allowed run, denied fail with EACCES, held ones wait for an answer),
+# `cloister-supervisor serve`: the container's execs are decided by the policy (allowed run,
+# denied fail with EACCES, asked ones wait for an answer through the CLI client),
 # `runc exec` is hooked too, the createRuntime hook puts the egress rules in the container's
 # netns before it starts, and with the server dead execs fail and containers do not start.
 # Prints TAP.
@@ -29,7 +29,6 @@ tap_plan "$N"
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 HOOK=$(dirname "$SUPERVISOR")/cloister-oci-hook
-SERVER=$HELPERS/oci_testserver
 RUNC_ROOT=$TMP/runc-root
 RUN=$TMP/run
 ID=cloister-oci-$$
@@ -106,11 +105,28 @@ ctl() {
 out_of() { cat "$R/out/$1" 2>/dev/null; }
 rc_of() { cat "$R/out/$1.rc" 2>/dev/null; }
 
-# ---- the server, then the container through the wrapper ----
-"$SERVER" --seccomp-socket "$RUN/seccomp.sock" --hook-socket "$RUN/hook.sock" \
-	--release "$TMP/release" >"$LOG" 2>&1 &
+# ---- serve, then the container through the wrapper ----
+write_config <<'YAML'
+exec:
+  security: allowlist
+  ask: on-miss
+  allow:
+    - path: "/bin/*"
+    - path: "/init.sh"
+    - path: "/allowed.sh"
+  deny:
+    - path: "/denied.sh"
+proxy:
+  unlisted_domain_behavior: reject
+YAML
+export XDG_RUNTIME_DIR=$TMP/xdg-run
+mkdir -p "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+"$SUPERVISOR" serve -v --config-dir "$CFG" --no-shim --seccomp-socket "$RUN/seccomp.sock" \
+	--hook-socket "$RUN/hook.sock" --listen-approval 127.0.0.1:0 --listen-tokens off \
+	--listen-request off --listen-proxy off >"$LOG" 2>&1 &
 server_pid=$!
-wait_for "$LOG" '^ready$' || skip_all "oci_testserver did not start: $(cat "$LOG")"
+wait_for "$LOG" 'egress hook on' || skip_all "serve did not start: $(cat "$LOG")"
 
 "$REPO/docker/cloister-runc" --root "$RUNC_ROOT" run -d --bundle "$B" "$ID" \
 	</dev/null >"$TMP/run.out" 2>&1
@@ -119,9 +135,10 @@ tap_is "$st" 0 "the container starts under cloister-runc with the generated prof
 	|| cat "$TMP/run.out" "$LOG" | sed 's/^/# /'
 tap_is "$(jq -r '.hooks.createRuntime[0].path' "$B/config.json")" "$HOOK" \
 	"cloister-runc added the createRuntime hook to config.json"
-wait_for "$LOG" "^exec /init.sh allow"
-tap_like "$(cat "$LOG")" "netns $ID ready" "the createRuntime hook handed the netns over"
-tap_like "$(cat "$LOG")" "container box project demo status creating pid [0-9]+" \
+wait_for "$LOG" "exec /init.sh allowed"
+tap_like "$(cat "$LOG")" "container $ID \\($ID\\): egress through the proxy" \
+	"the createRuntime hook handed the netns over"
+tap_like "$(cat "$LOG")" "container $ID \\(box, project demo\\): started" \
 	"runc sent the init's listener; named from listenerMetadata"
 
 # ---- exec decisions ----
@@ -130,20 +147,27 @@ tap_is "$(rc_of 1):$(out_of 1)" "0:allowed-ran" "an allowed exec runs"
 ctl 2 /denied.sh
 tap_is "$(rc_of 2)" 126 "a denied exec fails (status 126)"
 tap_like "$(out_of 2)" "Permission denied" "... with EACCES"
-tap_like "$(cat "$LOG")" "^exec /denied.sh deny" "the server decided it"
+tap_like "$(cat "$LOG")" "exec /denied.sh denied: exec.deny" "the policy decided it, by its rule"
 
 printf '%s %s\n' 3 /held.sh >"$R/ctl"
-wait_for "$LOG" "^exec /held.sh held"
-sleep 0.5
-tap_ok "$([ ! -e "$R/out/3.rc" ] && echo 0 || echo 1)" "an asked exec waits for the answer"
-touch "$TMP/release"
+id=""
+n=0
+while [ -z "$id" ] && [ "$n" -lt 100 ]; do
+	id=$("$SUPERVISOR" pending 2>/dev/null | awk '$2 == "exec" && /held.sh/ { print $1; exit }')
+	[ -n "$id" ] || sleep 0.1
+	n=$((n + 1))
+done
+sleep 0.3
+tap_ok "$([ -n "$id" ] && [ ! -e "$R/out/3.rc" ] && echo 0 || echo 1)" \
+	"an asked exec waits for the answer (a card in \`pending\`)"
+"$SUPERVISOR" approve "$id" >/dev/null
 wait_for "$R/out/3.rc" '.'
 tap_is "$(rc_of 3):$(out_of 3)" "0:held-ran" "... and runs once it is allowed"
 
 # ---- runc exec ----
 out=$(rc_ exec "$ID" /allowed.sh 2>&1)
 tap_is "$?:$out" "0:allowed-ran" "runc exec of an allowed program runs"
-tap_like "$(cat "$LOG")" "container box project demo status running pid [0-9]+" \
+tap_like "$(cat "$LOG")" "container $ID \\(box, project demo\\): an exec session" \
 	"runc exec sent a second listener (status running)"
 out=$(rc_ exec "$ID" /bin/sh -c '/denied.sh; echo "status $?"' 2>&1)
 tap_like "$out" "Permission denied.*|status 126" "inside runc exec a denied exec fails too"
@@ -151,9 +175,10 @@ tap_like "$out" "Permission denied.*|status 126" "inside runc exec a denied exec
 # ---- egress ----
 ctl 4 'ip link show cloister0'
 tap_is "$(rc_of 4)" 0 "the container's netns has the egress device"
-ctl 5 'nc -w 2 203.0.113.7 80 </dev/null'
-tap_ok "$(wait_for "$LOG" '^redirected 203.0.113.7:80' 50 && echo 0 || echo 1)" \
-	"a connection to 203.0.113.7:80 is redirected to the supervisor's proxy"
+ctl 5 'echo hello | nc -w 2 203.0.113.7 80'
+tap_ok "$(wait_for "$LOG" 'connection to 203.0.113.7:80 denied' 50 && echo 0 || echo 1)" \
+	"a connection to 203.0.113.7:80 lands in the supervisor's proxy, which denies it" \
+	"$(grep -E "203\.|connection|egress|proxy" "$LOG"; echo "nc: $(rc_of 5) $(out_of 5)")"
 
 # ---- fail closed ----
 kill -KILL "$server_pid"
