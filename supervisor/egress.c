@@ -326,14 +326,16 @@ static int listen_connect(struct egress *eg, const char *text, struct cl_error *
 	if (fd < 0)
 		return cl_error_set(err, -errno, "CONNECT proxy: socket: %m");
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 && errno == EADDRINUSE &&
-	    sin.sin_port != 0) {
+	int bound = bind(fd, (struct sockaddr *)&sin, sizeof(sin));
+
+	if (bound < 0 && errno == EADDRINUSE && sin.sin_port != 0) {
 		/* As the dashboard does: another supervisor has the port; take a free one. */
 		say(eg, "CONNECT proxy: %s is taken, using a free port", text);
 		sin.sin_port = 0;
+		bound = bind(fd, (struct sockaddr *)&sin, sizeof(sin));
 	}
-	if ((sin.sin_port == 0 && bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) ||
-	    listen(fd, 512) < 0 || getsockname(fd, (struct sockaddr *)&sin, &len) < 0) {
+	if (bound < 0 || listen(fd, 512) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) < 0) {
 		int r = -errno;
 
 		close(fd);

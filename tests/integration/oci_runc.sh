@@ -119,7 +119,7 @@ exec:
 proxy:
   unlisted_domain_behavior: reject
 YAML
-export XDG_RUNTIME_DIR=$TMP/xdg-run
+export XDG_RUNTIME_DIR="$TMP/xdg-run"
 mkdir -p "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
 "$SUPERVISOR" serve -v --config-dir "$CFG" --no-shim --seccomp-socket "$RUN/seccomp.sock" \

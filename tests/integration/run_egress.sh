@@ -31,7 +31,12 @@ VS=cleg$$s
 SRV4=10.77.$X.2
 SRV6=fd77:$X::2
 ip netns add "$NS"
-on_exit 'ip netns pids "$NS" 2>/dev/null | xargs -r kill 2>/dev/null; ip link del "$VH" 2>/dev/null; ip netns del "$NS" 2>/dev/null'
+cleanup_ns() {
+	ip netns pids "$NS" 2>/dev/null | xargs -r kill 2>/dev/null
+	ip link del "$VH" 2>/dev/null
+	ip netns del "$NS" 2>/dev/null
+}
+on_exit cleanup_ns
 ip link add "$VH" type veth peer name "$VS"
 ip link set "$VS" netns "$NS"
 ip addr add "10.77.$X.1/24" dev "$VH"
@@ -99,7 +104,7 @@ EOF
 sv --no-web --ask none --hosts "$TMP/hosts" -- sh "$TMP/agent.sh"
 tap_is "$rc" 0 "the agent ran" "$(diag)"
 tap_is "$(rc_of http) $(cat "$R/http")" "0 hello-from-test" "curl reaches an allowed name over HTTP"
-tap_is "$(rc_of https) $(cat "$R/https" | grep -c 'Ciphers supported')" "0 1" \
+tap_is "$(rc_of https) $(grep -c 'Ciphers supported' "$R/https")" "0 1" \
 	"curl reaches an allowed name over TLS (named by SNI)"
 tap_is "$(rc_of sclient)" 0 "openssl s_client reaches an allowed name" "$(tail -5 "$R/sclient")"
 tap_is "$(rc_of wget) $(cat "$R/wget")" "0 hello-from-test" "wget reaches an allowed name"
@@ -128,7 +133,7 @@ tap_like "$(grep '"summary":"allowed.test:80"' "$AUDIT" | grep bytes_down | tail
 	'"bytes_down":[1-9]' "the audit log has each connection with its bytes"
 
 # ---- an unlisted name: a domain card, decided through the API with project scope ------------
-export XDG_RUNTIME_DIR=$TMP/xdg-run
+export XDG_RUNTIME_DIR="$TMP/xdg-run"
 mkdir -p "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
 (timeout -k 5 40 "$SUPERVISOR" run -v --config-dir "$CFG" --project demo --ask web \
@@ -138,7 +143,11 @@ chmod 700 "$XDG_RUNTIME_DIR"
 	       while [ ! -e $R/stop ]; do sleep 0.1; done" \
 	</dev/null >"$TMP/bg.out" 2>"$TMP/bg.err") &
 bg=$!
-on_exit 'touch "$R/stop"; kill "$bg" 2>/dev/null'
+stop_bg() {
+	touch "$R/stop"
+	kill "$bg" 2>/dev/null
+}
+on_exit stop_bg
 info=""
 i=0
 while [ -z "$info" ] && [ $i -lt 100 ]; do
