@@ -2,7 +2,8 @@
  * the real listener, decoder, strategies and streaming, before the supervisor's wiring.
  *
  *   shim_testserver --worktree DIR (--unix PATH | --tcp ADDR --token T) [--strategy
- *       mirror|host] [--target-pid PID] [--shim-dir DIR] [--timeout-ms N] [--ready FILE]
+ *       mirror|host] [--target-pid PID] [--shim-dir DIR] [--timeout-ms N]
+ *       [--kill-grace-ms N] [--ready FILE]
  *       [--allow TOOL]... [--deny TOOL]... [--ask TOOL]... [--ask-deny TOOL]...
  *
  * A tool that is not listed is denied. --ask answers "pending", then allows after 1.5 s
@@ -166,6 +167,8 @@ int main(int argc, char **argv)
 			cfg.shim_dir = v;
 		} else if (strcmp(a, "--timeout-ms") == 0) {
 			cfg.timeout_ms = (uint32_t)atoi(v);
+		} else if (strcmp(a, "--kill-grace-ms") == 0) {
+			cfg.kill_grace_ms = (uint32_t)atoi(v);
 		} else if (strcmp(a, "--ready") == 0) {
 			ready = v;
 		} else if (st.nrules < MAX_RULES &&
