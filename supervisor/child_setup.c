@@ -3,8 +3,37 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <signal.h>
+#include <stdint.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+/* The kernel's struct sigaction for rt_sigaction(2), which glibc's does not match. */
+struct kernel_sigaction {
+	void *handler;
+	unsigned long flags;
+	void *restorer;
+	uint64_t mask;
+};
+
+void child_setup_reset_signals(void)
+{
+	struct kernel_sigaction dfl = {0}; /* SIG_DFL, no flags, empty mask */
+	sigset_t none;
+
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct kernel_sigaction old;
+
+		if (sig == SIGKILL || sig == SIGSTOP)
+			continue;
+		if (syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof(old.mask)) < 0 ||
+		    old.handler == NULL /* SIG_DFL already */)
+			continue;
+		syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
+	}
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
 
 int child_setup_open_beneath(const char *root, const char *relative)
 {

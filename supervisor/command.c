@@ -152,40 +152,16 @@ static bool lookup_goes_on(int e)
 	       e == ETIMEDOUT || e == ELOOP;
 }
 
-/* The kernel's struct sigaction for rt_sigaction(2): glibc's wrapper refuses signals 32 and 33
- * (its own), which a parent may have left ignored; the child must reset those too. */
-struct kernel_sigaction {
-	void *handler;
-	unsigned long flags;
-	void *restorer;
-	uint64_t mask;
-};
-
 /* Only raw syscalls through libc wrappers here: no allocation, no stdio, no locks, since the
  * parent's memory (and its thread's errno) are shared until execve. */
 static int child_main(void *arg)
 {
 	struct child_args *a = arg;
-	struct kernel_sigaction dfl = {0};
 	bool saw_eacces = false;
-	sigset_t none;
 
-	/* The parent blocked every signal around clone(): put handlers back to default before
-	 * unblocking, so that none of the parent's handlers can run on this stack, and hand the
-	 * program the default dispositions (ignored ones included) and an empty mask (the loop
-	 * blocks signals it reads through a signalfd; a mask survives execve). */
-	for (int sig = 1; sig < NSIG; sig++) {
-		struct kernel_sigaction old;
-
-		if (sig == SIGKILL || sig == SIGSTOP)
-			continue;
-		if (syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof(old.mask)) < 0 ||
-		    old.handler == NULL /* SIG_DFL */)
-			continue;
-		syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
-	}
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* The parent blocked every signal around clone(), so none of its handlers can run on
+	 * this stack before they are reset here. */
+	child_setup_reset_signals();
 
 	if (setpgid(0, 0) < 0)
 		goto setup_failed;

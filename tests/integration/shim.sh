@@ -7,7 +7,7 @@
 . "$(dirname "$0")/../lib/run_common.sh"
 : "${SHIM:?run through make (SHIM is not set)}"
 
-PLAN=38
+PLAN=39
 run_needs_root $PLAN
 tap_plan $PLAN
 
@@ -18,7 +18,7 @@ SOCK=$TMP/shim.sock
 LOG=$TMP/server.log
 mkdir -p "$BIN" "$WT/sub" "$TMP/lockbin"
 chmod 755 "$TMP" "$WT" "$WT/sub" "$TMP/lockbin"
-for t in seq sh false hostname id rm mytool curl nosuchtool; do
+for t in seq sh false hostname id rm mytool curl nosuchtool grep; do
 	ln -s "$SHIM" "$BIN/$t"
 done
 # A locked original, as install-shim.sh leaves it; the plain name is the shim.
@@ -56,8 +56,10 @@ shimmed() {
 }
 
 # ---- host strategy: policy answers, streaming, exit codes ----------------------------------
-start_server --unix "$SOCK" --strategy host --kill-grace-ms 500 --allow seq --allow sh \
-	--allow false --allow mytool --allow nosuchtool --deny rm --ask id --ask-deny hostname
+# The server ignores signals 10 and 32 (glibc's own) as a careless parent might leave them.
+start_server --unix "$SOCK" --strategy host --kill-grace-ms 500 --ignore-signal 10 \
+	--ignore-signal 32 --allow seq --allow sh --allow false --allow mytool --allow nosuchtool \
+	--allow grep --deny rm --ask id --ask-deny hostname
 tap_ok "$([ -S "$SOCK" ] && echo 0 || echo 1)" "the listener creates its socket"
 
 shimmed seq 3
@@ -65,6 +67,11 @@ tap_is "$rc:$(tr '\n' ' ' <"$OUT")" "0:1 2 3 " "an allowed call prints the comma
 
 shimmed false
 tap_is "$rc" 1 "exit code 1 comes back"
+
+SIGS_DEFAULT=$(printf 'SigBlk:\t0000000000000000 SigIgn:\t0000000000000000 ')
+shimmed grep -E '^Sig(Blk|Ign)' /proc/self/status
+tap_is "$rc:$(tr '\n' ' ' <"$OUT")" "0:$SIGS_DEFAULT" \
+	"host: the command gets no blocked and no ignored signal, 32 included"
 
 shimmed sh -c 'kill -9 $$'
 tap_is "$rc" 137 "a command killed by SIGKILL exits 137"
@@ -193,7 +200,8 @@ sleep 0.3
 box=$(pgrep -P "$box_outer" sleep || echo "$box_outer")
 # unshare --fork ignores SIGTERM while it waits: end the container's process itself.
 on_exit "kill -KILL $box 2>/dev/null"
-start_server --unix "$SOCK" --target-pid "$box" --allow hostname --allow id --allow mytool
+start_server --unix "$SOCK" --target-pid "$box" --ignore-signal 10 --ignore-signal 32 \
+	--allow hostname --allow id --allow mytool --allow grep
 chmod 666 "$SOCK"
 (cd "$WT/sub" && setpriv --reuid 65534 --regid 65534 --clear-groups \
 	env PATH="$BIN:/usr/bin:/bin" CLOISTER_SOCKET="$SOCK" "$BIN/hostname") >"$OUT" 2>"$ERR"
@@ -207,6 +215,9 @@ tap_is "$rc:$(cat "$OUT")" "0:65534" "mirror runs it as the calling uid (from SO
 	>"$OUT" 2>"$ERR"
 rc=$?
 tap_is "$rc:$(cat "$OUT")" "0:locked original ran: a b" "mirror prefers the locked <tool>.original"
+shimmed grep -E '^Sig(Blk|Ign)' /proc/self/status
+tap_is "$rc:$(tr '\n' ' ' <"$OUT")" "0:$SIGS_DEFAULT" \
+	"mirror: the command gets no blocked and no ignored signal, 32 included"
 stop_server
 kill -KILL "$box" 2>/dev/null
 wait "$box_outer" 2>/dev/null
