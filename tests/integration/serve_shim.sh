@@ -14,7 +14,7 @@ WT=$TMP/wt
 CFG=$TMP/cfg
 SOCK=$TMP/shim.sock
 LOG=$TMP/serve.log
-export XDG_RUNTIME_DIR=$TMP/run
+export XDG_RUNTIME_DIR="$TMP/run"
 mkdir -p "$BIN" "$WT" "$CFG" "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
 for t in echo printf true; do
