@@ -1,8 +1,6 @@
 #include "supervisor/capture.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,31 +8,25 @@
 #include "protocol/utf8.h"
 
 struct capture {
-	size_t head_max; /* max - tail */
-	size_t tail_max;
-	char *head;
+	struct output_cap cap; /* decides what is kept; holds the tail */
+	char *head;            /* what the cap forwarded live */
 	size_t head_len;
 	size_t head_size;
-	char *ring;       /* tail_max bytes, allocated when the head is full */
-	uint64_t ring_in; /* bytes written into the ring, ever */
-	uint64_t total;
 };
 
 int capture_new(size_t max, size_t tail, struct capture **ret)
 {
+	struct output_cap cap;
 	struct capture *c;
+	int r;
 
-	if (max == 0) {
-		max = CAPTURE_MAX_DEFAULT;
-		tail = CAPTURE_TAIL_DEFAULT;
-	}
-	if (tail > max)
-		return -EINVAL;
+	r = output_cap_init(&cap, max, tail);
+	if (r < 0)
+		return r;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	c->head_max = max - tail;
-	c->tail_max = tail;
+	c->cap = cap;
 	*ret = c;
 	return 0;
 }
@@ -43,11 +35,12 @@ void capture_free(struct capture *c)
 {
 	if (!c)
 		return;
+	output_cap_done(&c->cap);
 	free(c->head);
-	free(c->ring);
 	free(c);
 }
 
+/* Room for need bytes of head, growing by doubling but never past the cap's head. */
 static int head_reserve(struct capture *c, size_t need)
 {
 	size_t size;
@@ -58,8 +51,8 @@ static int head_reserve(struct capture *c, size_t need)
 	size = c->head_size ? c->head_size : 4096;
 	while (size < need)
 		size *= 2;
-	if (size > c->head_max)
-		size = c->head_max;
+	if (size > c->cap.head)
+		size = c->cap.head;
 	p = realloc(c->head, size);
 	if (!p)
 		return -ENOMEM;
@@ -70,89 +63,54 @@ static int head_reserve(struct capture *c, size_t need)
 
 int capture_append(struct capture *c, const void *data, size_t len)
 {
-	const char *p = data;
-	uint64_t total = c->total + len;
-	size_t n;
+	size_t room = output_cap_live_room(&c->cap);
+	int64_t live;
 	int r;
 
 	if (len == 0)
 		return 0;
-	n = c->head_max - c->head_len;
-	if (n > len)
-		n = len;
-	/* Allocate first, so that a failure keeps nothing of this chunk. */
-	if (len > n && c->tail_max > 0 && !c->ring && !(c->ring = malloc(c->tail_max)))
-		return -ENOMEM;
-	if (n > 0) {
-		r = head_reserve(c, c->head_len + n);
-		if (r < 0)
-			return r;
-		memcpy(c->head + c->head_len, p, n);
-		c->head_len += n;
-		p += n;
-		len -= n;
+	/* Reserve before feeding, so that a failure keeps nothing of this chunk. */
+	r = head_reserve(c, c->head_len + (room < len ? room : len));
+	if (r < 0)
+		return r;
+	live = output_cap_feed(&c->cap, data, len);
+	if (live < 0)
+		return (int)live;
+	if (live > 0) {
+		memcpy(c->head + c->head_len, data, (size_t)live);
+		c->head_len += (size_t)live;
 	}
-	if (len > 0 && c->tail_max > 0) {
-		/* Only the last tail_max bytes of this chunk can survive. */
-		if (len > c->tail_max) {
-			c->ring_in += len - c->tail_max;
-			p += len - c->tail_max;
-			len = c->tail_max;
-		}
-		while (len > 0) {
-			size_t pos = (size_t)(c->ring_in % c->tail_max);
-			size_t chunk = c->tail_max - pos;
-
-			if (chunk > len)
-				chunk = len;
-			memcpy(c->ring + pos, p, chunk);
-			c->ring_in += chunk;
-			p += chunk;
-			len -= chunk;
-		}
-	}
-	c->total = total;
 	return 0;
 }
 
 uint64_t capture_total(const struct capture *c)
 {
-	return c->total;
+	return c->cap.total;
 }
 
 bool capture_truncated(const struct capture *c)
 {
-	uint64_t ring_len = c->ring_in < c->tail_max ? c->ring_in : c->tail_max;
-
-	return c->total > c->head_len + ring_len;
+	return output_cap_truncated(&c->cap);
 }
 
 int capture_finish_raw(const struct capture *c, char **ret_buf, size_t *ret_len)
 {
-	size_t ring_len = c->ring_in < c->tail_max ? (size_t)c->ring_in : c->tail_max;
-	uint64_t dropped = c->total - c->head_len - ring_len;
-	char marker[64] = "";
-	size_t marker_len = 0, len;
+	_cleanup_free_ uint8_t *rest = NULL;
+	size_t rest_len, len;
 	char *buf;
+	int r;
 
-	if (dropped > 0)
-		marker_len = (size_t)snprintf(marker, sizeof(marker),
-		                              "\n[... %" PRIu64 " bytes truncated ...]\n", dropped);
-	len = c->head_len + marker_len + ring_len;
+	r = output_cap_finish(&c->cap, &rest, &rest_len);
+	if (r < 0)
+		return r;
+	len = c->head_len + rest_len;
 	buf = malloc(len + 1);
 	if (!buf)
 		return -ENOMEM;
 	if (c->head_len)
 		memcpy(buf, c->head, c->head_len);
-	memcpy(buf + c->head_len, marker, marker_len);
-	if (ring_len) {
-		/* Oldest first: from the write position to the end, then the start. */
-		size_t pos = c->ring_in < c->tail_max ? 0 : (size_t)(c->ring_in % c->tail_max);
-		char *out = buf + c->head_len + marker_len;
-
-		memcpy(out, c->ring + pos, ring_len - pos);
-		memcpy(out + ring_len - pos, c->ring, pos);
-	}
+	if (rest_len)
+		memcpy(buf + c->head_len, rest, rest_len);
 	buf[len] = '\0';
 	*ret_buf = buf;
 	*ret_len = len;

@@ -1,10 +1,13 @@
-/* Bounded capture of one output stream of a command (its stdout or its stderr).
+/* Bounded capture of one output stream of a command (its stdout or its stderr), for a
+ * result that is handed over whole (the executor's JSON).
  *
- * Everything is kept up to MAX bytes. Past that, the first MAX - TAIL bytes and the last TAIL
- * bytes are kept (the tail in a ring), and finishing joins them with a marker line saying how
- * many bytes were dropped in between:
+ * The cap is output_cap.h's: everything is kept up to MAX bytes; past that, the first
+ * MAX - TAIL bytes and the last TAIL bytes, and finishing joins them with the marker line
+ * saying how many bytes were dropped in between:
  *
  *   <head>\n[... 123456 bytes truncated ...]\n<tail>
+ *
+ * Here the head the cap forwards is kept in memory instead of being sent.
  *
  * Finishing for JSON also makes the text valid UTF-8 without NUL: a NUL byte and every byte
  * that does not start a valid RFC 3629 sequence become U+FFFD, so the result is at most
@@ -16,9 +19,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The executor's limits: 200 000 bytes kept, of which the last 20 000. */
-#define CAPTURE_MAX_DEFAULT  200000
-#define CAPTURE_TAIL_DEFAULT 20000
+#include "supervisor/output_cap.h"
+
+#define CAPTURE_MAX_DEFAULT  OUTPUT_CAP_MAX_DEFAULT
+#define CAPTURE_TAIL_DEFAULT OUTPUT_CAP_TAIL_DEFAULT
 
 struct capture;
 

@@ -17,6 +17,7 @@
 #include "protocol/cleanup.h"
 #include "protocol/json_strict.h"
 #include "supervisor/capture.h"
+#include "supervisor/child_setup.h"
 
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
@@ -47,6 +48,7 @@ struct command {
 	bool done;
 	bool cancelled;
 	bool timed_out;
+	bool kill_group_at_exit;
 	int exit_code;
 	struct capture *capture[3];
 	uint64_t bytes[3];
@@ -135,6 +137,7 @@ struct child_args {
 	char *const *argv;
 	char *const *envp;
 	const char *workdir;
+	const char *workdir_root;
 	int stdio[3];
 	/* written by the child, read by the parent once clone() returns */
 	volatile int err;
@@ -149,40 +152,16 @@ static bool lookup_goes_on(int e)
 	       e == ETIMEDOUT || e == ELOOP;
 }
 
-/* The kernel's struct sigaction for rt_sigaction(2): glibc's wrapper refuses signals 32 and 33
- * (its own), which a parent may have left ignored; the child must reset those too. */
-struct kernel_sigaction {
-	void *handler;
-	unsigned long flags;
-	void *restorer;
-	uint64_t mask;
-};
-
 /* Only raw syscalls through libc wrappers here: no allocation, no stdio, no locks, since the
  * parent's memory (and its thread's errno) are shared until execve. */
 static int child_main(void *arg)
 {
 	struct child_args *a = arg;
-	struct kernel_sigaction dfl = {0};
 	bool saw_eacces = false;
-	sigset_t none;
 
-	/* The parent blocked every signal around clone(): put handlers back to default before
-	 * unblocking, so that none of the parent's handlers can run on this stack, and hand the
-	 * program the default dispositions (ignored ones included) and an empty mask (the loop
-	 * blocks signals it reads through a signalfd; a mask survives execve). */
-	for (int sig = 1; sig < NSIG; sig++) {
-		struct kernel_sigaction old;
-
-		if (sig == SIGKILL || sig == SIGSTOP)
-			continue;
-		if (syscall(SYS_rt_sigaction, sig, NULL, &old, sizeof(old.mask)) < 0 ||
-		    old.handler == NULL /* SIG_DFL */)
-			continue;
-		syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(dfl.mask));
-	}
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* The parent blocked every signal around clone(), so none of its handlers can run on
+	 * this stack before they are reset here. */
+	child_setup_reset_signals();
 
 	if (setpgid(0, 0) < 0)
 		goto setup_failed;
@@ -193,7 +172,15 @@ static int child_main(void *arg)
 	 * supervisor. Failure is harmless (old kernel): nothing else leaks by our doing. */
 	syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
 
-	if (a->workdir && chdir(a->workdir) < 0) {
+	if (a->workdir_root) {
+		int fd = child_setup_open_beneath(a->workdir_root, a->workdir ? a->workdir : ".");
+
+		if (fd < 0 || fchdir(fd) < 0) {
+			a->err = fd < 0 ? -fd : errno;
+			a->stage = STAGE_CHDIR;
+			_exit(127);
+		}
+	} else if (a->workdir && chdir(a->workdir) < 0) {
 		a->err = errno;
 		a->stage = STAGE_CHDIR;
 		_exit(127);
@@ -306,7 +293,13 @@ static int spawn_error(const struct child_args *a, const char *file, struct cl_e
 	go_strerror(a->err, why, sizeof(why));
 	switch (a->stage) {
 	case STAGE_CHDIR:
-		cl_json_printable(a->workdir, strlen(a->workdir), what, sizeof(what));
+		cl_json_printable(a->workdir ? a->workdir : ".",
+		                  strlen(a->workdir ? a->workdir : "."), what, sizeof(what));
+		if (a->workdir_root) {
+			cl_json_printable(a->workdir_root, strlen(a->workdir_root), name,
+			                  sizeof(name));
+			return cl_error_set(err, -a->err, "chdir %s/%s: %s", name, what, why);
+		}
 		return cl_error_set(err, -a->err, "chdir %s: %s", what, why);
 	case STAGE_EXEC:
 		cl_json_printable(a->candidates[a->failed], strlen(a->candidates[a->failed]), what,
@@ -472,6 +465,18 @@ static int on_drain_timeout(struct loop *loop, void *userdata)
 	return 0;
 }
 
+/* After the exit, wait a while for whatever else holds the pipes, but not while the consumer
+ * has paused the output: what is in the pipes then is the command's, and still to come. */
+static void arm_drain(struct command *cmd)
+{
+	if (!cmd->exited || cmd->done || cmd->paused || cmd->drain_timer ||
+	    (cmd->fds[COMMAND_STDOUT] < 0 && cmd->fds[COMMAND_STDERR] < 0))
+		return;
+	if (loop_add_timer(cmd->loop, loop_now_ms() + COMMAND_DRAIN_MS, on_drain_timeout, cmd,
+	                   &cmd->drain_timer) < 0)
+		cmd->drain_timer = NULL;
+}
+
 static int on_exit_event(struct loop *loop, int fd, uint32_t events, void *userdata)
 {
 	struct command *cmd = userdata;
@@ -481,11 +486,9 @@ static int on_exit_event(struct loop *loop, int fd, uint32_t events, void *userd
 	loop_del_fd(loop, cmd->pidfd);
 	cmd->exited = true;
 	cancel_timer(cmd, &cmd->timeout_timer);
-	if (cmd->fds[COMMAND_STDOUT] >= 0 || cmd->fds[COMMAND_STDERR] >= 0) {
-		if (loop_add_timer(loop, loop_now_ms() + COMMAND_DRAIN_MS, on_drain_timeout, cmd,
-		                   &cmd->drain_timer) < 0)
-			cmd->drain_timer = NULL;
-	}
+	if (cmd->kill_group_at_exit)
+		signal_group(cmd, SIGKILL); /* the zombie leader keeps the group ours */
+	arm_drain(cmd);
 	maybe_finish(cmd);
 	return 0;
 }
@@ -548,6 +551,10 @@ void command_pause_output(struct command *cmd, bool paused)
 			(void)watch_stream(cmd, s);
 		}
 	}
+	if (paused)
+		cancel_timer(cmd, &cmd->drain_timer);
+	else
+		arm_drain(cmd);
 }
 
 int command_pid(const struct command *cmd)
@@ -604,6 +611,8 @@ int command_start(struct loop *loop, const struct command_spec *spec, struct cl_
 		return cl_error_set(err, -EINVAL, "command: file and on_done are required");
 	if (spec->argv && !spec->argv[0])
 		return cl_error_set(err, -EINVAL, "command: argv is empty");
+	if (spec->workdir_root && spec->workdir_root[0] != '/')
+		return cl_error_set(err, -EINVAL, "command: workdir_root must be absolute");
 
 	cmd = calloc(1, sizeof(*cmd));
 	if (!cmd)
@@ -613,6 +622,7 @@ int command_start(struct loop *loop, const struct command_spec *spec, struct cl_
 	cmd->fds[0] = cmd->fds[1] = cmd->fds[2] = -EBADF;
 	cmd->kill_grace_ms =
 	        spec->kill_grace_ms ? spec->kill_grace_ms : COMMAND_KILL_GRACE_MS_DEFAULT;
+	cmd->kill_group_at_exit = spec->kill_group_at_exit;
 	cmd->on_output = spec->on_output;
 	cmd->on_done = spec->on_done;
 	cmd->userdata = spec->userdata;
@@ -657,6 +667,7 @@ int command_start(struct loop *loop, const struct command_spec *spec, struct cl_
 	a.argv = spec->argv ? spec->argv : default_argv;
 	a.envp = envp;
 	a.workdir = spec->workdir;
+	a.workdir_root = spec->workdir_root;
 	a.stdio[0] = devnull;
 	a.stdio[1] = out[1];
 	a.stdio[2] = errp[1];

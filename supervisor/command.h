@@ -17,7 +17,8 @@
  *
  * The command is done when its process has exited and both pipes are at end of file; if
  * something else (a background grandchild) holds a pipe open, it waits at most
- * COMMAND_DRAIN_MS after the exit, then stops reading. on_done is called exactly once, from the
+ * COMMAND_DRAIN_MS after the exit (not counting time the output was paused), then stops
+ * reading. on_done is called exactly once, from the
  * loop, never from command_start(). */
 #ifndef CLOISTER_COMMAND_H
 #define CLOISTER_COMMAND_H
@@ -77,6 +78,9 @@ struct command_spec {
 	char *const *argv;
 	/* Working directory; NULL keeps the supervisor's. */
 	const char *workdir;
+	/* When set (absolute), workdir is relative to it (NULL: the root itself) and is resolved
+	 * beneath it (child_setup.h): neither ".." nor a symlink leads outside. */
+	const char *workdir_root;
 	/* Base environment ("NAME=VALUE", NULL-terminated); NULL means the supervisor's environ. */
 	char *const *base_env;
 	/* Overrides: each replaces every base entry of the same name, in this order, after the
@@ -87,6 +91,9 @@ struct command_spec {
 	uint64_t timeout_ms;
 	/* 0: COMMAND_KILL_GRACE_MS_DEFAULT. */
 	uint64_t kill_grace_ms;
+	/* When the process exits, SIGKILL whatever else is left in its process group (background
+	 * jobs), so nothing it started outlives it. */
+	bool kill_group_at_exit;
 	/* Captured mode limits per stream; 0: CAPTURE_MAX_DEFAULT / CAPTURE_TAIL_DEFAULT. */
 	size_t capture_max;
 	size_t capture_tail;
@@ -100,7 +107,7 @@ struct command_spec {
  *   -ENOENT  exec: "nope": executable file not found in $PATH   (a name without '/')
  *   -EACCES  exec: "tool": permission denied                      (found, none executable)
  *   -errno   fork/exec /abs/path: no such file or directory      (exec of the path failed)
- *   -errno   chdir /work/dir: no such file or directory
+ *   -errno   chdir /work/dir: no such file or directory   (with workdir_root: root/workdir)
  *   -EINVAL  bad spec; -ENOMEM; -errno for pipes, /dev/null, clone.
  * The messages follow Go's os/exec, which the reference executor uses. */
 int command_start(struct loop *loop, const struct command_spec *spec, struct cl_error *err,

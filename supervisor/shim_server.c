@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "protocol/cleanup.h"
 #include "protocol/frame.h"
 #include "protocol/quote.h"
+#include "supervisor/command.h"
 #include "supervisor/output_cap.h"
 #include "supervisor/path_boundary.h"
 #include "supervisor/shim_spawn.h"
@@ -68,7 +70,8 @@ struct shim_call {
 	uint8_t *out;
 	size_t out_len, out_off, out_cap;
 
-	/* the command */
+	/* the command: host strategy through command.h, mirror through shim_spawn.h */
+	struct command *cmd;
 	pid_t pid;
 	int pidfd;
 	int pipe_fd[2]; /* stdout, stderr read ends */
@@ -111,8 +114,8 @@ static void call_close_fd(struct shim_call *c, int *fd)
 	}
 }
 
-/* Kill the command's process group and reap its leader (blocking; only at teardown or once
- * the leader has exited). */
+/* Mirror: kill the command's process group and reap its leader (blocking; only at teardown or
+ * once the leader has exited). */
 static void call_reap(struct shim_call *c, bool wait)
 {
 	if (c->pid > 0 && !c->exited) {
@@ -131,6 +134,7 @@ static void call_free(struct shim_call *c)
 
 	if (c->timer)
 		loop_cancel_timer(s->loop, c->timer);
+	command_free(c->cmd);
 	call_reap(c, true);
 	call_close_fd(c, &c->pidfd);
 	call_close_fd(c, &c->pipe_fd[0]);
@@ -185,19 +189,18 @@ static int call_flush(struct shim_call *c)
 
 static void call_update_events(struct shim_call *c)
 {
-	uint32_t ev = EPOLLIN | EPOLLRDHUP;
-	bool backlog = c->out_len > c->out_off;
+	/* Back-pressure: stop reading the command's output while the shim is slow (a shim that
+	 * is gone takes no more, so the output drains then). */
+	bool slow = !c->peer_gone && c->out_len - c->out_off > OUT_HIGH_WATER;
 
-	if (c->fd < 0)
-		return;
-	if (backlog)
-		ev |= EPOLLOUT;
-	loop_mod_fd(c->server->loop, c->fd, ev);
-	/* Back-pressure: stop reading the command's output while the shim is slow. */
+	if (c->cmd)
+		command_pause_output(c->cmd, slow);
 	for (int i = 0; i < 2; i++)
 		if (c->pipe_fd[i] >= 0)
-			loop_mod_fd(c->server->loop, c->pipe_fd[i],
-			            c->out_len - c->out_off > OUT_HIGH_WATER ? 0 : EPOLLIN);
+			loop_mod_fd(c->server->loop, c->pipe_fd[i], slow ? 0 : EPOLLIN);
+	if (c->fd >= 0)
+		loop_mod_fd(c->server->loop, c->fd,
+		            EPOLLIN | EPOLLRDHUP | (c->out_len > c->out_off ? EPOLLOUT : 0));
 }
 
 static int call_queue(struct shim_call *c, const void *data, size_t len)
@@ -277,8 +280,31 @@ static void call_deny(struct shim_call *c, const char *reason)
 	call_close_after_flush(c);
 }
 
+static void call_queue_exit(struct shim_call *c, int32_t status)
+{
+	uint8_t frame[CL_FRAME_STREAM_HEADER_SIZE + CL_FRAME_EXIT_PAYLOAD_SIZE];
+
+	if (cl_frame_encode_exit(status, frame, sizeof(frame)) > 0)
+		(void)call_queue(c, frame, sizeof(frame));
+}
+
+/* After the command's side moved: free a call that has said everything, else send what can go
+ * and watch for the rest. Returns true when the call was freed. */
+static bool call_settle(struct shim_call *c)
+{
+	if (c->state == CALL_CLOSING && (c->peer_gone || c->out_len == c->out_off)) {
+		call_free(c);
+		return true;
+	}
+	if (call_flush(c) < 0)
+		c->peer_gone = true;
+	call_update_events(c);
+	return false;
+}
+
 /* ---- running ---------------------------------------------------------------------------- */
 
+/* Mirror only: command.h keeps the host strategy's timeout. */
 static int command_timeout(struct loop *loop, void *userdata)
 {
 	struct shim_call *c = userdata;
@@ -301,12 +327,18 @@ static int drain_timeout(struct loop *loop, void *userdata)
 	c->timer = NULL;
 	/* Something the command left behind still holds the pipes: stop waiting for it. */
 	call_end_run(c);
-	if (c->state == CALL_CLOSING && (c->peer_gone || c->out_len == c->out_off)) {
-		call_free(c);
-		return 0;
-	}
-	call_update_events(c);
+	call_settle(c);
 	return 0;
+}
+
+/* A chunk of the command's stdout (i 0) or stderr (1): the part under the cap goes out now. */
+static void call_output(struct shim_call *c, int i, const uint8_t *data, size_t len)
+{
+	int64_t live = output_cap_feed(&c->cap[i], data, len);
+
+	if (live > 0)
+		(void)call_queue_output(c, i == 0 ? CL_FRAME_STDOUT : CL_FRAME_STDERR, data,
+		                        (size_t)live);
 }
 
 static void pipe_read(struct shim_call *c, int i)
@@ -315,7 +347,6 @@ static void pipe_read(struct shim_call *c, int i)
 
 	while (c->pipe_fd[i] >= 0) {
 		ssize_t n = read(c->pipe_fd[i], buf, sizeof(buf));
-		int64_t live;
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -325,10 +356,7 @@ static void pipe_read(struct shim_call *c, int i)
 			call_close_fd(c, &c->pipe_fd[i]);
 			return;
 		}
-		live = output_cap_feed(&c->cap[i], buf, (size_t)n);
-		if (live > 0)
-			(void)call_queue_output(c, i == 0 ? CL_FRAME_STDOUT : CL_FRAME_STDERR, buf,
-			                        (size_t)live);
+		call_output(c, i, buf, (size_t)n);
 		if (c->out_len - c->out_off > OUT_HIGH_WATER)
 			return;
 	}
@@ -338,7 +366,6 @@ static void pipe_read(struct shim_call *c, int i)
  * the exit frame, and close. */
 static void call_end_run(struct shim_call *c)
 {
-	uint8_t frame[CL_FRAME_STREAM_HEADER_SIZE + CL_FRAME_EXIT_PAYLOAD_SIZE];
 	int32_t status;
 
 	if (c->state != CALL_RUNNING)
@@ -358,8 +385,7 @@ static void call_end_run(struct shim_call *c)
 	if (c->timed_out)
 		call_queue_text(c, CL_FRAME_STDERR,
 		                "cloister: the command timed out and was killed\n");
-	if (cl_frame_encode_exit(status, frame, sizeof(frame)) > 0)
-		(void)call_queue(c, frame, sizeof(frame));
+	call_queue_exit(c, status);
 	call_finished(c, status);
 	call_close_after_flush(c);
 }
@@ -377,13 +403,7 @@ static int pipe_handler(struct loop *loop, int fd, uint32_t events, void *userda
 		}
 		call_end_run(c);
 	}
-	if (c->state == CALL_CLOSING && (c->peer_gone || c->out_len == c->out_off)) {
-		call_free(c);
-		return 0;
-	}
-	if (call_flush(c) < 0)
-		c->peer_gone = true;
-	call_update_events(c);
+	call_settle(c);
 	return 0;
 }
 
@@ -406,13 +426,7 @@ static int pidfd_handler(struct loop *loop, int fd, uint32_t events, void *userd
 		call_end_run(c);
 	else
 		loop_add_timer(loop, loop_now_ms() + EXIT_DRAIN_MS, drain_timeout, c, &c->timer);
-	if (c->state == CALL_CLOSING && (c->peer_gone || c->out_len == c->out_off)) {
-		call_free(c);
-		return 0;
-	}
-	if (call_flush(c) < 0)
-		c->peer_gone = true;
-	call_update_events(c);
+	call_settle(c);
 	return 0;
 }
 
@@ -426,24 +440,83 @@ static char *env_lookup(char *const *env, const char *name)
 	return NULL;
 }
 
-static void call_start(struct shim_call *c)
+/* ---- host strategy: command.h ---------------------------------------------------------- */
+
+static void host_output(struct command *cmd, enum command_stream stream, const void *data,
+                        size_t len, void *userdata)
+{
+	struct shim_call *c = userdata;
+
+	call_output(c, stream == COMMAND_STDOUT ? 0 : 1, data, len);
+	call_settle(c); /* never frees: the call is still running */
+}
+
+static void host_done(struct command *cmd, struct command_result *res, void *userdata)
+{
+	struct shim_call *c = userdata;
+
+	/* A cancelled command reports what it died of: 143 after the SIGTERM, 137 when it needed
+	 * the SIGKILL, or its own exit status when it handled the SIGTERM. */
+	c->timed_out = res->status == COMMAND_TIMEOUT;
+	c->status = res->exit_code;
+	c->exited = true;
+	command_free(cmd);
+	c->cmd = NULL;
+	call_end_run(c);
+	call_settle(c);
+}
+
+/* Runs as the supervisor, in the cwd beneath the worktree, with the tool found as the mirror
+ * finds it (here, on the host's filesystem: no container to look into). */
+static int host_start(struct shim_call *c, char *const *argv, char *msg, size_t size)
+{
+	struct shim_server *s = c->server;
+	struct cl_error err = {""};
+	char exe[PATH_MAX];
+	gid_t locked_gid;
+	int r;
+
+	if (shim_find_tool(env_lookup(c->env, "PATH"), s->shim_dir, c->req->tool, exe, sizeof(exe),
+	                   &locked_gid) < 0) {
+		snprintf(msg, size, "cloister: %s: not found on PATH (outside %s)\n", c->req->tool,
+		         s->shim_dir);
+		return 127;
+	}
+	r = command_start(s->loop,
+	                  &(struct command_spec){
+	                          .file = exe,
+	                          .argv = argv,
+	                          .workdir_root = s->worktree,
+	                          .workdir = c->cwd_relative,
+	                          .base_env = c->env,
+	                          .timeout_ms = s->config.timeout_ms
+	                                                ? s->config.timeout_ms
+	                                                : SHIM_SERVER_TIMEOUT_DEFAULT_MS,
+	                          .kill_grace_ms = s->config.kill_grace_ms,
+	                          .kill_group_at_exit = true,
+	                          .on_output = host_output,
+	                          .on_done = host_done,
+	                          .userdata = c,
+	                  },
+	                  &err, &c->cmd);
+	if (r < 0) {
+		snprintf(msg, size, "cloister: %s: cannot start: %s\n", c->req->tool, err.msg);
+		return 126; /* as a shell does for a program it found but could not run */
+	}
+	return 0;
+}
+
+/* ---- mirror strategy: shim_spawn.h ------------------------------------------------------ */
+
+static int mirror_start(struct shim_call *c, char *const *argv, char *msg, size_t size)
 {
 	struct shim_server *s = c->server;
 	struct shim_spawn_request sr = {0};
 	struct shim_spawn_result res;
 	gid_t groups[SHIM_SPAWN_MAX_GROUPS];
+	_cleanup_close_ int tfd = -EBADF;
 	size_t ngroups = 0;
-	char **argv;
-	char msg[256];
 	int r;
-
-	argv = calloc(c->req->argc + 1, sizeof(*argv));
-	if (!argv) {
-		call_deny(c, "cloister: out of memory");
-		return;
-	}
-	memcpy(argv, c->req->argv, c->req->argc * sizeof(*argv));
-	argv[0] = c->req->tool; /* what the policy saw; multi-call binaries need it too */
 
 	sr.worktree = s->worktree;
 	sr.cwd_relative = c->cwd_relative;
@@ -452,49 +525,26 @@ static void call_start(struct shim_call *c)
 	sr.env = c->env;
 	sr.path = env_lookup(c->env, "PATH");
 	sr.shim_dir = s->shim_dir;
-	sr.target_pidfd = -EBADF;
-	if (s->config.strategy == SHIM_STRATEGY_MIRROR) {
-		_cleanup_close_ int tfd = -EBADF;
-
-		if (s->config.target_pid > 0) {
-			sr.target_pid = s->config.target_pid;
-			tfd = (int)syscall(SYS_pidfd_open, sr.target_pid, 0);
-			sr.target_pidfd = tfd;
-		} else {
-			sr.target_pid = c->peer_pid;
-			sr.target_pidfd = c->peer_pidfd;
-		}
-		if (sr.target_pid > 0 && c->peer_pid > 0)
-			(void)shim_spawn_read_groups(c->peer_pid, groups, ELEMENTSOF(groups),
-			                             &ngroups);
-		sr.drop_privileges = true;
-		sr.uid = c->uid;
-		sr.gid = c->gid;
-		sr.groups = groups;
-		sr.ngroups = ngroups;
-		if (sr.target_pid <= 0 || sr.target_pidfd < 0)
-			r = -ESRCH;
-		else
-			r = shim_spawn(&sr, &res);
+	if (s->config.target_pid > 0) {
+		sr.target_pid = s->config.target_pid;
+		tfd = (int)syscall(SYS_pidfd_open, sr.target_pid, 0);
+		sr.target_pidfd = tfd;
 	} else {
-		r = shim_spawn(&sr, &res);
+		sr.target_pid = c->peer_pid;
+		sr.target_pidfd = c->peer_pidfd;
 	}
-	free(argv);
-
-	(void)call_queue_byte(c, CL_ACK_ALLOWED);
+	if (sr.target_pid > 0 && c->peer_pid > 0)
+		(void)shim_spawn_read_groups(c->peer_pid, groups, ELEMENTSOF(groups), &ngroups);
+	sr.uid = c->uid;
+	sr.gid = c->gid;
+	sr.groups = groups;
+	sr.ngroups = ngroups;
+	r = sr.target_pid <= 0 || sr.target_pidfd < 0 ? -ESRCH : shim_spawn(&sr, &res);
 	if (r < 0) {
-		uint8_t frame[CL_FRAME_STREAM_HEADER_SIZE + CL_FRAME_EXIT_PAYLOAD_SIZE];
-
-		snprintf(msg, sizeof(msg), "cloister: %s: cannot start: %s\n", c->req->tool,
+		snprintf(msg, size, "cloister: %s: cannot start: %s\n", c->req->tool,
 		         r == -ESRCH ? "the target container is gone" : strerror(-r));
-		call_queue_text(c, CL_FRAME_STDERR, msg);
-		if (cl_frame_encode_exit(-1, frame, sizeof(frame)) > 0)
-			(void)call_queue(c, frame, sizeof(frame));
-		call_finished(c, -1);
-		call_close_after_flush(c);
-		return;
+		return -1;
 	}
-	c->state = CALL_RUNNING;
 	c->pid = res.pid;
 	c->pidfd = res.pidfd;
 	c->pipe_fd[0] = res.stdout_fd;
@@ -506,8 +556,7 @@ static void call_start(struct shim_call *c)
 		c->timed_out = true;
 		call_reap(c, true);
 		c->exited = true;
-		call_end_run(c);
-		return;
+		return 0;
 	}
 	if (c->timer)
 		loop_cancel_timer(s->loop, c->timer);
@@ -516,6 +565,39 @@ static void call_start(struct shim_call *c)
 	               loop_now_ms() + (s->config.timeout_ms ? s->config.timeout_ms
 	                                                     : SHIM_SERVER_TIMEOUT_DEFAULT_MS),
 	               command_timeout, c, &c->timer);
+	return 0;
+}
+
+/* The call was allowed: ack it and start the command. A command that cannot start ends the
+ * call with a line on stderr and the exit status STATUS a *_start() returned. */
+static void call_start(struct shim_call *c)
+{
+	char **argv, msg[700];
+	int status;
+
+	argv = calloc(c->req->argc + 1, sizeof(*argv));
+	if (!argv) {
+		call_deny(c, "cloister: out of memory");
+		return;
+	}
+	memcpy(argv, c->req->argv, c->req->argc * sizeof(*argv));
+	argv[0] = c->req->tool; /* what the policy saw; multi-call binaries need it too */
+	c->state = CALL_RUNNING;
+	if (c->server->config.strategy == SHIM_STRATEGY_MIRROR)
+		status = mirror_start(c, argv, msg, sizeof(msg));
+	else
+		status = host_start(c, argv, msg, sizeof(msg));
+	free(argv);
+
+	(void)call_queue_byte(c, CL_ACK_ALLOWED);
+	if (status != 0) {
+		call_queue_text(c, CL_FRAME_STDERR, msg);
+		call_queue_exit(c, status);
+		call_finished(c, status);
+		call_close_after_flush(c);
+	} else if (c->exited) {
+		call_end_run(c);
+	}
 }
 
 /* ---- the owner's answer ------------------------------------------------------------------- */
@@ -680,7 +762,9 @@ static bool call_cancel(struct shim_call *c, bool hung_up)
 		call_close_after_flush(c);
 		return false;
 	case CALL_RUNNING:
-		if (!c->exited && !c->killed) {
+		if (c->cmd) {
+			command_cancel(c->cmd); /* SIGTERM, SIGKILL after the grace */
+		} else if (!c->exited && !c->killed) {
 			c->killed = true;
 			kill(-c->pid, SIGKILL);
 		}

@@ -11,17 +11,23 @@
  * answers with shim_call_answer(), at once or later:
  *   SHIM_PENDING  ack 2: a person is being asked; answer ALLOW or DENY later;
  *   SHIM_ALLOW    ack 0 (or the second ack after a pending one), then the command runs with
- *                 the configured strategy (shim_spawn.h: mirror or host), stdout and stderr
- *                 stream back as frames, each capped at 200 000 bytes with a 20 000-byte
- *                 tail and a truncation marker (output_cap.h), and an exit frame ends it;
+ *                 the configured strategy, stdout and stderr stream back as frames, each
+ *                 capped at 200 000 bytes with a 20 000-byte tail and a truncation marker
+ *                 (output_cap.h), and an exit frame ends it;
  *   SHIM_DENY     ack 1 and the reason as a stderr frame; the connection closes.
+ * Strategies: host runs the command as the supervisor through command.h (tool looked up with
+ * shim_find_tool(), cwd resolved beneath the worktree); mirror enters the target container
+ * and becomes the caller through shim_spawn.h. Either way, whatever the command leaves
+ * running in its process group is killed when it exits.
  * A cancel frame or the shim hanging up withdraws a call still deciding or pending (the
- * owner hears ops->cancelled() and must drop the call) and kills a running command's whole
- * process group (SIGKILL; the exit frame then says 137). A command past its timeout is
- * killed too and ends with exit status -1.
+ * owner hears ops->cancelled() and must drop the call) and ends a running command: host,
+ * SIGTERM to its process group and SIGKILL after kill_grace_ms, and the exit frame says what
+ * it died of (143 after SIGTERM, 137 after SIGKILL, or its own status if it handled the
+ * SIGTERM); mirror, SIGKILL at once (137). A command past its timeout is killed (SIGKILL)
+ * and ends with exit status -1.
  *
  * Handlers never block: every fd is non-blocking, output waits in a per-call buffer (and
- * the command's pipes are not read while it is over 1 MiB). */
+ * the command's output is not read while that is over 1 MiB). */
 #ifndef CLOISTER_SHIM_SERVER_H
 #define CLOISTER_SHIM_SERVER_H
 
@@ -71,7 +77,8 @@ struct shim_server_config {
 	const struct env_scrub_rules *env_rules; /* NULL: env_scrub_default_rules */
 	size_t max_calls;                        /* connections at once; 0: default */
 	uint32_t timeout_ms;                     /* per command; 0: default */
-	size_t output_max;                       /* 0: 200 000 with a 20 000-byte tail */
+	uint32_t kill_grace_ms; /* host: SIGTERM to SIGKILL on a cancel; 0: command.h's */
+	size_t output_max;      /* 0: 200 000 with a 20 000-byte tail */
 	size_t output_tail;
 };
 

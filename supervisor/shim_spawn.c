@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,6 +19,7 @@
 #include <unistd.h>
 
 #include "protocol/cleanup.h"
+#include "supervisor/child_setup.h"
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define SHIM_BINARY  "cloister-shim"
@@ -133,13 +133,11 @@ static bool is_executable_file(const char *path, struct stat *st)
 	return stat(path, st) == 0 && S_ISREG(st->st_mode) && (st->st_mode & 0111);
 }
 
-/* Find the tool: first a locked `<tool>.original` anywhere on PATH, then `<tool>`.
- * *ret_locked_gid is the original's group, or (gid_t)-1. */
-static int find_tool(const struct shim_spawn_request *req, char *out, size_t size,
-                     gid_t *ret_locked_gid)
+int shim_find_tool(const char *path, const char *shim_dir, const char *tool, char *out, size_t size,
+                   gid_t *ret_locked_gid)
 {
-	const char *path = req->path && *req->path ? req->path : DEFAULT_PATH;
-
+	if (!path || !*path)
+		path = DEFAULT_PATH;
 	for (int pass = 0; pass < 2; pass++) {
 		const char *p = path;
 
@@ -151,9 +149,9 @@ static int find_tool(const struct shim_spawn_request *req, char *out, size_t siz
 
 			/* Relative entries would be looked up in the caller's cwd: skip them. */
 			if (dlen > 0 && p[0] == '/' &&
-			    !(req->shim_dir && strlen(req->shim_dir) == dlen &&
-			      strncmp(p, req->shim_dir, dlen) == 0)) {
-				n = snprintf(out, size, "%.*s/%s%s", (int)dlen, p, req->tool,
+			    !(shim_dir && strlen(shim_dir) == dlen &&
+			      strncmp(p, shim_dir, dlen) == 0)) {
+				n = snprintf(out, size, "%.*s/%s%s", (int)dlen, p, tool,
 				             pass == 0 ? ".original" : "");
 				if (n > 0 && (size_t)n < size && is_executable_file(out, &st) &&
 				    !is_shim(out)) {
@@ -169,45 +167,33 @@ static int find_tool(const struct shim_spawn_request *req, char *out, size_t siz
 	return -ENOENT;
 }
 
-static int sys_openat2(int dirfd, const char *path, struct open_how *how)
-{
-	return (int)syscall(SYS_openat2, dirfd, path, how, sizeof(*how));
-}
-
 __attribute__((noreturn)) static void run_command(const struct shim_spawn_request *req)
 {
-	struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
-	                       .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS};
 	gid_t groups[SHIM_SPAWN_MAX_GROUPS + 1];
 	size_t ngroups = 0;
 	char exe[PATH_MAX];
 	gid_t locked_gid = (gid_t)-1;
-	int root, cwd;
+	int cwd;
 
-	root = open(req->worktree, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root < 0)
-		child_fail(126, req->tool, "cannot open the worktree %s: %s", req->worktree,
-		           strerror(errno));
-	cwd = sys_openat2(root, req->cwd_relative, &how);
+	/* Opened as root, entered as the caller (fchdir checks the caller's search right). */
+	cwd = child_setup_open_beneath(req->worktree, req->cwd_relative);
 	if (cwd < 0)
 		child_fail(126, req->tool, "the cwd is not a directory inside the worktree %s: %s",
-		           req->worktree, strerror(errno));
-	if (find_tool(req, exe, sizeof(exe), &locked_gid) < 0)
+		           req->worktree, strerror(-cwd));
+	if (shim_find_tool(req->path, req->shim_dir, req->tool, exe, sizeof(exe), &locked_gid) < 0)
 		child_fail(127, req->tool, "not found on PATH (outside %s)",
 		           req->shim_dir ? req->shim_dir : "the shim directory");
 
-	if (req->drop_privileges) {
-		for (size_t i = 0; i < req->ngroups && i < SHIM_SPAWN_MAX_GROUPS; i++)
-			groups[ngroups++] = req->groups[i];
-		if (locked_gid != (gid_t)-1)
-			groups[ngroups++] = locked_gid;
-		if (setgroups(ngroups, groups) < 0 || setgid(req->gid) < 0 || setuid(req->uid) < 0)
-			child_fail(126, req->tool, "cannot become uid %u gid %u: %s",
-			           (unsigned)req->uid, (unsigned)req->gid, strerror(errno));
-		/* Refuse to go on with privileges left: setuid must not be undoable. */
-		if (req->uid != 0 && setuid(0) == 0)
-			child_fail(126, req->tool, "could not drop privileges");
-	}
+	for (size_t i = 0; i < req->ngroups && i < SHIM_SPAWN_MAX_GROUPS; i++)
+		groups[ngroups++] = req->groups[i];
+	if (locked_gid != (gid_t)-1)
+		groups[ngroups++] = locked_gid;
+	if (setgroups(ngroups, groups) < 0 || setgid(req->gid) < 0 || setuid(req->uid) < 0)
+		child_fail(126, req->tool, "cannot become uid %u gid %u: %s", (unsigned)req->uid,
+		           (unsigned)req->gid, strerror(errno));
+	/* Refuse to go on with privileges left: setuid must not be undoable. */
+	if (req->uid != 0 && setuid(0) == 0)
+		child_fail(126, req->tool, "could not drop privileges");
 	if (fchdir(cwd) < 0)
 		child_fail(126, req->tool, "cannot enter the cwd: %s", strerror(errno));
 	execve(exe, req->argv, req->env);
@@ -222,16 +208,7 @@ __attribute__((noreturn)) static void child(const struct shim_spawn_request *req
 
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
 		_exit(127);
-	/* Signals the supervisor blocks (its signalfd) must not stay blocked in the command. */
-	{
-		sigset_t none;
-
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		for (int sig = 1; sig < NSIG; sig++)
-			if (sig != SIGKILL && sig != SIGSTOP)
-				signal(sig, SIG_DFL);
-	}
+	child_setup_reset_signals();
 	setsid();
 	null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0 ||
@@ -275,16 +252,14 @@ int shim_spawn(const struct shim_spawn_request *req, struct shim_spawn_result *r
 	if (!req->worktree || req->worktree[0] != '/' || !req->cwd_relative || !req->tool ||
 	    !req->argv || !req->argv[0] || !req->env)
 		return -EINVAL;
-	if (req->target_pid > 0) {
-		if (req->target_pidfd < 0)
-			return -EINVAL;
-		r = foreign_namespaces(req->target_pid, &ns_flags);
-		if (r < 0)
-			return r;
-		/* The pid may have been reused while we looked: the pidfd says. */
-		if (syscall(SYS_pidfd_send_signal, req->target_pidfd, 0, NULL, 0) < 0)
-			return -ESRCH;
-	}
+	if (req->target_pid <= 0 || req->target_pidfd < 0)
+		return -EINVAL;
+	r = foreign_namespaces(req->target_pid, &ns_flags);
+	if (r < 0)
+		return r;
+	/* The pid may have been reused while we looked: the pidfd says. */
+	if (syscall(SYS_pidfd_send_signal, req->target_pidfd, 0, NULL, 0) < 0)
+		return -ESRCH;
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -errno;
 	out_r = fds[0];

@@ -2,18 +2,23 @@
  * the real listener, decoder, strategies and streaming, before the supervisor's wiring.
  *
  *   shim_testserver --worktree DIR (--unix PATH | --tcp ADDR --token T) [--strategy
- *       mirror|host] [--target-pid PID] [--shim-dir DIR] [--timeout-ms N] [--ready FILE]
+ *       mirror|host] [--target-pid PID] [--shim-dir DIR] [--timeout-ms N]
+ *       [--kill-grace-ms N] [--ignore-signal N]... [--ready FILE]
  *       [--allow TOOL]... [--deny TOOL]... [--ask TOOL]... [--ask-deny TOOL]...
  *
  * A tool that is not listed is denied. --ask answers "pending", then allows after 1.5 s
  * (--ask-deny denies). Events go to stdout, one line each: "decide ID COMMAND uid=U",
  * "cancelled ID", "finished ID STATUS". --ready FILE gets "PORT" (TCP) or "ready" once the
- * listeners are up. SIGTERM or SIGINT stops it. */
+ * listeners are up. SIGTERM or SIGINT stops it. --ignore-signal sets signal N to SIG_IGN with
+ * the raw system call (glibc refuses 32 and 33), as a careless parent of the supervisor might:
+ * commands must not inherit it. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "supervisor/loop.h"
 #include "supervisor/shim_server.h"
@@ -121,6 +126,18 @@ static void finished(void *userdata, uint64_t id, int32_t status)
 	printf("finished %llu %d\n", (unsigned long long)id, (int)status);
 }
 
+static int ignore_signal(int sig)
+{
+	struct {
+		void *handler;
+		unsigned long flags;
+		void *restorer;
+		unsigned long long mask;
+	} ign = {.handler = SIG_IGN};
+
+	return (int)syscall(SYS_rt_sigaction, sig, &ign, NULL, sizeof(ign.mask));
+}
+
 static int on_signal(struct loop *loop, int sig, void *userdata)
 {
 	loop_exit(loop, 0);
@@ -166,6 +183,13 @@ int main(int argc, char **argv)
 			cfg.shim_dir = v;
 		} else if (strcmp(a, "--timeout-ms") == 0) {
 			cfg.timeout_ms = (uint32_t)atoi(v);
+		} else if (strcmp(a, "--kill-grace-ms") == 0) {
+			cfg.kill_grace_ms = (uint32_t)atoi(v);
+		} else if (strcmp(a, "--ignore-signal") == 0) {
+			if (ignore_signal(atoi(v)) < 0) {
+				fprintf(stderr, "shim_testserver: cannot ignore signal %s\n", v);
+				return 2;
+			}
 		} else if (strcmp(a, "--ready") == 0) {
 			ready = v;
 		} else if (st.nrules < MAX_RULES &&

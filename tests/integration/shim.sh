@@ -2,11 +2,12 @@
 # cloister-shim against a real shim listener (tests/helpers/shim_testserver): allowed, denied
 # and asked calls, streaming, exit codes, cancel on SIGINT, an unreachable supervisor, TCP
 # with its token, and the mirror strategy inside a container made with unshare.
+# A cancelled host command gets SIGTERM first, then SIGKILL after the grace (--kill-grace-ms).
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 : "${SHIM:?run through make (SHIM is not set)}"
 
-PLAN=27
+PLAN=39
 run_needs_root $PLAN
 tap_plan $PLAN
 
@@ -17,7 +18,7 @@ SOCK=$TMP/shim.sock
 LOG=$TMP/server.log
 mkdir -p "$BIN" "$WT/sub" "$TMP/lockbin"
 chmod 755 "$TMP" "$WT" "$WT/sub" "$TMP/lockbin"
-for t in seq sh false hostname id rm mytool curl; do
+for t in seq sh false hostname id rm mytool curl nosuchtool grep; do
 	ln -s "$SHIM" "$BIN/$t"
 done
 # A locked original, as install-shim.sh leaves it; the plain name is the shim.
@@ -55,8 +56,10 @@ shimmed() {
 }
 
 # ---- host strategy: policy answers, streaming, exit codes ----------------------------------
-start_server --unix "$SOCK" --strategy host --allow seq --allow sh --allow false \
-	--deny rm --ask id --ask-deny hostname
+# The server ignores signals 10 and 32 (glibc's own) as a careless parent might leave them.
+start_server --unix "$SOCK" --strategy host --kill-grace-ms 500 --ignore-signal 10 \
+	--ignore-signal 32 --allow seq --allow sh --allow false --allow mytool --allow nosuchtool \
+	--allow grep --deny rm --ask id --ask-deny hostname
 tap_ok "$([ -S "$SOCK" ] && echo 0 || echo 1)" "the listener creates its socket"
 
 shimmed seq 3
@@ -64,6 +67,11 @@ tap_is "$rc:$(tr '\n' ' ' <"$OUT")" "0:1 2 3 " "an allowed call prints the comma
 
 shimmed false
 tap_is "$rc" 1 "exit code 1 comes back"
+
+SIGS_DEFAULT=$(printf 'SigBlk:\t0000000000000000 SigIgn:\t0000000000000000 ')
+shimmed grep -E '^Sig(Blk|Ign)' /proc/self/status
+tap_is "$rc:$(tr '\n' ' ' <"$OUT")" "0:$SIGS_DEFAULT" \
+	"host: the command gets no blocked and no ignored signal, 32 included"
 
 shimmed sh -c 'kill -9 $$'
 tap_is "$rc" 137 "a command killed by SIGKILL exits 137"
@@ -101,25 +109,72 @@ rc=$?
 tap_is "$rc" 126 "a cwd outside the worktree is refused"
 tap_like "$(cat "$ERR")" "cwd / is outside the worktree" "naming the cwd and the worktree"
 
-# Cancel: SIGINT to the shim becomes a cancel frame and the command dies.
-(cd "$WT" && PATH="$BIN:/usr/bin:/bin" CLOISTER_SOCKET=$SOCK exec "$BIN/sh" -c \
-	'echo $$ > '"$TMP"'/victim; echo started; exec sleep 30') >"$OUT" 2>"$ERR" &
-shim_pid=$!
-i=0
-while ! grep -q started "$OUT" && [ $i -lt 100 ]; do
-	sleep 0.05
-	i=$((i + 1))
-done
-victim=$(cat "$TMP/victim" 2>/dev/null)
-kill -INT "$shim_pid"
-wait "$shim_pid"
+ln -s / "$WT/escape"
+(cd "$WT/escape" && CLOISTER_SOCKET=$SOCK timeout 10 "$BIN/seq" 1) >"$OUT" 2>"$ERR"
 rc=$?
+tap_is "$rc" 126 "a cwd that leaves the worktree through a symlink is refused" "$(cat "$ERR")"
+rm "$WT/escape"
+
+shimmed nosuchtool
+tap_like "$rc:$(cat "$ERR")" "^127:cloister: nosuchtool: not found on PATH" \
+	"host: a tool that is only the shim is not found (127), the shim never runs itself"
+
+(cd "$WT" && PATH="$BIN:$TMP/lockbin:/usr/bin:/bin" CLOISTER_SOCKET="$SOCK" "$TMP/lockbin/mytool" x) \
+	>"$OUT" 2>"$ERR"
+rc=$?
+tap_is "$rc:$(cat "$OUT")" "0:locked original ran: x" "host: the locked <tool>.original runs too"
+
+shimmed sh -c 'sleep 30 & echo $! >'"$TMP"'/bg; echo done'
 sleep 0.2
-tap_is "$rc" 137 "SIGINT cancels: the shim exits with the killed command's status"
+bg=$(cat "$TMP/bg" 2>/dev/null)
+# Orphaned, it may stay a zombie until whoever adopted it reaps it: dead all the same.
+tap_ok "$([ "$rc" = 0 ] && [ -n "$bg" ] && ! grep -qs '^State:[[:space:]]*[RSD]' /proc/"$bg"/status && echo 0 || echo 1)" \
+	"a background job the command leaves behind is killed when it exits" "rc $rc, pid '$bg'"
+
+# Cancel: SIGINT to the shim becomes a cancel frame; the host command gets SIGTERM first.
+# cancelled ARGS…: run `sh ARGS…` through the shim until it prints "started", then SIGINT
+# the shim; rc, took (ms from the SIGINT to the shim's exit) and victim (the command's pid).
+cancelled() {
+	rm -f "$TMP/victim"
+	: >"$OUT" # before the background job starts: no "started" from an earlier run
+	(cd "$WT" && PATH="$BIN:/usr/bin:/bin" CLOISTER_SOCKET=$SOCK exec "$BIN/sh" "$@") \
+		>"$OUT" 2>"$ERR" &
+	shim_pid=$!
+	i=0
+	while ! grep -q started "$OUT" && [ $i -lt 100 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	victim=$(cat "$TMP/victim" 2>/dev/null)
+	t0=$(date +%s%3N)
+	kill -INT "$shim_pid"
+	wait "$shim_pid"
+	rc=$?
+	took=$(($(date +%s%3N) - t0))
+	sleep 0.2
+}
+last_finished() { grep '^finished ' "$LOG" | tail -n 1 | cut -d' ' -f3; }
+
+cancelled -c 'echo $$ > '"$TMP"'/victim; echo started; exec sleep 30'
+tap_is "$rc" 143 "SIGINT cancels: SIGTERM ends the command, the shim exits 143"
 tap_ok "$([ -n "$victim" ] && ! kill -0 "$victim" 2>/dev/null && echo 0 || echo 1)" \
 	"the command was killed" "victim pid '$victim'"
+tap_is "$(last_finished)" 143 "the server reports the cancelled run"
+
+rm -f "$TMP/termed"
+cancelled -c 'trap "echo got TERM >'"$TMP"'/termed; exit 7" TERM
+	echo $$ > '"$TMP"'/victim; echo started; while :; do sleep 0.1; done'
+tap_is "$(cat "$TMP/termed" 2>/dev/null)" "got TERM" "a cancelled command gets SIGTERM first: its trap runs"
+tap_is "$rc:$(last_finished)" "7:7" "and its own exit status comes back"
+tap_ok "$([ "$took" -lt 500 ] && echo 0 || echo 1)" "without waiting for the grace" "took $took ms"
+
+cancelled -c 'trap "" TERM; echo $$ > '"$TMP"'/victim; echo started; exec sleep 30'
+tap_is "$rc:$(last_finished)" "137:137" "a command that ignores SIGTERM gets SIGKILL: 137"
+tap_ok "$([ "$took" -ge 500 ] && [ "$took" -lt 5000 ] && echo 0 || echo 1)" \
+	"after the grace (--kill-grace-ms 500)" "took $took ms"
+tap_ok "$([ -n "$victim" ] && ! kill -0 "$victim" 2>/dev/null && echo 0 || echo 1)" \
+	"the command is gone" "victim pid '$victim'"
 stop_server
-tap_like "$(cat "$LOG")" "finished [0-9]+ 137" "the server reports the cancelled run"
 
 # Unreachable.
 (cd "$WT" && CLOISTER_SOCKET=$TMP/nothing.sock "$BIN/seq" 1) >"$OUT" 2>"$ERR"
@@ -145,7 +200,8 @@ sleep 0.3
 box=$(pgrep -P "$box_outer" sleep || echo "$box_outer")
 # unshare --fork ignores SIGTERM while it waits: end the container's process itself.
 on_exit "kill -KILL $box 2>/dev/null"
-start_server --unix "$SOCK" --target-pid "$box" --allow hostname --allow id --allow mytool
+start_server --unix "$SOCK" --target-pid "$box" --ignore-signal 10 --ignore-signal 32 \
+	--allow hostname --allow id --allow mytool --allow grep
 chmod 666 "$SOCK"
 (cd "$WT/sub" && setpriv --reuid 65534 --regid 65534 --clear-groups \
 	env PATH="$BIN:/usr/bin:/bin" CLOISTER_SOCKET="$SOCK" "$BIN/hostname") >"$OUT" 2>"$ERR"
@@ -159,6 +215,9 @@ tap_is "$rc:$(cat "$OUT")" "0:65534" "mirror runs it as the calling uid (from SO
 	>"$OUT" 2>"$ERR"
 rc=$?
 tap_is "$rc:$(cat "$OUT")" "0:locked original ran: a b" "mirror prefers the locked <tool>.original"
+shimmed grep -E '^Sig(Blk|Ign)' /proc/self/status
+tap_is "$rc:$(tr '\n' ' ' <"$OUT")" "0:$SIGS_DEFAULT" \
+	"mirror: the command gets no blocked and no ignored signal, 32 included"
 stop_server
 kill -KILL "$box" 2>/dev/null
 wait "$box_outer" 2>/dev/null

@@ -1,7 +1,8 @@
 /* command.c with real processes: exit statuses, exec failures with Go's messages, workdir,
- * environment merge and the PATH it searches, timeout with partial output, bounded capture,
- * streaming order, cancel (SIGTERM, then SIGKILL), backpressure, no fd leaked into the child,
- * default signal state in the child, and no zombie left behind. */
+ * a workdir kept beneath a root, environment merge and the PATH it searches, timeout with partial
+ * output, bounded capture, streaming order, cancel (SIGTERM, then SIGKILL), backpressure, no fd
+ * leaked into the child, default signal state in the child, background jobs killed at exit on
+ * request, and no zombie left behind. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -36,6 +37,7 @@ struct run {
 	char order[64]; /* streams in the order chunks arrived: 'o' / 'e' */
 	size_t chunks;
 	bool pause_once;
+	uint64_t pause_ms; /* 0: 200 */
 	uint64_t started_ms, ended_ms;
 };
 
@@ -77,8 +79,11 @@ static void on_output(struct command *cmd, enum command_stream s, const void *da
 	if (run->pause_once) {
 		run->pause_once = false;
 		command_pause_output(cmd, true);
-		assert_int_equal(loop_add_timer(run->loop, loop_now_ms() + 200, resume, run, NULL),
-		                 0);
+		assert_int_equal(
+		        loop_add_timer(run->loop,
+		                       loop_now_ms() + (run->pause_ms ? run->pause_ms : 200),
+		                       resume, run, NULL),
+		        0);
 	}
 }
 
@@ -288,6 +293,45 @@ static void test_workdir_is_used_and_a_missing_one_is_an_error(void **state)
 	expect_start_error(&spec, -ENOENT, "chdir /nonexistent/dir: no such file or directory");
 }
 
+static void test_workdir_root_keeps_the_cwd_beneath_it(void **state)
+{
+	char dir[] = "/tmp/cloister-cmd-XXXXXX", sub[64], link[64], want[80], msg[128];
+	char *argv[] = {"pwd", NULL};
+	struct command_spec spec = {.file = "pwd", .argv = argv, .workdir_root = dir};
+	struct run run;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	snprintf(link, sizeof(link), "%s/out", dir);
+	assert_int_equal(mkdir(sub, 0755), 0);
+	assert_int_equal(symlink("/usr", link), 0);
+
+	spec.workdir = "sub";
+	run_spec(&run, &spec);
+	snprintf(want, sizeof(want), "%s\n", sub);
+	assert_string_equal(run.res.stdout_text, want);
+	run_free(&run);
+	spec.workdir = NULL; /* the root itself */
+	run_spec(&run, &spec);
+	snprintf(want, sizeof(want), "%s\n", dir);
+	assert_string_equal(run.res.stdout_text, want);
+	run_free(&run);
+
+	/* A symlink or ".." out of the root is refused, not followed. */
+	spec.workdir = "out";
+	snprintf(msg, sizeof(msg), "chdir %s/out: invalid cross-device link", dir);
+	expect_start_error(&spec, -EXDEV, msg);
+	spec.workdir = "sub/../..";
+	snprintf(msg, sizeof(msg), "chdir %s/sub/../..: invalid cross-device link", dir);
+	expect_start_error(&spec, -EXDEV, msg);
+	spec.workdir_root = "relative";
+	expect_start_error(&spec, -EINVAL, "command: workdir_root must be absolute");
+
+	unlink(link);
+	rmdir(sub);
+	rmdir(dir);
+}
+
 static void test_environment_overrides_replace_and_add(void **state)
 {
 	struct cl_env_pair over[] = {{"OVER", "new"}, {"ADDED", "a=b"}};
@@ -382,35 +426,54 @@ static void test_streaming_keeps_order_within_each_stream(void **state)
 	run_free(&run);
 }
 
+/* Like run_spec, but the consumer pauses the output on the first chunk for pause_ms. */
+static void run_paused(struct run *run, struct command_spec *spec, uint64_t pause_ms)
+{
+	struct cl_error err = {{0}};
+
+	memset(run, 0, sizeof(*run));
+	assert_int_equal(loop_new(&run->loop), 0);
+	spec->on_output = on_output;
+	spec->on_done = on_done;
+	spec->userdata = run;
+	spec->base_env = base_env;
+	run->pause_once = true;
+	run->pause_ms = pause_ms;
+	run->started_ms = loop_now_ms();
+	if (command_start(run->loop, spec, &err, &run->cmd) < 0)
+		fail_msg("command_start: %s", err.msg);
+	assert_int_equal(loop_run(run->loop), 0);
+	command_free(run->cmd);
+	loop_free(run->loop);
+	no_child_left();
+}
+
 static void test_paused_output_loses_nothing(void **state)
 {
 	char *argv[] = {"sh", "-c", "head -c 1000000 /dev/zero; echo tail >&2", NULL};
-	struct command_spec spec = {.file = "sh", .argv = argv, .on_output = on_output};
+	struct command_spec spec = {.file = "sh", .argv = argv};
 	struct run run;
 
-	/* run_spec clears run: set pause_once through a first chunk is not possible, so use a
-	 * spec-specific wrapper: pause on the first chunk via the flag set before the loop runs. */
-	memset(&run, 0, sizeof(run));
-	{
-		struct cl_error err = {{0}};
-
-		assert_int_equal(loop_new(&run.loop), 0);
-		spec.on_done = on_done;
-		spec.userdata = &run;
-		spec.base_env = base_env;
-		run.pause_once = true;
-		run.started_ms = loop_now_ms();
-		if (command_start(run.loop, &spec, &err, &run.cmd) < 0)
-			fail_msg("command_start: %s", err.msg);
-		assert_int_equal(loop_run(run.loop), 0);
-		command_free(run.cmd);
-		loop_free(run.loop);
-		no_child_left();
-	}
+	run_paused(&run, &spec, 200);
 	assert_int_equal(run.res.exit_code, 0);
 	assert_int_equal(run.streamed_len[COMMAND_STDOUT], 1000000);
 	assert_string_equal(run.streamed[COMMAND_STDERR], "tail\n");
 	assert_true(run.ended_ms - run.started_ms >= 200);
+	run_free(&run);
+}
+
+static void test_output_paused_past_the_exit_is_not_cut_by_the_drain_wait(void **state)
+{
+	/* The command exits while its last line waits in the pipe, paused longer than
+	 * COMMAND_DRAIN_MS: the line is the command's, not a straggler's. */
+	char *argv[] = {"sh", "-c", "echo first; sleep 0.1; echo last", NULL};
+	struct command_spec spec = {.file = "sh", .argv = argv};
+	struct run run;
+
+	run_paused(&run, &spec, COMMAND_DRAIN_MS + 400);
+	assert_int_equal(run.res.exit_code, 0);
+	assert_string_equal(run.streamed[COMMAND_STDOUT], "first\nlast\n");
+	assert_true(run.ended_ms - run.started_ms >= COMMAND_DRAIN_MS + 400);
 	run_free(&run);
 }
 
@@ -528,6 +591,44 @@ static void test_background_holder_of_the_pipe_does_not_hang(void **state)
 	run_free(&run);
 }
 
+static bool process_is_dead(pid_t pid)
+{
+	char path[64], line[256];
+	bool dead = true;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return true;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "State:", 6) == 0)
+			dead = strchr(line, 'Z') !=
+			       NULL; /* orphaned: a zombie until init reaps it */
+	fclose(f);
+	return dead;
+}
+
+static void test_kill_group_at_exit_ends_background_jobs(void **state)
+{
+	char *argv[] = {"sh", "-c", "sleep 30 & echo $!", NULL};
+	struct command_spec spec = {.file = "sh", .argv = argv, .kill_group_at_exit = true};
+	struct run run;
+	pid_t bg;
+
+	run_spec(&run, &spec);
+	assert_int_equal(run.res.exit_code, 0);
+	bg = (pid_t)atoi(run.res.stdout_text);
+	assert_true(bg > 0);
+	/* The sleep died with its leader, so its end of the pipe closed: no drain wait. */
+	assert_true(run.ended_ms - run.started_ms < COMMAND_DRAIN_MS);
+	/* Its pipe closes a moment before the kernel marks it a zombie. */
+	for (int i = 0; i < 100 && !process_is_dead(bg); i++)
+		usleep(10000);
+	assert_true(process_is_dead(bg));
+	run_free(&run);
+}
+
 static void test_free_of_a_running_command_kills_and_reaps(void **state)
 {
 	char *argv[] = {"sleep", "30", NULL};
@@ -559,6 +660,7 @@ int main(void)
 	        cmocka_unit_test(test_relative_path_entries_are_not_searched),
 	        cmocka_unit_test(test_file_found_but_not_executable_is_permission_denied),
 	        cmocka_unit_test(test_workdir_is_used_and_a_missing_one_is_an_error),
+	        cmocka_unit_test(test_workdir_root_keeps_the_cwd_beneath_it),
 	        cmocka_unit_test(test_environment_overrides_replace_and_add),
 	        cmocka_unit_test(test_env_merge_drops_duplicates_of_overridden_names),
 	        cmocka_unit_test(test_timeout_kills_the_group_and_keeps_partial_output),
@@ -566,10 +668,12 @@ int main(void)
 	        cmocka_unit_test(test_custom_capture_limits),
 	        cmocka_unit_test(test_streaming_keeps_order_within_each_stream),
 	        cmocka_unit_test(test_paused_output_loses_nothing),
+	        cmocka_unit_test(test_output_paused_past_the_exit_is_not_cut_by_the_drain_wait),
 	        cmocka_unit_test(test_cancel_sends_sigterm_then_sigkill),
 	        cmocka_unit_test(test_no_fd_leaks_and_stdin_is_dev_null),
 	        cmocka_unit_test(test_child_gets_default_signals_and_empty_mask),
 	        cmocka_unit_test(test_background_holder_of_the_pipe_does_not_hang),
+	        cmocka_unit_test(test_kill_group_at_exit_ends_background_jobs),
 	        cmocka_unit_test(test_free_of_a_running_command_kills_and_reaps),
 	};
 

@@ -1,4 +1,4 @@
-/* The streamed output cap: live head, kept tail, the marker, and any chunking. */
+/* The output cap: live head, kept tail, the marker, any chunking, and its queries. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -90,6 +90,49 @@ static void test_overflow_keeps_head_and_tail_with_the_count(void **state)
 	}
 }
 
+static void test_live_room_and_truncated_follow_the_limits(void **state)
+{
+	struct output_cap c;
+	uint8_t *rest = NULL;
+	size_t len = 0;
+
+	assert_int_equal(output_cap_init(&c, 10, 4), 0);
+	assert_int_equal(output_cap_live_room(&c), 6);
+	assert_int_equal(output_cap_feed(&c, "abcd", 4), 4);
+	assert_int_equal(output_cap_live_room(&c), 2);
+	assert_int_equal(output_cap_feed(&c, "efghij", 6), 2); /* 10 bytes: all kept */
+	assert_int_equal(output_cap_live_room(&c), 0);
+	assert_false(output_cap_truncated(&c));
+	assert_int_equal(output_cap_finish(&c, &rest, &len), 0);
+	assert_int_equal(len, 4);
+	assert_string_equal((char *)rest, "ghij");
+	free(rest);
+	assert_int_equal(output_cap_feed(&c, "k", 1), 0);
+	assert_true(output_cap_truncated(&c));
+	/* Finishing does not change the cap: twice gives the same. */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(output_cap_finish(&c, &rest, &len), 0);
+		assert_string_equal((char *)rest, "\n[... 1 bytes truncated ...]\nhijk");
+		assert_int_equal(len, strlen((char *)rest));
+		free(rest);
+	}
+	output_cap_done(&c);
+}
+
+static void test_zero_tail_sends_only_the_marker_at_the_end(void **state)
+{
+	struct output_cap c;
+	uint8_t *rest = NULL;
+	size_t len = 0;
+
+	assert_int_equal(output_cap_init(&c, 4, 0), 0);
+	assert_int_equal(output_cap_feed(&c, "abcdefg", 7), 4);
+	assert_int_equal(output_cap_finish(&c, &rest, &len), 0);
+	assert_string_equal((char *)rest, "\n[... 3 bytes truncated ...]\n");
+	free(rest);
+	output_cap_done(&c);
+}
+
 static void test_bad_limits_are_refused(void **state)
 {
 	struct output_cap c;
@@ -107,6 +150,8 @@ int main(void)
 	        cmocka_unit_test(test_output_reaching_into_the_tail_arrives_whole_without_marker),
 	        cmocka_unit_test(test_exactly_max_bytes_has_no_marker),
 	        cmocka_unit_test(test_overflow_keeps_head_and_tail_with_the_count),
+	        cmocka_unit_test(test_live_room_and_truncated_follow_the_limits),
+	        cmocka_unit_test(test_zero_tail_sends_only_the_marker_at_the_end),
 	        cmocka_unit_test(test_bad_limits_are_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
