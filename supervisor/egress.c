@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <fcntl.h>
 #include <unistd.h>
 
+#include "bpf/redirect.h"
 #include "netfilter/listen.h"
 #include "netfilter/netns.h"
 #include "netfilter/nft_egress.h"
@@ -39,7 +41,8 @@ struct held {
 
 struct attachment {
 	struct netfilter_listeners listeners;
-	struct nft_egress *rules;
+	struct nft_egress *rules;  /* a netns of its own */
+	struct redirect *redirect; /* a cgroup on the host's network */
 	char *sandbox;
 	char *project;
 };
@@ -227,7 +230,15 @@ static void on_closed(void *userdata, struct proxy_conn *conn, const struct prox
 static int on_original_dst(void *userdata, int fd, const struct sockaddr *peer, socklen_t peer_len,
                            struct sockaddr_storage *ret)
 {
-	return netfilter_original_dst(fd, ret);
+	struct egress *eg = userdata;
+	int r = netfilter_original_dst(fd, ret);
+
+	/* Not redirected by nftables: maybe by a cgroup's eBPF program, which kept the original
+	 * destination under the client's address and port. */
+	for (unsigned i = 0; r == -ENOENT && i < eg->n_att; i++)
+		if (eg->att[i].redirect)
+			r = redirect_lookup(eg->att[i].redirect, peer, peer_len, ret);
+	return r;
 }
 
 /* The policy names this exact host (a domain: entry, not a pattern nor the unlisted rule). */
@@ -382,6 +393,71 @@ int egress_new(struct loop *loop, struct hub *hub, const struct egress_config *c
 	return 0;
 }
 
+/* Serve A's listeners: the proxy and the resolver. */
+static int serve_listeners(struct egress *eg, struct attachment *a)
+{
+	int r = proxy_add_transparent(eg->proxy, a->listeners.proxy4, a->sandbox, a->project);
+
+	if (r >= 0 && a->listeners.proxy6 >= 0)
+		r = proxy_add_transparent(eg->proxy, a->listeners.proxy6, a->sandbox, a->project);
+	if (r >= 0)
+		r = resolver_serve_udp(eg->resolver, a->listeners.dns_udp4);
+	if (r >= 0 && a->listeners.dns_udp6 >= 0)
+		r = resolver_serve_udp(eg->resolver, a->listeners.dns_udp6);
+	if (r >= 0)
+		r = resolver_serve_tcp(eg->resolver, a->listeners.dns_tcp4);
+	if (r >= 0 && a->listeners.dns_tcp6 >= 0)
+		r = resolver_serve_tcp(eg->resolver, a->listeners.dns_tcp6);
+	return r;
+}
+
+int egress_attach_cgroup(struct egress *eg, int cgroup_fd, const char *sandbox, const char *project,
+                         struct cl_error *err)
+{
+	struct attachment *a;
+	struct redirect_config rc;
+	_cleanup_close_ int self = -EBADF;
+	int r;
+
+	if (eg->n_att == MAX_NETNS)
+		return cl_error_set(err, -ENOSPC, "too many sandboxes");
+	if (cgroup_fd < 0)
+		return cl_error_set(err, -EINVAL, "sharing the host's network needs a cgroup");
+	a = &eg->att[eg->n_att];
+	*a = (struct attachment){.listeners = NETFILTER_LISTENERS_INIT};
+	a->sandbox = strdup(sandbox);
+	a->project = project ? strdup(project) : NULL;
+	if (!a->sandbox || (project && !a->project)) {
+		free(a->sandbox);
+		free(a->project);
+		return -ENOMEM;
+	}
+	self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	r = self < 0 ? cl_error_set(err, -errno, "/proc/self/ns/net: %m") : 0;
+	if (r >= 0)
+		r = netfilter_listeners_open(self, 0, 0, &a->listeners, err);
+	if (r >= 0) {
+		rc = (struct redirect_config){.proxy_port = a->listeners.proxy_port,
+		                              .dns_port = a->listeners.dns_port};
+		r = redirect_open(&rc, &a->redirect, err);
+	}
+	if (r >= 0)
+		r = redirect_attach(a->redirect, cgroup_fd, err);
+	if (r >= 0)
+		r = serve_listeners(eg, a);
+	if (r < 0) {
+		if (!err->msg[0])
+			cl_error_set(err, r, "egress set-up: %s", strerror(-r));
+		redirect_free(a->redirect);
+		netfilter_listeners_close(&a->listeners);
+		free(a->sandbox);
+		free(a->project);
+		return r;
+	}
+	eg->n_att++;
+	return 0;
+}
+
 int egress_attach_netns(struct egress *eg, int netns_fd, const char *sandbox, const char *project,
                         struct cl_error *err)
 {
@@ -409,17 +485,7 @@ int egress_attach_netns(struct egress *eg, int netns_fd, const char *sandbox, co
 		r = nft_egress_install(netns_fd, &nc, &a->rules, err);
 	}
 	if (r >= 0)
-		r = proxy_add_transparent(eg->proxy, a->listeners.proxy4, sandbox, project);
-	if (r >= 0 && a->listeners.proxy6 >= 0)
-		r = proxy_add_transparent(eg->proxy, a->listeners.proxy6, sandbox, project);
-	if (r >= 0)
-		r = resolver_serve_udp(eg->resolver, a->listeners.dns_udp4);
-	if (r >= 0 && a->listeners.dns_udp6 >= 0)
-		r = resolver_serve_udp(eg->resolver, a->listeners.dns_udp6);
-	if (r >= 0)
-		r = resolver_serve_tcp(eg->resolver, a->listeners.dns_tcp4);
-	if (r >= 0 && a->listeners.dns_tcp6 >= 0)
-		r = resolver_serve_tcp(eg->resolver, a->listeners.dns_tcp6);
+		r = serve_listeners(eg, a);
 	if (r < 0) {
 		if (!err->msg[0])
 			cl_error_set(err, r, "egress set-up: %s", strerror(-r));
@@ -455,6 +521,7 @@ void egress_free(struct egress *eg)
 		free(h);
 	}
 	for (unsigned i = 0; i < eg->n_att; i++) {
+		redirect_free(eg->att[i].redirect); /* detaches its programs */
 		nft_egress_free(eg->att[i].rules);
 		netfilter_listeners_close(&eg->att[i].listeners);
 		free(eg->att[i].sandbox);

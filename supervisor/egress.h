@@ -45,6 +45,12 @@ void egress_free(struct egress *eg);
 int egress_attach_netns(struct egress *eg, int netns_fd, const char *sandbox, const char *project,
                         struct cl_error *err);
 
+/* For a sandbox that shares the host's network (`run --net host`): cgroup eBPF programs on
+ * CGROUP_FD (not taken over) send its TCP connects and DNS to listeners in our own netns,
+ * and refuse other UDP and raw sockets (bpf/redirect.h). */
+int egress_attach_cgroup(struct egress *eg, int cgroup_fd, const char *sandbox, const char *project,
+                         struct cl_error *err);
+
 /* The queue decided domain items: release or refuse their held connections. */
 void egress_on_resolution(struct egress *eg, const struct queue_resolution *res);
 /* A person's decision with scope session, project or global: VALUE (a domain, or a pattern

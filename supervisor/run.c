@@ -67,6 +67,7 @@ struct options {
 	const char *listen[3]; /* approval, tokens, request: "ADDR:PORT" */
 	const char *executor;  /* "HOST:PORT" of a `cloister-supervisor executor`, or NULL */
 	bool net_none;         /* --net none: loopback only, no egress at all */
+	bool net_host;         /* --net host: the host's network, eBPF redirect on the cgroup */
 	bool real_ip;          /* --real-ip: the agent's DNS gets real addresses */
 	const char *hosts_file;
 	const char *listen_proxy; /* the CONNECT proxy, off by default for run */
@@ -158,15 +159,27 @@ static void owner_domain_rule(void *userdata, const struct queue_item *item, boo
 		egress_add_rule(run->egress, allow, value, is_pattern);
 }
 
-/* sandbox_start's hook: the netns gets its route, rules and listeners before the agent runs. */
-static int setup_netns(void *userdata, int netns_fd, struct cl_error *err)
+/* sandbox_start's hook, before the agent runs: its own netns gets a route, rules and
+ * listeners; on the host's network (--net host) its cgroup gets the eBPF redirect. */
+static int setup_network(void *userdata, int netns_fd, int cgroup_fd, struct cl_error *err)
 {
 	struct run *run = userdata;
 	struct cl_error why = {""};
 	int r;
 
 	if (!run->egress)
+		return run->opt.net_host ? cl_error_set(err, -ENOSYS, "--net host: no egress proxy")
+		                         : 0;
+	if (run->opt.net_host) {
+		/* On the host's network a failure would leave every way out open: refuse to start.
+		 */
+		r = egress_attach_cgroup(run->egress, cgroup_fd, run->sandbox_name,
+		                         run->opt.project, &why);
+		if (r < 0)
+			return cl_error_set(err, r, "--net host: %s", why.msg);
+		run->net_ready = true;
 		return 0;
+	}
 	r = egress_attach_netns(run->egress, netns_fd, run->sandbox_name, run->opt.project, &why);
 	if (r < 0) {
 		/* Without rules the netns still has no way out: fail closed, say so. */
@@ -453,6 +466,8 @@ static void usage(FILE *out)
 	      "  --no-web             no dashboard and no local APIs\n"
 	      "  --net none           loopback only (default: every connection and DNS query goes\n"
 	      "                       through the supervisor's proxy and the domain policy)\n"
+	      "  --net host           share the host's network; cgroup eBPF programs send TCP and\n"
+	      "                       DNS to the proxy and refuse other UDP and raw sockets\n"
 	      "  --real-ip            answer the agent's DNS with real addresses (default: a\n"
 	      "                       private address per name, so any protocol is decided by "
 	      "name)\n"
@@ -574,11 +589,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->executor = optarg;
 			break;
 		case OPT_NET:
-			if (strcmp(optarg, "none") && strcmp(optarg, "proxy")) {
-				fprintf(stderr, PROG ": run: --net must be proxy or none\n");
+			if (strcmp(optarg, "none") && strcmp(optarg, "proxy") &&
+			    strcmp(optarg, "host")) {
+				fprintf(stderr, PROG ": run: --net must be proxy, host or none\n");
 				return -EINVAL;
 			}
 			o->net_none = !strcmp(optarg, "none");
+			o->net_host = !strcmp(optarg, "host");
 			break;
 		case OPT_REAL_IP:
 			o->real_ip = true;
@@ -853,8 +870,9 @@ static int start(struct run *run)
 		        .install_filter_userdata = NULL,
 		        .cgroup_optional = geteuid() != 0,
 		        .readonly_paths = readonly,
-		        .setup_netns = setup_netns,
-		        .setup_netns_userdata = run,
+		        .share_network = run->opt.net_host,
+		        .setup_network = setup_network,
+		        .setup_network_userdata = run,
 		};
 
 		if (run->config_dir && contains_cwd(run->config_dir))
@@ -941,7 +959,9 @@ static int start(struct run *run)
 		    "sandbox \"%s\": execs decided by policy; backstop: %s; network: %s; "
 		    "asks: %s",
 		    run->sandbox_name, run->backstop ? backstop_mode_name(run->backstop) : "off",
-		    run->net_ready ? "through the proxy, by domain policy" : "none",
+		    !run->net_ready     ? "none"
+		    : run->opt.net_host ? "the host's, TCP and DNS through the proxy (eBPF)"
+		                        : "through the proxy, by domain policy",
 		    run->tty ? (run->opt.ask_tty_path ? run->opt.ask_tty_path : "this terminal")
 		    : hub_web(run->hub) && run->opt.ask == ASK_WEB
 		            ? "the dashboard and the CLI client"

@@ -361,10 +361,13 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 		init_fail(INIT_SOCK_FD, -errno, "make / a slave mount: %m");
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		init_fail(INIT_SOCK_FD, -errno, "mount proc on /proc: %m");
-	remount_sys(INIT_SOCK_FD);
+	/* On the host's network, /sys and lo are the host's already. */
+	if (!o->share_network)
+		remount_sys(INIT_SOCK_FD);
 	for (const char *const *p = o->readonly_paths; p && *p; p++)
 		bind_readonly(INIT_SOCK_FD, *p);
-	loopback_up(INIT_SOCK_FD);
+	if (!o->share_network)
+		loopback_up(INIT_SOCK_FD);
 	if (chdir(a->cwd) < 0)
 		init_fail(INIT_SOCK_FD, -errno, "chdir %s: %m", a->cwd);
 
@@ -631,8 +634,8 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 	child_sock = sv[1];
 
 	userns = sandbox_want_userns(opts->userns, geteuid());
-	ca.flags = CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_PIDFD |
-	           (userns ? CLONE_NEWUSER : 0);
+	ca.flags = CLONE_NEWPID | CLONE_NEWNS | (opts->share_network ? 0 : CLONE_NEWNET) |
+	           CLONE_PIDFD | (userns ? CLONE_NEWUSER : 0);
 	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
 	ca.exit_signal = SIGCHLD;
 	if (sb->cg) {
@@ -674,15 +677,18 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 		if (r < 0)
 			return r;
 	}
-	if (opts->setup_netns) {
+	if (opts->setup_network) {
 		char path[64];
 		_cleanup_close_ int netns_fd = -EBADF;
 
-		snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-		netns_fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (netns_fd < 0)
-			return cl_error_set(err, -errno, "%s: %m", path);
-		r = opts->setup_netns(opts->setup_netns_userdata, netns_fd, err);
+		if (!opts->share_network) {
+			snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+			netns_fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (netns_fd < 0)
+				return cl_error_set(err, -errno, "%s: %m", path);
+		}
+		r = opts->setup_network(opts->setup_network_userdata, netns_fd,
+		                        sb->cg ? cgroup_dir_fd(sb->cg) : -1, err);
 		if (r < 0)
 			return r;
 	}

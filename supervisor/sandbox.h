@@ -58,11 +58,14 @@ struct sandbox_opts {
 	/* Run without a cgroup if none can be created (e.g. a non-root caller without a delegated
 	 * subtree): pause/cgroup id are then unavailable, kill still works through the pid ns. */
 	bool cgroup_optional;
-	/* Called with the sandbox's new network namespace (an fd the hook may keep a dup of)
-	 * before the agent starts, to give it routes, rules and listeners. A negative return
-	 * fails sandbox_start with it. NULL: the netns keeps only its loopback. */
-	int (*setup_netns)(void *userdata, int netns_fd, struct cl_error *err);
-	void *setup_netns_userdata;
+	/* Share the caller's network namespace instead of a new one (`run --net host`). */
+	bool share_network;
+	/* Called before the agent starts, to give its network routes, rules and listeners: with
+	 * the sandbox's new network namespace (NETNS_FD, -1 when the network is shared) and its
+	 * cgroup (CGROUP_FD, -1 without one), fds the hook may keep dups of. A negative return
+	 * fails sandbox_start with it. NULL: a new netns keeps only its loopback. */
+	int (*setup_network)(void *userdata, int netns_fd, int cgroup_fd, struct cl_error *err);
+	void *setup_network_userdata;
 };
 
 enum sandbox_status_kind {

@@ -8,7 +8,7 @@
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=31
+PLAN=35
 run_needs_root $PLAN
 for tool in curl wget openssl busybox ip; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
@@ -97,7 +97,7 @@ echo \$? >\$r/denied.rc; echo \$((\$(date +%s%3N) - t0)) >\$r/denied.ms
 HTTP_PROXY= http_proxy= curl -sS -m 5 --noproxy '*' http://$SRV4/ >\$r/ip 2>&1; echo \$? >\$r/ip.rc
 curl -sS -m 5 -g "http://[$SRV6]/" >\$r/ip6 2>&1; echo \$? >\$r/ip6.rc
 curl -sS -m 3 http://169.254.169.254/latest/meta-data/ >\$r/meta 2>&1; echo \$? >\$r/meta.rc
-echo x | busybox nc -u -w 1 $SRV4 9999 >\$r/udp 2>&1; echo \$? >\$r/udp.rc
+$HELPERS/udpsend $SRV4 9999 >\$r/udp 2>&1; echo \$? >\$r/udp.rc
 busybox ping -c 1 -W 1 $SRV4 >\$r/ping 2>&1; echo \$? >\$r/ping.rc
 busybox nslookup allowed.test 192.0.2.53 >\$r/nslookup 2>&1; echo \$? >\$r/nslookup.rc
 EOF
@@ -124,8 +124,8 @@ tap_ok "$([ "$(rc_of ip6)" != 0 ] && echo 0 || echo 1)" "nor to an IPv6 literal"
 tap_ok "$([ "$(rc_of meta)" != 0 ] && echo 0 || echo 1)" "the metadata address is refused"
 tap_like "$(grep '169.254.169.254' "$AUDIT" | tail -1)" '"verdict":"deny"' \
 	"... and the audit log says so"
-tap_ok "$([ "$(rc_of udp)" != 0 ] && echo 0 || echo 1)" "UDP to another port is dropped" \
-	"$(cat "$R/udp")"
+tap_is "$(rc_of udp) $(cat "$R/udp")" "1 udpsend: Operation not permitted" \
+	"UDP to another port is dropped"
 tap_ok "$([ "$(rc_of ping)" != 0 ] && echo 0 || echo 1)" "ICMP does not get out"
 tap_like "$(cat "$R/nslookup")" "198\.18\.|fd63:" \
 	"DNS to another resolver is answered by ours (a fake address)"
@@ -214,4 +214,21 @@ sv --no-web --ask none --project demo --hosts "$TMP/hosts" -- \
 	sh -c "curl -sS -m 5 http://unlisted.test/ >$R/unl 2>&1; echo \$? >$R/unl.rc"
 tap_is "$(rc_of unl) $(cat "$R/unl")" "0 hello-from-test" \
 	"after a restart the project decision allows the name without asking"
+
+# ---- --net host: the host's network, the eBPF redirect on the sandbox's cgroup --------------
+cat >"$TMP/agent_host.sh" <<AGENT
+r=$R
+curl -sS -m 5 http://allowed.test/ >\$r/h_http 2>&1; echo \$? >\$r/h_http.rc
+getent hosts denied.test >/dev/null; echo \$? >\$r/h_dns.rc
+curl -sS -m 5 http://$SRV4/ >\$r/h_ip 2>&1; echo \$? >\$r/h_ip.rc
+$HELPERS/udpsend $SRV4 9999 >\$r/h_udp 2>&1; echo \$? >\$r/h_udp.rc
+AGENT
+sv --no-web --ask none --net host --hosts "$TMP/hosts" -- sh "$TMP/agent_host.sh"
+tap_is "$(rc_of h_http) $(cat "$R/h_http")" "0 hello-from-test" \
+	"--net host: an allowed name goes through the proxy" "$(diag)"
+tap_ok "$([ "$(rc_of h_dns)" != 0 ] && echo 0 || echo 1)" "--net host: a denied name does not resolve"
+tap_ok "$([ "$(rc_of h_ip)" != 0 ] && echo 0 || echo 1)" \
+	"--net host: a direct connect to an address does not get out" "$(cat "$R/h_ip")"
+tap_is "$(rc_of h_udp) $(cat "$R/h_udp")" "1 udpsend: Operation not permitted" \
+	"--net host: UDP to another port is refused"
 tap_done
