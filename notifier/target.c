@@ -1,6 +1,7 @@
 #include "notifier/target.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/audit.h>
@@ -643,4 +644,44 @@ gone_or_fail:
 		return -ENOENT;
 	return cl_error_set(err, r, "pid %d: reading exec of %s: %s", t->pid, t->path,
 	                    strerror(-r));
+}
+
+int notifier_read_connect(struct notifier *n, const struct seccomp_notif *req,
+                          struct connect_target *ret)
+{
+	struct mem_ctx mc = {.pid = (pid_t)req->pid};
+	struct connect_target t = {.pid = (pid_t)req->pid};
+	uint64_t len = req->data.args[2];
+	char path[64];
+	ssize_t got;
+	int fd;
+
+	if (len < sizeof(sa_family_t))
+		return -EFAULT;
+	if (len > sizeof(t.addr))
+		len = sizeof(t.addr);
+	got = mem_read(&mc, &t.addr, (size_t)len, req->data.args[1]);
+	if (got < (ssize_t)sizeof(sa_family_t))
+		return notifier_id_valid(n, req->id) == 0 ? -ENOENT : -EFAULT;
+	if (!((t.addr.ss_family == AF_INET && got >= (ssize_t)sizeof(struct sockaddr_in)) ||
+	      (t.addr.ss_family == AF_INET6 && got >= (ssize_t)sizeof(struct sockaddr_in6))))
+		return -EAFNOSUPPORT;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)req->pid);
+	got = readlink(path, t.exe, sizeof(t.exe) - 1);
+	t.exe[got > 0 ? got : 0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)req->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		got = read(fd, t.cmdline, sizeof(t.cmdline) - 1);
+		close(fd);
+		/* Keep whole strings only: cut after the last NUL. */
+		while (got > 0 && t.cmdline[got - 1] != '\0')
+			got--;
+		t.cmdline_len = got > 0 ? (size_t)got : 0;
+	}
+	/* What was read belongs to the process only if it is still the one that asked. */
+	if (notifier_id_valid(n, req->id) == 0)
+		return -ENOENT;
+	*ret = t;
+	return 0;
 }

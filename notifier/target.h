@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/sysmacros.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "protocol/cleanup.h"
@@ -95,6 +96,23 @@ CL_DEFINE_TRIVIAL_CLEANUP(struct exec_target *, exec_target_free)
  * not an exec syscall…). On any error other than -ENOENT the caller must still answer req. */
 int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
                        struct exec_target **ret, struct cl_error *err);
+
+/* Who connects where, for attributing a connection the proxy sees to a process (the
+ * decision is never taken here: netfilter and the proxy enforce). */
+struct connect_target {
+	pid_t pid;
+	struct sockaddr_storage addr; /* AF_INET or AF_INET6 */
+	char exe[256];                /* the process's executable, "" when unknown */
+	char cmdline[512];            /* its argv, NUL-separated (cut at a whole string) */
+	size_t cmdline_len;           /* bytes used, 0 when unknown */
+};
+
+/* Read the connect notification REQ: the address (when it is IPv4 or IPv6), the process's
+ * executable and command line, confirmed by NOTIF_ID_VALID afterwards. 0 and *ret; -ENOENT
+ * when the notification is gone; -EAFNOSUPPORT for another family (unix sockets…); -EFAULT.
+ * The caller answers REQ (CONTINUE) whatever this returns. */
+int notifier_read_connect(struct notifier *n, const struct seccomp_notif *req,
+                          struct connect_target *ret);
 
 /* The kernel's internal dev_t (MAJOR << 20 | MINOR), as in inode->i_sb->s_dev. */
 static inline uint32_t exec_kernel_dev(dev_t dev)

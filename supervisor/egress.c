@@ -17,6 +17,7 @@
 #include "netfilter/listen.h"
 #include "netfilter/netns.h"
 #include "netfilter/nft_egress.h"
+#include "notifier/target.h"
 #include "protocol/cleanup.h"
 #include "supervisor/audit.h"
 #include "supervisor/config.h"
@@ -185,6 +186,16 @@ static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return PROXY_DENY;
+	/* Name the process on the card: the connect notification that went to this address. */
+	struct connect_target who;
+	const char *argv[32];
+	size_t argc = 0;
+	bool known = info->source == PROXY_SOURCE_TRANSPARENT && eg->cfg.who &&
+	             eg->cfg.who(eg->cfg.who_userdata, &info->original_dst, &who) == 0;
+
+	for (size_t off = 0; known && off < who.cmdline_len && argc < 32;
+	     off += strlen(who.cmdline + off) + 1)
+		argv[argc++] = who.cmdline + off;
 	h->conn = conn;
 	h->cookie = COOKIE_TAG | proxy_conn_id(conn);
 	qr = (struct queue_request){
@@ -192,7 +203,12 @@ static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
 	        .sandbox = info->sandbox,
 	        .project = info->project,
 	        .summary = hp,
-	        .pid = info->pid > 0 ? info->pid : -1,
+	        .exe = known && who.exe[0] ? who.exe : NULL,
+	        .argv = argc ? argv : NULL,
+	        .argc = argc,
+	        .pid = known           ? who.pid
+	               : info->pid > 0 ? info->pid
+	                               : -1,
 	        .uid = -1,
 	        .cookie = h->cookie,
 	};

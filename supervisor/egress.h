@@ -26,8 +26,15 @@ struct hub;
 struct config;
 struct egress;
 
+struct connect_target;
+struct sockaddr_storage;
+
 struct egress_config {
 	const struct config *config;
+	/* Which process connected to DST (exec_guard_who_connected), for domain cards and the
+	 * audit log; NULL: unknown. */
+	int (*who)(void *userdata, const struct sockaddr_storage *dst, struct connect_target *ret);
+	void *who_userdata;
 	const char *connect_listen; /* "ADDR:PORT" of the CONNECT proxy; NULL: none */
 	const char *hosts_file;     /* consulted before DNS for upstream names; NULL: none */
 	bool real_ip;               /* answer the agent's DNS with real addresses, not fake ones */

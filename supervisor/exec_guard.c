@@ -11,6 +11,7 @@
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include "bpf/backstop.h"
@@ -33,6 +34,9 @@
  * process asking the same thing again this soon gets the same answer instead of a new ask. */
 #define RECENT_DENIALS   16
 #define RECENT_DENIAL_MS 3000
+/* Connects remembered for attribution, and for how long. */
+#define CONNECTS_KEPT   256
+#define CONNECT_KEEP_MS 10000
 
 /* The files an approved exec may run: the program and, for a script, its interpreter. */
 struct exec_files {
@@ -76,6 +80,11 @@ struct exec_guard {
 	} recent_denials[RECENT_DENIALS];
 	unsigned next_recent_denial;
 	uint64_t notifications;
+	struct {
+		uint64_t time_ms;
+		struct connect_target who;
+	} connects[CONNECTS_KEPT];
+	unsigned next_connect;
 };
 
 static void say(const struct exec_guard *eg, const char *fmt, ...)
@@ -491,6 +500,58 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	hub_drain(eg->hub);
 }
 
+/* A connect: remember who went where, and let it go at once. Netfilter and the proxy
+ * decide; this only names the process on a domain card and in the audit log. */
+static void handle_connect(struct exec_guard *eg, const struct seccomp_notif *req)
+{
+	struct connect_target who;
+
+	if (notifier_read_connect(eg->notifier, req, &who) == 0) {
+		unsigned i = eg->next_connect++ % CONNECTS_KEPT;
+
+		eg->connects[i].time_ms = loop_now_ms();
+		eg->connects[i].who = who;
+	}
+	notifier_continue(eg->notifier, req->id);
+}
+
+static bool same_endpoint(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+
+		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	if (a->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+
+		return x->sin6_port == y->sin6_port &&
+		       !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
+	}
+	return false;
+}
+
+int exec_guard_who_connected(const struct exec_guard *eg, const struct sockaddr_storage *dst,
+                             struct connect_target *ret)
+{
+	uint64_t now = loop_now_ms();
+
+	/* Newest first. */
+	for (unsigned k = 1; k <= CONNECTS_KEPT && k <= eg->next_connect; k++) {
+		unsigned i = (eg->next_connect - k) % CONNECTS_KEPT;
+
+		if (now - eg->connects[i].time_ms > CONNECT_KEEP_MS)
+			break;
+		if (same_endpoint(&eg->connects[i].who.addr, dst)) {
+			*ret = eg->connects[i].who;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdata)
 {
 	struct exec_guard *eg = userdata;
@@ -504,6 +565,8 @@ static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdat
 			hub_metrics(eg->hub)->notifications++;
 			if (req.data.nr == SYS_execve || req.data.nr == SYS_execveat)
 				handle_exec(eg, &req);
+			else if (req.data.nr == SYS_connect)
+				handle_connect(eg, &req);
 			else
 				notifier_deny(eg->notifier, req.id, ENOSYS);
 		} else if (r != -ENOENT && r != -EINTR) {

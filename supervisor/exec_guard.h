@@ -55,6 +55,14 @@ uint64_t exec_guard_tick(struct exec_guard *eg, uint64_t now_ms);
 /* From now on asks are denied without asking (the agent is being terminated). */
 void exec_guard_set_terminating(struct exec_guard *eg, bool terminating);
 
+/* The process that most recently connected to DST (address and port) in the last seconds, as
+ * its connect notifications told (attribution of a proxied connection; filters installed
+ * with notify_connect). 0 and *ret, or -ENOENT. */
+struct connect_target;
+struct sockaddr_storage;
+int exec_guard_who_connected(const struct exec_guard *eg, const struct sockaddr_storage *dst,
+                             struct connect_target *ret);
+
 struct notifier *exec_guard_notifier(const struct exec_guard *eg);
 uint64_t exec_guard_notifications(const struct exec_guard *eg);
 const char *exec_guard_name(const struct exec_guard *eg);

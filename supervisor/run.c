@@ -339,7 +339,19 @@ static int on_signal(struct loop *loop, int sig, void *userdata)
 
 static int install_filter(void *userdata, int *ret_listener_fd)
 {
-	return notifier_filter_install(NULL, NULL, ret_listener_fd);
+	const struct run *run = userdata;
+	/* With egress, connects are notified too: to name the process on a domain card. */
+	struct notifier_filter_opts fo = {.notify_connect = run->egress != NULL};
+
+	return notifier_filter_install(&fo, NULL, ret_listener_fd);
+}
+
+static int who_connected(void *userdata, const struct sockaddr_storage *dst,
+                         struct connect_target *ret)
+{
+	const struct run *run = userdata;
+
+	return run->guard ? exec_guard_who_connected(run->guard, dst, ret) : -ENOENT;
 }
 
 static int pause_sandbox(void *userdata, bool paused)
@@ -802,6 +814,8 @@ static int start(struct run *run)
 	if (!run->opt.net_none) {
 		struct egress_config ec = {
 		        .config = run->config,
+		        .who = who_connected,
+		        .who_userdata = run,
 		        .connect_listen = run->opt.listen_proxy,
 		        .hosts_file = run->opt.hosts_file,
 		        .real_ip = run->opt.real_ip,
@@ -867,7 +881,7 @@ static int start(struct run *run)
 		        .tty_fd = isatty(STDIN_FILENO) ? STDIN_FILENO : -1,
 		        .userns = SANDBOX_USERNS_AUTO,
 		        .install_filter = install_filter,
-		        .install_filter_userdata = NULL,
+		        .install_filter_userdata = run,
 		        .cgroup_optional = geteuid() != 0,
 		        .readonly_paths = readonly,
 		        .share_network = run->opt.net_host,

@@ -8,7 +8,7 @@
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=35
+PLAN=36
 run_needs_root $PLAN
 for tool in curl wget openssl busybox ip; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
@@ -169,6 +169,8 @@ done
 tap_ok "$([ -n "$id" ] && echo 0 || echo 1)" "an unlisted name waits as a domain card" \
 	"$(cat "$TMP/bg.err")"
 tap_ok "$([ ! -e "$R/unl.rc" ] && echo 0 || echo 1)" "... and the connection is held meanwhile"
+tap_like "$(curl -s "$URL/pending-domains")" '"exe":"[^"]*curl","args":\["curl","-sS"' \
+	"the card names the process that connected (pid, exe, argv)"
 resp=$(curl -s -X POST -H "Authorization: Bearer $TOK" -d '{"scope":"project"}' \
 	"$URL/approve-domain/$id")
 tap_like "$resp" '"status":"approved","scope":"project"' "approved with scope project"
