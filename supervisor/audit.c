@@ -1,6 +1,8 @@
 /* The audit log (see audit.h): a pure formatter and a thin writer. */
 #include "supervisor/audit.h"
 
+#include "supervisor/dirs.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <float.h>
@@ -326,32 +328,6 @@ int audit_log_path(const char *xdg_state_home, const char *home, char **ret_path
 	return 0;
 }
 
-/* mkdir -p of PATH's parent, new directories 0700; existing ones are left as they are. */
-static int make_parents(const char *path)
-{
-	_cleanup_free_ char *dir = strdup(path);
-	char *slash;
-
-	if (!dir)
-		return -ENOMEM;
-	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return 0;
-	*slash = '\0';
-	for (char *p = dir + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char saved = *p;
-		*p = '\0';
-		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = saved;
-		if (saved == '\0')
-			break;
-	}
-	return 0;
-}
-
 int audit_log_open(const char *path, int *ret_fd)
 {
 	_cleanup_close_ int fd = -EBADF;
@@ -360,7 +336,7 @@ int audit_log_open(const char *path, int *ret_fd)
 
 	if (!path || path[0] != '/')
 		return -EINVAL;
-	r = make_parents(path);
+	r = dirs_make_parent(path, 0700);
 	if (r < 0)
 		return r;
 	/* O_NONBLOCK: a FIFO planted at the path must not block the open; refused below. */

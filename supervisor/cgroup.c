@@ -1,5 +1,7 @@
 #include "supervisor/cgroup.h"
 
+#include "supervisor/dirs.h"
+
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -492,25 +494,6 @@ static void cgroup_free(struct cgroup *cg)
 }
 CL_DEFINE_TRIVIAL_CLEANUP(struct cgroup *, cgroup_free)
 
-static int mkdir_parents(const char *path, mode_t mode)
-{
-	_cleanup_free_ char *copy = strdup(path);
-
-	if (!copy)
-		return -ENOMEM;
-	for (char *p = copy + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(copy, mode) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(copy, mode) < 0 && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 int cgroup_create(const char *parent, const char *name, const struct cgroup_owner *owner,
                   struct cgroup **ret, struct cl_error *err)
 {
@@ -522,7 +505,7 @@ int cgroup_create(const char *parent, const char *name, const struct cgroup_owne
 	if (parent[0] != '/')
 		return cl_error_set(err, -EINVAL, "cgroup parent %s is not an absolute path",
 		                    parent);
-	r = mkdir_parents(parent, 0755);
+	r = dirs_make(parent, 0755);
 	if (r < 0)
 		return cl_error_set(err, r, "cannot create cgroup directory %s: %s", parent,
 		                    strerror(-r));

@@ -1,5 +1,7 @@
 #include "supervisor/decisions.h"
 
+#include "supervisor/dirs.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -192,27 +194,6 @@ static char *dir_of(const char *path)
 	return strndup(path, (size_t)(slash - path));
 }
 
-/* mkdir -p DIR with mode 0700 for what it creates. */
-static int make_dirs(const char *dir)
-{
-	_cleanup_free_ char *copy = strdup(dir);
-
-	if (!copy)
-		return -ENOMEM;
-	for (char *p = copy + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char c = *p;
-		*p = '\0';
-		if (mkdir(copy, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = c;
-		if (c == '\0')
-			break;
-	}
-	return 0;
-}
-
 static int write_all(int fd, const char *p, size_t len)
 {
 	while (len > 0) {
@@ -245,7 +226,7 @@ int decisions_write_atomic_failing_at(const char *path, const char *text,
 	if (!dir)
 		return cl_error_set(err, -ENOMEM, "out of memory");
 	base = base ? base + 1 : path;
-	r = step(fail_at, DECISIONS_STEP_MKDIR, make_dirs(dir));
+	r = step(fail_at, DECISIONS_STEP_MKDIR, dirs_make(dir, 0700));
 	if (r < 0)
 		return cl_error_set(err, r, "%s: cannot create the directory: %s", dir,
 		                    strerror(-r));
@@ -300,7 +281,7 @@ int decisions_update(const char *path, enum decisions_list list, const struct do
 		lock_path = NULL;
 		return cl_error_set(err, -ENOMEM, "out of memory");
 	}
-	r = make_dirs(dir);
+	r = dirs_make(dir, 0700);
 	if (r < 0)
 		return cl_error_set(err, r, "%s: cannot create the directory: %s", dir,
 		                    strerror(-r));

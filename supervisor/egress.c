@@ -5,7 +5,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include "supervisor/domain.h"
 #include "supervisor/hub.h"
 #include "supervisor/loop.h"
+#include "supervisor/say.h"
 #include "supervisor/metrics.h"
 #include "supervisor/policy.h"
 #include "supervisor/proxy.h"
@@ -65,21 +65,8 @@ struct egress {
 	bool freeing;
 };
 
-static void say(const struct egress *eg, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
-
-static void say(const struct egress *eg, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (eg->cfg.quiet)
-		return;
-	va_start(ap, fmt);
-	fputs("cloister: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
+/* One line for a person (say.h), silent with -q. */
+#define say(x, ...) say_line((x)->cfg.quiet, __VA_ARGS__)
 
 /* "example.com:443", "[2001:db8::1]:80". */
 static void host_port(const char *host, uint16_t port, char *buf, size_t size)

@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@
 #include "supervisor/exec_decision.h"
 #include "supervisor/hub.h"
 #include "supervisor/loop.h"
+#include "supervisor/say.h"
 #include "supervisor/metrics.h"
 #include "supervisor/policy.h"
 
@@ -87,22 +87,8 @@ struct exec_guard {
 	unsigned next_connect;
 };
 
-static void say(const struct exec_guard *eg, const char *fmt, ...)
-        __attribute__((format(printf, 2, 3)));
-
-/* One line on stderr, which the agent shares: keep it to what a person must know. */
-static void say(const struct exec_guard *eg, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (eg->quiet)
-		return;
-	va_start(ap, fmt);
-	fputs("cloister: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
+/* One line for a person (say.h), silent with -q. */
+#define say(x, ...) say_line((x)->quiet, __VA_ARGS__)
 
 /* ---- audit ------------------------------------------------------------------------------- */
 

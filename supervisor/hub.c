@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "supervisor/domain.h"
 #include "supervisor/executor_client.h"
 #include "supervisor/loop.h"
+#include "supervisor/say.h"
 #include "supervisor/metrics.h"
 #include "supervisor/tokens.h"
 
@@ -59,20 +59,8 @@ struct hub {
 	char listen_addr[3][64];
 };
 
-static void say(const struct hub *hub, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void say(const struct hub *hub, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (hub->opt.quiet)
-		return;
-	va_start(ap, fmt);
-	fputs("cloister: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
+/* One line for a person (say.h), silent with -q. */
+#define say(x, ...) say_line((x)->opt.quiet, __VA_ARGS__)
 
 uint64_t hub_wall_ms(void)
 {

@@ -9,7 +9,6 @@
 #include <limits.h>
 #include <malloc.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +31,8 @@
 #include "supervisor/config.h"
 #include "supervisor/config_files.h"
 #include "supervisor/loop.h"
+#include "supervisor/dirs.h"
+#include "supervisor/say.h"
 #include "supervisor/queue.h"
 #include "supervisor/sandbox.h"
 #include "supervisor/tty_approver.h"
@@ -101,21 +102,8 @@ struct run {
 	int exit_code;
 };
 
-static void say(const struct run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* One line on stderr, which the agent shares: keep it to what a person must know. */
-static void say(const struct run *run, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (run->opt.quiet)
-		return;
-	va_start(ap, fmt);
-	fputs("cloister: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
+/* One line for a person (say.h), silent with -q. */
+#define say(x, ...) say_line((x)->opt.quiet, __VA_ARGS__)
 
 /* ---- the queue --------------------------------------------------------------------------- */
 
@@ -707,26 +695,6 @@ static bool config_base_exists(const struct run *run)
 	return base && stat(base, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* mkdir -p with mode 0700 for what is created. */
-static int mkdir_parents(const char *path)
-{
-	_cleanup_free_ char *copy = strdup(path);
-
-	if (!copy)
-		return -ENOMEM;
-	for (char *p = copy + 1;; p++) {
-		if (*p != '/' && *p != '\0')
-			continue;
-		char c = *p;
-		*p = '\0';
-		if (mkdir(copy, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		if (c == '\0')
-			return 0;
-		*p = c;
-	}
-}
-
 static void setup_approver(struct run *run)
 {
 	struct tty_approver_config tc = {
@@ -867,7 +835,7 @@ static int start(struct run *run)
 		    "warning: %s cannot be created (its base directory is missing): the agent "
 		    "could create a config there",
 		    run->config_dir);
-	else if (run->config_dir && (r = mkdir_parents(run->config_dir)) < 0)
+	else if (run->config_dir && (r = dirs_make(run->config_dir, 0700)) < 0)
 		say(run, "warning: cannot create %s (%s): the agent could create a config there",
 		    run->config_dir, strerror(-r));
 	{

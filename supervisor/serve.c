@@ -5,7 +5,6 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +21,7 @@
 #include "supervisor/config_files.h"
 #include "supervisor/hub.h"
 #include "supervisor/loop.h"
+#include "supervisor/say.h"
 #include "supervisor/metrics.h"
 #include "supervisor/policy.h"
 #include "supervisor/shim_server.h"
@@ -87,20 +87,8 @@ struct serve {
 	uint64_t started_wall_ms;
 };
 
-static void say(const struct serve *sv, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void say(const struct serve *sv, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (sv->opt.quiet)
-		return;
-	va_start(ap, fmt);
-	fputs("cloister: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
+/* One line for a person (say.h), silent with -q. */
+#define say(x, ...) say_line((x)->opt.quiet, __VA_ARGS__)
 
 /* ---- shim calls -------------------------------------------------------------------------- */
 
@@ -357,7 +345,7 @@ static void on_container(void *userdata, const struct oci_state *st, const struc
 
 static void on_oci_error(void *userdata, int error, const char *msg)
 {
-	say(userdata, "seccomp agent: %s", msg);
+	say((struct serve *)userdata, "seccomp agent: %s", msg);
 }
 
 /* The createRuntime hook hands over a container's netns before its process starts: it gets
@@ -383,7 +371,7 @@ static void on_hook_netns(void *userdata, struct oci_hook_request *req, const st
 
 static void on_hook_error(void *userdata, int error, const char *msg)
 {
-	say(userdata, "createRuntime hook: %s", msg);
+	say((struct serve *)userdata, "createRuntime hook: %s", msg);
 }
 
 static void on_domain_resolution(void *userdata, const struct queue_resolution *res)
