@@ -286,6 +286,7 @@ static void web_approvers_changed(void *userdata, unsigned count)
 struct command_job {
 	web_command_done_fn done;
 	void *done_userdata;
+	struct executor_job *job;
 };
 
 static void on_command_done(struct cl_executor_response *resp, void *userdata)
@@ -309,7 +310,7 @@ static void on_command_done(struct cl_executor_response *resp, void *userdata)
 /* An approved hostexec command: to the executor, without a shell. */
 static int web_run_command(void *userdata, const char *const *argv, size_t argc,
                            const char *workdir, uint64_t timeout_ms, web_command_done_fn done,
-                           void *done_userdata)
+                           void *done_userdata, void **ret_job)
 {
 	struct hub *hub = userdata;
 	struct cl_executor_request req = {
@@ -331,10 +332,22 @@ static int web_run_command(void *userdata, const char *const *argv, size_t argc,
 		return -ENOMEM;
 	job->done = done;
 	job->done_userdata = done_userdata;
-	r = executor_submit(hub->executor, &req, on_command_done, job, NULL);
-	if (r < 0)
+	r = executor_submit(hub->executor, &req, on_command_done, job, &job->job);
+	if (r < 0) {
 		free(job);
+		return r;
+	}
+	*ret_job = job;
 	return r;
+}
+
+static void web_cancel_command(void *userdata, void *jobp)
+{
+	struct command_job *job = jobp;
+
+	/* Its callback is never called now: the job's wrapper goes here. */
+	executor_job_cancel(job->job);
+	free(job);
 }
 
 static const struct web_ops hub_web_ops = {
@@ -344,6 +357,7 @@ static const struct web_ops hub_web_ops = {
         .approvers_changed = web_approvers_changed,
         .persist_domain = web_persist_domain,
         .run_command = web_run_command,
+        .cancel_command = web_cancel_command,
 };
 
 static void random_hex(char *out, size_t bytes)

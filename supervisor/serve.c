@@ -120,6 +120,32 @@ static void audit_shim(struct serve *sv, const struct shim_call_info *info,
 	                       "policy");
 }
 
+/* The dashboard's Cancel for a running shim call. */
+static void cancel_shim(void *userdata, uint64_t call_id)
+{
+	struct serve *sv = userdata;
+
+	shim_server_cancel(sv->shim, call_id);
+}
+
+/* An allowed call starts running: list it so the dashboard can cancel it. */
+static void shim_allow(struct serve *sv, struct shim_call *call, uint64_t call_id,
+                       const char *command)
+{
+	web_running_add(hub_web(sv->hub), "shim", sv->opt.name, command, cancel_shim, sv, call_id,
+	                NULL);
+	shim_call_answer(call, SHIM_ALLOW, NULL);
+}
+
+static void on_shim_finished(void *userdata, uint64_t id, int32_t status)
+{
+	struct serve *sv = userdata;
+	char text[32];
+
+	snprintf(text, sizeof(text), "exit %d", (int)status);
+	web_running_remove(hub_web(sv->hub), cancel_shim, id, text);
+}
+
 static void on_shim_decide(void *userdata, struct shim_call *call,
                            const struct shim_call_info *info)
 {
@@ -137,7 +163,7 @@ static void on_shim_decide(void *userdata, struct shim_call *call,
 	}
 	if (pr.verdict == POLICY_ALLOW) {
 		audit_shim(sv, info, &pr, AUDIT_ALLOW);
-		shim_call_answer(call, SHIM_ALLOW, NULL);
+		shim_allow(sv, call, info->id, info->command);
 		return;
 	}
 	if (pr.verdict == POLICY_DENY) {
@@ -225,9 +251,13 @@ static void on_shim_resolution(void *userdata, const struct queue_resolution *re
 
 		if (!a)
 			continue;
-		shim_call_answer(a->call, allow ? SHIM_ALLOW : SHIM_DENY,
-		                 allow ? NULL
-		                 : res->item->state == QUEUE_STATE_TIMED_OUT
+		if (allow) {
+			shim_allow(sv, a->call, a->call_id, res->item->summary);
+			free(a);
+			continue;
+		}
+		shim_call_answer(a->call, SHIM_DENY,
+		                 res->item->state == QUEUE_STATE_TIMED_OUT
 		                         ? "no approval in time"
 		                         : (res->item->reason ? res->item->reason
 		                                              : "Command denied by user"));
@@ -654,6 +684,7 @@ static int start_shim(struct serve *sv)
 	static const struct shim_server_ops ops = {
 	        .decide = on_shim_decide,
 	        .cancelled = on_shim_cancelled,
+	        .finished = on_shim_finished,
 	};
 	struct cl_error err = {""};
 	int r;

@@ -1091,3 +1091,16 @@ unsigned shim_server_tcp_port(const struct shim_server *s)
 {
 	return s->tcp_port;
 }
+
+int shim_server_cancel(struct shim_server *server, uint64_t id)
+{
+	for (struct shim_call *c = server->calls; c; c = c->next) {
+		if (c->id != id)
+			continue;
+		if (c->state != CALL_RUNNING)
+			return -EALREADY;
+		call_cancel(c, false);
+		return 0;
+	}
+	return -ENOENT;
+}

@@ -125,6 +125,10 @@ int shim_server_new(struct loop *loop, const struct shim_server_config *config,
  * pending calls are reported through ops->cancelled. NULL is fine. Removes the socket file. */
 void shim_server_free(struct shim_server *server);
 
+/* Cancel the running command of call ID (the dashboard's Cancel): as a cancel frame from
+ * the shim would. 0; -ENOENT when there is no such call; -EALREADY when it is not running. */
+int shim_server_cancel(struct shim_server *server, uint64_t id);
+
 /* The TCP port actually bound (for tcp_listen with port 0), or 0. */
 unsigned shim_server_tcp_port(const struct shim_server *server);
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +54,7 @@ struct stream_client {
 /* A POST /request waiting for a human, then for its command. */
 struct hostexec_call {
 	struct web *web;
+	char *sandbox;
 	struct http_exchange *ex; /* NULL once the client is gone */
 	uint64_t cookie;
 	char **argv;
@@ -60,6 +62,19 @@ struct hostexec_call {
 	char *workdir;
 	bool running; /* the command runs: the queue is done with it */
 	struct hostexec_call *prev, *next;
+};
+
+/* A command running now, which the dashboard may cancel. */
+struct running {
+	char id[QUEUE_ID_LEN + 1];
+	char kind[16];
+	char *sandbox;
+	char *summary;
+	int64_t started_wall_ms;
+	web_cancel_fn fn;
+	void *userdata;
+	uint64_t handle;
+	struct running *next;
 };
 
 struct web {
@@ -76,6 +91,7 @@ struct web {
 	unsigned n_streams;
 	struct hostexec_call *calls;
 	uint64_t next_cookie;
+	struct running *running;
 	struct loop_timer *heartbeat;
 	char origins[3][64];
 };
@@ -582,6 +598,119 @@ static void send_log_backlog(struct web *web, struct stream_client *c)
 	}
 }
 
+/* ---- running commands ------------------------------------------------------------------ */
+
+static void running_event(struct web *web, const char *event, const struct running *r,
+                          const char *status)
+{
+	cJSON *o = cJSON_CreateObject();
+	_cleanup_free_ char *text = NULL;
+
+	if (!o)
+		return;
+	cJSON_AddStringToObject(o, "id", r->id);
+	cJSON_AddStringToObject(o, "kind", r->kind);
+	cJSON_AddStringToObject(o, "cloister", r->sandbox);
+	cJSON_AddStringToObject(o, "cmd", r->summary);
+	if (status)
+		cJSON_AddStringToObject(o, "status", status);
+	text = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	if (text)
+		broadcast(web, STREAM_EVENTS, NULL, event, text, strlen(text));
+}
+
+int web_running_add(struct web *web, const char *kind, const char *sandbox, const char *summary,
+                    web_cancel_fn fn, void *userdata, uint64_t handle, char *ret_id)
+{
+	struct running *r;
+	uint8_t raw[QUEUE_ID_LEN / 2];
+
+	if (!web)
+		return 0;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->sandbox = strdup(sandbox ? sandbox : "");
+	r->summary = strdup(summary ? summary : "");
+	if (!r->sandbox || !r->summary || getrandom(raw, sizeof(raw), 0) != sizeof(raw)) {
+		free(r->sandbox);
+		free(r->summary);
+		free(r);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(r->id + 2 * i, 3, "%02x", raw[i]);
+	snprintf(r->kind, sizeof(r->kind), "%s", kind);
+	r->started_wall_ms = (int64_t)loop_now_ms() + wall_offset_ms();
+	r->fn = fn;
+	r->userdata = userdata;
+	r->handle = handle;
+	r->next = web->running;
+	web->running = r;
+	running_event(web, "command-started", r, NULL);
+	if (ret_id)
+		memcpy(ret_id, r->id, sizeof(r->id));
+	return 0;
+}
+
+void web_running_remove(struct web *web, web_cancel_fn fn, uint64_t handle, const char *status)
+{
+	if (!web)
+		return;
+	for (struct running **p = &web->running; *p; p = &(*p)->next) {
+		struct running *r = *p;
+
+		if (r->fn != fn || r->handle != handle)
+			continue;
+		*p = r->next;
+		running_event(web, "command-finished", r, status);
+		free(r->sandbox);
+		free(r->summary);
+		free(r);
+		return;
+	}
+}
+
+static void handle_running(struct web *web, struct http_exchange *ex)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(o, "running");
+
+	for (struct running *r = web->running; r; r = r->next) {
+		cJSON *it = cJSON_CreateObject();
+		char ts[32];
+
+		cJSON_AddStringToObject(it, "id", r->id);
+		cJSON_AddStringToObject(it, "kind", r->kind);
+		cJSON_AddStringToObject(it, "cloister", r->sandbox);
+		cJSON_AddStringToObject(it, "cmd", r->summary);
+		format_rfc3339(r->started_wall_ms, ts);
+		cJSON_AddStringToObject(it, "started", ts);
+		cJSON_AddItemToArray(arr, it);
+	}
+	respond_json(ex, 200, o);
+}
+
+static void handle_cancel(struct web *web, struct http_exchange *ex, const char *id)
+{
+	struct running *r;
+
+	for (r = web->running; r && strcmp(r->id, id); r = r->next)
+		;
+	if (!r) {
+		respond_error(ex, 404, "no running command with that id");
+		return;
+	}
+	cJSON *o = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(o, "status", "cancelled");
+	cJSON_AddStringToObject(o, "id", id);
+	/* The owner ends it; its web_running_remove() takes it off the list. */
+	r->fn(r->userdata, r->handle);
+	respond_json(ex, 200, o);
+}
+
 /* ---- approval server --------------------------------------------------------------------- */
 
 static void handle_pending(struct web *web, struct http_exchange *ex, bool domains)
@@ -923,6 +1052,8 @@ static void on_approval(void *userdata, struct http_exchange *ex)
 			handle_pending(web, ex, true);
 		else if (!strcmp(path, "/decisions"))
 			handle_decisions(web, ex);
+		else if (!strcmp(path, "/running"))
+			handle_running(web, ex);
 		else if (!strcmp(path, "/status"))
 			handle_status(web, ex);
 		else if (!strcmp(path, "/sandboxes")) {
@@ -962,6 +1093,8 @@ static void on_approval(void *userdata, struct http_exchange *ex)
 			handle_decide_domain(web, ex, arg, false);
 		else if (!strncmp(path, "/sandboxes/", 11))
 			handle_sandbox_action(web, ex, path + 11);
+		else if ((arg = path_arg(path, "/cancel/")))
+			handle_cancel(web, ex, arg);
 		else
 			respond_error(ex, 404, "not found");
 		return;
@@ -1080,6 +1213,7 @@ static void call_free(struct hostexec_call *c)
 		free(c->argv[i]);
 	free(c->argv);
 	free(c->workdir);
+	free(c->sandbox);
 	free(c);
 }
 
@@ -1112,9 +1246,12 @@ struct run_ctx {
 	struct web *web;
 	struct hostexec_call *call; /* NULL for an auto-approved command */
 	struct http_exchange *ex;   /* auto-approved: the exchange (gone callback points here) */
+	void *job;                  /* ops->run_command's, for ops->cancel_command */
 	char status[16];
 	char pattern[512];
 };
+
+static void cancel_hostexec(void *userdata, uint64_t handle);
 
 static void on_auto_gone(void *userdata, struct http_exchange *ex)
 {
@@ -1159,6 +1296,26 @@ static void on_command_done(void *userdata, const struct web_command_result *res
 		http_exchange_set_gone(ex, NULL, NULL);
 		respond_json(ex, 200, o);
 	}
+	web_running_remove(rc->web, cancel_hostexec, (uint64_t)(uintptr_t)rc, res->status);
+	if (rc->call)
+		call_free(rc->call);
+	free(rc);
+}
+
+/* The dashboard's Cancel: the command is stopped, the blocked client hears so. */
+static void cancel_hostexec(void *userdata, uint64_t handle)
+{
+	struct web *web = userdata;
+	struct run_ctx *rc = (struct run_ctx *)(uintptr_t)handle;
+	struct http_exchange *ex = rc->call ? rc->call->ex : rc->ex;
+
+	if (web->ops->cancel_command)
+		web->ops->cancel_command(web->userdata, rc->job);
+	if (ex) {
+		http_exchange_set_gone(ex, NULL, NULL);
+		respond_command(ex, "error", NULL, "Command cancelled by user");
+	}
+	web_running_remove(web, cancel_hostexec, handle, "cancelled");
 	if (rc->call)
 		call_free(rc->call);
 	free(rc);
@@ -1195,7 +1352,16 @@ static void run_approved(struct web *web, struct http_exchange *ex, struct hoste
 		http_exchange_set_gone(ex, on_auto_gone, rc);
 	}
 	r = web->ops->run_command(web->userdata, argv, argc, workdir,
-	                          web->config.hostexec_timeout_ms, on_command_done, rc);
+	                          web->config.hostexec_timeout_ms, on_command_done, rc, &rc->job);
+	if (r >= 0 && web->ops->cancel_command) {
+		_cleanup_free_ char *cmd = NULL;
+
+		/* Cancellable from the dashboard while it runs (best effort: not listing it only
+		 * takes the button away). */
+		if (cl_quote_strv(argv, argc, NULL, &cmd) >= 0)
+			web_running_add(web, "hostexec", call ? call->sandbox : "hostexec", cmd,
+			                cancel_hostexec, web, (uint64_t)(uintptr_t)rc, NULL);
+	}
 	if (r < 0) {
 		char msg[128];
 
@@ -1379,6 +1545,7 @@ static void on_request(void *userdata, struct http_exchange *ex)
 	c->argc = argc;
 	c->argv = calloc(argc + 1, sizeof(char *));
 	c->workdir = who->worktree ? strdup(who->worktree) : NULL;
+	c->sandbox = strdup(who->cloister);
 	for (i = 0; c->argv && i < argc; i++)
 		if (!(c->argv[i] = strdup(argv[i])))
 			break;
@@ -1484,6 +1651,14 @@ void web_free(struct web *web)
 		stream_drop(web->streams, false);
 	while (web->calls)
 		call_free(web->calls);
+	while (web->running) {
+		struct running *r = web->running;
+
+		web->running = r->next;
+		free(r->sandbox);
+		free(r->summary);
+		free(r);
+	}
 	free(web);
 }
 

@@ -68,8 +68,15 @@ struct web_ops {
 	 * at once. 0, or -errno when it could not start (DONE is then not called). */
 	int (*run_command)(void *userdata, const char *const *argv, size_t argc,
 	                   const char *workdir, uint64_t timeout_ms, web_command_done_fn done,
-	                   void *done_userdata);
+	                   void *done_userdata, void **ret_job);
+	/* Stop JOB (from run_command): DONE is then never called. May be NULL. */
+	void (*cancel_command)(void *userdata, void *job);
 };
+
+/* Commands that run now (approved hostexec requests, shim calls) are listed on GET /running
+ * and cancelled with POST /cancel/{id}; "command-started" / "command-finished" events tell
+ * the dashboard. */
+typedef void (*web_cancel_fn)(void *userdata, uint64_t handle);
 
 struct web_listen {
 	const char *address; /* NULL: 127.0.0.1 */
@@ -107,6 +114,13 @@ void web_on_event(struct web *web, const struct queue_event *ev);
 void web_on_resolution(struct web *web, const struct queue_resolution *res);
 /* One audit line (ending in "\n") for SANDBOX, for the /logs streams. */
 void web_on_audit_line(struct web *web, const char *sandbox, const char *line, size_t len);
+
+/* List a running command; FN(USERDATA, HANDLE) cancels it. *ret_id (QUEUE_ID_LEN + 1
+ * bytes, may be NULL) names it on the API. 0 or -ENOMEM. */
+int web_running_add(struct web *web, const char *kind, const char *sandbox, const char *summary,
+                    web_cancel_fn fn, void *userdata, uint64_t handle, char *ret_id);
+/* It ended (STATUS: "completed", "cancelled", …): drop it. Unknown ones are ignored. */
+void web_running_remove(struct web *web, web_cancel_fn fn, uint64_t handle, const char *status);
 
 /* The JSON object of a queue item as /pending shows it (guardian-api.md fields plus kind,
  * pid, exe, cwd, args, interpreter, expires). WALL_OFFSET_MS turns the queue's monotonic

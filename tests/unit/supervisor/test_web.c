@@ -253,7 +253,8 @@ static int on_run_timer(struct loop *loop, void *userdata)
 }
 
 static int op_run_command(void *userdata, const char *const *argv, size_t argc, const char *workdir,
-                          uint64_t timeout_ms, web_command_done_fn done, void *done_userdata)
+                          uint64_t timeout_ms, web_command_done_fn done, void *done_userdata,
+                          void **ret_job)
 {
 	struct fx *fx = userdata;
 	struct pending_run *p;
@@ -273,6 +274,7 @@ static int op_run_command(void *userdata, const char *const *argv, size_t argc, 
 	p = &fx->pending[fx->n_pending++];
 	p->done = done;
 	p->done_userdata = done_userdata;
+	*ret_job = p;
 	snprintf(p->argv, sizeof(p->argv), "%s", fx->run_argv);
 	/* Later, from the loop, as a real executor would answer. */
 	if (!fx->run_timer)
