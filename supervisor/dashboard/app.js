@@ -6,6 +6,7 @@
 import {
 	backoffDelay,
 	bannerFor,
+	cancelNotice,
 	clip,
 	commandConfirmation,
 	comparePending,
@@ -13,6 +14,7 @@ import {
 	createdMs,
 	domainConfirmation,
 	domainHost,
+	elapsedText,
 	formatClock,
 	hasHidden,
 	isTypingTarget,
@@ -20,6 +22,7 @@ import {
 	OFFLINE_AFTER,
 	parseJson,
 	removalNotice,
+	runningItem,
 	verdictClass,
 	visible,
 	wildcardOf,
@@ -28,6 +31,7 @@ import {
 const MAX_ARG_CHARS = 4000; // per argument shown; the rest is counted, not shown
 const MAX_ARGS = 256; // arguments shown as chips; the rest are counted
 const MAX_LOG_ENTRIES = 300;
+const MAX_RUNNING = 200; // rows in the Running panel; the server's list is short in practice
 const MAX_NOTICES = 5;
 const NOTICE_MS = 20000;
 const STALE_MS = 75000; // no heartbeat for this long: the stream is dead
@@ -74,6 +78,8 @@ const state = {
 	cards: new Map(), // id -> {item, li, countdown, buttons}
 	gone: new Map(), // id -> ms: removed by an event, so a late /pending must not bring it back
 	decidedHere: new Set(), // ids this page decided: their removal event needs no notice
+	running: new Map(), // id -> {item, li, elapsed, button, busy, seq}: commands running now
+	runGone: new Map(), // id -> ms: finished, so a late /running must not bring it back
 	selected: null,
 	filter: '',
 	sandboxes: [],
@@ -99,6 +105,7 @@ function renderConnection() {
 	document.body.classList.toggle('offline', !state.connected);
 	for (const c of state.cards.values()) setCardEnabled(c, state.connected && !c.busy);
 	for (const b of $('sandbox-list').querySelectorAll('.sandbox-tools button')) b.disabled = !state.connected;
+	for (const r of state.running.values()) r.button.disabled = !state.connected || r.busy;
 	if (!banner) {
 		box.hidden = true;
 		return;
@@ -142,6 +149,16 @@ function connectEvents() {
 		const ev = parseJson(e.data);
 		if (ev && typeof ev.id === 'string') removedEvent(ev);
 	});
+	es.addEventListener('command-started', (e) => {
+		alive();
+		const item = runningItem(parseJson(e.data), Date.now());
+		if (item) addRunning(item);
+	});
+	es.addEventListener('command-finished', (e) => {
+		alive();
+		const ev = parseJson(e.data);
+		if (ev && typeof ev.id === 'string') finishedRunning(ev.id);
+	});
 	es.addEventListener('heartbeat', alive);
 	es.addEventListener('error', () => {
 		if (state.es !== es) return;
@@ -171,6 +188,7 @@ function retryNow() {
 // Everything the stream may have missed while it was down.
 async function resync() {
 	const mark = cardSeq; // cards added later came from the stream: newer than these lists
+	refreshRunning();
 	const [cmds, domains] = await Promise.all([getJson('/pending'), getJson('/pending-domains')]);
 	if (!cmds || !domains) return;
 	const items = [...(cmds.requests || []), ...(domains.requests || [])].filter(
@@ -520,8 +538,13 @@ function tick() {
 		if (c.countdown.textContent !== text) c.countdown.textContent = text;
 		c.countdown.classList.toggle('urgent', c.item.expires_ms - now < 30000);
 	}
+	for (const r of state.running.values()) {
+		const text = `running for ${elapsedText(r.item.startedMs, now)}`;
+		if (r.elapsed.textContent !== text) r.elapsed.textContent = text;
+	}
 	// Forget removed ids after a while: ids are not reused within a run.
 	for (const [id, t] of state.gone) if (now - t > 10 * 60 * 1000) state.gone.delete(id);
+	for (const [id, t] of state.runGone) if (now - t > 10 * 60 * 1000) state.runGone.delete(id);
 }
 
 // ---- deciding --------------------------------------------------------------------------------
@@ -718,6 +741,8 @@ function applyFilter() {
 	for (const c of state.cards.values()) applyFilterTo(c);
 	if (state.selected && !selectedCard()) select(null, false);
 	renderPendingMeta();
+	for (const r of state.running.values()) r.li.hidden = !matchesFilter(r.item);
+	renderRunningMeta();
 	renderDecisions();
 	$('log-scope').textContent = state.filter ? visible(state.filter) : 'all sandboxes';
 	connectLogs();
@@ -851,6 +876,147 @@ function setFilter(name) {
 	state.filter = name;
 	$('sandbox-filter').value = name;
 	applyFilter();
+}
+
+// ---- running commands ------------------------------------------------------------------------
+// Approved host commands and shim calls that run now (GET /running, command-started and
+// command-finished on /events), each with a Cancel button (POST /cancel/{id}).
+
+let runSeq = 0;
+
+async function refreshRunning() {
+	const mark = runSeq; // rows added later came from the stream: newer than this list
+	const data = await getJson('/running');
+	if (!data || !Array.isArray(data.running)) return;
+	const now = Date.now();
+	const items = data.running.map((r) => runningItem(r, now)).filter(Boolean);
+	const ids = new Set(items.map((it) => it.id));
+	for (const [id, r] of [...state.running]) if (!ids.has(id) && r.seq <= mark) removeRunning(id);
+	for (const it of items) addRunning(it);
+}
+
+function addRunning(item) {
+	if (state.runGone.has(item.id)) return;
+	const known = state.running.get(item.id);
+	if (known) {
+		// /running knows when it started; an event only when the page heard of it.
+		if (item.started && !known.item.started) {
+			known.item = { ...known.item, ...item };
+			known.since.dateTime = item.started;
+			known.since.textContent = formatClock(item.startedMs);
+		}
+		return;
+	}
+	if (state.running.size >= MAX_RUNNING) return;
+	const r = { item, busy: false, seq: ++runSeq };
+	const cmdText = clip(item.cmd || item.id, 500);
+	const label = visible(clip(item.cmd || item.id, 200).text);
+	const headId = nextId('run');
+	r.elapsed = el('span', { class: 'run-elapsed' });
+	const meta = el('p', { class: 'run-meta' });
+	meta.append(agentText(item.cloister || '?', 'run-cloister'));
+	r.since = el('time', { datetime: item.started || undefined }, formatClock(item.startedMs));
+	meta.append(' · since ', r.since, ' · ', r.elapsed);
+	r.button = el(
+		'button',
+		{ type: 'button', class: 'btn btn-quiet btn-deny-quiet run-cancel', 'aria-label': `Cancel ${label}` },
+		'Cancel',
+	);
+	r.button.disabled = !state.connected;
+	r.button.addEventListener('click', () => cancelRunning(r));
+	const head = el(
+		'p',
+		{ class: 'run-head', id: headId },
+		el('span', { class: `kind kind-${item.kind}` }, item.kind),
+		' ',
+		agentText(cmdText.text, 'cmd'),
+		cmdText.omitted ? el('span', { class: 'arg-more' }, ` … ${cmdText.omitted} more characters`) : null,
+	);
+	r.li = el(
+		'li',
+		{ class: 'run', 'data-id': item.id, 'aria-labelledby': headId },
+		el('div', { class: 'run-main' }, head, meta),
+		r.button,
+	);
+	r.li.hidden = !matchesFilter(item);
+	state.running.set(item.id, r);
+	// Oldest first, as they started: a new command goes to the end.
+	const list = $('running-list');
+	let before = null;
+	for (const other of list.children) {
+		const o = state.running.get(other.dataset.id);
+		if (o && o.item.startedMs > item.startedMs) {
+			before = other;
+			break;
+		}
+	}
+	list.insertBefore(r.li, before);
+	tick();
+	renderRunningMeta();
+}
+
+function removeRunning(id) {
+	const r = state.running.get(id);
+	if (!r) return;
+	const active = document.activeElement;
+	// A button that was disabled while its cancel was on its way may have lost the focus.
+	const hadFocus = r.li.contains(active) || (r.focused && (!active || active === document.body));
+	const rows = visibleRunning();
+	const idx = rows.indexOf(r);
+	r.li.remove();
+	state.running.delete(id);
+	if (hadFocus) {
+		// Keep the keyboard user where they were: the next row's button, else the heading.
+		const rest = visibleRunning();
+		const next = rest[Math.min(idx, rest.length - 1)];
+		if (next && !next.button.disabled) next.button.focus();
+		else $('running-heading').focus();
+	}
+	renderRunningMeta();
+}
+
+function finishedRunning(id) {
+	state.runGone.set(id, Date.now());
+	removeRunning(id);
+}
+
+function visibleRunning() {
+	const out = [];
+	for (const li of $('running-list').children) {
+		const r = state.running.get(li.dataset.id);
+		if (r && !li.hidden) out.push(r);
+	}
+	return out;
+}
+
+function renderRunningMeta() {
+	const n = visibleRunning().length;
+	const total = state.running.size;
+	$('running-count').textContent = state.filter && n !== total ? `${n} of ${total}` : String(total);
+	$('running-empty').hidden = n > 0;
+	$('running-empty').textContent =
+		total > 0 ? 'No command of this sandbox is running.' : 'No approved command is running.';
+}
+
+async function cancelRunning(r) {
+	if (r.busy || !state.connected) return;
+	const id = r.item.id;
+	r.busy = true;
+	r.focused = r.li.contains(document.activeElement);
+	r.button.disabled = true;
+	r.li.setAttribute('aria-busy', 'true');
+	const res = await postJson(`/cancel/${encodeURIComponent(id)}`, {});
+	r.busy = false;
+	r.li.removeAttribute('aria-busy');
+	notify(cancelNotice(r.item, res));
+	// Done (its command-finished event may have come first) or no longer running: the row goes.
+	if (res.ok || res.status === 404) {
+		finishedRunning(id);
+		return;
+	}
+	r.button.disabled = !state.connected;
+	if (r.focused && !r.button.disabled && document.activeElement === document.body) r.button.focus();
+	r.focused = false;
 }
 
 // ---- decisions -------------------------------------------------------------------------------

@@ -187,6 +187,49 @@ export function removalNotice(ev) {
 	}
 }
 
+// How long something has run: "1m 5s", "0s"; whole seconds elapsed, never negative.
+export function elapsedText(startedMs, nowMs) {
+	if (typeof startedMs !== 'number' || !Number.isFinite(startedMs)) return '';
+	return formatDuration(Math.floor(Math.max(0, nowMs - startedMs) / 1000) * 1000);
+}
+
+// The kind of a running command as the page names it; anything unknown is a "command".
+export function runningKind(kind) {
+	return kind === 'hostexec' || kind === 'shim' ? kind : 'command';
+}
+
+// A running command from GET /running or a command-started event, checked and normalised;
+// null when it cannot be shown. NOWMS stands in for a missing or bad "started".
+export function runningItem(raw, nowMs) {
+	if (!raw || typeof raw !== 'object' || typeof raw.id !== 'string' || raw.id === '') return null;
+	const started = Date.parse(raw.started);
+	return {
+		id: raw.id,
+		kind: runningKind(raw.kind),
+		cloister: typeof raw.cloister === 'string' ? raw.cloister : '',
+		cmd: typeof raw.cmd === 'string' ? raw.cmd : '',
+		started: Number.isFinite(started) ? raw.started : '',
+		startedMs: Number.isFinite(started) ? started : nowMs,
+	};
+}
+
+// The notice after this page asked to cancel a running command, from the server's answer.
+export function cancelNotice(item, res) {
+	const what = visible(item?.cmd || item?.id || '');
+	if (res?.ok) return { level: 'info', text: `■ Cancelled: ${what}` };
+	if (res?.status === 404)
+		return {
+			level: 'info',
+			text: `Already finished: ${what}`,
+			detail: 'It was no longer running, so there was nothing to cancel.',
+		};
+	return {
+		level: 'error',
+		text: `Could not cancel ${what}`,
+		detail: visible(String(res?.data?.error || (res?.status ? `HTTP ${res.status}` : 'no answer'))),
+	};
+}
+
 // Whether a key event comes from somewhere the user types (shortcuts must not fire there).
 export function isTypingTarget(el) {
 	if (!el || typeof el !== 'object') return false;

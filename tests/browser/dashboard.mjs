@@ -2,6 +2,8 @@
 // Run by tests/integration/browser_dashboard.sh, which starts the supervisor and reads the TAP
 // lines this prints (numbered from $TAP_START). In order: domain cards (synthetic, through
 // page.route), a real exec ask approved and a second one denied, keyboard, filter, screenshots;
+// the Running panel (synthetic /running, /cancel and, in a second tab, /events, all through
+// page.route: no real command runs here);
 // the supervisor killed (SIGTERM): the connection banner; a second supervisor on the same
 // address (CONTROL_DIR/restart-wanted, then CONTROL_DIR/restarted holds its URL): Retry fetches
 // its waiting ask, which times out; the sandbox's pause, resume and kill.
@@ -119,7 +121,10 @@ const problems = []; // page errors, CSP violations, console errors
 let expectOffline = false;
 page.on('pageerror', (e) => problems.push(`pageerror: ${e.message}`));
 page.on('console', (m) => {
-	if (m.type() === 'error' && !expectOffline) problems.push(`console: ${m.text()}`);
+	if (m.type() !== 'error' || expectOffline) return;
+	// The 404 the test provokes on purpose: Chromium logs every failed load as an error.
+	if (/status of 404/.test(m.text()) && m.location().url.endsWith('/cancel/r1npm')) return;
+	problems.push(`console: ${m.text()}`);
 });
 let navigations = 0;
 page.on('framenavigated', (f) => {
@@ -236,6 +241,28 @@ async function main() {
 		if (m[2] === 'd1apex') res.persistence_error = 'cannot write global.yaml: disk full';
 		return route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify(res) });
 	});
+	// Commands that run now (approved host commands, shim calls): synthetic too. Cancelling
+	// r0make succeeds; r1npm has finished meanwhile, so the server answers 404.
+	const iso = (ms) => new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+	const running = [
+		{ id: 'r1npm', kind: 'shim', cloister: 'other-box', cmd: 'npm install <b>x</b>', started: iso(now - 5000) },
+		{ id: 'r0make', kind: 'hostexec', cloister: SANDBOX, cmd: 'make -j2 test', started: iso(now - 65000) },
+	];
+	const cancels = [];
+	await page.route('**/running', (route) =>
+		route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ running }) }),
+	);
+	await page.route(/\/cancel\/[^/]+$/, (route) => {
+		const req = route.request();
+		const id = decodeURIComponent(/\/cancel\/([^/]+)$/.exec(new URL(req.url()).pathname)[1]);
+		cancels.push({ id, method: req.method(), type: req.headers()['content-type'] });
+		const i = running.findIndex((r) => r.id === id);
+		if (i >= 0) running.splice(i, 1);
+		if (id !== 'r0make')
+			return route.fulfill({ status: 404, contentType: 'application/json', body: '{"error":"no running command with that id"}' });
+		return route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ status: 'cancelled', id }) });
+	});
+	const runRow = (id) => page.locator(`#running-list > li[data-id="${id}"]`);
 
 	await check('the dashboard loads and connects to the event stream', async () => {
 		const res = await page.goto(URL_, { waitUntil: 'domcontentloaded' });
@@ -248,7 +275,7 @@ async function main() {
 		eq(await page.locator('main').count(), 1, 'main');
 		eq(await page.locator('footer').count(), 1, 'footer');
 		eq(await page.locator('h1').count(), 1, 'h1');
-		for (const name of ['Pending requests', 'Sandboxes', 'Recent decisions', 'Audit log'])
+		for (const name of ['Pending requests', 'Running', 'Sandboxes', 'Recent decisions', 'Audit log'])
 			assert(
 				(await page.getByRole('region', { name: new RegExp(`^${name}`) }).count()) === 1,
 				`a region named ${name}`,
@@ -288,6 +315,34 @@ async function main() {
 		eq((await page.locator('#pending-count').textContent()).trim(), '1 of 4', 'count');
 		await page.selectOption('#sandbox-filter', '');
 		await until(async () => (await page.locator('#pending-list > li:not([hidden])').count()) === 4, 'all cards again');
+	});
+
+	await check('the Running panel lists /running, oldest first, with kind, sandbox, elapsed time and a named Cancel', async () => {
+		await until(async () => (await page.locator('#running-list > li').count()) === 2, 'two running rows');
+		const ids = await page.locator('#running-list > li').evaluateAll((els) => els.map((e) => e.dataset.id));
+		eq(ids, ['r0make', 'r1npm'], 'order of the rows');
+		eq((await page.locator('#running-count').textContent()).trim(), '2', 'count');
+		const make = runRow('r0make');
+		eq(await make.locator('.kind').textContent(), 'hostexec', 'kind');
+		eq(await make.locator('.cmd').textContent(), 'make -j2 test', 'command');
+		assert((await make.locator('.run-meta').textContent()).includes(SANDBOX), 'the sandbox is named');
+		const e1 = await make.locator('.run-elapsed').textContent();
+		assert(/^running for 1m \d+s$/.test(e1), `elapsed: ${e1}`);
+		await until(async () => (await make.locator('.run-elapsed').textContent()) !== e1, 'the elapsed time to tick', 3000);
+		eq(await page.getByRole('button', { name: 'Cancel make -j2 test', exact: true }).count(), 1, 'named Cancel button');
+		eq(await page.getByRole('list', { name: 'Commands running now' }).count(), 1, 'a labelled list');
+		const npm = runRow('r1npm');
+		eq(await npm.locator('b').count(), 0, 'no <b> element from the command');
+		eq(await npm.locator('.cmd').textContent(), 'npm install <b>x</b>', 'shown as text');
+	});
+
+	await check('the sandbox filter applies to the Running panel', async () => {
+		await page.selectOption('#sandbox-filter', 'other-box');
+		await until(async () => (await page.locator('#running-list > li:not([hidden])').count()) === 1, 'one row');
+		eq(await page.locator('#running-list > li:not([hidden])').getAttribute('data-id'), 'r1npm', 'visible row');
+		eq((await page.locator('#running-count').textContent()).trim(), '1 of 2', 'count');
+		await page.selectOption('#sandbox-filter', '');
+		await until(async () => (await page.locator('#running-list > li:not([hidden])').count()) === 2, 'both rows again');
 	});
 
 	// The agent asks only now, so the card can only come through the event stream.
@@ -340,6 +395,23 @@ async function main() {
 		);
 		eq(wide, [], 'elements past the right edge');
 		await page.setViewportSize({ width: 1280, height: 900 });
+	});
+
+	await check('Cancel posts /cancel/ID: "■ Cancelled" after the 200; 404 says it had finished; focus stays in the list', async () => {
+		await page.getByRole('button', { name: 'Cancel make -j2 test', exact: true }).click();
+		await until(() => cancels.length === 1, 'the POST');
+		eq(cancels[0], { id: 'r0make', method: 'POST', type: 'application/json' }, 'request');
+		await until(async () => (await runRow('r0make').count()) === 0, 'the row to go');
+		await noticeMatching(/^■ Cancelled: make -j2 test/);
+		eq(await page.evaluate(() => document.activeElement.getAttribute('aria-label')), 'Cancel npm install <b>x</b>', 'focus on the next Cancel');
+		await page.keyboard.press('Enter');
+		await until(() => cancels.length === 2, 'the second POST');
+		eq(cancels[1].id, 'r1npm', 'second request');
+		await noticeMatching(/^Already finished: npm install <b>x<\/b>It was no longer running/);
+		await until(async () => (await runRow('r1npm').count()) === 0, 'the finished row to go');
+		eq(await page.evaluate(() => document.activeElement.id), 'running-heading', 'focus on the heading');
+		assert(await page.locator('#running-empty').isVisible(), 'the empty text');
+		eq((await page.locator('#running-count').textContent()).trim(), '0', 'count');
 	});
 
 	await check('j / k move the selection; a on a domain card allows it once', async () => {
@@ -436,6 +508,45 @@ async function main() {
 		await sb.waitFor();
 		assert(/running/.test(await sb.textContent()), await sb.textContent());
 		eq(await sb.getByRole('button', { name: `Pause ${SANDBOX}` }).count(), 1, 'Pause button');
+	});
+
+	await check('Running, live: command-started adds a row, command-finished removes it, a reconnect fetches /running again', async () => {
+		// A second tab whose event stream is synthetic: each connection gets one event, then
+		// ends, and the page reconnects (about 1 s later) and fetches /running again.
+		const p2 = await context.newPage();
+		try {
+			const live = { id: 'r5live', kind: 'shim', cloister: SANDBOX, cmd: 'cargo build' };
+			const stay = { id: 'r6stay', kind: 'hostexec', cloister: SANDBOX, cmd: 'sleep 300', started: iso(Date.now() - 3000) };
+			let streams = 0;
+			let fetches = 0;
+			// Later answers still list r5live, as a server could just before it ends: only the
+			// event may take it away.
+			await p2.route('**/running', (route) => {
+				fetches++;
+				const list = fetches === 1 ? [stay] : [stay, { ...live, started: iso(Date.now() - 2000) }];
+				return route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ running: list }) });
+			});
+			await p2.route('**/events', (route) => {
+				streams++;
+				const [name, data] = streams === 1 ? ['command-started', live] : ['command-finished', { ...live, status: 'exited' }];
+				return route.fulfill({
+					status: 200,
+					headers: { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-store' },
+					body: `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`,
+				});
+			});
+			await p2.goto(URL_, { waitUntil: 'domcontentloaded' });
+			const row = (id) => p2.locator(`#running-list > li[data-id="${id}"]`);
+			await row('r6stay').waitFor();
+			await row('r5live').waitFor();
+			eq(await row('r5live').locator('.cmd').textContent(), 'cargo build', 'the row from the event');
+			assert(/^running for \d+s$/.test(await row('r5live').locator('.run-elapsed').textContent()), 'elapsed from the event');
+			await until(() => streams >= 2 && fetches >= 2, 'a reconnect and a second GET /running', 8000);
+			await until(async () => (await row('r5live').count()) === 0, 'command-finished to remove the row', 5000);
+			eq(await row('r6stay').count(), 1, 'the other row stays');
+		} finally {
+			await p2.close();
+		}
 	});
 
 	await check('? opens the shortcut help, Escape closes it and focus returns', async () => {

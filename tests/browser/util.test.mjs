@@ -8,18 +8,22 @@ const utilSource = readFileSync(new URL('../../supervisor/dashboard/util.js', im
 const {
 	backoffDelay,
 	bannerFor,
+	cancelNotice,
 	clip,
 	commandConfirmation,
 	comparePending,
 	countdownText,
 	domainConfirmation,
 	domainHost,
+	elapsedText,
 	formatDuration,
 	hasHidden,
 	isTypingTarget,
 	OFFLINE_AFTER,
 	parseJson,
 	removalNotice,
+	runningItem,
+	runningKind,
 	visible,
 	wildcardOf,
 } = await import(`data:text/javascript;charset=utf-8,${encodeURIComponent(utilSource)}`);
@@ -151,6 +155,36 @@ test('confirmations follow guardian-api.md', () => {
 	assert.match(failedWrite.warning, /^Not saved to the global decisions: EROFS\\u\{202e\}\./);
 	assert.equal(removalNotice({ status: 'timed_out', summary: 'api.newservice.com' }).text, '⏱ Timed out: api.newservice.com');
 	assert.equal(removalNotice({ status: 'approved', summary: 'ls', decided_by: 'tty' }).detail, 'Decided by tty.');
+});
+
+test('running commands: elapsed time, kinds, items checked, cancel notices', () => {
+	assert.equal(elapsedText(1000, 1000 + 65999), '1m 5s');
+	assert.equal(elapsedText(1000, 1000 + 999), '0s');
+	assert.equal(elapsedText(5000, 1000), '0s');
+	assert.equal(elapsedText(0, 3900000), '1h 5m');
+	assert.equal(elapsedText(undefined, 1000), '');
+	assert.equal(runningKind('hostexec'), 'hostexec');
+	assert.equal(runningKind('shim'), 'shim');
+	assert.equal(runningKind('x" onclick="y'), 'command');
+	assert.deepEqual(
+		runningItem({ id: 'r1', kind: 'shim', cloister: 'box', cmd: 'make', started: '1970-01-01T00:00:10Z' }, 99),
+		{ id: 'r1', kind: 'shim', cloister: 'box', cmd: 'make', started: '1970-01-01T00:00:10Z', startedMs: 10000 },
+	);
+	const noTime = runningItem({ id: 'r2', kind: 'hostexec', cmd: 7 }, 1234);
+	assert.deepEqual(noTime, { id: 'r2', kind: 'hostexec', cloister: '', cmd: '', started: '', startedMs: 1234 });
+	assert.equal(runningItem({ id: '' }, 0), null);
+	assert.equal(runningItem({ id: 3 }, 0), null);
+	assert.equal(runningItem(null, 0), null);
+	const item = { id: 'r1', cmd: 'sleep 100\u202e' };
+	assert.deepEqual(cancelNotice(item, { ok: true, status: 200 }), { level: 'info', text: '■ Cancelled: sleep 100\\u{202e}' });
+	const gone = cancelNotice(item, { ok: false, status: 404, data: { error: 'no running command with that id' } });
+	assert.equal(gone.text, 'Already finished: sleep 100\\u{202e}');
+	assert.match(gone.detail, /no longer running/);
+	const failed = cancelNotice({ id: 'r3' }, { ok: false, status: 0, data: { error: 'the guardian did not answer' } });
+	assert.equal(failed.level, 'error');
+	assert.equal(failed.text, 'Could not cancel r3');
+	assert.equal(failed.detail, 'the guardian did not answer');
+	assert.equal(cancelNotice(item, { ok: false, status: 500 }).detail, 'HTTP 500');
 });
 
 test('isTypingTarget: text fields and editable content, not buttons or checkboxes', () => {

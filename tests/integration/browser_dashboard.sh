@@ -2,7 +2,8 @@
 # The dashboard in headless Chromium (tests/browser/dashboard.mjs, playwright-core from npm,
 # Debian's /usr/bin/chromium) against `cloister-supervisor run --ask web`: a real exec ask
 # approved and a second one denied from the page, domain buttons (synthetic requests served
-# through page.route), keyboard, filter, 360 px layout, the connection banner after the
+# through page.route), the Running panel and its Cancel (synthetic /running, /cancel and
+# /events, also through page.route), keyboard, filter, 360 px layout, the connection banner after the
 # supervisor is killed; then an ask that times out and the sandbox's pause/resume/kill.
 # Screenshots stay in $BUILD/test-artifacts/browser/. Prints TAP (the plan comes last: how
 # many cases the browser part reports is its own business).
