@@ -468,19 +468,60 @@ static void host_done(struct command *cmd, struct command_result *res, void *use
 
 /* Runs as the supervisor, in the cwd beneath the worktree, with the tool found as the mirror
  * finds it (here, on the host's filesystem: no container to look into). */
+/* The host's own search path: a caller's PATH would name the program the host runs. */
+#define HOST_PATH    "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#define HOST_ENV_MAX 32
+
+/* Of the caller's environment, only what shapes output and not behaviour reaches a host
+ * command: a caller's HOME, GOFLAGS, npm_config_*, KUBECONFIG… would point a host tool at
+ * files the agent wrote. */
+static bool host_env_passes(const char *entry)
+{
+	static const char *const names[] = {
+	        "TERM=", "LANG=", "TZ=", "COLUMNS=", "LINES=", "NO_COLOR=", "LC_"};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strncmp(entry, names[i], strlen(names[i])))
+			return true;
+	return false;
+}
+
 static int host_start(struct shim_call *c, char *const *argv, char *msg, size_t size)
 {
 	struct shim_server *s = c->server;
 	struct cl_error err = {""};
-	char exe[PATH_MAX];
+	char exe[PATH_MAX], real[PATH_MAX];
+	struct cl_env_pair env[HOST_ENV_MAX];
+	char *names[HOST_ENV_MAX] = {NULL};
+	size_t envc = 0, wlen = strlen(s->worktree);
+	const char *path = getenv("PATH");
 	gid_t locked_gid;
 	int r;
 
-	if (shim_find_tool(env_lookup(c->env, "PATH"), s->shim_dir, c->req->tool, exe, sizeof(exe),
-	                   &locked_gid) < 0) {
-		snprintf(msg, size, "cloister: %s: not found on PATH (outside %s)\n", c->req->tool,
-		         s->shim_dir);
+	if (shim_find_tool(path && *path ? path : HOST_PATH, s->shim_dir, c->req->tool, exe,
+	                   sizeof(exe), &locked_gid) < 0) {
+		snprintf(msg, size, "cloister: %s: not found on the host's PATH (outside %s)\n",
+		         c->req->tool, s->shim_dir);
 		return 127;
+	}
+	/* Never a program the agent could have written. */
+	if (!realpath(exe, real) ||
+	    (!strncmp(real, s->worktree, wlen) && (real[wlen] == '/' || real[wlen] == '\0'))) {
+		snprintf(msg, size, "cloister: %.64s: refusing %.400s inside the worktree\n",
+		         c->req->tool, exe);
+		return 126;
+	}
+	for (size_t i = 0; c->env && c->env[i] && envc < HOST_ENV_MAX; i++) {
+		const char *eq = strchr(c->env[i], '=');
+
+		if (!eq || !host_env_passes(c->env[i]))
+			continue;
+		names[envc] = strndup(c->env[i], (size_t)(eq - c->env[i]));
+		if (!names[envc])
+			break;
+		env[envc].name = names[envc];
+		env[envc].value = (char *)eq + 1;
+		envc++;
 	}
 	r = command_start(s->loop,
 	                  &(struct command_spec){
@@ -488,7 +529,9 @@ static int host_start(struct shim_call *c, char *const *argv, char *msg, size_t 
 	                          .argv = argv,
 	                          .workdir_root = s->worktree,
 	                          .workdir = c->cwd_relative,
-	                          .base_env = c->env,
+	                          .base_env = NULL, /* the supervisor's own */
+	                          .env = env,
+	                          .envc = envc,
 	                          .timeout_ms = s->config.timeout_ms
 	                                                ? s->config.timeout_ms
 	                                                : SHIM_SERVER_TIMEOUT_DEFAULT_MS,
@@ -499,6 +542,8 @@ static int host_start(struct shim_call *c, char *const *argv, char *msg, size_t 
 	                          .userdata = c,
 	                  },
 	                  &err, &c->cmd);
+	for (size_t i = 0; i < envc; i++)
+		free(names[i]);
 	if (r < 0) {
 		snprintf(msg, size, "cloister: %s: cannot start: %s\n", c->req->tool, err.msg);
 		return 126; /* as a shell does for a program it found but could not run */

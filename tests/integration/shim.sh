@@ -7,7 +7,7 @@
 . "$(dirname "$0")/../lib/run_common.sh"
 : "${SHIM:?run through make (SHIM is not set)}"
 
-PLAN=39
+PLAN=40
 run_needs_root $PLAN
 tap_plan $PLAN
 
@@ -116,13 +116,19 @@ tap_is "$rc" 126 "a cwd that leaves the worktree through a symlink is refused" "
 rm "$WT/escape"
 
 shimmed nosuchtool
-tap_like "$rc:$(cat "$ERR")" "^127:cloister: nosuchtool: not found on PATH" \
+tap_like "$rc:$(cat "$ERR")" "^127:cloister: nosuchtool: not found on the host's PATH" \
 	"host: a tool that is only the shim is not found (127), the shim never runs itself"
 
 (cd "$WT" && PATH="$BIN:$TMP/lockbin:/usr/bin:/bin" CLOISTER_SOCKET="$SOCK" "$TMP/lockbin/mytool" x) \
 	>"$OUT" 2>"$ERR"
 rc=$?
-tap_is "$rc:$(cat "$OUT")" "0:locked original ran: x" "host: the locked <tool>.original runs too"
+tap_like "$rc:$(cat "$ERR")" "^127:cloister: mytool: not found on the host's PATH" \
+	"host: the caller's PATH does not pick the program the host runs"
+
+(cd "$WT" && HOME=/agent-home TERM=xterm-agent PATH="$BIN:/usr/bin:/bin" CLOISTER_SOCKET="$SOCK" \
+	timeout 10 "$BIN/sh" -c 'echo "$HOME $TERM"') >"$OUT" 2>"$ERR"
+tap_is "$(cat "$OUT")" "$HOME xterm-agent" \
+	"host: the caller's HOME does not reach the host command, its TERM does"
 
 shimmed sh -c 'sleep 30 & echo $! >'"$TMP"'/bg; echo done'
 sleep 0.2
