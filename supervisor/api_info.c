@@ -8,8 +8,10 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "protocol/cleanup.h"
@@ -211,4 +213,67 @@ int api_info_list(const char *dir, void (*fn)(const struct api_info *info, void 
 		fn(&found[i], userdata);
 	free(found);
 	return (int)n;
+}
+
+static bool hex64(const char *s)
+{
+	for (int i = 0; i < 64; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+int api_info_secret(const char *dir, char ret[static 65], struct cl_error *err)
+{
+	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	char buf[65] = "";
+	struct stat st;
+	int r;
+
+	r = private_dirs(dir);
+	if (r < 0)
+		return cl_error_set(err, r, "%s: %s", dir,
+		                    r == -EPERM ? "not a private directory of ours" : strerror(-r));
+	if (asprintf(&path, "%s/../secret", dir) < 0)
+		return -ENOMEM;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0) {
+		unsigned char raw[32];
+
+		if (getrandom(raw, sizeof(raw), 0) != sizeof(raw))
+			return cl_error_set(err, -EIO, "getrandom failed");
+		for (size_t i = 0; i < sizeof(raw); i++)
+			snprintf(buf + 2 * i, 3, "%02x", raw[i]);
+		explicit_bzero(raw, sizeof(raw));
+		if (write(fd, buf, 64) != 64 || fsync(fd) < 0) {
+			unlink(path);
+			return cl_error_set(err, -EIO, "%s: write failed", path);
+		}
+		memcpy(ret, buf, 65);
+		explicit_bzero(buf, sizeof(buf));
+		return 0;
+	}
+	if (errno != EEXIST)
+		return cl_error_set(err, -errno, "%s: %m", path);
+	/* Made by another supervisor (perhaps a moment ago: give its write a chance). */
+	for (int tries = 0; tries < 50; tries++) {
+		ssize_t n;
+
+		cl_closep(&fd);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0 || fstat(fd, &st) < 0)
+			return cl_error_set(err, -errno, "%s: %m", path);
+		if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))
+			return cl_error_set(err, -EPERM, "%s: not a private file of ours", path);
+		n = read(fd, buf, 64);
+		if (n == 64 && hex64(buf)) {
+			buf[64] = '\0';
+			memcpy(ret, buf, 65);
+			explicit_bzero(buf, sizeof(buf));
+			return 0;
+		}
+		usleep(10000);
+	}
+	return cl_error_set(err, -EINVAL, "%s: not a secret (64 hex characters)", path);
 }

@@ -32,6 +32,12 @@ int api_info_write(const char *dir, const struct api_info *info, char **ret_path
                    struct cl_error *err);
 void api_info_remove(const char *path);
 
+/* The user's dashboard secret: 64 hex characters in DIR/../secret (mode 0600), made on first
+ * use and shared by every supervisor of this user, so a dashboard that logged in once keeps
+ * working when a supervisor restarts. The directory must be private (see above); the sandbox
+ * hides it from the agent. */
+int api_info_secret(const char *dir, char ret[static 65], struct cl_error *err);
+
 /* Parse one file's contents. -EINVAL for anything but the expected object. */
 int api_info_parse(const char *json, size_t len, struct api_info *ret);
 

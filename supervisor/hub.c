@@ -470,9 +470,18 @@ static int setup_web(struct hub *hub)
 	}
 	if (hub->opt.config->request.timeout_ms)
 		wc.hostexec_timeout_ms = hub->opt.config->request.timeout_ms;
-	random_hex(hub->api_token, API_TOKEN_BYTES);
+	/* The API token is the user's dashboard secret, shared by their supervisors (a dashboard
+	 * that logged in keeps working across restarts); the directory is hidden from sandboxes. */
+	r = api_info_dir(&dir);
+	if (r >= 0)
+		r = api_info_secret(dir, hub->api_token, &err);
+	if (r < 0) {
+		fprintf(stderr, PROG ": the dashboard's secret: %s\n",
+		        err.msg[0] ? err.msg : strerror(-r));
+		return r;
+	}
 	random_hex(hub->cloister_token, API_TOKEN_BYTES);
-	if (!hub->api_token[0] || !hub->cloister_token[0])
+	if (!hub->cloister_token[0])
 		return -EIO;
 	r = setup_executor(hub);
 	if (r < 0)
@@ -489,8 +498,10 @@ static int setup_web(struct hub *hub)
 	if (web_approval_port(hub->web)) {
 		snprintf(info.url, sizeof(info.url), "http://127.0.0.1:%u",
 		         web_approval_port(hub->web));
+		/* The link logs the browser in (a cookie): only for the person at the terminal, or
+		 * with -v. */
 		if (hub->opt.verbose || isatty(STDERR_FILENO))
-			say(hub, "dashboard at %s/", info.url);
+			say(hub, "dashboard at %s/?token=%s", info.url, hub->api_token);
 	}
 	if (web_tokens_port(hub->web))
 		snprintf(info.tokens_url, sizeof(info.tokens_url), "http://127.0.0.1:%u",
@@ -505,9 +516,7 @@ static int setup_web(struct hub *hub)
 	snprintf(info.token, sizeof(info.token), "%s", hub->api_token);
 	snprintf(info.name, sizeof(info.name), "%s", hub->opt.name);
 	info.pid = getpid();
-	r = api_info_dir(&dir);
-	if (r >= 0)
-		r = api_info_write(dir, &info, &hub->api_info_path, &err);
+	r = api_info_write(dir, &info, &hub->api_info_path, &err);
 	if (r < 0)
 		say(hub, "warning: the CLI client will not find this supervisor: %s",
 		    err.msg[0] ? err.msg : strerror(-r));

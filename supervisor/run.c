@@ -26,6 +26,7 @@
 #include "notifier/notify.h"
 #include "protocol/cleanup.h"
 #include "protocol/error.h"
+#include "supervisor/api_info.h"
 #include "supervisor/audit.h"
 #include "supervisor/cli_policy.h"
 #include "supervisor/config.h"
@@ -748,6 +749,8 @@ static void teardown(struct run *run)
 static int start(struct run *run)
 {
 	_cleanup_free_ char **envp = NULL;
+	_cleanup_free_ char *api_dir = NULL;
+	const char *run_dir = NULL;
 	struct cl_error err = {""};
 	sigset_t sigs;
 	int r;
@@ -825,6 +828,9 @@ static int start(struct run *run)
 		    err.msg);
 	}
 
+	if (api_info_dir(&api_dir) >= 0 && strrchr(api_dir, '/'))
+		*strrchr(api_dir, '/') = '\0'; /* …/cloister: the api files and the secret */
+	run_dir = api_dir;
 	envp = scrubbed_environ();
 	if (!envp)
 		return -ENOMEM;
@@ -840,6 +846,9 @@ static int start(struct run *run)
 		    run->config_dir, strerror(-r));
 	{
 		const char *readonly[3] = {NULL};
+		/* The CLI's API files and the dashboard secret: the agent must not approve its own
+		 * asks. */
+		const char *hidden[2] = {run_dir, NULL};
 		size_t n_readonly = 0;
 		struct sandbox_opts so = {
 		        .argv = run->opt.agent_argv,
@@ -852,6 +861,7 @@ static int start(struct run *run)
 		        .install_filter_userdata = run,
 		        .cgroup_optional = geteuid() != 0,
 		        .readonly_paths = readonly,
+		        .hidden_paths = hidden,
 		        .share_network = run->opt.net_host,
 		        .setup_network = setup_network,
 		        .setup_network_userdata = run,

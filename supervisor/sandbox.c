@@ -119,6 +119,15 @@ static void bind_readonly(int sock, const char *path)
 		init_fail(sock, -errno, "make %s read-only: %m", path);
 }
 
+/* An empty, read-only tmpfs over PATH; a missing PATH needs no hiding. */
+static void hide(int sock, const char *path)
+{
+	if (mount("cloister-hidden", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY,
+	          "size=4k,mode=0500") < 0 &&
+	    errno != ENOENT)
+		init_fail(sock, -errno, "hide %s: %m", path);
+}
+
 /* A fresh sysfs on /sys, so that /sys/class/net shows this network namespace. The mounts that
  * were below the old /sys (cgroupfs, bpffs, securityfs…) are cloned first and put back on top,
  * so the agent's view of them does not change. */
@@ -366,6 +375,8 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 		remount_sys(INIT_SOCK_FD);
 	for (const char *const *p = o->readonly_paths; p && *p; p++)
 		bind_readonly(INIT_SOCK_FD, *p);
+	for (const char *const *p = o->hidden_paths; p && *p; p++)
+		hide(INIT_SOCK_FD, *p);
 	if (!o->share_network)
 		loopback_up(INIT_SOCK_FD);
 	if (chdir(a->cwd) < 0)

@@ -55,6 +55,9 @@ struct sandbox_opts {
 	/* NULL-terminated list of paths (or NULL) made read-only inside the sandbox: the
 	 * supervisor's config and audit log, which the agent must not rewrite. */
 	const char *const *readonly_paths;
+	/* NULL-terminated list of directories (or NULL) hidden inside the sandbox under an empty
+	 * tmpfs: the supervisor's private runtime directory, which holds the API secret. */
+	const char *const *hidden_paths;
 	/* Run without a cgroup if none can be created (e.g. a non-root caller without a delegated
 	 * subtree): pause/cgroup id are then unavailable, kill still works through the pid ns. */
 	bool cgroup_optional;

@@ -186,6 +186,8 @@ static bool is_state_changing(const char *method)
 	return strcmp(method, "GET") && strcmp(method, "HEAD") && strcmp(method, "OPTIONS");
 }
 
+#define SESSION_COOKIE "cloister_token"
+
 static bool bearer_ok(const struct web *web, const struct http_exchange *ex)
 {
 	const char *auth = http_exchange_header(ex, "Authorization");
@@ -195,7 +197,34 @@ static bool bearer_ok(const struct web *web, const struct http_exchange *ex)
 	return tokens_equal(auth + 7, web->config.api_token);
 }
 
-/* The DNS-rebinding and CSRF rules of web.h. DASHBOARD: the dashboard's Origin is accepted.
+/* The dashboard's session: the cookie its login link set (HttpOnly, SameSite=Strict). */
+static bool cookie_ok(const struct web *web, const struct http_exchange *ex)
+{
+	const char *c = http_exchange_header(ex, "Cookie");
+	const size_t n = strlen(SESSION_COOKIE);
+
+	while (c && web->config.api_token) {
+		char value[TOKEN_MAX_LEN + 1];
+		size_t len;
+
+		c += strspn(c, " ;");
+		if (!strncmp(c, SESSION_COOKIE, n) && c[n] == '=') {
+			len = strcspn(c + n + 1, ";");
+			if (len > TOKEN_MAX_LEN)
+				return false;
+			memcpy(value, c + n + 1, len);
+			value[len] = '\0';
+			return tokens_equal(value, web->config.api_token);
+		}
+		c = strchr(c, ';');
+	}
+	return false;
+}
+
+/* The DNS-rebinding and CSRF rules of web.h. A state change (and every request when
+ * TOKEN_ALWAYS) needs the API token, as a Bearer header (the CLI) or the dashboard's session
+ * cookie: an Origin header proves nothing, any local program can send one. An Origin that is
+ * not the dashboard's (DASHBOARD), or a cross-site fetch, is refused even with the token.
  * Returns true when the request may go on; otherwise it has been answered. */
 static bool request_allowed(struct web *web, struct http_exchange *ex, bool dashboard,
                             bool token_always)
@@ -216,16 +245,42 @@ static bool request_allowed(struct web *web, struct http_exchange *ex, bool dash
 			respond_error(ex, 403, "cross-origin request refused");
 			return false;
 		}
-		return true;
 	}
 	if (site && strcmp(site, "same-origin") && strcmp(site, "none")) {
 		respond_error(ex, 403, "cross-site request refused");
 		return false;
 	}
-	if ((token_always || is_state_changing(http_exchange_method(ex))) && !bearer_ok(web, ex)) {
-		respond_error(ex, 403, "missing or wrong API token (Authorization: Bearer …)");
+	if ((token_always || is_state_changing(http_exchange_method(ex))) && !bearer_ok(web, ex) &&
+	    !(dashboard && cookie_ok(web, ex))) {
+		respond_error(ex, 403,
+		              "missing or wrong API token (Authorization: Bearer …, or open the "
+		              "dashboard through the link the supervisor prints)");
 		return false;
 	}
+	return true;
+}
+
+/* GET /?token=…: the dashboard's login link. A right token becomes the session cookie and a
+ * redirect to the bare page (the token leaves the address bar and the history). */
+static bool dashboard_login(struct web *web, struct http_exchange *ex)
+{
+	const char *token = http_exchange_query(ex, "token");
+	char cookie[TOKEN_MAX_LEN + 96];
+
+	if (!token)
+		return false;
+	if (!web->config.api_token || !tokens_equal(token, web->config.api_token)) {
+		respond_error(ex, 403, "wrong dashboard token");
+		return true;
+	}
+	snprintf(cookie, sizeof(cookie), SESSION_COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict",
+	         web->config.api_token);
+	http_exchange_add_header(ex, "Set-Cookie", cookie);
+	http_exchange_add_header(ex, "Location", "/");
+	http_exchange_add_header(ex, "Cache-Control", "no-store");
+	http_exchange_add_header(ex, "Referrer-Policy", "no-referrer");
+	explicit_bzero(cookie, sizeof(cookie));
+	http_exchange_respond(ex, 303, "text/plain", "", 0);
 	return true;
 }
 
@@ -1078,6 +1133,8 @@ static void on_approval(void *userdata, struct http_exchange *ex)
 				c->filter = strdup(name);
 			if (c)
 				send_log_backlog(web, c);
+		} else if (!strcmp(path, "/") && dashboard_login(web, ex)) {
+			/* answered */
 		} else if (!serve_asset(ex, path))
 			respond_error(ex, 404, "not found");
 		return;

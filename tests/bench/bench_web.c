@@ -346,7 +346,7 @@ static void bench_approve(void)
 	char cfg[128], stampf[128], text[1024], script[1024], stamp[600], state[128];
 	double lat[ROUNDS], floor_ms[ROUNDS];
 	int log_pipe[2], done = 0;
-	char url[64] = "";
+	char url[64] = "", token[80] = "";
 	pid_t pid;
 	FILE *f;
 
@@ -420,17 +420,22 @@ static void bench_approve(void)
 			buf[len] = '\0';
 			p = strstr(buf, "dashboard at ");
 			if (p && strchr(p, '\n')) {
-				int ulen = (int)strcspn(p + 13, "\n");
+				/* "dashboard at http://127.0.0.1:PORT/?token=SECRET" */
+				const char *t = strstr(p, "?token=");
+				int ulen = (int)strcspn(p + 13, "/\n?");
 
-				if (ulen > 0 && p[13 + ulen - 1] == '/')
-					ulen--;
+				if (!strncmp(p + 13, "http://", 7))
+					ulen = 7 + (int)strcspn(p + 20, "/\n?");
 				snprintf(url, sizeof(url), "%.*s", ulen, p + 13);
+				if (t)
+					snprintf(token, sizeof(token), "%.*s",
+					         (int)strcspn(t + 7, "\n"), t + 7);
 				break;
 			}
 		}
 	}
 	for (int round = 0; url[0] && round < ROUNDS; round++) {
-		char id[32] = "", path[64], origin[96];
+		char id[32] = "", path[64], origin[256];
 		struct http_response resp = {0};
 		double until = now_ms_d() + 5000, t0;
 		int lines;
@@ -450,9 +455,10 @@ static void bench_approve(void)
 		if (!id[0])
 			break;
 		snprintf(path, sizeof(path), "/approve/%s", id);
-		snprintf(origin, sizeof(origin), "Origin: %s\r\n", url);
+		snprintf(origin, sizeof(origin), "Origin: %s\r\nCookie: cloister_token=%s\r\n", url,
+		         token);
 		t0 = now_ms_d();
-		/* As the dashboard sends it: same origin. */
+		/* As the dashboard sends it: same origin, with its session cookie. */
 		if (http_client_request(url, "POST", path, origin, NULL, 0, 2000, &resp) == 0)
 			http_response_free(&resp);
 		until = now_ms_d() + 5000;

@@ -16,6 +16,8 @@ import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
 const URL_ = need('DASHBOARD_URL');
+// The link that logs the page in: the session cookie its state changes need.
+const LOGIN_ = need('DASHBOARD_LOGIN');
 const RESULT_DIR = need('RESULT_DIR');
 const ARTIFACTS = need('ARTIFACTS');
 const SANDBOX = need('SANDBOX');
@@ -265,7 +267,7 @@ async function main() {
 	const runRow = (id) => page.locator(`#running-list > li[data-id="${id}"]`);
 
 	await check('the dashboard loads and connects to the event stream', async () => {
-		const res = await page.goto(URL_, { waitUntil: 'domcontentloaded' });
+		const res = await page.goto(LOGIN_, { waitUntil: 'domcontentloaded' });
 		eq(res.status(), 200, 'status of /');
 		await connected();
 	});
@@ -535,7 +537,7 @@ async function main() {
 					body: `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`,
 				});
 			});
-			await p2.goto(URL_, { waitUntil: 'domcontentloaded' });
+			await p2.goto(LOGIN_, { waitUntil: 'domcontentloaded' });
 			const row = (id) => p2.locator(`#running-list > li[data-id="${id}"]`);
 			await row('r6stay').waitFor();
 			await row('r5live').waitFor();

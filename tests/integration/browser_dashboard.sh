@@ -137,7 +137,9 @@ start_sv browser-main 60s "$TMP/agent-main.sh" 127.0.0.1:0
 	exit 1
 }
 port=${url##*:}
-DASHBOARD_URL=$url SV_PID=$SVPID RESULT_DIR=$RES CONTROL_DIR=$CTL ARTIFACTS=$ARTIFACTS \
+# The login link (it sets the dashboard's session cookie), printed with -v.
+login=$(sed -n 's|.*dashboard at \(http://127\.0\.0\.1:[0-9]*/?token=[0-9a-f]*\).*|\1|p' "$ERR" | head -n 1)
+DASHBOARD_URL=$url DASHBOARD_LOGIN=$login SV_PID=$SVPID RESULT_DIR=$RES CONTROL_DIR=$CTL ARTIFACTS=$ARTIFACTS \
 	SANDBOX=browser-main AGENT_CWD=$WORK TAP_START=$((tap_n + 1)) \
 	timeout -k 5 180 node "$BROWSER_DIR/dashboard.mjs" >"$TMP/node.tap" 2>"$TMP/node.err" &
 nodepid=$!

@@ -8,7 +8,7 @@
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=36
+PLAN=38
 run_needs_root $PLAN
 for tool in curl wget openssl busybox ip; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
@@ -233,4 +233,34 @@ tap_ok "$([ "$(rc_of h_ip)" != 0 ] && echo 0 || echo 1)" \
 	"--net host: a direct connect to an address does not get out" "$(cat "$R/h_ip")"
 tap_is "$(rc_of h_udp) $(cat "$R/h_udp")" "1 udpsend: Operation not permitted" \
 	"--net host: UDP to another port is refused"
+
+# ---- the agent cannot approve its own asks ----------------------------------------------------
+# On the host's network it reaches the dashboard's port; an Origin header is no credential,
+# and the secret's directory is hidden from it.
+cat >"$TMP/agent_self.sh" <<AGENT
+port=\$(sed -n 's/.*"url":"http:\/\/127.0.0.1:\([0-9]*\)".*/\1/p' $TMP/portfile)
+curl -s -o /dev/null -w '%{http_code}' -X POST -H "Origin: http://127.0.0.1:\$port" \
+	"http://127.0.0.1:\$port/approve/0123456789ab" >$R/self
+cat "$XDG_RUNTIME_DIR/cloister/secret" >$R/secret 2>&1; echo \$? >$R/secret.rc
+AGENT
+cat "$XDG_RUNTIME_DIR"/cloister/api/*.json >"$TMP/portfile" 2>/dev/null
+(timeout -k 5 30 "$SUPERVISOR" run --config-dir "$CFG" --ask web --net host \
+	--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off -- sh -c \
+	"while [ ! -s $TMP/portfile ]; do sleep 0.1; done; sh $TMP/agent_self.sh" \
+	</dev/null >"$TMP/self.out" 2>"$TMP/self.err") &
+selfpid=$!
+i=0
+while [ $i -lt 100 ]; do
+	for f in "$XDG_RUNTIME_DIR"/cloister/api/*.json; do
+		[ -f "$f" ] && cat "$f" >"$TMP/portfile"
+	done
+	[ -s "$TMP/portfile" ] && break
+	sleep 0.1
+	i=$((i + 1))
+done
+wait "$selfpid"
+tap_is "$(cat "$R/self")" 403 "an agent that forges the dashboard's Origin gets 403" \
+	"$(cat "$TMP/self.err")"
+tap_ok "$([ "$(rc_of secret)" != 0 ] && echo 0 || echo 1)" \
+	"the dashboard's secret is hidden from the agent" "$(cat "$R/secret")"
 tap_done

@@ -125,6 +125,7 @@ rc=$?
 tap_like "$rc:$(cat "$ERR")" "^127:cloister: mytool: not found on the host's PATH" \
 	"host: the caller's PATH does not pick the program the host runs"
 
+# shellcheck disable=SC2016 # expanded by the host command's shell, not this one
 (cd "$WT" && HOME=/agent-home TERM=xterm-agent PATH="$BIN:/usr/bin:/bin" CLOISTER_SOCKET="$SOCK" \
 	timeout 10 "$BIN/sh" -c 'echo "$HOME $TERM"') >"$OUT" 2>"$ERR"
 tap_is "$(cat "$OUT")" "$HOME xterm-agent" \

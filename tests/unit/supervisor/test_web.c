@@ -771,9 +771,28 @@ static void test_csrf(void **state)
 	/* Reads need no token. */
 	assert_int_equal(http(fx, fx->aurl, "GET", "/pending", NULL, NULL, NULL), 200);
 
-	/* The dashboard's own Origin is accepted without a token; decided_by says "web". */
+	/* The dashboard's own Origin alone proves nothing (any local program can send it). */
 	snprintf(origin, sizeof(origin), "Origin: http://localhost:%u\r\n", fx->aport);
-	assert_int_equal(http(fx, fx->aurl, "POST", path, origin, NULL, &o), 200);
+	assert_int_equal(http(fx, fx->aurl, "POST", path, origin, NULL, NULL), 403);
+	/* Its login link: a wrong token is refused, the right one sets the session cookie. */
+	assert_int_equal(
+	        http(fx, fx->aurl, "GET", "/?token=wrong-token-0123456789", NULL, NULL, NULL), 403);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/?token=" API_TOKEN, NULL, NULL, NULL), 303);
+	/* With the cookie (and its Origin) the dashboard decides; decided_by says "web". A
+	 * wrong cookie is refused, and the cookie is no use to another origin. */
+	{
+		char hdr[512];
+
+		snprintf(hdr, sizeof(hdr), "%sCookie: cloister_token=wrong-0123456789abcdef\r\n",
+		         origin);
+		assert_int_equal(http(fx, fx->aurl, "POST", path, hdr, NULL, NULL), 403);
+		snprintf(hdr, sizeof(hdr),
+		         "Origin: http://evil.example\r\nCookie: cloister_token=" API_TOKEN "\r\n");
+		assert_int_equal(http(fx, fx->aurl, "POST", path, hdr, NULL, NULL), 403);
+		snprintf(hdr, sizeof(hdr), "%sCookie: a=b; cloister_token=" API_TOKEN "\r\n",
+		         origin);
+		assert_int_equal(http(fx, fx->aurl, "POST", path, hdr, NULL, &o), 200);
+	}
 	assert_string_equal(str_of(o, "status"), "approved");
 	assert_string_equal(str_of(o, "id"), id);
 	cJSON_Delete(o);
