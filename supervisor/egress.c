@@ -30,7 +30,7 @@
 #include "supervisor/resolver.h"
 
 /* Cookies of held connections: apart from the other kinds' waiters. */
-#define COOKIE_TAG   (UINT64_C(2) << 62)
+#define COOKIE_TAG   (UINT64_C(1) << 62) /* 01: egress, 10: hostexec, 11: shim */
 #define MAX_NETNS    64
 #define HOSTPORT_MAX (DOMAIN_HOST_MAX + 16)
 
@@ -44,6 +44,7 @@ struct attachment {
 	struct netfilter_listeners listeners;
 	struct nft_egress *rules;  /* a netns of its own */
 	struct redirect *redirect; /* a cgroup on the host's network */
+	char *key;                 /* for egress_detach; NULL: none */
 	char *sandbox;
 	char *project;
 };
@@ -396,6 +397,40 @@ int egress_new(struct loop *loop, struct hub *hub, const struct egress_config *c
 	return 0;
 }
 
+/* Undo serve_listeners (whatever part of it was done), then close and free A's parts. */
+static void attachment_release(struct egress *eg, struct attachment *a)
+{
+	const struct netfilter_listeners *l = &a->listeners;
+	const int proxies[] = {l->proxy4, l->proxy6};
+	const int dns[] = {l->dns_udp4, l->dns_udp6, l->dns_tcp4, l->dns_tcp6};
+
+	for (size_t i = 0; i < 2; i++)
+		if (proxies[i] >= 0)
+			(void)proxy_remove_listener(eg->proxy, proxies[i]);
+	for (size_t i = 0; i < 4; i++)
+		if (dns[i] >= 0)
+			(void)resolver_unserve(eg->resolver, dns[i]);
+	redirect_free(a->redirect); /* detaches its programs */
+	nft_egress_free(a->rules);
+	netfilter_listeners_close(&a->listeners);
+	free(a->sandbox);
+	free(a->project);
+	free(a->key);
+	*a = (struct attachment){.listeners = NETFILTER_LISTENERS_INIT};
+}
+
+int egress_detach(struct egress *eg, const char *key)
+{
+	for (unsigned i = 0; key && i < eg->n_att; i++) {
+		if (!eg->att[i].key || strcmp(eg->att[i].key, key))
+			continue;
+		attachment_release(eg, &eg->att[i]);
+		eg->att[i] = eg->att[--eg->n_att];
+		return 0;
+	}
+	return -ENOENT;
+}
+
 /* Serve A's listeners: the proxy and the resolver. */
 static int serve_listeners(struct egress *eg, struct attachment *a)
 {
@@ -451,10 +486,7 @@ int egress_attach_cgroup(struct egress *eg, int cgroup_fd, const char *sandbox, 
 	if (r < 0) {
 		if (!err->msg[0])
 			cl_error_set(err, r, "egress set-up: %s", strerror(-r));
-		redirect_free(a->redirect);
-		netfilter_listeners_close(&a->listeners);
-		free(a->sandbox);
-		free(a->project);
+		attachment_release(eg, a);
 		return r;
 	}
 	eg->n_att++;
@@ -463,6 +495,12 @@ int egress_attach_cgroup(struct egress *eg, int cgroup_fd, const char *sandbox, 
 
 int egress_attach_netns(struct egress *eg, int netns_fd, const char *sandbox, const char *project,
                         struct cl_error *err)
+{
+	return egress_attach_netns_key(eg, netns_fd, NULL, sandbox, project, err);
+}
+
+int egress_attach_netns_key(struct egress *eg, int netns_fd, const char *key, const char *sandbox,
+                            const char *project, struct cl_error *err)
 {
 	struct attachment *a;
 	struct nft_egress_config nc;
@@ -474,9 +512,9 @@ int egress_attach_netns(struct egress *eg, int netns_fd, const char *sandbox, co
 	*a = (struct attachment){.listeners = NETFILTER_LISTENERS_INIT};
 	a->sandbox = strdup(sandbox);
 	a->project = project ? strdup(project) : NULL;
-	if (!a->sandbox || (project && !a->project)) {
-		free(a->sandbox);
-		free(a->project);
+	a->key = key ? strdup(key) : NULL;
+	if (!a->sandbox || (project && !a->project) || (key && !a->key)) {
+		attachment_release(eg, a);
 		return -ENOMEM;
 	}
 	r = netfilter_netns_setup(netns_fd, err);
@@ -492,10 +530,7 @@ int egress_attach_netns(struct egress *eg, int netns_fd, const char *sandbox, co
 	if (r < 0) {
 		if (!err->msg[0])
 			cl_error_set(err, r, "egress set-up: %s", strerror(-r));
-		nft_egress_free(a->rules);
-		netfilter_listeners_close(&a->listeners);
-		free(a->sandbox);
-		free(a->project);
+		attachment_release(eg, a);
 		return r;
 	}
 	eg->n_att++;
@@ -529,6 +564,7 @@ void egress_free(struct egress *eg)
 		netfilter_listeners_close(&eg->att[i].listeners);
 		free(eg->att[i].sandbox);
 		free(eg->att[i].project);
+		free(eg->att[i].key);
 	}
 	if (eg->connect_fd >= 0)
 		close(eg->connect_fd);

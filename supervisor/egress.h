@@ -51,6 +51,12 @@ void egress_free(struct egress *eg);
  * connections are SANDBOX's (PROJECT may be NULL). */
 int egress_attach_netns(struct egress *eg, int netns_fd, const char *sandbox, const char *project,
                         struct cl_error *err);
+/* The same, remembered under KEY (a container's id) for egress_detach(). */
+int egress_attach_netns_key(struct egress *eg, int netns_fd, const char *key, const char *sandbox,
+                            const char *project, struct cl_error *err);
+/* The netns or cgroup attached under KEY is gone: stop serving its listeners, close them and
+ * drop its rules. Its open connections go on. -ENOENT when KEY is unknown. */
+int egress_detach(struct egress *eg, const char *key);
 
 /* For a sandbox that shares the host's network (`run --net host`): cgroup eBPF programs on
  * CGROUP_FD (not taken over) send its TCP connects and DNS to listeners in our own netns,

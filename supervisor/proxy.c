@@ -34,7 +34,7 @@
 #define LINGER_DISCARD  (64 * 1024)
 #define ACCEPT_BATCH    64
 #define ACCEPT_PAUSE_MS 100
-#define MAX_LISTENERS   64
+#define MAX_LISTENERS   256
 #define MAX_DIAL_ADDRS  4
 #define REASON_MAX      256
 
@@ -50,6 +50,7 @@ enum conn_state {
 
 struct listener {
 	struct proxy *p;
+	struct listener *retired_next; /* once removed: kept, connections use its names */
 	int fd;
 	struct loop_timer *paused; /* accepting resumes when it fires */
 	enum proxy_source source;
@@ -90,6 +91,7 @@ struct proxy {
 	void *userdata;
 	struct listener *listeners[MAX_LISTENERS];
 	size_t n_listeners;
+	struct listener *retired;
 	struct proxy_conn *conns;
 	size_t n_conns;
 	uint64_t next_id;
@@ -1154,5 +1156,34 @@ void proxy_free(struct proxy *p)
 		free(p->listeners[i]->project);
 		free(p->listeners[i]);
 	}
+	while (p->retired) {
+		struct listener *l = p->retired;
+
+		p->retired = l->retired_next;
+		free(l->sandbox);
+		free(l->project);
+		free(l);
+	}
 	free(p);
+}
+
+int proxy_remove_listener(struct proxy *p, int fd)
+{
+	for (size_t i = 0; i < p->n_listeners; i++) {
+		struct listener *l = p->listeners[i];
+
+		if (l->fd != fd)
+			continue;
+		if (l->paused)
+			loop_cancel_timer(p->loop, l->paused);
+		l->paused = NULL;
+		loop_del_fd(p->loop, fd);
+		l->fd = -1;
+		p->listeners[i] = p->listeners[--p->n_listeners];
+		/* Its connections keep pointing at its names until the proxy goes. */
+		l->retired_next = p->retired;
+		p->retired = l;
+		return 0;
+	}
+	return -ENOENT;
 }

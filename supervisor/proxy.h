@@ -137,6 +137,10 @@ int proxy_add_transparent(struct proxy *p, int fd, const char *sandbox, const ch
 /* Accept CONNECT-proxy clients on the listening socket FD. */
 int proxy_add_connect(struct proxy *p, int fd);
 
+/* Stop accepting on listening socket FD (still the caller's to close); its connections go
+ * on. -ENOENT when FD is not one of ours. */
+int proxy_remove_listener(struct proxy *p, int fd);
+
 /* Answer a connection decide() left pending. REASON (may be NULL) is the 403's error text for
  * a CONNECT client when ALLOW is false ("domain not in allowlist" when NULL). May call
  * ops->closed before it returns. -EALREADY when CONN is not pending (it was answered). CONN

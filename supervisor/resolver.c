@@ -230,8 +230,8 @@ struct resolver {
 	size_t n_clients;
 	struct agent_query *agent_queries;
 	size_t n_agent_queries;
-	int served[8];
-	bool paused_fd[8];
+	int served[256];
+	bool paused_fd[256];
 	struct loop_timer *pause_timer;
 	size_t n_served;
 };
@@ -1104,4 +1104,18 @@ int resolver_serve_udp(struct resolver *r, int fd)
 int resolver_serve_tcp(struct resolver *r, int fd)
 {
 	return serve(r, fd, on_tcp_listener);
+}
+
+int resolver_unserve(struct resolver *r, int fd)
+{
+	for (size_t i = 0; i < r->n_served; i++) {
+		if (r->served[i] != fd)
+			continue;
+		loop_del_fd(r->loop, fd);
+		r->n_served--;
+		r->served[i] = r->served[r->n_served];
+		r->paused_fd[i] = r->paused_fd[r->n_served];
+		return 0;
+	}
+	return -ENOENT;
 }

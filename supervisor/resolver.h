@@ -71,6 +71,9 @@ void resolver_free(struct resolver *r);
 int resolver_serve_udp(struct resolver *r, int fd);
 int resolver_serve_tcp(struct resolver *r, int fd);
 
+/* Stop serving FD (still the caller's to close). -ENOENT when it is not served. */
+int resolver_unserve(struct resolver *r, int fd);
+
 /* The name the agent resolved to reach ADDR (sockaddr_in/in6), copied to RET_NAME
  * (DOMAIN_HOST_MAX + 1 bytes); *ret_fake tells whether ADDR was one of our fake addresses.
  * -ENOENT when no name is known (for a fake address: the agent used one that was never

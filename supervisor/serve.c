@@ -294,6 +294,9 @@ static void on_guard_gone(void *userdata, struct exec_guard *eg)
 			if (c->n_guards == 0) {
 				say(sv, "container %s (%s): every process is gone", c->id, c->name);
 				*p = c->next;
+				/* Its netns goes too: the listeners and rules made for it. */
+				if (sv->egress)
+					(void)egress_detach(sv->egress, c->id);
 				container_free(c);
 			}
 			return;
@@ -357,14 +360,22 @@ static void on_container(void *userdata, const struct oci_state *st, const struc
 	        .gone_userdata = sv,
 	};
 	grown = realloc(c->guards, (c->n_guards + 1) * sizeof(*grown));
-	if (!grown) {
+	if (grown)
+		c->guards = grown;
+	r = grown ? exec_guard_new(sv->loop, sv->hub, listener_fd, &gc, &eg) : -ENOMEM;
+	if (!grown)
 		close(listener_fd);
-		return;
-	}
-	c->guards = grown;
-	r = exec_guard_new(sv->loop, sv->hub, listener_fd, &gc, &eg);
 	if (r < 0) {
 		say(sv, "container %s: cannot watch its execs: %s", st->id, strerror(-r));
+		/* A container with no listener left is not tracked. */
+		if (c->n_guards == 0) {
+			for (struct container **p = &sv->containers; *p; p = &(*p)->next)
+				if (*p == c) {
+					*p = c->next;
+					break;
+				}
+			container_free(c);
+		}
 		return;
 	}
 	c->guards[c->n_guards++] = eg;
@@ -388,8 +399,8 @@ static void on_hook_netns(void *userdata, struct oci_hook_request *req, const st
 	int r = -ENOSYS;
 
 	if (sv->egress)
-		r = egress_attach_netns(sv->egress, netns_fd, id->name,
-		                        id->project[0] ? id->project : NULL, &err);
+		r = egress_attach_netns_key(sv->egress, netns_fd, st->id, id->name,
+		                            id->project[0] ? id->project : NULL, &err);
 	else
 		cl_error_set(&err, r, "this supervisor has no egress proxy");
 	if (r < 0)
@@ -842,6 +853,7 @@ int serve_main(int argc, char **argv)
 	}
 	shim_server_free(sv.shim);
 	egress_free(sv.egress);
+	sv.egress = NULL;
 	while (sv.asks) {
 		struct shim_ask *a = sv.asks;
 
