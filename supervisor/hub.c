@@ -54,6 +54,7 @@ struct hub {
 	unsigned web_clients;
 	bool draining;
 	bool drain_again;
+	bool freeing; /* hub_free runs: no timer, no drained hook */
 	char api_token[2 * API_TOKEN_BYTES + 1];
 	char cloister_token[2 * API_TOKEN_BYTES + 1];
 	char listen_addr[3][64];
@@ -119,6 +120,8 @@ static int on_tick(struct loop *loop, void *userdata);
 
 void hub_schedule(struct hub *hub)
 {
+	if (hub->freeing)
+		return;
 	uint64_t now = loop_now_ms();
 	uint64_t next = queue_next_deadline(hub->queue);
 
@@ -180,7 +183,7 @@ void hub_drain(struct hub *hub)
 		}
 	} while (hub->drain_again);
 	hub->draining = false;
-	if (hub->drained)
+	if (hub->drained && !hub->freeing)
 		hub->drained(hub->drained_userdata);
 	hub_schedule(hub);
 }
@@ -580,8 +583,10 @@ void hub_free(struct hub *hub)
 {
 	if (!hub)
 		return;
+	hub->freeing = true;
 	if (hub->tick)
 		loop_cancel_timer(hub->loop, hub->tick);
+	hub->tick = NULL;
 	/* Jobs first: their callbacks point into web's calls. */
 	executor_free(hub->executor);
 	web_free(hub->web);

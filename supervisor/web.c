@@ -52,9 +52,13 @@ struct stream_client {
 };
 
 /* A POST /request waiting for a human, then for its command. */
+struct run_ctx;
+static void abandon_run(struct run_ctx *rc);
+
 struct hostexec_call {
 	struct web *web;
 	char *sandbox;
+	struct run_ctx *rc;       /* while its command runs */
 	struct http_exchange *ex; /* NULL once the client is gone */
 	uint64_t cookie;
 	char **argv;
@@ -92,6 +96,8 @@ struct web {
 	struct hostexec_call *calls;
 	uint64_t next_cookie;
 	struct running *running;
+	struct loop_timer *approvers_timer;
+	bool freeing;
 	struct loop_timer *heartbeat;
 	char origins[3][64];
 };
@@ -408,6 +414,16 @@ static cJSON *decided_json(const struct queue_item *item, int64_t wall_offset)
 
 /* ---- event streams ----------------------------------------------------------------------- */
 
+static int on_approvers_timer(struct loop *loop, void *userdata)
+{
+	struct web *web = userdata;
+
+	web->approvers_timer = NULL;
+	if (web->ops->approvers_changed)
+		web->ops->approvers_changed(web->userdata, web->n_events);
+	return 0;
+}
+
 static void stream_drop(struct stream_client *c, bool end)
 {
 	struct web *web = c->web;
@@ -425,8 +441,11 @@ static void stream_drop(struct stream_client *c, bool end)
 		http_exchange_set_gone(c->ex, NULL, NULL);
 		http_stream_end(c->ex);
 	}
-	if (c->kind == STREAM_EVENTS && web->ops->approvers_changed)
-		web->ops->approvers_changed(web->userdata, web->n_events);
+	/* Not from here: a drop can happen while broadcast() walks the list, and the owner may
+	 * drain the queue, which broadcasts again. */
+	if (c->kind == STREAM_EVENTS && web->ops->approvers_changed && !web->approvers_timer &&
+	    !web->freeing)
+		loop_add_timer(web->loop, 0, on_approvers_timer, web, &web->approvers_timer);
 	free(c->filter);
 	free(c);
 }
@@ -544,14 +563,14 @@ static struct stream_client *stream_open(struct web *web, struct http_exchange *
 	web->streams = c;
 	web->n_streams++;
 	http_exchange_set_gone(ex, on_stream_gone, c);
+	/* Counted before the first write, which may drop it (stream_drop uncounts it). */
+	if (kind == STREAM_EVENTS)
+		web->n_events++;
 	/* Tell EventSource how soon to reconnect, and flush the headers now. */
 	if (!stream_send(c, "retry: 2000\n\n", 13))
 		return NULL;
-	if (kind == STREAM_EVENTS) {
-		web->n_events++;
-		if (web->ops->approvers_changed)
-			web->ops->approvers_changed(web->userdata, web->n_events);
-	}
+	if (kind == STREAM_EVENTS && web->ops->approvers_changed)
+		web->ops->approvers_changed(web->userdata, web->n_events);
 	return c;
 }
 
@@ -1279,8 +1298,13 @@ static void on_call_gone(void *userdata, struct http_exchange *ex)
 	struct hostexec_call *c = userdata;
 
 	c->ex = NULL;
-	if (c->running)
-		return; /* the command finishes; its result has nowhere to go */
+	if (c->running) {
+		/* Its command stops: an agent must not leave host processes running by hanging
+		 * up again and again. */
+		if (c->rc)
+			abandon_run(c->rc);
+		return;
+	}
 	if (queue_cancel_waiter(c->web->queue, c->cookie, loop_now_ms()) >= 0)
 		changed(c->web);
 	call_free(c);
@@ -1310,11 +1334,13 @@ struct run_ctx {
 
 static void cancel_hostexec(void *userdata, uint64_t handle);
 
+/* The client of an auto-approved command went away: nobody wants its result. */
 static void on_auto_gone(void *userdata, struct http_exchange *ex)
 {
 	struct run_ctx *rc = userdata;
 
 	rc->ex = NULL;
+	abandon_run(rc);
 }
 
 static void on_command_done(void *userdata, const struct web_command_result *res)
@@ -1359,23 +1385,32 @@ static void on_command_done(void *userdata, const struct web_command_result *res
 	free(rc);
 }
 
+/* Stop RC's command (its done callback never comes) and free what it held. Without a way to
+ * cancel, the command runs to its end and on_command_done frees it instead. */
+static void abandon_run(struct run_ctx *rc)
+{
+	struct web *web = rc->web;
+
+	if (!web->ops->cancel_command || !rc->job)
+		return;
+	web->ops->cancel_command(web->userdata, rc->job);
+	web_running_remove(web, cancel_hostexec, (uint64_t)(uintptr_t)rc, "cancelled");
+	if (rc->call)
+		call_free(rc->call);
+	free(rc);
+}
+
 /* The dashboard's Cancel: the command is stopped, the blocked client hears so. */
 static void cancel_hostexec(void *userdata, uint64_t handle)
 {
-	struct web *web = userdata;
 	struct run_ctx *rc = (struct run_ctx *)(uintptr_t)handle;
 	struct http_exchange *ex = rc->call ? rc->call->ex : rc->ex;
 
-	if (web->ops->cancel_command)
-		web->ops->cancel_command(web->userdata, rc->job);
 	if (ex) {
 		http_exchange_set_gone(ex, NULL, NULL);
 		respond_command(ex, "error", NULL, "Command cancelled by user");
 	}
-	web_running_remove(web, cancel_hostexec, handle, "cancelled");
-	if (rc->call)
-		call_free(rc->call);
-	free(rc);
+	abandon_run(rc);
 }
 
 static void run_approved(struct web *web, struct http_exchange *ex, struct hostexec_call *call,
@@ -1404,6 +1439,7 @@ static void run_approved(struct web *web, struct http_exchange *ex, struct hoste
 	snprintf(rc->pattern, sizeof(rc->pattern), "%s", pattern ? pattern : "");
 	if (call) {
 		call->running = true;
+		call->rc = rc;
 	} else {
 		rc->ex = ex;
 		http_exchange_set_gone(ex, on_auto_gone, rc);
@@ -1698,8 +1734,11 @@ void web_free(struct web *web)
 {
 	if (!web)
 		return;
+	web->freeing = true;
 	if (web->heartbeat)
 		loop_cancel_timer(web->loop, web->heartbeat);
+	if (web->approvers_timer)
+		loop_cancel_timer(web->loop, web->approvers_timer);
 	/* Servers end their exchanges: streams and calls are freed by their gone callbacks. */
 	http_server_free(web->request_srv);
 	http_server_free(web->token_srv);

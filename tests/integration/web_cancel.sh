@@ -6,7 +6,7 @@
 . "$(dirname "$0")/../lib/run_common.sh"
 : "${SHIM:?run through make (SHIM is not set)}"
 
-PLAN=8
+PLAN=9
 run_needs_root $PLAN
 tap_plan $PLAN
 
@@ -74,6 +74,17 @@ tap_is "$(cat "$TMP/hostexec.out")" '{"status":"error","reason":"Command cancell
 tap_ok "$([ $(($(date +%s) - t0)) -lt 20 ] && echo 0 || echo 1)" "... at once, not after 30 s"
 tap_like "$(curl -s -X POST -H "Authorization: Bearer $TOK" "$URL/cancel/$id")" \
 	'"error"' "a second cancel is a harmless 404"
+
+# A client that hangs up takes its command with it (an agent must not pile up host processes).
+curl -s -m 1 -X POST -H "X-Cloister-Token: $CTOK" -d '{"args":["sleep","30"]}' \
+	"$REQURL/request" >/dev/null 2>&1
+n=0
+while [ "$(curl -s "$URL/running")" != '{"running":[]}' ] && [ $n -lt 50 ]; do
+	sleep 0.1
+	n=$((n + 1))
+done
+tap_is "$(curl -s "$URL/running")" '{"running":[]}' \
+	"a hostexec client that hangs up stops its command"
 
 # ---- a shim call ----
 (cd "$TMP/wt" && CLOISTER_SOCKET=$TMP/shim.sock timeout -k 2 40 "$TMP/bin/sleep" 30 \
