@@ -130,26 +130,46 @@ const char *proxy_outcome_to_string(enum proxy_outcome outcome)
 	return "unknown";
 }
 
+/* Loopback, 0/8, link-local (AWS, GCP metadata), and the other clouds' metadata services:
+ * Alibaba 100.100.100.200, Azure 168.63.129.16, Oracle 192.0.0.192. A (host order). */
+static bool v4_restricted(uint32_t a)
+{
+	return (a >> 24) == 127 || (a >> 24) == 0 || (a >> 16) == 0xa9fe || a == 0x646464c8u ||
+	       a == 0xa83f8110u || a == 0xc00000c0u;
+}
+
+static uint32_t v4_at(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
 bool proxy_addr_restricted(const struct sockaddr *addr)
 {
 	if (addr->sa_family == AF_INET) {
-		uint32_t a = ntohl(((const struct sockaddr_in *)addr)->sin_addr.s_addr);
+		struct sockaddr_in sin;
 
-		return (a >> 24) == 127 || (a >> 24) == 0 || (a >> 16) == 0xa9fe; /* 169.254/16 */
+		memcpy(&sin, addr, sizeof(sin));
+		return v4_restricted(ntohl(sin.sin_addr.s_addr));
 	}
 	if (addr->sa_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)addr)->sin6_addr;
-		static const struct in6_addr ec2 = {.s6_addr = {0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0,
-		                                                0, 0, 0, 0, 0, 0, 0x02, 0x54}};
+		struct sockaddr_in6 sin6;
+		const uint8_t *b;
+		static const uint8_t ec2[16] = {0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0,    0,
+		                                0,    0,    0,    0,    0, 0, 0x02, 0x54};
+		static const uint8_t nat64[12] = {0x00, 0x64, 0xff, 0x9b}; /* 64:ff9b::/96 */
 
-		if (IN6_IS_ADDR_V4MAPPED(a) || IN6_IS_ADDR_V4COMPAT(a)) {
-			struct sockaddr_in v4 = {.sin_family = AF_INET};
-
-			memcpy(&v4.sin_addr, &a->s6_addr[12], 4);
-			return proxy_addr_restricted((const struct sockaddr *)&v4);
-		}
-		return IN6_IS_ADDR_LOOPBACK(a) || IN6_IS_ADDR_UNSPECIFIED(a) ||
-		       IN6_IS_ADDR_LINKLOCAL(a) || memcmp(a, &ec2, sizeof(ec2)) == 0;
+		memcpy(&sin6, addr, sizeof(sin6));
+		b = sin6.sin6_addr.s6_addr;
+		/* IPv4 addresses spelled in IPv6: mapped, compatible, NAT64 (the last 4 bytes)
+		 * and 6to4 (2002:AABB:CCDD::/48, bytes 2..5). */
+		if (IN6_IS_ADDR_V4MAPPED(&sin6.sin6_addr) ||
+		    IN6_IS_ADDR_V4COMPAT(&sin6.sin6_addr) || !memcmp(b, nat64, sizeof(nat64)))
+			return v4_restricted(v4_at(b + 12));
+		if (b[0] == 0x20 && b[1] == 0x02 && v4_restricted(v4_at(b + 2)))
+			return true;
+		return IN6_IS_ADDR_LOOPBACK(&sin6.sin6_addr) ||
+		       IN6_IS_ADDR_UNSPECIFIED(&sin6.sin6_addr) ||
+		       IN6_IS_ADDR_LINKLOCAL(&sin6.sin6_addr) || !memcmp(b, ec2, sizeof(ec2));
 	}
 	return true; /* nothing else is dialled */
 }
