@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -532,6 +533,30 @@ const char *http_exchange_header(const struct http_exchange *ex, const char *nam
 	if (!ex->conn)
 		return NULL;
 	return MHD_lookup_connection_value(ex->conn, MHD_HEADER_KIND, name);
+}
+
+struct header_count {
+	const char *name;
+	unsigned n;
+};
+
+static enum MHD_Result count_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                    const char *value)
+{
+	struct header_count *hc = cls;
+
+	if (key && !strcasecmp(key, hc->name))
+		hc->n++;
+	return MHD_YES;
+}
+
+unsigned http_exchange_header_count(const struct http_exchange *ex, const char *name)
+{
+	struct header_count hc = {.name = name};
+
+	if (ex->conn)
+		MHD_get_connection_values(ex->conn, MHD_HEADER_KIND, count_header, &hc);
+	return hc.n;
 }
 
 const char *http_exchange_query(const struct http_exchange *ex, const char *name)

@@ -58,6 +58,8 @@ const char *http_exchange_method(const struct http_exchange *ex);
 const char *http_exchange_path(const struct http_exchange *ex); /* without the query */
 /* A header by case-insensitive name; NULL when absent. */
 const char *http_exchange_header(const struct http_exchange *ex, const char *name);
+/* How many times the header NAME (case-insensitive) came. */
+unsigned http_exchange_header_count(const struct http_exchange *ex, const char *name);
 /* A query argument (URL-decoded); NULL when absent. */
 const char *http_exchange_query(const struct http_exchange *ex, const char *name);
 /* The body, NUL-terminated (an embedded NUL may exist: use *ret_len). */

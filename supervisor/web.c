@@ -242,6 +242,13 @@ static bool request_allowed(struct web *web, struct http_exchange *ex, bool dash
 		respond_error(ex, 403, "host not allowed");
 		return false;
 	}
+	/* The first of two would decide; refuse the ambiguity. */
+	if (http_exchange_header_count(ex, "Host") > 1 ||
+	    http_exchange_header_count(ex, "Origin") > 1 ||
+	    http_exchange_header_count(ex, "Cookie") > 1) {
+		respond_error(ex, 400, "repeated Host, Origin or Cookie header");
+		return false;
+	}
 	if (origin) {
 		bool ok = false;
 

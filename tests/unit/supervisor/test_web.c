@@ -695,6 +695,9 @@ static void test_host_rebinding(void **state)
 	assert_int_equal(get_with_host(fx, fx->aport, "/pending", "localhost:notaport"), 403);
 	/* The token API is loopback-only the same way. */
 	assert_int_equal(get_with_host(fx, fx->tport, "/tokens", "evil.com"), 403);
+	/* Two Host headers (the first would pass): refused as ambiguous. */
+	snprintf(host, sizeof(host), "127.0.0.1:%u\r\nHost: evil.com", fx->aport);
+	assert_int_equal(get_with_host(fx, fx->aport, "/pending", host), 400);
 
 	snprintf(host, sizeof(host), "localhost:%u", fx->aport);
 	assert_int_equal(get_with_host(fx, fx->aport, "/pending", host), 200);
