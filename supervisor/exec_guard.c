@@ -501,20 +501,26 @@ static void handle_connect(struct exec_guard *eg, const struct seccomp_notif *re
 	notifier_continue(eg->notifier, req->id);
 }
 
+/* Copied out rather than read through a cast: the storage's declared type is not
+ * sockaddr_in, and strict aliasing lets the compiler assume the read sees nothing. */
 static bool same_endpoint(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
 	if (a->ss_family != b->ss_family)
 		return false;
 	if (a->ss_family == AF_INET) {
-		const struct sockaddr_in *x = (const void *)a, *y = (const void *)b;
+		struct sockaddr_in x, y;
 
-		return x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr;
+		memcpy(&x, a, sizeof(x));
+		memcpy(&y, b, sizeof(y));
+		return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
 	}
 	if (a->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *x = (const void *)a, *y = (const void *)b;
+		struct sockaddr_in6 x, y;
 
-		return x->sin6_port == y->sin6_port &&
-		       !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr));
+		memcpy(&x, a, sizeof(x));
+		memcpy(&y, b, sizeof(y));
+		return x.sin6_port == y.sin6_port &&
+		       !memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(x.sin6_addr));
 	}
 	return false;
 }
