@@ -270,6 +270,14 @@ static int on_backstop(struct loop *loop, int fd, uint32_t events, void *userdat
 
 /* ---- the sandbox ------------------------------------------------------------------------- */
 
+/* The agent is ending: what it waits for is cancelled. */
+static void cancel_for_termination(struct run *run)
+{
+	if (queue_cancel_sandbox(run->queue, run->sandbox_name, "the agent is being terminated",
+	                         loop_now_ms()) > 0)
+		drain_queue(run);
+}
+
 static int on_sandbox_status(struct loop *loop, int fd, uint32_t events, void *userdata)
 {
 	struct run *run = userdata;
@@ -290,6 +298,10 @@ static int on_sandbox_status(struct loop *loop, int fd, uint32_t events, void *u
 			break;
 		case SANDBOX_CONTINUED:
 			break;
+		case SANDBOX_SIGNALLED:
+			if (run->terminating)
+				cancel_for_termination(run);
+			break;
 		}
 	}
 	return 0;
@@ -308,18 +320,21 @@ static int on_terminate_timeout(struct loop *loop, void *userdata)
 static int on_signal(struct loop *loop, int sig, void *userdata)
 {
 	struct run *run = userdata;
+	bool ending = sig == SIGTERM || sig == SIGHUP;
 
-	sandbox_signal(run->sandbox, sig);
-	/* The agent is ending: a prompt on its own terminal keeps it frozen (its init too, which
-	 * forwards the signal), so what it waits for is cancelled, and nothing asks any more. */
-	if (sig == SIGTERM || sig == SIGHUP) {
+	if (ending) {
+		/* Nothing asks any more. A prompt on the agent's own terminal froze it, the init
+		 * that passes the signal on too: thaw them. The ask it waits for is cancelled only
+		 * once the init says the signal is pending in the agent (SANDBOX_SIGNALLED), or
+		 * the agent, denied its exec, could go on before the signal reaches it. */
 		run->terminating = true;
 		if (run->guard)
 			exec_guard_set_terminating(run->guard, true);
-		if (queue_cancel_sandbox(run->queue, run->sandbox_name,
-		                         "the agent is being terminated", loop_now_ms()) > 0)
-			drain_queue(run);
+		if (run->tty)
+			tty_approver_unfreeze(run->tty);
 	}
+	if (sandbox_signal(run->sandbox, sig) < 0 && ending)
+		cancel_for_termination(run);
 	if ((sig == SIGTERM || sig == SIGHUP) && !run->terminate)
 		loop_add_timer(loop, loop_now_ms() + TERMINATE_GRACE_MS, on_terminate_timeout, run,
 		               &run->terminate);

@@ -318,6 +318,9 @@ __attribute__((noreturn)) static void init_loop(pid_t agent, bool has_tty, int s
 				continue;
 			if (m.type == SANDBOX_MSG_SIGNAL && m.value > 0 && m.value < NSIG) {
 				kill(agent, m.value);
+				/* Now it is pending in the agent: the supervisor may go on. */
+				send_msg(INIT_SOCK_FD, SANDBOX_MSG_SIGNALLED, m.value, NULL,
+				         MSG_DONTWAIT);
 			} else if (m.type == SANDBOX_MSG_CONTINUE) {
 				if (has_tty && m.value)
 					give_terminal(agent);
@@ -801,6 +804,9 @@ int sandbox_handle_status(struct sandbox *sb, struct sandbox_status *ret)
 			return 0;
 		case SANDBOX_MSG_CONTINUED:
 			*ret = (struct sandbox_status){.kind = SANDBOX_CONTINUED};
+			return 0;
+		case SANDBOX_MSG_SIGNALLED:
+			*ret = (struct sandbox_status){.kind = SANDBOX_SIGNALLED, .signal = m.value};
 			return 0;
 		case SANDBOX_MSG_EXITED: {
 			int code = sandbox_exit_code_from_wait_status(m.value);

@@ -75,11 +75,13 @@ enum sandbox_status_kind {
 	SANDBOX_STOPPED = 1, /* the agent was stopped (Ctrl-Z, SIGSTOP): see sandbox_suspend() */
 	SANDBOX_CONTINUED,   /* the agent was continued */
 	SANDBOX_EXITED,      /* the agent is gone: exit_code is what `run` exits with */
+	SANDBOX_SIGNALLED,   /* a sandbox_signal() reached the agent: it is pending there now */
 };
 
 struct sandbox_status {
 	enum sandbox_status_kind kind;
 	int stop_signal; /* SANDBOX_STOPPED */
+	int signal;      /* SANDBOX_SIGNALLED */
 	int exit_code;   /* SANDBOX_EXITED: the exit code, or 128+signal */
 };
 
@@ -114,7 +116,8 @@ int sandbox_suspend(struct sandbox *sb, int stop_signal);
 /* Continue the agent's process group (SIGCONT), giving it the terminal first if it had it. */
 int sandbox_continue(struct sandbox *sb);
 
-/* Pass signal SIG on to the agent (SIGINT/SIGTERM/SIGHUP received by the supervisor). */
+/* Pass signal SIG on to the agent (SIGINT/SIGTERM/SIGHUP received by the supervisor). The init
+ * does it when it runs (not while the sandbox is frozen), then SANDBOX_SIGNALLED reports it. */
 int sandbox_signal(struct sandbox *sb, int sig);
 
 /* Freeze (true) or thaw the whole sandbox through its cgroup (for the terminal approver).

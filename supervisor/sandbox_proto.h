@@ -23,7 +23,8 @@ enum sandbox_msg_type {
 	SANDBOX_MSG_ERROR,    /* value = -errno, text = what failed; the init exits */
 	SANDBOX_MSG_STOPPED,  /* value = stop signal */
 	SANDBOX_MSG_CONTINUED,
-	SANDBOX_MSG_EXITED, /* value = the agent's wait status */
+	SANDBOX_MSG_EXITED,    /* value = the agent's wait status */
+	SANDBOX_MSG_SIGNALLED, /* value = the signal now sent to the agent (after MSG_SIGNAL) */
 	SANDBOX_MSG_MAX_,
 };
 

@@ -289,6 +289,13 @@ static void session_end(struct tty_approver *ta)
 	ta->in_session = ta->paused = ta->pgrp_taken = ta->termios_saved = false;
 }
 
+void tty_approver_unfreeze(struct tty_approver *ta)
+{
+	if (ta->paused && ta->cfg.pause)
+		(void)ta->cfg.pause(ta->cfg.userdata, false);
+	ta->paused = false;
+}
+
 static void show_prompt(struct tty_approver *ta, const struct queue_item *item, uint64_t now,
                         bool details)
 {

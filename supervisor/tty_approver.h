@@ -85,6 +85,10 @@ bool tty_approver_active(const struct tty_approver *ta);
 /* Nobody is at the terminal any more (EOF / hang-up seen). */
 bool tty_approver_gone(const struct tty_approver *ta);
 
+/* Thaw the agent a prompt on its terminal froze, leaving the prompt up: for an agent that is
+ * being terminated, which must run to die of its signal. */
+void tty_approver_unfreeze(struct tty_approver *ta);
+
 /* Bring the terminal in line with Q: drop the prompt of an item no longer pending (with a
  * notice of how it ended), prompt for the oldest pending item when none is up, end the
  * session when nothing is pending. Returns 0, or -errno when the terminal could not be

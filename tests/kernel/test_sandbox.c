@@ -734,6 +734,10 @@ static void test_signal_is_passed_on_to_the_agent(void **state)
 	assert_int_equal(sandbox_start(&o, &sb, &err), 0);
 	track_sb(sb);
 	assert_int_equal(sandbox_signal(sb, SIGTERM), 0);
+	/* First the init says it passed it on, then the agent dies of it. */
+	assert_int_equal(wait_status(sb, &st, 5000), 0);
+	assert_int_equal(st.kind, SANDBOX_SIGNALLED);
+	assert_int_equal(st.signal, SIGTERM);
 	assert_int_equal(wait_status(sb, &st, 5000), 0);
 	assert_int_equal(st.kind, SANDBOX_EXITED);
 	assert_int_equal(st.exit_code, 128 + SIGTERM);
