@@ -10,8 +10,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <linux/nsfs.h>
 #include <linux/rtnetlink.h>
 
 #include <netlink/errno.h>
@@ -24,8 +28,10 @@
 
 struct netns_call {
 	int netns_fd;
+	int userns_fd; /* the netns's owner, joined first (the clone path); -1: not */
 	int (*fn)(void *userdata);
 	void *userdata;
+	bool entered; /* setns worked: result is fn's */
 	int result;
 };
 
@@ -39,13 +45,64 @@ static void *netns_thread(void *arg)
 		c->result = -errno;
 		return NULL;
 	}
+	c->entered = true;
 	c->result = c->fn(c->userdata);
 	return NULL;
 }
 
+/* The clone path's child: a process of its own (a user namespace is joined only by a
+ * single-threaded process with its own fs_struct), sharing our memory and fd table. */
+static int netns_child(void *arg)
+{
+	struct netns_call *c = arg;
+
+	if (setns(c->userns_fd, CLONE_NEWUSER) < 0 || setns(c->netns_fd, CLONE_NEWNET) < 0) {
+		c->result = -errno;
+		return 0;
+	}
+	c->entered = true;
+	c->result = c->fn(c->userdata);
+	return 0;
+}
+
+/* A sandbox of a non-root supervisor: its netns belongs to the sandbox's user namespace, and
+ * setns() into a netns also wants CAP_SYS_ADMIN in our own user namespace, which we lack. We
+ * own the sandbox's user namespace, so we hold every capability in it: a child that joins it
+ * first may join the netns. It shares our memory and fd table (fn's results and sockets are
+ * ours when it returns) and we wait for it (CLONE_VFORK), as we wait for the thread. */
+static int run_in_owner_userns(struct netns_call *c)
+{
+	const size_t stack_size = 1024 * 1024;
+	int status;
+	pid_t pid;
+	void *stack;
+
+	c->userns_fd = ioctl(c->netns_fd, NS_GET_USERNS);
+	if (c->userns_fd < 0)
+		return -EPERM;
+	stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE,
+	             MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED) {
+		close(c->userns_fd);
+		return -ENOMEM;
+	}
+	c->result = -ECHILD;
+	/* No exit signal: the supervisor's SIGCHLD handling never sees it; __WALL reaps it. */
+	pid = clone(netns_child, (char *)stack + stack_size, CLONE_VM | CLONE_VFORK | CLONE_FILES,
+	            c);
+	if (pid < 0)
+		c->result = -errno;
+	else
+		while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR)
+			;
+	munmap(stack, stack_size);
+	close(c->userns_fd);
+	return c->result;
+}
+
 int netfilter_run_in_netns(int netns_fd, int (*fn)(void *userdata), void *userdata)
 {
-	struct netns_call c = {.netns_fd = netns_fd, .fn = fn, .userdata = userdata};
+	struct netns_call c = {.netns_fd = netns_fd, .userns_fd = -1, .fn = fn, .userdata = userdata};
 	pthread_t t;
 	int r;
 
@@ -57,6 +114,10 @@ int netfilter_run_in_netns(int netns_fd, int (*fn)(void *userdata), void *userda
 	r = pthread_join(t, NULL);
 	if (r != 0)
 		return -r;
+	if (!c.entered && c.result == -EPERM && geteuid() != 0) {
+		c = (struct netns_call){.netns_fd = netns_fd, .fn = fn, .userdata = userdata};
+		return run_in_owner_userns(&c);
+	}
 	return c.result;
 }
 

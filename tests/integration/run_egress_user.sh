@@ -1,0 +1,98 @@
+#!/bin/sh
+# Egress for a supervisor run by an ordinary user: the sandbox's netns then belongs to the
+# sandbox's own user namespace, and the supervisor (without CAP_SYS_ADMIN on the host) enters
+# it through that user namespace, which it owns, to install the route, the nftables rules and
+# the listeners. The agent reaches an allowed name through the proxy; a denied one, a direct IP
+# and other UDP do not get out.
+# shellcheck source=tests/lib/run_common.sh
+. "$(dirname "$0")/../lib/run_common.sh"
+
+PLAN=9
+run_needs_root $PLAN
+for tool in setpriv curl busybox ip; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		tap_plan $PLAN
+		i=0
+		while [ $i -lt $PLAN ]; do
+			tap_skip "run_egress_user" "$tool is not installed (scripts/install-deps)"
+			i=$((i + 1))
+		done
+		exit 0
+	fi
+done
+tap_plan $PLAN
+
+# ---- a server in a namespace of the test, joined to ours by a veth pair ----------------------
+X=$(($$ % 200 + 20))
+NS=cloister-eu-$$
+VH=cleu$$h
+VS=cleu$$s
+SRV4=10.78.$X.2
+ip netns add "$NS"
+cleanup_ns() {
+	ip netns pids "$NS" 2>/dev/null | xargs -r kill 2>/dev/null
+	ip link del "$VH" 2>/dev/null
+	ip netns del "$NS" 2>/dev/null
+}
+on_exit cleanup_ns
+ip link add "$VH" type veth peer name "$VS"
+ip link set "$VS" netns "$NS"
+ip addr add "10.78.$X.1/24" dev "$VH"
+ip link set "$VH" up
+ip netns exec "$NS" ip addr add "$SRV4/24" dev "$VS"
+ip netns exec "$NS" ip link set "$VS" up
+ip netns exec "$NS" ip link set lo up
+mkdir -p "$TMP/www"
+echo "hello-user" >"$TMP/www/index.html"
+ip netns exec "$NS" busybox httpd -f -p 80 -h "$TMP/www" &
+
+# ---- the user's own supervisor, config and state ---------------------------------------------
+NOBODY=65534
+U=$TMP/nobody
+chmod 711 "$TMP"
+mkdir -p "$U/cfg" "$U/r"
+cp "$SUPERVISOR" "$U/cloister-supervisor"
+cp "$HELPERS/udpsend" "$U/udpsend"
+cat >"$U/cfg/config.yaml" <<'EOF'
+proxy:
+  allow:
+    - domain: allowed.test
+  deny:
+    - domain: denied.test
+exec:
+  security: full
+EOF
+printf '%s allowed.test denied.test\n' "$SRV4" >"$U/hosts"
+chown -R "$NOBODY:$NOBODY" "$U"
+R=$U/r
+cat >"$U/agent.sh" <<EOF
+curl -sS -m 5 http://allowed.test/ >$R/http 2>&1; echo \$? >$R/http.rc
+curl -sS -m 5 http://denied.test/ >$R/denied 2>&1; echo \$? >$R/denied.rc
+curl -sS -m 3 http://$SRV4/ >$R/direct 2>&1; echo \$? >$R/direct.rc
+$U/udpsend $SRV4 5353 >$R/udp 2>&1; echo \$? >$R/udp.rc
+EOF
+
+(cd "$U" && timeout -k 5 "$SV_TIMEOUT" setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups \
+	env HOME="$U" XDG_CONFIG_HOME="$U/.config" XDG_STATE_HOME="$U/state" \
+	"$U/cloister-supervisor" run --config-dir "$U/cfg" --hosts "$U/hosts" --ask none \
+	-- sh "$U/agent.sh") </dev/null >"$OUT" 2>"$ERR"
+rc=$?
+tap_is "$rc" 0 "a non-root run with egress ends normally" "$(diag)"
+tap_ok "$(grep -q 'no network for the agent' "$ERR" && echo 1 || echo 0)" \
+	"non-root: the sandbox gets its network (rules and listeners in its netns)" "$(diag)"
+tap_is "$(cat "$R/http.rc" 2>&1):$(cat "$R/http" 2>&1)" "0:hello-user" \
+	"non-root: the agent reaches an allowed name through the proxy"
+tap_ok "$([ "$(cat "$R/denied.rc" 2>&1)" != 0 ] && echo 0 || echo 1)" \
+	"non-root: a denied name does not" "$(cat "$R/denied" 2>&1)"
+tap_ok "$([ "$(cat "$R/direct.rc" 2>&1)" != 0 ] && echo 0 || echo 1)" \
+	"non-root: a direct IP connect is decided by the proxy: refused" "$(cat "$R/direct" 2>&1)"
+tap_like "$(cat "$ERR")" "connection to $SRV4:80 denied" "non-root: and the supervisor says so" "$(diag)"
+tap_is "$(cat "$R/udp.rc" 2>&1) $(cat "$R/udp" 2>&1)" "1 udpsend: Operation not permitted" \
+	"non-root: UDP to another host is refused"
+AUD=$U/state/cloister/audit.log
+tap_like "$(grep '"kind":"domain"' "$AUD" 2>&1)" '"summary":"allowed.test:80".*"verdict":"allow"' \
+	"non-root: the connection is in the user's audit log"
+tap_is "$(nft list tables 2>&1 | grep -c cloister)" 0 \
+	"non-root: nothing of the sandbox's rules is in the host's nftables"
+
+tap_done
