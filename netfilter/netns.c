@@ -102,7 +102,8 @@ static int run_in_owner_userns(struct netns_call *c)
 
 int netfilter_run_in_netns(int netns_fd, int (*fn)(void *userdata), void *userdata)
 {
-	struct netns_call c = {.netns_fd = netns_fd, .userns_fd = -1, .fn = fn, .userdata = userdata};
+	struct netns_call c = {
+	        .netns_fd = netns_fd, .userns_fd = -1, .fn = fn, .userdata = userdata};
 	pthread_t t;
 	int r;
 

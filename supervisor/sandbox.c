@@ -806,7 +806,8 @@ int sandbox_handle_status(struct sandbox *sb, struct sandbox_status *ret)
 			*ret = (struct sandbox_status){.kind = SANDBOX_CONTINUED};
 			return 0;
 		case SANDBOX_MSG_SIGNALLED:
-			*ret = (struct sandbox_status){.kind = SANDBOX_SIGNALLED, .signal = m.value};
+			*ret = (struct sandbox_status){.kind = SANDBOX_SIGNALLED,
+			                               .signal = m.value};
 			return 0;
 		case SANDBOX_MSG_EXITED: {
 			int code = sandbox_exit_code_from_wait_status(m.value);
