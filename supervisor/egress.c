@@ -40,6 +40,16 @@ struct held {
 	struct held *next;
 };
 
+/* Decisions kept in memory: scope session (KEY is a sandbox), project (KEY is a project) or
+ * global (KEY is NULL). */
+struct rule_set {
+	struct rule_set *next;
+	enum queue_scope scope;
+	char *key;
+	struct policy_session rules;
+	unsigned n;
+};
+
 struct attachment {
 	struct netfilter_listeners listeners;
 	struct nft_egress *rules;  /* a netns of its own */
@@ -55,8 +65,7 @@ struct egress {
 	struct egress_config cfg;
 	struct resolver *resolver;
 	struct proxy *proxy;
-	struct policy_session session;
-	unsigned session_rules;
+	struct rule_set *rule_sets;
 	struct held *held;
 	struct attachment att[MAX_NETNS];
 	unsigned n_att;
@@ -137,6 +146,46 @@ static void audit_conn(struct egress *eg, const struct proxy_conn_info *info, co
 	hub_audit(eg->hub, &rec);
 }
 
+/* ---- the policy for a sandbox ---------------------------------------------------------------- */
+
+static struct rule_set *find_rule_set(struct egress *eg, enum queue_scope scope, const char *key)
+{
+	for (struct rule_set *s = eg->rule_sets; s; s = s->next)
+		if (s->scope == scope && (s->key && key ? !strcmp(s->key, key) : s->key == key))
+			return s;
+	return NULL;
+}
+
+static const struct policy_session *rules_of(struct egress *eg, enum queue_scope scope,
+                                             const char *key)
+{
+	struct rule_set *s =
+	        scope == QUEUE_SCOPE_GLOBAL || key ? find_rule_set(eg, scope, key) : NULL;
+
+	return s ? &s->rules : NULL;
+}
+
+/* Decide HOST for SANDBOX of PROJECT (either may be NULL): its project's config (a container
+ * of another project than the supervisor's has its own) with the decisions in memory that
+ * apply to it. */
+static int check_domain(struct egress *eg, const char *sandbox, const char *project,
+                        const char *host, struct policy_result *ret, struct cl_error *err)
+{
+	const struct policy_session *sets[] = {
+	        rules_of(eg, QUEUE_SCOPE_SESSION, sandbox),
+	        rules_of(eg, QUEUE_SCOPE_PROJECT, project),
+	        rules_of(eg, QUEUE_SCOPE_GLOBAL, NULL),
+	};
+	const struct config *cfg = NULL;
+	struct cl_error why = {""};
+
+	if (project && eg->cfg.project_config &&
+	    eg->cfg.project_config(eg->cfg.project_config_userdata, project, &cfg, &why) < 0)
+		return cl_error_set(err, -EACCES, "project %s: %s", project, why.msg);
+	return policy_check_domain_in(cfg ? cfg : eg->cfg.config, sets, ELEMENTSOF(sets), host, ret,
+	                              err);
+}
+
 /* ---- proxy callbacks --------------------------------------------------------------------- */
 
 static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
@@ -151,7 +200,7 @@ static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
 	int r;
 
 	host_port(info->host, info->port, hp, sizeof(hp));
-	if (policy_check_domain(eg->cfg.config, &eg->session, hp, &pr, &err) < 0) {
+	if (check_domain(eg, info->sandbox, info->project, hp, &pr, &err) < 0) {
 		audit_conn(eg, info, hp, AUDIT_DENY, NULL, err.msg, NULL);
 		return PROXY_DENY;
 	}
@@ -253,7 +302,7 @@ static bool on_allow_restricted(void *userdata, const struct proxy_conn_info *in
 	struct policy_result pr;
 
 	host_port(info->host, info->port, hp, sizeof(hp));
-	return policy_check_domain(eg->cfg.config, &eg->session, hp, &pr, NULL) == 0 &&
+	return check_domain(eg, info->sandbox, info->project, hp, &pr, NULL) == 0 &&
 	       pr.verdict == POLICY_ALLOW && strstr(pr.rule, "] domain \"") != NULL;
 }
 
@@ -263,9 +312,17 @@ static bool on_name_allowed(void *userdata, const char *name)
 	struct policy_result pr;
 
 	/* A name every port of which is denied gets NXDOMAIN; the rest are decided per
-	 * connection (ports matter there). */
-	return policy_check_domain(eg->cfg.config, &eg->session, name, &pr, NULL) < 0 ||
-	       pr.verdict != POLICY_DENY;
+	 * connection (ports matter there). The resolver serves every sandbox: a name that one
+	 * of them may reach resolves. */
+	for (unsigned i = 0; i < eg->n_att || (i == 0 && eg->n_att == 0); i++) {
+		const char *sandbox = eg->n_att ? eg->att[i].sandbox : NULL;
+		const char *project = eg->n_att ? eg->att[i].project : NULL;
+
+		if (check_domain(eg, sandbox, project, name, &pr, NULL) < 0 ||
+		    pr.verdict != POLICY_DENY)
+			return true;
+	}
+	return false;
 }
 
 static const struct proxy_ops egress_proxy_ops = {
@@ -303,17 +360,39 @@ void egress_on_resolution(struct egress *eg, const struct queue_resolution *res)
 		    queue_state_to_string(res->item->state), res->item->reason);
 }
 
-void egress_add_rule(struct egress *eg, bool allow, const char *value, bool is_pattern)
+void egress_add_rule(struct egress *eg, const char *sandbox, const char *project,
+                     enum queue_scope scope, bool allow, const char *value, bool is_pattern)
 {
+	const char *key = scope == QUEUE_SCOPE_PROJECT  ? project
+	                  : scope == QUEUE_SCOPE_GLOBAL ? NULL
+	                                                : sandbox;
 	struct config_domain_rule rule = {
-	        .list = allow ? "session.allow" : "session.deny",
-	        .index = eg->session_rules++,
 	        .origin = {.layer = CONFIG_LAYER_SESSION},
 	};
+	struct rule_set *s;
 
-	if (domain_spec_parse(value, is_pattern, &rule.spec, NULL) < 0)
+	/* A project decision without a project (it could not be kept) lasts this session. */
+	if (scope == QUEUE_SCOPE_PROJECT && !project) {
+		scope = QUEUE_SCOPE_SESSION;
+		key = sandbox;
+	}
+	if (scope == QUEUE_SCOPE_ONCE || (scope == QUEUE_SCOPE_SESSION && !key) ||
+	    domain_spec_parse(value, is_pattern, &rule.spec, NULL) < 0)
 		return;
-	config_domain_list_add(allow ? &eg->session.allow : &eg->session.deny, &rule);
+	s = find_rule_set(eg, scope, key);
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		if (!s || (key && !(s->key = strdup(key)))) {
+			free(s);
+			return;
+		}
+		s->scope = scope;
+		s->next = eg->rule_sets;
+		eg->rule_sets = s;
+	}
+	rule.list = allow ? "session.allow" : "session.deny";
+	rule.index = s->n++;
+	config_domain_list_add(allow ? &s->rules.allow : &s->rules.deny, &rule);
 }
 
 /* ---- set-up -------------------------------------------------------------------------------- */
@@ -568,7 +647,14 @@ void egress_free(struct egress *eg)
 	}
 	if (eg->connect_fd >= 0)
 		close(eg->connect_fd);
-	config_domain_list_clear(&eg->session.allow);
-	config_domain_list_clear(&eg->session.deny);
+	while (eg->rule_sets) {
+		struct rule_set *s = eg->rule_sets;
+
+		eg->rule_sets = s->next;
+		config_domain_list_clear(&s->rules.allow);
+		config_domain_list_clear(&s->rules.deny);
+		free(s->key);
+		free(s);
+	}
 	free(eg);
 }

@@ -35,6 +35,11 @@ struct egress_config {
 	 * audit log; NULL: unknown. */
 	int (*who)(void *userdata, const struct sockaddr_storage *dst, struct connect_target *ret);
 	void *who_userdata;
+	/* The config of PROJECT in *RET when it is not CONFIG (a container of another project);
+	 * *RET NULL, or no callback: CONFIG. A negative errno (with ERR set) denies. */
+	int (*project_config)(void *userdata, const char *project, const struct config **ret,
+	                      struct cl_error *err);
+	void *project_config_userdata;
 	const char *connect_listen; /* "ADDR:PORT" of the CONNECT proxy; NULL: none */
 	const char *hosts_file;     /* consulted before DNS for upstream names; NULL: none */
 	bool real_ip;               /* answer the agent's DNS with real addresses, not fake ones */
@@ -66,9 +71,11 @@ int egress_attach_cgroup(struct egress *eg, int cgroup_fd, const char *sandbox, 
 
 /* The queue decided domain items: release or refuse their held connections. */
 void egress_on_resolution(struct egress *eg, const struct queue_resolution *res);
-/* A person's decision with scope session, project or global: VALUE (a domain, or a pattern
- * when IS_PATTERN) is allowed or denied for later connections from now on. */
-void egress_add_rule(struct egress *eg, bool allow, const char *value, bool is_pattern);
+/* A person's decision with scope session (for SANDBOX's connections), project (PROJECT's) or
+ * global (everyone's): VALUE (a domain, or a pattern when IS_PATTERN) is allowed or denied for
+ * later connections from now on. */
+void egress_add_rule(struct egress *eg, const char *sandbox, const char *project,
+                     enum queue_scope scope, bool allow, const char *value, bool is_pattern);
 
 /* The port of the CONNECT proxy (0: none). */
 unsigned egress_connect_port(const struct egress *eg);

@@ -244,6 +244,8 @@ static int web_persist_domain(void *userdata, const struct queue_item *item, boo
                               struct cl_error *err)
 {
 	struct hub *hub = userdata;
+	/* The asking sandbox's project (a container's own), else the supervisor's. */
+	const char *project = item->project ? item->project : hub->opt.project;
 
 	_cleanup_free_ char *path = NULL;
 	struct domain_spec spec;
@@ -255,15 +257,14 @@ static int web_persist_domain(void *userdata, const struct queue_item *item, boo
 		return 0;
 	if (!hub->opt.config_dir)
 		return cl_error_set(err, -ENOENT, "no config directory to keep decisions in");
-	if (scope == QUEUE_SCOPE_PROJECT && !hub->opt.project)
+	if (scope == QUEUE_SCOPE_PROJECT && !project)
 		return cl_error_set(
 		        err, -EINVAL,
 		        "no project (start with --project NAME to keep project decisions)");
 	r = domain_spec_parse(value, is_pattern, &spec, err);
 	if (r >= 0)
 		r = decisions_path(hub->opt.config_dir,
-		                   scope == QUEUE_SCOPE_PROJECT ? hub->opt.project : NULL, &path,
-		                   err);
+		                   scope == QUEUE_SCOPE_PROJECT ? project : NULL, &path, err);
 	/* flock: another supervisor writing the same file holds us for its write only. */
 	if (r >= 0)
 		r = decisions_update(path, allow ? DECISIONS_ALLOW : DECISIONS_DENY, &spec, err);

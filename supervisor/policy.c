@@ -439,6 +439,13 @@ static void describe_domain_rule(const struct config_domain_rule *rule, char *bu
 int policy_check_domain(const struct config *cfg, const struct policy_session *session,
                         const char *host, struct policy_result *ret, struct cl_error *err)
 {
+	return policy_check_domain_in(cfg, &session, 1, host, ret, err);
+}
+
+int policy_check_domain_in(const struct config *cfg, const struct policy_session *const *sessions,
+                           size_t n, const char *host, struct policy_result *ret,
+                           struct cl_error *err)
+{
 	struct policy_result res = {.fallback = POLICY_DENY};
 	const struct config_domain_rule *rule;
 	struct domain_spec query;
@@ -453,8 +460,9 @@ int policy_check_domain(const struct config *cfg, const struct policy_session *s
 
 	/* Denials win over approvals at every scope. */
 	rule = domain_match(&cfg->proxy.deny, &query);
-	if (!rule && session)
-		rule = domain_match(&session->deny, &query);
+	for (size_t i = 0; !rule && i < n; i++)
+		if (sessions[i])
+			rule = domain_match(&sessions[i]->deny, &query);
 	if (rule) {
 		describe_domain_rule(rule, res.rule, sizeof(res.rule));
 		decide(&res, POLICY_DENY, &rule->origin,
@@ -464,8 +472,9 @@ int policy_check_domain(const struct config *cfg, const struct policy_session *s
 		return 0;
 	}
 	rule = domain_match(&cfg->proxy.allow, &query);
-	if (!rule && session)
-		rule = domain_match(&session->allow, &query);
+	for (size_t i = 0; !rule && i < n; i++)
+		if (sessions[i])
+			rule = domain_match(&sessions[i]->allow, &query);
 	if (rule) {
 		describe_domain_rule(rule, res.rule, sizeof(res.rule));
 		decide(&res, POLICY_ALLOW, &rule->origin, "%s is allowed (%s)", res.subject,

@@ -97,6 +97,11 @@ int policy_check_hostexec(const struct config *config, const char *command,
  * be NULL. -EINVAL with a message for a malformed host. */
 int policy_check_domain(const struct config *config, const struct policy_session *session,
                         const char *host, struct policy_result *ret, struct cl_error *err);
+/* The same with N rule sets in memory (SESSIONS[i] may be NULL): a sandbox's own, its
+ * project's and the global ones; a denial in any of them wins. */
+int policy_check_domain_in(const struct config *config,
+                           const struct policy_session *const *sessions, size_t n, const char *host,
+                           struct policy_result *ret, struct cl_error *err);
 
 /* Build the canonical command the exec check shows as its subject (argv[0] replaced by PATH's
  * file name; ARGC ≥ 1); rules may see a second form, see above. *ret_command is malloc'd. */

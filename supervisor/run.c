@@ -145,7 +145,8 @@ static void owner_domain_rule(void *userdata, const struct queue_item *item, boo
 	struct run *run = userdata;
 
 	if (run->egress)
-		egress_add_rule(run->egress, allow, value, is_pattern);
+		egress_add_rule(run->egress, item->sandbox, item->project, scope, allow, value,
+		                is_pattern);
 }
 
 /* sandbox_start's hook, before the agent runs: its own netns gets a route, rules and

@@ -70,9 +70,18 @@ struct container {
 	struct container *next;
 };
 
+/* The config of a project other than the daemon's, for its containers' connections: loaded
+ * again (with the newest decisions) each time one of its containers starts. */
+struct project_config {
+	struct project_config *next;
+	char *project;
+	struct config *config;
+};
+
 struct serve {
 	struct serve_options opt;
 	struct config *config;
+	struct project_config *project_configs;
 	struct loop *loop;
 	struct hub *hub;
 	struct shim_server *shim;
@@ -389,8 +398,80 @@ static void on_oci_error(void *userdata, int error, const char *msg)
 	say((struct serve *)userdata, "seccomp agent: %s", msg);
 }
 
+static struct project_config *project_config_find(struct serve *sv, const char *project)
+{
+	for (struct project_config *p = sv->project_configs; p; p = p->next)
+		if (!strcmp(p->project, project))
+			return p;
+	return NULL;
+}
+
+/* (Re)load PROJECT's config for egress. */
+static int project_config_load(struct serve *sv, const char *project, struct cl_error *err)
+{
+	struct project_config *p = project_config_find(sv, project);
+	struct config_load_options lo = {0};
+	struct config *cfg = NULL;
+	int r;
+
+	r = config_load_dir(sv->config_dir, project, &lo, &cfg, err);
+	if (r < 0)
+		return r;
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p || !(p->project = strdup(project))) {
+			free(p);
+			config_free(cfg);
+			return cl_error_set(err, -ENOMEM, "out of memory");
+		}
+		p->next = sv->project_configs;
+		sv->project_configs = p;
+	}
+	config_free(p->config);
+	p->config = cfg;
+	return 0;
+}
+
+/* egress_config.project_config: the daemon's own project is its config; another one's is
+ * loaded once (a container's hook reloads it), and a project whose config does not load
+ * denies. */
+static int egress_project_config(void *userdata, const char *project, const struct config **ret,
+                                 struct cl_error *err)
+{
+	struct serve *sv = userdata;
+	struct project_config *p;
+	int r;
+
+	if (sv->opt.project && !strcmp(project, sv->opt.project)) {
+		*ret = NULL;
+		return 0;
+	}
+	p = project_config_find(sv, project);
+	if (!p) {
+		r = project_config_load(sv, project, err);
+		if (r < 0)
+			return r;
+		p = project_config_find(sv, project);
+	}
+	*ret = p->config;
+	return 0;
+}
+
+static void project_configs_free(struct serve *sv)
+{
+	while (sv->project_configs) {
+		struct project_config *p = sv->project_configs;
+
+		sv->project_configs = p->next;
+		config_free(p->config);
+		free(p->project);
+		free(p);
+	}
+}
+
 /* The createRuntime hook hands over a container's netns before its process starts: it gets
- * the same route, rules and listeners as run's sandbox. A failure fails the start. */
+ * the same route, rules and listeners as run's sandbox, and its project's config decides its
+ * connections. A failure fails the start. */
 static void on_hook_netns(void *userdata, struct oci_hook_request *req, const struct oci_state *st,
                           const struct oci_identity *id, int netns_fd)
 {
@@ -398,11 +479,15 @@ static void on_hook_netns(void *userdata, struct oci_hook_request *req, const st
 	struct cl_error err = {""};
 	int r = -ENOSYS;
 
-	if (sv->egress)
+	if (!sv->egress)
+		cl_error_set(&err, r, "this supervisor has no egress proxy");
+	else if (id->project[0] && (!sv->opt.project || strcmp(id->project, sv->opt.project)))
+		r = project_config_load(sv, id->project, &err);
+	else
+		r = 0;
+	if (r >= 0 && sv->egress)
 		r = egress_attach_netns_key(sv->egress, netns_fd, st->id, id->name,
 		                            id->project[0] ? id->project : NULL, &err);
-	else
-		cl_error_set(&err, r, "this supervisor has no egress proxy");
 	if (r < 0)
 		say(sv, "container %s: egress: %s", st->id, err.msg);
 	else
@@ -429,7 +514,8 @@ static void owner_domain_rule(void *userdata, const struct queue_item *item, boo
 	struct serve *sv = userdata;
 
 	if (sv->egress)
-		egress_add_rule(sv->egress, allow, value, is_pattern);
+		egress_add_rule(sv->egress, item->sandbox, item->project, scope, allow, value,
+		                is_pattern);
 }
 
 static void on_exec_resolution(void *userdata, const struct queue_resolution *res)
@@ -786,6 +872,8 @@ int serve_main(int argc, char **argv)
 		{
 			struct egress_config ec = {
 			        .config = sv.config,
+			        .project_config = egress_project_config,
+			        .project_config_userdata = &sv,
 			        .connect_listen = strcmp(sv.opt.listen_proxy, "off")
 			                                  ? sv.opt.listen_proxy
 			                                  : NULL,
@@ -862,6 +950,7 @@ int serve_main(int argc, char **argv)
 	}
 	hub_free(sv.hub);
 	loop_free(sv.loop);
+	project_configs_free(&sv);
 	config_free(sv.config);
 	explicit_bzero(sv.shim_token, sizeof(sv.shim_token));
 	return r < 0 ? 1 : 0;

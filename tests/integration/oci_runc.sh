@@ -4,13 +4,14 @@
 # `cloister-supervisor serve`: the container's execs are decided by the policy (allowed run,
 # denied fail with EACCES, asked ones wait for an answer through the CLI client),
 # `runc exec` is hooked too, the createRuntime hook puts the egress rules in the container's
-# netns before it starts, and with the server dead execs fail and containers do not start.
+# netns before it starts, the container's project config decides its connections, and with
+# the server dead execs fail and containers do not start.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-N=21
+N=24
 run_needs_root "$N"
 skip_all() {
 	tap_plan "$N"
@@ -38,11 +39,19 @@ B=$TMP/bundle
 R=$B/rootfs
 export CLOISTER_OCI_HOOK="$HOOK" CLOISTER_HOOK_SOCKET="$RUN/hook.sock"
 
+X=$(($$ % 200 + 20))
+NS=cloister-oci-$$
+VH=cloci$$h
+VS=cloci$$s
+SRV4=10.79.$X.2
 rc_() { runc --root "$RUNC_ROOT" "$@"; }
 server_pid=
 cleanup_oci() {
 	rc_ delete -f "$ID" >/dev/null 2>&1
 	rc_ delete -f "$ID2" >/dev/null 2>&1
+	ip netns pids "$NS" 2>/dev/null | xargs -r kill 2>/dev/null
+	ip link del "$VH" 2>/dev/null
+	ip netns del "$NS" 2>/dev/null
 	if [ -n "$server_pid" ]; then
 		kill "$server_pid" 2>/dev/null
 		wait "$server_pid" 2>/dev/null
@@ -68,8 +77,22 @@ tap_is "$?:$(jq -r '[.listenerPath, .listenerMetadata, (.syscalls[-1] | .action,
 	"0:$RUN/seccomp.sock name=box;project=demo SCMP_ACT_NOTIFY execve,execveat" \
 	"make-seccomp-profile: listenerPath, listenerMetadata, execs notified"
 
+# ---- a web server in a namespace of the test, joined to ours by a veth pair ----
+ip netns add "$NS"
+ip link add "$VH" type veth peer name "$VS"
+ip link set "$VS" netns "$NS"
+ip addr add "10.79.$X.1/24" dev "$VH"
+ip link set "$VH" up
+ip netns exec "$NS" ip addr add "$SRV4/24" dev "$VS"
+ip netns exec "$NS" ip link set "$VS" up
+mkdir -p "$TMP/www"
+echo "hello-demo" >"$TMP/www/index.html"
+ip netns exec "$NS" busybox httpd -f -p 80 -h "$TMP/www" &
+printf '%s demo-only.test other.test\n' "$SRV4" >"$TMP/hosts"
+
 # ---- the bundle: busybox-static, a control fifo, three scripts ----
-mkdir -p "$R/bin" "$R/out" "$R/tmp"
+mkdir -p "$R/bin" "$R/out" "$R/tmp" "$R/etc"
+echo "nameserver 10.255.255.53" >"$R/etc/resolv.conf"
 cp "$BUSYBOX" "$R/bin/busybox"
 for a in sh cat echo ls nc ip sleep true; do ln -s busybox "$R/bin/$a"; done
 for s in allowed denied held; do printf '#!/bin/sh\necho %s-ran\n' "$s" >"$R/$s.sh"; done
@@ -89,7 +112,8 @@ mkfifo "$R/ctl"
 (cd "$B" && runc spec) || skip_all "runc spec failed"
 jq --slurpfile p "$TMP/profile.json" \
 	'.process.terminal = false | .process.args = ["/init.sh"] | .root.readonly = false
-	 | .linux.seccomp = $p[0]' "$B/config.json" >"$B/config.tmp" && mv "$B/config.tmp" "$B/config.json"
+	 | .linux.seccomp = $p[0]
+	 | .annotations = {"org.cloister.name": "box", "org.cloister.project": "demo"}' "$B/config.json" >"$B/config.tmp" && mv "$B/config.tmp" "$B/config.json"
 
 # ctl N COMMAND: run COMMAND in the container's init and wait (bounded) for its status.
 ctl() {
@@ -119,12 +143,18 @@ exec:
 proxy:
   unlisted_domain_behavior: reject
 YAML
+mkdir -p "$CFG/projects"
+cat >"$CFG/projects/demo.yaml" <<'YAML'
+proxy:
+  allow:
+    - domain: demo-only.test
+YAML
 export XDG_RUNTIME_DIR="$TMP/xdg-run"
 mkdir -p "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
 "$SUPERVISOR" serve -v --config-dir "$CFG" --no-shim --seccomp-socket "$RUN/seccomp.sock" \
 	--hook-socket "$RUN/hook.sock" --listen-approval 127.0.0.1:0 --listen-tokens off \
-	--listen-request off --listen-proxy off >"$LOG" 2>&1 &
+	--listen-request off --listen-proxy off --hosts "$TMP/hosts" >"$LOG" 2>&1 &
 server_pid=$!
 wait_for "$LOG" 'egress hook on' || skip_all "serve did not start: $(cat "$LOG")"
 
@@ -136,7 +166,7 @@ tap_is "$st" 0 "the container starts under cloister-runc with the generated prof
 tap_is "$(jq -r '.hooks.createRuntime[0].path' "$B/config.json")" "$HOOK" \
 	"cloister-runc added the createRuntime hook to config.json"
 wait_for "$LOG" "exec /init.sh allowed"
-tap_like "$(cat "$LOG")" "container $ID \\($ID\\): egress through the proxy" \
+tap_like "$(cat "$LOG")" "container $ID \\(box\\): egress through the proxy" \
 	"the createRuntime hook handed the netns over"
 tap_like "$(cat "$LOG")" "container $ID \\(box, project demo\\): started" \
 	"runc sent the init's listener; named from listenerMetadata"
@@ -179,6 +209,17 @@ ctl 5 'echo hello | nc -w 2 203.0.113.7 80'
 tap_ok "$(wait_for "$LOG" 'connection to 203.0.113.7:80 denied' 50 && echo 0 || echo 1)" \
 	"a connection to 203.0.113.7:80 lands in the supervisor's proxy, which denies it" \
 	"$(grep -E "203\.|connection|egress|proxy" "$LOG"; echo "nc: $(rc_of 5) $(out_of 5)")"
+
+# The container's project (its annotation) has a config of its own: it allows a name the
+# daemon's config rejects.
+ctl 8 'printf "GET / HTTP/1.0\\r\\nHost: demo-only.test\\r\\n\\r\\n" | nc -w 5 demo-only.test 80'
+tap_like "$(out_of 8)" "hello-demo" "projects/demo.yaml allows the container a name the daemon's config does not" \
+	"$(rc_of 8) $(out_of 8); $(grep -E "demo-only|connection" "$LOG")"
+tap_like "$(cat "$LOG")" "connection to demo-only.test:80 allowed: .*domain \"demo-only.test\"" \
+	"... by that project's rule"
+ctl 9 'printf "GET / HTTP/1.0\\r\\nHost: other.test\\r\\n\\r\\n" | nc -w 5 other.test 80'
+tap_ok "$(out_of 9 | grep -q hello-demo && echo 1 || echo 0)" \
+	"an unlisted name is still rejected (unlisted_domain_behavior: reject)" "$(rc_of 9) $(out_of 9)"
 
 # ---- fail closed ----
 kill -KILL "$server_pid"

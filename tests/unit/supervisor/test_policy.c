@@ -600,6 +600,53 @@ static void session_add(struct config_domain_list *list, const char *text)
 	assert_int_equal(config_domain_list_add(list, &rule), 0);
 }
 
+/* A sandbox's, its project's and the global decisions in memory: an allow from any of them
+ * counts, a deny in any of them wins over allows everywhere, and NULL sets are skipped. */
+static void test_domain_several_session_sets(void **state)
+{
+	_cleanup_(config_freep) struct config *cfg =
+	        load4("proxy:\n  allow:\n    - domain: cfg.example\n", NULL, NULL, NULL);
+	struct policy_session mine = {0}, project = {0}, global = {0};
+	const struct policy_session *sets[] = {&mine, NULL, &project, &global};
+	struct policy_result res;
+	struct cl_error err = {""};
+
+	session_add(&mine.allow, "a.example");
+	session_add(&project.allow, "b.example");
+	session_add(&global.allow, "c.example");
+	session_add(&global.deny, "a.example");
+	session_add(&project.deny, "cfg.example");
+	const char *const allowed[] = {"b.example", "c.example:443"};
+	for (size_t i = 0; i < ELEMENTSOF(allowed); i++) {
+		assert_int_equal(
+		        policy_check_domain_in(cfg, sets, ELEMENTSOF(sets), allowed[i], &res, &err),
+		        0);
+		assert_int_equal(res.verdict, POLICY_ALLOW);
+		assert_int_equal(res.origin.layer, CONFIG_LAYER_SESSION);
+	}
+	/* Allowed by the sandbox, denied globally; allowed by the config, denied by the project. */
+	const char *const denied[] = {"a.example", "cfg.example"};
+	for (size_t i = 0; i < ELEMENTSOF(denied); i++) {
+		assert_int_equal(
+		        policy_check_domain_in(cfg, sets, ELEMENTSOF(sets), denied[i], &res, &err),
+		        0);
+		assert_int_equal(res.verdict, POLICY_DENY);
+	}
+	/* Without the sets, only the config speaks. */
+	assert_int_equal(policy_check_domain_in(cfg, NULL, 0, "cfg.example", &res, &err), 0);
+	assert_int_equal(res.verdict, POLICY_ALLOW);
+	assert_int_equal(policy_check_domain_in(cfg, NULL, 0, "b.example", &res, &err), 0);
+	assert_int_equal(res.verdict, POLICY_ASK);
+	for (size_t i = 0; i < ELEMENTSOF(sets); i++) {
+		struct policy_session *s = (struct policy_session *)sets[i];
+
+		if (!s)
+			continue;
+		config_domain_list_clear(&s->allow);
+		config_domain_list_clear(&s->deny);
+	}
+}
+
 static void test_domain_deny_beats_allow_at_every_layer(void **state)
 {
 	/* Each layer in turn denies x.example while every other layer allows it. */
@@ -734,6 +781,7 @@ int main(void)
 	        cmocka_unit_test(test_domain_unlisted_behavior_and_wildcards),
 	        cmocka_unit_test(test_domain_unlisted_request_approval_asks_and_times_out_to_deny),
 	        cmocka_unit_test(test_domain_malformed_host_is_an_error),
+	        cmocka_unit_test(test_domain_several_session_sets),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
