@@ -27,12 +27,13 @@ exec:
     - path: "/usr/bin/whoami"
 EOF
 
+# Names end in our pid: a run of this test elsewhere on the machine has cgroups of its own.
 # bg NAME AGENT…: start the supervisor in the background (no wrapper: $bg_pid is the
 # supervisor); killed at exit if still there.
 bg() {
 	name=$1
 	shift
-	"$SUPERVISOR" run --config-dir "$CFG" --name "$name" --ask none -- "$@" \
+	"$SUPERVISOR" run --config-dir "$CFG" --name "$name$$" --ask none -- "$@" \
 		</dev/null >"$OUT" 2>"$ERR" &
 	bg_pid=$!
 	on_exit "kill -KILL $bg_pid 2>/dev/null"
@@ -61,7 +62,7 @@ wait_exit() {
 	fi
 }
 cgroup_of() {
-	for d in "$CG"/cloister/"$1"-*; do
+	for d in "$CG"/cloister/"$1$$"-*; do
 		[ -d "$d" ] && echo "$d" && return
 	done
 }
@@ -104,7 +105,7 @@ tap_is "$(cgroup_of stubborn)" "" "nothing of it is left: its cgroup is removed"
 
 # SIGTERM while a prompt waits on the agent's own terminal (the agent is frozen meanwhile).
 audit_reset
-"$HELPERS/ptyanswer" --ctty - -- "$SUPERVISOR" run --config-dir "$CFG" --name termask --ask tty \
+"$HELPERS/ptyanswer" --ctty - -- "$SUPERVISOR" run --config-dir "$CFG" --name termask$$ --ask tty \
 	-- sh -c '/usr/bin/env true; echo "went on $?"' </dev/null >"$OUT" 2>"$ERR" &
 pty_pid=$!
 on_exit "kill -KILL $pty_pid 2>/dev/null"
@@ -146,7 +147,7 @@ else
 	# Killed while an exec waits for a person: the waiting process must not hang either.
 	rm -f "$TMP/after"
 	"$HELPERS/ptyanswer" - -- "$SUPERVISOR" run --config-dir "$CFG" \
-		--name asktest --ask-tty @TTY@ -- sh -c "/usr/bin/env true; $HELPERS/marker $TMP/after" \
+		--name asktest$$ --ask-tty @TTY@ -- sh -c "/usr/bin/env true; $HELPERS/marker $TMP/after" \
 		</dev/null >"$OUT" 2>"$ERR" &
 	pty_pid=$!
 	on_exit "kill -KILL $pty_pid 2>/dev/null"
@@ -164,7 +165,7 @@ else
 		"cgroup $asktest: $(cat "$asktest/cgroup.procs" 2>&1); after: $(ls "$TMP/after" 2>&1)"
 
 	# The next run removes both stale leaves.
-	sv --name nexttest --ask none -- /usr/bin/true
+	sv --name nexttest$$ --ask none -- /usr/bin/true
 	tap_ok "$([ "$rc" -eq 0 ] && [ ! -e "$leaf" ] && [ ! -e "$asktest" ] && echo 0 || echo 1)" \
 		"the next run removes the stale cgroups" "$(diag)
 left: $(ls -d "$leaf" "$asktest" 2>&1)"
