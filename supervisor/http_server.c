@@ -275,6 +275,24 @@ static enum MHD_Result plain_error(struct MHD_Connection *conn, unsigned status,
 	return r;
 }
 
+/* The request's Content-Length, 0 without one; UINT64_MAX when it is not a plain number
+ * (libmicrohttpd refuses those itself, but then it is surely too large). */
+static uint64_t announced_length(struct MHD_Connection *conn)
+{
+	const char *v =
+	        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	uint64_t n = 0;
+
+	if (!v)
+		return 0;
+	for (; *v; v++) {
+		if (*v < '0' || *v > '9' || n > (UINT64_MAX - 9) / 10)
+			return UINT64_MAX;
+		n = n * 10 + (uint64_t)(*v - '0');
+	}
+	return n;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls)
@@ -301,6 +319,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			ex->next->prev = ex;
 		srv->exchanges = ex;
 		*req_cls = ex;
+		/* A body announced larger than we take is refused before a byte of it is read
+		 * (and before "100 Continue"): nobody waits for it, nothing is buffered. */
+		if (announced_length(conn) > srv->config.max_body) {
+			ex->dispatched = true;
+			return plain_error(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+			                   "request body too large");
+		}
 		return MHD_YES;
 	}
 	if (*upload_data_size > 0) {
