@@ -40,7 +40,10 @@
 #include "supervisor/egress.h"
 #include "supervisor/exec_guard.h"
 #include "supervisor/hub.h"
+#include "supervisor/labels.h"
 #include "supervisor/metrics.h"
+#include "supervisor/web.h"
+#include "supervisor/worktree.h"
 
 #define PROG "cloister-supervisor"
 
@@ -798,6 +801,15 @@ static int start(struct run *run)
 	run->queue = hub_queue(run->hub);
 	hub_set_resolver(run->hub, QUEUE_KIND_EXEC, on_exec_resolution, run);
 	hub_set_resolver(run->hub, QUEUE_KIND_DOMAIN, on_domain_resolution, run);
+	{
+		/* /pending names the agent and the branch it works on (the worktree is our cwd). */
+		char branch[LABELS_VALUE_MAX] = "";
+		const char *agent = strrchr(run->opt.agent_argv[0], '/');
+
+		(void)worktree_git_branch(".", branch, sizeof(branch));
+		(void)web_set_labels(hub_web(run->hub), run->sandbox_name, branch,
+		                     agent ? agent + 1 : run->opt.agent_argv[0]);
+	}
 	if (!run->opt.net_none) {
 		struct egress_config ec = {
 		        .config = run->config,

@@ -23,7 +23,9 @@
 #include "supervisor/loop.h"
 #include "supervisor/metrics.h"
 #include "supervisor/policy.h"
+#include "supervisor/labels.h"
 #include "supervisor/tokens.h"
+#include "supervisor/worktree.h"
 #include "supervisor/web_assets.h"
 
 #define DEFAULT_HEARTBEAT_MS 30000
@@ -85,6 +87,7 @@ struct web {
 	struct loop *loop;
 	struct queue *queue;
 	struct tokens *tokens;
+	struct labels *labels; /* branch and agent per sandbox, for /pending */
 	struct metrics *metrics;
 	struct web_config config;
 	const struct web_ops *ops;
@@ -353,9 +356,11 @@ static bool is_command(enum queue_kind kind)
 	return kind != QUEUE_KIND_DOMAIN;
 }
 
-cJSON *web_item_json(const struct queue_item *item, int64_t wall_offset)
+cJSON *web_item_json(const struct queue_item *item, int64_t wall_offset,
+                     const struct labels *labels)
 {
 	cJSON *o = cJSON_CreateObject();
+	const char *branch, *agent;
 	char ts[32];
 
 	if (!o)
@@ -365,8 +370,9 @@ cJSON *web_item_json(const struct queue_item *item, int64_t wall_offset)
 	cJSON_AddStringToObject(o, "project", item->project ? item->project : "");
 	format_rfc3339((int64_t)item->created_ms + wall_offset, ts);
 	if (is_command(item->kind)) {
-		cJSON_AddStringToObject(o, "branch", "");
-		cJSON_AddStringToObject(o, "agent", "");
+		labels_get(labels, item->sandbox, &branch, &agent);
+		cJSON_AddStringToObject(o, "branch", branch);
+		cJSON_AddStringToObject(o, "agent", agent);
 		cJSON_AddStringToObject(o, "cmd", item->summary);
 		cJSON_AddStringToObject(o, "timestamp", ts);
 	} else {
@@ -403,9 +409,10 @@ cJSON *web_item_json(const struct queue_item *item, int64_t wall_offset)
 	return o;
 }
 
-static cJSON *decided_json(const struct queue_item *item, int64_t wall_offset)
+static cJSON *decided_json(const struct web *web, const struct queue_item *item,
+                           int64_t wall_offset)
 {
-	cJSON *o = web_item_json(item, wall_offset);
+	cJSON *o = web_item_json(item, wall_offset, web->labels);
 	char ts[32];
 
 	if (!o)
@@ -592,7 +599,7 @@ void web_on_event(struct web *web, const struct queue_event *ev)
 	if (ev->type == QUEUE_EVENT_ADDED) {
 		if (ev->state != QUEUE_STATE_PENDING)
 			return; /* decided at once by the fallback: never pending */
-		o = web_item_json(ev->item, off);
+		o = web_item_json(ev->item, off, web->labels);
 	} else {
 		o = cJSON_CreateObject();
 		if (o) {
@@ -804,7 +811,7 @@ static void handle_pending(struct web *web, struct http_exchange *ex, bool domai
 	     it = queue_next(web->queue, it)) {
 		if (is_command(it->kind) == domains)
 			continue;
-		cJSON_AddItemToArray(arr, web_item_json(it, off));
+		cJSON_AddItemToArray(arr, web_item_json(it, off, web->labels));
 	}
 	respond_json(ex, 200, o);
 }
@@ -817,7 +824,7 @@ static void handle_decisions(struct web *web, struct http_exchange *ex)
 	const struct queue_item *it;
 
 	for (size_t i = 0; i < RECENT_LISTED && (it = queue_recent(web->queue, i)); i++)
-		cJSON_AddItemToArray(arr, decided_json(it, off));
+		cJSON_AddItemToArray(arr, decided_json(web, it, off));
 	respond_json(ex, 200, o);
 }
 
@@ -1188,6 +1195,29 @@ static void on_approval(void *userdata, struct http_exchange *ex)
 
 /* ---- token API --------------------------------------------------------------------------- */
 
+/* A registered cloister's branch, for /pending: its worktree's checked-out branch now (it is
+ * not followed afterwards). Its agent label is kept. */
+static void label_worktree(struct web *web, const char *cloister, const char *worktree)
+{
+	char branch[LABELS_VALUE_MAX];
+	const char *old_branch, *agent;
+
+	if (worktree_git_branch(worktree, branch, sizeof(branch)) < 0)
+		return;
+	labels_get(web->labels, cloister, &old_branch, &agent);
+	_cleanup_free_ char *keep = strdup(agent);
+
+	if (keep)
+		(void)labels_set(web->labels, cloister, branch, keep);
+}
+
+int web_set_labels(struct web *web, const char *sandbox, const char *branch, const char *agent)
+{
+	if (!web)
+		return 0; /* no web server: nobody to tell */
+	return labels_set(web->labels, sandbox, branch, agent);
+}
+
 static const char *opt_string(const cJSON *o, const char *key, bool *bad)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -1228,6 +1258,8 @@ static void on_tokens(void *userdata, struct http_exchange *ex)
 			return;
 		}
 		r = tokens_register(web->tokens, token, cloister, project, worktree);
+		if (r >= 0 && worktree)
+			label_worktree(web, cloister, worktree);
 		if (r == -EINVAL) {
 			respond_error(
 			        ex, 400,
@@ -1711,6 +1743,11 @@ int web_new(struct loop *loop, struct queue *queue, struct tokens *tokens, struc
 	web->config = *config;
 	web->ops = ops;
 	web->userdata = userdata;
+	r = labels_new(&web->labels);
+	if (r < 0) {
+		web_free(web);
+		return cl_error_set(err, r, "out of memory");
+	}
 	if (!web->config.heartbeat_ms)
 		web->config.heartbeat_ms = DEFAULT_HEARTBEAT_MS;
 	if (!web->config.hostexec_timeout_ms)
@@ -1762,6 +1799,7 @@ void web_free(struct web *web)
 		free(r->summary);
 		free(r);
 	}
+	labels_free(web->labels);
 	free(web);
 }
 

@@ -124,7 +124,14 @@ void web_running_remove(struct web *web, web_cancel_fn fn, uint64_t handle, cons
 
 /* The JSON object of a queue item as /pending shows it (guardian-api.md fields plus kind,
  * pid, exe, cwd, args, interpreter, expires). WALL_OFFSET_MS turns the queue's monotonic
- * times into wall-clock ones. */
-struct cJSON *web_item_json(const struct queue_item *item, int64_t wall_offset_ms);
+ * times into wall-clock ones. A command's branch and agent come from LABELS (NULL: ""). */
+struct labels;
+struct cJSON *web_item_json(const struct queue_item *item, int64_t wall_offset_ms,
+                            const struct labels *labels);
+
+/* SANDBOX's branch and agent in /pending ("main", "claude"); NULL or "": unknown. A cloister
+ * registered through POST /tokens with a worktree gets that worktree's branch by itself. WEB
+ * may be NULL (nothing is done). */
+int web_set_labels(struct web *web, const char *sandbox, const char *branch, const char *agent);
 
 #endif

@@ -315,6 +315,8 @@ function commandBody(item, card) {
 	const dl = el('dl', { class: 'facts' });
 	row(dl, 'Cloister', agentText(item.cloister || ''));
 	if (item.project && item.project !== item.cloister) row(dl, 'Project', agentText(item.project));
+	if (item.branch) row(dl, 'Branch', agentText(item.branch));
+	if (item.agent) row(dl, 'Agent', agentText(item.agent));
 	const cmd = clip(item.cmd || '', MAX_ARG_CHARS);
 	const cmdText = agentText(cmd.text, 'cmd');
 	row(

@@ -373,6 +373,8 @@ async function main() {
 		const facts = await cmd.locator('dl.facts').textContent();
 		assert(facts.includes('/usr/bin/printf'), `executable: ${facts}`);
 		assert(facts.includes(`Directory${process.env.AGENT_CWD}`), `cwd in ${facts}`);
+		assert(facts.includes('Branchbrowser-branch'), `the worktree's branch in ${facts}`);
+		assert(facts.includes('Agentsh'), `the agent (run's command) in ${facts}`);
 		const c1 = await cmd.locator('.countdown').textContent();
 		assert(/^expires in (\d+m )?\d+s$/.test(c1), `countdown: ${c1}`);
 		await until(async () => (await cmd.locator('.countdown').textContent()) !== c1, 'the countdown to tick', 3000);

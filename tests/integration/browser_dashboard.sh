@@ -44,7 +44,9 @@ rm -f "$ARTIFACTS"/*.png
 RES=$TMP/res
 WORK=$TMP/work
 CTL=$TMP/control
-mkdir -p "$RES" "$WORK" "$CTL"
+mkdir -p "$RES" "$WORK/.git" "$CTL"
+# The agent works in a git checkout: its cards name the branch.
+echo 'ref: refs/heads/browser-branch' >"$WORK/.git/HEAD"
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 CHROMIUM
 
 # Only the shell and sleep run freely: /usr/bin/printf asks.

@@ -10,7 +10,7 @@ set -u
 . "$(dirname "$0")/../lib/run_common.sh"
 
 run_needs_root 48
-tap_plan 49
+tap_plan 51
 
 # Our own runtime directory: the CLI client finds this supervisor and no other.
 XDG_RUNTIME_DIR=$TMP/xdg
@@ -129,6 +129,9 @@ tap_is "$code $(field error)" "404 request not found" "with the API token: an un
 CT=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 req GET "$TURL/tokens"
 tap_is "$code" 403 "the token list needs the API token"
+# The worktree is a git checkout (of branch feature-x): /pending names the branch.
+mkdir -p "$TMP/.git"
+echo 'ref: refs/heads/feature-x' >"$TMP/.git/HEAD"
 req POST "$TURL/tokens" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
 	-d "{\"token\":\"$CT\",\"cloister\":\"webapi-ext\",\"project\":\"proj\",\"worktree\":\"$TMP\"}"
 tap_is "$code $body" '201 {"status":"registered"}' "POST /tokens registers a cloister token"
@@ -176,6 +179,8 @@ tap_like "$APPROVE_ID" '^[0-9a-f]{12}$' "a manual_approve match waits in /pendin
 item=$(item_of /pending "$APPROVE_ID")
 tap_like "$item" '"cloister":"webapi-ext","project":"proj",.*"kind":"hostexec"' \
 	"the item names the token's cloister and project, kind hostexec" "$item"
+tap_like "$item" '"branch":"feature-x","agent":""' "... and the branch checked out in its worktree" \
+	"$item"
 tap_like "$item" '"args":\["printf","%s","x y"\]' "the item carries the args" "$item"
 req POST "$URL/approve/$APPROVE_ID" -H "Authorization: Bearer $TOKEN"
 tap_is "$code $body" "200 {\"status\":\"approved\",\"id\":\"$APPROVE_ID\"}" "POST /approve/ID approves it"
@@ -249,6 +254,7 @@ EXEC_ID=$id
 item=$(item_of /pending "$EXEC_ID")
 tap_like "$item" '"cloister":"webapi",.*"cmd":"id -u",.*"kind":"exec","pid":[0-9]+' \
 	"the agent's exec ask is in /pending: kind exec, cmd, pid" "$item"
+tap_like "$item" '"agent":"sh"' "... with the agent's name (run's command)" "$item"
 out=$("$SUPERVISOR" approve "$EXEC_ID" 2>&1)
 tap_is "$?:$out" "0:approved $EXEC_ID" "cloister-supervisor approve ID approves it"
 i=0
