@@ -10,6 +10,8 @@
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
+# shellcheck source=tests/lib/server_ns.sh
+. "$(dirname "$0")/../lib/server_ns.sh"
 
 N=24
 run_needs_root "$N"
@@ -39,19 +41,11 @@ B=$TMP/bundle
 R=$B/rootfs
 export CLOISTER_OCI_HOOK="$HOOK" CLOISTER_HOOK_SOCKET="$RUN/hook.sock"
 
-X=$(($$ % 200 + 20))
-NS=cloister-oci-$$
-VH=cloci$$h
-VS=cloci$$s
-SRV4=10.79.$X.2
 rc_() { runc --root "$RUNC_ROOT" "$@"; }
 server_pid=
 cleanup_oci() {
 	rc_ delete -f "$ID" >/dev/null 2>&1
 	rc_ delete -f "$ID2" >/dev/null 2>&1
-	ip netns pids "$NS" 2>/dev/null | xargs -r kill 2>/dev/null
-	ip link del "$VH" 2>/dev/null
-	ip netns del "$NS" 2>/dev/null
 	if [ -n "$server_pid" ]; then
 		kill "$server_pid" 2>/dev/null
 		wait "$server_pid" 2>/dev/null
@@ -78,13 +72,7 @@ tap_is "$?:$(jq -r '[.listenerPath, .listenerMetadata, (.syscalls[-1] | .action,
 	"make-seccomp-profile: listenerPath, listenerMetadata, execs notified"
 
 # ---- a web server in a namespace of the test, joined to ours by a veth pair ----
-ip netns add "$NS"
-ip link add "$VH" type veth peer name "$VS"
-ip link set "$VS" netns "$NS"
-ip addr add "10.79.$X.1/24" dev "$VH"
-ip link set "$VH" up
-ip netns exec "$NS" ip addr add "$SRV4/24" dev "$VS"
-ip netns exec "$NS" ip link set "$VS" up
+server_ns_up oci 79
 mkdir -p "$TMP/www"
 echo "hello-demo" >"$TMP/www/index.html"
 ip netns exec "$NS" busybox httpd -f -p 80 -h "$TMP/www" &

@@ -6,6 +6,8 @@
 # and other UDP do not get out.
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
+# shellcheck source=tests/lib/server_ns.sh
+. "$(dirname "$0")/../lib/server_ns.sh"
 
 PLAN=9
 run_needs_root $PLAN
@@ -23,25 +25,7 @@ done
 tap_plan $PLAN
 
 # ---- a server in a namespace of the test, joined to ours by a veth pair ----------------------
-X=$(($$ % 200 + 20))
-NS=cloister-eu-$$
-VH=cleu$$h
-VS=cleu$$s
-SRV4=10.78.$X.2
-ip netns add "$NS"
-cleanup_ns() {
-	ip netns pids "$NS" 2>/dev/null | xargs -r kill 2>/dev/null
-	ip link del "$VH" 2>/dev/null
-	ip netns del "$NS" 2>/dev/null
-}
-on_exit cleanup_ns
-ip link add "$VH" type veth peer name "$VS"
-ip link set "$VS" netns "$NS"
-ip addr add "10.78.$X.1/24" dev "$VH"
-ip link set "$VH" up
-ip netns exec "$NS" ip addr add "$SRV4/24" dev "$VS"
-ip netns exec "$NS" ip link set "$VS" up
-ip netns exec "$NS" ip link set lo up
+server_ns_up eu 78
 mkdir -p "$TMP/www"
 echo "hello-user" >"$TMP/www/index.html"
 ip netns exec "$NS" busybox httpd -f -p 80 -h "$TMP/www" &
