@@ -4,10 +4,13 @@
  *
  *   sock_create      only TCP and UDP sockets of the inet families: no raw, ICMP (ping),
  *                    SCTP, MPTCP, UDP-Lite… (socket() fails with EPERM)
- *   connect4/6       TCP to anything but loopback → the proxy listener 127.0.0.1 / [::1]
- *                    (proxy_port); UDP to port 53 → the resolver (dns_port); other UDP to
- *                    anything but loopback → EPERM. The original destination is kept in the
- *                    socket's local storage.
+ *   connect4/6       UDP to port 53 → the resolver (dns_port); to a refused port (the
+ *                    supervisor's own listeners: refused_ports, proxy_port, dns_port) on any
+ *                    address that reaches this host's loopback (127.0.0.0/8, 0.0.0.0/8, ::1,
+ *                    ::, ::ffff:127.x / ::ffff:0.x) → EPERM; TCP to anything but loopback →
+ *                    the proxy listener 127.0.0.1 / [::1] (proxy_port); other UDP to anything
+ *                    but loopback → EPERM. The original destination is kept in the socket's
+ *                    local storage.
  *   sendmsg4/6       unconnected UDP: the same choice per datagram
  *   sockops          at TCP_CONNECT (local port bound, SYN not sent yet): file the original
  *                    destination under the client's local address and port, which is what
@@ -39,6 +42,15 @@ struct {
 	__type(value, struct redirect_abi_addr);
 } orig_dst SEC(".maps");
 
+/* Ports (network byte order) the sandbox may not reach on the host's loopback: the
+ * supervisors' own APIs. Filled by the loader before attach; the value is unused. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, REDIRECT_MAX_REFUSED);
+	__type(key, __u16);
+	__type(value, __u8);
+} refused_ports SEC(".maps");
+
 /* The client's local (address, port) → original destination, for the proxy. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -60,6 +72,35 @@ static __always_inline bool loopback6(const __u32 ip[4])
 		return true;
 	/* ::ffff:127.x.y.z, IPv4 loopback through a dual-stack socket */
 	return ip[2] == bpf_htonl(0xffff) && loopback4(ip[3]);
+}
+
+/* Every IPv4 destination that lands on this host's loopback listeners: 127.0.0.0/8, and
+ * 0.0.0.0, which the kernel connects to 127.0.0.1 (the rest of 0/8 with it: never a peer). */
+static __always_inline bool to_this_host4(__u32 ip)
+{
+	return loopback4(ip) || (bpf_ntohl(ip) >> 24) == 0;
+}
+
+/* The same for IPv6: ::1, :: (connected as ::1), and the IPv4 ones mapped (::ffff:a.b.c.d). */
+static __always_inline bool to_this_host6(const __u32 ip[4])
+{
+	if (ip[0] != 0 || ip[1] != 0)
+		return false;
+	if (ip[2] == 0 && (ip[3] == 0 || ip[3] == bpf_htonl(1)))
+		return true;
+	return ip[2] == bpf_htonl(0xffff) && to_this_host4(ip[3]);
+}
+
+/* One of the supervisor's own listeners: the refused_ports map, and our proxy and resolver
+ * listeners, which only the redirect itself may lead to (the hook sees the destination the
+ * agent asked for, before we rewrite it). */
+static __always_inline bool refused_port(__u32 port)
+{
+	__u16 key = (__u16)port;
+
+	if (key == proxy_port || key == dns_port)
+		return true;
+	return bpf_map_lookup_elem(&refused_ports, &key) != NULL;
 }
 
 static __always_inline int remember4(struct bpf_sock_addr *ctx)
@@ -122,10 +163,12 @@ static __always_inline void to_loopback6(struct bpf_sock_addr *ctx, __u16 port)
 /* What to do with a destination: 1 leave it, 2 proxy, 3 resolver, 0 refuse. */
 enum verdict { REFUSE = 0, LEAVE = 1, TO_PROXY = 2, TO_RESOLVER = 3 };
 
-static __always_inline enum verdict decide(__u32 type, __u32 port, bool loopback)
+static __always_inline enum verdict decide(__u32 type, __u32 port, bool loopback, bool this_host)
 {
 	if (type == SOCK_DGRAM && port == bpf_htons(53))
 		return TO_RESOLVER;
+	if (this_host && refused_port(port))
+		return REFUSE;
 	if (loopback)
 		return LEAVE;
 	if (type == SOCK_STREAM)
@@ -135,7 +178,8 @@ static __always_inline enum verdict decide(__u32 type, __u32 port, bool loopback
 
 static __always_inline int redirect4(struct bpf_sock_addr *ctx, bool connecting)
 {
-	enum verdict v = decide(ctx->type, ctx->user_port, loopback4(ctx->user_ip4));
+	__u32 ip = ctx->user_ip4;
+	enum verdict v = decide(ctx->type, ctx->user_port, loopback4(ip), to_this_host4(ip));
 
 	if (v == REFUSE)
 		return 0;
@@ -169,7 +213,7 @@ static __always_inline int redirect6(struct bpf_sock_addr *ctx, bool connecting)
 	enum verdict v;
 
 	read_ip6(ctx, ip);
-	v = decide(ctx->type, ctx->user_port, loopback6(ip));
+	v = decide(ctx->type, ctx->user_port, loopback6(ip), to_this_host6(ip));
 
 	if (v == REFUSE)
 		return 0;

@@ -97,6 +97,18 @@ int redirect_attach(struct redirect *r, int cgroup_fd, struct cl_error *err)
 	return 0;
 }
 
+int redirect_refuse_port(struct redirect *r, uint16_t port)
+{
+	__u16 key = htons(port);
+	__u8 one = 1;
+
+	if (port == 0)
+		return -EINVAL;
+	if (bpf_map_update_elem(bpf_map__fd(r->skel->maps.refused_ports), &key, &one, BPF_ANY) < 0)
+		return -errno;
+	return 0;
+}
+
 void redirect_detach(struct redirect *r)
 {
 	/* Reverse order: sockops first, so nothing is filed that connect did not keep. */

@@ -3,6 +3,9 @@
  * supervisor's transparent listener and every DNS datagram to its resolver, in the host netns,
  * and refuse the rest.
  *
+ *   TCP or UDP to a refused port on this host (redirect_refuse_port: the supervisors' own
+ *   APIs; always our proxy_port and dns_port) at any address that reaches its loopback
+ *   listeners — 127.0.0.0/8, 0.0.0.0/8, ::1, ::, ::ffff:127.x.y.z, ::ffff:0.x.y.z → EPERM
  *   TCP connect to anything but loopback  → 127.0.0.1:proxy_port / [::1]:proxy_port
  *   UDP to port 53 (connect or sendmsg)   → 127.0.0.1:dns_port / [::1]:dns_port
  *   other UDP to anything but loopback    → EPERM
@@ -17,7 +20,8 @@
  * is always the latest connection's from that client end.
  *
  * Limits (what the netns mode does not have): loopback stays reachable — TCP and UDP to the
- * host's own 127.0.0.0/8 and ::1 services are not intercepted (only DNS is); a socket created
+ * host's own 127.0.0.0/8 and ::1 services are not intercepted (only DNS is), except the
+ * refused ports; unix sockets are not inet sockets, none of this applies to them; a socket created
  * before its process entered the cgroup is not affected (attach before the agent starts); a
  * socket bound to a non-loopback device (SO_BINDTODEVICE) or to an IPv4-mapped address on an
  * IPv6 socket cannot reach the loopback listener and fails to connect; an unconnected UDP
@@ -48,6 +52,13 @@ int redirect_open(const struct redirect_config *cfg, struct redirect **ret, stru
  * then apply to its descendants too). All or nothing: on failure no link stays. -EBUSY if
  * already attached. */
 int redirect_attach(struct redirect *r, int cgroup_fd, struct cl_error *err);
+
+/* Refuse the sandbox's connects and datagrams to PORT (host byte order) at every address that
+ * reaches this host's loopback (see above); other destinations with that port keep their
+ * treatment. Applies to connects after the call: call it before attach. -EINVAL for port 0,
+ * -E2BIG when REDIRECT_MAX_REFUSED (256) ports are refused already; a port refused twice is
+ * fine. */
+int redirect_refuse_port(struct redirect *r, uint16_t port);
 
 /* Destroy every link. Idempotent. */
 void redirect_detach(struct redirect *r);

@@ -9,6 +9,9 @@
  * port overwrites or clears it first). */
 #define REDIRECT_MAX_PENDING 65536
 
+/* Ports of the supervisors' own listeners refused to the sandbox (redirect_refuse_port). */
+#define REDIRECT_MAX_REFUSED 256
+
 #define REDIRECT_AF_INET  2
 #define REDIRECT_AF_INET6 10
 

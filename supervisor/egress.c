@@ -529,7 +529,7 @@ static int serve_listeners(struct egress *eg, struct attachment *a)
 }
 
 int egress_attach_cgroup(struct egress *eg, int cgroup_fd, const char *sandbox, const char *project,
-                         struct cl_error *err)
+                         const uint16_t *refused, size_t n_refused, struct cl_error *err)
 {
 	struct attachment *a;
 	struct redirect_config rc;
@@ -557,6 +557,13 @@ int egress_attach_cgroup(struct egress *eg, int cgroup_fd, const char *sandbox, 
 		rc = (struct redirect_config){.proxy_port = a->listeners.proxy_port,
 		                              .dns_port = a->listeners.dns_port};
 		r = redirect_open(&rc, &a->redirect, err);
+	}
+	/* Before attach: the agent never sees a moment where these are open. */
+	for (size_t i = 0; r >= 0 && i < n_refused; i++) {
+		r = redirect_refuse_port(a->redirect, refused[i]);
+		if (r < 0)
+			cl_error_set(err, r, "egress redirect: refusing port %u: %s",
+			             (unsigned)refused[i], strerror(-r));
 	}
 	if (r >= 0)
 		r = redirect_attach(a->redirect, cgroup_fd, err);

@@ -17,6 +17,8 @@
 #define CLOISTER_EGRESS_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "protocol/error.h"
 #include "supervisor/queue.h"
@@ -65,9 +67,11 @@ int egress_detach(struct egress *eg, const char *key);
 
 /* For a sandbox that shares the host's network (`run --net host`): cgroup eBPF programs on
  * CGROUP_FD (not taken over) send its TCP connects and DNS to listeners in our own netns,
- * and refuse other UDP and raw sockets (bpf/redirect.h). */
+ * and refuse other UDP and raw sockets (bpf/redirect.h). It may not reach the N_REFUSED ports
+ * REFUSED (the supervisors' own APIs) nor our proxy and resolver listeners on any address of
+ * this host's loopback. */
 int egress_attach_cgroup(struct egress *eg, int cgroup_fd, const char *sandbox, const char *project,
-                         struct cl_error *err);
+                         const uint16_t *refused, size_t n_refused, struct cl_error *err);
 
 /* The queue decided domain items: release or refuse their held connections. */
 void egress_on_resolution(struct egress *eg, const struct queue_resolution *res);

@@ -42,6 +42,7 @@
 #include "supervisor/hub.h"
 #include "supervisor/labels.h"
 #include "supervisor/metrics.h"
+#include "supervisor/peer_listeners.h"
 #include "supervisor/web.h"
 #include "supervisor/worktree.h"
 
@@ -152,6 +153,53 @@ static void owner_domain_rule(void *userdata, const struct queue_item *item, boo
 		                is_pattern);
 }
 
+/* Up to REDIRECT_MAX_REFUSED ports: leave room for ours after the scan's. */
+#define MAX_REFUSED 240
+
+static void add_port(uint16_t *ports, size_t *n, uint16_t port)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (ports[i] == port)
+			return;
+	ports[(*n)++] = port;
+}
+
+/* The ports the agent may not reach on the host's loopback (--net host): what every Cloister
+ * process listens on (peer_listeners.h, this one included), and our dashboard, token API and
+ * executor in any case; less the two meant for the agent, which need its token: our request
+ * server (hostexec) and our CONNECT proxy. */
+static size_t refused_ports(struct run *run, uint16_t *ports)
+{
+	const struct web *web = hub_web(run->hub);
+	uint16_t keep[2] = {web ? web_request_port(web) : 0,
+	                    (uint16_t)egress_connect_port(run->egress)};
+	uint16_t own[3] = {web ? web_approval_port(web) : 0, web ? web_tokens_port(web) : 0, 0};
+	const char *colon = run->opt.executor ? strrchr(run->opt.executor, ':') : NULL;
+	size_t n = 0, k = 0;
+	int r;
+
+	if (colon) {
+		char *end;
+		unsigned long port = strtoul(colon + 1, &end, 10);
+
+		if (!*end && port <= 65535)
+			own[2] = (uint16_t)port;
+	}
+	r = peer_listeners_scan("/proc", PEER_LISTENERS_EXE, ports, MAX_REFUSED, &n);
+	if (r < 0)
+		say(run,
+		    "warning: --net host: listing Cloister's listeners: %s; the agent may reach "
+		    "other supervisors' APIs",
+		    strerror(-r));
+	for (size_t i = 0; i < ELEMENTSOF(own); i++)
+		if (own[i])
+			add_port(ports, &n, own[i]);
+	for (size_t i = 0; i < n; i++)
+		if (ports[i] != keep[0] && ports[i] != keep[1])
+			ports[k++] = ports[i];
+	return k;
+}
+
 /* sandbox_start's hook, before the agent runs: its own netns gets a route, rules and
  * listeners; on the host's network (--net host) its cgroup gets the eBPF redirect. */
 static int setup_network(void *userdata, int netns_fd, int cgroup_fd, struct cl_error *err)
@@ -166,8 +214,14 @@ static int setup_network(void *userdata, int netns_fd, int cgroup_fd, struct cl_
 	if (run->opt.net_host) {
 		/* On the host's network a failure would leave every way out open: refuse to start.
 		 */
+		uint16_t refused[MAX_REFUSED + 3];
+		size_t n_refused = refused_ports(run, refused);
+
+		if (run->opt.verbose)
+			say(run, "--net host: %zu of Cloister's ports refused to the agent",
+			    n_refused);
 		r = egress_attach_cgroup(run->egress, cgroup_fd, run->sandbox_name,
-		                         run->opt.project, &why);
+		                         run->opt.project, refused, n_refused, &why);
 		if (r < 0)
 			return cl_error_set(err, r, "--net host: %s", why.msg);
 		run->net_ready = true;

@@ -363,22 +363,149 @@ static void test_tcp_to_loopback_is_not_redirected(void **state)
 	assert_agent_succeeded(pid);
 }
 
-/* Dialing the listener itself is not a redirect: nothing to look up, the proxy refuses. */
-static void test_direct_connection_to_listener_has_no_original(void **state)
+/* Dialing our listener itself is not a redirect: the agent is refused, nothing arrives. */
+static void direct_to_listener_agent(const void *arg)
+{
+	const uint16_t *port = arg;
+	struct sockaddr_storage dst;
+	socklen_t len = make_addr(&dst, "127.0.0.1", *port);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	AGENT_CHECK(fd >= 0);
+	AGENT_CHECK(connect(fd, (struct sockaddr *)&dst, len) < 0 && errno == EPERM);
+}
+
+static void test_direct_connection_to_listener_is_refused(void **state)
 {
 	struct fixture *f = fixture_or_skip(state);
-	struct sockaddr_storage peer, orig;
-	socklen_t plen = sizeof(peer);
 	uint16_t port = f->l.proxy_port;
-	pid_t pid = start_agent(f, tcp_loopback_agent, &port);
-	int conn;
 
-	assert_true(wait_readable(f->l.proxy4, WAIT_MS));
-	conn = accept4(f->l.proxy4, (struct sockaddr *)&peer, &plen, SOCK_CLOEXEC);
-	assert_true(conn >= 0);
-	assert_int_equal(redirect_lookup(f->r, (struct sockaddr *)&peer, plen, &orig), -ENOENT);
-	close(conn);
-	assert_agent_succeeded(pid);
+	assert_agent_succeeded(start_agent(f, direct_to_listener_agent, &port));
+	port = f->l.dns_port; /* the resolver's TCP side */
+	assert_agent_succeeded(start_agent(f, direct_to_listener_agent, &port));
+	assert_false(wait_readable(f->l.proxy4, 0));
+	assert_false(wait_readable(f->l.dns_tcp4, 0));
+}
+
+/* ---- refused ports: the supervisors' own APIs on loopback ------------------------------ */
+
+/* Every way of spelling "this host's loopback" to a connect() or a datagram. */
+static const char *const this_host[] = {
+        "127.0.0.1", "127.1.2.3",        "0.0.0.0",          "::1",
+        "::",        "::ffff:127.0.0.1", "::ffff:127.9.8.7", "::ffff:0.0.0.0",
+};
+
+struct refused_agent {
+	uint16_t refused; /* a listener on every address, refused */
+	uint16_t open;    /* the same, not refused */
+};
+
+static void refused_agent(const void *arg)
+{
+	const struct refused_agent *a = arg;
+
+	for (size_t i = 0; i < ELEMENTSOF(this_host); i++) {
+		struct sockaddr_storage dst;
+		socklen_t len = make_addr(&dst, this_host[i], a->refused);
+		int fd = socket(dst.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		AGENT_CHECK(fd >= 0);
+		if (connect(fd, (struct sockaddr *)&dst, len) == 0 || errno != EPERM) {
+			fprintf(stderr, "agent: connect to %s: %s\n", this_host[i],
+			        strerror(errno));
+			_exit(1);
+		}
+		close(fd);
+		/* TCP Fast Open: no connect() call, the SYN leaves from sendto(). */
+		fd = socket(dst.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		AGENT_CHECK(fd >= 0);
+		if (sendto(fd, "GET /", 5, MSG_FASTOPEN, (struct sockaddr *)&dst, len) >= 0 ||
+		    errno != EPERM) {
+			fprintf(stderr, "agent: fast open to %s: %s\n", this_host[i],
+			        strerror(errno));
+			_exit(1);
+		}
+		close(fd);
+		fd = socket(dst.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		AGENT_CHECK(fd >= 0);
+		if (sendto(fd, "x", 1, 0, (struct sockaddr *)&dst, len) >= 0 || errno != EPERM) {
+			fprintf(stderr, "agent: datagram to %s: %s\n", this_host[i],
+			        strerror(errno));
+			_exit(1);
+		}
+		close(fd);
+	}
+	/* Loopback services on other ports stay reachable (0.0.0.0 and :: go to the proxy). */
+	for (size_t i = 0; i < ELEMENTSOF(this_host); i++) {
+		struct sockaddr_storage dst;
+		socklen_t len = make_addr(&dst, this_host[i], a->open);
+		int fd = socket(dst.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		AGENT_CHECK(fd >= 0);
+		if (connect(fd, (struct sockaddr *)&dst, len) < 0) {
+			fprintf(stderr, "agent: connect to %s port %u: %s\n", this_host[i], a->open,
+			        strerror(errno));
+			_exit(1);
+		}
+		close(fd);
+	}
+}
+
+/* A dual-stack listener on every address; its port in *ret_port. */
+static int any_listener(uint16_t *ret_port)
+{
+	struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
+	socklen_t len = sizeof(s6);
+	int off = 0, fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)), 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&s6, sizeof(s6)), 0);
+	assert_int_equal(listen(fd, 64), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&s6, &len), 0);
+	*ret_port = ntohs(s6.sin6_port);
+	return fd;
+}
+
+static int count_accepted(int fd)
+{
+	int n = 0, c;
+
+	while ((c = accept4(fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		close(c);
+		n++;
+	}
+	return n;
+}
+
+static void test_refused_port_fails_with_eperm_at_every_loopback_address(void **state)
+{
+	struct fixture *f = fixture_or_skip(state);
+	struct refused_agent a;
+	int refused = any_listener(&a.refused), open = any_listener(&a.open);
+
+	assert_int_equal(redirect_refuse_port(f->r, a.refused), 0);
+	assert_int_equal(redirect_refuse_port(f->r, a.refused), 0); /* twice is fine */
+	assert_agent_succeeded(start_agent(f, refused_agent, &a));
+	assert_int_equal(count_accepted(refused), 0);
+	/* 127.0.0.1, 127.1.2.3, ::1 and the two mapped loopback ones came in; 0.0.0.0, :: and
+	 * ::ffff:0.0.0.0 are not loopback to the redirect, so they went to the proxy. */
+	assert_int_equal(count_accepted(open), (int)ELEMENTSOF(this_host) - 3);
+	close(refused);
+	close(open);
+}
+
+static void test_refuse_port_checks_its_arguments(void **state)
+{
+	struct fixture *f = fixture_or_skip(state);
+	unsigned ok = 0;
+
+	assert_int_equal(redirect_refuse_port(f->r, 0), -EINVAL);
+	for (unsigned port = 1; port <= 300; port++)
+		if (redirect_refuse_port(f->r, (uint16_t)(40000 + port)) == 0)
+			ok++;
+	assert_int_equal(ok, 256);
+	assert_int_equal(redirect_refuse_port(f->r, 40301), -E2BIG);
 }
 
 /* ---- UDP ------------------------------------------------------------------------------- */
@@ -612,7 +739,9 @@ int main(void)
 	        T(test_tcp6_connect_lands_on_host_listener_and_lookup_finds_original),
 	        T(test_tcp4_through_dual_stack_socket_is_redirected_too),
 	        T(test_tcp_to_loopback_is_not_redirected),
-	        T(test_direct_connection_to_listener_has_no_original),
+	        T(test_direct_connection_to_listener_is_refused),
+	        T(test_refused_port_fails_with_eperm_at_every_loopback_address),
+	        T(test_refuse_port_checks_its_arguments),
 	        T(test_udp_dns_reaches_resolver_and_answer_shows_original_source),
 	        T(test_udp_to_other_ports_fails_with_eperm),
 	        T(test_raw_and_icmp_sockets_are_refused),

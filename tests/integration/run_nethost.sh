@@ -1,0 +1,125 @@
+#!/bin/sh
+# `run --net host`: the agent shares the host's loopback, but not the supervisors' own APIs.
+# From inside the sandbox, this run's dashboard (/pending) fails at 127.0.0.1, 127.1.2.3,
+# localhost, [::1], [::ffff:127.0.0.1], 0.0.0.0 and [::], also by TCP Fast Open; its token API
+# and another supervisor's dashboard (started before) fail too. The request server is still
+# reachable (it answers 401 without the agent's token), and so is an ordinary loopback
+# service of the test's.
+# shellcheck source=tests/lib/run_common.sh
+. "$(dirname "$0")/../lib/run_common.sh"
+
+PLAN=14
+run_needs_root $PLAN
+for tool in curl busybox; do
+	if ! command -v "$tool" >/dev/null 2>&1; then
+		tap_plan $PLAN
+		i=0
+		while [ $i -lt $PLAN ]; do
+			tap_skip "run_nethost" "$tool is not installed (scripts/install-deps)"
+			i=$((i + 1))
+		done
+		exit 0
+	fi
+done
+tap_plan $PLAN
+
+# API files of our own, so that other supervisors on this machine do not confuse the test.
+XDG_RUNTIME_DIR=$TMP/xdg
+export XDG_RUNTIME_DIR
+mkdir -p "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+write_config <<'EOF'
+exec:
+  security: full
+EOF
+R=$TMP/r
+mkdir -p "$R"
+
+# port_of NAME FIELD: the port in FIELD ("url", "tokens_url", "request_url") of the API file
+# of the supervisor named NAME.
+port_of() {
+	for f in "$XDG_RUNTIME_DIR"/cloister/api/*.json; do
+		[ -f "$f" ] || continue
+		grep -q "\"name\":\"$1\"" "$f" || continue
+		sed -n "s/.*\"$2\":\"http:\/\/127.0.0.1:\([0-9]*\)\".*/\1/p" "$f"
+	done
+}
+wait_port() {
+	i=0
+	while [ $i -lt 100 ]; do
+		p=$(port_of "$1" "$2")
+		[ -n "$p" ] && { echo "$p"; return 0; }
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+# ---- another supervisor, already running, and an ordinary loopback service --------------------
+timeout -k 5 60 "$SUPERVISOR" run --config-dir "$CFG" --ask web --net none --name other-sv \
+	--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off -- sleep 60 \
+	</dev/null >"$TMP/other.out" 2>"$TMP/other.err" &
+otherpid=$!
+on_exit "kill $otherpid 2>/dev/null; wait $otherpid 2>/dev/null"
+OTHER=$(wait_port other-sv url)
+
+echo "plain-loopback-service" >"$TMP/index.html"
+SVC=$((20000 + $$ % 20000))
+busybox httpd -f -p "127.0.0.1:$SVC" -h "$TMP" &
+svcpid=$!
+on_exit "kill $svcpid 2>/dev/null"
+i=0
+until curl -sf -o /dev/null "http://127.0.0.1:$SVC/index.html" || [ $i -ge 50 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+
+# ---- the agent ------------------------------------------------------------------------------
+cat >"$TMP/agent.sh" <<AGENT
+while [ ! -s $TMP/ports ]; do sleep 0.1; done
+. $TMP/ports
+for a in 127.0.0.1 127.1.2.3 localhost '[::1]' '[::ffff:127.0.0.1]' 0.0.0.0 '[::]'; do
+	curl -sS -m 3 -o /dev/null "http://\$a:\$APPROVAL/pending" 2>/dev/null
+	echo "\$a \$?" >>$R/dash
+done
+$HELPERS/tcpget -f 127.0.0.1 \$APPROVAL /pending >$R/tfo 2>&1
+$HELPERS/tcpget 127.0.0.1 \$TOKENS /tokens >$R/tokens 2>&1
+$HELPERS/tcpget 127.0.0.1 $OTHER /pending >$R/other 2>&1
+curl -sS -m 3 -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+	-H 'X-Cloister-Token: not-the-token' --data '{"cmd":"true"}' \
+	"http://127.0.0.1:\$REQUEST/request" >$R/request 2>&1
+curl -sS -m 3 "http://127.0.0.1:$SVC/index.html" >$R/svc 2>&1
+curl -sS -m 3 "http://localhost:$SVC/index.html" >$R/svc_name 2>&1
+AGENT
+timeout -k 5 40 "$SUPERVISOR" run --config-dir "$CFG" --ask none --net host --name nethost-sv \
+	--listen-approval 127.0.0.1:0 --listen-tokens 127.0.0.1:0 --listen-request 127.0.0.1:0 \
+	-- sh "$TMP/agent.sh" </dev/null >"$OUT" 2>"$ERR" &
+runpid=$!
+APPROVAL=$(wait_port nethost-sv url)
+TOKENS=$(wait_port nethost-sv tokens_url)
+REQUEST=$(wait_port nethost-sv request_url)
+printf 'APPROVAL=%s\nTOKENS=%s\nREQUEST=%s\n' "$APPROVAL" "$TOKENS" "$REQUEST" >"$TMP/ports.tmp"
+# From outside the sandbox the dashboard answers: what the agent meets is the sandbox's doing.
+outside=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$APPROVAL/pending")
+mv "$TMP/ports.tmp" "$TMP/ports"
+wait "$runpid"
+rc=$?
+
+tap_is "$rc $outside" "0 200" "the run ends well; its dashboard answers outside the sandbox" "$(diag)"
+for a in 127.0.0.1 127.1.2.3 localhost '[::1]' '[::ffff:127.0.0.1]' 0.0.0.0 '[::]'; do
+	got=$(grep -F "$a " "$R/dash" | head -n 1 | cut -d' ' -f2)
+	tap_is "$got" 7 "--net host: the dashboard's /pending at $a cannot be connected to" \
+		"$(cat "$R/dash" 2>/dev/null)"
+done
+tap_is "$(cat "$R/tfo")" "tcpget: sendto: Operation not permitted" \
+	"--net host: TCP Fast Open (sendto, no connect) to the dashboard is refused"
+tap_is "$(cat "$R/tokens")" "tcpget: connect: Operation not permitted" \
+	"--net host: the token API is refused"
+tap_is "$(cat "$R/other")" "tcpget: connect: Operation not permitted" \
+	"--net host: another supervisor's dashboard is refused" "$(cat "$TMP/other.err")"
+tap_is "$(cat "$R/request")" 401 \
+	"--net host: the request server is still reachable (401 without the agent's token)"
+tap_is "$(cat "$R/svc")" "plain-loopback-service" \
+	"--net host: an ordinary loopback service on another port is still reachable"
+tap_is "$(cat "$R/svc_name")" "plain-loopback-service" "... and by the name localhost"
+tap_done
