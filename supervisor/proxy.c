@@ -27,7 +27,7 @@
 #include "supervisor/http_head.h"
 #include "supervisor/relay.h"
 #include "supervisor/resolver.h"
-#include "supervisor/tls_sni.h"
+#include "supervisor/sniff.h"
 #include "supervisor/tokens.h"
 
 #define LINGER_MS       2000
@@ -711,53 +711,34 @@ static void set_port_from(struct proxy_conn *c, const struct sockaddr_storage *s
 		c->info.port = ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
 }
 
-/* Name the connection from what was read (FINAL: nothing more will come) and decide.
- * Returns true when it was named (and decided), false to read on. */
+/* Name the connection from what was read (FINAL: nothing more will come: EOF, a full buffer or
+ * the sniff deadline) and decide. Returns true when it was decided, false to read on. */
 static bool try_name(struct proxy_conn *c, bool final)
 {
-	char name[DOMAIN_HOST_MAX + 1];
-	enum tls_sni_status tls = tls_sni_parse(c->buf, c->len, name, NULL);
-	bool known = c->host[0] != '\0';
+	struct sniff_name named;
 
-	if (tls == TLS_SNI_FOUND) {
-		snprintf(c->host, sizeof(c->host), "%s", name);
-		c->info.name_source = "sni";
-		c->dial_original = false;
-		decide(c);
-		return true;
-	}
-	if (tls != TLS_SNI_NEED_MORE) {
-		struct http_request_head *head = malloc(sizeof(*head));
-		int h = head ? http_head_parse((const char *)c->buf, c->len, head, NULL) : -ENOMEM;
-
-		if (h > 0) {
-			struct http_authority auth;
-
-			if (http_head_host(head, &auth, NULL) >= 0 && !auth.ip) {
-				snprintf(c->host, sizeof(c->host), "%s", auth.host);
-				c->info.name_source = "http-host";
-				c->dial_original = false;
-				free(head);
-				decide(c);
-				return true;
-			}
-		}
-		free(head);
-		if (h == 0 && !final && c->len > 0)
-			return false;
-	} else if (!final) {
+	switch (sniff_name(c->buf, c->len, final, &named)) {
+	case SNIFF_WAIT:
 		return false;
-	}
-	/* Nothing in the bytes names it: the resolver's name, else the address. */
-	if (!known) {
-		void *a = c->info.original_dst.ss_family == AF_INET
-		                  ? (void *)&((struct sockaddr_in *)&c->info.original_dst)->sin_addr
-		                  : (void *)&((struct sockaddr_in6 *)&c->info.original_dst)
-		                            ->sin6_addr;
+	case SNIFF_NAMED:
+		snprintf(c->host, sizeof(c->host), "%s", named.host);
+		c->info.name_source = named.source;
+		c->dial_original = false;
+		break;
+	case SNIFF_FALLBACK:
+		/* The resolver's name for the address (set at accept), else the address. */
+		if (c->host[0] == '\0') {
+			void *a = c->info.original_dst.ss_family == AF_INET
+			                  ? (void *)&((struct sockaddr_in *)&c->info.original_dst)
+			                            ->sin_addr
+			                  : (void *)&((struct sockaddr_in6 *)&c->info.original_dst)
+			                            ->sin6_addr;
 
-		inet_ntop(c->info.original_dst.ss_family, a, c->host, sizeof(c->host));
-		c->info.name_source = "ip";
-		c->dial_original = true;
+			inet_ntop(c->info.original_dst.ss_family, a, c->host, sizeof(c->host));
+			c->info.name_source = "ip";
+			c->dial_original = true;
+		}
+		break;
 	}
 	decide(c);
 	return true;
@@ -785,10 +766,9 @@ static int peek_read(struct proxy_conn *c)
 		return 1;
 	}
 	if (n == 0) {
-		if (c->len == 0) {
-			conn_end(c, false, PROXY_OUTCOME_CANCELLED, "client closed before sending");
-			return 1;
-		}
+		/* The client ended its sending, maybe before any byte (a server-speaks-first
+		 * protocol, `nc -N … </dev/null`): decide now on what is known, and relay the
+		 * half-close and the server's answer as for any other connection. */
 		c->client_eof = true;
 		/* No more events from it: a half-closed socket stays readable. */
 		if (c->fd_registered)

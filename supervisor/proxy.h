@@ -5,9 +5,13 @@
  *   - transparent (proxy_add_transparent): listeners netfilter made in the sandbox netns, or
  *     the host-side ones the eBPF redirect sends to. The original destination comes from
  *     ops->original_dst. The name is found in the first bytes the client sends (read with a
- *     deadline into a bounded buffer): the TLS ClientHello's SNI, else an HTTP Host header,
- *     else the name the sandbox's resolver gave out for that address (a fake IP), else the
- *     bare IP. When the connection is denied it is reset (RST): the agent fails fast.
+ *     deadline into a bounded buffer; sniff.h): the TLS ClientHello's SNI, else an HTTP Host
+ *     header, else the name the sandbox's resolver gave out for that address (a fake IP),
+ *     else the bare IP. Those fallbacks are used at once when the client ends its sending
+ *     (EOF, even before any byte), and at the deadline (peek_named_ms / peek_ms) when it sends
+ *     nothing and waits for the server to speak first (ssh, smtp); its EOF is relayed then
+ *     like any half-close. When the connection is denied it is reset (RST): the agent fails
+ *     fast.
  *   - CONNECT (proxy_add_connect; guardian-api.md "Proxy Endpoint"): Proxy-Authorization
  *     Basic with a registered cloister token as the password (else 407), `CONNECT host:port`
  *     (other methods: 405), then 200 and the tunnel, 403 {"error": "domain not in allowlist",

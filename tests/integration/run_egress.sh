@@ -1,14 +1,16 @@
 #!/bin/sh
 # Egress from inside `run`: servers of our own in a network namespace of the test (plain HTTP,
-# TLS, a raw TCP echo, IPv6), reached by name through the supervisor's proxy and resolver.
-# Allowed names work with curl, wget and openssl s_client; denied ones fail fast; an unlisted
+# TLS, a raw TCP echo, a banner service that speaks first, IPv6), reached by name through the
+# supervisor's proxy and resolver. Allowed names work with curl, wget, busybox wget and openssl
+# s_client, and with raw TCP clients that send nothing (EOF at once, or waiting for the
+# server's banner past the proxy's sniff deadline); denied ones fail fast; an unlisted
 # one waits for a decision posted through the API, and a project-scope decision is written to
 # the decisions file and holds after a restart. No bypass: direct IPs, UDP elsewhere, ICMP,
 # IPv6 literals, the metadata address. The same through the CONNECT proxy from the host.
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=38
+PLAN=42
 run_needs_root $PLAN
 for tool in curl wget openssl busybox ip; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
@@ -57,6 +59,9 @@ ip netns exec "$NS" openssl s_server -quiet -accept 443 -www -cert "$TMP/cert.pe
 	-key "$TMP/key.pem" >/dev/null 2>&1 &
 ip netns exec "$NS" sh -c 'while :; do busybox nc -l -p 7000 -e /bin/cat; done' \
 	>/dev/null 2>&1 &
+# Speaks first, like ssh or smtp, then echoes until the client's EOF.
+ip netns exec "$NS" busybox nc -ll -p 7001 -e sh -c 'echo banner-from-test; exec cat' \
+	>/dev/null 2>&1 &
 sleep 0.5
 
 cat >"$TMP/hosts" <<EOF
@@ -88,6 +93,11 @@ curl -sSk -m 5 https://allowed.test/ >\$r/https 2>&1; echo \$? >\$r/https.rc
 echo | openssl s_client -connect allowed.test:443 -servername allowed.test >\$r/sclient 2>&1
 echo \$? >\$r/sclient.rc
 wget -q -O \$r/wget -T 5 -t 1 http://allowed.test/ 2>\$r/wget.err; echo \$? >\$r/wget.rc
+# No -T: Debian's busybox-static is built without FEATURE_WGET_TIMEOUT, and its getopt32 then
+# stores -T's number through a NULL pointer (exit 139 anywhere, sandbox or not).
+busybox wget -q -O \$r/bbwget http://allowed.test/ 2>\$r/bbwget.err; echo \$? >\$r/bbwget.rc
+$HELPERS/tcpfirst allowed.test 7001 eof >\$r/eof 2>\$r/eof.err; echo \$? >\$r/eof.rc
+$HELPERS/tcpfirst allowed.test 7001 wait >\$r/first 2>\$r/first.err; echo \$? >\$r/first.rc
 echo ping | busybox nc -w 2 allowed.test 7000 >\$r/echo 2>&1; echo \$? >\$r/echo.rc
 curl -sS -m 5 http://allowed6.test/ >\$r/v6name 2>&1; echo \$? >\$r/v6name.rc
 getent hosts denied.test >/dev/null; echo \$? >\$r/denied_dns.rc
@@ -108,8 +118,19 @@ tap_is "$(rc_of https) $(grep -c 'Ciphers supported' "$R/https")" "0 1" \
 	"curl reaches an allowed name over TLS (named by SNI)"
 tap_is "$(rc_of sclient)" 0 "openssl s_client reaches an allowed name" "$(tail -5 "$R/sclient")"
 tap_is "$(rc_of wget) $(cat "$R/wget")" "0 hello-from-test" "wget reaches an allowed name"
+tap_is "$(rc_of bbwget) $(cat "$R/bbwget")" "0 hello-from-test" \
+	"busybox wget reaches an allowed name" "$(cat "$R/bbwget.err")"
 tap_is "$(rc_of echo) $(cat "$R/echo")" "0 ping" \
 	"a raw TCP service is named through the resolver's fake address"
+tap_is "$(rc_of eof) $(cat "$R/eof")" "0 banner-from-test" \
+	"a client that sends EOF before any byte is relayed and gets the server's answer" \
+	"$(cat "$R/eof.err")"
+first_ms=$(sed -n 's/^first-ms //p' "$R/first.err")
+tap_is "$(rc_of first) $(tr '\n' ' ' <"$R/first")" "0 banner-from-test QUIT " \
+	"a client that waits for the server to speak first gets its banner, then talks" \
+	"$(cat "$R/first.err")"
+tap_ok "$([ "${first_ms:-0}" -ge 250 ] && [ "${first_ms:-0}" -lt 3000 ] && echo 0 || echo 1)" \
+	"... after the proxy's short sniff deadline (${first_ms:-?} ms)"
 tap_is "$(rc_of v6name) $(cat "$R/v6name")" "0 hello-from-test" \
 	"an allowed name with an IPv6 upstream works"
 tap_ok "$([ "$(rc_of denied_dns)" != 0 ] && echo 0 || echo 1)" \

@@ -9,7 +9,8 @@
  * resolver. Names map to the test's addresses through a hosts file of the resolver's.
  *
  * The owner's policy (decide) is a table: denied.test is denied, names starting with
- * "pending" are held until the test answers, the rest are allowed. */
+ * "pending" are held until the test answers, the rest are allowed. A banner server on
+ * 192.0.2.1 speaks first (as ssh or smtp do), then echoes: for clients that send nothing. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +46,10 @@
 
 #define WAIT_MS 3000
 #define TOKEN   "tok-0123456789abcdef"
+#define BANNER  "220 banner.test ready\r\n"
+/* The proxy's sniff deadlines in this test: named by the resolver, and unnamed. */
+#define PEEK_NAMED_MS 400
+#define PEEK_MS       800
 
 static const char *skip_reason;
 
@@ -54,15 +59,18 @@ struct echo_server {
 	int fd;
 	pthread_t thread;
 	bool running;
+	bool banner; /* say BANNER on accept, before echoing */
 	int accepted;
 };
 
 static void *echo_conn(void *arg)
 {
-	int fd = (int)(intptr_t)arg;
+	int fd = (int)((intptr_t)arg >> 1);
 	char buf[65536];
 	ssize_t n;
 
+	if (((intptr_t)arg & 1) && write(fd, BANNER, strlen(BANNER)) != (ssize_t)strlen(BANNER))
+		goto out;
 	while ((n = read(fd, buf, sizeof(buf))) > 0) {
 		ssize_t off = 0;
 
@@ -97,7 +105,8 @@ static void *echo_main(void *arg)
 			return NULL;
 		}
 		__atomic_add_fetch(&s->accepted, 1, __ATOMIC_SEQ_CST);
-		if (pthread_create(&t, NULL, echo_conn, (void *)(intptr_t)c) != 0) {
+		if (pthread_create(&t, NULL, echo_conn,
+		                   (void *)((intptr_t)c << 1 | (s->banner ? 1 : 0))) != 0) {
 			close(c);
 			continue;
 		}
@@ -182,8 +191,9 @@ static struct env {
 	int netns_fd;
 	struct nft_egress *rules;
 	struct netfilter_listeners l;
-	struct echo_server echo4, echo6, echo_lo;
-	uint16_t port; /* of every echo server */
+	struct echo_server echo4, echo6, echo_lo, banner;
+	uint16_t port;        /* of every echo server */
+	uint16_t banner_port; /* of the banner server, on 192.0.2.1 */
 	char hosts_path[64];
 	struct loop *loop;
 	struct resolver *resolver;
@@ -202,7 +212,8 @@ static struct env {
          .cmd_pipe = {-EBADF, -EBADF},
          .echo4.fd = -EBADF,
          .echo6.fd = -EBADF,
-         .echo_lo.fd = -EBADF};
+         .echo_lo.fd = -EBADF,
+         .banner.fd = -EBADF};
 
 static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
                                     const struct proxy_conn_info *info)
@@ -381,6 +392,9 @@ static int group_setup(void **state)
 	if (echo_start(&env.echo6, AF_INET6, "2001:db8::1", &port) < 0 ||
 	    echo_start(&env.echo_lo, AF_INET, "127.0.0.1", &port) < 0)
 		return setup_failed();
+	env.banner.banner = true;
+	if (echo_start(&env.banner, AF_INET, "192.0.2.1", &env.banner_port) < 0)
+		return setup_failed();
 
 	snprintf(env.hosts_path, sizeof(env.hosts_path), "/tmp/test_proxy_hosts.XXXXXX");
 	fd = mkstemp(env.hosts_path);
@@ -390,7 +404,8 @@ static int group_setup(void **state)
 	}
 	if (!(f = fdopen(fd, "w")))
 		return setup_failed();
-	fprintf(f, "192.0.2.1 web.test tls.test raw.test pending.test pending2.test closed.test\n"
+	fprintf(f, "192.0.2.1 web.test tls.test raw.test pending.test pending2.test closed.test "
+	           "banner.test\n"
 	           "2001:db8::1 v6.test\n"
 	           "127.0.0.1 loop.test loopok.test\n");
 	fclose(f);
@@ -431,6 +446,8 @@ static int group_setup(void **state)
 	pc.resolver = env.resolver;
 	pc.tokens = env.tokens;
 	pc.connect_ms = 1000;
+	pc.peek_named_ms = PEEK_NAMED_MS;
+	pc.peek_ms = PEEK_MS;
 	if (proxy_new(env.loop, &pc, &ops, NULL, &env.proxy) < 0 ||
 	    proxy_add_transparent(env.proxy, env.l.proxy4, "sb-trans", "proj-t") < 0 ||
 	    (env.l.proxy6 >= 0 &&
@@ -470,6 +487,7 @@ static int group_teardown(void **state)
 	echo_stop(&env.echo4);
 	echo_stop(&env.echo6);
 	echo_stop(&env.echo_lo);
+	echo_stop(&env.banner);
 	if (env.hosts_path[0])
 		unlink(env.hosts_path);
 	return 0;
@@ -840,6 +858,137 @@ static void test_unnamed_connection_is_decided_as_its_address(void **state)
 	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_UNREACHABLE);
 }
 
+/* ---- clients that send nothing ---------------------------------------------------------- */
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0->tv_sec) * 1000 + (t1.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Connect to ADDR:PORT and end the sending side before any byte; expect the server's answer
+ * and a clean EOF long before the sniff deadline. */
+static void expect_answer_to_eof(const char *addr, uint16_t port, const char *answer)
+{
+	_cleanup_close_ int fd = sandbox_socket(AF_INET, SOCK_STREAM);
+	uint8_t got[256];
+	size_t got_len;
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(connect_to(fd, AF_INET, addr, port), 0);
+	assert_int_equal(shutdown(fd, SHUT_WR), 0);
+	assert_int_equal(read_all(fd, got, sizeof(got), &got_len), 0);
+	assert_int_equal(got_len, strlen(answer));
+	assert_memory_equal(got, answer, got_len);
+	assert_true(ms_since(&t0) < PEEK_NAMED_MS);
+}
+
+static void test_eof_before_any_byte_is_decided_at_once_by_the_fake_ip(void **state)
+{
+	char addr[INET6_ADDRSTRLEN];
+
+	skip_if_needed();
+	fake_addr_of("banner.test", AF_INET, addr);
+	expect_answer_to_eof(addr, env.banner_port, BANNER);
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.decide_calls, 1);
+	assert_string_equal(env.seen.host, "banner.test");
+	assert_string_equal(env.seen.name_source, "resolver");
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+	assert_int_equal(env.seen.bytes_up, 0);
+	assert_int_equal(env.seen.bytes_down, strlen(BANNER));
+
+	/* The same to a server that says nothing: the half-close reaches it, its EOF comes back. */
+	reset_seen();
+	fake_addr_of("raw.test", AF_INET, addr);
+	expect_answer_to_eof(addr, env.port, "");
+	assert_true(wait_closed(1));
+	assert_string_equal(env.seen.host, "raw.test");
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+}
+
+static void test_eof_before_any_byte_to_a_bare_address_is_decided_as_the_address(void **state)
+{
+	skip_if_needed();
+	expect_answer_to_eof("192.0.2.1", env.banner_port, BANNER);
+	assert_true(wait_closed(1));
+	assert_string_equal(env.seen.host, "192.0.2.1");
+	assert_string_equal(env.seen.name_source, "ip");
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+}
+
+static void test_eof_before_any_byte_to_a_restricted_address_is_reset(void **state)
+{
+	_cleanup_close_ int fd = sandbox_socket(AF_INET, SOCK_STREAM);
+	uint8_t got[64];
+	size_t got_len;
+
+	skip_if_needed();
+	/* Refused as before: decided on the address at once, and reset (no quiet close). */
+	assert_int_equal(connect_to(fd, AF_INET, "169.254.169.254", 80), 0);
+	assert_int_equal(shutdown(fd, SHUT_WR), 0);
+	assert_int_equal(read_all(fd, got, sizeof(got), &got_len), -ECONNRESET);
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
+}
+
+/* A client that sends nothing and waits for the server to speak first (ssh, smtp): the
+ * banner arrives after the sniff deadline DEADLINE_MS, then the session goes on both ways. */
+static void expect_server_first(const char *addr, uint16_t port, long deadline_ms)
+{
+	static const char line[] = "QUIT\r\n";
+	_cleanup_close_ int fd = sandbox_socket(AF_INET, SOCK_STREAM);
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	uint8_t got[256];
+	size_t got_len;
+	ssize_t n;
+	struct timespec t0;
+	long first_ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(connect_to(fd, AF_INET, addr, port), 0);
+	assert_int_equal(poll(&p, 1, WAIT_MS), 1);
+	first_ms = ms_since(&t0);
+	n = recv(fd, got, sizeof(got), 0);
+	assert_int_equal(n, (ssize_t)strlen(BANNER));
+	assert_memory_equal(got, BANNER, (size_t)n);
+	/* Not before the deadline (a few ms of timer slack), and not long after it. */
+	assert_true(first_ms >= deadline_ms - 10);
+	assert_true(first_ms < deadline_ms + 1000);
+	write_all(fd, line, sizeof(line) - 1);
+	assert_int_equal(shutdown(fd, SHUT_WR), 0);
+	assert_int_equal(read_all(fd, got, sizeof(got), &got_len), 0);
+	assert_int_equal(got_len, sizeof(line) - 1);
+	assert_memory_equal(got, line, got_len);
+}
+
+static void test_server_speaks_first_after_the_named_sniff_deadline(void **state)
+{
+	char addr[INET6_ADDRSTRLEN];
+
+	skip_if_needed();
+	fake_addr_of("banner.test", AF_INET, addr);
+	expect_server_first(addr, env.banner_port, PEEK_NAMED_MS);
+	assert_true(wait_closed(1));
+	assert_string_equal(env.seen.host, "banner.test");
+	assert_string_equal(env.seen.name_source, "resolver");
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+	assert_int_equal(env.seen.bytes_up, 6);
+}
+
+static void test_server_speaks_first_to_a_bare_address_after_the_sniff_deadline(void **state)
+{
+	skip_if_needed();
+	expect_server_first("192.0.2.1", env.banner_port, PEEK_MS);
+	assert_true(wait_closed(1));
+	assert_string_equal(env.seen.host, "192.0.2.1");
+	assert_string_equal(env.seen.name_source, "ip");
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+}
+
 /* ---- DNS --------------------------------------------------------------------------------- */
 
 static void test_dns_answers_fake_addresses_and_nxdomain_for_denied(void **state)
@@ -1088,6 +1237,13 @@ int main(void)
 	        cmocka_unit_test(test_pending_ask_refused_later_resets),
 	        cmocka_unit_test(test_metadata_and_loopback_destinations_are_refused),
 	        cmocka_unit_test(test_unnamed_connection_is_decided_as_its_address),
+	        cmocka_unit_test(test_eof_before_any_byte_is_decided_at_once_by_the_fake_ip),
+	        cmocka_unit_test(
+	                test_eof_before_any_byte_to_a_bare_address_is_decided_as_the_address),
+	        cmocka_unit_test(test_eof_before_any_byte_to_a_restricted_address_is_reset),
+	        cmocka_unit_test(test_server_speaks_first_after_the_named_sniff_deadline),
+	        cmocka_unit_test(
+	                test_server_speaks_first_to_a_bare_address_after_the_sniff_deadline),
 	        cmocka_unit_test(test_dns_answers_fake_addresses_and_nxdomain_for_denied),
 	        cmocka_unit_test(test_connect_without_or_with_a_wrong_token_gets_407),
 	        cmocka_unit_test(test_connect_tunnels_to_an_allowed_host),
