@@ -9,6 +9,8 @@
 # IPv6 literals, the metadata address. The same through the CONNECT proxy from the host.
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
+# shellcheck source=tests/lib/server_ns.sh
+. "$(dirname "$0")/../lib/server_ns.sh"
 
 PLAN=42
 run_needs_root $PLAN
@@ -26,28 +28,7 @@ done
 tap_plan $PLAN
 
 # ---- the servers' namespace, joined to ours by a veth pair ----------------------------------
-X=$(($$ % 200 + 20))
-NS=cloister-eg-$$
-VH=cleg$$h
-VS=cleg$$s
-SRV4=10.77.$X.2
-SRV6=fd77:$X::2
-ip netns add "$NS"
-cleanup_ns() {
-	ip netns pids "$NS" 2>/dev/null | xargs -r kill 2>/dev/null
-	ip link del "$VH" 2>/dev/null
-	ip netns del "$NS" 2>/dev/null
-}
-on_exit cleanup_ns
-ip link add "$VH" type veth peer name "$VS"
-ip link set "$VS" netns "$NS"
-ip addr add "10.77.$X.1/24" dev "$VH"
-ip -6 addr add "fd77:$X::1/64" dev "$VH" nodad
-ip link set "$VH" up
-ip netns exec "$NS" ip addr add "$SRV4/24" dev "$VS"
-ip netns exec "$NS" ip -6 addr add "$SRV6/64" dev "$VS" nodad
-ip netns exec "$NS" ip link set "$VS" up
-ip netns exec "$NS" ip link set lo up
+server_ns_up eg 77
 
 WWW=$TMP/www
 mkdir -p "$WWW"
