@@ -62,7 +62,7 @@ wait_exit() {
 	fi
 }
 cgroup_of() {
-	for d in "$CG"/cloister/"$1$$"-*; do
+	for d in "$CG/cloister/$1$$"-*; do
 		[ -d "$d" ] && echo "$d" && return
 	done
 }
