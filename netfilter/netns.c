@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,7 +74,8 @@ static int netns_child(void *arg)
 static int run_in_owner_userns(struct netns_call *c)
 {
 	const size_t stack_size = 1024 * 1024;
-	int status;
+	long page = sysconf(_SC_PAGESIZE);
+	int status, dumpable;
 	pid_t pid;
 	void *stack;
 
@@ -86,7 +88,14 @@ static int run_in_owner_userns(struct netns_call *c)
 		close(c->userns_fd);
 		return -ENOMEM;
 	}
+	/* A guard page: an overflow faults instead of writing over our heap. */
+	(void)mprotect(stack, page > 0 ? (size_t)page : 4096, PROT_NONE);
 	c->result = -ECHILD;
+	/* The child shares our memory and sits in the sandbox's user namespace, where a process
+	 * of the sandbox may hold capabilities (a container joining a shared netns): not
+	 * ptrace-able meanwhile. */
+	dumpable = prctl(PR_GET_DUMPABLE);
+	(void)prctl(PR_SET_DUMPABLE, 0);
 	/* No exit signal: the supervisor's SIGCHLD handling never sees it; __WALL reaps it. */
 	pid = clone(netns_child, (char *)stack + stack_size, CLONE_VM | CLONE_VFORK | CLONE_FILES,
 	            c);
@@ -95,6 +104,8 @@ static int run_in_owner_userns(struct netns_call *c)
 	else
 		while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR)
 			;
+	if (dumpable > 0)
+		(void)prctl(PR_SET_DUMPABLE, dumpable);
 	munmap(stack, stack_size);
 	close(c->userns_fd);
 	return c->result;

@@ -148,6 +148,14 @@ static void audit_conn(struct egress *eg, const struct proxy_conn_info *info, co
 
 /* ---- the policy for a sandbox ---------------------------------------------------------------- */
 
+static void rule_set_free(struct rule_set *s)
+{
+	config_domain_list_clear(&s->rules.allow);
+	config_domain_list_clear(&s->rules.deny);
+	free(s->key);
+	free(s);
+}
+
 static struct rule_set *find_rule_set(struct egress *eg, enum queue_scope scope, const char *key)
 {
 	for (struct rule_set *s = eg->rule_sets; s; s = s->next)
@@ -498,13 +506,36 @@ static void attachment_release(struct egress *eg, struct attachment *a)
 	*a = (struct attachment){.listeners = NETFILTER_LISTENERS_INIT};
 }
 
+/* SANDBOX's session decisions, when no attachment is that sandbox any more: a later one of
+ * the same name starts afresh. */
+static void forget_session(struct egress *eg, const char *sandbox)
+{
+	for (unsigned i = 0; i < eg->n_att; i++)
+		if (eg->att[i].sandbox && !strcmp(eg->att[i].sandbox, sandbox))
+			return;
+	for (struct rule_set **p = &eg->rule_sets; *p; p = &(*p)->next) {
+		struct rule_set *s = *p;
+
+		if (s->scope != QUEUE_SCOPE_SESSION || strcmp(s->key, sandbox))
+			continue;
+		*p = s->next;
+		rule_set_free(s);
+		return;
+	}
+}
+
 int egress_detach(struct egress *eg, const char *key)
 {
 	for (unsigned i = 0; key && i < eg->n_att; i++) {
 		if (!eg->att[i].key || strcmp(eg->att[i].key, key))
 			continue;
+		_cleanup_free_ char *sandbox =
+		        eg->att[i].sandbox ? strdup(eg->att[i].sandbox) : NULL;
+
 		attachment_release(eg, &eg->att[i]);
 		eg->att[i] = eg->att[--eg->n_att];
+		if (sandbox)
+			forget_session(eg, sandbox);
 		return 0;
 	}
 	return -ENOENT;
@@ -658,10 +689,7 @@ void egress_free(struct egress *eg)
 		struct rule_set *s = eg->rule_sets;
 
 		eg->rule_sets = s->next;
-		config_domain_list_clear(&s->rules.allow);
-		config_domain_list_clear(&s->rules.deny);
-		free(s->key);
-		free(s);
+		rule_set_free(s);
 	}
 	free(eg);
 }

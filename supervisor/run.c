@@ -102,7 +102,8 @@ struct run {
 	bool paused; /* by the dashboard's kill switch */
 	uint64_t started_wall_ms;
 
-	bool terminating; /* SIGTERM or SIGHUP came: asks are denied without asking */
+	bool terminating;  /* SIGTERM or SIGHUP came: asks are denied without asking */
+	int ending_signal; /* which one: its acknowledgement cancels the asks */
 	bool exited;
 	int exit_code;
 };
@@ -350,14 +351,17 @@ static int on_sandbox_status(struct loop *loop, int fd, uint32_t events, void *u
 			return 0;
 		case SANDBOX_STOPPED:
 			/* Ctrl-Z: stop with the agent so the user's shell gets the terminal back.
-			 */
-			if (sandbox_suspend(run->sandbox, st.stop_signal) == -ENOTTY)
+			 * Not while it is ending: a stopped supervisor could not end it (an agent
+			 * that stops itself on SIGTERM would hold both); it goes on instead. */
+			if (run->terminating ||
+			    sandbox_suspend(run->sandbox, st.stop_signal) == -ENOTTY)
 				sandbox_continue(run->sandbox);
 			break;
 		case SANDBOX_CONTINUED:
 			break;
 		case SANDBOX_SIGNALLED:
-			if (run->terminating)
+			/* Not an earlier SIGINT's acknowledgement: the ending signal's. */
+			if (run->terminating && st.signal == run->ending_signal)
 				cancel_for_termination(run);
 			break;
 		}
@@ -386,10 +390,14 @@ static int on_signal(struct loop *loop, int sig, void *userdata)
 		 * once the init says the signal is pending in the agent (SANDBOX_SIGNALLED), or
 		 * the agent, denied its exec, could go on before the signal reaches it. */
 		run->terminating = true;
+		run->ending_signal = sig;
 		if (run->guard)
 			exec_guard_set_terminating(run->guard, true);
 		if (run->tty)
 			tty_approver_unfreeze(run->tty);
+		/* Paused from the dashboard: it must run to end gracefully. */
+		if (run->paused && sandbox_pause(run->sandbox, false) >= 0)
+			run->paused = false;
 	}
 	if (sandbox_signal(run->sandbox, sig) < 0 && ending)
 		cancel_for_termination(run);

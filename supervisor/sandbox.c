@@ -318,9 +318,10 @@ __attribute__((noreturn)) static void init_loop(pid_t agent, bool has_tty, int s
 				continue;
 			if (m.type == SANDBOX_MSG_SIGNAL && m.value > 0 && m.value < NSIG) {
 				kill(agent, m.value);
-				/* Now it is pending in the agent: the supervisor may go on. */
-				send_msg(INIT_SOCK_FD, SANDBOX_MSG_SIGNALLED, m.value, NULL,
-				         MSG_DONTWAIT);
+				/* Now it is pending in the agent: the supervisor may go on.
+				 * Blocking: the agent's stops and continues must not crowd it
+				 * out of a full socket queue. */
+				send_msg(INIT_SOCK_FD, SANDBOX_MSG_SIGNALLED, m.value, NULL, 0);
 			} else if (m.type == SANDBOX_MSG_CONTINUE) {
 				if (has_tty && m.value)
 					give_terminal(agent);

@@ -479,15 +479,17 @@ static void on_hook_netns(void *userdata, struct oci_hook_request *req, const st
 	struct cl_error err = {""};
 	int r = -ENOSYS;
 
+	/* A container of no project is the daemon's project's, as for its execs' decisions. */
+	const char *project = id->project[0] ? id->project : sv->opt.project;
+
 	if (!sv->egress)
 		cl_error_set(&err, r, "this supervisor has no egress proxy");
-	else if (id->project[0] && (!sv->opt.project || strcmp(id->project, sv->opt.project)))
-		r = project_config_load(sv, id->project, &err);
+	else if (project && (!sv->opt.project || strcmp(project, sv->opt.project)))
+		r = project_config_load(sv, project, &err);
 	else
 		r = 0;
 	if (r >= 0 && sv->egress)
-		r = egress_attach_netns_key(sv->egress, netns_fd, st->id, id->name,
-		                            id->project[0] ? id->project : NULL, &err);
+		r = egress_attach_netns_key(sv->egress, netns_fd, st->id, id->name, project, &err);
 	if (r < 0)
 		say(sv, "container %s: egress: %s", st->id, err.msg);
 	else

@@ -294,6 +294,10 @@ void tty_approver_unfreeze(struct tty_approver *ta)
 	if (ta->paused && ta->cfg.pause)
 		(void)ta->cfg.pause(ta->cfg.userdata, false);
 	ta->paused = false;
+	/* The terminal too: an agent reading it from the background would stop (SIGTTIN). */
+	if (ta->pgrp_taken)
+		(void)set_foreground(ta->fd, ta->saved_pgrp);
+	ta->pgrp_taken = false;
 }
 
 static void show_prompt(struct tty_approver *ta, const struct queue_item *item, uint64_t now,

@@ -85,8 +85,9 @@ bool tty_approver_active(const struct tty_approver *ta);
 /* Nobody is at the terminal any more (EOF / hang-up seen). */
 bool tty_approver_gone(const struct tty_approver *ta);
 
-/* Thaw the agent a prompt on its terminal froze, leaving the prompt up: for an agent that is
- * being terminated, which must run to die of its signal. */
+/* Thaw the agent a prompt on its terminal froze and give it the terminal's foreground back,
+ * leaving the prompt up: for an agent that is being terminated, which must run to die of its
+ * signal. */
 void tty_approver_unfreeze(struct tty_approver *ta);
 
 /* Bring the terminal in line with Q: drop the prompt of an item no longer pending (with a

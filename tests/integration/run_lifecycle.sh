@@ -9,7 +9,7 @@ set -u
 . "$(dirname "$0")/../lib/run_common.sh"
 
 run_needs_root 25
-tap_plan 25
+tap_plan 28
 
 CG=$(cgroup2_root)
 write_config <<EOF
@@ -118,6 +118,33 @@ tap_ok "$([ "$rc" -eq 143 ] && [ "$took" -lt 2000 ] && echo 0 || echo 1)" \
 	"SIGTERM while a prompt freezes the agent: it still ends at once with 143 ($took ms)" \
 	"status $rc; terminal: $(tr -d '\r' <"$ERR" | tail -n 5)"
 tap_is "$(audit_count '"verdict":"cancelled"')" 1 "the waiting ask is cancelled (audit log)"
+
+# An agent that stops itself on SIGTERM, on a terminal: the supervisor must not stop with it
+# (a stopped supervisor could end nothing); the agent is continued and ends.
+"$HELPERS/ptyanswer" --ctty - -- "$SUPERVISOR" run --config-dir "$CFG" --name selfstop$$ --ask none \
+	-- sh -c 'trap "kill -STOP \$\$; exit 7" TERM; echo ready; while :; do sleep 0.1; done' \
+	</dev/null >"$OUT" 2>"$ERR" &
+pty_pid=$!
+on_exit "kill -KILL $pty_pid 2>/dev/null"
+wait_for 5 grep -q ready "$OUT"
+kill -TERM "$(pgrep -P "$pty_pid" | head -n 1)"
+wait_exit "$pty_pid" 10
+tap_is "$rc" 7 "an agent that stops itself on SIGTERM is continued, and run ends with its status" \
+	"status $rc; terminal: $(tr -d '\r' <"$OUT" | tail -n 3)"
+
+# Paused from the dashboard (or the CLI) when SIGTERM comes: thawed to end gracefully.
+bg pausetest sleep 30
+wait_for 5 has_cgroup pausetest
+"$SUPERVISOR" pause "pausetest$$" >"$TMP/pause.out" 2>&1
+pause_rc=$?
+kill -TERM "$bg_pid"
+start=$(date +%s%N)
+wait_exit "$bg_pid" 10
+took=$(elapsed_ms "$start")
+tap_ok "$([ "$pause_rc" -eq 0 ] && [ "$rc" -eq 143 ] && [ "$took" -lt 2000 ] && echo 0 || echo 1)" \
+	"SIGTERM to a paused sandbox ends it at once with 143, not after the grace period ($took ms)" \
+	"pause: $pause_rc $(cat "$TMP/pause.out"); $(diag)"
+tap_is "$(cgroup_of pausetest)" "" "... and its cgroup is removed"
 
 # ---- the supervisor killed with SIGKILL ----
 if [ -z "$CG" ]; then
