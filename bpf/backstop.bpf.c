@@ -33,9 +33,12 @@ struct {
 	__type(value, __u32);
 } sandboxes SEC(".maps");
 
-/* Approved files per sandbox (value unused, 1). */
+/* Approved files per sandbox (value unused, 1). Not preallocated: only the supervisor adds
+ * entries (bpf(2), where allocating is fine), and preallocating 65536 entries took ~2 ms of
+ * every run's start-up and their memory for a set that holds a few dozen files. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, BACKSTOP_MAX_APPROVALS);
 	__type(key, struct backstop_abi_key);
 	__type(value, __u32);

@@ -17,6 +17,7 @@
 #include <linux/types.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "bpf/backstop_abi.h"
@@ -117,6 +118,64 @@ static int backstop_try_mode(enum backstop_mode mode, struct backstop_bpf **ret_
 	return 0;
 }
 
+/* The kernel's own BTF, straight from the kernel (one bpf(2) copy, where reading
+ * /sys/kernel/btf/vmlinux takes a thousand 4 KiB reads). NULL when there is none. */
+static struct btf *kernel_vmlinux_btf(void)
+{
+	__u32 id = 0;
+
+	while (bpf_btf_get_next_id(id, &id) == 0) {
+		struct bpf_btf_info info;
+		char name[16] = "";
+		__u32 len = sizeof(info);
+		int fd = bpf_btf_get_fd_by_id(id);
+		bool vmlinux;
+
+		if (fd < 0)
+			continue;
+		memset(&info, 0, sizeof(info));
+		info.name = (__u64)(uintptr_t)name;
+		info.name_len = sizeof(name);
+		vmlinux = bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && info.kernel_btf &&
+		          strcmp(name, "vmlinux") == 0;
+		close(fd);
+		if (vmlinux)
+			return btf__load_from_kernel_by_id(id);
+	}
+	return NULL;
+}
+
+/* Whether the kernel takes an LSM program on bprm_check_security: a two-instruction one
+ * ("return 0"), never attached. Loading the skeleton to find out costs a full parse of the
+ * kernel's BTF by libbpf, which the tp_btf attempt would then repeat (measured here: LSM
+ * programs fail with EPERM, ~15 ms wasted per run). 0 when it loads, else a negative errno;
+ * -ENOENT when the hook cannot be found (then the skeleton attempt decides). */
+static int probe_lsm(void)
+{
+	const struct bpf_insn insns[] = {
+	        {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0},
+	        {.code = BPF_JMP | BPF_EXIT},
+	};
+	struct btf *btf = kernel_vmlinux_btf();
+	int id, fd, r;
+
+	if (!btf)
+		return -ENOENT;
+	id = btf__find_by_name_kind(btf, "bpf_lsm_bprm_check_security", BTF_KIND_FUNC);
+	btf__free(btf);
+	if (id <= 0)
+		return -ENOENT;
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_LSM_MAC,
+	            .attach_btf_id = (__u32)id);
+	fd = bpf_prog_load(BPF_PROG_TYPE_LSM, "backstop_probe", "GPL", insns, ELEMENTSOF(insns),
+	                   &opts);
+	if (fd < 0)
+		return -errno;
+	r = 0;
+	close(fd);
+	return r;
+}
+
 static int on_ringbuf_event(void *ctx, void *data, size_t size)
 {
 	struct backstop *b = ctx;
@@ -150,8 +209,23 @@ int backstop_open(struct backstop **ret, struct cl_error *err)
 	int r = -ENOSYS;
 
 	saved_print = libbpf_set_print(probe_print);
-	for (size_t i = 0; i < ELEMENTSOF(order); i++) {
+	/* A kernel that refuses even the smallest LSM program: tp_btf first, and the LSM
+	 * skeleton only if tp_btf fails too (the probe is a hint, never the last word). */
+	int lsm = probe_lsm();
+	bool lsm_refused = lsm < 0 && lsm != -ENOENT;
+
+	for (size_t i = 0; i < ELEMENTSOF(order); i++)
 		why[i][0] = '\0';
+	if (lsm_refused)
+		snprintf(why[0], sizeof(why[0]), "probe: %s (not tried)", strerror(-lsm));
+	for (size_t k = 0; k < ELEMENTSOF(order) + 1; k++) {
+		/* k: LSM, tp_btf, then LSM again only after a refused probe. */
+		size_t i = k % ELEMENTSOF(order);
+
+		if (k == ELEMENTSOF(order) && !lsm_refused)
+			break;
+		if (k == 0 && lsm_refused)
+			continue;
 		r = backstop_try_mode(order[i], &skel, why[i], sizeof(why[i]));
 		if (r >= 0) {
 			mode = order[i];

@@ -9,7 +9,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
 
 #include <nftables/libnftables.h>
@@ -41,13 +46,31 @@ static const char ruleset_format[] = "table inet " NFT_EGRESS_TABLE " {\n"
                                      "\t}\n"
                                      "}\n";
 
+#ifndef NFT_TABLE_F_PERSIST
+#define NFT_TABLE_F_PERSIST 0x4 /* Linux 6.9; nft 1.0.6 cannot spell it */
+#endif
+
+/* The same chains and rules, added to a table that exists already (persist: see
+ * install_in_netns). A table block would send the table's flags again, which the kernel refuses
+ * as a change of an owned table's flags. */
+#define PERSIST_CHAIN "add chain inet " NFT_EGRESS_TABLE " "
+#define PERSIST_RULE  "add rule inet " NFT_EGRESS_TABLE " "
+static const char persist_format[] = PERSIST_CHAIN
+        "nat_output { type nat hook output priority -100; policy accept; }\n" PERSIST_RULE
+        "nat_output meta l4proto { tcp, udp } th dport 53 redirect to :%u\n" PERSIST_RULE
+        "nat_output fib daddr type local return\n" PERSIST_RULE
+        "nat_output meta l4proto tcp redirect to :%u\n" PERSIST_CHAIN
+        "filter_output { type filter hook output priority 0; policy drop; }\n" PERSIST_RULE
+        "filter_output fib daddr type local accept\n";
+
 int nft_egress_ruleset(const struct nft_egress_config *cfg, char **ret_text)
 {
 	char *text;
 
 	if (!cfg || cfg->proxy_port == 0 || cfg->dns_port == 0)
 		return -EINVAL;
-	if (asprintf(&text, ruleset_format, (unsigned)cfg->dns_port, (unsigned)cfg->proxy_port) < 0)
+	if (asprintf(&text, cfg->persist ? persist_format : ruleset_format, (unsigned)cfg->dns_port,
+	             (unsigned)cfg->proxy_port) < 0)
 		return -ENOMEM;
 	*ret_text = text;
 	return 0;
@@ -98,9 +121,11 @@ static void snapshot_fds(struct fd_set_snapshot *s)
 	closedir(d);
 }
 
-static void cloexec_new_netfilter_sockets(const struct fd_set_snapshot *before)
+/* Returns the last such socket found, or -ENOENT. */
+static int cloexec_new_netfilter_sockets(const struct fd_set_snapshot *before)
 {
 	struct fd_set_snapshot after;
+	int found = -ENOENT;
 
 	snapshot_fds(&after);
 	for (int fd = 0; fd < FD_SCAN_MAX; fd++) {
@@ -119,11 +144,91 @@ static void cloexec_new_netfilter_sockets(const struct fd_set_snapshot *before)
 		    proto != NETLINK_NETFILTER)
 			continue;
 		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+		found = fd;
+	}
+	return found;
+}
+
+/* Append one netlink attribute (4-byte aligned) at *off in buf. */
+static void put_attr(char *buf, size_t *off, uint16_t type, const void *data, uint16_t len)
+{
+	struct nlattr *a = (struct nlattr *)(buf + *off);
+
+	a->nla_type = type;
+	a->nla_len = (uint16_t)(NLA_HDRLEN + len);
+	memcpy(buf + *off + NLA_HDRLEN, data, len);
+	memset(buf + *off + NLA_HDRLEN + len, 0, NLA_ALIGN(len) - len);
+	*off += NLA_HDRLEN + NLA_ALIGN(len);
+}
+
+static void put_msg(char *buf, size_t *off, uint16_t type, uint16_t flags, uint32_t seq,
+                    uint8_t family, uint16_t res_id)
+{
+	struct nlmsghdr *h = (struct nlmsghdr *)(buf + *off);
+	struct nfgenmsg *g = (struct nfgenmsg *)(buf + *off + NLMSG_HDRLEN);
+
+	memset(h, 0, NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(*g)));
+	h->nlmsg_type = type;
+	h->nlmsg_flags = flags;
+	h->nlmsg_seq = seq;
+	g->nfgen_family = family;
+	g->version = NFNETLINK_V0;
+	g->res_id = htons(res_id);
+	*off += NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(*g));
+}
+
+/* Create the (empty) table with FLAGS through the socket FD, which then owns it: nft 1.0.6
+ * has no word for the persist flag, so this one message is built by hand. 0, or the kernel's
+ * negative errno. */
+static int create_table(int fd, uint32_t flags)
+{
+	static const char name[] = NFT_EGRESS_TABLE;
+	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
+	uint32_t seq = (uint32_t)time(NULL) ^ 0x5eed0000u, be_flags = htonl(flags);
+	size_t off = 0, start;
+	union {
+		char buf[512];
+		struct nlmsghdr align;
+	} out, in;
+
+	put_msg(out.buf, &off, NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, seq, AF_UNSPEC,
+	        NFNL_SUBSYS_NFTABLES);
+	((struct nlmsghdr *)out.buf)->nlmsg_len = (uint32_t)off;
+	start = off;
+	put_msg(out.buf, &off, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWTABLE,
+	        NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK, seq + 1, NFPROTO_INET, 0);
+	put_attr(out.buf, &off, NFTA_TABLE_NAME, name, sizeof(name));
+	put_attr(out.buf, &off, NFTA_TABLE_FLAGS, &be_flags, sizeof(be_flags));
+	((struct nlmsghdr *)(out.buf + start))->nlmsg_len = (uint32_t)(off - start);
+	start = off;
+	put_msg(out.buf, &off, NFNL_MSG_BATCH_END, NLM_F_REQUEST, seq + 2, AF_UNSPEC,
+	        NFNL_SUBSYS_NFTABLES);
+	((struct nlmsghdr *)(out.buf + start))->nlmsg_len = (uint32_t)(off - start);
+	if (sendto(fd, out.buf, off, 0, (struct sockaddr *)&kernel, sizeof(kernel)) != (ssize_t)off)
+		return -errno;
+	/* The batch's one answer: the ack (or the error) of the NEWTABLE. */
+	for (;;) {
+		ssize_t n = recv(fd, in.buf, sizeof(in.buf), 0);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		for (struct nlmsghdr *h = &in.align; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+			const struct nlmsgerr *e = NLMSG_DATA(h);
+
+			if (h->nlmsg_seq != seq + 1 || h->nlmsg_type != NLMSG_ERROR ||
+			    h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
+				continue;
+			return e->error;
+		}
 	}
 }
 
 struct install_ctx {
 	const char *text;
+	bool persist;
 	struct cl_error *err;
 	struct nft_ctx *ctx; /* result */
 	bool ran;
@@ -145,10 +250,30 @@ static int install_in_netns(void *userdata)
 		return cl_error_set(c->err, -ENOMEM, "nftables: cannot create a context");
 	if (nft_ctx_buffer_output(ctx) < 0 || nft_ctx_buffer_error(ctx) < 0)
 		return cl_error_set(c->err, -ENOMEM, "nftables: cannot buffer output");
+	if (c->persist) {
+		/* The context's socket (opened by nft_ctx_new) creates the table, so that it
+		 * owns it; the ruleset then only adds chains and rules to it. */
+		int sock = cloexec_new_netfilter_sockets(&before);
+
+		if (sock < 0)
+			return cl_error_set(c->err, -EIO, "nftables: no netlink socket found");
+		r = create_table(sock, NFT_TABLE_F_OWNER | NFT_TABLE_F_PERSIST);
+		if (r == -EOPNOTSUPP || r == -EINVAL) /* a kernel older than 6.9 */
+			r = create_table(sock, NFT_TABLE_F_OWNER);
+		if (r < 0)
+			return cl_error_set(c->err, r, "creating the egress table: %s",
+			                    strerror(-r));
+	}
 	r = nft_run_cmd_from_buffer(ctx, c->text);
 	cloexec_new_netfilter_sockets(&before);
-	if (r != 0)
-		return nft_error(ctx, c->err, -EINVAL, "installing the egress ruleset");
+	if (r != 0) {
+		r = nft_error(ctx, c->err, -EINVAL, "installing the egress ruleset");
+		/* Nothing installed on failure: a table of ours would outlive the socket. */
+		if (c->persist)
+			(void)nft_run_cmd_from_buffer(ctx,
+			                              "delete table inet " NFT_EGRESS_TABLE "\n");
+		return r;
+	}
 	c->ctx = TAKE_PTR(ctx);
 	return 0;
 }
@@ -170,6 +295,7 @@ int nft_egress_install(int netns_fd, const struct nft_egress_config *cfg, struct
 	if (!e)
 		return cl_error_set(err, -ENOMEM, "egress ruleset: out of memory");
 	c.text = text;
+	c.persist = cfg->persist;
 	r = netfilter_run_in_netns(netns_fd, install_in_netns, &c);
 	if (r < 0) {
 		free(e);

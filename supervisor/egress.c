@@ -28,6 +28,7 @@
 #include "supervisor/policy.h"
 #include "supervisor/proxy.h"
 #include "supervisor/resolver.h"
+#include "supervisor/trace_timing.h"
 
 /* Cookies of held connections: apart from the other kinds' waiters. */
 #define COOKIE_TAG   (UINT64_C(1) << 62) /* 01: egress, 10: hostexec, 11: shim */
@@ -635,13 +636,20 @@ int egress_attach_netns_key(struct egress *eg, int netns_fd, const char *key, co
 		return -ENOMEM;
 	}
 	r = netfilter_netns_setup(netns_fd, err);
+	trace_timing_mark("egress: netns links, routes");
 	if (r >= 0)
 		r = netfilter_listeners_open(netns_fd, 0, 0, &a->listeners, err);
+	trace_timing_mark("egress: listeners in the netns");
 	if (r >= 0) {
+		/* Without a key the netns is run's own and dies with its sandbox (see
+		 * egress_attach_netns): its table may too. A keyed one (a container's) is
+		 * detached while the netns lives on, so its table must go with the socket. */
 		nc = (struct nft_egress_config){.proxy_port = a->listeners.proxy_port,
-		                                .dns_port = a->listeners.dns_port};
+		                                .dns_port = a->listeners.dns_port,
+		                                .persist = key == NULL};
 		r = nft_egress_install(netns_fd, &nc, &a->rules, err);
 	}
+	trace_timing_mark("egress: nft ruleset");
 	if (r >= 0)
 		r = serve_listeners(eg, a);
 	if (r < 0) {
@@ -669,6 +677,7 @@ void egress_free(struct egress *eg)
 	/* The proxy first: it reports every connection closed (held ones cancel their asks). */
 	proxy_free(eg->proxy);
 	resolver_free(eg->resolver);
+	trace_timing_mark("egress free: proxy, resolver");
 	while (eg->held) {
 		struct held *h = eg->held;
 
@@ -678,6 +687,7 @@ void egress_free(struct egress *eg)
 	for (unsigned i = 0; i < eg->n_att; i++) {
 		redirect_free(eg->att[i].redirect); /* detaches its programs */
 		nft_egress_free(eg->att[i].rules);
+		trace_timing_mark("egress free: nft table");
 		netfilter_listeners_close(&eg->att[i].listeners);
 		free(eg->att[i].sandbox);
 		free(eg->att[i].project);

@@ -43,6 +43,7 @@
 #include "supervisor/labels.h"
 #include "supervisor/metrics.h"
 #include "supervisor/peer_listeners.h"
+#include "supervisor/trace_timing.h"
 #include "supervisor/web.h"
 #include "supervisor/worktree.h"
 
@@ -812,14 +813,19 @@ static void teardown(struct run *run)
 		backstop_remove_sandbox(run->backstop, run->cgroup_id);
 	exec_guard_free(run->guard);
 	run->guard = NULL;
+	trace_timing_mark("teardown: queue, exec guard");
 	egress_free(run->egress);
 	run->egress = NULL;
+	trace_timing_mark("teardown: egress");
 	hub_free(run->hub);
 	run->hub = NULL;
 	run->queue = NULL;
 	tty_approver_free(run->tty);
+	trace_timing_mark("teardown: hub");
 	sandbox_free(run->sandbox);
+	trace_timing_mark("teardown: sandbox (kill, cgroup)");
 	backstop_free(run->backstop);
+	trace_timing_mark("teardown: backstop detach");
 	loop_free(run->loop);
 	config_free(run->config);
 	free(run->sandbox_name);
@@ -859,6 +865,7 @@ static int start(struct run *run)
 		r = hub_new(run->loop, &ho, &run_owner_ops, run, &run->hub);
 		if (r < 0)
 			return -EPERM; /* already said why */
+		trace_timing_mark("hub (queue, audit, web)");
 	}
 	run->queue = hub_queue(run->hub);
 	hub_set_resolver(run->hub, QUEUE_KIND_EXEC, on_exec_resolution, run);
@@ -898,6 +905,8 @@ static int start(struct run *run)
 			say(run, "CONNECT proxy at 127.0.0.1:%u", egress_connect_port(run->egress));
 		}
 	}
+	if (run->egress)
+		trace_timing_mark("egress (proxy, resolver)");
 	hub_set_drained(run->hub, on_drained, run);
 	hub_set_tick(run->hub, on_tick, run);
 	run->audit_dir = hub_audit_dir(run->hub) ? strdup(hub_audit_dir(run->hub)) : NULL;
@@ -906,6 +915,7 @@ static int start(struct run *run)
 	r = backstop_open(&run->backstop, &err);
 	/* Loading parsed the kernel's BTF (megabytes, freed by now): give that memory back. */
 	malloc_trim(0);
+	trace_timing_mark("backstop open, load, attach");
 	if (r < 0) {
 		run->backstop = NULL;
 		if (run->opt.require_backstop) {
@@ -971,6 +981,7 @@ static int start(struct run *run)
 			fprintf(stderr, PROG ": run: %s\n", err.msg);
 			return r;
 		}
+		trace_timing_mark("sandbox started (agent forked)");
 	}
 	run->cgroup_id = sandbox_cgroup_id(run->sandbox);
 	if (run->backstop) {
@@ -1024,6 +1035,7 @@ static int start(struct run *run)
 		return r;
 	setup_approver(run);
 	update_approvers(run);
+	trace_timing_mark("exec guard, loop set up");
 
 	if (run->opt.verbose) {
 		say(run, "sandbox \"%s\": cgroup %s", run->sandbox_name,
@@ -1057,6 +1069,7 @@ int run_main(int argc, char **argv)
 	struct run run = {0};
 	int r;
 
+	trace_timing_init();
 	r = parse_options(argc, argv, &run.opt);
 	if (r != 0)
 		return r > 0 ? 0 : CLI_EXIT_USAGE;
@@ -1084,6 +1097,7 @@ int run_main(int argc, char **argv)
 	r = load_config(&run);
 	if (r != 0)
 		return r;
+	trace_timing_mark("options, config");
 	run.sandbox_name = run.opt.name ? strdup(run.opt.name) : default_name();
 	if (!run.sandbox_name) {
 		teardown(&run);
@@ -1098,12 +1112,14 @@ int run_main(int argc, char **argv)
 		return RUN_EXIT_FAILED;
 	}
 	r = loop_run(run.loop);
+	trace_timing_mark("the agent ran (event loop)");
 	if (r < 0)
 		fprintf(stderr, PROG ": run: event loop failed: %s\n", strerror(-r));
 	if (run.opt.verbose)
 		say(&run, "%llu exec notifications handled",
 		    (unsigned long long)(run.guard ? exec_guard_notifications(run.guard) : 0));
 	teardown(&run);
+	trace_timing_mark("teardown");
 	if (!run.exited)
 		return RUN_EXIT_FAILED;
 	return run.exit_code;

@@ -28,6 +28,7 @@
 #include "notifier/fdpass.h"
 #include "protocol/cleanup.h"
 #include "supervisor/cgroup.h"
+#include "supervisor/trace_timing.h"
 
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
@@ -520,6 +521,7 @@ void sandbox_free(struct sandbox *sb)
 			(void)cgroup_kill(sb->cg);
 		(void)sys_pidfd_send_signal(sb->pidfd, SIGKILL);
 		reap_init(sb, true);
+		trace_timing_mark("sandbox: init reaped");
 	}
 	if (sb->cg)
 		(void)cgroup_destroy(sb->cg, CGROUP_TIMEOUT_MS);
@@ -642,6 +644,7 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 	}
 	if (r < 0 && !opts->cgroup_optional)
 		return r;
+	trace_timing_mark("sandbox: cgroup leaf");
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return cl_error_set(err, -errno, "socketpair: %m");
@@ -686,6 +689,7 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 	sb->init_pid = pid;
 	sb->pidfd = pidfd;
 	close(TAKE_FD(child_sock));
+	trace_timing_mark("sandbox: clone3 init");
 
 	if (userns) {
 		r = write_id_maps(pid, err);
@@ -706,6 +710,7 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 		                        sb->cg ? cgroup_dir_fd(sb->cg) : -1, err);
 		if (r < 0)
 			return r;
+		trace_timing_mark("sandbox: network hook");
 	}
 	{
 		struct sandbox_msg go = {.type = SANDBOX_MSG_GO};
@@ -725,6 +730,7 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 			if (sb->listener_fd >= 0)
 				close(sb->listener_fd);
 			sb->listener_fd = fd;
+			trace_timing_mark("sandbox: init mounts, seccomp listener");
 		} else if (m.type == SANDBOX_MSG_ERROR) {
 			return cl_error_set(err, m.value < 0 ? m.value : -EIO, "sandbox: %s",
 			                    m.text);

@@ -607,6 +607,55 @@ static void test_owner_socket_is_close_on_exec(void **state)
 	assert_true(found >= 1);
 }
 
+/* A persist table (run's: its netns dies with the sandbox) in place of the fixture's. */
+static void reinstall_persist(struct fixture *f)
+{
+	struct nft_egress_config cfg = {
+	        .proxy_port = f->l.proxy_port, .dns_port = f->l.dns_port, .persist = true};
+	struct cl_error err = {{0}};
+
+	nft_egress_free(TAKE_PTR(f->rules));
+	assert_int_equal(nft_in_netns(f, "list table inet " NFT_EGRESS_TABLE), -1);
+	assert_int_equal(nft_egress_install(f->netns_fd, &cfg, &f->rules, &err), 0);
+}
+
+static void test_persist_table_is_owned_while_its_socket_is_open(void **state)
+{
+	struct fixture *f = fixture_or_skip(state);
+
+	reinstall_persist(f);
+	assert_int_equal(nft_in_netns(f, "delete table inet " NFT_EGRESS_TABLE), -1);
+	assert_int_equal(nft_in_netns(f, "flush chain inet " NFT_EGRESS_TABLE " filter_output"),
+	                 -1);
+	assert_int_equal(nft_in_netns(f, "add rule inet " NFT_EGRESS_TABLE " filter_output accept"),
+	                 -1);
+	check_tcp_redirect(f, f->l.proxy4, "203.0.113.7", 443, "203.0.113.7:443");
+	check_tcp_redirect(f, f->l.proxy6, "2001:db8::7", 443, "[2001:db8::7]:443");
+}
+
+/* Closing the socket costs no deletion: the rules stay until the netns goes. */
+static void test_persist_table_keeps_its_rules_after_free(void **state)
+{
+	struct fixture *f = fixture_or_skip(state);
+
+	reinstall_persist(f);
+	nft_egress_free(TAKE_PTR(f->rules));
+	assert_int_equal(nft_in_netns(f, "list table inet " NFT_EGRESS_TABLE), 0);
+	check_tcp_redirect(f, f->l.proxy4, "203.0.113.7", 443, "203.0.113.7:443");
+	/* Still nothing else gets out. */
+	assert_int_equal(nft_in_netns(f, "list chain inet " NFT_EGRESS_TABLE " filter_output"), 0);
+}
+
+static void test_persist_table_is_deleted_by_remove(void **state)
+{
+	struct fixture *f = fixture_or_skip(state);
+	struct cl_error err = {{0}};
+
+	reinstall_persist(f);
+	assert_int_equal(nft_egress_remove(TAKE_PTR(f->rules), &err), 0);
+	assert_fails_closed(f);
+}
+
 static void test_setup_is_idempotent(void **state)
 {
 	struct fixture *f = fixture_or_skip(state);
@@ -649,6 +698,9 @@ int main(void)
 	        T(test_remove_deletes_table_and_netns_fails_closed),
 	        T(test_free_closes_owner_socket_and_kernel_deletes_table),
 	        T(test_owner_socket_is_close_on_exec),
+	        T(test_persist_table_is_owned_while_its_socket_is_open),
+	        T(test_persist_table_keeps_its_rules_after_free),
+	        T(test_persist_table_is_deleted_by_remove),
 	        T(test_setup_is_idempotent),
 	        T(test_install_rejects_port_zero_and_changes_nothing),
 #undef T

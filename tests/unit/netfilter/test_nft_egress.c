@@ -51,6 +51,29 @@ static void test_ruleset_drops_by_default_and_accepts_only_local(void **state)
 	free(text);
 }
 
+/* persist: the table is created beforehand, so only its chains and rules are added. */
+static void test_persist_ruleset_adds_the_same_chains_to_an_existing_table(void **state)
+{
+	struct nft_egress_config cfg = {.proxy_port = 15001, .dns_port = 15053, .persist = true};
+	char *text = NULL;
+
+	(void)state;
+	assert_int_equal(nft_egress_ruleset(&cfg, &text), 0);
+	assert_string_equal(
+	        text,
+	        "add chain inet cloister nat_output { type nat hook output priority -100; "
+	        "policy accept; }\n"
+	        "add rule inet cloister nat_output meta l4proto { tcp, udp } th dport 53 redirect "
+	        "to :15053\n"
+	        "add rule inet cloister nat_output fib daddr type local return\n"
+	        "add rule inet cloister nat_output meta l4proto tcp redirect to :15001\n"
+	        "add chain inet cloister filter_output { type filter hook output priority 0; "
+	        "policy drop; }\n"
+	        "add rule inet cloister filter_output fib daddr type local accept\n");
+	assert_null(strstr(text, "table inet"));
+	free(text);
+}
+
 static void test_ruleset_rejects_port_zero_and_leaves_output_alone(void **state)
 {
 	struct nft_egress_config zero_proxy = {.proxy_port = 0, .dns_port = 53};
@@ -68,6 +91,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_ruleset_redirects_dns_then_keeps_local_then_redirects_tcp),
+	        cmocka_unit_test(test_persist_ruleset_adds_the_same_chains_to_an_existing_table),
 	        cmocka_unit_test(test_ruleset_drops_by_default_and_accepts_only_local),
 	        cmocka_unit_test(test_ruleset_rejects_port_zero_and_leaves_output_alone),
 	};
