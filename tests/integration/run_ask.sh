@@ -8,8 +8,8 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-run_needs_root 36
-tap_plan 36
+run_needs_root 39
+tap_plan 39
 
 PTY=$HELPERS/ptyanswer
 TERMLOG=$TMP/terminal
@@ -209,5 +209,42 @@ EOF
 		"ask_fallback $fallback: an allow-listed and an unlisted exec (ask: always) give $want" "$(diag)"
 done
 tap_is "$(audit_count '"decided_by":"fallback"')" 2 "the fallback's decisions are in the audit log"
+
+# ---- the terminal and the dashboard's API both answer; the CLI does first ----
+# The prompt on the agent's own terminal is withdrawn and the frozen agent goes on.
+write_config <<'EOF'
+exec:
+  security: allowlist
+  ask: on-miss
+  allow:
+    - path: "/usr/bin/dash"
+EOF
+XDG_RUNTIME_DIR=$TMP/xdg-run
+export XDG_RUNTIME_DIR
+mkdir -p "$XDG_RUNTIME_DIR"
+chmod 700 "$XDG_RUNTIME_DIR"
+(
+	i=0
+	while [ $i -lt 100 ]; do
+		id=$("$SUPERVISOR" pending --json 2>/dev/null |
+			sed -n 's/.*"id":[[:space:]]*"\([0-9a-f]\{12\}\)".*/\1/p' | head -n 1)
+		if [ -n "$id" ]; then
+			"$SUPERVISOR" approve "$id" >"$TMP/cli.out" 2>&1
+			exit
+		fi
+		sleep 0.1
+		i=$((i + 1))
+	done
+) &
+cli_pid=$!
+audit_reset
+pty --ctty - --listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off \
+	-- sh -c 'id -u; echo "status $?"'
+wait "$cli_pid"
+tap_like "$(cat "$TERMLOG.txt")" '^status 0$' \
+	"terminal and CLI: the CLI's approval lets the frozen agent go on" "$(tdiag)
+cli: $(cat "$TMP/cli.out" 2>&1)"
+tap_like "$(cat "$TERMLOG.txt")" 'approved by cli' "... and the terminal says who answered" "$(tdiag)"
+tap_is "$(audit_count '"verdict":"approved".*"decided_by":"cli"')" 1 "the audit log has the CLI's approval"
 
 tap_done
