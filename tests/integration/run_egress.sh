@@ -14,17 +14,7 @@
 
 PLAN=42
 run_needs_root $PLAN
-for tool in curl wget openssl busybox ip; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		tap_plan $PLAN
-		i=0
-		while [ $i -lt $PLAN ]; do
-			tap_skip "run_egress" "$tool is not installed (scripts/install-deps)"
-			i=$((i + 1))
-		done
-		exit 0
-	fi
-done
+run_needs_tools $PLAN curl wget openssl busybox ip
 tap_plan $PLAN
 
 # ---- the servers' namespace, joined to ours by a veth pair ----------------------------------

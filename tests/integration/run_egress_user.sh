@@ -11,17 +11,7 @@
 
 PLAN=8
 run_needs_root $PLAN
-for tool in setpriv curl busybox ip; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		tap_plan $PLAN
-		i=0
-		while [ $i -lt $PLAN ]; do
-			tap_skip "run_egress_user" "$tool is not installed (scripts/install-deps)"
-			i=$((i + 1))
-		done
-		exit 0
-	fi
-done
+run_needs_tools $PLAN setpriv curl busybox ip
 tap_plan $PLAN
 
 # ---- a server in a namespace of the test, joined to ours by a veth pair ----------------------

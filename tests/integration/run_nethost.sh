@@ -10,17 +10,7 @@
 
 PLAN=14
 run_needs_root $PLAN
-for tool in curl busybox; do
-	if ! command -v "$tool" >/dev/null 2>&1; then
-		tap_plan $PLAN
-		i=0
-		while [ $i -lt $PLAN ]; do
-			tap_skip "run_nethost" "$tool is not installed (scripts/install-deps)"
-			i=$((i + 1))
-		done
-		exit 0
-	fi
-done
+run_needs_tools $PLAN curl busybox
 tap_plan $PLAN
 
 # API files of our own, so that other supervisors on this machine do not confuse the test.
@@ -64,9 +54,17 @@ on_exit "kill $otherpid 2>/dev/null; wait $otherpid 2>/dev/null"
 OTHER=$(wait_port other-sv url)
 
 echo "plain-loopback-service" >"$TMP/index.html"
-SVC=$((20000 + $$ % 20000))
-busybox httpd -f -p "127.0.0.1:$SVC" -h "$TMP" &
-svcpid=$!
+# A port nobody holds: httpd gives up at once when the bind fails, so try the next one.
+try=0
+while :; do
+	SVC=$((20000 + ($$ + try * 7919) % 20000))
+	busybox httpd -f -p "127.0.0.1:$SVC" -h "$TMP" 2>/dev/null &
+	svcpid=$!
+	sleep 0.2
+	kill -0 "$svcpid" 2>/dev/null && break
+	try=$((try + 1))
+	[ "$try" -lt 20 ] || break
+done
 on_exit "kill $svcpid 2>/dev/null"
 i=0
 until curl -sf -o /dev/null "http://127.0.0.1:$SVC/index.html" || [ $i -ge 50 ]; do

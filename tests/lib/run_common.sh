@@ -3,6 +3,7 @@
 # Sources tap.sh, points HOME, XDG_CONFIG_HOME and XDG_STATE_HOME into $TMP (nothing touches the
 # real home), and gives:
 #   run_needs_root N           print the plan of N skips and exit when not root
+#   run_needs_tools N TOOL…    the same when a TOOL is not installed
 #   write_config < YAML        the test's own config ($CFG/config.yaml)
 #   sv [RUN OPTIONS] -- AGENT  run the supervisor (bounded: $SV_TIMEOUT s), --config-dir $CFG,
 #                              stdin /dev/null; stdout in $OUT, stderr in $ERR, status in $rc
@@ -52,6 +53,21 @@ run_needs_root() {
 		done
 		exit 0
 	fi
+}
+
+run_needs_tools() {
+	run_needs_tools_n=$1
+	shift
+	for tool in "$@"; do
+		command -v "$tool" >/dev/null 2>&1 && continue
+		tap_plan "$run_needs_tools_n"
+		i=0
+		while [ "$i" -lt "$run_needs_tools_n" ]; do
+			tap_skip "$(basename "$0")" "$tool is not installed (scripts/install-deps)"
+			i=$((i + 1))
+		done
+		exit 0
+	done
 }
 
 write_config() { cat >"$CFG/config.yaml"; }
