@@ -38,9 +38,10 @@ struct direction {
 	size_t buf_len, buf_off;
 	uint8_t *prefix; /* owned; sent before anything else */
 	size_t prefix_len, prefix_off;
-	bool dry;  /* src said EAGAIN with nothing in the pipe: wait for its readable edge */
-	bool eof;  /* src ended and everything before the end was read */
-	bool shut; /* dst got SHUT_WR */
+	bool dry;   /* src said EAGAIN with nothing in the pipe: wait for its readable edge */
+	bool rdhup; /* src reported the peer's end of sending (EPOLLRDHUP) */
+	bool eof;   /* src ended and everything before the end was read */
+	bool shut;  /* dst got SHUT_WR */
 	uint64_t bytes;
 	bool fallback_used;
 };
@@ -213,6 +214,21 @@ static int pump(struct direction *d, bool *ret_moved)
 		/* 2. refill */
 		if (d->eof || d->dry)
 			goto fill_skip;
+		if (!d->pipe_tried && d->rdhup) {
+			/* The end came before any byte needed a pipe (a request sent with the
+			 * prefix and then a FIN, an answer-less side): is there more than it? */
+			char c;
+			ssize_t n = recv(d->src, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+			if (n == 0) {
+				d->eof = true;
+				progress = true;
+				goto fill_skip;
+			}
+			/* An error is reported once (reading clears it): it is the answer. */
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				return -errno;
+		}
 		if (!d->pipe_tried)
 			open_pipe(d);
 		if (d->pipe_r >= 0 && d->buf_off >= d->buf_len && d->in_pipe < d->pipe_size) {
@@ -307,6 +323,8 @@ static int on_socket(struct loop *loop, int fd, uint32_t events, void *userdata)
 	if (events & (EPOLLIN | EPOLLRDHUP)) {
 		mask |= in;
 		r->d[in - 1].dry = false;
+		if (events & EPOLLRDHUP)
+			r->d[in - 1].rdhup = true;
 	}
 	if (events & EPOLLOUT)
 		mask |= out;

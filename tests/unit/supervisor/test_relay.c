@@ -376,6 +376,28 @@ static void test_prefix_goes_before_what_the_client_sends(void **state)
 	assert_int_equal(e.st.end, RELAY_END_CLOSED);
 }
 
+/* Only the prefix and two ends cross: no direction has a byte for a pipe, so none is made. */
+static void test_a_relay_of_only_a_prefix_and_two_ends_makes_no_pipe(void **state)
+{
+	struct env e;
+	struct relay_options o = {.prefix = "HELLO", .prefix_len = 5};
+	char buf[16];
+
+	start(&e, &o);
+	shutdown(e.client, SHUT_WR);
+	run(&e);
+	read_exactly(e.server, buf, 5);
+	assert_memory_equal(buf, "HELLO", 5);
+	assert_int_equal(read(e.server, buf, sizeof(buf)), 0);
+	shutdown(e.server, SHUT_WR);
+	assert_int_equal(read(e.client, buf, sizeof(buf)), 0);
+	finish(&e);
+	assert_int_equal(e.st.end, RELAY_END_CLOSED);
+	assert_int_equal(e.st.bytes_a_to_b, 5);
+	assert_int_equal(e.st.bytes_b_to_a, 0);
+	assert_int_equal(e.st.pipe_size, 0);
+}
+
 static void test_idle_relay_ends_and_resets_both_sides(void **state)
 {
 	struct env e;
@@ -464,6 +486,7 @@ int main(void)
 	        cmocka_unit_test(test_small_exchanges_after_quiet_gaps_all_arrive),
 	        cmocka_unit_test(test_pipe_growth_falls_back_when_the_kernel_refuses),
 	        cmocka_unit_test(test_prefix_goes_before_what_the_client_sends),
+	        cmocka_unit_test(test_a_relay_of_only_a_prefix_and_two_ends_makes_no_pipe),
 	        cmocka_unit_test(test_idle_relay_ends_and_resets_both_sides),
 	        cmocka_unit_test(test_a_reset_on_one_side_resets_the_other),
 	        cmocka_unit_test(test_cancel_ends_it_at_once),
