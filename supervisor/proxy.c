@@ -550,8 +550,17 @@ static void dial_next(struct proxy_conn *c, int last_error)
 		if (e >= 0)
 			e = watch_hangup(c);
 		if (e < 0) {
+			/* Undo this address before the next one sets c->up and c->timer again. */
 			last_error = e;
-			continue; /* the next round closes it */
+			if (c->timer)
+				loop_cancel_timer(p->loop, c->timer);
+			c->timer = NULL;
+			if (c->up_registered)
+				loop_del_fd(p->loop, fd);
+			c->up_registered = false;
+			close(fd);
+			c->up = -EBADF;
+			continue;
 		}
 		return;
 	}
