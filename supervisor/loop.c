@@ -218,11 +218,15 @@ int loop_add_timer(struct loop *loop, uint64_t deadline_ms, loop_timer_fn fn, vo
 void loop_cancel_timer(struct loop *loop, struct loop_timer *timer)
 {
 	for (struct loop_timer **p = &loop->timers; *p; p = &(*p)->next) {
+		bool first = p == &loop->timers;
+
 		if (*p != timer)
 			continue;
 		*p = timer->next;
 		free(timer);
-		arm_timer_fd(loop);
+		/* The timerfd holds the first deadline: a later one going changes nothing. */
+		if (first)
+			arm_timer_fd(loop);
 		return;
 	}
 }

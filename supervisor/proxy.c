@@ -426,6 +426,14 @@ static void start_relay(struct proxy_conn *c)
 
 static void dial_next(struct proxy_conn *c, int last_error);
 
+/* While resolving or dialling, only a hang-up of the client matters. Registered only right
+ * before going back to the loop: a name the resolver knows and a dial that completes at once
+ * (loopback, nearby hosts) go straight on to the relay without it. */
+static int watch_hangup(struct proxy_conn *c)
+{
+	return c->client_eof ? 0 : watch_client(c, EPOLLRDHUP);
+}
+
 static int on_dial_timer(struct loop *loop, void *userdata)
 {
 	struct proxy_conn *c = userdata;
@@ -441,7 +449,10 @@ static int on_upstream(struct loop *loop, int fd, uint32_t events, void *userdat
 	int err = 0;
 	socklen_t len = sizeof(err);
 
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+	/* Writable without an error or a hang-up: TCP reports that only once it is connected
+	 * (never in SYN-SENT), so only a failure needs asking which. */
+	if ((events & (EPOLLERR | EPOLLHUP)) &&
+	    getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 		err = errno;
 	if (err == 0 && (events & (EPOLLERR | EPOLLHUP)))
 		err = ECONNREFUSED;
@@ -536,9 +547,20 @@ static void dial_next(struct proxy_conn *c, int last_error)
 			e = loop_add_timer(p->loop, loop_now_ms() + p->cfg.connect_ms,
 			                   on_dial_timer, c, &c->timer);
 		}
+		if (e >= 0)
+			e = watch_hangup(c);
 		if (e < 0) {
+			/* Undo this address before the next one sets c->up and c->timer again. */
 			last_error = e;
-			continue; /* the next round closes it */
+			if (c->timer)
+				loop_cancel_timer(p->loop, c->timer);
+			c->timer = NULL;
+			if (c->up_registered)
+				loop_del_fd(p->loop, fd);
+			c->up_registered = false;
+			close(fd);
+			c->up = -EBADF;
+			continue;
 		}
 		return;
 	}
@@ -585,11 +607,6 @@ static void go_upstream(struct proxy_conn *c)
 	struct dns_addrs addrs;
 	int e;
 
-	/* Wait quietly: only a hang-up of the client matters now. */
-	if (!c->client_eof && watch_client(c, EPOLLRDHUP) < 0) {
-		conn_end(c, true, PROXY_OUTCOME_CANCELLED, "loop error");
-		return;
-	}
 	if (c->dial_original) {
 		struct dns_addr a = {.family = c->info.original_dst.ss_family};
 
@@ -609,6 +626,8 @@ static void go_upstream(struct proxy_conn *c)
 		start_dial(c, &addrs);
 	else if (e < 0)
 		on_lookup(c, e, NULL);
+	else if (watch_hangup(c) < 0)
+		conn_end(c, true, PROXY_OUTCOME_CANCELLED, "loop error");
 }
 
 /* ---- deciding ---------------------------------------------------------------------------- */
@@ -669,9 +688,8 @@ static void decide(struct proxy_conn *c)
 	case PROXY_PENDING:
 		break;
 	}
-	if ((!c->client_eof && watch_client(c, EPOLLRDHUP) < 0) ||
-	    loop_add_timer(p->loop, loop_now_ms() + p->cfg.pending_max_ms, on_pending_timer, c,
-	                   &c->timer) < 0)
+	if (watch_hangup(c) < 0 || loop_add_timer(p->loop, loop_now_ms() + p->cfg.pending_max_ms,
+	                                          on_pending_timer, c, &c->timer) < 0)
 		conn_end(c, true, PROXY_OUTCOME_CANCELLED, "loop error");
 }
 

@@ -6,7 +6,14 @@
  * deliver (then its next readable edge wakes us) or the destination said EAGAIN (then its
  * next writable edge does). That is what makes edge-triggered registration safe, also for
  * the one ambiguous case: splice into a pipe whose slots are all taken says EAGAIN although
- * the socket has data, but then the pipe is not empty and the destination's edge follows. */
+ * the socket has data, but then the pipe is not empty and the destination's edge follows.
+ *
+ * A source that said EAGAIN with the pipe empty is "dry": it is not read again until its next
+ * readable edge (or an error or hang-up on it). Edge-triggered epoll reports every arrival of
+ * new bytes, so nothing is missed, and a pump woken only because the destination became
+ * writable costs no read that can only fail. A direction starts dry: registering a socket that
+ * already holds bytes (or an EOF) reports it readable at once. So a pipe is only made once its
+ * source has something to give. */
 #include "supervisor/relay.h"
 
 #include <errno.h>
@@ -31,8 +38,10 @@ struct direction {
 	size_t buf_len, buf_off;
 	uint8_t *prefix; /* owned; sent before anything else */
 	size_t prefix_len, prefix_off;
-	bool eof;  /* src ended and everything before the end was read */
-	bool shut; /* dst got SHUT_WR */
+	bool dry;   /* src said EAGAIN with nothing in the pipe: wait for its readable edge */
+	bool rdhup; /* src reported the peer's end of sending (EPOLLRDHUP) */
+	bool eof;   /* src ended and everything before the end was read */
+	bool shut;  /* dst got SHUT_WR */
 	uint64_t bytes;
 	bool fallback_used;
 };
@@ -69,6 +78,8 @@ static void fill_stats(const struct relay *r, struct relay_stats *s)
 	s->started_ms = r->started_ms;
 	s->ended_ms = loop_now_ms();
 	s->spliced = !r->d[0].fallback_used && !r->d[1].fallback_used;
+	s->pipe_size =
+	        r->d[0].pipe_size > r->d[1].pipe_size ? r->d[0].pipe_size : r->d[1].pipe_size;
 	s->end = RELAY_END_CLOSED;
 	s->error = 0;
 }
@@ -148,16 +159,20 @@ static void open_pipe(struct direction *d)
 	d->pipe_size = 65536; /* the default; a smaller pipe only makes splice stop earlier */
 }
 
+/* Once per direction: the biggest size the kernel grants, from pipe_max down by halves. */
 static void grow_pipe(struct direction *d)
 {
-	int got;
-
 	d->pipe_grown = true;
-	if (d->pipe_max <= d->pipe_size)
-		return;
-	got = fcntl(d->pipe_w, F_SETPIPE_SZ, (int)d->pipe_max);
-	if (got > 0)
-		d->pipe_size = (size_t)got;
+	for (size_t want = d->pipe_max; want > d->pipe_size; want /= 2) {
+		int got = fcntl(d->pipe_w, F_SETPIPE_SZ, (int)want);
+
+		if (got > 0) {
+			d->pipe_size = (size_t)got;
+			return;
+		}
+		if (errno != EPERM && errno != ENOMEM)
+			return; /* EBUSY, EINVAL: no smaller size does better */
+	}
 }
 
 /* Move bytes of D until neither step makes progress. Returns 0 or -errno. */
@@ -197,10 +212,26 @@ static int pump(struct direction *d, bool *ret_moved)
 		}
 
 		/* 2. refill */
-		if (!d->eof && !d->pipe_tried)
+		if (d->eof || d->dry)
+			goto fill_skip;
+		if (!d->pipe_tried && d->rdhup) {
+			/* The end came before any byte needed a pipe (a request sent with the
+			 * prefix and then a FIN, an answer-less side): is there more than it? */
+			char c;
+			ssize_t n = recv(d->src, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+			if (n == 0) {
+				d->eof = true;
+				progress = true;
+				goto fill_skip;
+			}
+			/* An error is reported once (reading clears it): it is the answer. */
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				return -errno;
+		}
+		if (!d->pipe_tried)
 			open_pipe(d);
-		if (!d->eof && d->pipe_r >= 0 && d->buf_off >= d->buf_len &&
-		    d->in_pipe < d->pipe_size) {
+		if (d->pipe_r >= 0 && d->buf_off >= d->buf_len && d->in_pipe < d->pipe_size) {
 			ssize_t n = splice(d->src, NULL, d->pipe_w, NULL, d->pipe_size - d->in_pipe,
 			                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 
@@ -216,10 +247,15 @@ static int pump(struct direction *d, bool *ret_moved)
 				/* This socket cannot splice: read and write from now on. */
 				close_pipe(d);
 				progress = true;
-			} else if (errno != EAGAIN && errno != EINTR) {
+			} else if (errno == EAGAIN) {
+				/* With bytes in the pipe this may only mean its slots are taken:
+				 * then delivering them is progress, and the source is tried again.
+				 */
+				d->dry = d->in_pipe == 0;
+			} else if (errno != EINTR) {
 				return -errno;
 			}
-		} else if (!d->eof && d->pipe_r < 0 && d->buf_off >= d->buf_len) {
+		} else if (d->pipe_r < 0 && d->buf_off >= d->buf_len) {
 			ssize_t n;
 
 			r = ensure_buf(d);
@@ -233,7 +269,9 @@ static int pump(struct direction *d, bool *ret_moved)
 			} else if (n == 0) {
 				d->eof = true;
 				progress = true;
-			} else if (errno != EAGAIN && errno != EINTR) {
+			} else if (errno == EAGAIN) {
+				d->dry = true; /* the buffer is empty here */
+			} else if (errno != EINTR) {
 				return -errno;
 			}
 		}
@@ -282,12 +320,19 @@ static int on_socket(struct loop *loop, int fd, uint32_t events, void *userdata)
 	 * other direction would only meet EAGAIN. */
 	unsigned in = fd == r->a ? 1u : 2u, out = fd == r->a ? 2u : 1u, mask = 0;
 
-	if (events & (EPOLLIN | EPOLLRDHUP))
+	if (events & (EPOLLIN | EPOLLRDHUP)) {
 		mask |= in;
+		r->d[in - 1].dry = false;
+		if (events & EPOLLRDHUP)
+			r->d[in - 1].rdhup = true;
+	}
 	if (events & EPOLLOUT)
 		mask |= out;
-	if (events & (EPOLLERR | EPOLLHUP))
+	if (events & (EPOLLERR | EPOLLHUP)) {
+		/* Let both directions meet the error (or the end) on their next call. */
 		mask = 3;
+		r->d[0].dry = r->d[1].dry = false;
+	}
 	pump_dirs(r, mask);
 	return 0;
 }
@@ -313,6 +358,7 @@ static void setup_direction(struct direction *d, int src, int dst, size_t pipe_m
 	d->dst = dst;
 	d->pipe_r = d->pipe_w = -EBADF;
 	d->pipe_max = pipe_max;
+	d->dry = true; /* until the first readable edge: see the top of this file */
 }
 
 int relay_start(struct loop *loop, int a, int b, const struct relay_options *opts,
@@ -321,10 +367,14 @@ int relay_start(struct loop *loop, int a, int b, const struct relay_options *opt
 	_cleanup_close_ int fa = a, fb = b;
 	struct relay_options defaults = {0};
 	struct relay *r;
+	size_t pipe_max;
 	int e;
 
 	if (!opts)
 		opts = &defaults;
+	pipe_max = opts->pipe_size ? opts->pipe_size : RELAY_DEFAULT_PIPE_SIZE;
+	if (pipe_max > RELAY_MAX_PIPE_SIZE)
+		pipe_max = RELAY_MAX_PIPE_SIZE;
 	if (opts->prefix_len > RELAY_MAX_PREFIX)
 		return -EINVAL;
 	r = calloc(1, sizeof(*r));
@@ -346,10 +396,8 @@ int relay_start(struct loop *loop, int a, int b, const struct relay_options *opt
 	r->userdata = userdata;
 	r->idle_ms = opts->idle_ms;
 	r->started_ms = r->last_ms = loop_now_ms();
-	setup_direction(&r->d[0], a, b,
-	                opts->pipe_size ? opts->pipe_size : RELAY_DEFAULT_PIPE_SIZE);
-	setup_direction(&r->d[1], b, a,
-	                opts->pipe_size ? opts->pipe_size : RELAY_DEFAULT_PIPE_SIZE);
+	setup_direction(&r->d[0], a, b, pipe_max);
+	setup_direction(&r->d[1], b, a, pipe_max);
 
 	e = loop_add_fd(loop, a, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, on_socket, r);
 	if (e >= 0) {

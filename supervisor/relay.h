@@ -5,7 +5,10 @@
  * direction falls back to read/write through a buffer. What one direction holds is bounded by
  * its pipe (or buffer): a slow reader stops the writer's side being read, nothing queues up.
  * A pipe is made when a direction first carries bytes, at the kernel's default size, and
- * grows to pipe_size once it runs full (bulk transfers need big pipes, most connections not).
+ * grows to pipe_size once it runs full (bulk transfers need big pipes, most connections not);
+ * where the kernel refuses that size (F_SETPIPE_SZ: over fs.pipe-max-size without
+ * CAP_SYS_RESOURCE, the user's pipe quota, memory) it tries half as much, and so on down to
+ * the size it has.
  *
  * Half-close: when one side ends its sending (EOF), the other side's sending is shut
  * (shutdown(SHUT_WR)) once everything before the EOF was delivered; the relay finishes when
@@ -36,8 +39,9 @@ struct relay_stats {
 	uint64_t bytes_b_to_a;
 	uint64_t started_ms, ended_ms; /* loop_now_ms() */
 	enum relay_end end;
-	int error;    /* negative errno for RELAY_END_ERROR, else 0 */
-	bool spliced; /* every byte moved with splice (no read/write fallback) */
+	int error;        /* negative errno for RELAY_END_ERROR, else 0 */
+	bool spliced;     /* every byte moved with splice (no read/write fallback) */
+	size_t pipe_size; /* the biggest pipe a direction had (0: none was made) */
 };
 
 struct relay;
@@ -47,7 +51,8 @@ struct relay;
 typedef void (*relay_done_fn)(void *userdata, const struct relay_stats *stats);
 
 struct relay_options {
-	size_t pipe_size; /* the most a pipe grows to; 0: RELAY_DEFAULT_PIPE_SIZE */
+	size_t pipe_size; /* the most a pipe grows to; 0: RELAY_DEFAULT_PIPE_SIZE; at most
+	                     RELAY_MAX_PIPE_SIZE */
 	uint64_t idle_ms; /* 0: no idle timeout */
 	/* Bytes to send to B before anything read from A (copied; may be NULL). */
 	const void *prefix;
@@ -55,6 +60,7 @@ struct relay_options {
 };
 
 #define RELAY_DEFAULT_PIPE_SIZE (1024u * 1024)
+#define RELAY_MAX_PIPE_SIZE     (64u * 1024 * 1024)
 #define RELAY_MAX_PREFIX        (64u * 1024)
 
 /* Start relaying between the connected sockets A and B (non-blocking; the relay owns them from

@@ -1,6 +1,8 @@
 /* The splice relay on real loopback TCP connections: bytes intact both ways with pipes that
- * grow, half-close passed on in each direction, the prefix first, idle timeout, a reset
- * passed on, cancel. The loop runs in a thread of its own; the test drives both ends. */
+ * grow (and that fall back to a smaller size the kernel grants), big transfers both ways at
+ * once, many small exchanges with quiet gaps (a source that ran dry wakes the relay again),
+ * half-close passed on in each direction, the prefix first, idle timeout, a reset passed on,
+ * cancel. The loop runs in a thread of its own; the test drives both ends. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,11 +12,15 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "supervisor/loop.h"
@@ -27,6 +33,9 @@ struct env {
 	pthread_t thread;
 	struct relay_stats st;
 	int done;
+	bool unprivileged; /* the loop's thread runs without CAP_SYS_RESOURCE, CAP_SYS_ADMIN */
+	size_t granted;    /* unprivileged: what F_SETPIPE_SZ gives that thread (0: nothing) */
+	int refused;       /* unprivileged: F_SETPIPE_SZ of 4 x pipe-max-size (-errno) */
 };
 
 /* A connected loopback TCP pair: *ret_a connected to *ret_b. */
@@ -56,10 +65,46 @@ static void on_done(void *userdata, const struct relay_stats *st)
 	loop_exit(e->loop, 0);
 }
 
+static size_t pipe_max_size(void)
+{
+	FILE *f = fopen("/proc/sys/fs/pipe-max-size", "re");
+	unsigned long v = 0;
+
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%lu", &v), 1);
+	fclose(f);
+	return v;
+}
+
+/* Capabilities are per thread: drop the two that let F_SETPIPE_SZ pass fs.pipe-max-size (and
+ * the pipe quota) from this thread only, then see what the kernel grants it now. */
+static void drop_pipe_privileges(struct env *e)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+	struct __user_cap_data_struct d[2];
+	int p[2];
+
+	assert_int_equal(syscall(SYS_capget, &h, d), 0);
+	d[CAP_SYS_RESOURCE / 32].effective &= ~(1u << (CAP_SYS_RESOURCE % 32));
+	d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
+	assert_int_equal(syscall(SYS_capset, &h, d), 0);
+	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+	e->refused = fcntl(p[1], F_SETPIPE_SZ, (int)(4 * pipe_max_size())) < 0 ? -errno : 0;
+	{
+		int got = fcntl(p[1], F_SETPIPE_SZ, (int)pipe_max_size());
+
+		e->granted = got > 0 ? (size_t)got : 0;
+	}
+	close(p[0]);
+	close(p[1]);
+}
+
 static void *loop_main(void *arg)
 {
 	struct env *e = arg;
 
+	if (e->unprivileged)
+		drop_pipe_privileges(e);
 	loop_run(e->loop);
 	return NULL;
 }
@@ -172,6 +217,142 @@ static void test_bytes_arrive_intact_both_ways_with_half_close(void **state)
 	assert_true(e.st.spliced);
 }
 
+struct reader {
+	int fd;
+	unsigned seed;
+	unsigned delay_ms; /* before the first read: lets the relay's pipe run full */
+	ssize_t got;
+};
+
+static void *read_check_thread(void *arg)
+{
+	struct reader *rd = arg;
+	struct timespec ts = {.tv_sec = rd->delay_ms / 1000,
+	                      .tv_nsec = (long)(rd->delay_ms % 1000) * 1000000};
+
+	nanosleep(&ts, NULL);
+	rd->got = read_check(rd->fd, rd->seed);
+	return NULL;
+}
+
+/* Both directions at full speed at the same time, each ending with its own half-close, while
+ * the readers start late so that both pipes run full and grow. */
+static void test_big_transfers_both_ways_at_once_stay_byte_exact(void **state)
+{
+	struct env e;
+	struct writer up = {.len = 24u << 20, .seed = 3}, down = {.len = 16u << 20, .seed = 4};
+	struct reader at_server = {.seed = 3, .delay_ms = 100}, at_client = {.seed = 4};
+	pthread_t tu, td, tr;
+
+	start(&e, NULL);
+	run(&e);
+	up.fd = at_client.fd = e.client;
+	down.fd = at_server.fd = e.server;
+	assert_int_equal(pthread_create(&tu, NULL, write_then_shut, &up), 0);
+	assert_int_equal(pthread_create(&td, NULL, write_then_shut, &down), 0);
+	assert_int_equal(pthread_create(&tr, NULL, read_check_thread, &at_server), 0);
+	read_check_thread(&at_client);
+	pthread_join(tr, NULL);
+	pthread_join(tu, NULL);
+	pthread_join(td, NULL);
+	assert_int_equal(at_server.got, (ssize_t)up.len);
+	assert_int_equal(at_client.got, (ssize_t)down.len);
+	finish(&e);
+	assert_int_equal(e.done, 1);
+	assert_int_equal(e.st.end, RELAY_END_CLOSED);
+	assert_int_equal(e.st.bytes_a_to_b, up.len);
+	assert_int_equal(e.st.bytes_b_to_a, down.len);
+	assert_true(e.st.spliced);
+	assert_true(e.st.pipe_size > 65536); /* a bulk direction got a big pipe */
+}
+
+static void read_exactly(int fd, char *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		assert_int_equal(poll(&p, 1, 5000), 1);
+		n = read(fd, buf + got, len - got);
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+}
+
+/* Request / answer rounds, some after a quiet gap in which the relay has run dry on both
+ * sides and sleeps: every round must still get through, and such a connection never needs
+ * more than the kernel's default pipe. */
+static void test_small_exchanges_after_quiet_gaps_all_arrive(void **state)
+{
+	struct env e;
+	uint64_t up = 0, down = 0;
+	char buf[64];
+
+	start(&e, NULL);
+	run(&e);
+	for (int i = 0; i < 300; i++) {
+		char msg[32];
+		int n = snprintf(msg, sizeof(msg), "ping %d", i);
+
+		if (i % 50 == 0) {
+			struct timespec ts = {.tv_nsec = 20 * 1000000};
+
+			nanosleep(&ts, NULL);
+		}
+		assert_int_equal(write(e.client, msg, (size_t)n), n);
+		read_exactly(e.server, buf, (size_t)n);
+		assert_memory_equal(buf, msg, (size_t)n);
+		up += (uint64_t)n;
+		msg[1] = 'o';
+		assert_int_equal(write(e.server, msg, (size_t)n), n);
+		read_exactly(e.client, buf, (size_t)n);
+		assert_memory_equal(buf, msg, (size_t)n);
+		down += (uint64_t)n;
+	}
+	shutdown(e.client, SHUT_WR);
+	assert_int_equal(read(e.server, buf, sizeof(buf)), 0);
+	shutdown(e.server, SHUT_WR);
+	assert_int_equal(read(e.client, buf, sizeof(buf)), 0);
+	finish(&e);
+	assert_int_equal(e.st.end, RELAY_END_CLOSED);
+	assert_int_equal(e.st.bytes_a_to_b, up);
+	assert_int_equal(e.st.bytes_b_to_a, down);
+	assert_true(e.st.spliced);
+	assert_int_equal(e.st.pipe_size, 65536);
+}
+
+/* Asked for more than fs.pipe-max-size by a thread that may not exceed it, the pipe grows to
+ * what the kernel grants instead (or keeps its size), and every byte still arrives. */
+static void test_pipe_growth_falls_back_when_the_kernel_refuses(void **state)
+{
+	struct env e;
+	struct relay_options o;
+	struct writer up = {.len = 8u << 20, .seed = 5};
+	struct reader at_server = {.seed = 5, .delay_ms = 100};
+	pthread_t tu;
+
+	o = (struct relay_options){.pipe_size = 4 * pipe_max_size()};
+	start(&e, &o);
+	e.unprivileged = true;
+	run(&e);
+	up.fd = e.client;
+	at_server.fd = e.server;
+	assert_int_equal(pthread_create(&tu, NULL, write_then_shut, &up), 0);
+	read_check_thread(&at_server);
+	pthread_join(tu, NULL);
+	assert_int_equal(at_server.got, (ssize_t)up.len);
+	shutdown(e.server, SHUT_WR);
+	finish(&e);
+	assert_int_equal(e.refused, -EPERM); /* the precondition: the big size is refused */
+	assert_int_equal(e.st.end, RELAY_END_CLOSED);
+	assert_int_equal(e.st.bytes_a_to_b, up.len);
+	assert_true(e.st.spliced);
+	/* pipe-max-size itself when the quota allows it, else the default it started with. */
+	assert_int_equal(e.st.pipe_size, e.granted ? e.granted : 65536);
+}
+
 static void test_prefix_goes_before_what_the_client_sends(void **state)
 {
 	struct env e;
@@ -193,6 +374,28 @@ static void test_prefix_goes_before_what_the_client_sends(void **state)
 	finish(&e);
 	assert_int_equal(e.st.bytes_a_to_b, 9);
 	assert_int_equal(e.st.end, RELAY_END_CLOSED);
+}
+
+/* Only the prefix and two ends cross: no direction has a byte for a pipe, so none is made. */
+static void test_a_relay_of_only_a_prefix_and_two_ends_makes_no_pipe(void **state)
+{
+	struct env e;
+	struct relay_options o = {.prefix = "HELLO", .prefix_len = 5};
+	char buf[16];
+
+	start(&e, &o);
+	shutdown(e.client, SHUT_WR);
+	run(&e);
+	read_exactly(e.server, buf, 5);
+	assert_memory_equal(buf, "HELLO", 5);
+	assert_int_equal(read(e.server, buf, sizeof(buf)), 0);
+	shutdown(e.server, SHUT_WR);
+	assert_int_equal(read(e.client, buf, sizeof(buf)), 0);
+	finish(&e);
+	assert_int_equal(e.st.end, RELAY_END_CLOSED);
+	assert_int_equal(e.st.bytes_a_to_b, 5);
+	assert_int_equal(e.st.bytes_b_to_a, 0);
+	assert_int_equal(e.st.pipe_size, 0);
 }
 
 static void test_idle_relay_ends_and_resets_both_sides(void **state)
@@ -279,7 +482,11 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_bytes_arrive_intact_both_ways_with_half_close),
+	        cmocka_unit_test(test_big_transfers_both_ways_at_once_stay_byte_exact),
+	        cmocka_unit_test(test_small_exchanges_after_quiet_gaps_all_arrive),
+	        cmocka_unit_test(test_pipe_growth_falls_back_when_the_kernel_refuses),
 	        cmocka_unit_test(test_prefix_goes_before_what_the_client_sends),
+	        cmocka_unit_test(test_a_relay_of_only_a_prefix_and_two_ends_makes_no_pipe),
 	        cmocka_unit_test(test_idle_relay_ends_and_resets_both_sides),
 	        cmocka_unit_test(test_a_reset_on_one_side_resets_the_other),
 	        cmocka_unit_test(test_cancel_ends_it_at_once),
