@@ -315,22 +315,21 @@ static bool on_allow_restricted(void *userdata, const struct proxy_conn_info *in
 	       pr.verdict == POLICY_ALLOW && strstr(pr.rule, "] domain \"") != NULL;
 }
 
-static bool on_name_allowed(void *userdata, const char *name)
+/* TAG is the sandbox string of the attachment whose listener the query came through
+ * (serve_listeners): compared by address only, so a detached one's is never read. */
+static bool on_name_allowed(void *userdata, const void *tag, const char *name)
 {
 	struct egress *eg = userdata;
 	struct policy_result pr;
 
-	/* A name every port of which is denied gets NXDOMAIN; the rest are decided per
-	 * connection (ports matter there). The resolver serves every sandbox: a name that one
-	 * of them may reach resolves. */
-	for (unsigned i = 0; i < eg->n_att || (i == 0 && eg->n_att == 0); i++) {
-		const char *sandbox = eg->n_att ? eg->att[i].sandbox : NULL;
-		const char *project = eg->n_att ? eg->att[i].project : NULL;
-
-		if (check_domain(eg, sandbox, project, name, &pr, NULL) < 0 ||
-		    pr.verdict != POLICY_DENY)
-			return true;
-	}
+	/* A name every port of which is denied to the asking sandbox gets NXDOMAIN; the rest
+	 * are decided per connection (ports matter there). A query from no known sandbox (it
+	 * was detached meanwhile), or a policy that cannot decide, gets nothing. */
+	for (unsigned i = 0; tag && i < eg->n_att; i++)
+		if (eg->att[i].sandbox == tag)
+			return check_domain(eg, eg->att[i].sandbox, eg->att[i].project, name, &pr,
+			                    NULL) == 0 &&
+			       pr.verdict != POLICY_DENY;
 	return false;
 }
 
@@ -550,13 +549,13 @@ static int serve_listeners(struct egress *eg, struct attachment *a)
 	if (r >= 0 && a->listeners.proxy6 >= 0)
 		r = proxy_add_transparent(eg->proxy, a->listeners.proxy6, a->sandbox, a->project);
 	if (r >= 0)
-		r = resolver_serve_udp(eg->resolver, a->listeners.dns_udp4);
+		r = resolver_serve_udp(eg->resolver, a->listeners.dns_udp4, a->sandbox);
 	if (r >= 0 && a->listeners.dns_udp6 >= 0)
-		r = resolver_serve_udp(eg->resolver, a->listeners.dns_udp6);
+		r = resolver_serve_udp(eg->resolver, a->listeners.dns_udp6, a->sandbox);
 	if (r >= 0)
-		r = resolver_serve_tcp(eg->resolver, a->listeners.dns_tcp4);
+		r = resolver_serve_tcp(eg->resolver, a->listeners.dns_tcp4, a->sandbox);
 	if (r >= 0 && a->listeners.dns_tcp6 >= 0)
-		r = resolver_serve_tcp(eg->resolver, a->listeners.dns_tcp6);
+		r = resolver_serve_tcp(eg->resolver, a->listeners.dns_tcp6, a->sandbox);
 	return r;
 }
 

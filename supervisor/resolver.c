@@ -193,6 +193,7 @@ struct upstream_query {
 struct tcp_client {
 	struct resolver *r;
 	int fd;
+	const void *tag; /* its listener's (resolver_serve_tcp) */
 	uint8_t buf[2 + TCP_QUERY_MAX];
 	size_t len;
 	bool busy; /* a query of it waits for a lookup */
@@ -231,6 +232,7 @@ struct resolver {
 	struct agent_query *agent_queries;
 	size_t n_agent_queries;
 	int served[256];
+	const void *tags[256]; /* resolver_serve_*'s TAG of each */
 	bool paused_fd[256];
 	struct loop_timer *pause_timer;
 	size_t n_served;
@@ -854,6 +856,15 @@ static void on_agent_lookup(void *userdata, int error, const struct dns_addrs *a
 
 /* Handle one query from the agent. Returns 1 when the answer will come later (TCP: the client
  * waits for it before its next query is read). */
+/* The TAG FD was served with (NULL when it is not served). */
+static const void *served_tag(const struct resolver *r, int fd)
+{
+	for (size_t i = 0; i < r->n_served; i++)
+		if (r->served[i] == fd)
+			return r->tags[i];
+	return NULL;
+}
+
 static int handle_query(struct resolver *r, const uint8_t *msg, size_t len, int udp_fd,
                         const struct sockaddr_storage *peer, socklen_t peer_len,
                         struct tcp_client *c)
@@ -875,7 +886,8 @@ static int handle_query(struct resolver *r, const uint8_t *msg, size_t len, int 
 		answer(r, &q, DNS_RCODE_REFUSED, NULL, 0, 0, udp_fd, peer, peer_len, c);
 		return 0;
 	}
-	if (r->ops.name_allowed && !r->ops.name_allowed(r->userdata, q.name)) {
+	if (r->ops.name_allowed &&
+	    !r->ops.name_allowed(r->userdata, c ? c->tag : served_tag(r, udp_fd), q.name)) {
 		answer(r, &q, DNS_RCODE_NXDOMAIN, NULL, 0, NEG_TTL_S, udp_fd, peer, peer_len, c);
 		return 0;
 	}
@@ -1065,6 +1077,7 @@ static int on_tcp_listener(struct loop *loop, int fd, uint32_t events, void *use
 			continue;
 		}
 		c->r = r;
+		c->tag = served_tag(r, fd);
 		c->fd = cfd;
 		if (loop_add_fd(loop, cfd, EPOLLIN, on_client, c) < 0) {
 			close(cfd);
@@ -1083,7 +1096,7 @@ static int on_tcp_listener(struct loop *loop, int fd, uint32_t events, void *use
 	return 0;
 }
 
-static int serve(struct resolver *r, int fd, loop_fd_fn fn)
+static int serve(struct resolver *r, int fd, const void *tag, loop_fd_fn fn)
 {
 	int e;
 
@@ -1092,18 +1105,19 @@ static int serve(struct resolver *r, int fd, loop_fd_fn fn)
 	e = loop_add_fd(r->loop, fd, EPOLLIN, fn, r);
 	if (e < 0)
 		return e;
+	r->tags[r->n_served] = tag;
 	r->served[r->n_served++] = fd;
 	return 0;
 }
 
-int resolver_serve_udp(struct resolver *r, int fd)
+int resolver_serve_udp(struct resolver *r, int fd, const void *tag)
 {
-	return serve(r, fd, on_udp);
+	return serve(r, fd, tag, on_udp);
 }
 
-int resolver_serve_tcp(struct resolver *r, int fd)
+int resolver_serve_tcp(struct resolver *r, int fd, const void *tag)
 {
-	return serve(r, fd, on_tcp_listener);
+	return serve(r, fd, tag, on_tcp_listener);
 }
 
 int resolver_unserve(struct resolver *r, int fd)
@@ -1114,6 +1128,7 @@ int resolver_unserve(struct resolver *r, int fd)
 		loop_del_fd(r->loop, fd);
 		r->n_served--;
 		r->served[i] = r->served[r->n_served];
+		r->tags[i] = r->tags[r->n_served];
 		r->paused_fd[i] = r->paused_fd[r->n_served];
 		return 0;
 	}

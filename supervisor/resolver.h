@@ -49,9 +49,9 @@ struct resolver_config {
 void resolver_config_init(struct resolver_config *cfg);
 
 struct resolver_ops {
-	/* May the agent learn an address for NAME (normalised)? false → NXDOMAIN. A NULL
-	 * callback allows every name. */
-	bool (*name_allowed)(void *userdata, const char *name);
+	/* May the agent learn an address for NAME (normalised)? false → NXDOMAIN. TAG is the
+	 * one the query's socket was served with. A NULL callback allows every name. */
+	bool (*name_allowed)(void *userdata, const void *tag, const char *name);
 };
 
 struct resolver;
@@ -67,9 +67,10 @@ int resolver_new(struct loop *loop, const struct resolver_config *cfg,
 void resolver_free(struct resolver *r);
 
 /* Serve the agent's DNS on a bound UDP socket / a listening TCP socket (non-blocking; still
- * the caller's to close, after resolver_free). */
-int resolver_serve_udp(struct resolver *r, int fd);
-int resolver_serve_tcp(struct resolver *r, int fd);
+ * the caller's to close, after resolver_free). TAG (anything, may be NULL) is passed to
+ * name_allowed for the queries that come through FD: whose sandbox asked. */
+int resolver_serve_udp(struct resolver *r, int fd, const void *tag);
+int resolver_serve_tcp(struct resolver *r, int fd, const void *tag);
 
 /* Stop serving FD (still the caller's to close). -ENOENT when it is not served. */
 int resolver_unserve(struct resolver *r, int fd);

@@ -266,7 +266,7 @@ static bool on_allow_restricted(void *userdata, const struct proxy_conn_info *in
 	return strcmp(info->host, "loopok.test") == 0;
 }
 
-static bool on_name_allowed(void *userdata, const char *name)
+static bool on_name_allowed(void *userdata, const void *tag, const char *name)
 {
 	return strcmp(name, "denied.test") != 0;
 }
@@ -436,8 +436,8 @@ static int group_setup(void **state)
 		fprintf(stderr, "test_proxy: resolver: %s\n", err.msg);
 		return setup_failed();
 	}
-	if (resolver_serve_udp(env.resolver, env.l.dns_udp4) < 0 ||
-	    resolver_serve_tcp(env.resolver, env.l.dns_tcp4) < 0)
+	if (resolver_serve_udp(env.resolver, env.l.dns_udp4, NULL) < 0 ||
+	    resolver_serve_tcp(env.resolver, env.l.dns_tcp4, NULL) < 0)
 		return setup_failed();
 	if (tokens_new(&env.tokens) < 0 ||
 	    tokens_register(env.tokens, TOKEN, "sb-connect", "proj-c", NULL) < 0)

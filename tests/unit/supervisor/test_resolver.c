@@ -299,8 +299,12 @@ static int on_agent_answer(struct loop *loop, int fd, uint32_t events, void *use
 	return 0;
 }
 
-static bool deny_evil(void *userdata, const char *name)
+static const char served_as[] = "the sandbox's tag";
+
+static bool deny_evil(void *userdata, const void *tag, const char *name)
 {
+	/* The query's socket was served with this tag: the callback knows who asked. */
+	assert_ptr_equal(tag, served_as);
 	return strcmp(name, "evil.test") != 0;
 }
 
@@ -334,7 +338,7 @@ static void test_real_ip_mode_forwards_and_records_the_answer(void **state)
 	sfd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	assert_int_equal(bind(sfd, (struct sockaddr *)&srv, sizeof(srv)), 0);
 	assert_int_equal(getsockname(sfd, (struct sockaddr *)&srv, &slen), 0);
-	assert_int_equal(resolver_serve_udp(r, sfd), 0);
+	assert_int_equal(resolver_serve_udp(r, sfd, served_as), 0);
 	cfd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	assert_int_equal(connect(cfd, (struct sockaddr *)&srv, sizeof(srv)), 0);
 	assert_int_equal(loop_add_fd(loop, cfd, EPOLLIN, on_agent_answer, &ans), 0);
