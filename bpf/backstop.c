@@ -212,7 +212,8 @@ int backstop_open(struct backstop **ret, struct cl_error *err)
 	/* A kernel that refuses even the smallest LSM program: tp_btf first, and the LSM
 	 * skeleton only if tp_btf fails too (the probe is a hint, never the last word). */
 	int lsm = probe_lsm();
-	bool lsm_refused = lsm < 0 && lsm != -ENOENT;
+	/* Only a refusal counts, not a passing failure (ENOMEM): that would downgrade us. */
+	bool lsm_refused = lsm == -EPERM || lsm == -EINVAL || lsm == -EOPNOTSUPP;
 
 	for (size_t i = 0; i < ELEMENTSOF(order); i++)
 		why[i][0] = '\0';

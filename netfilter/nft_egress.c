@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
@@ -206,24 +207,38 @@ static int create_table(int fd, uint32_t flags)
 	((struct nlmsghdr *)(out.buf + start))->nlmsg_len = (uint32_t)(off - start);
 	if (sendto(fd, out.buf, off, 0, (struct sockaddr *)&kernel, sizeof(kernel)) != (ssize_t)off)
 		return -errno;
-	/* The batch's one answer: the ack (or the error) of the NEWTABLE. */
-	for (;;) {
+	/* The batch's answer: the ack or error of the NEWTABLE, or an error about the batch as a
+	 * whole (no CAP_NET_ADMIN, no nf_tables), which carries the BATCH_BEGIN's or END's
+	 * sequence number. Bounded in time: the socket is libnftables' own, and blocking. */
+	struct timeval limit = {.tv_sec = 5}, saved;
+	socklen_t saved_len = sizeof(saved);
+	int r = -ETIMEDOUT;
+	bool restore = getsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &saved, &saved_len) == 0;
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+	for (bool done = false; !done;) {
 		ssize_t n = recv(fd, in.buf, sizeof(in.buf), 0);
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			r = errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
+			break;
 		}
 		for (struct nlmsghdr *h = &in.align; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
 			const struct nlmsgerr *e = NLMSG_DATA(h);
 
-			if (h->nlmsg_seq != seq + 1 || h->nlmsg_type != NLMSG_ERROR ||
+			if (h->nlmsg_seq - seq > 2 || h->nlmsg_type != NLMSG_ERROR ||
 			    h->nlmsg_len < NLMSG_LENGTH(sizeof(*e)))
 				continue;
-			return e->error;
+			r = e->error;
+			done = true;
+			break;
 		}
 	}
+	if (restore)
+		(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &saved, sizeof(saved));
+	return r;
 }
 
 struct install_ctx {

@@ -169,15 +169,16 @@ static void add_port(uint16_t *ports, size_t *n, uint16_t port)
 /* The ports the agent may not reach on the host's loopback (--net host): what every Cloister
  * process listens on (peer_listeners.h, this one included), and our dashboard, token API and
  * executor in any case; less the two meant for the agent, which need its token: our request
- * server (hostexec) and our CONNECT proxy. */
-static size_t refused_ports(struct run *run, uint16_t *ports)
+ * server (hostexec) and our CONNECT proxy. A scan that fails refuses the start: the agent
+ * would reach what it missed. */
+static int refused_ports(struct run *run, uint16_t *ports, size_t *ret_n)
 {
 	const struct web *web = hub_web(run->hub);
 	uint16_t keep[2] = {web ? web_request_port(web) : 0,
 	                    (uint16_t)egress_connect_port(run->egress)};
 	uint16_t own[3] = {web ? web_approval_port(web) : 0, web ? web_tokens_port(web) : 0, 0};
 	const char *colon = run->opt.executor ? strrchr(run->opt.executor, ':') : NULL;
-	size_t n = 0, k = 0;
+	size_t n = 0, k = 0, dropped = 0;
 	int r;
 
 	if (colon) {
@@ -187,19 +188,23 @@ static size_t refused_ports(struct run *run, uint16_t *ports)
 		if (!*end && port <= 65535)
 			own[2] = (uint16_t)port;
 	}
-	r = peer_listeners_scan("/proc", PEER_LISTENERS_EXE, ports, MAX_REFUSED, &n);
+	r = peer_listeners_scan("/proc", PEER_LISTENERS_EXE, geteuid(), ports, MAX_REFUSED, &n,
+	                        &dropped);
 	if (r < 0)
+		return r;
+	if (dropped)
 		say(run,
-		    "warning: --net host: listing Cloister's listeners: %s; the agent may reach "
-		    "other supervisors' APIs",
-		    strerror(-r));
+		    "warning: --net host: %zu listening ports of other users' cloister-supervisor "
+		    "processes are not refused to the agent (no room)",
+		    dropped);
 	for (size_t i = 0; i < ELEMENTSOF(own); i++)
 		if (own[i])
 			add_port(ports, &n, own[i]);
 	for (size_t i = 0; i < n; i++)
 		if (ports[i] != keep[0] && ports[i] != keep[1])
 			ports[k++] = ports[i];
-	return k;
+	*ret_n = k;
+	return 0;
 }
 
 /* sandbox_start's hook, before the agent runs: its own netns gets a route, rules and
@@ -217,8 +222,12 @@ static int setup_network(void *userdata, int netns_fd, int cgroup_fd, struct cl_
 		/* On the host's network a failure would leave every way out open: refuse to start.
 		 */
 		uint16_t refused[MAX_REFUSED + 3];
-		size_t n_refused = refused_ports(run, refused);
+		size_t n_refused = 0;
 
+		r = refused_ports(run, refused, &n_refused);
+		if (r < 0)
+			return cl_error_set(err, r, "--net host: listing Cloister's listeners: %s",
+			                    strerror(-r));
 		if (run->opt.verbose)
 			say(run, "--net host: %zu of Cloister's ports refused to the agent",
 			    n_refused);

@@ -24,7 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <linux/capability.h>
 #include <linux/netlink.h>
 #include <cmocka.h>
 
@@ -656,6 +659,43 @@ static void test_persist_table_is_deleted_by_remove(void **state)
 	assert_fails_closed(f);
 }
 
+/* Without CAP_NET_ADMIN the kernel refuses the whole batch (its error carries the batch's
+ * sequence number, not the table's): install says so instead of waiting for an answer that
+ * never comes. Run in a child that drops the capability; bounded by an alarm. */
+static void test_persist_install_without_net_admin_fails_at_once(void **state)
+{
+	struct fixture *f = fixture_or_skip(state);
+	pid_t pid;
+	int status;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+		struct __user_cap_data_struct d[2];
+		struct nft_egress_config cfg = {
+		        .proxy_port = f->l.proxy_port, .dns_port = f->l.dns_port, .persist = true};
+		struct nft_egress *e = NULL;
+		struct cl_error err = {{0}};
+		int r;
+
+		alarm(10);
+		nft_egress_free(TAKE_PTR(f->rules));
+		if (syscall(SYS_capget, &h, d) < 0)
+			_exit(3);
+		d[CAP_TO_INDEX(CAP_NET_ADMIN)].effective &= ~CAP_TO_MASK(CAP_NET_ADMIN);
+		d[CAP_TO_INDEX(CAP_NET_ADMIN)].permitted &= ~CAP_TO_MASK(CAP_NET_ADMIN);
+		if (syscall(SYS_capset, &h, d) < 0)
+			_exit(4);
+		r = nft_egress_install(f->netns_fd, &cfg, &e, &err);
+		_exit(r == -EPERM ? 0 : r < 0 ? 5 : 6);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (WIFSIGNALED(status))
+		fail_msg("install hung without CAP_NET_ADMIN (signal %d)", WTERMSIG(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 static void test_setup_is_idempotent(void **state)
 {
 	struct fixture *f = fixture_or_skip(state);
@@ -698,6 +738,7 @@ int main(void)
 	        T(test_remove_deletes_table_and_netns_fails_closed),
 	        T(test_free_closes_owner_socket_and_kernel_deletes_table),
 	        T(test_owner_socket_is_close_on_exec),
+	        T(test_persist_install_without_net_admin_fails_at_once),
 	        T(test_persist_table_is_owned_while_its_socket_is_open),
 	        T(test_persist_table_keeps_its_rules_after_free),
 	        T(test_persist_table_is_deleted_by_remove),

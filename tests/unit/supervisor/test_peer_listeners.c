@@ -140,7 +140,7 @@ static void test_scan_finds_the_ports_of_cloister_processes_only(void **state)
 	const char *const other[] = {"socket:[15]", NULL};
 	const char *const old[] = {"socket:[16]", NULL};
 	uint16_t ports[8];
-	size_t n = 99;
+	size_t n = 99, dropped = 99;
 	char cmd[PATH_MAX + 16];
 
 	(void)state;
@@ -166,21 +166,55 @@ static void test_scan_finds_the_ports_of_cloister_processes_only(void **state)
 	process(root, "300", "/old/cloister-supervisor (deleted)", old);
 	sub(root, "self"); /* not a pid: ignored */
 
-	assert_int_equal(peer_listeners_scan(root, PEER_LISTENERS_EXE, ports, 8, &n), 0);
+	assert_int_equal(peer_listeners_scan(root, PEER_LISTENERS_EXE, 0, ports, 8, &n, &dropped),
+	                 0);
 	assert_int_equal(n, 2); /* 9999 once, though it listens on IPv4 and IPv6 */
+	assert_int_equal(dropped, 0);
 	assert_int_equal(ports[0], 9997);
 	assert_int_equal(ports[1], 9999);
 
-	assert_int_equal(peer_listeners_scan(root, PEER_LISTENERS_EXE, ports, 1, &n), -E2BIG);
-	assert_int_equal(n, 1);
+	/* Root's own ports that do not fit: an error, never a partial list. */
+	assert_int_equal(peer_listeners_scan(root, PEER_LISTENERS_EXE, 0, ports, 1, &n, &dropped),
+	                 -E2BIG);
 
-	assert_int_equal(peer_listeners_scan(root, "postgres", ports, 8, &n), 0);
+	assert_int_equal(peer_listeners_scan(root, "postgres", 0, ports, 8, &n, &dropped), 0);
 	assert_int_equal(n, 1);
 	assert_int_equal(ports[0], 5432);
 
+	/* A stranger's process of that name (owned by nobody) comes after ours: with room for
+	 * one port, ours wins and the stranger's is dropped, not an error. */
+	const char *const stranger[] = {"socket:[15]", NULL};
+	char rel[PATH_MAX];
+
+	process(root, "50", "/tmp/x/cloister-supervisor", stranger);
+	snprintf(rel, sizeof(rel), "chown -R -h 65534:65534 '%s/50'", root);
+	assert_int_equal(system(rel), 0);
+	uint16_t one[1];
+	/* Our side with one port (9997) to fit in a room of one. */
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/100' '%s/300'", root, root);
+	assert_int_equal(system(cmd), 0);
+	const char *const one_port[] = {"socket:[16]", NULL};
+	process(root, "300", "/usr/bin/cloister-supervisor", one_port);
+	assert_int_equal(peer_listeners_scan(root, PEER_LISTENERS_EXE, 1000, one, 1, &n, &dropped),
+	                 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(one[0], 9997);
+	assert_int_equal(dropped, 1);
+	/* With room, the stranger's port is refused too. */
+	assert_int_equal(
+	        peer_listeners_scan(root, PEER_LISTENERS_EXE, 1000, ports, 8, &n, &dropped), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(ports[0], 5432);
+	assert_int_equal(ports[1], 9997);
+	assert_int_equal(dropped, 0);
+	/* The stranger is trusted when it is the caller's own uid. */
+	assert_int_equal(peer_listeners_scan(root, PEER_LISTENERS_EXE, 65534, one, 1, &n, &dropped),
+	                 -E2BIG);
+
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
 	assert_int_equal(system(cmd), 0);
-	assert_int_equal(peer_listeners_scan(root, PEER_LISTENERS_EXE, ports, 8, &n), -ENOENT);
+	assert_int_equal(peer_listeners_scan(root, PEER_LISTENERS_EXE, 0, ports, 8, &n, &dropped),
+	                 -ENOENT);
 }
 
 /* The real /proc: this very process, by its executable's name, with a listener it opens. */
@@ -191,7 +225,7 @@ static void test_scan_of_real_proc_finds_our_own_listener(void **state)
 	char exe[PATH_MAX];
 	const char *name;
 	uint16_t ports[256];
-	size_t n = 0;
+	size_t n = 0, dropped = 0;
 	bool found = false;
 	ssize_t l;
 	int fd;
@@ -207,14 +241,16 @@ static void test_scan_of_real_proc_finds_our_own_listener(void **state)
 	assert_int_equal(listen(fd, 1), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
 
-	assert_int_equal(peer_listeners_scan("/proc", name, ports, 256, &n), 0);
+	assert_int_equal(peer_listeners_scan("/proc", name, geteuid(), ports, 256, &n, &dropped),
+	                 0);
 	for (size_t i = 0; i < n; i++)
 		found = found || ports[i] == ntohs(sin.sin_port);
 	assert_true(found);
 	close(fd);
 
 	/* Closed: no longer listed. */
-	assert_int_equal(peer_listeners_scan("/proc", name, ports, 256, &n), 0);
+	assert_int_equal(peer_listeners_scan("/proc", name, geteuid(), ports, 256, &n, &dropped),
+	                 0);
 	for (size_t i = 0; i < n; i++)
 		assert_int_not_equal(ports[i], ntohs(sin.sin_port));
 }
