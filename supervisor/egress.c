@@ -28,6 +28,7 @@
 #include "supervisor/policy.h"
 #include "supervisor/proxy.h"
 #include "supervisor/resolver.h"
+#include "supervisor/web.h"
 #include "supervisor/trace_timing.h"
 
 /* Cookies of held connections: apart from the other kinds' waiters. */
@@ -307,9 +308,15 @@ static int on_original_dst(void *userdata, int fd, const struct sockaddr *peer, 
 static bool on_allow_restricted(void *userdata, const struct proxy_conn_info *info)
 {
 	struct egress *eg = userdata;
+	const struct web *web = hub_web(eg->hub);
 	char hp[HOSTPORT_MAX];
 	struct policy_result pr;
 
+	/* Never our own dashboard or token API, whatever the policy names: the proxy dials
+	 * from the host, where nothing (no netns, no eBPF map) keeps the agent from them. */
+	if (web && info->port &&
+	    (info->port == web_approval_port(web) || info->port == web_tokens_port(web)))
+		return false;
 	host_port(info->host, info->port, hp, sizeof(hp));
 	return check_domain(eg, info->sandbox, info->project, hp, &pr, NULL) == 0 &&
 	       pr.verdict == POLICY_ALLOW && strstr(pr.rule, "] domain \"") != NULL;

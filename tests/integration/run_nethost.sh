@@ -8,7 +8,7 @@
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=14
+PLAN=16
 run_needs_root $PLAN
 run_needs_tools $PLAN curl busybox
 tap_plan $PLAN
@@ -18,10 +18,16 @@ XDG_RUNTIME_DIR=$TMP/xdg
 export XDG_RUNTIME_DIR
 mkdir -p "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
+# The policy names loop.test, which resolves to 127.0.0.1 (--hosts): a connection the proxy
+# names so may be dialled on loopback, but never to a supervisor's API.
 write_config <<'EOF'
 exec:
   security: full
+proxy:
+  allow:
+    - domain: loop.test
 EOF
+echo "127.0.0.1 loop.test" >"$TMP/hosts"
 R=$TMP/r
 mkdir -p "$R"
 
@@ -88,8 +94,14 @@ curl -sS -m 3 -o /dev/null -w '%{http_code}' -X POST -H 'Content-Type: applicati
 	"http://127.0.0.1:\$REQUEST/request" >$R/request 2>&1
 curl -sS -m 3 "http://127.0.0.1:$SVC/index.html" >$R/svc 2>&1
 curl -sS -m 3 "http://localhost:$SVC/index.html" >$R/svc_name 2>&1
+# Through the proxy (an outside address, named loop.test by the Host header): the proxy dials
+# 127.0.0.1 from the host, where no eBPF map stands between it and the dashboard.
+curl -sS -m 3 -H 'Host: loop.test' "http://203.0.113.9:\$APPROVAL/pending" >$R/fronted 2>&1
+echo "rc=\$?" >>$R/fronted
+curl -sS -m 3 -H 'Host: loop.test' "http://203.0.113.9:$SVC/index.html" >$R/fronted_svc 2>&1
 AGENT
 timeout -k 5 40 "$SUPERVISOR" run --config-dir "$CFG" --ask none --net host --name nethost-sv \
+	--hosts "$TMP/hosts" \
 	--listen-approval 127.0.0.1:0 --listen-tokens 127.0.0.1:0 --listen-request 127.0.0.1:0 \
 	-- sh "$TMP/agent.sh" </dev/null >"$OUT" 2>"$ERR" &
 runpid=$!
@@ -120,4 +132,9 @@ tap_is "$(cat "$R/request")" 401 \
 tap_is "$(cat "$R/svc")" "plain-loopback-service" \
 	"--net host: an ordinary loopback service on another port is still reachable"
 tap_is "$(cat "$R/svc_name")" "plain-loopback-service" "... and by the name localhost"
+tap_is "$(cat "$R/fronted_svc")" "plain-loopback-service" \
+	"--net host: the proxy dials a loopback name the policy names, on another port"
+tap_ok "$(! grep -q requests "$R/fronted" && grep -q 'rc=[1-9]' "$R/fronted"; echo $?)" \
+	"--net host: but not on the dashboard's port, though the policy names it" \
+	"$(cat "$R/fronted")"
 tap_done
