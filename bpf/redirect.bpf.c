@@ -165,7 +165,9 @@ enum verdict { REFUSE = 0, LEAVE = 1, TO_PROXY = 2, TO_RESOLVER = 3 };
 
 static __always_inline enum verdict decide(__u32 type, __u32 port, bool loopback, bool this_host)
 {
-	if (type == SOCK_DGRAM && port == bpf_htons(53))
+	/* DNS goes to our resolver, over UDP and TCP alike, wherever it was sent: the host's
+	 * own stub resolver on loopback (127.0.0.53) would forward any name upstream. */
+	if (port == bpf_htons(53))
 		return TO_RESOLVER;
 	if (this_host && refused_port(port))
 		return REFUSE;

@@ -8,7 +8,7 @@
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=16
+PLAN=17
 run_needs_root $PLAN
 run_needs_tools $PLAN curl busybox
 tap_plan $PLAN
@@ -99,6 +99,10 @@ curl -sS -m 3 "http://localhost:$SVC/index.html" >$R/svc_name 2>&1
 curl -sS -m 3 -H 'Host: loop.test' "http://203.0.113.9:\$APPROVAL/pending" >$R/fronted 2>&1
 echo "rc=\$?" >>$R/fronted
 curl -sS -m 3 -H 'Host: loop.test' "http://203.0.113.9:$SVC/index.html" >$R/fronted_svc 2>&1
+# DNS over TCP to loopback (a host's stub resolver) is our resolver too: a query for a name of
+# --hosts gets an answer (nothing listens on 127.0.0.1:53 here otherwise).
+printf '\000\033\022\064\001\000\000\001\000\000\000\000\000\000\004loop\004test\000\000\001\000\001' |
+	busybox nc -w 2 127.0.0.1 53 | od -An -tx1 | tr -d ' \n' >$R/dnstcp
 AGENT
 timeout -k 5 40 "$SUPERVISOR" run --config-dir "$CFG" --ask none --net host --name nethost-sv \
 	--hosts "$TMP/hosts" \
@@ -137,4 +141,6 @@ tap_is "$(cat "$R/fronted_svc")" "plain-loopback-service" \
 tap_ok "$(! grep -q requests "$R/fronted" && grep -q 'rc=[1-9]' "$R/fronted"; echo $?)" \
 	"--net host: but not on the dashboard's port, though the policy names it" \
 	"$(cat "$R/fronted")"
+tap_like "$(cat "$R/dnstcp")" '^....1234' \
+	"--net host: DNS over TCP to 127.0.0.1:53 is answered by our resolver" "$(cat "$R/dnstcp")"
 tap_done
