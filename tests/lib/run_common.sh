@@ -4,6 +4,7 @@
 # real home), and gives:
 #   run_needs_root N           print the plan of N skips and exit when not root
 #   run_needs_tools N TOOL…    the same when a TOOL is not installed
+#   run_skip_all N REASON      print the plan of N skips for REASON and exit
 #   write_config < YAML        the test's own config ($CFG/config.yaml)
 #   sv [RUN OPTIONS] -- AGENT  run the supervisor (bounded: $SV_TIMEOUT s), --config-dir $CFG,
 #                              stdin /dev/null; stdout in $OUT, stderr in $ERR, status in $rc
@@ -43,30 +44,27 @@ run_cleanup() {
 trap run_cleanup EXIT
 trap 'exit 130' INT TERM
 
+# run_skip_all N REASON: the plan of N skips, each with REASON, and exit.
+run_skip_all() {
+	tap_plan "$1"
+	i=0
+	while [ "$i" -lt "$1" ]; do
+		tap_skip "$(basename "$0")" "$2"
+		i=$((i + 1))
+	done
+	exit 0
+}
+
 run_needs_root() {
-	if [ "$(id -u)" -ne 0 ]; then
-		tap_plan "$1"
-		i=0
-		while [ "$i" -lt "$1" ]; do
-			tap_skip "$(basename "$0")" "needs root (namespaces, cgroup, eBPF backstop)"
-			i=$((i + 1))
-		done
-		exit 0
-	fi
+	[ "$(id -u)" -eq 0 ] || run_skip_all "$1" "needs root (namespaces, cgroup, eBPF backstop)"
 }
 
 run_needs_tools() {
 	run_needs_tools_n=$1
 	shift
 	for tool in "$@"; do
-		command -v "$tool" >/dev/null 2>&1 && continue
-		tap_plan "$run_needs_tools_n"
-		i=0
-		while [ "$i" -lt "$run_needs_tools_n" ]; do
-			tap_skip "$(basename "$0")" "$tool is not installed (scripts/install-deps)"
-			i=$((i + 1))
-		done
-		exit 0
+		command -v "$tool" >/dev/null 2>&1 ||
+			run_skip_all "$run_needs_tools_n" "$tool is not installed (scripts/install-deps)"
 	done
 }
 
