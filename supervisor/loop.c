@@ -2,9 +2,11 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
 #include <time.h>
@@ -13,20 +15,26 @@
 #include "protocol/cleanup.h"
 
 #define MAX_EVENTS 64
+/* The fd table's first size; it doubles from there, up to RLIMIT_NOFILE. */
+#define FD_TABLE_MIN   64
+#define TIMER_HEAP_MIN 16
+/* loop_timer.idx of a timer that is not in the heap: it is being fired. */
+#define TIMER_NOT_QUEUED SIZE_MAX
 
 struct loop_fd {
 	int fd;
 	loop_fd_fn fn;
 	void *userdata;
 	bool dead; /* removed while the current batch of events is being dispatched */
-	struct loop_fd *next;
+	struct loop_fd *next_dead; /* in the graveyard */
 };
 
 struct loop_timer {
 	uint64_t deadline_ms;
+	uint64_t seq; /* order of addition: equal deadlines fire first come, first served */
+	size_t idx;   /* position in the heap, or TIMER_NOT_QUEUED */
 	loop_timer_fn fn;
 	void *userdata;
-	struct loop_timer *next; /* sorted by deadline */
 };
 
 struct loop {
@@ -35,9 +43,20 @@ struct loop {
 	int signal_fd;
 	loop_signal_fn signal_fn;
 	void *signal_userdata;
-	struct loop_fd *fds;
+	/* Live registrations indexed by fd number; a deleted one leaves its slot at once (so the
+	 * number can be registered again) and waits in the graveyard until the batch is done. */
+	struct loop_fd **fds;
+	size_t fds_size;
 	struct loop_fd *graveyard; /* freed after each dispatch round */
-	struct loop_timer *timers;
+	/* A binary min-heap on (deadline_ms, seq); each timer knows its index for cancelling. */
+	struct loop_timer **timers;
+	size_t n_timers, timers_size;
+	uint64_t timer_seq;
+	/* What the timerfd was last set to, so it is only set again when the earliest deadline
+	 * changes; timers_dispatching defers that to the end of the timer round. */
+	bool armed;
+	uint64_t armed_ms;
+	bool timers_dispatching;
 	bool exiting;
 	int exit_code;
 };
@@ -50,30 +69,124 @@ uint64_t loop_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+static bool timer_before(const struct loop_timer *a, const struct loop_timer *b)
+{
+	return a->deadline_ms < b->deadline_ms ||
+	       (a->deadline_ms == b->deadline_ms && a->seq < b->seq);
+}
+
+static void heap_place(struct loop *loop, size_t i, struct loop_timer *t)
+{
+	loop->timers[i] = t;
+	t->idx = i;
+}
+
+static void heap_sift_up(struct loop *loop, size_t i)
+{
+	struct loop_timer *t = loop->timers[i];
+
+	while (i > 0) {
+		size_t parent = (i - 1) / 2;
+
+		if (!timer_before(t, loop->timers[parent]))
+			break;
+		heap_place(loop, i, loop->timers[parent]);
+		i = parent;
+	}
+	heap_place(loop, i, t);
+}
+
+static void heap_sift_down(struct loop *loop, size_t i)
+{
+	struct loop_timer *t = loop->timers[i];
+	size_t n = loop->n_timers;
+
+	for (;;) {
+		size_t child = 2 * i + 1;
+
+		if (child >= n)
+			break;
+		if (child + 1 < n && timer_before(loop->timers[child + 1], loop->timers[child]))
+			child++;
+		if (!timer_before(loop->timers[child], t))
+			break;
+		heap_place(loop, i, loop->timers[child]);
+		i = child;
+	}
+	heap_place(loop, i, t);
+}
+
+/* Takes the timer at I out of the heap; the caller owns it afterwards. */
+static void heap_remove(struct loop *loop, size_t i)
+{
+	struct loop_timer *t = loop->timers[i], *last = loop->timers[--loop->n_timers];
+
+	t->idx = TIMER_NOT_QUEUED;
+	if (last == t)
+		return;
+	heap_place(loop, i, last);
+	if (i > 0 && timer_before(last, loop->timers[(i - 1) / 2]))
+		heap_sift_up(loop, i);
+	else
+		heap_sift_down(loop, i);
+}
+
+/* Sets the timerfd to the earliest deadline when that differs from what it holds. */
 static int arm_timer_fd(struct loop *loop)
 {
 	struct itimerspec its = {0};
+	bool want = loop->n_timers > 0;
+	uint64_t d = want ? loop->timers[0]->deadline_ms : 0;
 
-	if (loop->timers) {
-		uint64_t d = loop->timers->deadline_ms;
-
+	if (loop->timers_dispatching)
+		return 0; /* the timer round sets it once at its end */
+	if (want == loop->armed && (!want || d == loop->armed_ms))
+		return 0;
+	if (want) {
 		/* TFD_TIMER_ABSTIME with 0 would disarm; a deadline in the past fires at once. */
 		its.it_value.tv_sec = (time_t)(d / 1000);
 		its.it_value.tv_nsec = (long)(d % 1000) * 1000000;
 		if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
 			its.it_value.tv_nsec = 1;
 	}
+	/* On failure the timerfd keeps its old setting, and so does our record of it. */
 	if (timerfd_settime(loop->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
 		return -errno;
+	loop->armed = want;
+	loop->armed_ms = d;
 	return 0;
 }
 
 static struct loop_fd *find_fd(struct loop *loop, int fd)
 {
-	for (struct loop_fd *f = loop->fds; f; f = f->next)
-		if (f->fd == fd && !f->dead)
-			return f;
-	return NULL;
+	if (fd < 0 || (size_t)fd >= loop->fds_size)
+		return NULL;
+	return loop->fds[fd];
+}
+
+/* Makes room for slot FD, which epoll has already accepted as an open fd. */
+static int reserve_fd_slot(struct loop *loop, int fd)
+{
+	size_t want = loop->fds_size ? loop->fds_size : FD_TABLE_MIN;
+	struct loop_fd **p;
+	struct rlimit rl;
+
+	if ((size_t)fd < loop->fds_size)
+		return 0;
+	while (want <= (size_t)fd)
+		want *= 2;
+	/* Open fds are below the soft RLIMIT_NOFILE (unless it was lowered after they were opened):
+	 * doubling need not go past it. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    want > rl.rlim_cur)
+		want = (size_t)rl.rlim_cur > (size_t)fd ? (size_t)rl.rlim_cur : (size_t)fd + 1;
+	p = reallocarray(loop->fds, want, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	memset(p + loop->fds_size, 0, (want - loop->fds_size) * sizeof(*p));
+	loop->fds = p;
+	loop->fds_size = want;
+	return 0;
 }
 
 int loop_new(struct loop **ret)
@@ -99,12 +212,13 @@ fail:;
 	return r;
 }
 
-static void free_fd_list(struct loop_fd *f)
+static void free_graveyard(struct loop *loop)
 {
-	while (f) {
-		struct loop_fd *next = f->next;
-		free(f);
-		f = next;
+	while (loop->graveyard) {
+		struct loop_fd *next = loop->graveyard->next_dead;
+
+		free(loop->graveyard);
+		loop->graveyard = next;
 	}
 }
 
@@ -112,13 +226,13 @@ void loop_free(struct loop *loop)
 {
 	if (!loop)
 		return;
-	free_fd_list(loop->fds);
-	free_fd_list(loop->graveyard);
-	while (loop->timers) {
-		struct loop_timer *next = loop->timers->next;
-		free(loop->timers);
-		loop->timers = next;
-	}
+	for (size_t i = 0; i < loop->fds_size; i++)
+		free(loop->fds[i]);
+	free(loop->fds);
+	free_graveyard(loop);
+	for (size_t i = 0; i < loop->n_timers; i++)
+		free(loop->timers[i]);
+	free(loop->timers);
 	cl_closep(&loop->epoll_fd);
 	cl_closep(&loop->timer_fd);
 	cl_closep(&loop->signal_fd);
@@ -129,6 +243,7 @@ int loop_add_fd(struct loop *loop, int fd, uint32_t events, loop_fd_fn fn, void 
 {
 	struct loop_fd *f;
 	struct epoll_event ev = {.events = events};
+	int r;
 
 	if (fd < 0 || !fn)
 		return -EINVAL;
@@ -140,14 +255,21 @@ int loop_add_fd(struct loop *loop, int fd, uint32_t events, loop_fd_fn fn, void 
 	f->fd = fd;
 	f->fn = fn;
 	f->userdata = userdata;
+	/* Dispatch finds the entry through the event itself, without a lookup. */
 	ev.data.ptr = f;
 	if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		int r = -errno;
+		r = -errno;
 		free(f);
 		return r;
 	}
-	f->next = loop->fds;
-	loop->fds = f;
+	/* Only now is FD known to be open, so a bogus huge number cannot size the table. */
+	r = reserve_fd_slot(loop, fd);
+	if (r < 0) {
+		epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+		free(f);
+		return r;
+	}
+	loop->fds[fd] = f;
 	return 0;
 }
 
@@ -166,49 +288,51 @@ int loop_mod_fd(struct loop *loop, int fd, uint32_t events)
 
 int loop_del_fd(struct loop *loop, int fd)
 {
-	struct loop_fd **p;
+	struct loop_fd *f = find_fd(loop, fd);
 
-	for (p = &loop->fds; *p; p = &(*p)->next) {
-		struct loop_fd *f = *p;
-
-		if (f->fd != fd || f->dead)
-			continue;
-		/* The fd may already be closed by the caller; EBADF/ENOENT are fine then. */
-		epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
-		*p = f->next;
-		/* Events for it may still be in the current batch: keep the memory until the
-		 * batch is done, and mark it so it is not dispatched. */
-		f->dead = true;
-		f->next = loop->graveyard;
-		loop->graveyard = f;
-		return 0;
-	}
-	return -ENOENT;
+	if (!f)
+		return -ENOENT;
+	/* The fd may already be closed by the caller; EBADF/ENOENT are fine then. */
+	epoll_ctl(loop->epoll_fd, EPOLL_CTL_DEL, fd, NULL);
+	loop->fds[fd] = NULL;
+	/* Events for it may still be in the current batch: keep the memory until the batch is
+	 * done, and mark it so it is not dispatched. Its number is free for a new registration,
+	 * which gets an entry of its own. */
+	f->dead = true;
+	f->next_dead = loop->graveyard;
+	loop->graveyard = f;
+	return 0;
 }
 
 int loop_add_timer(struct loop *loop, uint64_t deadline_ms, loop_timer_fn fn, void *userdata,
                    struct loop_timer **ret)
 {
-	struct loop_timer *t = calloc(1, sizeof(*t)), **p;
-	bool first;
+	struct loop_timer *t;
+	int r;
 
+	if (loop->n_timers == loop->timers_size) {
+		size_t size = loop->timers_size ? loop->timers_size * 2 : TIMER_HEAP_MIN;
+		struct loop_timer **p = reallocarray(loop->timers, size, sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		loop->timers = p;
+		loop->timers_size = size;
+	}
+	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	t->deadline_ms = deadline_ms;
+	t->seq = loop->timer_seq++;
 	t->fn = fn;
 	t->userdata = userdata;
-	for (p = &loop->timers; *p && (*p)->deadline_ms <= deadline_ms; p = &(*p)->next)
-		;
-	t->next = *p;
-	*p = t;
-	first = loop->timers == t;
-	if (first) {
-		int r = arm_timer_fd(loop);
-		if (r < 0) {
-			loop->timers = t->next;
-			free(t);
-			return r;
-		}
+	loop->timers[loop->n_timers++] = t;
+	heap_sift_up(loop, loop->n_timers - 1);
+	r = arm_timer_fd(loop);
+	if (r < 0) {
+		heap_remove(loop, t->idx);
+		free(t);
+		return r;
 	}
 	if (ret)
 		*ret = t;
@@ -217,18 +341,14 @@ int loop_add_timer(struct loop *loop, uint64_t deadline_ms, loop_timer_fn fn, vo
 
 void loop_cancel_timer(struct loop *loop, struct loop_timer *timer)
 {
-	for (struct loop_timer **p = &loop->timers; *p; p = &(*p)->next) {
-		bool first = p == &loop->timers;
-
-		if (*p != timer)
-			continue;
-		*p = timer->next;
-		free(timer);
-		/* The timerfd holds the first deadline: a later one going changes nothing. */
-		if (first)
-			arm_timer_fd(loop);
+	/* A timer being fired is out of the heap: cancelling it from its own callback is a no-op
+	 * and the dispatcher frees it. */
+	if (!timer || timer->idx >= loop->n_timers || loop->timers[timer->idx] != timer)
 		return;
-	}
+	heap_remove(loop, timer->idx);
+	free(timer);
+	/* Only a change of the earliest deadline touches the timerfd. */
+	arm_timer_fd(loop);
 }
 
 static int dispatch_signals(struct loop *loop)
@@ -278,22 +398,30 @@ static int dispatch_timers(struct loop *loop)
 {
 	uint64_t expirations;
 	uint64_t now = loop_now_ms();
+	int r = 0;
 
-	/* Drain the timerfd; the list, not the count, says what is due. */
-	if (read(loop->timer_fd, &expirations, sizeof(expirations)) < 0 && errno != EAGAIN)
+	/* Drain the timerfd; the heap, not the count, says what is due. A successful read means
+	 * it expired and holds nothing any more. */
+	if (read(loop->timer_fd, &expirations, sizeof(expirations)) >= 0)
+		loop->armed = false;
+	else if (errno != EAGAIN)
 		return -errno;
-	while (loop->timers && loop->timers->deadline_ms <= now && !loop->exiting) {
-		struct loop_timer *t = loop->timers;
-		int r;
+	/* Callbacks add and cancel timers; the timerfd is set once, after the round. */
+	loop->timers_dispatching = true;
+	while (loop->n_timers && loop->timers[0]->deadline_ms <= now && !loop->exiting) {
+		struct loop_timer *t = loop->timers[0];
 
-		loop->timers = t->next;
+		heap_remove(loop, 0);
 		r = t->fn(loop, t->userdata);
 		free(t);
-		if (r < 0) {
-			/* The loop stops with r, but may run again: keep the timers armed. */
-			arm_timer_fd(loop);
-			return r;
-		}
+		/* The loop stops with r, but may run again: keep the timers armed. */
+		if (r < 0)
+			break;
+	}
+	loop->timers_dispatching = false;
+	if (r < 0) {
+		arm_timer_fd(loop);
+		return r;
 	}
 	return arm_timer_fd(loop);
 }
@@ -331,8 +459,7 @@ int loop_run(struct loop *loop)
 			if (r < 0)
 				return r;
 		}
-		free_fd_list(loop->graveyard);
-		loop->graveyard = NULL;
+		free_graveyard(loop);
 	}
 	return loop->exit_code;
 }

@@ -15,6 +15,10 @@ void bench_notify(void);
  * decoding against memcpy (tests/bench/bench_core.c). */
 void bench_core(void);
 
+/* The supervisor loop: registering, modifying and deleting N fds, adding and cancelling N
+ * timers and firing N due ones, for N = 100, 1000, 10000 (tests/bench/bench_loop.c). */
+void bench_loop(void);
+
 /* End to end: native vs under `cloister-supervisor run` for 2000 fork+exec+wait of /bin/true
  * and for a `make -j2` of a generated C project; `run -- true` latency; the supervisor's RSS
  * (tests/bench/bench_run.c). Needs $SUPERVISOR and $HELPERS (set by `make bench`). */

@@ -12,6 +12,7 @@ static const struct {
 	void (*fn)(void);
 } sections[] = {
         {"core", "core (pure code, per operation)", bench_core},
+        {"loop", "supervisor loop: fd and timer registration at scale", bench_loop},
         {"notify", "exec interception (seccomp user notification)", bench_notify},
         {"backstop", "exec backstop (eBPF)", bench_backstop},
         {"netfilter", "egress: nftables redirect in the sandbox netns (no proxy)", bench_netfilter},

@@ -1,4 +1,6 @@
-/* The event loop: fds, timers in deadline order, removal from inside a handler, signals. */
+/* The event loop: fds, timers in deadline order, removal from inside a handler, signals; and at
+ * scale: thousands of fds and timers, fd numbers reused inside a batch, timers cancelled and
+ * added from timer callbacks. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -8,8 +10,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "supervisor/loop.h"
@@ -168,6 +174,452 @@ static void test_a_failing_handler_stops_the_loop_with_its_error(void **state)
 	loop_free(loop);
 }
 
+/* ---- many fds -------------------------------------------------------------------------- */
+
+/* Raises the soft RLIMIT_NOFILE toward the hard one and says how many fds a test may open. */
+static int fd_budget(int want)
+{
+	struct rlimit rl;
+
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	}
+	/* Leave room for what cmocka, the loop and the runner hold. */
+	if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)want + 64 > rl.rlim_cur)
+		want = (int)rl.rlim_cur - 64;
+	return want;
+}
+
+struct many {
+	int *fds;
+	int n;
+	unsigned char *seen; /* calls per fd number */
+	unsigned char *gone; /* fd numbers deleted: their handler must not run */
+	int calls, want;
+	uint32_t need_events;
+};
+
+static int on_many(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct many *m = userdata;
+	uint64_t v;
+
+	assert_false(m->gone[fd]);
+	assert_true((events & m->need_events) == m->need_events);
+	if (events & EPOLLIN)
+		assert_int_equal(read(fd, &v, sizeof(v)), sizeof(v));
+	m->seen[fd]++;
+	if (++m->calls == m->want)
+		loop_exit(loop, 0);
+	return 0;
+}
+
+static void test_thousands_of_fds_each_dispatched_modified_and_deleted(void **state)
+{
+	struct loop *loop;
+	struct many m = {0};
+	int max_fd = 0;
+	uint64_t one = 1;
+
+	m.n = fd_budget(3000);
+	assert_true(m.n >= 1000);
+	m.fds = calloc((size_t)m.n, sizeof(int));
+	assert_non_null(m.fds);
+	assert_int_equal(loop_new(&loop), 0);
+	for (int i = 0; i < m.n; i++) {
+		m.fds[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		assert_true(m.fds[i] >= 0);
+		if (m.fds[i] > max_fd)
+			max_fd = m.fds[i];
+	}
+	m.seen = calloc((size_t)max_fd + 1, 1);
+	m.gone = calloc((size_t)max_fd + 1, 1);
+	assert_non_null(m.seen);
+	assert_non_null(m.gone);
+	for (int i = 0; i < m.n; i++) {
+		assert_int_equal(loop_add_fd(loop, m.fds[i], EPOLLIN, on_many, &m), 0);
+		assert_int_equal(write(m.fds[i], &one, sizeof(one)), sizeof(one));
+	}
+	assert_int_equal(loop_add_fd(loop, m.fds[m.n / 2], EPOLLIN, on_many, &m), -EEXIST);
+
+	/* Every fd becomes readable: each handler runs exactly once. */
+	m.want = m.n;
+	m.need_events = EPOLLIN;
+	assert_int_equal(loop_run(loop), 0);
+	for (int i = 0; i < m.n; i++)
+		assert_int_equal(m.seen[m.fds[i]], 1);
+
+	/* Delete every other one, switch the rest to writability: only those run. */
+	for (int i = 0; i < m.n; i += 2) {
+		assert_int_equal(loop_del_fd(loop, m.fds[i]), 0);
+		assert_int_equal(loop_del_fd(loop, m.fds[i]), -ENOENT);
+		assert_int_equal(loop_mod_fd(loop, m.fds[i], EPOLLIN), -ENOENT);
+		m.gone[m.fds[i]] = 1;
+	}
+	for (int i = 1; i < m.n; i += 2)
+		assert_int_equal(loop_mod_fd(loop, m.fds[i], EPOLLOUT), 0);
+	memset(m.seen, 0, (size_t)max_fd + 1);
+	m.calls = 0;
+	m.want = m.n / 2;
+	m.need_events = EPOLLOUT;
+	assert_int_equal(loop_run(loop), 0);
+	for (int i = 1; i < m.n; i += 2)
+		assert_int_equal(m.seen[m.fds[i]], 1);
+
+	/* Numbers that were never registered, or are out of any table. */
+	assert_int_equal(loop_del_fd(loop, -1), -ENOENT);
+	assert_int_equal(loop_del_fd(loop, 1 << 30), -ENOENT);
+	assert_int_equal(loop_mod_fd(loop, 1 << 30, EPOLLIN), -ENOENT);
+	assert_int_equal(loop_add_fd(loop, -1, EPOLLIN, on_many, &m), -EINVAL);
+	/* Not an open fd: epoll refuses it before any table grows to that size. */
+	assert_int_equal(loop_add_fd(loop, (1 << 30) - 1, EPOLLIN, on_many, &m), -EBADF);
+
+	loop_free(loop);
+	for (int i = 0; i < m.n; i++)
+		close(m.fds[i]);
+	free(m.fds);
+	free(m.seen);
+	free(m.gone);
+}
+
+/* ---- deletion and fd number reuse inside one batch ------------------------------------- */
+
+enum { BATCH = 32 }; /* below the loop's 64 events per epoll_wait: one batch */
+
+struct reuse {
+	int fds[BATCH];
+	int old_calls, new_calls;
+	bool reused[BATCH];
+};
+
+static int on_reused(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct reuse *r = userdata;
+	uint64_t v;
+
+	assert_int_equal(read(fd, &v, sizeof(v)), sizeof(v));
+	assert_int_equal(v, 2); /* the new fd's own write, not the old one's */
+	if (++r->new_calls == BATCH - 1)
+		loop_exit(loop, 0);
+	return 0;
+}
+
+static int on_first_of_batch(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct reuse *r = userdata;
+	uint64_t two = 2;
+
+	r->old_calls++;
+	/* Whichever runs first tears every other one down while their events are still in this
+	 * batch, closes them and registers new fds that get the same numbers. */
+	for (int i = 0; i < BATCH; i++) {
+		int nfd;
+
+		if (r->fds[i] == fd)
+			continue;
+		assert_int_equal(loop_del_fd(loop, r->fds[i]), 0);
+		close(r->fds[i]);
+		nfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		assert_int_equal(nfd, r->fds[i]);
+		assert_int_equal(loop_add_fd(loop, nfd, EPOLLIN, on_reused, r), 0);
+		assert_int_equal(write(nfd, &two, sizeof(two)), sizeof(two));
+		r->reused[i] = true;
+	}
+	/* Its own registration goes too. */
+	assert_int_equal(loop_del_fd(loop, fd), 0);
+	assert_int_equal(loop_del_fd(loop, fd), -ENOENT);
+	return 0;
+}
+
+static void test_fds_deleted_and_reused_inside_a_batch_are_not_dispatched_stale(void **state)
+{
+	struct loop *loop;
+	struct reuse r = {0};
+	uint64_t one = 1;
+	int own = -1;
+
+	assert_int_equal(loop_new(&loop), 0);
+	for (int i = 0; i < BATCH; i++) {
+		r.fds[i] = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		assert_true(r.fds[i] >= 0);
+		assert_int_equal(loop_add_fd(loop, r.fds[i], EPOLLIN, on_first_of_batch, &r), 0);
+		assert_int_equal(write(r.fds[i], &one, sizeof(one)), sizeof(one));
+	}
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(r.old_calls, 1);
+	assert_int_equal(r.new_calls, BATCH - 1);
+	for (int i = 0; i < BATCH; i++) {
+		if (!r.reused[i])
+			own = i;
+	}
+	assert_true(own >= 0);
+	assert_int_equal(loop_del_fd(loop, r.fds[own]), -ENOENT);
+	for (int i = 0; i < BATCH; i++)
+		if (i != own)
+			assert_int_equal(loop_del_fd(loop, r.fds[i]), 0);
+	loop_free(loop);
+	for (int i = 0; i < BATCH; i++)
+		close(r.fds[i]);
+}
+
+/* ---- many timers ----------------------------------------------------------------------- */
+
+struct fired {
+	int *order; /* index given at loop_add_timer, in firing order */
+	int n;
+};
+
+struct tag {
+	struct fired *f;
+	int index;
+};
+
+static int on_tagged(struct loop *loop, void *userdata)
+{
+	struct tag *t = userdata;
+
+	t->f->order[t->f->n++] = t->index;
+	return 0;
+}
+
+static int on_exit_timer(struct loop *loop, void *userdata)
+{
+	loop_exit(loop, 0);
+	return 0;
+}
+
+static void test_thousands_of_timers_fire_in_deadline_order_fifo_on_ties(void **state)
+{
+	enum { N = 5000 };
+	struct loop *loop;
+	struct loop_timer **handles = calloc(N, sizeof(*handles));
+	struct tag *tags = calloc(N, sizeof(*tags));
+	uint64_t *deadline = calloc(N, sizeof(*deadline));
+	bool *cancelled = calloc(N, sizeof(*cancelled));
+	struct fired f = {.order = calloc(N, sizeof(int))};
+	uint64_t base = loop_now_ms() - 2 * N; /* all due: one round fires them */
+	unsigned seed = 42;
+	int expect = 0;
+
+	assert_non_null(handles);
+	assert_non_null(tags);
+	assert_non_null(deadline);
+	assert_non_null(cancelled);
+	assert_non_null(f.order);
+	assert_int_equal(loop_new(&loop), 0);
+	/* Random deadlines with many ties (N values over N/4 distinct deadlines). */
+	for (int i = 0; i < N; i++) {
+		deadline[i] = base + (uint64_t)(rand_r(&seed) % (N / 4));
+		tags[i] = (struct tag){.f = &f, .index = i};
+		assert_int_equal(
+		        loop_add_timer(loop, deadline[i], on_tagged, &tags[i], &handles[i]), 0);
+	}
+	/* Cancel a spread of them, first, last and in the middle of the heap. */
+	for (int i = 0; i < N; i++) {
+		if (i % 7 == 3 || i == 0 || i == N - 1) {
+			loop_cancel_timer(loop, handles[i]);
+			cancelled[i] = true;
+		} else {
+			expect++;
+		}
+	}
+	assert_int_equal(loop_add_timer(loop, base + N, on_exit_timer, NULL, NULL), 0);
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(f.n, expect);
+	for (int k = 0; k < f.n; k++) {
+		int i = f.order[k];
+
+		assert_false(cancelled[i]);
+		if (k > 0) {
+			int prev = f.order[k - 1];
+
+			assert_true(deadline[prev] <= deadline[i]);
+			if (deadline[prev] == deadline[i])
+				assert_true(prev < i); /* added first, fired first */
+		}
+	}
+	loop_free(loop);
+	free(handles);
+	free(tags);
+	free(deadline);
+	free(cancelled);
+	free(f.order);
+}
+
+/* The timerfd follows the earliest deadline as it is cancelled and replaced. */
+static void test_cancelling_the_earliest_timer_rearms_for_the_next(void **state)
+{
+	struct loop *loop;
+	struct loop_timer *early, *same;
+	struct record rec = {0};
+	uint64_t start = loop_now_ms();
+
+	assert_int_equal(loop_new(&loop), 0);
+	assert_int_equal(loop_add_timer(loop, start + 40, on_timer, &rec, NULL), 0);
+	assert_int_equal(loop_add_timer(loop, start + 5, on_timer_never, NULL, &early), 0);
+	assert_int_equal(loop_add_timer(loop, start + 20, on_timer_never, NULL, &same), 0);
+	loop_cancel_timer(loop, early);
+	/* Replaced by one at the same deadline: the timerfd need not change, but must fire. */
+	loop_cancel_timer(loop, same);
+	assert_int_equal(loop_add_timer(loop, start + 20, on_timer, &rec, NULL), 0);
+	assert_int_equal(loop_add_timer(loop, start + 60, on_timer, &rec, NULL), 0);
+	assert_int_equal(loop_run(loop), 0);
+	assert_string_equal(rec.order, "012");
+	assert_true(loop_now_ms() - start >= 60);
+	loop_free(loop);
+}
+
+/* loop_exit() from a timer leaves the other due ones (same deadline) for the next run. */
+static int on_exit_first(struct loop *loop, void *userdata)
+{
+	struct record *rec = userdata;
+
+	rec->order[rec->n++] = 'x';
+	loop_exit(loop, 3);
+	return 0;
+}
+
+static int on_exit_second(struct loop *loop, void *userdata)
+{
+	struct record *rec = userdata;
+
+	rec->order[rec->n++] = 'y';
+	loop_exit(loop, 4);
+	return 0;
+}
+
+static void test_due_timers_left_at_exit_fire_on_the_next_run(void **state)
+{
+	struct loop *loop;
+	struct record rec = {0};
+	uint64_t d = loop_now_ms() + 5;
+
+	assert_int_equal(loop_new(&loop), 0);
+	assert_int_equal(loop_add_timer(loop, d, on_exit_first, &rec, NULL), 0);
+	assert_int_equal(loop_add_timer(loop, d, on_exit_second, &rec, NULL), 0);
+	assert_int_equal(loop_run(loop), 3);
+	assert_string_equal(rec.order, "x");
+	/* The timerfd fired and was read; it must be set again for the one left. */
+	assert_int_equal(loop_run(loop), 4);
+	assert_string_equal(rec.order, "xy");
+	loop_free(loop);
+}
+
+struct canceller {
+	struct loop_timer *victim, *self;
+	char order[8];
+	int n;
+};
+
+static int on_victim(struct loop *loop, void *userdata)
+{
+	fail_msg("a timer cancelled by another in the same round fired");
+	return 0;
+}
+
+static int on_note(struct loop *loop, void *userdata)
+{
+	struct canceller *c = userdata;
+
+	c->order[c->n++] = 'b';
+	loop_exit(loop, 0);
+	return 0;
+}
+
+static int on_cancel_victim(struct loop *loop, void *userdata)
+{
+	struct canceller *c = userdata;
+
+	c->order[c->n++] = 'a';
+	loop_cancel_timer(loop, c->victim);
+	/* Cancelling itself while it runs changes nothing: the loop frees it afterwards. */
+	loop_cancel_timer(loop, c->self);
+	return 0;
+}
+
+static void test_a_timer_cancels_another_due_in_the_same_round(void **state)
+{
+	struct loop *loop;
+	struct canceller c = {0};
+	uint64_t now = loop_now_ms();
+
+	assert_int_equal(loop_new(&loop), 0);
+	/* All three are due when the round starts; the first removes the second. */
+	assert_int_equal(loop_add_timer(loop, now - 3, on_cancel_victim, &c, &c.self), 0);
+	assert_int_equal(loop_add_timer(loop, now - 2, on_victim, NULL, &c.victim), 0);
+	assert_int_equal(loop_add_timer(loop, now - 2, on_note, &c, NULL), 0);
+	assert_int_equal(loop_run(loop), 0);
+	assert_string_equal(c.order, "ab");
+	loop_free(loop);
+}
+
+struct chain {
+	char order[16];
+	int n;
+	uint64_t start;
+};
+
+static int on_chain_late(struct loop *loop, void *userdata)
+{
+	struct chain *c = userdata;
+
+	c->order[c->n++] = 'L';
+	assert_true(loop_now_ms() - c->start >= 25);
+	loop_exit(loop, 0);
+	return 0;
+}
+
+static int on_chain_soon(struct loop *loop, void *userdata)
+{
+	struct chain *c = userdata;
+
+	c->order[c->n++] = 's';
+	return 0;
+}
+
+static int on_chain_first(struct loop *loop, void *userdata)
+{
+	struct chain *c = userdata;
+
+	c->order[c->n++] = 'f';
+	/* Added from a callback: one later, then one "at 0" (run soon) that comes before it. */
+	assert_int_equal(loop_add_timer(loop, loop_now_ms() + 25, on_chain_late, c, NULL), 0);
+	assert_int_equal(loop_add_timer(loop, 0, on_chain_soon, c, NULL), 0);
+	assert_int_equal(loop_add_timer(loop, 0, on_chain_soon, c, NULL), 0);
+	return 0;
+}
+
+static void test_timers_added_from_a_timer_callback_fire(void **state)
+{
+	struct loop *loop;
+	struct chain c = {.start = loop_now_ms()};
+
+	assert_int_equal(loop_new(&loop), 0);
+	assert_int_equal(loop_add_timer(loop, c.start + 5, on_chain_first, &c, NULL), 0);
+	assert_int_equal(loop_run(loop), 0);
+	assert_string_equal(c.order, "fssL");
+	loop_free(loop);
+}
+
+/* A loop freed with fds and timers still registered frees them (checked under ASan/valgrind). */
+static void test_free_with_registrations_left(void **state)
+{
+	struct loop *loop;
+	int efd = eventfd(0, EFD_CLOEXEC);
+
+	assert_true(efd >= 0);
+	assert_int_equal(loop_new(&loop), 0);
+	assert_int_equal(loop_add_fd(loop, efd, EPOLLIN, on_many, NULL), 0);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(loop_add_timer(loop, loop_now_ms() + 100000 + (uint64_t)i,
+		                                on_timer_never, NULL, NULL),
+		                 0);
+	loop_free(loop);
+	close(efd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -176,6 +628,15 @@ int main(void)
 	        cmocka_unit_test(test_fd_removed_inside_a_handler_is_not_dispatched),
 	        cmocka_unit_test(test_signals_arrive_through_the_loop),
 	        cmocka_unit_test(test_a_failing_handler_stops_the_loop_with_its_error),
+	        cmocka_unit_test(test_thousands_of_fds_each_dispatched_modified_and_deleted),
+	        cmocka_unit_test(
+	                test_fds_deleted_and_reused_inside_a_batch_are_not_dispatched_stale),
+	        cmocka_unit_test(test_thousands_of_timers_fire_in_deadline_order_fifo_on_ties),
+	        cmocka_unit_test(test_cancelling_the_earliest_timer_rearms_for_the_next),
+	        cmocka_unit_test(test_due_timers_left_at_exit_fire_on_the_next_run),
+	        cmocka_unit_test(test_a_timer_cancels_another_due_in_the_same_round),
+	        cmocka_unit_test(test_timers_added_from_a_timer_callback_fire),
+	        cmocka_unit_test(test_free_with_registrations_left),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
