@@ -10,6 +10,7 @@
 #include <linux/seccomp.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "protocol/cleanup.h"
 
@@ -36,6 +37,17 @@ void notifier_free(struct notifier *n);
 CL_DEFINE_TRIVIAL_CLEANUP(struct notifier *, notifier_free)
 
 int notifier_fd(const struct notifier *n);
+
+/* The supervisor's own /proc/self/fd as a directory fd, opened by notifier_new: reading an
+ * fd's link or reopening an fd through it skips walking "/proc/self/fd" on every exec. -EBADF
+ * when there is none, or when called in a process forked after notifier_new (the directory
+ * shows the creator's fd table, not the caller's). The notifier owns it: do not close. */
+int notifier_own_fd_dir(const struct notifier *n);
+
+/* Is (dev, ino) the supervisor's root directory? Compared with the root notifier_new saw (the
+ * supervisor never changes its root); in a forked process, with a fresh stat of "/".
+ * 1 yes, 0 no, -errno. */
+int notifier_is_own_root(const struct notifier *n, dev_t dev, ino_t ino);
 
 /* Is SYNC_WAKE_UP on? */
 bool notifier_sync_wake_up(const struct notifier *n);
