@@ -21,10 +21,7 @@ struct notifier {
 	/* Looked up once for every exec read, valid in the process that made the notifier
 	 * (own_pid): /proc/self/fd as a directory fd, and the identity of our root. */
 	pid_t own_pid;
-	int own_fd_dir;
-	bool own_root_known;
-	dev_t own_root_dev;
-	ino_t own_root_ino;
+	struct notifier_own own;
 };
 
 int notifier_new(int listener_fd, struct notifier **ret)
@@ -40,7 +37,7 @@ int notifier_new(int listener_fd, struct notifier **ret)
 	if (!n)
 		return -ENOMEM;
 	n->fd = -EBADF;
-	n->own_fd_dir = -EBADF;
+	n->own.fd_dir = -EBADF;
 	n->req_size = sizes.seccomp_notif > sizeof(*n->req) ? sizes.seccomp_notif : sizeof(*n->req);
 	n->resp_size = sizes.seccomp_notif_resp > sizeof(*n->resp) ? sizes.seccomp_notif_resp
 	                                                           : sizeof(*n->resp);
@@ -53,16 +50,16 @@ int notifier_new(int listener_fd, struct notifier **ret)
 	n->fd = listener_fd;
 	n->own_pid = getpid();
 	/* Best effort: without them, reads walk /proc/self/fd and stat "/" each time. */
-	n->own_fd_dir = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (n->own_fd_dir < 0)
-		n->own_fd_dir = -EBADF;
+	n->own.fd_dir = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (n->own.fd_dir < 0)
+		n->own.fd_dir = -EBADF;
 	{
 		struct stat st;
 
 		if (stat("/", &st) == 0) {
-			n->own_root_known = true;
-			n->own_root_dev = st.st_dev;
-			n->own_root_ino = st.st_ino;
+			n->own.root_known = true;
+			n->own.root_dev = st.st_dev;
+			n->own.root_ino = st.st_ino;
 		}
 	}
 	/* Best effort: the fallback is only slower. */
@@ -77,8 +74,8 @@ void notifier_free(struct notifier *n)
 		return;
 	if (n->fd >= 0)
 		close(n->fd);
-	if (n->own_fd_dir >= 0)
-		close(n->own_fd_dir);
+	if (n->own.fd_dir >= 0)
+		close(n->own.fd_dir);
 	free(n->req);
 	free(n->resp);
 	free(n);
@@ -89,26 +86,14 @@ int notifier_fd(const struct notifier *n)
 	return n->fd;
 }
 
-/* A forked child shares neither our fd table nor (necessarily) our root: it looks them up. */
-static bool in_own_process(const struct notifier *n)
+void notifier_own(const struct notifier *n, struct notifier_own *ret)
 {
-	return getpid() == n->own_pid;
-}
-
-int notifier_own_fd_dir(const struct notifier *n)
-{
-	return n->own_fd_dir >= 0 && in_own_process(n) ? n->own_fd_dir : -EBADF;
-}
-
-int notifier_is_own_root(const struct notifier *n, dev_t dev, ino_t ino)
-{
-	struct stat st;
-
-	if (n->own_root_known && in_own_process(n))
-		return n->own_root_dev == dev && n->own_root_ino == ino;
-	if (stat("/", &st) < 0)
-		return -errno;
-	return st.st_dev == dev && st.st_ino == ino;
+	/* A forked child shares neither our fd table nor (necessarily) our root. */
+	if (getpid() != n->own_pid) {
+		*ret = (struct notifier_own){.fd_dir = -EBADF};
+		return;
+	}
+	*ret = n->own;
 }
 
 bool notifier_sync_wake_up(const struct notifier *n)

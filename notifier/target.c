@@ -33,8 +33,8 @@
 /* Everything one read needs; fds are relative to the target's /proc/PID. */
 struct reader {
 	int piddir;
-	int rootfd;  /* the target's root directory (in its mount namespace) */
-	int own_fds; /* our /proc/self/fd (notifier_own_fd_dir), or -EBADF */
+	int rootfd;              /* the target's root directory (in its mount namespace) */
+	struct notifier_own own; /* what the notifier knows of us (notifier_own) */
 	bool have_status;
 	struct proc_status status; /* read on first use: it is the costliest file in /proc */
 };
@@ -226,13 +226,23 @@ static bool same_file(int a, int b)
 	       sa.st_ino == sb.st_ino;
 }
 
+/* Is ST our root directory? */
+static bool is_own_root(const struct reader *rd, const struct stat *st)
+{
+	struct stat own;
+
+	if (rd->own.root_known)
+		return st->st_dev == rd->own.root_dev && st->st_ino == rd->own.root_ino;
+	return stat("/", &own) == 0 && st->st_dev == own.st_dev && st->st_ino == own.st_ino;
+}
+
 /* Our fd's entry in /proc/self/fd, as a (dirfd, name) pair for the *at calls: relative to the
  * directory opened once when we have it, else the whole path. */
 static int own_fd_entry(const struct reader *rd, int fd, char *buf, size_t size)
 {
-	if (rd->own_fds >= 0) {
+	if (rd->own.fd_dir >= 0) {
 		snprintf(buf, size, "%d", fd);
-		return rd->own_fds;
+		return rd->own.fd_dir;
 	}
 	snprintf(buf, size, "/proc/self/fd/%d", fd);
 	return AT_FDCWD;
@@ -426,7 +436,7 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	_cleanup_close_ int piddir = -EBADF, rootfd = -EBADF, cwdfd = -EBADF;
 	_cleanup_close_ int basefd = -EBADF, filefd = -EBADF;
 	_cleanup_free_ char *base_name = NULL, *root_link = NULL;
-	struct reader rd = {.piddir = -EBADF, .rootfd = -EBADF, .own_fds = notifier_own_fd_dir(n)};
+	struct reader rd = {.piddir = -EBADF, .rootfd = -EBADF};
 	struct remote_mem mem;
 	struct mem_ctx mem_ctx = {.pid = (pid_t)req->pid};
 	struct remote_argv argv = {0};
@@ -475,6 +485,7 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	if (piddir < 0)
 		return cl_error_set(err, -open_errno, "opening %s: %s", dir, strerror(open_errno));
 	rd.piddir = piddir;
+	notifier_own(n, &rd.own);
 
 	remote_mem_init(&mem, mem_read, &mem_ctx);
 	len = remote_mem_read_string(&mem, path_addr, PATH_MAX, &t->path);
@@ -514,7 +525,7 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	{
 		struct stat rst;
 
-		if (fstat(rootfd, &rst) < 0 || notifier_is_own_root(n, rst.st_dev, rst.st_ino) != 1)
+		if (fstat(rootfd, &rst) < 0 || !is_own_root(&rd, &rst))
 			(void)readlink_alloc(piddir, "root", &root_link);
 	}
 	/* The cwd is read when a relative path needs it or the file exists (for the record);
