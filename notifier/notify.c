@@ -1,9 +1,11 @@
 #include "notifier/notify.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -16,6 +18,10 @@ struct notifier {
 	size_t req_size;
 	struct seccomp_notif_resp *resp;
 	size_t resp_size;
+	/* Looked up once for every exec read, valid in the process that made the notifier
+	 * (own_pid): /proc/self/fd as a directory fd, and the identity of our root. */
+	pid_t own_pid;
+	struct notifier_own own;
 };
 
 int notifier_new(int listener_fd, struct notifier **ret)
@@ -31,6 +37,7 @@ int notifier_new(int listener_fd, struct notifier **ret)
 	if (!n)
 		return -ENOMEM;
 	n->fd = -EBADF;
+	n->own.fd_dir = -EBADF;
 	n->req_size = sizes.seccomp_notif > sizeof(*n->req) ? sizes.seccomp_notif : sizeof(*n->req);
 	n->resp_size = sizes.seccomp_notif_resp > sizeof(*n->resp) ? sizes.seccomp_notif_resp
 	                                                           : sizeof(*n->resp);
@@ -41,6 +48,20 @@ int notifier_new(int listener_fd, struct notifier **ret)
 		return -ENOMEM;
 	}
 	n->fd = listener_fd;
+	n->own_pid = getpid();
+	/* Best effort: without them, reads walk /proc/self/fd and stat "/" each time. */
+	n->own.fd_dir = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (n->own.fd_dir < 0)
+		n->own.fd_dir = -EBADF;
+	{
+		struct stat st;
+
+		if (stat("/", &st) == 0) {
+			n->own.root_known = true;
+			n->own.root_dev = st.st_dev;
+			n->own.root_ino = st.st_ino;
+		}
+	}
 	/* Best effort: the fallback is only slower. */
 	(void)notifier_set_sync_wake_up(n, true);
 	*ret = n;
@@ -53,6 +74,8 @@ void notifier_free(struct notifier *n)
 		return;
 	if (n->fd >= 0)
 		close(n->fd);
+	if (n->own.fd_dir >= 0)
+		close(n->own.fd_dir);
 	free(n->req);
 	free(n->resp);
 	free(n);
@@ -61,6 +84,16 @@ void notifier_free(struct notifier *n)
 int notifier_fd(const struct notifier *n)
 {
 	return n->fd;
+}
+
+void notifier_own(const struct notifier *n, struct notifier_own *ret)
+{
+	/* A forked child shares neither our fd table nor (necessarily) our root. */
+	if (getpid() != n->own_pid) {
+		*ret = (struct notifier_own){.fd_dir = -EBADF};
+		return;
+	}
+	*ret = n->own;
 }
 
 bool notifier_sync_wake_up(const struct notifier *n)

@@ -10,6 +10,7 @@
 #include <linux/seccomp.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "protocol/cleanup.h"
 
@@ -36,6 +37,22 @@ void notifier_free(struct notifier *n);
 CL_DEFINE_TRIVIAL_CLEANUP(struct notifier *, notifier_free)
 
 int notifier_fd(const struct notifier *n);
+
+/* What exec reads need of the supervisor itself, looked up once by notifier_new instead of on
+ * every exec: its /proc/self/fd as a directory fd (reading an fd's link or reopening an fd
+ * through it skips walking "/proc/self/fd") and the identity of its root directory (the
+ * supervisor never changes its root). */
+struct notifier_own {
+	int fd_dir; /* owned by the notifier: do not close; -EBADF when unknown */
+	bool root_known;
+	dev_t root_dev;
+	ino_t root_ino;
+};
+
+/* Fill *ret for the calling process (one getpid(2)). In a process forked after notifier_new
+ * nothing is known (fd_dir -EBADF, root_known false): the directory shows its creator's fd
+ * table, and the caller must look things up itself. */
+void notifier_own(const struct notifier *n, struct notifier_own *ret);
 
 /* Is SYNC_WAKE_UP on? */
 bool notifier_sync_wake_up(const struct notifier *n);

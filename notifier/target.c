@@ -33,7 +33,8 @@
 /* Everything one read needs; fds are relative to the target's /proc/PID. */
 struct reader {
 	int piddir;
-	int rootfd; /* the target's root directory (in its mount namespace) */
+	int rootfd;              /* the target's root directory (in its mount namespace) */
+	struct notifier_own own; /* what the notifier knows of us (notifier_own) */
 	bool have_status;
 	struct proc_status status; /* read on first use: it is the costliest file in /proc */
 };
@@ -225,12 +226,26 @@ static bool same_file(int a, int b)
 	       sa.st_ino == sb.st_ino;
 }
 
-static bool same_file_path(int fd, const char *path)
+/* Is ST our root directory? */
+static bool is_own_root(const struct reader *rd, const struct stat *st)
 {
-	struct stat a, b;
+	struct stat own;
 
-	return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
-	       a.st_ino == b.st_ino;
+	if (rd->own.root_known)
+		return st->st_dev == rd->own.root_dev && st->st_ino == rd->own.root_ino;
+	return stat("/", &own) == 0 && st->st_dev == own.st_dev && st->st_ino == own.st_ino;
+}
+
+/* Our fd's entry in /proc/self/fd, as a (dirfd, name) pair for the *at calls: relative to the
+ * directory opened once when we have it, else the whole path. */
+static int own_fd_entry(const struct reader *rd, int fd, char *buf, size_t size)
+{
+	if (rd->own.fd_dir >= 0) {
+		snprintf(buf, size, "%d", fd);
+		return rd->own.fd_dir;
+	}
+	snprintf(buf, size, "/proc/self/fd/%d", fd);
+	return AT_FDCWD;
 }
 
 /* /proc/self/..., /proc/thread-self/... and /proc/<the target's own pid>/... inside the sandbox
@@ -387,23 +402,23 @@ static int describe_file(struct reader *rd, int fd, struct exec_file *f)
 	}
 	if (f->executable && noexec)
 		f->executable = false;
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	r = readlink_alloc(AT_FDCWD, self, &f->real_path);
+	r = readlink_alloc(own_fd_entry(rd, fd, self, sizeof(self)), self, &f->real_path);
 	if (r == -ENOMEM)
 		return r;
 	return 0;
 }
 
 /* Read the first line of a regular file for "#!". Returns 1 and *ret for a script, 0 if not. */
-static int read_shebang(int fd, struct shebang *ret)
+static int read_shebang(const struct reader *rd, int fd, struct shebang *ret)
 {
 	char self[64], buf[SHEBANG_BUF_SIZE];
 	_cleanup_close_ int rfd = -EBADF;
+	int dirfd;
 	ssize_t n;
 
 	/* O_PATH fds cannot be read: reopen through /proc/self/fd (works for memfds too). */
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	rfd = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	dirfd = own_fd_entry(rd, fd, self, sizeof(self));
+	rfd = openat(dirfd, self, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (rfd < 0)
 		return -errno;
 	do
@@ -470,6 +485,7 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	if (piddir < 0)
 		return cl_error_set(err, -open_errno, "opening %s: %s", dir, strerror(open_errno));
 	rd.piddir = piddir;
+	notifier_own(n, &rd.own);
 
 	remote_mem_init(&mem, mem_read, &mem_ctx);
 	len = remote_mem_read_string(&mem, path_addr, PATH_MAX, &t->path);
@@ -506,8 +522,12 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	rd.rootfd = rootfd;
 	/* A chrooted target: /proc shows its paths from our root, so learn its root's name
 	 * to take it off again. The usual target shares our root directory. */
-	if (!same_file_path(rootfd, "/"))
-		(void)readlink_alloc(piddir, "root", &root_link);
+	{
+		struct stat rst;
+
+		if (fstat(rootfd, &rst) < 0 || !is_own_root(&rd, &rst))
+			(void)readlink_alloc(piddir, "root", &root_link);
+	}
 	/* The cwd is read when a relative path needs it or the file exists (for the record);
 	 * a PATH probe of an absolute name that is not there needs neither. */
 	if (t->path[0] != '/' && !(t->execveat && t->dirfd != AT_FDCWD)) {
@@ -587,7 +607,7 @@ resolved:
 	if (t->file.regular) {
 		struct shebang sb;
 
-		if (read_shebang(filefd, &sb) == 1) {
+		if (read_shebang(&rd, filefd, &sb) == 1) {
 			_cleanup_close_ int ifd = -EBADF, icwd = -EBADF;
 			_cleanup_free_ char *iabs = NULL;
 

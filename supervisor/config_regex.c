@@ -119,12 +119,16 @@ static int utf8_sanitise(const char *subject, char **ret_copy)
 	return 0;
 }
 
+/* The match data (one pair: only whether it matched is used) and the context with the limits
+ * are the same for every match: made on a thread's first match and kept, instead of two
+ * allocations and frees per rule per exec. */
+static __thread pcre2_match_data *thread_md;
+static __thread pcre2_match_context *thread_mc;
+
 int config_regex_match(const struct config_regex *regex, const char *subject_in)
 {
 	_cleanup_free_ char *sanitised = NULL;
 	const char *subject = subject_in;
-	pcre2_match_data *md;
-	pcre2_match_context *mc;
 	int rc;
 
 	if (utf8_sanitise(subject_in, &sanitised) < 0)
@@ -132,19 +136,24 @@ int config_regex_match(const struct config_regex *regex, const char *subject_in)
 	if (sanitised)
 		subject = sanitised;
 
-	md = pcre2_match_data_create(1, NULL);
-	mc = pcre2_match_context_create(NULL);
-	if (!md || !mc) {
-		pcre2_match_data_free(md);
-		pcre2_match_context_free(mc);
-		return -ENOMEM;
+	if (!thread_mc) {
+		pcre2_match_context *mc = pcre2_match_context_create(NULL);
+
+		if (!mc)
+			return -ENOMEM;
+		/* Bounds catastrophic backtracking; a pattern that hits it fails closed (see
+		 * header). */
+		pcre2_set_match_limit(mc, CONFIG_REGEX_MATCH_LIMIT);
+		pcre2_set_depth_limit(mc, CONFIG_REGEX_MATCH_LIMIT);
+		thread_mc = mc;
 	}
-	/* Bounds catastrophic backtracking; a pattern that hits it fails closed (see header). */
-	pcre2_set_match_limit(mc, CONFIG_REGEX_MATCH_LIMIT);
-	pcre2_set_depth_limit(mc, CONFIG_REGEX_MATCH_LIMIT);
-	rc = pcre2_match(regex->code, (PCRE2_SPTR)subject, strlen(subject), 0, 0, md, mc);
-	pcre2_match_data_free(md);
-	pcre2_match_context_free(mc);
+	if (!thread_md) {
+		thread_md = pcre2_match_data_create(1, NULL);
+		if (!thread_md)
+			return -ENOMEM;
+	}
+	rc = pcre2_match(regex->code, (PCRE2_SPTR)subject, strlen(subject), 0, 0, thread_md,
+	                 thread_mc);
 	if (rc >= 0)
 		return 1;
 	if (rc == PCRE2_ERROR_NOMATCH)

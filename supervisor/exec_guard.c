@@ -25,6 +25,7 @@
 #include "supervisor/say.h"
 #include "supervisor/metrics.h"
 #include "supervisor/policy.h"
+#include "supervisor/trace_timing.h"
 
 /* While asks are pending, how often to check that their processes are still alive. */
 #define LIVENESS_INTERVAL_MS 200
@@ -332,6 +333,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	int r;
 
 	r = notifier_read_exec(eg->notifier, req, &t, &err);
+	trace_exec_phase(TRACE_EXEC_READ);
 	if (r == -ENOENT)
 		return; /* the process is gone: nothing to answer */
 	if (r < 0) {
@@ -418,6 +420,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		res.origin.file = NULL;
 	}
 
+	trace_exec_phase(TRACE_EXEC_DECIDE);
 	switch (res.verdict) {
 	case POLICY_ALLOW:
 		/* Answer first: the decision is made, and the waiting exec need not also wait for
@@ -428,7 +431,9 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 			              "the backstop could not record the approval");
 			return;
 		}
+		trace_exec_phase(TRACE_EXEC_ANSWER);
 		audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_ALLOW, NULL);
+		trace_exec_phase(TRACE_EXEC_AUDIT);
 		if (eg->verbose)
 			say(eg, "exec %s allowed: %s", res.subject, res.rule);
 		return;
@@ -551,7 +556,9 @@ static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdat
 	int r;
 
 	if (events & EPOLLIN) {
+		trace_exec_begin();
 		r = notifier_receive(eg->notifier, &req);
+		trace_exec_phase(TRACE_EXEC_RECEIVE);
 		if (r == 0) {
 			eg->notifications++;
 			hub_metrics(eg->hub)->notifications++;

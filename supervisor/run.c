@@ -1122,6 +1122,7 @@ int run_main(int argc, char **argv)
 	}
 	r = loop_run(run.loop);
 	trace_timing_mark("the agent ran (event loop)");
+	trace_exec_report();
 	if (r < 0)
 		fprintf(stderr, PROG ": run: event loop failed: %s\n", strerror(-r));
 	if (run.opt.verbose)

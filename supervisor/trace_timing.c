@@ -82,3 +82,44 @@ void trace_timing_mark(const char *phase)
 	last_ns = now;
 	pthread_mutex_unlock(&lock);
 }
+
+static const char *const exec_phase_names[TRACE_EXEC_PHASES] = {
+        [TRACE_EXEC_RECEIVE] = "receive", [TRACE_EXEC_READ] = "read target",
+        [TRACE_EXEC_DECIDE] = "decide",   [TRACE_EXEC_ANSWER] = "answer",
+        [TRACE_EXEC_AUDIT] = "audit",
+};
+static struct {
+	uint64_t last_ns;
+	uint64_t sum_ns[TRACE_EXEC_PHASES];
+	uint64_t n[TRACE_EXEC_PHASES];
+} exec_phases;
+
+void trace_exec_begin(void)
+{
+	if (enabled)
+		exec_phases.last_ns = now_ns(CLOCK_MONOTONIC);
+}
+
+void trace_exec_phase(enum trace_exec_phase phase)
+{
+	uint64_t now;
+
+	if (!enabled || (unsigned)phase >= TRACE_EXEC_PHASES)
+		return;
+	now = now_ns(CLOCK_MONOTONIC);
+	exec_phases.sum_ns[phase] += now - exec_phases.last_ns;
+	exec_phases.n[phase]++;
+	exec_phases.last_ns = now;
+}
+
+void trace_exec_report(void)
+{
+	if (!enabled)
+		return;
+	for (unsigned i = 0; i < TRACE_EXEC_PHASES; i++)
+		if (exec_phases.n[i])
+			fprintf(stderr, "cloister: timing: exec %-31s %8.2f us  (mean of %llu)\n",
+			        exec_phase_names[i],
+			        (double)exec_phases.sum_ns[i] / 1e3 / (double)exec_phases.n[i],
+			        (unsigned long long)exec_phases.n[i]);
+}

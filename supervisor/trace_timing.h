@@ -18,4 +18,24 @@ bool trace_timing_enabled(void);
 /* "PHASE ended": the time since the previous mark (or since init). Thread-safe. */
 void trace_timing_mark(const char *phase);
 
+/* The supervisor's phases of one intercepted exec, summed over the run and reported as means:
+ * trace_exec_begin() when the listener polls readable, trace_exec_phase() as each phase ends,
+ * trace_exec_report() once at the end. For the event loop's thread only; off, each call costs
+ * one branch. */
+enum trace_exec_phase {
+	TRACE_EXEC_RECEIVE, /* the RECV ioctl */
+	TRACE_EXEC_READ,    /* notifier_read_exec: /proc, the target's memory, the file */
+	TRACE_EXEC_DECIDE,  /* the policy, session answers */
+	TRACE_EXEC_ANSWER,  /* backstop approval and CONTINUE or deny (an allowed target woken on
+	                     * this CPU may run before the supervisor resumes: that is in here) */
+	TRACE_EXEC_AUDIT,   /* the audit line, metrics, web fan-out */
+	TRACE_EXEC_PHASES,
+};
+
+void trace_exec_begin(void);
+void trace_exec_phase(enum trace_exec_phase phase);
+/* One line per phase on stderr: its mean and how many execs went through it. Nothing when
+ * off or when no exec was seen. */
+void trace_exec_report(void);
+
 #endif

@@ -465,6 +465,56 @@ static void test_script_reports_interpreter(void **state)
 	assert_exited(finish(&sb), 7);
 }
 
+/* The reader of a process forked after notifier_new: the notifier's /proc/self/fd directory
+ * shows its creator's fd table, so the fork must look its own fds up (the real path and the
+ * "#!" line are read through an fd of the reader). */
+static int read_script_exec(struct sandbox *sb, const char *script, const char *real)
+{
+	struct pollfd p = {.fd = notifier_fd(sb->n), .events = POLLIN};
+	struct cl_error err = {{0}};
+	struct seccomp_notif req;
+	struct exec_target *t = NULL;
+	int code = 0;
+
+	/* Move our next fd numbers off any the parent has open. */
+	for (int i = 0; i < 8; i++)
+		if (open("/dev/null", O_RDONLY | O_CLOEXEC) < 0)
+			return 90;
+	if (poll(&p, 1, 10000) != 1 || notifier_receive(sb->n, &req) < 0)
+		return 91;
+	if (notifier_read_exec(sb->n, &req, &t, &err) < 0)
+		code = 92;
+	else if (!t->file.real_path || strcmp(t->file.real_path, real) != 0)
+		code = 93;
+	else if (!t->script || strcmp(t->interp, "/bin/sh") != 0 || !t->interp_file.exists)
+		code = 94;
+	exec_target_free(t);
+	if (notifier_continue(sb->n, req.id) < 0)
+		code = code ? code : 95;
+	return code;
+}
+
+static void test_reads_in_a_process_forked_after_notifier_new(void **state)
+{
+	struct sandbox sb;
+	char script[PATH_MAX + 16], real[PATH_MAX];
+	int status = 0;
+	pid_t reader;
+	REQUIRE_ROOT();
+
+	snprintf(script, sizeof(script), "%s/script.sh", tmpdir);
+	write_file(script, "#!/bin/sh -e\nexit 7\n", 0755);
+	assert_non_null(realpath(script, real));
+	start(&sb, child_exec_path, script);
+	reader = fork();
+	assert_true(reader >= 0);
+	if (reader == 0)
+		_exit(read_script_exec(&sb, script, real));
+	assert_int_equal(waitpid(reader, &status, 0), reader);
+	assert_exited(status, 0);
+	assert_exited(finish(&sb), 7);
+}
+
 static void test_non_executable_file_is_reported_not_decided(void **state)
 {
 	struct sandbox sb;
@@ -1178,6 +1228,8 @@ int main(void)
 	                                        unguard),
 	        cmocka_unit_test_setup_teardown(test_script_reports_interpreter, make_tmpdir,
 	                                        remove_tmpdir),
+	        cmocka_unit_test_setup_teardown(test_reads_in_a_process_forked_after_notifier_new,
+	                                        make_tmpdir, remove_tmpdir),
 	        cmocka_unit_test_setup_teardown(test_non_executable_file_is_reported_not_decided,
 	                                        make_tmpdir, remove_tmpdir),
 	        cmocka_unit_test_setup_teardown(test_non_root_target_ids_and_exec_permission,
