@@ -160,7 +160,7 @@ static int match_listeners(const char *path, const struct scan *sc, uint16_t *tr
 
 	if (!f)
 		return -errno;
-	while (getline(&line, &size, f) > 0) {
+	while (sc->n > 0 && getline(&line, &size, f) > 0) {
 		struct sock key = {0}, *hit;
 		uint16_t port;
 
