@@ -169,8 +169,7 @@ static struct rule_set *find_rule_set(struct egress *eg, enum queue_scope scope,
 static const struct policy_session *rules_of(struct egress *eg, enum queue_scope scope,
                                              const char *key)
 {
-	struct rule_set *s =
-	        scope == QUEUE_SCOPE_GLOBAL || key ? find_rule_set(eg, scope, key) : NULL;
+	struct rule_set *s = find_rule_set(eg, scope, key);
 
 	return s ? &s->rules : NULL;
 }
@@ -536,13 +535,13 @@ int egress_detach(struct egress *eg, const char *key)
 	for (unsigned i = 0; key && i < eg->n_att; i++) {
 		if (!eg->att[i].key || strcmp(eg->att[i].key, key))
 			continue;
-		_cleanup_free_ char *sandbox =
-		        eg->att[i].sandbox ? strdup(eg->att[i].sandbox) : NULL;
+		struct attachment gone = eg->att[i];
 
-		attachment_release(eg, &eg->att[i]);
+		/* Out of the list first: its sandbox may have no attachment left. */
 		eg->att[i] = eg->att[--eg->n_att];
-		if (sandbox)
-			forget_session(eg, sandbox);
+		if (gone.sandbox)
+			forget_session(eg, gone.sandbox);
+		attachment_release(eg, &gone);
 		return 0;
 	}
 	return -ENOENT;

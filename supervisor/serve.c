@@ -313,6 +313,12 @@ static void on_guard_gone(void *userdata, struct exec_guard *eg)
 	}
 }
 
+/* PROJECT is the daemon's own (--project): its config is sv->config. */
+static bool own_project(const struct serve *sv, const char *project)
+{
+	return sv->opt.project && !strcmp(project, sv->opt.project);
+}
+
 static struct container *container_get(struct serve *sv, const struct oci_state *st,
                                        const struct oci_identity *id)
 {
@@ -334,7 +340,7 @@ static struct container *container_get(struct serve *sv, const struct oci_state 
 		return NULL;
 	}
 	/* A project of its own: its config and decisions decide its execs. */
-	if (c->project && (!sv->opt.project || strcmp(c->project, sv->opt.project)) &&
+	if (c->project && !own_project(sv, c->project) &&
 	    config_load_dir(sv->config_dir, c->project, &lo, &c->config, &err) < 0) {
 		say(sv, "container %s: project %s: %s", st->id, c->project, err.msg);
 		container_free(c);
@@ -442,7 +448,7 @@ static int egress_project_config(void *userdata, const char *project, const stru
 	struct project_config *p;
 	int r;
 
-	if (sv->opt.project && !strcmp(project, sv->opt.project)) {
+	if (own_project(sv, project)) {
 		*ret = NULL;
 		return 0;
 	}
@@ -484,7 +490,7 @@ static void on_hook_netns(void *userdata, struct oci_hook_request *req, const st
 
 	if (!sv->egress)
 		cl_error_set(&err, r, "this supervisor has no egress proxy");
-	else if (project && (!sv->opt.project || strcmp(project, sv->opt.project)))
+	else if (project && !own_project(sv, project))
 		r = project_config_load(sv, project, &err);
 	else
 		r = 0;
