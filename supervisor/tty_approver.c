@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "protocol/cleanup.h"
-#include "protocol/utf8.h"
+#include "supervisor/term_escape.h"
 
 #define LINE_MAX_BYTES   256  /* an answer longer than this is garbage */
 #define SHOW_COMMAND_MAX 512  /* bytes of the command shown on the one-line prompt */
@@ -51,46 +51,6 @@ enum tty_answer tty_approver_parse_answer(const char *line, size_t len)
 	return TTY_ANSWER_INVALID;
 }
 
-/* Characters that change how the rest of a line is displayed. */
-static bool is_display_control(uint32_t cp)
-{
-	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x200e || cp == 0x200f ||
-	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 ||
-	       cp == 0x2029 || cp == 0xfeff;
-}
-
-/* S shown safely, at most MAX bytes of it ("…" when cut). */
-static void put_escaped(FILE *f, const char *s, size_t max)
-{
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-	size_t used = 0;
-
-	while (*p) {
-		uint32_t cp;
-		size_t n = cl_utf8_decode((const char *)p, &cp);
-		if (used >= max) {
-			fputs("\xe2\x80\xa6", f);
-			return;
-		}
-		if (n == 0) {
-			fprintf(f, "\\x%02x", *p);
-			n = 1;
-		} else if (cp == '\n') {
-			fputs("\\n", f);
-		} else if (cp == '\t') {
-			fputs("\\t", f);
-		} else if (cp < 0x20 || cp == 0x7f) {
-			fprintf(f, "\\x%02x", (unsigned)cp);
-		} else if (is_display_control(cp)) {
-			fprintf(f, "\\u{%04" PRIx32 "}", cp);
-		} else {
-			fwrite(p, 1, n, f);
-		}
-		p += n;
-		used += n;
-	}
-}
-
 static void put_duration(FILE *f, uint64_t ms)
 {
 	uint64_t s = (ms + 999) / 1000;
@@ -115,28 +75,28 @@ int tty_approver_format_prompt(const struct queue_item *item, uint64_t now_ms, b
 	fputs("\n\xe2\x94\x80\xe2\x94\x80 cloister: approval needed ", f);
 	fprintf(f, "[%s]\n", item->id);
 	fprintf(f, "  %s in sandbox ", queue_kind_to_string(item->kind));
-	put_escaped(f, item->sandbox, SHOW_COMMAND_MAX);
+	term_escape_put(f, item->sandbox, SHOW_COMMAND_MAX);
 	if (item->project) {
 		fputs(" (project ", f);
-		put_escaped(f, item->project, SHOW_COMMAND_MAX);
+		term_escape_put(f, item->project, SHOW_COMMAND_MAX);
 		fputs(")", f);
 	}
 	fputs(item->kind == QUEUE_KIND_DOMAIN ? "\n  domain:  " : "\n  command: ", f);
-	put_escaped(f, item->summary, details ? SIZE_MAX / 2 : SHOW_COMMAND_MAX);
+	term_escape_put(f, item->summary, details ? SIZE_MAX / 2 : SHOW_COMMAND_MAX);
 	fputs("\n", f);
 	if (item->exe) {
 		fputs("  exe:     ", f);
-		put_escaped(f, item->exe, SHOW_ARG_MAX);
+		term_escape_put(f, item->exe, SHOW_ARG_MAX);
 		fputs("\n", f);
 	}
 	if (item->interpreter) {
 		fputs("  script interpreter: ", f);
-		put_escaped(f, item->interpreter, SHOW_ARG_MAX);
+		term_escape_put(f, item->interpreter, SHOW_ARG_MAX);
 		fputs("\n", f);
 	}
 	if (item->cwd) {
 		fputs("  cwd:     ", f);
-		put_escaped(f, item->cwd, SHOW_ARG_MAX);
+		term_escape_put(f, item->cwd, SHOW_ARG_MAX);
 		fputs("\n", f);
 	}
 	if (item->pid >= 0 || item->uid >= 0) {
@@ -153,7 +113,7 @@ int tty_approver_format_prompt(const struct queue_item *item, uint64_t now_ms, b
 		size_t shown = item->argc < SHOW_ARGS_MAX ? item->argc : SHOW_ARGS_MAX;
 		for (size_t i = 0; i < shown; i++) {
 			fprintf(f, "  argv[%zu]: ", i);
-			put_escaped(f, item->argv[i], SHOW_ARG_MAX);
+			term_escape_put(f, item->argv[i], SHOW_ARG_MAX);
 			fputs("\n", f);
 		}
 		if (shown < item->argc)
