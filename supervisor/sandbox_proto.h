@@ -3,7 +3,7 @@
  * from sandbox.c so that they are unit-tested without the kernel-facing code.
  *
  * The init and the supervisor talk over a SOCK_SEQPACKET socketpair, one fixed-size message per
- * packet; only SANDBOX_MSG_LISTENER carries an fd (SCM_RIGHTS). */
+ * packet; only SANDBOX_MSG_LISTENER and SANDBOX_MSG_PTY carry an fd (SCM_RIGHTS). */
 #ifndef CLOISTER_SUPERVISOR_SANDBOX_PROTO_H
 #define CLOISTER_SUPERVISOR_SANDBOX_PROTO_H
 
@@ -23,8 +23,10 @@ enum sandbox_msg_type {
 	SANDBOX_MSG_ERROR,    /* value = -errno, text = what failed; the init exits */
 	SANDBOX_MSG_STOPPED,  /* value = stop signal */
 	SANDBOX_MSG_CONTINUED,
-	SANDBOX_MSG_EXITED,    /* value = the agent's wait status */
-	SANDBOX_MSG_SIGNALLED, /* value = the signal now sent to the agent (after MSG_SIGNAL) */
+	SANDBOX_MSG_EXITED,       /* value = the agent's wait status */
+	SANDBOX_MSG_SIGNALLED,    /* value = the signal now sent to the agent (after MSG_SIGNAL) */
+	SANDBOX_MSG_PTY,          /* init → supervisor: carries the agent's pty master */
+	SANDBOX_MSG_SIGNAL_GROUP, /* supervisor → init: value = signal for the agent's group */
 	SANDBOX_MSG_MAX_,
 };
 

@@ -7,9 +7,18 @@
 #include "protocol/cleanup.h"
 #include "supervisor/term_escape.h"
 
+static say_sink_fn sink;
+static void *sink_userdata;
+
+void say_set_sink(say_sink_fn fn, void *userdata)
+{
+	sink = fn;
+	sink_userdata = userdata;
+}
+
 void say_vline(bool quiet, const char *fmt, va_list ap)
 {
-	_cleanup_free_ char *raw = NULL, *line = NULL;
+	_cleanup_free_ char *raw = NULL, *line = NULL, *whole = NULL;
 
 	if (quiet)
 		return;
@@ -20,6 +29,11 @@ void say_vline(bool quiet, const char *fmt, va_list ap)
 	line = term_escape_dup(raw);
 	if (!line)
 		return;
+	if (sink) {
+		if (asprintf(&whole, "cloister: %s", line) >= 0)
+			sink(sink_userdata, whole);
+		return;
+	}
 	/* One write per line, so lines of the agent and ours do not interleave mid-line. */
 	flockfile(stderr);
 	fputs("cloister: ", stderr);
