@@ -1,7 +1,8 @@
 #!/bin/sh
-# `cloister-supervisor run`: asks. The terminal approver on the agent's own terminal (shared: the
-# agent is frozen while the prompt waits) and on a separate one (--ask-tty), driven through a
-# pseudo-terminal by tests/helpers/ptyanswer; answers a/d/A; execvp's PATH probing gives one ask;
+# `cloister-supervisor run`: asks. The terminal approver on the user's terminal (the agent's
+# output goes through it; the agent is frozen while the prompt waits) and on a separate one
+# (--ask-tty), driven through a pseudo-terminal by tests/helpers/ptyanswer; single-key answers
+# a/d/A; execvp's PATH probing gives one ask;
 # a process that dies while its ask waits cancels it; the ask timeout; ask_fallback with
 # --ask none. Prints TAP.
 set -u

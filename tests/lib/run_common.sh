@@ -98,8 +98,8 @@ diag() { printf 'status %s\nstdout: %s\nstderr: %s' "$rc" "$(head -c 2000 "$OUT"
 screen_text() {
 	_esc=$(printf '\033')
 	_bel=$(printf '\007')
-	sed -e "s/${_esc}\\][^${_bel}]*${_bel}//g" -e "s/${_esc}\\[[0-9;?<>=]*[ -\\/]*[@-~]//g" \
-		-e "s/${_esc}[()][0-9A-Za-z]//g" -e "s/${_esc}[78=>]//g" | tr -d '\r\030\017'
+	sed -e "s|${_esc}\\][^${_bel}]*${_bel}||g" -e "s|${_esc}\\[[0-9;?<>=]*[ -/]*[@-~]||g" \
+		-e "s|${_esc}[()][0-9A-Za-z]||g" -e "s|${_esc}[78=>]||g" | tr -d '\r\030\017'
 }
 
 # main_screen_text < TRANSCRIPT: screen_text of what stayed on the main screen: without what
