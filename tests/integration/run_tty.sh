@@ -14,7 +14,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=36
+PLAN=39
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv tmux vim curl
 tap_plan $PLAN
@@ -283,6 +283,31 @@ i=0
 while [ ! -s "$TMP/stty-after" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
 tap_is "$(cat "$TMP/stty-after" 2>&1)" "$(cat "$TMP/stty-before" 2>&1)" \
 	"after all of it the terminal has exactly the modes it had"
+
+# The terminal's modes come back when run dies of a fatal signal (under a plain sh: bash would
+# put them back itself), or fails to start after it made the terminal raw (a non-root run with
+# --require-backstop: no backstop without root).
+for sig in SEGV USR1; do
+	tmx new-session -d -s "kill$sig" -x 80 -y 24 "env TERM=screen sh -c 'stty -g >$TMP/stty0-$sig; \
+		$SUPERVISOR run -q --config-dir $CFG -- sh -c \"echo ready-$sig; exec sleep 100\"; \
+		stty -g >$TMP/stty-$sig; sleep 100'"
+	wait_pane "kill$sig" "^ready-$sig"
+	sv_pid=$(pgrep -P "$(tmx display -p -t "kill$sig" '#{pane_pid}')" -f 'cloister-supervisor run' | head -n 1)
+	[ -n "$sv_pid" ] && kill -"$sig" "$sv_pid"
+	i=0
+	while [ ! -s "$TMP/stty-$sig" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+	tap_is "$(cat "$TMP/stty-$sig" 2>&1)" "$(cat "$TMP/stty0-$sig" 2>&1)" \
+		"run killed by SIG$sig: the terminal has its modes back" "$(pane "kill$sig")"
+	tmx kill-session -t "kill$sig"
+done
+shell_session failstart nobody
+send failstart "stty -g >$U/r/stty-before; cd $U && ./cloister-supervisor run -q --require-backstop --config-dir $U/cfg -- true; echo \"rc=\$?\"; stty -g >$U/r/stty-after"
+wait_pane failstart '^rc=[0-9]+$'
+i=0
+while [ ! -s "$U/r/stty-after" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+tap_is "$(pane failstart | sed -n 's/^rc=//p'):$(cat "$U/r/stty-after" 2>&1)" \
+	"125:$(cat "$U/r/stty-before" 2>&1)" \
+	"a start that fails once the terminal is raw (125) gives it its modes back" "$(pane failstart)"
 
 # ---- issue 11: a non-root domain ask left to time out, then typing at the agent's shell -----
 # Used to stop the whole run ("[1]+ Stopped"), and fg stopped it again.
