@@ -29,6 +29,7 @@ CL_DEFINE_TRIVIAL_CLEANUP(struct pty_relay *, pty_relay_free)
 #define REDRAW_QUIET_MS    60   /* … or once it has drawn and then been quiet this long */
 #define SWALLOW_NEWLINE_MS 300  /* the Enter a person types after a prompt's key out of habit */
 #define SUSPEND_DRAIN_MS   500
+#define FOREGROUND_POLL_MS 250 /* in the background: how often to look whether `fg` came */
 #define FREE_DRAIN_MS      1000
 
 struct buf {
@@ -86,6 +87,8 @@ struct pty_relay {
 	struct loop_timer *redraw_timer;
 
 	uint64_t swallow_newline_until;
+	/* A shell's `fg` of a job running in the background sends no SIGCONT: look. */
+	struct loop_timer *fg_timer;
 };
 
 /* ---- restoring the terminal from anywhere --------------------------------------------------- */
@@ -345,10 +348,16 @@ static bool want_tty_write(const struct pty_relay *r)
 	       (buf_len(&r->front) > 0 || (r->hold != HOLD_ON && buf_len(&r->out) > 0));
 }
 
+static int on_fg_timer(struct loop *loop, void *userdata);
+
 static void update_events(struct pty_relay *r)
 {
 	if (!r->started || r->closing)
 		return;
+	if (!r->fg_timer && r->job_control && !r->foreground && !r->tty_gone &&
+	    (r->input || r->prompt))
+		(void)loop_add_timer(r->loop, loop_now_ms() + FOREGROUND_POLL_MS, on_fg_timer, r,
+		                     &r->fg_timer);
 	set_events(r, r->master, &r->master_events,
 	           (want_master_read(r) ? EPOLLIN : 0) |
 	                   (!r->master_gone && buf_len(&r->in) ? EPOLLOUT : 0),
@@ -357,6 +366,22 @@ static void update_events(struct pty_relay *r)
 		set_events(r, r->tty, &r->tty_events,
 		           (want_tty_read(r) ? EPOLLIN : 0) | (want_tty_write(r) ? EPOLLOUT : 0),
 		           on_tty);
+}
+
+static int on_fg_timer(struct loop *loop, void *userdata)
+{
+	struct pty_relay *r = userdata;
+
+	r->fg_timer = NULL;
+	if (r->tty_gone || r->closing)
+		return 0;
+	r->foreground = is_foreground(r);
+	if (r->foreground) {
+		update_mode(r);
+		sync_size(r);
+	}
+	flush(r); /* and the timer again while still in the background */
+	return 0;
 }
 
 /* ---- prompts and notices ----------------------------------------------------------------- */
@@ -842,6 +867,8 @@ void pty_relay_free(struct pty_relay *r)
 			loop_cancel_timer(r->loop, r->hold_timer);
 		if (r->redraw_timer)
 			loop_cancel_timer(r->loop, r->redraw_timer);
+		if (r->fg_timer)
+			loop_cancel_timer(r->loop, r->fg_timer);
 	}
 	r->closing = true;
 	update_mode(r); /* the user's modes back */

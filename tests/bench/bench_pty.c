@@ -91,8 +91,21 @@ void bench_pty(void)
 	const char *supervisor = getenv("SUPERVISOR");
 	char cfgdir[600], path[700], cmd[256];
 	char *native[] = {"/bin/sh", "-c", cmd, NULL};
-	char *supervised[] = {(char *)supervisor, "run", "--config-dir", cfgdir, "--ask", "none",
-	                      "-q", "--no-web", "--net", "none", "--", "/bin/sh", "-c", cmd, NULL};
+	char *supervised[] = {(char *)supervisor,
+	                      "run",
+	                      "--config-dir",
+	                      cfgdir,
+	                      "--ask",
+	                      "none",
+	                      "-q",
+	                      "--no-web",
+	                      "--net",
+	                      "none",
+	                      "--",
+	                      "/bin/sh",
+	                      "-c",
+	                      cmd,
+	                      NULL};
 	double n[ROUNDS], s[ROUNDS];
 	size_t nb = 0, sb = 0;
 	FILE *f;
@@ -128,13 +141,15 @@ void bench_pty(void)
 		n[i] = timed_on_pty(native, &nb);
 		s[i] = timed_on_pty(supervised, &sb);
 		if (n[i] < 0 || s[i] < 0 || nb < 67108864 || sb < 67108864) {
-			printf("pty: failed to measure (native %zu bytes, supervised %zu)\n", nb, sb);
+			printf("pty: failed to measure (native %zu bytes, supervised %zu)\n", nb,
+			       sb);
 			goto out;
 		}
 	}
 	qsort(n, ROUNDS, sizeof(*n), cmp_double);
 	qsort(s, ROUNDS, sizeof(*s), cmp_double);
-	printf("64 MiB of text to the terminal: native pty %.0f MiB/s (%.3f s), through run's relay "
+	printf("64 MiB of text to the terminal: native pty %.0f MiB/s (%.3f s), through run's "
+	       "relay "
 	       "%.0f MiB/s (%.3f s): %.2fx the time\n",
 	       64 / n[ROUNDS / 2], n[ROUNDS / 2], 64 / s[ROUNDS / 2], s[ROUNDS / 2],
 	       s[ROUNDS / 2] / n[ROUNDS / 2]);

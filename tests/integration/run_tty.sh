@@ -14,7 +14,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=39
+PLAN=43
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv tmux vim curl
 tap_plan $PLAN
@@ -184,6 +184,17 @@ shell_session() { # NAME [AS]: an interactive bash the way a person has one
 	fi
 	wait_pane "$1" '^outer\$'
 }
+# wait_prompt SESSION: until the shell shows an empty prompt on its last line (whatever was
+# typed before it could reach the program that had the terminal).
+wait_prompt() {
+	n=200
+	while [ "$n" -gt 0 ]; do
+		pane "$1" 2>/dev/null | grep -v '^$' | tail -n 1 | grep -Eq '^(\^C)?outer\$ ?$' && return 0
+		sleep 0.05
+		n=$((n - 1))
+	done
+	return 1
+}
 # send SESSION TEXT: type TEXT and Enter.
 send() { tmx send-keys -t "$1" -l "$2" && tmx send-keys -t "$1" Enter; }
 
@@ -243,6 +254,7 @@ shell_session job
 send job "stty -g >$TMP/stty-before; $SUPERVISOR run -q --config-dir $CFG -- sh -c 'echo started; exec sleep 100'"
 wait_pane job '^started'
 tmx send-keys -t job C-c
+wait_prompt job
 send job 'echo "rc-int=$?"'
 wait_pane job '^rc-int=[0-9]+$'
 tap_like "$(pane job)" '^rc-int=130$' "Ctrl-C reaches the agent through its pty: run exits 130" "$(pane job)"
@@ -260,6 +272,8 @@ tap_is "$(cat "$TMP/stty-stopped" 2>&1)" "$(cat "$TMP/stty-before" 2>&1)" \
 	"while stopped, the terminal has the shell's modes back (not raw)"
 send job fg
 send job hello
+wait_pane job 'got=hello'
+wait_prompt job
 send job 'echo "rc-fg=$?"'
 wait_pane job '^rc-fg=[0-9]+$'
 tap_like "$(pane job)" 'got=hello' "fg: the agent goes on and reads what is typed" "$(pane job)"
@@ -270,6 +284,24 @@ wait_pane job '^ready'
 tmx resize-window -t job -x 90 -y 30
 wait_pane job '^30 90$'
 tap_like "$(pane job)" '^30 90$' "a window size change reaches the agent (SIGWINCH, its new size)" "$(pane job)"
+
+# Started in the background, run leaves the terminal to the shell (no raw mode, no reads)
+# until `fg`.
+send job "clear; $SUPERVISOR run -q --config-dir $CFG -- sh -c 'echo bg-started; read x; echo \"bg-got=\$x\"' &"
+wait_pane job '^bg-started'
+rm -f "$TMP/stty-bg"
+send job "stty -g >$TMP/stty-bg"
+i=0
+while [ ! -s "$TMP/stty-bg" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+tap_is "$(cat "$TMP/stty-bg" 2>&1)" "$(cat "$TMP/stty-before" 2>&1)" \
+	"run in the background leaves the terminal's modes to the shell" "$(pane job)"
+send job fg
+send job later
+wait_pane job 'bg-got=later'
+wait_prompt job
+send job 'echo "rc-bg=$?"'
+wait_pane job '^rc-bg=[0-9]+$'
+tap_like "$(pane job)" 'bg-got=later' "... and after fg the agent reads what is typed" "$(pane job)"
 
 send job "clear; $SUPERVISOR run -q --config-dir $CFG -- sh -c 'exit 3'; echo \"rc-3=\$?\""
 wait_pane job '^rc-3=[0-9]+$'
@@ -300,6 +332,23 @@ for sig in SEGV USR1; do
 		"run killed by SIG$sig: the terminal has its modes back" "$(pane "kill$sig")"
 	tmx kill-session -t "kill$sig"
 done
+# The terminal closes under a running agent: run ends, and the sandbox with it.
+tmx new-session -d -s hup -x 80 -y 24 "env TERM=screen $SUPERVISOR run -q --config-dir $CFG --name hup$$ -- sh -c 'echo hup-ready; exec sleep 1000'"
+wait_pane hup '^hup-ready'
+sv_pid=$(pgrep -P "$(tmx display -p -t hup '#{pane_pid}')" -f 'cloister-supervisor run' | head -n 1)
+[ -z "$sv_pid" ] && sv_pid=$(tmx display -p -t hup '#{pane_pid}')
+tmx kill-session -t hup
+i=0
+while kill -0 "$sv_pid" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+tap_ok "$(kill -0 "$sv_pid" 2>/dev/null && echo 1 || echo 0)" \
+	"the terminal closes (hang-up): run ends" "pid $sv_pid: $(ps -o stat,cmd -p "$sv_pid" 2>&1)"
+i=0
+while pgrep -f "sleep 1000" >/dev/null 2>&1 && pgrep -f "hup$$" >/dev/null 2>&1 && [ $i -lt 100 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+tap_ok "$(pgrep -f "name hup$$" >/dev/null 2>&1 && echo 1 || echo 0)" "... and leaves nothing running"
+
 shell_session failstart nobody
 send failstart "stty -g >$U/r/stty-before; cd $U && ./cloister-supervisor run -q --require-backstop --config-dir $U/cfg -- true; echo \"rc=\$?\"; stty -g >$U/r/stty-after"
 wait_pane failstart '^rc=[0-9]+$'
