@@ -848,14 +848,17 @@ void pty_relay_free(struct pty_relay *r)
 		}
 		r->closing = false;
 		drain_now(r, FREE_DRAIN_MS, true);
-		/* Our last lines, even if the agent left its stream inside a sequence or on the
-		 * alternate screen: it is gone. */
-		if (buf_len(&r->notices) || r->dropped_notices) {
-			if (!vt_output_at_ground(&r->vt)) {
-				(void)buf_append_str(&r->front, "\x18");
-				vt_output_feed(&r->vt, "\x18", 1);
+		/* The agent is gone: what it left (its alternate screen, a hidden cursor, a
+		 * sequence cut off) is undone for the shell, then our last lines. */
+		{
+			char seq[256];
+			size_t n = vt_output_agent_gone(&r->vt, seq, sizeof(seq));
+
+			if (n && n < sizeof(seq) && !r->tty_gone) {
+				(void)buf_append(&r->front, seq, n);
+				vt_output_init(&r->vt);
+				r->vt.at_line_start = false;
 			}
-			r->vt.alt_screen = false;
 			drain_now(r, FREE_DRAIN_MS / 4, false);
 		}
 		r->closing = true;

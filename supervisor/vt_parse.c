@@ -378,6 +378,31 @@ size_t vt_output_prompt_leave(const struct vt_output *vt, enum vt_prompt_style s
 	return o.len;
 }
 
+size_t vt_output_agent_gone(const struct vt_output *vt, char *buf, size_t size)
+{
+	struct out o = {buf, size, 0};
+
+	if (size)
+		buf[0] = '\0';
+	if (vt->state != S_GROUND)
+		add(&o, "\x18");
+	if (vt->alt_screen)
+		add(&o, "\x1b[?1049l");
+	if (vt->margin_top)
+		add(&o, "\x1b[r");
+	if (vt->insert_mode)
+		add(&o, "\x1b[4l");
+	if (vt->no_autowrap)
+		add(&o, "\x1b[?7h");
+	if (vt->cursor_hidden)
+		add(&o, "\x1b[?25h");
+	if (vt->bracketed_paste)
+		add(&o, "\x1b[?2004l");
+	if (o.len)
+		add(&o, "\x1b[0m");
+	return o.len;
+}
+
 bool vt_output_needs_redraw(const struct vt_output *vt, enum vt_prompt_style style)
 {
 	return style == VT_PROMPT_SCREEN && vt->alt_screen;

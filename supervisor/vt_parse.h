@@ -79,6 +79,11 @@ size_t vt_output_prompt_enter(const struct vt_output *vt, enum vt_prompt_style s
 size_t vt_output_prompt_leave(const struct vt_output *vt, enum vt_prompt_style style, char *buf,
                               size_t size);
 
+/* The bytes that undo what the agent left behind when it is gone, so that the user's shell
+ * does not inherit it: a sequence cut off, the alternate screen, a scroll region, insert mode,
+ * no autowrap, a hidden cursor, bracketed paste, attributes. Same contract. */
+size_t vt_output_agent_gone(const struct vt_output *vt, char *buf, size_t size);
+
 /* After a prompt in STYLE, the agent must redraw its screen (it was on the alternate screen,
  * which the prompt cleared). */
 bool vt_output_needs_redraw(const struct vt_output *vt, enum vt_prompt_style style);

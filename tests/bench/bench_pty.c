@@ -1,7 +1,8 @@
 /* bench_pty: the agent's terminal. 64 MiB of text written to a terminal, natively (the writer
  * on a pty, the bench reading its master) vs through `cloister-supervisor run` (the writer on
  * the agent's own pty, the supervisor relaying it to the bench's pty: one pty more, the relay's
- * copy and its escape-sequence tracking). Medians of ROUNDS, in MiB/s. */
+ * copy and its escape-sequence tracking). Medians of ROUNDS, in MiB/s. And what the pty costs
+ * `run -- true`: on a terminal (devpts mount, pty, relay) vs without one. */
 #include "tests/bench/bench.h"
 
 #include <errno.h>
@@ -36,6 +37,36 @@ static int cmp_double(const void *a, const void *b)
 	double x = *(const double *)a, y = *(const double *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+/* Run ARGV with /dev/null as stdio; the seconds it took, or -1. */
+static double timed_without_pty(char *const argv[])
+{
+	char h[600], s[600];
+	char *envp[] = {h, s, "PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
+	double t0 = now_s();
+	int status;
+	pid_t pid;
+
+	snprintf(h, sizeof(h), "HOME=%s/home", tmp);
+	snprintf(s, sizeof(s), "XDG_STATE_HOME=%s/state", tmp);
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (null < 0 || setsid() < 0)
+			_exit(127);
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		execve(argv[0], argv, envp);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -1;
+	return now_s() - t0;
 }
 
 /* Run ARGV on a new pty (its controlling terminal and stdio) and read the master until the
@@ -153,6 +184,35 @@ void bench_pty(void)
 	       "%.0f MiB/s (%.3f s): %.2fx the time\n",
 	       64 / n[ROUNDS / 2], n[ROUNDS / 2], 64 / s[ROUNDS / 2], s[ROUNDS / 2],
 	       s[ROUNDS / 2] / n[ROUNDS / 2]);
+	{
+		char *truth[] = {(char *)supervisor,
+		                 "run",
+		                 "--config-dir",
+		                 cfgdir,
+		                 "--ask",
+		                 "none",
+		                 "-q",
+		                 "--",
+		                 "/usr/bin/true",
+		                 NULL};
+		double with[11], without[11];
+		size_t ignored;
+
+		for (int i = 0; i < 11; i++) {
+			with[i] = timed_on_pty(truth, &ignored);
+			without[i] = timed_without_pty(truth);
+			if (with[i] < 0 || without[i] < 0) {
+				printf("run -- true on a terminal: failed to measure\n");
+				goto out;
+			}
+		}
+		qsort(with, 11, sizeof(*with), cmp_double);
+		qsort(without, 11, sizeof(*without), cmp_double);
+		printf("run -- true on a terminal (its own pty, relayed): %.1f ms; without a "
+		       "terminal: "
+		       "%.1f ms (medians of 11)\n",
+		       with[5] * 1e3, without[5] * 1e3);
+	}
 out:
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	if (system(cmd) != 0)

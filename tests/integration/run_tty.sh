@@ -14,7 +14,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=43
+PLAN=44
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv tmux vim curl
 tap_plan $PLAN
@@ -348,6 +348,20 @@ while pgrep -f "sleep 1000" >/dev/null 2>&1 && pgrep -f "hup$$" >/dev/null 2>&1 
 	i=$((i + 1))
 done
 tap_ok "$(pgrep -f "name hup$$" >/dev/null 2>&1 && echo 1 || echo 0)" "... and leaves nothing running"
+
+# An agent that dies on the alternate screen with the cursor hidden (a crashed full-screen
+# program) does not leave the shell there.
+cat >"$TMP/crash-agent.sh" <<'EOF'
+printf '\033[?1049h\033[?25lfull-screen'
+kill -9 $$
+EOF
+tmx new-session -d -s crashed -x 80 -y 24 \
+	"env TERM=screen sh -c '$SUPERVISOR run -q --config-dir $CFG -- sh $TMP/crash-agent.sh; echo after-run; sleep 100'"
+wait_pane crashed '^after-run'
+tap_is "$(tmx display -p -t crashed '#{alternate_on} #{cursor_flag}')" "0 1" \
+	"an agent killed on the alternate screen: the shell is back on the main screen, cursor shown" \
+	"$(pane crashed)"
+tmx kill-session -t crashed
 
 shell_session failstart nobody
 send failstart "stty -g >$U/r/stty-before; cd $U && ./cloister-supervisor run -q --require-backstop --config-dir $U/cfg -- true; echo \"rc=\$?\"; stty -g >$U/r/stty-after"

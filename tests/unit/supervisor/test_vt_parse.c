@@ -239,6 +239,27 @@ static void test_prompt_bytes_report_the_size_they_need(void **state)
 	assert_int_equal(vt_output_prompt_leave(&vt, VT_PROMPT_SCREEN, big, sizeof(big)), need);
 }
 
+static void test_what_a_gone_agent_left_is_undone(void **state)
+{
+	struct vt_output vt = fed("$ ls\r\n");
+	char buf[256];
+
+	/* a well-behaved agent: nothing to undo */
+	assert_int_equal(vt_output_agent_gone(&vt, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	/* a crashed full-screen one, cut off inside a sequence */
+	vt = fed("\x1b[?1049h\x1b[?25l\x1b[2;20r\x1b[4h\x1b[?7l\x1b[?2004h\x1b[38;5");
+	vt_output_agent_gone(&vt, buf, sizeof(buf));
+	assert_int_equal(buf[0], '\x18');
+	assert_non_null(strstr(buf, "\x1b[?1049l"));
+	assert_non_null(strstr(buf, "\x1b[r"));
+	assert_non_null(strstr(buf, "\x1b[4l"));
+	assert_non_null(strstr(buf, "\x1b[?7h"));
+	assert_non_null(strstr(buf, "\x1b[?25h"));
+	assert_non_null(strstr(buf, "\x1b[?2004l"));
+	assert_non_null(strstr(buf, "\x1b[0m"));
+}
+
 static size_t keys_of(struct vt_input *in, const char *typed, char *keys)
 {
 	size_t n = vt_input_keys(in, typed, strlen(typed), keys);
@@ -316,6 +337,7 @@ int main(void)
 	        cmocka_unit_test(test_prompt_over_a_full_screen_agent_restores_its_modes),
 	        cmocka_unit_test(test_inline_prompts_start_on_a_new_line),
 	        cmocka_unit_test(test_prompt_bytes_report_the_size_they_need),
+	        cmocka_unit_test(test_what_a_gone_agent_left_is_undone),
 	        cmocka_unit_test(test_keys_are_what_is_typed_outside_sequences_and_pastes),
 	        cmocka_unit_test(test_keys_are_found_across_reads),
 	};
