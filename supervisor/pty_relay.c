@@ -128,9 +128,12 @@ static void rescue_on_signal(int sig, siginfo_t *si, void *uc)
 
 static void rescue_install(void)
 {
-	static const int fatal[] = {SIGSEGV, SIGBUS,    SIGILL,  SIGFPE,  SIGABRT,  SIGTRAP,
-	                            SIGSYS,  SIGALRM,   SIGUSR1, SIGUSR2, SIGXCPU,  SIGXFSZ,
-	                            SIGIO,   SIGVTALRM, SIGPROF, SIGPWR,  SIGSTKFLT};
+	/* Those that end a process by default. The loop's own (SIGINT, SIGTERM…) are blocked
+	 * and read from its signalfd once it has them; until then, they are these. */
+	static const int fatal[] = {SIGSEGV, SIGBUS,    SIGILL,  SIGFPE,  SIGABRT,   SIGTRAP,
+	                            SIGSYS,  SIGALRM,   SIGUSR1, SIGUSR2, SIGXCPU,   SIGXFSZ,
+	                            SIGIO,   SIGVTALRM, SIGPROF, SIGPWR,  SIGSTKFLT, SIGINT,
+	                            SIGTERM, SIGHUP,    SIGQUIT};
 	struct sigaction sa = {.sa_sigaction = rescue_on_signal, .sa_flags = SA_SIGINFO};
 
 	if (rescue.installed)
