@@ -213,8 +213,10 @@ static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
 		audit_conn(eg, info, hp, AUDIT_DENY, NULL, err.msg, NULL);
 		return PROXY_DENY;
 	}
-	if (pr.origin.file)
+	if (pr.origin.file && pr.origin.line)
 		snprintf(rule, sizeof(rule), "%s (%s:%u)", pr.rule, pr.origin.file, pr.origin.line);
+	else if (pr.origin.file)
+		snprintf(rule, sizeof(rule), "%s (%s)", pr.rule, pr.origin.file);
 	else
 		snprintf(rule, sizeof(rule), "%s", pr.rule);
 	if (pr.verdict != POLICY_ASK) {
