@@ -203,10 +203,12 @@ stop_server
 # ---- mirror: into a container's namespaces, as the caller --------------------------------
 unshare --mount --uts --ipc --net --pid --fork --kill-child sh -c 'hostname cloister-box; exec sleep 60' 2>/dev/null &
 box_outer=$!
-sleep 0.3
-box=$(pgrep -P "$box_outer" sleep || echo "$box_outer")
+# The container's process is unshare's child once it has set the host name and become
+# `sleep`: until then there is no target (a first run on a loaded machine takes its time).
+box_ready() { box=$(pgrep -P "$box_outer" -x sleep); }
+wait_until 20 box_ready || echo "# the container's process did not start: $(ps -o pid,comm --ppid "$box_outer")"
 # unshare --fork ignores SIGTERM while it waits: end the container's process itself.
-on_exit "kill -KILL $box 2>/dev/null"
+on_exit "kill -KILL ${box:-$box_outer} 2>/dev/null"
 start_server --unix "$SOCK" --target-pid "$box" --ignore-signal 10 --ignore-signal 32 \
 	--allow hostname --allow id --allow mytool --allow grep
 chmod 666 "$SOCK"
