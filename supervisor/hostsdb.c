@@ -141,7 +141,8 @@ static void parse_services(const char *line, size_t len, struct hostsdb_order *o
 			}
 			for (size_t i = 0; i < o->n; i++)
 				if (o->source[i] == (enum hostsdb_source)source)
-					source = -1; /* once: "resolve … dns" asks the same servers */
+					source = -1; /* once: "resolve … dns" asks the same servers
+					              */
 			if (source < 0 || o->n == ELEMENTSOF(o->source))
 				continue;
 			o->source[o->n] = (enum hostsdb_source)source;

@@ -77,8 +77,8 @@ static void test_nsswitch_hosts_line_gives_the_order_of_files_and_dns(void **sta
 		order_text(&o, got, sizeof(got));
 		if (r != cases[i].r || strcmp(got, cases[i].order) != 0 ||
 		    strcmp(o.skipped, cases[i].skipped) != 0)
-			fail_msg("case %zu: got %d \"%s\" skipped \"%s\", want %d \"%s\" \"%s\"", i, r,
-			         got, o.skipped, cases[i].r, cases[i].order, cases[i].skipped);
+			fail_msg("case %zu: got %d \"%s\" skipped \"%s\", want %d \"%s\" \"%s\"", i,
+			         r, got, o.skipped, cases[i].r, cases[i].order, cases[i].skipped);
 	}
 }
 
