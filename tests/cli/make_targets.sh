@@ -14,7 +14,7 @@ for name in $names; do n=$((n + 1)); done
 echo "1..$((n + 1))"
 
 # A build directory of its own, so the dry run lists every link step.
-MAKEFLAGS= MAKELEVEL= make -n V=1 BUILD="$tmp/build" all >"$tmp/plan" 2>&1
+MAKEFLAGS='' MAKELEVEL='' make -n V=1 BUILD="$tmp/build" all >"$tmp/plan" 2>&1
 i=0
 failed=0
 for name in $names; do
@@ -27,7 +27,7 @@ for name in $names; do
 	fi
 done
 i=$((i + 1))
-if MAKEFLAGS= MAKELEVEL= make -pn no-such-target 2>/dev/null | grep -A2 '^test:' | grep -q 'Phony target'; then
+if MAKEFLAGS='' MAKELEVEL='' make -pn no-such-target 2>/dev/null | grep -A2 '^test:' | grep -q 'Phony target'; then
 	echo "ok $i - test is a phony target"
 else
 	echo "not ok $i - test is a phony target"
