@@ -263,6 +263,8 @@ static int web_persist_domain(void *userdata, const struct queue_item *item, boo
 		        "no project (start with --project NAME to keep project decisions)");
 	r = domain_spec_parse(value, is_pattern, &spec, err);
 	if (r >= 0)
+		r = decisions_prepare_dir(hub->opt.config_dir, err);
+	if (r >= 0)
 		r = decisions_path(hub->opt.config_dir,
 		                   scope == QUEUE_SCOPE_PROJECT ? project : NULL, &path, err);
 	/* flock: another supervisor writing the same file holds us for its write only. */

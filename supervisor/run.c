@@ -739,6 +739,20 @@ static int load_config(struct run *run)
 	}
 	for (size_t i = 0; i < run->config->n_warnings; i++)
 		fprintf(stderr, PROG ": warning: %s\n", run->config->warnings[i]);
+	/* A relative --config-dir is taken from here, once: the directory is created, mounted
+	 * read-only for the agent and written by decisions by that one absolute name. */
+	if (dir[0] != '/') {
+		char cwd[PATH_MAX];
+		char *abs = NULL;
+
+		if (!getcwd(cwd, sizeof(cwd)) || asprintf(&abs, "%s/%s", cwd, dir) < 0) {
+			fprintf(stderr, PROG ": --config-dir %s: cannot make it absolute: %m\n",
+			        dir);
+			return CLI_EXIT_CONFIG;
+		}
+		free(dir);
+		dir = abs;
+	}
 	run->config_dir = TAKE_PTR(dir);
 	return 0;
 }

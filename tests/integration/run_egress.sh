@@ -33,7 +33,8 @@ ip netns exec "$NS" sh -c 'while :; do busybox nc -l -p 7000 -e /bin/cat; done' 
 # Speaks first, like ssh or smtp, then echoes until the client's EOF.
 ip netns exec "$NS" busybox nc -ll -p 7001 -e sh -c 'echo banner-from-test; exec cat' \
 	>/dev/null 2>&1 &
-sleep 0.5
+servers_up() { [ "$(in_server_ns ss -Hltn | grep -cE ':(80|443|7000|7001) ')" -ge 4 ]; }
+wait_until 10 servers_up
 
 cat >"$TMP/hosts" <<EOF
 $SRV4 allowed.test denied.test unlisted.test
@@ -238,7 +239,7 @@ AGENT
 cat "$XDG_RUNTIME_DIR"/cloister/api/*.json >"$TMP/portfile" 2>/dev/null
 (timeout -k 5 30 "$SUPERVISOR" run --config-dir "$CFG" --ask web --net host \
 	--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off -- sh -c \
-	"while [ ! -s $TMP/portfile ]; do sleep 0.1; done; sh $TMP/agent_self.sh" \
+	"i=0; while [ ! -s $TMP/portfile ] && [ \$i -lt 200 ]; do sleep 0.1; i=\$((i + 1)); done; sh $TMP/agent_self.sh" \
 	</dev/null >"$TMP/self.out" 2>"$TMP/self.err") &
 selfpid=$!
 i=0

@@ -66,7 +66,8 @@ while :; do
 	SVC=$((20000 + ($$ + try * 7919) % 20000))
 	busybox httpd -f -p "127.0.0.1:$SVC" -h "$TMP" 2>/dev/null &
 	svcpid=$!
-	sleep 0.2
+	svc_settled() { ! kill -0 "$svcpid" 2>/dev/null || curl -sf -o /dev/null "http://127.0.0.1:$SVC/index.html"; }
+	wait_until 5 svc_settled
 	kill -0 "$svcpid" 2>/dev/null && break
 	try=$((try + 1))
 	[ "$try" -lt 20 ] || break
@@ -80,7 +81,7 @@ done
 
 # ---- the agent ------------------------------------------------------------------------------
 cat >"$TMP/agent.sh" <<AGENT
-while [ ! -s $TMP/ports ]; do sleep 0.1; done
+i=0; while [ ! -s $TMP/ports ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i + 1)); done
 . $TMP/ports
 for a in 127.0.0.1 127.1.2.3 localhost '[::1]' '[::ffff:127.0.0.1]' 0.0.0.0 '[::]'; do
 	curl -sS -m 3 -o /dev/null "http://\$a:\$APPROVAL/pending" 2>/dev/null

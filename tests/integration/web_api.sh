@@ -266,7 +266,7 @@ tap_is "$(cat "$TMP/id.out" 2>/dev/null)" "0
 status 0" "the agent's command then runs"
 
 # ---- the SSE stream, in order ----
-sleep 0.2
+wait_until 5 grep -q "data: {\"id\":\"$EXEC_ID\",.*\"status\":\"approved\"" "$TMP/sse"
 sse=$(cat "$TMP/sse")
 added=$(printf '%s\n' "$sse" | grep -n "^data: {\"id\":\"$APPROVE_ID\"" | head -n 1 | cut -d: -f1)
 removed=$(printf '%s\n' "$sse" | grep -n "^data: {\"id\":\"$APPROVE_ID\".*\"status\":\"approved\"" | head -n 1 | cut -d: -f1)

@@ -17,6 +17,8 @@
 
 # shellcheck source=tests/lib/tap.sh
 . "$(dirname "$0")/../lib/tap.sh"
+# shellcheck source=tests/lib/wait.sh
+. "$(dirname "$0")/../lib/wait.sh"
 : "${HELPERS:?run through make check (HELPERS is not set)}"
 
 HOME=$TMP/home
