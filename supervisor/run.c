@@ -1096,6 +1096,20 @@ int run_main(int argc, char **argv)
 	r = parse_options(argc, argv, &run.opt);
 	if (r != 0)
 		return r > 0 ? 0 : CLI_EXIT_USAGE;
+	{
+		/* The ending signals wait for the loop's signalfd from now on. One that came
+		 * during start-up was lost (a background job of a non-interactive shell ignores
+		 * SIGINT, and an ignored signal that is not blocked is discarded) or ended us
+		 * before the sandbox could be cleaned up. */
+		sigset_t ending;
+
+		sigemptyset(&ending);
+		sigaddset(&ending, SIGINT);
+		sigaddset(&ending, SIGTERM);
+		sigaddset(&ending, SIGHUP);
+		sigaddset(&ending, SIGQUIT);
+		sigprocmask(SIG_BLOCK, &ending, NULL);
+	}
 	if (run.opt.project) {
 		struct cl_error err = {""};
 
