@@ -705,6 +705,14 @@ static int parse_options(int argc, char **argv, struct options *o)
 				        RUN_KEEP_ENV_MAX);
 				return -EINVAL;
 			}
+			/* The supervisor's own secrets would let the agent answer its own asks. */
+			if (strncmp(optarg, "CLOISTER_", 9) == 0) {
+				fprintf(stderr,
+				        PROG ": run: --keep-env %s: the supervisor's own "
+				             "variables never reach the agent\n",
+				        optarg);
+				return -EINVAL;
+			}
 			o->keep_env[o->n_keep_env++] = optarg;
 			break;
 		case OPT_ALLOW_NESTED_SANDBOX:

@@ -11,7 +11,7 @@
 # shellcheck source=tests/lib/confine_common.sh
 . "$(dirname "$0")/../lib/confine_common.sh"
 
-PLAN=30
+PLAN=31
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv tmux
 tap_plan $PLAN
@@ -121,6 +121,9 @@ tap_like "$(cat "$ERR")" 'environment: removed .*GITHUB_TOKEN' "-v names what wa
 	"$(diag)"
 tap_ok "$(grep -qE 'ghp_secretvalue|awsvalue|pwvalue' "$ERR" "$OUT" && echo 1 || echo 0)" \
 	"... and never a value"
+
+CLOISTER_API_TOKEN=supervisor-secret sv --ask none --keep-env CLOISTER_API_TOKEN -- /usr/bin/true
+tap_is "$rc" 64 "--keep-env refuses the supervisor's own variables (usage error)" "$(diag)"
 
 # ---- root, the host's network ----
 rm -f "$R"/*
