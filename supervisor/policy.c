@@ -479,6 +479,7 @@ int policy_check_domain_in(const struct config *cfg, const struct policy_session
 		describe_domain_rule(rule, res.rule, sizeof(res.rule));
 		decide(&res, POLICY_ALLOW, &rule->origin, "%s is allowed (%s)", res.subject,
 		       config_layer_to_string(rule->origin.layer));
+		res.exact_host = !rule->spec.wildcard;
 		*ret = res;
 		return 0;
 	}
