@@ -417,11 +417,14 @@ int policy_check_hostexec(const struct config *cfg, const char *command, struct 
 
 /* ---- domains ----------------------------------------------------------------------------- */
 
+/* The first entry of LIST that matches QUERY; with EXACT only entries naming a host (no
+ * pattern). */
 static const struct config_domain_rule *domain_match(const struct config_domain_list *list,
-                                                     const struct domain_spec *query)
+                                                     const struct domain_spec *query, bool exact)
 {
 	for (size_t i = 0; list && i < list->n; i++)
-		if (domain_spec_matches(&list->items[i].spec, query))
+		if ((!exact || !list->items[i].spec.wildcard) &&
+		    domain_spec_matches(&list->items[i].spec, query))
 			return &list->items[i];
 	return NULL;
 }
@@ -459,10 +462,10 @@ int policy_check_domain_in(const struct config *cfg, const struct policy_session
 		return cl_error_set(err, r, "cannot format \"%s\"", host);
 
 	/* Denials win over approvals at every scope. */
-	rule = domain_match(&cfg->proxy.deny, &query);
+	rule = domain_match(&cfg->proxy.deny, &query, false);
 	for (size_t i = 0; !rule && i < n; i++)
 		if (sessions[i])
-			rule = domain_match(&sessions[i]->deny, &query);
+			rule = domain_match(&sessions[i]->deny, &query, false);
 	if (rule) {
 		describe_domain_rule(rule, res.rule, sizeof(res.rule));
 		decide(&res, POLICY_DENY, &rule->origin,
@@ -471,10 +474,14 @@ int policy_check_domain_in(const struct config *cfg, const struct policy_session
 		*ret = res;
 		return 0;
 	}
-	rule = domain_match(&cfg->proxy.allow, &query);
-	for (size_t i = 0; !rule && i < n; i++)
-		if (sessions[i])
-			rule = domain_match(&sessions[i]->allow, &query);
+	/* An entry naming the host itself, wherever it is listed, is the one that decides: it
+	 * says more than a pattern that also matches (and it is what exact_host needs). */
+	for (int exact = 1; exact >= 0 && !rule; exact--) {
+		rule = domain_match(&cfg->proxy.allow, &query, exact);
+		for (size_t i = 0; !rule && i < n; i++)
+			if (sessions[i])
+				rule = domain_match(&sessions[i]->allow, &query, exact);
+	}
 	if (rule) {
 		describe_domain_rule(rule, res.rule, sizeof(res.rule));
 		decide(&res, POLICY_ALLOW, &rule->origin, "%s is allowed (%s)", res.subject,

@@ -754,6 +754,7 @@ static void test_domain_exact_host_is_a_field_of_the_verdict(void **state)
 	              "  allow:\n"
 	              "    - pattern: \"*.pattern.test\"\n"
 	              "    - domain: exact.test\n"
+	              "    - domain: listed.pattern.test\n"
 	              "    - domain: port.test:8080\n"
 	              "    - domain: 192.0.2.7\n"
 	              "  deny:\n"
@@ -769,8 +770,9 @@ static void test_domain_exact_host_is_a_field_of_the_verdict(void **state)
 	        {"exact.test:443", POLICY_ALLOW, true},
 	        {"port.test:8080", POLICY_ALLOW, true},
 	        {"192.0.2.7:22", POLICY_ALLOW, true},
-	        {"decided.test", POLICY_ALLOW, true},   /* a decisions file's domain entry */
-	        {"person.test:80", POLICY_ALLOW, true}, /* a person's session decision */
+	        {"decided.test", POLICY_ALLOW, true},        /* a decisions file's domain entry */
+	        {"person.test:80", POLICY_ALLOW, true},      /* a person's session decision */
+	        {"listed.pattern.test", POLICY_ALLOW, true}, /* after a matching pattern */
 	        {"a.pattern.test", POLICY_ALLOW, false},
 	        {"pattern.test", POLICY_ALLOW, false}, /* the apex, through the pattern */
 	        {"b.wild.test", POLICY_ALLOW, false},  /* a person's wildcard decision */
