@@ -136,6 +136,7 @@ static void audit_conn(struct egress *eg, const struct proxy_conn_info *info, co
 	        .decided_by = "policy",
 	        .latency_ms = -1,
 	        .reason = reason,
+	        .automatic = true, /* a verdict of the policy, or a connection's end */
 	};
 
 	if (stats) {

@@ -28,6 +28,7 @@
 #include "protocol/error.h"
 #include "supervisor/api_info.h"
 #include "supervisor/audit.h"
+#include "supervisor/audit_limit.h"
 #include "supervisor/cli_policy.h"
 #include "supervisor/config.h"
 #include "supervisor/config_files.h"
@@ -77,7 +78,8 @@ struct options {
 	bool net_host;         /* --net host: the host's network, eBPF redirect on the cgroup */
 	bool real_ip;          /* --real-ip: the agent's DNS gets real addresses */
 	const char *hosts_file;
-	const char *listen_proxy; /* the CONNECT proxy, off by default for run */
+	const char *listen_proxy;        /* the CONNECT proxy, off by default for run */
+	int64_t audit_rate, audit_burst; /* hub_options' */
 	char **agent_argv;
 };
 
@@ -568,6 +570,9 @@ static void usage(FILE *out)
 	      "  --executor HOST:PORT run approved hostexec commands through this\n"
 	      "                       `" PROG " executor` (secret in CLOISTER_EXECUTOR_SECRET);\n"
 	      "                       default: in this process\n"
+	      "  --audit-rate N|off   automatic audit lines a second per sandbox (default 100;\n"
+	      "                       over it they are counted, not written)\n"
+	      "  --audit-burst N      ... and at once (default 1000)\n"
 	      "  --lenient            skip invalid regexes in the config with a warning\n"
 	      "  -v, --verbose        say what is allowed, and which kernel features are in use\n"
 	      "  -q, --quiet          print nothing of our own (denials included)\n",
@@ -594,6 +599,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_REAL_IP,
 		OPT_HOSTS,
 		OPT_LISTEN_PROXY,
+		OPT_AUDIT_RATE,
+		OPT_AUDIT_BURST,
 	};
 	static const struct option longopts[] = {
 	        {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
@@ -613,6 +620,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"real-ip", no_argument, NULL, OPT_REAL_IP},
 	        {"hosts", required_argument, NULL, OPT_HOSTS},
 	        {"listen-proxy", required_argument, NULL, OPT_LISTEN_PROXY},
+	        {"audit-rate", required_argument, NULL, OPT_AUDIT_RATE},
+	        {"audit-burst", required_argument, NULL, OPT_AUDIT_BURST},
 	        {"verbose", no_argument, NULL, 'v'},
 	        {"quiet", no_argument, NULL, 'q'},
 	        {"help", no_argument, NULL, 'h'},
@@ -697,6 +706,19 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_LISTEN_PROXY:
 			o->listen_proxy = optarg;
+			break;
+		case OPT_AUDIT_RATE:
+		case OPT_AUDIT_BURST:
+			if (audit_limit_parse(optarg, c == OPT_AUDIT_RATE,
+			                      c == OPT_AUDIT_RATE ? &o->audit_rate
+			                                          : &o->audit_burst) < 0) {
+				fprintf(stderr,
+				        PROG ": run: --audit-%s takes a number of lines (1 to "
+				             "1000000)%s, not \"%s\"\n",
+				        c == OPT_AUDIT_RATE ? "rate" : "burst",
+				        c == OPT_AUDIT_RATE ? " or off" : "", optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'v':
 			o->verbose = true;
@@ -867,6 +889,8 @@ static int start(struct run *run)
 		        .listen = {run->opt.listen[0], run->opt.listen[1], run->opt.listen[2]},
 		        .executor = run->opt.executor,
 		        .always_attended = run->opt.ask == ASK_WEB,
+		        .audit_rate = run->opt.audit_rate,
+		        .audit_burst = run->opt.audit_burst,
 		        .quiet = run->opt.quiet,
 		        .verbose = run->opt.verbose,
 		};

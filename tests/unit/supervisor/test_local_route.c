@@ -45,8 +45,7 @@ static void test_request_is_a_getroute_for_the_whole_address(void **state)
 	memcpy(&rt, buf + NLMSG_HDRLEN, sizeof(rt));
 	assert_int_equal(rt.rtm_family, AF_INET6);
 	assert_int_equal(rt.rtm_dst_len, 128);
-	assert_memory_equal(buf + NLMSG_ALIGN(NLMSG_LENGTH(sizeof(rt))) + RTA_LENGTH(0), addr6,
-	                    16);
+	assert_memory_equal(buf + NLMSG_ALIGN(NLMSG_LENGTH(sizeof(rt))) + RTA_LENGTH(0), addr6, 16);
 
 	/* Too small a buffer, or another family: nothing. */
 	assert_int_equal(local_route_request(AF_INET6, addr6, 7, buf, 40), 0);
@@ -86,8 +85,8 @@ static void test_reply_says_whether_the_route_stays_on_this_host(void **state)
 		unsigned char type;
 		bool local;
 	} cases[] = {
-	        {RTN_LOCAL, true},     {RTN_ANYCAST, true},    {RTN_BROADCAST, true},
-	        {RTN_UNICAST, false},  {RTN_MULTICAST, false}, {RTN_BLACKHOLE, false},
+	        {RTN_LOCAL, true},        {RTN_ANYCAST, true},    {RTN_BROADCAST, true},
+	        {RTN_UNICAST, false},     {RTN_MULTICAST, false}, {RTN_BLACKHOLE, false},
 	        {RTN_UNREACHABLE, false},
 	};
 	uint8_t buf[256];
