@@ -27,11 +27,14 @@ static void test_fips_180_2_vectors(void **state)
 	char out[65];
 
 	hex_of("abc", 3, out);
-	assert_string_equal(out, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_string_equal(out,
+	                    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	hex_of(two_blocks, strlen(two_blocks), out);
-	assert_string_equal(out, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	assert_string_equal(out,
+	                    "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 	hex_of("", 0, out);
-	assert_string_equal(out, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	assert_string_equal(out,
+	                    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
 static void test_a_million_a_in_uneven_pieces(void **state)
@@ -53,7 +56,8 @@ static void test_a_million_a_in_uneven_pieces(void **state)
 	}
 	sha256_final(&ctx, d);
 	sha256_hex(d, out);
-	assert_string_equal(out, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+	assert_string_equal(out,
+	                    "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
 /* The padding boundaries (55, 56, 63, 64 bytes) and any split give the one-piece digest. */
@@ -80,7 +84,8 @@ static void test_every_split_gives_the_same_digest(void **state)
 	}
 	/* One known value at the 56-byte boundary (two padding blocks). */
 	hex_of("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, whole);
-	assert_string_equal(whole, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+	assert_string_equal(whole,
+	                    "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
 int main(void)
