@@ -205,13 +205,19 @@ static bool json_fits(const char *s, size_t len, size_t max)
 	return total <= max;
 }
 
+/* Printable ASCII that JSON takes as it is: most of every line, copied in runs. */
+static bool json_plain(unsigned char c)
+{
+	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
 /* S as a JSON string (json_char), NULL as null, in at most MAX bytes: a longer one is cut at
  * a character and ends in "…". Returns whether it was cut. */
 static bool buf_string_max(struct line_buf *b, const char *s, size_t max)
 {
 	static const char ellipsis[] = "\xe2\x80\xa6"; /* U+2026 */
 	const unsigned char *p = (const unsigned char *)s;
-	size_t start, len;
+	size_t start, len, limit;
 	bool cut;
 
 	if (!s) {
@@ -220,21 +226,40 @@ static bool buf_string_max(struct line_buf *b, const char *s, size_t max)
 	}
 	len = strlen(s);
 	cut = !json_fits(s, len, max);
+	/* Cut: what is written before "…" and the closing quote, the opening quote included. */
+	limit = cut ? max - (sizeof(ellipsis) - 1) - 1 : SIZE_MAX;
 	buf_reserve(b, (len * 6 + 2 < max ? len * 6 + 2 : max) + sizeof(ellipsis));
 	if (b->failed)
 		return false;
 	start = b->len;
 	b->s[b->len++] = '"';
 	while (*p) {
-		char out[6];
-		size_t in, n = json_char(p, out, &in);
+		size_t used = b->len - start, n;
 
-		/* Cut: keep room for "…" and the closing quote. */
-		if (cut && b->len - start + n + sizeof(ellipsis) - 1 + 1 > max)
-			break;
-		memcpy(b->s + b->len, out, n);
-		b->len += n;
-		p += in;
+		if (json_plain(*p)) {
+			const unsigned char *q = p + 1;
+
+			while (json_plain(*q))
+				q++;
+			n = (size_t)(q - p);
+			if (n > limit - used)
+				n = limit - used;
+			memcpy(b->s + b->len, p, n);
+			b->len += n;
+			if (p + n != q)
+				break;
+			p = q;
+		} else {
+			char out[6];
+			size_t in;
+
+			n = json_char(p, out, &in);
+			if (n > limit - used)
+				break;
+			memcpy(b->s + b->len, out, n);
+			b->len += n;
+			p += in;
+		}
 	}
 	if (cut) {
 		memcpy(b->s + b->len, ellipsis, sizeof(ellipsis) - 1);
