@@ -167,7 +167,7 @@ decide whoami deny
 wait "$svpid"
 rc=$?
 tap_is "$rc" 0 "a run whose asks a person answers between bursts ends normally" "$(diag)"
-tap_is "$(cat "$TMP/asks" 2>/dev/null | tr '\n' ' ')" "id 0 whoami 126 " \
+tap_is "$(tr '\n' ' ' <"$TMP/asks" 2>/dev/null)" "id 0 whoami 126 " \
 	"the approved ask ran, the denied one did not"
 tap_is "$(audit_count '"exe":"/usr/bin/id".*"verdict":"ask"')" 1 "the ask for id is written"
 tap_is "$(audit_count '"exe":"/usr/bin/id".*"verdict":"approved".*"decided_by":"cli"')" 1 \

@@ -92,7 +92,7 @@ start_run() {
 	r=$2
 	shift 2
 	wait_arg=
-	case " $* " in *" --listen-proxy "*) wait_arg=wait ;; esac
+	case " $* " in *" --listen-proxy "*) wait_arg="wait" ;; esac
 	if [ "$who" = root ]; then
 		(XDG_RUNTIME_DIR=$TMP/xdg timeout -k 5 40 "$SUPERVISOR" run --config-dir "$CFG" \
 			--hosts "$TMP/hosts" \

@@ -287,7 +287,7 @@ out=$("$SUPERVISOR" approve "$EXEC_ID" 2>&1)
 tap_is "$?:$out" "0:approved $EXEC_ID" "cloister-supervisor approve ID approves it"
 out=$("$SUPERVISOR" status 2>&1)
 tap_like "$?:$out" "^0:supervisor pid $SV at $URL/" "cloister-supervisor status reads with the API file's token"
-out=$(CLOISTER_API_TOKEN= "$SUPERVISOR" pending --url "$URL" 2>&1)
+out=$(CLOISTER_API_TOKEN='' "$SUPERVISOR" pending --url "$URL" 2>&1)
 tap_like "$?:$(printf '%s' "$out" | tr '\n' ' ')" '^1:.*HTTP 401.*CLOISTER_API_TOKEN' \
 	"... and without a token it is refused, and says why"
 out=$(CLOISTER_API_TOKEN=$TOKEN "$SUPERVISOR" pending --url "$URL" 2>&1)
