@@ -269,7 +269,7 @@ static void test_a_huge_argv_is_summarised_with_its_length_and_digest(void **sta
 
 static void test_many_small_arguments_are_summarised_by_count(void **state)
 {
-	static char text[5000][8];
+	static char text[5000][16];
 	static const char *argv[5000];
 	struct audit_record rec = {.time_ms = T0,
 	                           .kind = "exec",
