@@ -112,7 +112,7 @@ static void write_suppressed(struct hub *hub, uint64_t now, bool all)
 		};
 
 		snprintf(reason, sizeof(reason),
-		         "%llu automatic verdicts not written in %.1f s: over the audit rate of %u "
+		         "%llu automatic lines not written in %.1f s: over the audit rate of %u "
 		         "lines a second (burst %u)",
 		         (unsigned long long)rep.count,
 		         (double)(rep.last_ms - rep.first_ms) / 1000.0, hub->audit_rate.rate,
