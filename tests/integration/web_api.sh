@@ -11,8 +11,8 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-run_needs_root 92
-tap_plan 92
+run_needs_root 94
+tap_plan 94
 
 # Our own runtime directory: the CLI client finds this supervisor and no other.
 XDG_RUNTIME_DIR=$TMP/xdg
@@ -130,6 +130,17 @@ for p in /pending /pending-domains /decisions /running /status /sandboxes /metri
 	tap_is "$code" 200 "GET $p with the dashboard's session cookie: 200"
 done
 tap_like "$(cat "$TMP/head")" 'WWW-Authenticate: Bearer' "a 401 names the scheme (WWW-Authenticate)"
+# Another local user (nobody): no token to be had, so nothing to read.
+if command -v setpriv >/dev/null 2>&1; then
+	code=$(setpriv --reuid=65534 --regid=65534 --clear-groups curl -s -o /dev/null \
+		-w '%{http_code}' "$URL/pending")
+	tap_is "$code" 401 "another local user (nobody) gets 401 from GET /pending"
+	tap_ok "$(setpriv --reuid=65534 --regid=65534 --clear-groups cat "$INFO" >/dev/null 2>&1 &&
+		echo 1 || echo 0)" "... and cannot read the API file's token"
+else
+	tap_skip "another local user gets 401" "setpriv is not installed"
+	tap_skip "another local user cannot read the API file" "setpriv is not installed"
+fi
 for p in / /static/app.js /static/util.js /static/style.css; do
 	code=$(curl -s -o /dev/null -w '%{http_code}' "$URL$p")
 	tap_is "$code" 200 "GET $p (the page and its files) needs no token"
