@@ -28,6 +28,7 @@
 #include "protocol/error.h"
 #include "supervisor/api_info.h"
 #include "supervisor/audit.h"
+#include "supervisor/audit_limit.h"
 #include "supervisor/cli_policy.h"
 #include "supervisor/config.h"
 #include "supervisor/config_files.h"
@@ -82,8 +83,9 @@ struct options {
 	const char *listen_proxy;               /* the CONNECT proxy, off by default for run */
 	const char *keep_env[RUN_KEEP_ENV_MAX]; /* --keep-env NAME */
 	size_t n_keep_env;
-	bool allow_nested_sandbox;   /* new user/mount namespaces and mounts for the agent */
-	bool allow_abstract_sockets; /* --net host without Landlock's abstract socket scope */
+	bool allow_nested_sandbox;       /* new user/mount namespaces and mounts for the agent */
+	bool allow_abstract_sockets;     /* --net host without Landlock's abstract socket scope */
+	int64_t audit_rate, audit_burst; /* hub_options' */
 	char **agent_argv;
 };
 
@@ -560,6 +562,9 @@ static void usage(FILE *out)
 	      "                       mount (for agents that sandbox their own tools)\n"
 	      "  --allow-abstract-sockets  with --net host on a kernel without Landlock scopes,\n"
 	      "                       accept that the agent reaches the host's abstract sockets\n"
+	      "  --audit-rate N|off   automatic audit lines a second per sandbox (default 100;\n"
+	      "                       over it they are counted, not written)\n"
+	      "  --audit-burst N      ... and at once (default 1000)\n"
 	      "  --lenient            skip invalid regexes in the config with a warning\n"
 	      "  -v, --verbose        say what is allowed, and which kernel features are in use\n"
 	      "  -q, --quiet          print nothing of our own (denials included)\n",
@@ -589,6 +594,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_KEEP_ENV,
 		OPT_ALLOW_NESTED_SANDBOX,
 		OPT_ALLOW_ABSTRACT_SOCKETS,
+		OPT_AUDIT_RATE,
+		OPT_AUDIT_BURST,
 	};
 	static const struct option longopts[] = {
 	        {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
@@ -611,6 +618,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"keep-env", required_argument, NULL, OPT_KEEP_ENV},
 	        {"allow-nested-sandbox", no_argument, NULL, OPT_ALLOW_NESTED_SANDBOX},
 	        {"allow-abstract-sockets", no_argument, NULL, OPT_ALLOW_ABSTRACT_SOCKETS},
+	        {"audit-rate", required_argument, NULL, OPT_AUDIT_RATE},
+	        {"audit-burst", required_argument, NULL, OPT_AUDIT_BURST},
 	        {"verbose", no_argument, NULL, 'v'},
 	        {"quiet", no_argument, NULL, 'q'},
 	        {"help", no_argument, NULL, 'h'},
@@ -720,6 +729,19 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_ALLOW_ABSTRACT_SOCKETS:
 			o->allow_abstract_sockets = true;
+			break;
+		case OPT_AUDIT_RATE:
+		case OPT_AUDIT_BURST:
+			if (audit_limit_parse(optarg, c == OPT_AUDIT_RATE,
+			                      c == OPT_AUDIT_RATE ? &o->audit_rate
+			                                          : &o->audit_burst) < 0) {
+				fprintf(stderr,
+				        PROG ": run: --audit-%s takes a number of lines (1 to "
+				             "1000000)%s, not \"%s\"\n",
+				        c == OPT_AUDIT_RATE ? "rate" : "burst",
+				        c == OPT_AUDIT_RATE ? " or off" : "", optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'v':
 			o->verbose = true;
@@ -905,6 +927,8 @@ static int start(struct run *run)
 		        .listen = {run->opt.listen[0], run->opt.listen[1], run->opt.listen[2]},
 		        .executor = run->opt.executor,
 		        .always_attended = run->opt.ask == ASK_WEB,
+		        .audit_rate = run->opt.audit_rate,
+		        .audit_burst = run->opt.audit_burst,
 		        .quiet = run->opt.quiet,
 		        .verbose = run->opt.verbose,
 		};

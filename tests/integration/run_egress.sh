@@ -155,14 +155,16 @@ TOKURL=$(field tokens_url)
 id=""
 i=0
 while [ -z "$id" ] && [ $i -lt 100 ]; do
-	id=$(curl -s "$URL/pending-domains" | sed -n 's/.*"id":"\([0-9a-f]*\)".*"domain":"unlisted.test:80".*/\1/p')
+	id=$(curl -s -H "Authorization: Bearer $TOK" "$URL/pending-domains" |
+		sed -n 's/.*"id":"\([0-9a-f]*\)".*"domain":"unlisted.test:80".*/\1/p')
 	[ -n "$id" ] || sleep 0.1
 	i=$((i + 1))
 done
 tap_ok "$([ -n "$id" ] && echo 0 || echo 1)" "an unlisted name waits as a domain card" \
 	"$(cat "$TMP/bg.err")"
 tap_ok "$([ ! -e "$R/unl.rc" ] && echo 0 || echo 1)" "... and the connection is held meanwhile"
-tap_like "$(curl -s "$URL/pending-domains")" '"exe":"[^"]*curl","args":\["curl","-sS"' \
+tap_like "$(curl -s -H "Authorization: Bearer $TOK" "$URL/pending-domains")" \
+	'"exe":"[^"]*curl","args":\["curl","-sS"' \
 	"the card names the process that connected (pid, exe, argv)"
 resp=$(curl -s -X POST -H "Authorization: Bearer $TOK" -d '{"scope":"project"}' \
 	"$URL/approve-domain/$id")

@@ -116,7 +116,9 @@ TOKENS=$(wait_port nethost-sv tokens_url)
 REQUEST=$(wait_port nethost-sv request_url)
 printf 'APPROVAL=%s\nTOKENS=%s\nREQUEST=%s\n' "$APPROVAL" "$TOKENS" "$REQUEST" >"$TMP/ports.tmp"
 # From outside the sandbox the dashboard answers: what the agent meets is the sandbox's doing.
-outside=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$APPROVAL/pending")
+token=$(sed -n 's/.*"token":"\([0-9a-f]*\)".*/\1/p' "$(grep -l '"name":"nethost-sv"' "$XDG_RUNTIME_DIR"/cloister/api/*.json)")
+outside=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" \
+	"http://127.0.0.1:$APPROVAL/pending")
 mv "$TMP/ports.tmp" "$TMP/ports"
 wait "$runpid"
 rc=$?
