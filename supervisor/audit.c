@@ -72,6 +72,9 @@ void audit_record_from_queue_event(const struct queue_event *ev, uint64_t wall_m
 	        .automatic =
 	                it->state != QUEUE_STATE_PENDING && !strcmp(it->decided_by, "fallback"),
 	};
+	ret->unanswered_ask =
+	        !ret->automatic &&
+	        (added || (it->state != QUEUE_STATE_APPROVED && it->state != QUEUE_STATE_DENIED));
 }
 
 void audit_format_time(uint64_t time_ms, char buf[static 32])

@@ -85,6 +85,12 @@ struct audit_record {
 	 * to the per-sandbox rate (audit_limit.h). Never set for what a person decided or was
 	 * asked, nor for a security event such as the backstop's. Not written. */
 	bool automatic;
+	/* An ask no person decided (its ADDED record, or its end by timeout or by the asking
+	 * process going away): the agent can make those come and go as fast as it likes, so
+	 * they have a rate of their own, apart from the automatic verdicts so that a flood of
+	 * those never hides an ask. A person's decision repeats what its ask showed and is
+	 * never limited. Not written. */
+	bool unanswered_ask;
 	int64_t suppressed; /* AUDIT_SUPPRESSED: how many lines; written when > 0 */
 };
 

@@ -48,7 +48,8 @@ struct hub {
 	hub_tick_fn tick_fn;
 	void *tick_userdata;
 	int audit_fd;
-	struct audit_limit *audit_limit; /* NULL: every line is written */
+	struct audit_limit *audit_limit; /* automatic verdicts; NULL: every line is written */
+	struct audit_limit *ask_limit;   /* asks no person decided (audit.h), same rate */
 	struct audit_limit_config audit_rate;
 	struct loop_timer *audit_lift; /* when the next suppressed count is due */
 	char *audit_path;
@@ -96,36 +97,43 @@ static void write_audit(struct hub *hub, const struct audit_record *rec)
 static void write_suppressed(struct hub *hub, uint64_t now, bool all)
 {
 	struct audit_limit_report rep;
+	struct audit_limit *limits[] = {hub->audit_limit, hub->ask_limit};
 
-	while (hub->audit_limit && audit_limit_pop_due(hub->audit_limit, now, all, &rep) == 1) {
-		char reason[256];
-		struct audit_record rec = {
-		        .time_ms = hub_wall_ms(),
-		        .sandbox = rep.sandbox,
-		        .kind = "audit",
-		        .pid = -1,
-		        .uid = -1,
-		        .verdict = AUDIT_SUPPRESSED,
-		        .latency_ms = -1,
-		        .reason = reason,
-		        .suppressed = (int64_t)rep.count,
-		};
+	for (size_t i = 0; i < ELEMENTSOF(limits); i++)
+		while (limits[i] && audit_limit_pop_due(limits[i], now, all, &rep) == 1) {
+			char reason[256];
+			struct audit_record rec = {
+			        .time_ms = hub_wall_ms(),
+			        .sandbox = rep.sandbox,
+			        .kind = "audit",
+			        .pid = -1,
+			        .uid = -1,
+			        .verdict = AUDIT_SUPPRESSED,
+			        .latency_ms = -1,
+			        .reason = reason,
+			        .suppressed = (int64_t)rep.count,
+			};
 
-		snprintf(reason, sizeof(reason),
-		         "%llu automatic lines not written in %.1f s: over the audit rate of %u "
-		         "lines a second (burst %u)",
-		         (unsigned long long)rep.count,
-		         (double)(rep.last_ms - rep.first_ms) / 1000.0, hub->audit_rate.rate,
-		         hub->audit_rate.burst);
-		write_audit(hub, &rec);
-	}
+			snprintf(reason, sizeof(reason),
+			         "%llu %s lines not written in %.1f s: over the audit rate of %u "
+			         "lines a second (burst %u)",
+			         (unsigned long long)rep.count,
+			         i == 0 ? "automatic" : "unanswered ask",
+			         (double)(rep.last_ms - rep.first_ms) / 1000.0,
+			         hub->audit_rate.rate, hub->audit_rate.burst);
+			write_audit(hub, &rec);
+		}
 }
 
 static int on_audit_lift(struct loop *loop, void *userdata);
 
 static void schedule_lift(struct hub *hub)
 {
-	uint64_t due = audit_limit_next_due(hub->audit_limit);
+	uint64_t due = hub->audit_limit ? audit_limit_next_due(hub->audit_limit) : UINT64_MAX;
+	uint64_t ask_due = hub->ask_limit ? audit_limit_next_due(hub->ask_limit) : UINT64_MAX;
+
+	if (ask_due < due)
+		due = ask_due;
 
 	if (hub->audit_lift || due == UINT64_MAX || hub->freeing)
 		return;
@@ -147,12 +155,16 @@ void hub_audit(struct hub *hub, const struct audit_record *rec)
 {
 	if (hub->audit_fd < 0)
 		return;
-	if (rec->automatic && hub->audit_limit) {
+	struct audit_limit *limit = rec->automatic        ? hub->audit_limit
+	                            : rec->unanswered_ask ? hub->ask_limit
+	                                                  : NULL;
+
+	if (limit) {
 		uint64_t now = loop_now_ms();
 
 		/* A count that is due comes before the lines after it. */
 		write_suppressed(hub, now, false);
-		if (!audit_limit_take(hub->audit_limit, rec->sandbox, now)) {
+		if (!audit_limit_take(limit, rec->sandbox, now)) {
 			schedule_lift(hub);
 			return;
 		}
@@ -645,6 +657,8 @@ int hub_new(struct loop *loop, const struct hub_options *opts, const struct hub_
 		r = tokens_new(&hub->tokens);
 	if (r >= 0 && hub->audit_rate.rate)
 		r = audit_limit_new(&hub->audit_rate, &hub->audit_limit);
+	if (r >= 0 && hub->audit_rate.rate)
+		r = audit_limit_new(&hub->audit_rate, &hub->ask_limit);
 	if (r < 0) {
 		hub_free(hub);
 		return r;
@@ -678,6 +692,8 @@ void hub_free(struct hub *hub)
 	write_suppressed(hub, UINT64_MAX, true);
 	audit_limit_free(hub->audit_limit);
 	hub->audit_limit = NULL;
+	audit_limit_free(hub->ask_limit);
+	hub->ask_limit = NULL;
 	/* Jobs first: their callbacks point into web's calls. */
 	executor_free(hub->executor);
 	web_free(hub->web);

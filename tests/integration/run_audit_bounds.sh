@@ -8,7 +8,7 @@
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=28
+PLAN=31
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv sha256sum
 tap_plan $PLAN
@@ -26,6 +26,8 @@ EOF
 cp "$U/cfg/config.yaml" "$CFG/config.yaml"
 chown -R "$NOBODY:$NOBODY" "$U"
 
+# The agents' files are under $TMP, which they see only from a run started there: their /tmp
+# is private.
 # Ten arguments of 100 000 bytes (one may not exceed 128 KiB): 1 MB of argv in one exec.
 cat >"$U/big.sh" <<'EOF'
 big=$(head -c 100000 /dev/zero | tr '\0' A)
@@ -45,7 +47,7 @@ as() {
 	if [ "$who" = root ]; then
 		aud=$AUDIT
 		rm -f "$aud"
-		timeout -k 5 60 "$SUPERVISOR" run --config-dir "$CFG" --ask none "$@" \
+		(cd "$TMP" && timeout -k 5 60 "$SUPERVISOR" run --config-dir "$CFG" --ask none "$@") \
 			</dev/null >"$OUT" 2>"$ERR"
 	else
 		aud=$U/state/cloister/audit.log
@@ -106,7 +108,7 @@ done
 mkfifo "$TMP/go"
 chmod 666 "$TMP/go"
 rm -f "$AUDIT"
-(timeout -k 5 60 "$SUPERVISOR" run --config-dir "$CFG" --ask none --audit-rate 1 \
+(cd "$TMP" && timeout -k 5 60 "$SUPERVISOR" run --config-dir "$CFG" --ask none --audit-rate 1 \
 	--audit-burst 5 -- sh -c "$U/execloop 30 /bin/true; read x <$TMP/go; /bin/true after-the-lift" \
 	</dev/null >"$OUT" 2>"$ERR") &
 svpid=$!
@@ -119,7 +121,8 @@ while ! grep -q '"verdict":"suppressed"' "$aud" 2>/dev/null && [ $i -lt 100 ] &&
 done
 tap_ok "$(grep -q '"verdict":"suppressed"' "$aud" 2>/dev/null && kill -0 "$svpid" 2>/dev/null && echo 0 || echo 1)" \
 	"a burst's count is written when the limit lifts, while the agent still runs" "$(diag)"
-echo go >"$TMP/go"
+# Bounded: a supervisor that is already gone has no reader on the fifo.
+timeout 10 sh -c "echo go >\"$TMP/go\""
 wait "$svpid"
 first_count=$(grep -n '"verdict":"suppressed"' "$aud" | head -n 1 | cut -d: -f1)
 after=$(grep -n '"summary":"true after-the-lift"' "$aud" | head -n 1 | cut -d: -f1)
@@ -143,7 +146,7 @@ exec:
     - path: "$U/execloop"
 EOF
 rm -f "$AUDIT"
-(timeout -k 5 60 "$SUPERVISOR" run --config-dir "$CFG" --ask web --ask-timeout 30s \
+(cd "$TMP" && timeout -k 5 60 "$SUPERVISOR" run --config-dir "$CFG" --ask web --ask-timeout 30s \
 	--audit-rate 1 --audit-burst 5 --listen-approval 127.0.0.1:0 --listen-tokens off \
 	--listen-request off -- sh -c "$U/execloop 60 /bin/true; /usr/bin/id -u >/dev/null
 		echo id \$? >$TMP/asks; $U/execloop 60 /bin/true; /usr/bin/whoami >/dev/null
@@ -179,4 +182,34 @@ aud=$AUDIT
 tap_ok "$([ "$(sum_suppressed)" -gt 100 ] && echo 0 || echo 1)" \
 	"meanwhile the automatic lines were suppressed ($(sum_suppressed) counted)" \
 	"$(grep -c '"decided_by":"policy"' "$AUDIT") written"
+
+# ---- asks that come and go: an agent that asks and kills the asking process at once ----
+# Nobody decides them, and the agent can repeat it as fast as it likes: those lines have a
+# rate of their own (apart from the automatic verdicts', so a flood of those never hides an
+# ask), and what is over is counted.
+cat >"$CFG/config.yaml" <<EOF
+exec:
+  security: allowlist
+  ask: on-miss
+  ask_fallback: deny
+  allow:
+    - path: "/usr/bin/dash"
+    - path: "/usr/bin/sleep"
+EOF
+rm -f "$AUDIT"
+cd "$TMP" || exit 1 # the run's directory stays visible in its private /tmp
+timeout -k 5 90 "$SUPERVISOR" run --config-dir "$CFG" --ask web --ask-timeout 30s \
+	--audit-rate 1 --audit-burst 5 --listen-approval 127.0.0.1:0 --listen-tokens off \
+	--listen-request off -- sh -c 'i=0; while [ $i -lt 150 ]; do /usr/bin/id $i &
+		sleep 0.02; kill -9 $!; i=$((i + 1)); done; wait' </dev/null >"$OUT" 2>"$ERR"
+rc=$?
+aud=$AUDIT
+written=$(audit_count '"exe":"/usr/bin/id".*"verdict":"(ask|cancelled)"')
+counted=$(sed -n 's/.*unanswered ask lines not written.*"suppressed":\([0-9]*\)}$/\1/p' "$aud" |
+	awk '{ s += $1 } END { print s + 0 }')
+tap_is "$rc" 0 "an agent that makes 150 asks and kills each asking process ends normally" "$(diag)"
+tap_ok "$([ "$written" -le 40 ] && echo 0 || echo 1)" \
+	"its asks and their cancellations are held to the rate ($written lines written)"
+tap_ok "$([ "$counted" -gt 0 ] && [ $((written + counted)) -ge 150 ] && echo 0 || echo 1)" \
+	"... and what is over is counted ($counted in suppressed records)"
 tap_done

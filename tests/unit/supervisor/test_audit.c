@@ -444,6 +444,7 @@ static void test_queue_events_become_records(void **state)
 	assert_non_null(strstr(line, "\"verdict\":\"approved\""));
 	free(line);
 	assert_false(rec.automatic); /* a person decided */
+	assert_false(rec.unanswered_ask);
 	queue_event_release(&ev);
 
 	/* Nobody to answer: the fallback decides at once. Both records are automatic. */
@@ -456,6 +457,7 @@ static void test_queue_events_become_records(void **state)
 		audit_record_from_queue_event(&ev, T0, &rec);
 		assert_int_equal(rec.verdict, i == 0 ? AUDIT_ASK : AUDIT_DENIED);
 		assert_true(rec.automatic);
+		assert_false(rec.unanswered_ask); /* one rate is enough */
 		queue_event_release(&ev);
 	}
 	/* Timed out while a person could have answered: not automatic. */
@@ -466,12 +468,14 @@ static void test_queue_events_become_records(void **state)
 	assert_int_equal(queue_pop_event(q, &ev), 1);
 	audit_record_from_queue_event(&ev, T0, &rec);
 	assert_false(rec.automatic);
+	assert_true(rec.unanswered_ask); /* the agent can make asks come and go at will */
 	queue_event_release(&ev);
 	queue_tick(q, 5000 + 10 * 60 * 1000);
 	assert_int_equal(queue_pop_event(q, &ev), 1);
 	audit_record_from_queue_event(&ev, T0, &rec);
 	assert_int_equal(rec.verdict, AUDIT_TIMED_OUT);
 	assert_false(rec.automatic);
+	assert_true(rec.unanswered_ask);
 	queue_event_release(&ev);
 	queue_free(q);
 }
