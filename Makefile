@@ -1,6 +1,6 @@
 # Cloister — one non-recursive Makefile, everything built under $(BUILD).
 #
-#   make                  build bin/cloister-supervisor and bin/cloister-oci-hook
+#   make                  build bin/cloister-supervisor, bin/cloister-shim and bin/cloister-oci-hook
 #   make check            install missing packages, build, run every test tier this machine can
 #   make run              install missing packages, build, run the main job on the built-in config
 #   make bench            print performance ratios measured in one run (ONLY=web: one section)
@@ -91,6 +91,7 @@ BPF_SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/gen/bpf/%.skel.h,$(BPF_PROG_SR
 # Link order: users before what they use.
 ALL_LIBS       := $(SUPERVISOR_LIB) $(NETFILTER_LIB) $(NOTIFIER_LIB) $(BPF_LIB) $(PROTOCOL_LIB)
 SUPERVISOR_BIN := $(BUILD)/bin/cloister-supervisor
+SHIM_BIN       := $(BUILD)/bin/cloister-shim
 HOOK_BIN       := $(BUILD)/bin/cloister-oci-hook
 UNIT_BINS      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 KERNEL_BINS    := $(patsubst tests/kernel/%.c,$(BUILD)/tests/kernel/%,$(KERNEL_TESTS))
@@ -101,7 +102,7 @@ FUZZ_BINS      := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_PROTOCOL) $(F
 	$(FUZZ_NOTIFIER))
 BENCH_BIN      := $(BUILD)/bench/bench_core
 
-.PHONY: all check check-built unit run bench fuzz fuzz-build format format-check clean deps
+.PHONY: all check check-built unit test run bench fuzz fuzz-build format format-check clean deps
 .DEFAULT_GOAL := all
 # Keep intermediate objects (fuzz and test objects are only reached through pattern rules).
 .SECONDARY:
@@ -203,7 +204,6 @@ SHIM_PROTOCOL_SRC := protocol/error.c protocol/frame.c protocol/message_exec.c p
 SHIM_CC           ?= $(if $(shell command -v musl-gcc 2>/dev/null),musl-gcc,$(CC))
 SHIM_CFLAGS        = -std=gnu11 -Os $(WARN) -fstack-protector-strong -ffunction-sections \
 	-fdata-sections -D_GNU_SOURCE -I. -MMD -MP
-SHIM_BIN          := $(BUILD)/bin/cloister-shim
 shim_obj = $(patsubst %.c,$(BUILD)/shim-obj/%.o,$(1))
 
 $(BUILD)/shim-obj/%.o: %.c

@@ -162,8 +162,10 @@ static int exit_status(enum policy_verdict v)
 
 static void print_origin(const struct config_origin *o)
 {
-	if (o->file)
+	if (o->file && o->line)
 		printf(" (%s:%u:%u)", o->file, o->line, o->column);
+	else if (o->file) /* the base list, or a setting implied by a file that omits it */
+		printf(" (%s)", o->file);
 }
 
 static void print_result(const char *what, const struct policy_result *res, const char *label,
@@ -317,8 +319,14 @@ static void put_quoted(const char *s)
 
 static void put_comment(const struct config_origin *o)
 {
-	if (o->file)
+	if (o->file && o->line)
 		printf("  # %s:%u:%u", o->file, o->line, o->column);
+	else if (o->layer == CONFIG_LAYER_BASE)
+		printf("  # %s: Cloister's guardian allows it beneath every config (a deny "
+		       "entry overrides it)",
+		       o->file);
+	else if (o->file)
+		printf("  # %s: not set there, which means this in Cloister", o->file);
 	else
 		printf("  # (not set)");
 	putchar('\n');

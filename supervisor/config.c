@@ -104,6 +104,22 @@ static int strv_push(char ***v, size_t *n, char *s)
 	return 0;
 }
 
+int config_add_warning(struct config *config, const char *text)
+{
+	char *copy;
+	int r;
+
+	if (config->n_warnings >= CONFIG_MAX_WARNINGS)
+		return 0;
+	copy = strdup(text);
+	if (!copy)
+		return -ENOMEM;
+	r = strv_push(&config->warnings, &config->n_warnings, copy);
+	if (r < 0)
+		free(copy);
+	return r;
+}
+
 int config_domain_list_add(struct config_domain_list *list, const struct config_domain_rule *rule)
 {
 	int r = grow((void **)&list->items, list->n, sizeof(*list->items));
@@ -160,6 +176,8 @@ const char *config_layer_to_string(enum config_layer layer)
 		return "project decisions";
 	case CONFIG_LAYER_SESSION:
 		return "session";
+	case CONFIG_LAYER_BASE:
+		return "always allowed";
 	}
 	return "?";
 }
@@ -443,9 +461,110 @@ static void describe_keys(const struct key_table *table, size_t n_table, char *b
 	}
 }
 
-/* Walk the mapping NODE at PATH; every key goes to its handler. Unknown keys warn, or with
- * STRICT fail: in this project's own exec section a misspelt key (`dney:`) would silently
- * drop a rule, and no Cloister file has keys there that we would need to skip. */
+/* Edit distance between A and B (insertions, deletions, substitutions and swaps of two
+ * neighbours each count one), or LIMIT + 1 once it is known to exceed LIMIT. */
+static size_t edit_distance(const char *a, const char *b, size_t limit)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t d[3][40], *prev2 = d[0], *prev = d[1], *cur = d[2];
+
+	if (la >= 40 || lb >= 40) /* longer than every key we compare with, by more than LIMIT */
+		return strcmp(a, b) == 0 ? 0 : limit + 1;
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t row_min;
+
+		cur[0] = row_min = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t v = prev[j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (prev[j] + 1 < v)
+				v = prev[j] + 1;
+			if (cur[j - 1] + 1 < v)
+				v = cur[j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    prev2[j - 2] + 1 < v)
+				v = prev2[j - 2] + 1;
+			cur[j] = v;
+			if (v < row_min)
+				row_min = v;
+		}
+		if (row_min > limit)
+			return limit + 1;
+		{
+			size_t *t = prev2;
+			prev2 = prev;
+			prev = cur;
+			cur = t;
+		}
+	}
+	return prev[lb] > limit ? limit + 1 : prev[lb];
+}
+
+/* Could KEY be a misspelt deny list (deny, denied_domains, denied_patterns)? */
+static bool looks_like_deny(const char *key)
+{
+	static const char *const names[] = {"deny", "denied_domains", "denied_patterns"};
+	char lower[40];
+	size_t n = strlen(key);
+
+	if (n >= sizeof(lower))
+		n = sizeof(lower) - 1;
+	for (size_t i = 0; i < n; i++)
+		lower[i] = (char)((key[i] >= 'A' && key[i] <= 'Z') ? key[i] + 32 : key[i]);
+	lower[n] = '\0';
+	if (strstr(lower, "deny") || strstr(lower, "deni"))
+		return true;
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (edit_distance(lower, names[i], 2) <= 2)
+			return true;
+	return false;
+}
+
+/* Does NODE (the value of an unknown key) hold, at any depth, a key that may be a deny list?
+ * Ignoring it would drop those denials. */
+static bool holds_deny(const struct ydoc_node *node)
+{
+	if (!node || node->kind == YDOC_SCALAR)
+		return false;
+	for (size_t i = 0; i < node->n; i++) {
+		const struct ydoc_node *item = node->items[i];
+
+		if (node->kind == YDOC_MAPPING && i % 2 == 0) {
+			if (looks_like_deny(item->text))
+				return true;
+			continue;
+		}
+		if (holds_deny(item))
+			return true;
+	}
+	return false;
+}
+
+/* An unknown KEY (holding VALUE) at PATH: an error, as in Cloister, naming what was expected
+ * (EXPECTED, may be NULL). With --lenient it is a warning and the key is ignored, except
+ * where ignoring it could drop denials (a key that may be a misspelt deny list, or one whose
+ * value holds such a key) or in this project's own exec section (STRICT), where a misspelt
+ * key would drop or widen a rule and no Cloister file has keys to skip. */
+static int unknown_key(struct parse_ctx *ctx, const struct ydoc_node *key,
+                       const struct ydoc_node *value, const char *path, const char *expected,
+                       bool strict)
+{
+	bool deny = looks_like_deny(key->text) || holds_deny(value);
+
+	if (ctx->lenient && !strict && !deny)
+		return warn(ctx, key, path, "unknown key (ignored: --lenient)");
+	if (ctx->lenient && deny && !strict)
+		return fail(ctx, key, path,
+		            "unknown key; expected %s (not ignored even with --lenient: it may "
+		            "hold denials)",
+		            expected ? expected : "none here");
+	return fail(ctx, key, path, "unknown key; expected %s", expected ? expected : "none here");
+}
+
+/* Walk the mapping NODE at PATH; every key goes to its handler; an unknown key goes to
+ * unknown_key(). */
 static int walk_mapping(struct parse_ctx *ctx, const struct ydoc_node *node, const char *path,
                         const struct key_table *table, size_t n_table, bool strict)
 {
@@ -470,14 +589,11 @@ static int walk_mapping(struct parse_ctx *ctx, const struct ydoc_node *node, con
 			}
 			break;
 		}
-		if (!known && strict) {
+		if (!known) {
 			char expected[256];
 
 			describe_keys(table, n_table, expected, sizeof(expected));
-			return fail(ctx, key, sub, "unknown key; expected %s", expected);
-		}
-		if (!known) {
-			r = warn(ctx, key, sub, "unknown key (ignored)");
+			r = unknown_key(ctx, key, value, sub, expected, strict);
 			if (r < 0)
 				return r;
 		}
@@ -563,6 +679,42 @@ static int add_domain(struct parse_ctx *ctx, const struct ydoc_node *text_node, 
 	return 0;
 }
 
+static bool is_empty_value(const struct ydoc_node *v)
+{
+	return ydoc_is_null(v) || (v->kind == YDOC_SCALAR && v->text[0] == '\0');
+}
+
+/* One entry's value V (a `domain:` or `pattern:` value, or an item of a flat list) at PATH.
+ * As Cloister does, an empty one is skipped with a warning, and so is a pattern that does not
+ * start with "*." in an allow list; in a deny list such a pattern is kept as the exact name it
+ * spells, since dropping it would let through what it was written to stop. */
+static int domain_value(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path,
+                        const char *list_name, unsigned index, bool pattern, bool deny)
+{
+	if (v->kind != YDOC_SCALAR)
+		return fail(ctx, v, path, "expected a string, got %s", ydoc_kind_name(v));
+	if (is_empty_value(v))
+		return warn(ctx, v, path, "empty entry skipped, as Cloister does");
+	if (pattern && strncmp(v->text, "*.", 2) != 0) {
+		if (!deny)
+			return warn(ctx, v, path,
+			            "\"%.200s\" is not a pattern (a pattern starts with \"*.\"): "
+			            "entry skipped, as Cloister does; write `domain:` for one name",
+			            v->text);
+		if (strchr(v->text, '*') == NULL) {
+			int r = warn(ctx, v, path,
+			             "\"%.200s\" is not a pattern (a pattern starts with \"*.\"): "
+			             "kept as the exact domain it names, since a deny entry is "
+			             "never dropped",
+			             v->text);
+			if (r < 0)
+				return r;
+			pattern = false;
+		}
+	}
+	return add_domain(ctx, v, path, list_name, index, pattern, deny);
+}
+
 /* `- domain: x` / `- pattern: "*.x"` entries (proxy.allow, proxy.deny). */
 static int domain_entries(struct parse_ctx *ctx, const struct ydoc_node *node, const char *path,
                           bool deny)
@@ -594,28 +746,28 @@ static int domain_entries(struct parse_ctx *ctx, const struct ydoc_node *node, c
 				domain = item->items[k + 1];
 			else if (strcmp(key->text, "pattern") == 0)
 				pattern = item->items[k + 1];
-			else if ((r = warn(ctx, key, kpath, "unknown key (ignored)")) < 0)
+			else if ((r = unknown_key(ctx, key, item->items[k + 1], kpath,
+			                          "\"domain\" or \"pattern\"", false)) < 0)
 				return r;
 		}
-		if (domain && pattern)
-			return fail(ctx, item, ipath,
-			            "expected either \"domain\" or \"pattern\", not both");
 		if (!domain && !pattern)
 			return fail(ctx, item, ipath,
 			            "expected a mapping with \"domain\" or \"pattern\"");
+		/* Cloister reads an empty value as an absent one. */
+		if (domain && is_empty_value(domain) && pattern)
+			domain = NULL;
+		if (pattern && is_empty_value(pattern) && domain)
+			pattern = NULL;
+		if (domain && pattern)
+			return fail(ctx, item, ipath,
+			            "expected either \"domain\" or \"pattern\", not both");
 		{
 			const struct ydoc_node *v = domain ? domain : pattern;
-			const char *text = NULL;
 			char kpath[320];
 
 			pathf(kpath, sizeof(kpath), "%s.%s", ipath, domain ? "domain" : "pattern");
-			r = expect_string(ctx, v, kpath, &text);
-			if (r == 0)
-				r = fail(ctx, v, kpath, "expected a string, got null");
-			if (r < 0)
-				return r;
-			r = add_domain(ctx, v, kpath, list_name, (unsigned)i, pattern != NULL,
-			               deny);
+			r = domain_value(ctx, v, kpath, list_name, (unsigned)i, pattern != NULL,
+			                 deny);
 			if (r < 0)
 				return r;
 		}
@@ -646,10 +798,7 @@ static int flat_domains(struct parse_ctx *ctx, const struct ydoc_node *node, con
 		char ipath[300];
 
 		pathf(ipath, sizeof(ipath), "%s[%zu]", path, i);
-		if (item->kind != YDOC_SCALAR || ydoc_is_null(item))
-			return fail(ctx, item, ipath, "expected a string, got %s",
-			            ydoc_kind_name(item));
-		r = add_domain(ctx, item, ipath, list_name, (unsigned)i, wildcard, deny);
+		r = domain_value(ctx, item, ipath, list_name, (unsigned)i, wildcard, deny);
 		if (r < 0)
 			return r;
 	}
@@ -701,7 +850,8 @@ static int pattern_entries(struct parse_ctx *ctx, const struct ydoc_node *node, 
 			join_path(kpath, sizeof(kpath), ipath, key->text);
 			if (strcmp(key->text, "pattern") == 0)
 				pattern = item->items[k + 1];
-			else if ((r = warn(ctx, key, kpath, "unknown key (ignored)")) < 0)
+			else if ((r = unknown_key(ctx, key, item->items[k + 1], kpath,
+			                          "\"pattern\"", false)) < 0)
 				return r;
 		}
 		if (!pattern)
@@ -1010,6 +1160,25 @@ static int on_ignored_string(struct parse_ctx *ctx, const struct ydoc_node *v, c
 	return r < 0 ? r : 0;
 }
 
+/* A boolean we accept for compatibility but do not use: what Go's YAML decoder takes for a
+ * bool field (true/false in three spellings, and YAML 1.1's yes/no/on/off), unquoted. */
+static int on_ignored_bool(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const char *const words[] = {
+	        "true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES", "no", "No",
+	        "NO",   "on",   "On",   "ON",    "off",   "Off",   "OFF", "y",   "Y",   "n",  "N"};
+
+	if (ydoc_is_null(v))
+		return 0;
+	if (v->kind == YDOC_SCALAR && v->plain)
+		for (size_t i = 0; i < ELEMENTSOF(words); i++)
+			if (strcmp(v->text, words[i]) == 0)
+				return 0;
+	if (v->kind != YDOC_SCALAR)
+		return fail(ctx, v, path, "expected true or false, got %s", ydoc_kind_name(v));
+	return fail(ctx, v, path, "expected true or false, got \"%.100s\"", v->text);
+}
+
 static int on_ignored_string_list(struct parse_ctx *ctx, const struct ydoc_node *v,
                                   const char *path)
 {
@@ -1089,22 +1258,62 @@ static int on_features(struct parse_ctx *ctx, const struct ydoc_node *v, const c
 static int on_devcontainer(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
 {
 	static const struct key_table keys[] = {
-	        {"enabled", NULL},
+	        {"enabled", on_ignored_bool},
 	        {"features", on_features},
 	        {"blocked_mounts", on_ignored_string_list},
 	};
 	return WALK(ctx, v, path, keys);
 }
 
+/* The value of an `auth_method`, `token` or `api_key` key of an agent (NULL: none). */
+static const struct ydoc_node *agent_value(const struct ydoc_node *agent, const char *key)
+{
+	for (size_t i = 0; agent->kind == YDOC_MAPPING && i < agent->n; i += 2)
+		if (strcmp(agent->items[i]->text, key) == 0)
+			return agent->items[i + 1];
+	return NULL;
+}
+
 static int on_agent(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
 {
 	/* token and api_key are secrets: never echoed, not even in an error. */
 	static const struct key_table keys[] = {
-	        {"command", NULL},          {"config_mount", NULL}, {"env", NULL},
-	        {"auth_method", NULL},      {"token", NULL},        {"api_key", NULL},
-	        {"skip_permissions", NULL},
+	        {"command", on_ignored_string},        {"config_mount", on_ignored_string},
+	        {"env", on_ignored_string_list},       {"auth_method", on_ignored_string},
+	        {"token", on_ignored_string},          {"api_key", on_ignored_string},
+	        {"skip_permissions", on_ignored_bool},
 	};
-	return WALK(ctx, v, path, keys);
+	static const char *const methods[] = {"token", "api_key"};
+	const struct ydoc_node *method;
+	int r = WALK(ctx, v, path, keys);
+
+	if (r < 0 || ydoc_is_null(v))
+		return r;
+	/* Cloister's rules: auth_method is empty, "token" or "api_key", and the credential it
+	 * names must be set. */
+	method = agent_value(v, "auth_method");
+	if (!method || is_empty_value(method))
+		return 0;
+	for (size_t i = 0; i < ELEMENTSOF(methods); i++) {
+		const struct ydoc_node *cred;
+		char kpath[300];
+
+		if (strcmp(method->text, methods[i]) != 0)
+			continue;
+		cred = agent_value(v, methods[i]);
+		if (cred && !is_empty_value(cred))
+			return 0;
+		pathf(kpath, sizeof(kpath), "%s.%s", path, methods[i]);
+		return fail(ctx, cred ? cred : method, kpath, "required when auth_method is \"%s\"",
+		            methods[i]);
+	}
+	{
+		char kpath[300];
+
+		pathf(kpath, sizeof(kpath), "%s.auth_method", path);
+		return fail(ctx, method, kpath, "expected one of token, api_key, got \"%.100s\"",
+		            method->text);
+	}
 }
 
 static int on_agents(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
@@ -1127,15 +1336,33 @@ static int on_agents(struct parse_ctx *ctx, const struct ydoc_node *v, const cha
 static int on_defaults(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
 {
 	static const struct key_table keys[] = {
-	        {"image", NULL}, {"shell", NULL}, {"user", NULL}, {"agent", NULL}};
+	        {"image", on_ignored_string},
+	        {"shell", on_ignored_string},
+	        {"user", on_ignored_string},
+	        {"agent", on_ignored_string},
+	};
 	return WALK(ctx, v, path, keys);
+}
+
+static int on_log_level(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const char *const levels[] = {"debug", "info", "warn", "error", NULL};
+	int value;
+
+	/* Cloister accepts an empty level (its default) and these four, in lower case. */
+	if (v->kind == YDOC_SCALAR && v->text[0] == '\0')
+		return 0;
+	return expect_enum(ctx, v, path, levels, &value) < 0 ? -EINVAL : 0;
 }
 
 static int on_log(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
 {
 	static const struct key_table keys[] = {
-	        {"file", NULL},         {"stdout", NULL},           {"level", NULL},
-	        {"per_cloister", NULL}, {"per_cloister_dir", NULL},
+	        {"file", on_ignored_string},
+	        {"stdout", on_ignored_bool},
+	        {"level", on_log_level},
+	        {"per_cloister", on_ignored_bool},
+	        {"per_cloister_dir", on_ignored_string},
 	};
 	return WALK(ctx, v, path, keys);
 }
@@ -1364,6 +1591,158 @@ static int append_lists(struct config *dst, struct config *src)
 	return 0;
 }
 
+/* As Cloister's guardian (its DefaultAllowedDomains): AI provider APIs, the Go module proxy
+ * and toolchain downloads, Ubuntu's and NodeSource's package archives. */
+const char *const config_base_domains[] = {
+        "api.anthropic.com",
+        "api.openai.com",
+        "generativelanguage.googleapis.com",
+        "proxy.golang.org",
+        "sum.golang.org",
+        "storage.googleapis.com",
+        "archive.ubuntu.com",
+        "ports.ubuntu.com",
+        "security.ubuntu.com",
+        "deb.nodesource.com",
+        NULL,
+};
+
+/* A hash of a domain entry for dedupe(): FNV-1a over host, port and kind. */
+static uint64_t spec_hash(const struct domain_spec *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (const char *p = s->host; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+	h = (h ^ s->port) * 1099511628211ULL;
+	return (h ^ (uint64_t)s->wildcard) * 1099511628211ULL;
+}
+
+static uint64_t string_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+	return h;
+}
+
+/* Keep the first of the N items whose KEYS[i] are equal per SAME(i, j); fills KEEP. An open
+ * addressing table of indices keeps it linear: a list may hold CONFIG_MAX_RULES entries. */
+static int mark_duplicates(size_t n, const uint64_t *keys,
+                           bool (*same)(const void *, size_t, size_t), const void *list, bool *keep)
+{
+	size_t size = 16;
+	_cleanup_free_ size_t *slots = NULL;
+
+	while (size < 2 * n)
+		size *= 2;
+	slots = malloc(size * sizeof(*slots));
+	if (!slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < size; i++)
+		slots[i] = SIZE_MAX;
+	for (size_t i = 0; i < n; i++) {
+		size_t at = keys[i] & (size - 1);
+
+		keep[i] = true;
+		for (; slots[at] != SIZE_MAX; at = (at + 1) & (size - 1))
+			if (keys[slots[at]] == keys[i] && same(list, slots[at], i)) {
+				keep[i] = false;
+				break;
+			}
+		if (keep[i])
+			slots[at] = i;
+	}
+	return 0;
+}
+
+static bool same_domain(const void *list, size_t a, size_t b)
+{
+	const struct config_domain_list *l = list;
+	const struct domain_spec *x = &l->items[a].spec, *y = &l->items[b].spec;
+
+	return x->wildcard == y->wildcard && x->port == y->port && strcmp(x->host, y->host) == 0;
+}
+
+static bool same_pattern(const void *list, size_t a, size_t b)
+{
+	const struct config_pattern_list *l = list;
+
+	return strcmp(l->items[a].regex.source, l->items[b].regex.source) == 0;
+}
+
+static int dedupe_domains(struct config_domain_list *list)
+{
+	_cleanup_free_ uint64_t *keys = calloc(list->n + 1, sizeof(*keys));
+	_cleanup_free_ bool *keep = calloc(list->n + 1, sizeof(*keep));
+	size_t w = 0;
+	int r;
+
+	if (!keys || !keep)
+		return -ENOMEM;
+	for (size_t i = 0; i < list->n; i++)
+		keys[i] = spec_hash(&list->items[i].spec);
+	r = mark_duplicates(list->n, keys, same_domain, list, keep);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < list->n; i++)
+		if (keep[i])
+			list->items[w++] = list->items[i];
+	list->n = w;
+	return 0;
+}
+
+static int dedupe_patterns(struct config_pattern_list *list)
+{
+	_cleanup_free_ uint64_t *keys = calloc(list->n + 1, sizeof(*keys));
+	_cleanup_free_ bool *keep = calloc(list->n + 1, sizeof(*keep));
+	size_t w = 0;
+	int r;
+
+	if (!keys || !keep)
+		return -ENOMEM;
+	for (size_t i = 0; i < list->n; i++)
+		keys[i] = string_hash(list->items[i].regex.source);
+	r = mark_duplicates(list->n, keys, same_pattern, list, keep);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < list->n; i++) {
+		if (keep[i])
+			list->items[w++] = list->items[i];
+		else
+			config_regex_done(&list->items[i].regex);
+	}
+	list->n = w;
+	return 0;
+}
+
+/* Append the base list to ALLOW, each domain unless ALLOW already has it. */
+static int add_base_domains(struct config_domain_list *allow)
+{
+	for (size_t i = 0; config_base_domains[i]; i++) {
+		struct config_domain_rule rule = {
+		        .list = "always-allowed",
+		        .index = (unsigned)i,
+		        .origin = {.file = CONFIG_BASE_NAME, .layer = CONFIG_LAYER_BASE},
+		};
+		bool listed = false;
+		int r;
+
+		if (domain_spec_parse(config_base_domains[i], false, &rule.spec, NULL) < 0)
+			return -EINVAL;
+		for (size_t k = 0; k < allow->n && !listed; k++)
+			listed = allow->items[k].spec.port == 0 && !allow->items[k].spec.wildcard &&
+			         strcmp(allow->items[k].spec.host, rule.spec.host) == 0;
+		if (listed)
+			continue;
+		r = config_domain_list_add(allow, &rule);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 static int merge_error(int r, const char *name, struct cl_error *err)
 {
 	if (r == -E2BIG)
@@ -1410,7 +1789,22 @@ int config_load(const struct config_sources *sources, const struct config_load_o
 		                      options, &g, err);
 		if (r < 0)
 			return r;
+		/* Cloister reads a config.yaml without unlisted_domain_behavior as approval off. */
+		bool unlisted_unset = !g->proxy.unlisted_at.text;
+
 		override_scalars(eff, g);
+		if (unlisted_unset) {
+			char *text = strdup(unlisted_behavior_to_string(UNLISTED_REJECT));
+
+			if (!text)
+				return merge_error(-ENOMEM, sources->global.name, err);
+			scalar_clear(&eff->proxy.unlisted_at);
+			eff->proxy.unlisted = UNLISTED_REJECT;
+			eff->proxy.unlisted_at = (struct config_scalar){
+			        .text = text,
+			        .origin = {.file = g->files[0], .layer = CONFIG_LAYER_GLOBAL},
+			};
+		}
 		REPLACE_LIST(&eff->proxy.allow, &g->proxy.allow, config_domain_list_clear);
 		REPLACE_LIST(&eff->proxy.deny, &g->proxy.deny, config_domain_list_clear);
 		REPLACE_LIST(&eff->hostexec.auto_approve, &g->hostexec.auto_approve,
@@ -1446,6 +1840,12 @@ int config_load(const struct config_sources *sources, const struct config_load_o
 		if (r < 0)
 			return merge_error(r, src->name, err);
 	}
+	if ((r = dedupe_domains(&eff->proxy.allow)) < 0 ||
+	    (r = dedupe_domains(&eff->proxy.deny)) < 0 ||
+	    (r = dedupe_patterns(&eff->hostexec.auto_approve)) < 0 ||
+	    (r = dedupe_patterns(&eff->hostexec.manual_approve)) < 0 ||
+	    (r = add_base_domains(&eff->proxy.allow)) < 0)
+		return merge_error(r, CONFIG_BASE_NAME, err);
 	*ret_config = TAKE_PTR(eff);
 	return 0;
 }

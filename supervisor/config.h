@@ -24,17 +24,30 @@
  *   - The project file extends: its lists are appended to the global ones; its exec scalars
  *     (security, ask, ask_fallback), when set, override the global ones.
  *   - Decisions files append to proxy.allow / proxy.deny.
+ *   - An entry written twice (in the global and the project file, say) is kept once, with
+ *     the origin of its first appearance, in proxy.allow, proxy.deny and the hostexec lists.
+ *   - Beneath them all, the domains Cloister's guardian allows on top of every config
+ *     (config_base_domains) end proxy.allow, origin CONFIG_BASE_NAME, unless already listed.
+ *   - A global config.yaml that leaves proxy.unlisted_domain_behavior out means reject, as
+ *     Cloister reads it (origin: that file, line 0); without the file the built-in's
+ *     request_approval holds.
  *   - Precedence between allow and deny is the policy's job (policy.h): a deny from any layer
- *     beats an allow from any layer.
+ *     beats an allow from any layer, the base list included.
  *
  * Validation: a wrong type, a bad enum value, a bad domain, glob or regex, a duplicate key, an
- * alias or anchor, or a limit exceeded fails the load with "FILE:LINE:COLUMN: KEY: expected …,
- * got …". An unknown key is only a warning (kept in config->warnings with its position),
- * except in the `exec:` section and its rules, this project's own, where a misspelt key
- * (`dney:`, `comand:`) would silently drop a rule or widen one: there it fails the load. An
- * exec.allow rule with a command but no path warns (it matches a file of that name anywhere).
- * With options.lenient, an invalid regex or domain entry of an allow list is a warning and the
- * entry is skipped, as Cloister does; one of a deny list still fails the load. */
+ * alias or anchor, an unknown key, or a limit exceeded fails the load with
+ * "FILE:LINE:COLUMN: KEY: expected …, got …", in every file kind and form. Cloister's own
+ * checks apply too: log.level is empty or debug/info/warn/error; an agent's auth_method is
+ * empty, token or api_key, and the credential it names is set. Entries Cloister skips are
+ * skipped with a warning (kept in config->warnings with its position): an empty `domain:`
+ * or `pattern:`, and in an allow list a `pattern:` that does not start with "*." (in a deny
+ * list that one is kept as the exact name it spells). An exec.allow rule with a command but
+ * no path warns (it matches a file of that name anywhere).
+ * With options.lenient, an unknown key is a warning instead, and an invalid regex or domain
+ * entry of an allow list is a warning and the entry is skipped; but an invalid deny entry, an
+ * unknown key that may be a misspelt deny list (or holds one), and any unknown key in the
+ * `exec:` section (this project's own, where `dney:` or `comand:` would drop or widen a rule)
+ * still fail the load. */
 #ifndef CLOISTER_CONFIG_H
 #define CLOISTER_CONFIG_H
 
@@ -52,6 +65,7 @@ extern const unsigned char cloister_default_config[];
 extern const size_t cloister_default_config_len;
 
 #define CONFIG_BUILTIN_NAME "<built-in>"
+#define CONFIG_BASE_NAME    "<always-allowed>"
 #define CONFIG_MAX_WARNINGS 100
 #define CONFIG_MAX_RULES    10000 /* per list, after merging */
 #define CONFIG_MAX_PATTERN  4096  /* bytes in one regex, glob or domain entry */
@@ -64,6 +78,7 @@ enum config_layer {
 	CONFIG_LAYER_GLOBAL_DECISIONS,
 	CONFIG_LAYER_PROJECT_DECISIONS,
 	CONFIG_LAYER_SESSION, /* in-memory decisions the caller keeps (policy.h) */
+	CONFIG_LAYER_BASE,    /* the domains Cloister's guardian always allows, beneath all */
 };
 
 enum config_file_kind {
@@ -183,8 +198,11 @@ struct config {
 };
 
 struct config_load_options {
-	bool lenient; /* an invalid regex or domain entry warns and is skipped */
+	bool lenient; /* unknown keys and invalid allow entries warn (see above) */
 };
+
+/* The domains Cloister's guardian allows beneath every config (NULL-terminated). */
+extern const char *const config_base_domains[];
 
 /* One file's contents; present=false: the file does not exist (treated as empty). */
 struct config_source {
@@ -212,6 +230,9 @@ int config_load(const struct config_sources *sources, const struct config_load_o
 int config_parse_file(enum config_file_kind kind, enum config_layer layer,
                       const struct config_source *source, const struct config_load_options *options,
                       struct config **ret_config, struct cl_error *err);
+
+/* Append a copy of TEXT to CONFIG's warnings (up to CONFIG_MAX_WARNINGS). -ENOMEM. */
+int config_add_warning(struct config *config, const char *text);
 
 void config_free(struct config *config);
 CL_DEFINE_TRIVIAL_CLEANUP(struct config *, config_free)

@@ -99,6 +99,7 @@ int config_files_read(const char *dir, const char *project, struct config_files 
 {
 	_cleanup_(config_files_freep) struct config_files *files = calloc(1, sizeof(*files));
 	struct config_source *sources[4];
+	const char *decisions;
 	int r;
 
 	if (!files)
@@ -112,11 +113,15 @@ int config_files_read(const char *dir, const char *project, struct config_files 
 	sources[1] = &files->sources.project;
 	sources[2] = &files->sources.global_decisions;
 	sources[3] = &files->sources.project_decisions;
+	r = config_files_decisions_dir(dir, &decisions, err);
+	if (r < 0)
+		return r;
+	files->from_approvals = r > 0;
 	if (asprintf(&files->paths[0], "%s/config.yaml", dir) < 0 ||
-	    asprintf(&files->paths[2], "%s/decisions/global.yaml", dir) < 0 ||
+	    asprintf(&files->paths[2], "%s/%s/global.yaml", dir, decisions) < 0 ||
 	    (project &&
 	     (asprintf(&files->paths[1], "%s/projects/%s.yaml", dir, project) < 0 ||
-	      asprintf(&files->paths[3], "%s/decisions/projects/%s.yaml", dir, project) < 0))) {
+	      asprintf(&files->paths[3], "%s/%s/projects/%s.yaml", dir, decisions, project) < 0))) {
 		return cl_error_set(err, -ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < ELEMENTSOF(sources); i++) {
@@ -136,13 +141,50 @@ int config_files_read(const char *dir, const char *project, struct config_files 
 	return 0;
 }
 
+int config_files_decisions_dir(const char *dir, const char **ret_name, struct cl_error *err)
+{
+	_cleanup_free_ char *decisions = NULL, *approvals = NULL;
+	struct stat st;
+
+	if (asprintf(&decisions, "%s/decisions", dir) < 0 ||
+	    asprintf(&approvals, "%s/approvals", dir) < 0)
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	*ret_name = "decisions";
+	if (lstat(decisions, &st) == 0 || errno != ENOENT)
+		return 0;
+	if (stat(approvals, &st) < 0 || !S_ISDIR(st.st_mode))
+		return 0;
+	*ret_name = "approvals";
+	return 1;
+}
+
 int config_load_dir(const char *dir, const char *project, const struct config_load_options *options,
                     struct config **ret_config, struct cl_error *err)
 {
+	/* Once per process: serve loads a config for every project it meets. */
+	static bool said_approvals;
 	_cleanup_(config_files_freep) struct config_files *files = NULL;
+	_cleanup_(config_freep) struct config *cfg = NULL;
 	int r = config_files_read(dir, project, &files, err);
 
 	if (r < 0)
 		return r;
-	return config_load(&files->sources, options, ret_config, err);
+	r = config_load(&files->sources, options, &cfg, err);
+	if (r < 0)
+		return r;
+	if (files->from_approvals && !said_approvals) {
+		_cleanup_free_ char *note = NULL;
+
+		if (asprintf(&note,
+		             "%s/approvals: read in place of decisions/, which does not exist "
+		             "(approvals/ is Cloister's older name for it); it is left as it is, "
+		             "and "
+		             "the first decision saved copies it to decisions/",
+		             dir) < 0 ||
+		    config_add_warning(cfg, note) < 0)
+			return cl_error_set(err, -ENOMEM, "out of memory");
+		said_approvals = true;
+	}
+	*ret_config = TAKE_PTR(cfg);
+	return 0;
 }

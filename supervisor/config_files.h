@@ -6,6 +6,9 @@
  *   DIR/projects/<project>.yaml              project
  *   DIR/decisions/global.yaml                global decisions
  *   DIR/decisions/projects/<project>.yaml    project decisions
+ * When DIR/decisions does not exist but DIR/approvals (Cloister's older name for it) does,
+ * the decisions files are read from there instead, in either of their forms; nothing is
+ * renamed (decisions.h copies approvals/ to decisions/ before the first decision is saved).
  * A missing file is not an error (config.h treats it as empty, or as the built-in default for
  * config.yaml). Files are read whole, at most YDOC_MAX_BYTES, and must be regular files that
  * not every user may write. */
@@ -28,7 +31,12 @@ struct config_files {
 	char *paths[4]; /* global, project, global decisions, project decisions (NULL: none) */
 	char *data[4];
 	struct config_sources sources;
+	bool from_approvals; /* the decisions came from DIR/approvals */
 };
+
+/* Which directory under DIR holds the decisions: *ret_name is "decisions", or "approvals"
+ * (returns 1) when only that one exists. -ENOMEM. */
+int config_files_decisions_dir(const char *dir, const char **ret_name, struct cl_error *err);
 
 /* Read the file set of DIR for PROJECT (NULL: no project; the name is validated with
  * config_project_name_check()). Fails with -EINVAL for a bad project name or a file that is
@@ -44,7 +52,8 @@ CL_DEFINE_TRIVIAL_CLEANUP(struct config_files *, config_files_free)
  * NUL-terminated) and *ret_len. Returns 1 when read, 0 when it does not exist. */
 int config_file_read(const char *path, char **ret_data, size_t *ret_len, struct cl_error *err);
 
-/* config_files_read() then config_load(). */
+/* config_files_read() then config_load(); when the decisions came from approvals/, the
+ * first such load of the process says so in the config's warnings. */
 int config_load_dir(const char *dir, const char *project, const struct config_load_options *options,
                     struct config **ret_config, struct cl_error *err);
 

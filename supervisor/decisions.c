@@ -3,6 +3,7 @@
 #include "supervisor/dirs.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -109,8 +110,8 @@ int decisions_add(const char *name, const char *text, size_t len, bool present,
 		return r;
 	if (cfg->n_warnings > 0)
 		return cl_error_set(err, -EINVAL,
-		                    "%s: not rewriting a file with content this version does "
-		                    "not know (%s)",
+		                    "%s: not rewriting a file with entries that would not be "
+		                    "kept (%s)",
 		                    name, cfg->warnings[0]);
 	if ((list == DECISIONS_ALLOW ? cfg->proxy.allow.n : cfg->proxy.deny.n) >= CONFIG_MAX_RULES)
 		return cl_error_set(err, -E2BIG, "%s: already %d entries", name, CONFIG_MAX_RULES);
@@ -304,4 +305,161 @@ int decisions_update(const char *path, enum decisions_list list, const struct do
 	if (r < 0)
 		return r;
 	return 1; /* the lock goes with its fd */
+}
+
+/* ---- approvals/ -------------------------------------------------------------------------- */
+
+#define APPROVALS_MAX_FILES 4096
+
+/* Copy the file SRC_DIR/NAME to DST_DIR/NAME (0600, synced), through config_file_read's
+ * checks (a regular file, bounded, not world-writable). A file that vanished is skipped. */
+static int copy_one(const char *src_dir, const char *dst_dir, const char *name,
+                    struct cl_error *err)
+{
+	_cleanup_free_ char *src = NULL, *dst = NULL, *data = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	size_t len = 0;
+	int r;
+
+	if (asprintf(&src, "%s/%s", src_dir, name) < 0 ||
+	    asprintf(&dst, "%s/%s", dst_dir, name) < 0)
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	r = config_file_read(src, &data, &len, err);
+	if (r <= 0)
+		return r;
+	fd = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return cl_error_set(err, -errno, "%s: cannot create: %m", dst);
+	r = write_all(fd, data, len);
+	if (r >= 0 && fsync(fd) < 0)
+		r = -errno;
+	if (r < 0)
+		return cl_error_set(err, r, "%s: cannot write: %s", dst, strerror(-r));
+	return 0;
+}
+
+/* Remove the copy under construction at TMP (global.yaml, the project files, the dirs). */
+static void remove_copy(const char *tmp)
+{
+	_cleanup_free_ char *projects = NULL;
+	DIR *d;
+
+	if (asprintf(&projects, "%s/projects", tmp) < 0)
+		return;
+	d = opendir(projects);
+	if (d) {
+		struct dirent *e;
+
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				(void)unlinkat(dirfd(d), e->d_name, 0);
+		closedir(d);
+	}
+	(void)rmdir(projects);
+	{
+		_cleanup_free_ char *global = NULL;
+
+		if (asprintf(&global, "%s/global.yaml", tmp) >= 0)
+			(void)unlink(global);
+	}
+	(void)rmdir(tmp);
+}
+
+/* Fill the empty directory TMP with APPROVALS' decisions files. */
+static int copy_approvals(const char *approvals, const char *tmp, struct cl_error *err)
+{
+	_cleanup_free_ char *src_projects = NULL, *dst_projects = NULL;
+	size_t n = 0;
+	DIR *d;
+	int r;
+
+	r = copy_one(approvals, tmp, "global.yaml", err);
+	if (r < 0)
+		return r;
+	if (asprintf(&src_projects, "%s/projects", approvals) < 0 ||
+	    asprintf(&dst_projects, "%s/projects", tmp) < 0)
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	d = opendir(src_projects);
+	if (!d)
+		return errno == ENOENT || errno == ENOTDIR
+		               ? 0
+		               : cl_error_set(err, -errno, "%s: cannot open: %m", src_projects);
+	if (mkdir(dst_projects, 0700) < 0) {
+		r = cl_error_set(err, -errno, "%s: cannot create: %m", dst_projects);
+		closedir(d);
+		return r;
+	}
+	for (struct dirent *e; (e = readdir(d));) {
+		size_t len = strlen(e->d_name);
+		_cleanup_free_ char *project = NULL;
+
+		/* Only what the config loader would read: <valid project name>.yaml. */
+		if (len <= 5 || strcmp(e->d_name + len - 5, ".yaml") != 0)
+			continue;
+		project = strndup(e->d_name, len - 5);
+		if (!project) {
+			closedir(d);
+			return cl_error_set(err, -ENOMEM, "out of memory");
+		}
+		if (config_project_name_check(project, NULL) < 0)
+			continue;
+		if (++n > APPROVALS_MAX_FILES) {
+			closedir(d);
+			return cl_error_set(err, -E2BIG, "%s: more than %d project files",
+			                    src_projects, APPROVALS_MAX_FILES);
+		}
+		r = copy_one(src_projects, dst_projects, e->d_name, err);
+		if (r < 0) {
+			closedir(d);
+			return r;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+int decisions_prepare_dir(const char *dir, struct cl_error *err)
+{
+	_cleanup_free_ char *approvals = NULL, *decisions = NULL, *tmp = NULL;
+	_cleanup_close_ int dfd = -EBADF;
+	const char *name;
+	int r;
+
+	r = config_files_decisions_dir(dir, &name, err);
+	if (r <= 0)
+		return r;
+	if (asprintf(&approvals, "%s/approvals", dir) < 0 ||
+	    asprintf(&decisions, "%s/decisions", dir) < 0 ||
+	    asprintf(&tmp, "%s/.decisions.tmp-XXXXXX", dir) < 0)
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	if (!mkdtemp(tmp))
+		return cl_error_set(err, -errno, "%s: cannot create a temporary directory: %m",
+		                    dir);
+	r = copy_approvals(approvals, tmp, err);
+	if (r >= 0) {
+		dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0 || fsync(dfd) < 0)
+			r = cl_error_set(err, -errno, "%s: cannot sync: %m", tmp);
+	}
+	/* Whole or not at all: another supervisor may be doing the same, and the first
+	 * rename wins (a directory is never renamed over a non-empty one). */
+	if (r >= 0 && rename(tmp, decisions) < 0) {
+		if (errno != EEXIST && errno != ENOTEMPTY)
+			r = cl_error_set(err, -errno, "%s: cannot rename %s to it: %m", decisions,
+			                 tmp);
+		remove_copy(tmp);
+		return r < 0 ? r : 0;
+	}
+	if (r < 0) {
+		remove_copy(tmp);
+		return r;
+	}
+	/* The rename is durable once DIR is; a failure here loses nothing but durability. */
+	{
+		_cleanup_close_ int pfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (pfd >= 0)
+			(void)fsync(pfd);
+	}
+	return 1;
 }

@@ -61,6 +61,14 @@ int decisions_write_atomic(const char *path, const char *text, struct cl_error *
 int decisions_update(const char *path, enum decisions_list list, const struct domain_spec *entry,
                      struct cl_error *err);
 
+/* Before the first decision is saved under DIR: when DIR/decisions does not exist and
+ * DIR/approvals (Cloister's older name for it) does, copy approvals/global.yaml and
+ * approvals/projects/<name>.yaml to a new DIR/decisions, whole or not at all (a temporary
+ * directory renamed into place), so that saving one decision never hides the others.
+ * approvals/ is left as it is. Returns 1 when it copied, 0 when there was nothing to do (or
+ * another process did it first), or a negative errno with a message. */
+int decisions_prepare_dir(const char *dir, struct cl_error *err);
+
 /* For tests: the steps of decisions_write_atomic(), and a version of it that fails with -EIO
  * at FAIL_AT as if that step had failed (cleaning up as it would then). */
 enum decisions_step {

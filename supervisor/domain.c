@@ -199,9 +199,27 @@ int domain_spec_parse(const char *text, bool allow_wildcard, struct domain_spec 
 	return 0;
 }
 
-bool domain_spec_matches(const struct domain_spec *rule, const struct domain_spec *query)
+/* How many labels QUERY has in front of RULE's host ("*.example.com": 0 for the apex, 1 for
+ * api.example.com, 2 for a.b.example.com), or -1 when QUERY is not under it at all. */
+static int labels_below(const struct domain_spec *rule, const struct domain_spec *query)
 {
-	size_t qlen, rlen;
+	size_t qlen = strlen(query->host), rlen = strlen(rule->host);
+	int n = 1;
+
+	if (strcmp(rule->host, query->host) == 0)
+		return 0;
+	if (qlen < rlen + 2 || strcmp(query->host + qlen - rlen, rule->host) != 0 ||
+	    query->host[qlen - rlen - 1] != '.')
+		return -1;
+	for (size_t i = 0; i < qlen - rlen - 1; i++)
+		n += query->host[i] == '.';
+	return n;
+}
+
+static bool spec_matches(const struct domain_spec *rule, const struct domain_spec *query,
+                         int max_depth)
+{
+	int depth;
 
 	if (query->wildcard)
 		return false;
@@ -209,18 +227,25 @@ bool domain_spec_matches(const struct domain_spec *rule, const struct domain_spe
 		return false;
 	if (!rule->wildcard)
 		return strcmp(rule->host, query->host) == 0;
+	depth = labels_below(rule, query);
+	return depth >= 0 && (max_depth < 0 || depth <= max_depth);
+}
 
-	/* "*.example.com": the apex, or exactly one more label in front of it. */
-	if (strcmp(rule->host, query->host) == 0)
-		return true;
-	qlen = strlen(query->host);
-	rlen = strlen(rule->host);
-	if (qlen < rlen + 2)
-		return false;
-	if (strcmp(query->host + qlen - rlen, rule->host) != 0 ||
-	    query->host[qlen - rlen - 1] != '.')
-		return false;
-	return memchr(query->host, '.', qlen - rlen - 1) == NULL;
+bool domain_spec_matches(const struct domain_spec *rule, const struct domain_spec *query)
+{
+	return spec_matches(rule, query, 1);
+}
+
+bool domain_spec_matches_deny(const struct domain_spec *rule, const struct domain_spec *query)
+{
+	return spec_matches(rule, query, -1);
+}
+
+int domain_spec_depth_below(const struct domain_spec *rule, const struct domain_spec *query)
+{
+	if (!rule->wildcard || query->wildcard)
+		return -1;
+	return labels_below(rule, query);
 }
 
 int domain_spec_format(const struct domain_spec *rule, char *buf, unsigned long size)

@@ -7,8 +7,10 @@
  * IPv6 in inet_ntop's form; a name whose last label is a number but no IPv4 address
  * ("1.2.3.4.5", "999.1.1.1") is refused. Entries come in two kinds, as in Cloister's config:
  *   - domain: example.com        exact name (any port, or only the port given)
- *   - pattern: "*.example.com"   one subdomain level and the apex: api.example.com and
- *                                example.com match, a.b.example.com does not */
+ *   - pattern: "*.example.com"   in an allow list: one subdomain level and the apex
+ *                                (api.example.com and example.com match, a.b.example.com
+ *                                does not); in a deny list: the apex and every depth, since
+ *                                a person who denies "*.evil.com" means all of evil.com */
 #ifndef CLOISTER_DOMAIN_H
 #define CLOISTER_DOMAIN_H
 
@@ -33,9 +35,17 @@ struct domain_spec {
 int domain_spec_parse(const char *text, bool allow_wildcard, struct domain_spec *ret,
                       struct cl_error *err);
 
-/* Does the entry RULE match the (non-wildcard) QUERY? A rule without a port matches every
- * port; a query without a port matches only rules without one. */
+/* Does the allow entry RULE match the (non-wildcard) QUERY? A rule without a port matches
+ * every port; a query without a port matches only rules without one. A pattern covers its
+ * apex and one subdomain level. */
 bool domain_spec_matches(const struct domain_spec *rule, const struct domain_spec *query);
+
+/* The same for a deny entry: a pattern covers its apex and subdomains at every depth. */
+bool domain_spec_matches_deny(const struct domain_spec *rule, const struct domain_spec *query);
+
+/* For a pattern RULE: how many labels QUERY has in front of the pattern's apex (0: the apex
+ * itself), ports aside; -1 when QUERY is not under it or RULE is not a pattern. */
+int domain_spec_depth_below(const struct domain_spec *rule, const struct domain_spec *query);
 
 /* Flags of domain_name_normalise(). */
 #define DOMAIN_NAME_UNDERSCORE 1u /* allow '_' in labels (DNS: _dmarc, _sip._tcp) */

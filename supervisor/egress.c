@@ -136,6 +136,7 @@ static void audit_conn(struct egress *eg, const struct proxy_conn_info *info, co
 	        .decided_by = "policy",
 	        .latency_ms = -1,
 	        .reason = reason,
+	        .automatic = true, /* a verdict of the policy, or a connection's end */
 	};
 
 	if (stats) {
@@ -213,8 +214,10 @@ static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
 		audit_conn(eg, info, hp, AUDIT_DENY, NULL, err.msg, NULL);
 		return PROXY_DENY;
 	}
-	if (pr.origin.file)
+	if (pr.origin.file && pr.origin.line)
 		snprintf(rule, sizeof(rule), "%s (%s:%u)", pr.rule, pr.origin.file, pr.origin.line);
+	else if (pr.origin.file)
+		snprintf(rule, sizeof(rule), "%s (%s)", pr.rule, pr.origin.file);
 	else
 		snprintf(rule, sizeof(rule), "%s", pr.rule);
 	if (pr.verdict != POLICY_ASK) {
@@ -318,7 +321,7 @@ static bool on_allow_restricted(void *userdata, const struct proxy_conn_info *in
 		return false;
 	host_port(info->host, info->port, hp, sizeof(hp));
 	return check_domain(eg, info->sandbox, info->project, hp, &pr, NULL) == 0 &&
-	       pr.verdict == POLICY_ALLOW && strstr(pr.rule, "] domain \"") != NULL;
+	       pr.verdict == POLICY_ALLOW && pr.exact_host;
 }
 
 /* TAG is the sandbox string of the attachment whose listener the query came through
@@ -471,7 +474,19 @@ int egress_new(struct loop *loop, struct hub *hub, const struct egress_config *c
 	resolver_config_init(&rc);
 	rc.fake_ip = !config->real_ip;
 	rc.hosts_file = config->hosts_file;
+	/* For tests, which must never edit the machine's files: another hosts file and
+	 * nsswitch.conf in place of /etc's (README, "Network"). */
+	if (getenv("CLOISTER_SYSTEM_HOSTS"))
+		rc.system_hosts = getenv("CLOISTER_SYSTEM_HOSTS");
+	if (getenv("CLOISTER_NSSWITCH_CONF"))
+		rc.nsswitch_conf = getenv("CLOISTER_NSSWITCH_CONF");
 	r = resolver_new(loop, &rc, &egress_resolver_ops, eg, &eg->resolver, err);
+	if (r >= 0 && config->verbose) {
+		char sources[512];
+
+		resolver_describe_sources(eg->resolver, sources, sizeof(sources));
+		say(eg, "names resolve through %s", sources);
+	}
 	if (r >= 0) {
 		proxy_config_init(&pc);
 		pc.resolver = eg->resolver;

@@ -417,12 +417,32 @@ int policy_check_hostexec(const struct config *cfg, const char *command, struct 
 
 /* ---- domains ----------------------------------------------------------------------------- */
 
+/* The first entry of LIST that matches QUERY: a deny list's patterns cover every depth below
+ * their apex, an allow list's one level; with EXACT only entries naming a host (no pattern). */
 static const struct config_domain_rule *domain_match(const struct config_domain_list *list,
-                                                     const struct domain_spec *query)
+                                                     const struct domain_spec *query, bool deny,
+                                                     bool exact)
 {
 	for (size_t i = 0; list && i < list->n; i++)
-		if (domain_spec_matches(&list->items[i].spec, query))
+		if ((!exact || !list->items[i].spec.wildcard) &&
+		    (deny ? domain_spec_matches_deny(&list->items[i].spec, query)
+		          : domain_spec_matches(&list->items[i].spec, query)))
 			return &list->items[i];
+	return NULL;
+}
+
+/* An allow pattern that would have covered QUERY but for its depth (a.b.example.com under
+ * "*.example.com"): worth naming in the reason of an unlisted domain. */
+static const struct config_domain_rule *deeper_than_allowed(const struct config_domain_list *list,
+                                                            const struct domain_spec *query)
+{
+	for (size_t i = 0; list && i < list->n; i++) {
+		const struct domain_spec *rule = &list->items[i].spec;
+
+		if ((rule->port == 0 || rule->port == query->port) &&
+		    domain_spec_depth_below(rule, query) > 1)
+			return &list->items[i];
+	}
 	return NULL;
 }
 
@@ -459,39 +479,80 @@ int policy_check_domain_in(const struct config *cfg, const struct policy_session
 		return cl_error_set(err, r, "cannot format \"%s\"", host);
 
 	/* Denials win over approvals at every scope. */
-	rule = domain_match(&cfg->proxy.deny, &query);
+	rule = domain_match(&cfg->proxy.deny, &query, true, false);
 	for (size_t i = 0; !rule && i < n; i++)
 		if (sessions[i])
-			rule = domain_match(&sessions[i]->deny, &query);
+			rule = domain_match(&sessions[i]->deny, &query, true, false);
 	if (rule) {
 		describe_domain_rule(rule, res.rule, sizeof(res.rule));
-		decide(&res, POLICY_DENY, &rule->origin,
-		       "%s is denied (%s decision); denials win over approvals", res.subject,
-		       config_layer_to_string(rule->origin.layer));
+		if (rule->spec.wildcard)
+			decide(&res, POLICY_DENY, &rule->origin,
+			       "%s is denied (%s decision): a denied pattern covers %s and its "
+			       "subdomains at every depth; denials win over approvals",
+			       res.subject, config_layer_to_string(rule->origin.layer),
+			       rule->spec.host);
+		else
+			decide(&res, POLICY_DENY, &rule->origin,
+			       "%s is denied (%s decision); denials win over approvals",
+			       res.subject, config_layer_to_string(rule->origin.layer));
 		*ret = res;
 		return 0;
 	}
-	rule = domain_match(&cfg->proxy.allow, &query);
-	for (size_t i = 0; !rule && i < n; i++)
-		if (sessions[i])
-			rule = domain_match(&sessions[i]->allow, &query);
+	/* An entry naming the host itself, wherever it is listed, is the one that decides: it
+	 * says more than a pattern that also matches (and it is what exact_host needs). */
+	for (int exact = 1; exact >= 0 && !rule; exact--) {
+		rule = domain_match(&cfg->proxy.allow, &query, false, exact);
+		for (size_t i = 0; !rule && i < n; i++)
+			if (sessions[i])
+				rule = domain_match(&sessions[i]->allow, &query, false, exact);
+	}
 	if (rule) {
 		describe_domain_rule(rule, res.rule, sizeof(res.rule));
-		decide(&res, POLICY_ALLOW, &rule->origin, "%s is allowed (%s)", res.subject,
-		       config_layer_to_string(rule->origin.layer));
+		if (rule->spec.wildcard)
+			decide(&res, POLICY_ALLOW, &rule->origin,
+			       "%s is allowed (%s): an allowed pattern covers %s and one subdomain "
+			       "level",
+			       res.subject, config_layer_to_string(rule->origin.layer),
+			       rule->spec.host);
+		else
+			decide(&res, POLICY_ALLOW, &rule->origin, "%s is allowed (%s)", res.subject,
+			       config_layer_to_string(rule->origin.layer));
+		res.exact_host = !rule->spec.wildcard;
 		*ret = res;
 		return 0;
 	}
 	snprintf(res.rule, sizeof(res.rule), "proxy.unlisted_domain_behavior=%s",
 	         unlisted_behavior_to_string(cfg->proxy.unlisted));
-	if (cfg->proxy.unlisted == UNLISTED_REJECT)
-		decide(&res, POLICY_DENY, &cfg->proxy.unlisted_at.origin,
-		       "%s is not in the allowlist and unlisted domains are rejected", res.subject);
-	else
-		decide(&res, POLICY_ASK, &cfg->proxy.unlisted_at.origin,
-		       "%s is not in the allowlist, so a person decides (denied after %llu s "
-		       "without an answer)",
-		       res.subject, (unsigned long long)(cfg->proxy.approval_timeout_ms / 1000));
+	{
+		const struct config_domain_rule *near =
+		        deeper_than_allowed(&cfg->proxy.allow, &query);
+		char why[DOMAIN_HOST_MAX + 160] = "";
+
+		for (size_t i = 0; !near && i < n; i++)
+			if (sessions[i])
+				near = deeper_than_allowed(&sessions[i]->allow, &query);
+		if (near)
+			snprintf(why, sizeof(why),
+			         " (the allowed pattern \"*.%s\" covers one subdomain level only)",
+			         near->spec.host);
+		if (cfg->proxy.unlisted == UNLISTED_REJECT)
+			decide(&res, POLICY_DENY, &cfg->proxy.unlisted_at.origin,
+			       "%s is not in the allowlist%s and unlisted domains are rejected%s",
+			       res.subject, why,
+			       cfg->proxy.unlisted_at.origin.line == 0 &&
+			                       cfg->proxy.unlisted_at.origin.file
+			               ? " (unlisted_domain_behavior is not set in the config "
+			                 "file, "
+			                 "which means reject, as in Cloister)"
+			               : "");
+		else
+			decide(&res, POLICY_ASK, &cfg->proxy.unlisted_at.origin,
+			       "%s is not in the allowlist%s, so a person decides (denied after "
+			       "%llu "
+			       "s without an answer)",
+			       res.subject, why,
+			       (unsigned long long)(cfg->proxy.approval_timeout_ms / 1000));
+	}
 	*ret = res;
 	return 0;
 }

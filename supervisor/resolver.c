@@ -14,6 +14,7 @@
 
 #include "protocol/cleanup.h"
 #include "supervisor/fakeip.h"
+#include "supervisor/hostsdb.h"
 
 #define HOSTS_MAX_BYTES (256 * 1024)
 #define TCP_QUERY_MAX   4096
@@ -169,6 +170,8 @@ struct resolver_lookup {
 	struct upstream_query *uq;
 	resolver_done_fn fn;
 	void *userdata;
+	size_t next_source;   /* hostsdb order index after dns, for a failed answer */
+	unsigned dns_stop_on; /* hostsdb_status bits that end the lookup at dns */
 	struct resolver_lookup *next;
 };
 
@@ -219,8 +222,7 @@ struct resolver {
 	struct resolver_ops ops;
 	void *userdata;
 	struct fakeip *fake;
-	char *hosts;
-	size_t hosts_len;
+	struct hostsdb *db;
 	bool have_upstream;
 	struct sockaddr_storage upstream;
 	struct cache_entry **cache;
@@ -244,6 +246,8 @@ void resolver_config_init(struct resolver_config *cfg)
 	        .fake_ip = true,
 	        .upstream.ss_family = AF_UNSPEC,
 	        .resolv_conf = "/etc/resolv.conf",
+	        .system_hosts = "/etc/hosts",
+	        .nsswitch_conf = "/etc/nsswitch.conf",
 	        .fake_names = 65536,
 	        .real_records = 16384,
 	        .cache_max = 1024,
@@ -306,7 +310,9 @@ int resolver_new(struct loop *loop, const struct resolver_config *cfg,
 	r->loop = loop;
 	r->cfg = *cfg;
 	r->cfg.resolv_conf = NULL; /* not kept: used here only */
-	r->cfg.hosts_file = NULL;
+	r->cfg.hosts_file = NULL;  /* hostsdb keeps its own copies */
+	r->cfg.system_hosts = NULL;
+	r->cfg.nsswitch_conf = NULL;
 	if (ops)
 		r->ops = *ops;
 	r->userdata = userdata;
@@ -325,12 +331,17 @@ int resolver_new(struct loop *loop, const struct resolver_config *cfg,
 		resolver_free(r);
 		return -ENOMEM;
 	}
-	if (cfg->hosts_file) {
-		e = read_small_file(cfg->hosts_file, HOSTS_MAX_BYTES, &r->hosts, &r->hosts_len);
+	{
+		const struct hostsdb_config hc = {
+		        .extra = cfg->hosts_file,
+		        .hosts = cfg->system_hosts,
+		        .nsswitch = cfg->nsswitch_conf,
+		};
+
+		e = hostsdb_new(&hc, &r->db, err);
 		if (e < 0) {
 			resolver_free(r);
-			return cl_error_set(err, -EINVAL, "hosts file %s: %s", cfg->hosts_file,
-			                    e == -EFBIG ? "larger than 256 KiB" : strerror(-e));
+			return e;
 		}
 	}
 	if (cfg->upstream.ss_family != AF_UNSPEC) {
@@ -338,7 +349,7 @@ int resolver_new(struct loop *loop, const struct resolver_config *cfg,
 		r->have_upstream = true;
 	} else if (cfg->resolv_conf) {
 		_cleanup_free_ char *conf = NULL;
-		size_t len;
+		size_t len = 0;
 
 		if (read_small_file(cfg->resolv_conf, HOSTS_MAX_BYTES, &conf, &len) >= 0 &&
 		    resolver_conf_nameserver(conf, len, &r->upstream) >= 0)
@@ -378,7 +389,7 @@ void resolver_free(struct resolver *r)
 	for (size_t i = 0; i < r->cache_n; i++)
 		free(r->cache[i]);
 	free(r->cache);
-	free(r->hosts);
+	hostsdb_free(r->db);
 	fakeip_free(r->fake);
 	free(r);
 }
@@ -455,11 +466,15 @@ static void query_free(struct upstream_query *uq)
 	free(uq);
 }
 
+static int walk_sources(struct resolver *r, const char *name, size_t from, int error,
+                        struct dns_addrs *ret, size_t *ret_dns);
+
 static void query_finish(struct upstream_query *uq, int error)
 {
 	struct resolver *r = uq->r;
 	struct resolver_lookup *w = uq->waiters;
 	struct dns_addrs got = uq->got;
+	char name[DOMAIN_HOST_MAX + 1];
 
 	uq->waiters = NULL;
 	if (error == 0 && got.n == 0)
@@ -475,13 +490,22 @@ static void query_finish(struct upstream_query *uq, int error)
 	} else if (error == -ENOENT || error == -ENODATA) {
 		cache_put(r, uq->name, error, NULL, NEG_TTL_S);
 	}
+	strcpy(name, uq->name);
 	query_free(uq);
 	/* Waiters may start new lookups or cancel others from their callbacks: each is taken
 	 * off the list before it is called. */
 	while (w) {
 		struct resolver_lookup *next = w->next;
+		struct dns_addrs after;
+		size_t dns;
+		int e = error;
 
-		w->fn(w->userdata, error, error == 0 ? &got : NULL);
+		/* DNS failed and nsswitch.conf goes on (`dns files`): the sources after it. */
+		if (e < 0 && !(w->dns_stop_on & hostsdb_status_of(e))) {
+			e = walk_sources(r, name, w->next_source, e, &after, &dns);
+			e = e > 0 ? 0 : e < 0 ? e : error;
+		}
+		w->fn(w->userdata, e, e == 0 ? (error == 0 ? &got : &after) : NULL);
 		free(w);
 		w = next;
 	}
@@ -643,13 +667,52 @@ static bool literal(const char *name, struct dns_addrs *ret)
 	return true;
 }
 
+/* Go through the host's sources (hostsdb.h) from FROM on, as far as they answer at once.
+ * ERROR is where the lookup stands (the previous source's failure). Returns 1 with *ret
+ * filled (files, or the DNS cache, answered), a negative errno when the lookup ends there,
+ * or 0 when DNS must be asked upstream: *ret_dns is its index in the order. */
+static int walk_sources(struct resolver *r, const char *name, size_t from, int error,
+                        struct dns_addrs *ret, size_t *ret_dns)
+{
+	const struct hostsdb_order *o = hostsdb_order(r->db);
+
+	for (size_t i = from; i < o->n; i++) {
+		int e;
+
+		if (o->source[i] == HOSTSDB_FILES) {
+			e = hostsdb_find_files(r->db, name, ret);
+			if (e == 0)
+				return 1;
+		} else {
+			struct cache_entry *c = cache_find(r, name, loop_now_ms());
+
+			if (c && !c->error) {
+				*ret = c->addrs;
+				return 1;
+			}
+			if (!c && r->have_upstream) {
+				*ret_dns = i;
+				return 0;
+			}
+			e = c ? c->error : -ENXIO;
+		}
+		/* The lookup's error is DNS's when DNS was asked (NXDOMAIN, a timeout, no
+		 * upstream), else "not found". */
+		if (o->source[i] == HOSTSDB_DNS)
+			error = e;
+		if (o->stop_on[i] & hostsdb_status_of(e))
+			return error;
+	}
+	return error;
+}
+
 int resolver_lookup(struct resolver *r, const char *name, struct dns_addrs *ret_addrs,
                     resolver_done_fn fn, void *userdata, struct resolver_lookup **ret_lookup)
 {
 	char norm[DOMAIN_HOST_MAX + 1];
-	struct cache_entry *c;
 	struct upstream_query *uq;
 	struct resolver_lookup *w;
+	size_t dns = 0;
 	int e;
 
 	if (!name || strlen(name) > DOMAIN_HOST_MAX)
@@ -658,17 +721,12 @@ int resolver_lookup(struct resolver *r, const char *name, struct dns_addrs *ret_
 		return 1;
 	if (domain_name_normalise(name, strlen(name), DOMAIN_NAME_UNDERSCORE, norm) < 0)
 		return -EINVAL;
-	if (r->hosts && resolver_hosts_find(r->hosts, r->hosts_len, norm, ret_addrs) >= 0)
+	hostsdb_refresh(r->db, loop_now_ms());
+	if (hostsdb_find_extra(r->db, norm, ret_addrs) == 0)
 		return 1;
-	c = cache_find(r, norm, loop_now_ms());
-	if (c) {
-		if (c->error)
-			return c->error;
-		*ret_addrs = c->addrs;
-		return 1;
-	}
-	if (!r->have_upstream)
-		return -ENXIO;
+	e = walk_sources(r, norm, 0, -ENOENT, ret_addrs, &dns);
+	if (e != 0)
+		return e;
 	if (!fn)
 		return -EINVAL; /* a caller that only takes answers known at once */
 	for (uq = r->queries; uq; uq = uq->next)
@@ -687,10 +745,17 @@ int resolver_lookup(struct resolver *r, const char *name, struct dns_addrs *ret_
 	w->uq = uq;
 	w->fn = fn;
 	w->userdata = userdata;
+	w->next_source = dns + 1;
+	w->dns_stop_on = hostsdb_order(r->db)->stop_on[dns];
 	w->next = uq->waiters;
 	uq->waiters = w;
 	*ret_lookup = w;
 	return 0;
+}
+
+void resolver_describe_sources(const struct resolver *r, char *buf, size_t size)
+{
+	hostsdb_describe(r->db, buf, size);
 }
 
 void resolver_lookup_cancel(struct resolver *r, struct resolver_lookup *lookup)

@@ -11,9 +11,10 @@
  *     recorded as belonging to the name (so connections to it are named too).
  * Other question types get an empty answer (NODATA): no TXT, no MX, nothing to tunnel through.
  *
- * For the proxy: host-side lookups that never block. A name is looked up in a hosts file
- * (optional, /etc/hosts format: consulted first; tests map their names there), then in a
- * cache kept for the answer's TTL, then asked of the host's resolver (the first nameserver of
+ * For the proxy: host-side lookups that never block, from the host's own sources in the
+ * host's order (hostsdb.h): an extra hosts file first when one is given (`--hosts`), then
+ * `files` (/etc/hosts) and `dns` as /etc/nsswitch.conf's `hosts:` line orders them. DNS is a
+ * cache kept for the answer's TTL, then the host's resolver (the first nameserver of
  * /etc/resolv.conf, or a configured address) over UDP: A and AAAA at once, random ids from a
  * socket of their own, one resend, a timeout. Identical lookups in flight share one query.
  *
@@ -35,7 +36,9 @@ struct resolver_config {
 	bool fake_ip;                     /* default true */
 	struct sockaddr_storage upstream; /* AF_UNSPEC (default): from resolv_conf */
 	const char *resolv_conf;          /* default "/etc/resolv.conf" */
-	const char *hosts_file;           /* default NULL: none */
+	const char *hosts_file;           /* --hosts: consulted first; default NULL: none */
+	const char *system_hosts;         /* `files`; default "/etc/hosts"; NULL: none */
+	const char *nsswitch_conf;        /* default "/etc/nsswitch.conf"; NULL: "files dns" */
 	size_t fake_names;                /* default 65536 */
 	size_t real_records;              /* default 16384 */
 	size_t cache_max;                 /* default 1024 names */
@@ -88,7 +91,7 @@ struct resolver_lookup;
  * address), -ETIMEDOUT, -EIO (a bad or SERVFAIL answer), -ENXIO (no upstream). */
 typedef void (*resolver_done_fn)(void *userdata, int error, const struct dns_addrs *addrs);
 
-/* Returns 1 with *ret_addrs filled when the answer is known at once (a literal, the hosts
+/* Returns 1 with *ret_addrs filled when the answer is known at once (a literal, a hosts
  * file, the cache); 0 when FN will be called later from the loop (never from here), with
  * *ret_lookup a handle for resolver_lookup_cancel() until then; -EINVAL for a bad name,
  * -EBUSY over max_lookups, -ENOMEM; -EINVAL too when the answer is not known at once and FN
@@ -97,6 +100,9 @@ int resolver_lookup(struct resolver *r, const char *name, struct dns_addrs *ret_
                     resolver_done_fn fn, void *userdata, struct resolver_lookup **ret_lookup);
 /* FN will not be called. */
 void resolver_lookup_cancel(struct resolver *r, struct resolver_lookup *lookup);
+
+/* The host-side sources and their order in one line, for `run -v` (hostsdb_describe). */
+void resolver_describe_sources(const struct resolver *r, char *buf, size_t size);
 
 /* Pure helpers, exposed for tests. */
 

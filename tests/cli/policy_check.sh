@@ -74,6 +74,7 @@ proxy:
     - pattern: "*.example.com"
   deny:
     - domain: evil.example.com
+    - pattern: "*.tracker.test"
   unlisted_domain_behavior: request_approval
 hostexec:
   auto_approve:
@@ -83,6 +84,7 @@ cat >"$cfg/projects/web.yaml" <<'EOF'
 proxy:
   allow:
     - domain: web-only.test
+    - pattern: "*.example.com"
 exec:
   deny:
     - command: "^echo secret"
@@ -92,7 +94,7 @@ denied_domains:
   - api.anthropic.com
 EOF
 
-echo "1..30"
+echo "1..35"
 
 run policy check --config-dir "$cfg" -- true
 expect "an allowed exec exits 0 and names the rule with file:line" 0 \
@@ -115,7 +117,7 @@ expect "the command is resolved through PATH and shown canonically" 2 \
 run policy check --config-dir "$cfg" -- echo hi
 expect "the hostexec verdict of the same command is printed, labelled" 0 \
 	"hostexec (the same command run on the host through hostexec): allow" out \
-	"hostexec.auto_approve[0] pattern \"^echo hi\$\" ($cfg/config.yaml:18:16)" out
+	"hostexec.auto_approve[0] pattern \"^echo hi\$\" ($cfg/config.yaml:19:16)" out
 
 run policy check --config-dir "$cfg" -- echo "a b"
 expect "arguments are quoted canonically" 0 "command:  echo 'a b'" out \
@@ -149,7 +151,7 @@ expect "a project decision denying a globally allowed domain wins" 1 \
 
 run policy check --config-dir "$cfg" --project web -- echo secret
 expect "a project deny rule beats a global allow rule" 1 \
-	"($cfg/projects/web.yaml:6:7)" out
+	"($cfg/projects/web.yaml:7:7)" out
 
 run policy check --config-dir "$cfg"
 expect "nothing to check is a usage error" 64 "nothing to check" err
@@ -188,8 +190,23 @@ expect "--lenient skips an invalid regex with a warning" 0 \
 
 printf 'proxy:\n  colour: red\n' >"$broken/config.yaml"
 run policy check --config-dir "$broken" --domain api.anthropic.com
-expect "an unknown key is a warning on stderr with its position" 2 \
-	"cloister-supervisor: warning: $broken/config.yaml:2:3: proxy.colour: unknown key (ignored)" err
+expect "an unknown key is a config error with its position, as in Cloister" 78 \
+	"cloister-supervisor: $broken/config.yaml:2:3: proxy.colour: unknown key; expected one of" err
+run policy check --config-dir "$broken" --lenient --domain api.anthropic.com
+expect "--lenient makes an unknown key a warning" 0 \
+	"cloister-supervisor: warning: $broken/config.yaml:2:3: proxy.colour: unknown key (ignored: --lenient)" err \
+	"rule:     always-allowed[0] domain \"api.anthropic.com\" (<always-allowed>)" out
+printf 'proxy:\n  dney:\n    - domain: evil.test\n' >"$broken/config.yaml"
+run policy check --config-dir "$broken" --lenient --domain evil.test
+expect "a misspelt deny list is an error even with --lenient" 78 \
+	"$broken/config.yaml:2:3: proxy.dney: unknown key" err "not ignored even with --lenient" err
+
+run policy check --config-dir "$cfg" --domain deep.x.tracker.test
+expect "a denied pattern covers every depth, and the reason says so" 1 \
+	"covers tracker.test and its subdomains at every depth" out
+run policy check --config-dir "$cfg" --domain a.b.example.com
+expect "an allowed pattern covers one level, and the reason says so" 2 \
+	"the allowed pattern \"*.example.com\" covers one subdomain level only" out
 
 mkdir -p "$XDG_CONFIG_HOME/cloister"
 printf 'proxy:\n  unlisted_domain_behavior: reject\n' >"$XDG_CONFIG_HOME/cloister/config.yaml"
@@ -203,7 +220,13 @@ expect "policy show prints every entry with its origin" 0 \
 	"- domain: \"web-only.test\"  # $cfg/projects/web.yaml:3:15" out \
 	"- command: \"^true( |\$)\"  # $cfg/config.yaml:5:7" out \
 	"approval_timeout: \"60s\"  # <built-in>:" out \
-	"- domain: \"api.anthropic.com\"  # $cfg/decisions/projects/web.yaml:2:5" out
+	"- domain: \"api.anthropic.com\"  # $cfg/decisions/projects/web.yaml:2:5" out \
+	"- domain: \"sum.golang.org\"  # <always-allowed>: Cloister's guardian allows it" out
+if [ "$(grep -c -- '- pattern: "\*.example.com"' "$tmp/out")" = 1 ]; then
+	ok "policy show lists an entry of both the global and the project file once"
+else
+	not_ok "policy show lists an entry of both the global and the project file once"
+fi
 
 roundtrip=$tmp/roundtrip
 mkdir -p "$roundtrip"

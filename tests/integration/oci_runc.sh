@@ -176,7 +176,6 @@ while [ -z "$id" ] && [ "$n" -lt 100 ]; do
 	[ -n "$id" ] || sleep 0.1
 	n=$((n + 1))
 done
-sleep 0.3
 tap_ok "$([ -n "$id" ] && [ ! -e "$R/out/3.rc" ] && echo 0 || echo 1)" \
 	"an asked exec waits for the answer (a card in \`pending\`)"
 [ -n "$id" ] || kill "$held_writer" 2>/dev/null
@@ -232,7 +231,9 @@ tap_ok "$([ "$st" -ne 0 ] && echo 0 || echo 1)" "with the server dead, a new con
 tap_like "$(cat "$TMP/run2.out")" "cloister-oci-hook|seccomp agent" "... and runc says why"
 
 printf '%s %s\n' 7 quit >"$R/ctl" &
-sleep 0.2
+quit_writer=$!
+quit_read() { ! kill -0 "$quit_writer" 2>/dev/null; }
+wait_until 5 quit_read || kill "$quit_writer" 2>/dev/null
 rc_ delete -f "$ID" >/dev/null 2>&1
 rc_ delete -f "$ID2" >/dev/null 2>&1
 tap_is "$(rc_ list -q 2>/dev/null | grep -c cloister-oci)" 0 "the containers are gone"

@@ -38,10 +38,11 @@ pty() {
 	fi
 	answers=$1
 	shift
-	# --foreground: the supervisor stays in the terminal's foreground process group.
-	timeout -k 5 "$SV_TIMEOUT" "$PTY" $ctty "$answers" -- \
+	# --foreground: the supervisor stays in the terminal's foreground process group. In $TMP:
+	# the agent's private /tmp shows only its working directory.
+	(cd "$TMP" && exec timeout -k 5 "$SV_TIMEOUT" "$PTY" $ctty "$answers" -- \
 		timeout --foreground -k 5 $((SV_TIMEOUT - 5)) \
-		"$SUPERVISOR" run --config-dir "$CFG" "$@" </dev/null >"$OUT" 2>"$TERMLOG"
+		"$SUPERVISOR" run --config-dir "$CFG" "$@") </dev/null >"$OUT" 2>"$TERMLOG"
 	rc=$?
 	# What a person read: the text without control sequences and \r.
 	screen_text <"$TERMLOG" >"$TERMLOG.txt"
@@ -79,6 +80,12 @@ tap_is "$(audit_count '"verdict":"allow".*"rule":"session: allowed always by a p
 # not report "frozen 1": the asking task, blocked in the notification, freezes only once
 # answered. cgroup.freeze says what was asked of it.)
 cg=$(cgroup2_root)
+frozen() { grep -qx 1 "$cg"/cloister/frozentest-*/cgroup.freeze 2>/dev/null; }
+ticks_settled() {
+	a=$(wc -l <"$TMP/ticks")
+	sleep 0.25
+	[ "$a" = "$(wc -l <"$TMP/ticks")" ]
+}
 audit_reset
 : >"$TERMLOG"
 : >"$TMP/ticks"
@@ -88,15 +95,18 @@ audit_reset
 		sleep 0.05
 		i=$((i + 1))
 	done
-	sleep 0.3
+	# Frozen once asked to be, and once the job has stopped ticking (it ticks every 0.1 s).
+	[ -z "$cg" ] || wait_until 5 frozen
+	wait_until 5 ticks_settled
 	cat "$cg"/cloister/frozentest-*/cgroup.freeze >"$TMP/freeze" 2>&1
 	wc -l <"$TMP/ticks" >"$TMP/ticks.a"
-	sleep 1
+	sleep 1 # not a wait: the window in which a frozen job must not tick
 	wc -l <"$TMP/ticks" >"$TMP/ticks.b"
 ) &
 watcher=$!
+# shellcheck disable=SC2016 # the agent's shell expands these
 pty --ctty - --ask tty --ask-timeout 2s --name frozentest -- \
-	sh -c '(while :; do echo tick >>'"$TMP/ticks"'; sleep 0.1; done) & sleep 0.3; id -u; echo "resumed $?"; sleep 0.3; kill $!'
+	sh -c '(while :; do echo tick >>'"$TMP/ticks"'; sleep 0.1; done) & i=0; while [ ! -s '"$TMP/ticks"' ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done; id -u; echo "resumed $?"; sleep 0.3; kill $!'
 wait $watcher
 if [ -z "$cg" ]; then
 	tap_skip "frozen" "no cgroup2 mount"
@@ -112,6 +122,7 @@ tap_is "$(audit_count '"verdict":"timed_out"')" 1 "the audit log has the timeout
 
 # The asking process killed (from outside: the agent is frozen) while the prompt waits: the ask
 # is cancelled, the prompt goes, the agent resumes.
+asker_shown() { tr -d '\r' <"$TERMLOG" | grep -q '^ *pid: [0-9][0-9]* uid'; }
 audit_reset
 : >"$TERMLOG"
 (
@@ -120,7 +131,7 @@ audit_reset
 		sleep 0.05
 		i=$((i + 1))
 	done
-	sleep 0.2
+	wait_until 5 asker_shown
 	asker=$(tr -d '\r' <"$TERMLOG" | sed -n 's/^ *pid: \([0-9][0-9]*\) uid.*/\1/p' | head -n 1)
 	[ -n "$asker" ] && kill -KILL "$asker"
 ) &
@@ -162,20 +173,33 @@ tap_is "$(cat "$OUT"):$(prompts):$(audit_count '"verdict":"ask"')" "status 126:1
 	"PATH probing, answer d: one prompt and one ask, though /usr/bin/id and /bin/id both exist" "$(tdiag)"
 
 # ---- a process that dies while its ask waits ----
+# The agent acts once its child's ask is up: $TMP/asked, made when the prompt shows.
+asked() {
+	rm -f "$TMP/asked"
+	: >"$TERMLOG"
+	(wait_until 20 grep -q 'approval needed' "$TERMLOG" && touch "$TMP/asked") &
+	asked_pid=$!
+}
+asked_done() { kill "$asked_pid" 2>/dev/null; wait "$asked_pid" 2>/dev/null; }
+WAIT_ASKED="i=0; while [ ! -e $TMP/asked ] && [ \$i -lt 400 ]; do sleep 0.05; i=\$((i + 1)); done"
 audit_reset
+asked
 start=$(date +%s)
 # shellcheck disable=SC2016 # the agent's shell expands these
-pty - --ask-tty @TTY@ -- sh -c '/usr/bin/id & p=$!; sleep 1; kill -9 $p; wait $p; echo "killed $?"'
+pty - --ask-tty @TTY@ -- sh -c '/usr/bin/id & p=$!; '"$WAIT_ASKED"'; kill -9 $p; wait $p; echo "killed $?"'
 took=$(($(date +%s) - start))
+asked_done
 tap_is "$rc:$(cat "$OUT")" "0:killed 137" "an asking process killed while its ask waits: the agent goes on" "$(tdiag)"
 tap_is "$(audit_count '"verdict":"cancelled"')" 1 "its ask is cancelled (audit log)"
 tap_ok "$([ "$took" -le 5 ] && echo 0 || echo 1)" "nothing hangs (took ${took}s)"
 
 # The agent exits while a background child's ask waits: run ends with the agent's status.
 audit_reset
+asked
 start=$(date +%s)
-pty - --ask-tty @TTY@ -- sh -c '/usr/bin/id & sleep 0.5; exit 4'
+pty - --ask-tty @TTY@ -- sh -c '/usr/bin/id & '"$WAIT_ASKED"'; exit 4'
 took=$(($(date +%s) - start))
+asked_done
 tap_is "$rc:$(audit_count '"verdict":"cancelled"')" "4:1" \
 	"the agent exits while its child's ask waits: run exits 4 at once (${took}s), the ask is cancelled" "$(tdiag)"
 

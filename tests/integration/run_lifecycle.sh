@@ -94,7 +94,14 @@ tap_is "$rc" 129 "SIGHUP to the supervisor reaches the agent: run exits 129" "$(
 
 bg stubborn sh -c 'trap "" TERM; sleep 30'
 wait_for 5 has_cgroup stubborn
-sleep 0.2
+# Its trap is set once it runs sleep.
+agent_sleeps() {
+	while read -r p; do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = sleep ] && return 0
+	done <"$(cgroup_of stubborn)/cgroup.procs"
+	return 1
+}
+wait_for 5 agent_sleeps
 kill -TERM "$bg_pid"
 start=$(date +%s%N)
 wait_exit "$bg_pid" 10
@@ -156,14 +163,18 @@ else
 	leaf=$(cgroup_of killtest)
 	wait_for 5 sh -c "grep -q . '$leaf/cgroup.procs'"
 	procs_before=$(wc -l <"$leaf/cgroup.procs")
+	pids_before=$(cat "$leaf/cgroup.procs")
 	kill -KILL "$bg_pid"
 	wait_exit "$bg_pid" 5
 	tap_is "$rc" 137 "the supervisor is killed with SIGKILL"
 	wait_for 5 cgroup_empty "$leaf"
 	tap_ok $? "the agent goes with it: its cgroup is empty (had $procs_before processes)" \
 		"$(cat "$leaf/cgroup.procs" 2>&1)"
-	sleep 2.2
-	tap_ok "$([ ! -e "$TMP/after" ] && echo 0 || echo 1)" "the agent never ran its next program"
+	# Once every process it had is gone, nothing of it can run the marker any more.
+	# shellcheck disable=SC2086 # one pid per word
+	all_gone() { for p in $pids_before; do kill -0 "$p" 2>/dev/null && return 1; done; return 0; }
+	wait_for 5 all_gone
+	tap_ok "$([ ! -e "$TMP/after" ] && all_gone && echo 0 || echo 1)" "the agent never ran its next program"
 	# Another engineer's run on this machine may clean it up first: only say what we saw.
 	if [ -d "$leaf" ]; then
 		echo "# the killed supervisor left its cgroup behind: $leaf"

@@ -75,7 +75,8 @@ while [ -z "$id" ] && [ $i -lt 100 ]; do
 	i=$((i + 1))
 done
 tap_ok "$([ -n "$id" ] && echo 0 || echo 1)" "the ask shows in \`pending\` as a shim request"
-sleep 1.3 # the shim says it waits after a second of "pending"
+# The shim says it waits after a second of "pending".
+wait_until 10 grep -q "waiting for approval" "$TMP/ask.err"
 "$SUPERVISOR" approve "$id" >/dev/null
 wait "$ask_pid"
 tap_is "$(cat "$TMP/ask.rc") $(cat "$TMP/ask.out")" "0 ask one" \

@@ -132,8 +132,9 @@ tap_is "$(cat "$OUT")" "$HOME xterm-agent" \
 	"host: the caller's HOME does not reach the host command, its TERM does"
 
 shimmed sh -c 'sleep 30 & echo $! >'"$TMP"'/bg; echo done'
-sleep 0.2
 bg=$(cat "$TMP/bg" 2>/dev/null)
+bg_dead() { ! grep -qs '^State:[[:space:]]*[RSD]' /proc/"$bg"/status; }
+[ -n "$bg" ] && wait_until 5 bg_dead
 # Orphaned, it may stay a zombie until whoever adopted it reaps it: dead all the same.
 tap_ok "$([ "$rc" = 0 ] && [ -n "$bg" ] && ! grep -qs '^State:[[:space:]]*[RSD]' /proc/"$bg"/status && echo 0 || echo 1)" \
 	"a background job the command leaves behind is killed when it exits" "rc $rc, pid '$bg'"
@@ -143,6 +144,7 @@ tap_ok "$([ "$rc" = 0 ] && [ -n "$bg" ] && ! grep -qs '^State:[[:space:]]*[RSD]'
 # the shim; rc, took (ms from the SIGINT to the shim's exit) and victim (the command's pid).
 cancelled() {
 	rm -f "$TMP/victim"
+	finished_before=$(grep -c '^finished ' "$LOG")
 	: >"$OUT" # before the background job starts: no "started" from an earlier run
 	(cd "$WT" && PATH="$BIN:/usr/bin:/bin" CLOISTER_SOCKET=$SOCK exec "$BIN/sh" "$@") \
 		>"$OUT" 2>"$ERR" &
@@ -158,8 +160,9 @@ cancelled() {
 	wait "$shim_pid"
 	rc=$?
 	took=$(($(date +%s%3N) - t0))
-	sleep 0.2
+	wait_until 5 finished_more
 }
+finished_more() { [ "$(grep -c '^finished ' "$LOG")" -gt "$finished_before" ]; }
 last_finished() { grep '^finished ' "$LOG" | tail -n 1 | cut -d' ' -f3; }
 
 cancelled -c 'echo $$ > '"$TMP"'/victim; echo started; exec sleep 30'
@@ -203,10 +206,12 @@ stop_server
 # ---- mirror: into a container's namespaces, as the caller --------------------------------
 unshare --mount --uts --ipc --net --pid --fork --kill-child sh -c 'hostname cloister-box; exec sleep 60' 2>/dev/null &
 box_outer=$!
-sleep 0.3
-box=$(pgrep -P "$box_outer" sleep || echo "$box_outer")
+# The container's process is unshare's child once it has set the host name and become
+# `sleep`: until then there is no target (a first run on a loaded machine takes its time).
+box_ready() { box=$(pgrep -P "$box_outer" -x sleep); }
+wait_until 20 box_ready || echo "# the container's process did not start: $(ps -o pid,comm --ppid "$box_outer")"
 # unshare --fork ignores SIGTERM while it waits: end the container's process itself.
-on_exit "kill -KILL $box 2>/dev/null"
+on_exit "kill -KILL ${box:-$box_outer} 2>/dev/null"
 start_server --unix "$SOCK" --target-pid "$box" --ignore-signal 10 --ignore-signal 32 \
 	--allow hostname --allow id --allow mytool --allow grep
 chmod 666 "$SOCK"

@@ -1,4 +1,5 @@
-/* Fuzz the resolver's readers of the hosts file and resolv.conf, and its question encoder.
+/* Fuzz the resolver's readers of the hosts file, resolv.conf and nsswitch.conf's hosts line,
+ * and its question encoder.
  * Input: a name, a NUL, then the file text. Beyond memory safety: every address found is of
  * a known family, and a question built for a name that encodes parses back to that name. */
 #include <stdint.h>
@@ -6,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "supervisor/hostsdb.h"
 #include "supervisor/resolver.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -37,6 +39,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (resolver_conf_nameserver(text, text_len, &ss) == 0 && ss.ss_family != AF_INET &&
 	    ss.ss_family != AF_INET6)
 		abort();
+	{
+		struct hostsdb_order o;
+
+		(void)hostsdb_order_parse(text, text_len, &o);
+		if (o.n > 2 || memchr(o.skipped, 0, sizeof(o.skipped)) == NULL)
+			abort();
+		for (size_t i = 0; i < o.n; i++)
+			if ((o.source[i] != HOSTSDB_FILES && o.source[i] != HOSTSDB_DNS) ||
+			    (i > 0 && o.source[i] == o.source[0]))
+				abort();
+	}
 	if (resolver_question(name, 1, &q) == 0) {
 		n = dns_query_build(&q, 0x1234, msg, sizeof(msg));
 		if (n <= 0 || dns_query_parse(msg, (size_t)n, &back, NULL) < 0 ||

@@ -63,6 +63,16 @@ static int load_error(enum config_file_kind kind, const char *text, bool lenient
 	return r;
 }
 
+/* Entries of L that some file wrote (the always-allowed base list aside). */
+static size_t n_written(const struct config_domain_list *l)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < l->n; i++)
+		n += l->items[i].origin.layer != CONFIG_LAYER_BASE;
+	return n;
+}
+
 static void assert_no_warnings(const struct config *cfg)
 {
 	for (size_t i = 0; i < cfg->n_warnings; i++)
@@ -136,15 +146,18 @@ static void test_global_file_lists_replace_builtin_but_unset_scalars_keep_builti
 	                                                   "    - domain: example.com\n",
 	                                                   NULL, NULL, NULL, false);
 
-	assert_int_equal(cfg->proxy.allow.n, 1);
+	assert_int_equal(n_written(&cfg->proxy.allow), 1);
 	assert_string_equal(cfg->proxy.allow.items[0].spec.host, "example.com");
 	assert_string_equal(cfg->proxy.allow.items[0].origin.file, "config.yaml");
 	assert_int_equal(cfg->proxy.allow.items[0].origin.line, 3);
 	assert_int_equal(cfg->proxy.allow.items[0].origin.column, 15);
-	/* Scalars the file leaves out come from the built-in, with its origin. */
-	assert_int_equal(cfg->proxy.unlisted, UNLISTED_REQUEST_APPROVAL);
-	assert_string_equal(cfg->proxy.unlisted_at.origin.file, "<built-in>");
+	/* Scalars the file leaves out come from the built-in, with its origin... */
 	assert_int_equal(cfg->proxy.approval_timeout_ms, 60000);
+	assert_string_equal(cfg->proxy.approval_timeout_at.origin.file, "<built-in>");
+	/* ...but for unlisted_domain_behavior, which Cloister reads as reject when left out. */
+	assert_int_equal(cfg->proxy.unlisted, UNLISTED_REJECT);
+	assert_string_equal(cfg->proxy.unlisted_at.origin.file, "config.yaml");
+	assert_int_equal(cfg->proxy.unlisted_at.origin.line, 0);
 	/* Lists it leaves out are empty: the file replaces the built-in's lists... */
 	assert_int_equal(cfg->hostexec.auto_approve.n, 0);
 	/* ...except exec, which Cloister files never have: the built-in's exec section stays. */
@@ -229,7 +242,7 @@ static void test_project_extends_global_and_both_decision_forms_merge(void **sta
 	const char *file = NULL;
 
 	assert_no_warnings(cfg);
-	assert_int_equal(cfg->proxy.allow.n, 5);
+	assert_int_equal(n_written(&cfg->proxy.allow), 5);
 	assert_true(has_domain(&cfg->proxy.allow, "a.example", false, &file));
 	assert_string_equal(file, "config.yaml");
 	assert_true(has_domain(&cfg->proxy.allow, "b.example", true, &file));
@@ -321,7 +334,7 @@ static void test_real_cloister_files_load_without_warnings(void **state)
 	_cleanup_(config_freep) struct config *cfg = load4(global, NULL, NULL, NULL, false);
 
 	assert_no_warnings(cfg);
-	assert_int_equal(cfg->proxy.allow.n, 2);
+	assert_int_equal(n_written(&cfg->proxy.allow), 2);
 	assert_int_equal(cfg->proxy.deny.n, 1);
 	assert_string_equal(cfg->proxy.listen.text, ":3128");
 	assert_int_equal(cfg->proxy.rate_limit, 120);
@@ -337,9 +350,10 @@ static void test_missing_and_empty_files_are_empty(void **state)
 	        load4("", "# nothing\n", "---\n", "~\n", false);
 
 	assert_no_warnings(cfg);
-	/* An empty global file is a global file: its (absent) lists replace the built-in's. */
-	assert_int_equal(cfg->proxy.allow.n, 0);
-	assert_int_equal(cfg->proxy.unlisted, UNLISTED_REQUEST_APPROVAL);
+	/* An empty global file is a global file: its (absent) lists replace the built-in's,
+	 * and its absent unlisted_domain_behavior means reject, as in Cloister. */
+	assert_int_equal(n_written(&cfg->proxy.allow), 0);
+	assert_int_equal(cfg->proxy.unlisted, UNLISTED_REJECT);
 	assert_true(cfg->exec.allow.n > 0);
 }
 
@@ -392,7 +406,7 @@ static void test_each_error_names_file_line_column_and_what_was_expected(void **
 	         "\"*.b.example\"\n",
 	         "config.yaml:3:7: proxy.allow[0]: expected either \"domain\" or \"pattern\", not "
 	         "both"},
-	        {CONFIG_FILE_GLOBAL, "proxy:\n  allow:\n    - note: hi\n",
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  allow:\n    - {}\n",
 	         "config.yaml:3:7: proxy.allow[0]: expected a mapping with \"domain\" or "
 	         "\"pattern\""},
 	        {CONFIG_FILE_GLOBAL, "exec:\n  deny:\n    - path: bin/nc\n",
@@ -499,7 +513,69 @@ static void test_oversized_input_and_too_many_items_are_rejected(void **state)
 	assert_non_null(strstr(err.msg, "too many items in a sequence (the limit is 10000)"));
 }
 
-static void test_unknown_keys_are_warnings_with_their_position(void **state)
+/* Cloister's parser refuses unknown keys (its KnownFields), so a typo is never silently
+ * ignored; its test cases are the first rows. */
+static void test_unknown_keys_are_errors_with_their_position_in_every_file_kind(void **state)
+{
+	static const struct {
+		enum config_file_kind kind;
+		const char *yaml, *message;
+	} cases[] = {
+	        /* Cloister's parse tests: listenn, auto_aprove, unknownfield, alow. */
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  listenn: \":3128\"\n",
+	         "config.yaml:2:3: proxy.listenn: unknown key; expected one of listen, allow, "
+	         "deny, unlisted_domain_behavior, approval_timeout, rate_limit, "
+	         "max_request_bytes"},
+	        {CONFIG_FILE_GLOBAL,
+	         "hostexec:\n  listen: \"127.0.0.1:9999\"\n  auto_aprove:\n    - pattern: "
+	         "\"^test$\"\n",
+	         "config.yaml:3:3: hostexec.auto_aprove: unknown key; expected one of listen, "
+	         "auto_approve, manual_approve"},
+	        {CONFIG_FILE_PROJECT, "remote: git@github.com:me/p.git\nunknownfield: \"value\"\n",
+	         "projects/p.yaml:2:1: unknownfield: unknown key; expected one of remote, root, "
+	         "refs, proxy, hostexec, commands, exec"},
+	        {CONFIG_FILE_PROJECT, "proxy:\n  alow:\n    - domain: example.com\n",
+	         "projects/p.yaml:2:3: proxy.alow: unknown key; expected one of allow, deny"},
+	        /* Every level and form: top level, list entries, agents, both decisions forms. */
+	        {CONFIG_FILE_GLOBAL, "unlisted_domain_behavior: reject\n",
+	         "config.yaml:1:1: unlisted_domain_behavior: unknown key; expected one of proxy, "
+	         "request, hostexec, approval, exec, devcontainer, agents, defaults, log"},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  allow:\n    - domain: a.example\n      note: hi\n",
+	         "config.yaml:4:7: proxy.allow[0].note: unknown key; expected \"domain\" or "
+	         "\"pattern\""},
+	        {CONFIG_FILE_PROJECT,
+	         "hostexec:\n  auto_approve:\n    - pattern: \"^x$\"\n      comment: why\n",
+	         "projects/p.yaml:4:7: hostexec.auto_approve[0].comment: unknown key; expected "
+	         "\"pattern\""},
+	        {CONFIG_FILE_GLOBAL, "agents:\n  claude:\n    comand: claude\n",
+	         "config.yaml:3:5: agents.claude.comand: unknown key; expected one of command, "
+	         "config_mount, env, auth_method, token, api_key, skip_permissions"},
+	        {CONFIG_FILE_GLOBAL, "log:\n  levle: info\n",
+	         "config.yaml:2:3: log.levle: unknown key; expected one of file, stdout, level, "
+	         "per_cloister, per_cloister_dir"},
+	        {CONFIG_FILE_DECISIONS, "proxy:\n  allow: []\n  alow: []\n",
+	         "decisions/global.yaml:3:3: proxy.alow: unknown key; expected one of allow, "
+	         "deny"},
+	        {CONFIG_FILE_DECISIONS, "domains: [a.example]\npaterns: [\"*.b.example\"]\n",
+	         "decisions/global.yaml:2:1: paterns: unknown key; expected one of proxy, domains, "
+	         "patterns, denied_domains, denied_patterns"},
+	        /* A key of another file kind: a decisions file cannot loosen exec security. */
+	        {CONFIG_FILE_DECISIONS, "exec:\n  security: full\n",
+	         "decisions/global.yaml:1:1: exec: unknown key; expected one of proxy, domains, "
+	         "patterns, denied_domains, denied_patterns"},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct cl_error err = {""};
+
+		if (load_error(cases[i].kind, cases[i].yaml, false, &err) != -EINVAL)
+			fail_msg("case %zu loaded", i);
+		if (strcmp(err.msg, cases[i].message) != 0)
+			fail_msg("case %zu:\n  got:  %s\n  want: %s", i, err.msg, cases[i].message);
+	}
+}
+
+static void test_lenient_mode_turns_unknown_keys_into_warnings(void **state)
 {
 	_cleanup_(config_freep) struct config *cfg = load4("proxy:\n"
 	                                                   "  allow: []\n"
@@ -509,19 +585,60 @@ static void test_unknown_keys_are_warnings_with_their_position(void **state)
 	                                                   "  auto_approve:\n"
 	                                                   "    - pattern: \"^x$\"\n"
 	                                                   "      comment: why\n",
-	                                                   NULL, NULL, false);
+	                                                   NULL, NULL, true);
 
 	assert_int_equal(cfg->n_warnings, 3);
 	assert_string_equal(cfg->warnings[0],
-	                    "config.yaml:3:3: proxy.colour: unknown key (ignored)");
-	assert_string_equal(cfg->warnings[1],
-	                    "config.yaml:4:1: unlisted_domain_behavior: unknown key (ignored)");
+	                    "config.yaml:3:3: proxy.colour: unknown key (ignored: --lenient)");
 	assert_string_equal(
-	        cfg->warnings[2],
-	        "projects/p.yaml:4:7: hostexec.auto_approve[0].comment: unknown key (ignored)");
+	        cfg->warnings[1],
+	        "config.yaml:4:1: unlisted_domain_behavior: unknown key (ignored: --lenient)");
+	assert_string_equal(cfg->warnings[2], "projects/p.yaml:4:7: hostexec.auto_approve[0]."
+	                                      "comment: unknown key (ignored: --lenient)");
 	/* The known parts still load. */
 	assert_int_equal(cfg->hostexec.auto_approve.n, 1);
 	assert_string_equal(cfg->hostexec.auto_approve.items[0].regex.source, "^x$");
+}
+
+/* Ignoring a misspelt deny list, or an unknown key holding one, would drop its denials: even
+ * --lenient does not. */
+static void test_a_typo_in_a_deny_key_never_drops_the_denials(void **state)
+{
+	static const struct {
+		enum config_file_kind kind;
+		const char *yaml, *where;
+	} cases[] = {
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  dney:\n    - domain: evil.example\n",
+	         "config.yaml:2:3: proxy.dney: unknown key"},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  denny:\n    - domain: evil.example\n",
+	         "config.yaml:2:3: proxy.denny: unknown key"},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  Deny:\n    - domain: evil.example\n",
+	         "config.yaml:2:3: proxy.Deny: unknown key"},
+	        {CONFIG_FILE_PROJECT, "proxy:\n  deny_list:\n    - domain: evil.example\n",
+	         "projects/p.yaml:2:3: proxy.deny_list: unknown key"},
+	        /* deny under a misspelt parent, or at the wrong level */
+	        {CONFIG_FILE_GLOBAL, "proxi:\n  deny:\n    - domain: evil.example\n",
+	         "config.yaml:1:1: proxi: unknown key"},
+	        {CONFIG_FILE_GLOBAL, "deny:\n  - domain: evil.example\n",
+	         "config.yaml:1:1: deny: unknown key"},
+	        {CONFIG_FILE_DECISIONS, "denied_domain: [evil.example]\n",
+	         "decisions/global.yaml:1:1: denied_domain: unknown key"},
+	        {CONFIG_FILE_DECISIONS, "deniedpatterns: [\"*.evil.example\"]\n",
+	         "decisions/global.yaml:1:1: deniedpatterns: unknown key"},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		for (int lenient = 0; lenient < 2; lenient++) {
+			struct cl_error err = {""};
+
+			if (load_error(cases[i].kind, cases[i].yaml, lenient, &err) != -EINVAL)
+				fail_msg("case %zu loaded (lenient %d)", i, lenient);
+			if (strncmp(err.msg, cases[i].where, strlen(cases[i].where)) != 0)
+				fail_msg("case %zu: %s", i, err.msg);
+			if (lenient && !strstr(err.msg, "not ignored even with --lenient"))
+				fail_msg("case %zu: %s", i, err.msg);
+		}
+	}
 }
 
 static void test_misspelt_exec_keys_fail_instead_of_dropping_a_rule(void **state)
@@ -572,22 +689,6 @@ static void test_allow_rule_with_a_command_but_no_path_warns(void **state)
 	assert_int_equal(cfg->exec.allow.n, 2);
 }
 
-static void test_keys_of_another_file_kind_are_unknown(void **state)
-{
-	struct config_sources s = {
-	        .global_decisions = src("decisions/global.yaml", "exec:\n  security: full\n"),
-	};
-	struct cl_error err = {""};
-	_cleanup_(config_freep) struct config *cfg = NULL;
-
-	assert_int_equal(config_load(&s, NULL, &cfg, &err), 0);
-	assert_int_equal(cfg->n_warnings, 1);
-	assert_string_equal(cfg->warnings[0],
-	                    "decisions/global.yaml:1:1: exec: unknown key (ignored)");
-	/* A decisions file cannot loosen exec security. */
-	assert_int_equal(cfg->exec.security, EXEC_SECURITY_ALLOWLIST);
-}
-
 static void test_lenient_mode_skips_bad_regex_and_domain_with_a_warning(void **state)
 {
 	const char *yaml = "hostexec:\n"
@@ -609,7 +710,7 @@ static void test_lenient_mode_skips_bad_regex_and_domain_with_a_warning(void **s
 	assert_int_equal(cfg->hostexec.auto_approve.n, 1);
 	assert_string_equal(cfg->hostexec.auto_approve.items[0].regex.source, "^good$");
 	assert_int_equal(cfg->hostexec.auto_approve.items[0].index, 1);
-	assert_int_equal(cfg->proxy.allow.n, 1);
+	assert_int_equal(n_written(&cfg->proxy.allow), 1);
 	assert_int_equal(cfg->n_warnings, 2);
 	assert_non_null(strstr(cfg->warnings[0], "config.yaml:3:16: hostexec.auto_approve[0]."
 	                                         "pattern: invalid regular expression"));
@@ -660,10 +761,277 @@ static void test_warnings_are_bounded(void **state)
 
 	for (int i = 0; i < 300; i++)
 		sprintf(yaml + strlen(yaml), "k%d: 1\n", i);
-	cfg = load4(yaml, NULL, NULL, NULL, false);
+	cfg = load4(yaml, NULL, NULL, NULL, true);
 	assert_int_equal(cfg->n_warnings, CONFIG_MAX_WARNINGS + 1);
 	assert_string_equal(cfg->warnings[CONFIG_MAX_WARNINGS],
 	                    "config.yaml: too many warnings; the rest are not shown");
+}
+
+/* ---- Cloister's semantics ---------------------------------------------------------------- */
+
+/* Cloister's validate tests, as rows: log.level and the agents section. */
+static void test_log_level_and_agents_are_validated_with_cloisters_rules(void **state)
+{
+	static const struct {
+		const char *yaml;
+		const char *error; /* NULL: loads; else the exact message */
+	} cases[] = {
+	        {"log:\n  level: debug\n", NULL},
+	        {"log:\n  level: info\n", NULL},
+	        {"log:\n  level: warn\n", NULL},
+	        {"log:\n  level: error\n", NULL},
+	        {"log:\n  level: \"\"\n", NULL},
+	        {"log:\n  level: verbose\n",
+	         "config.yaml:2:10: log.level: expected one of debug, info, warn, error, got "
+	         "\"verbose\""},
+	        {"log:\n  level: INFO\n",
+	         "config.yaml:2:10: log.level: expected one of debug, info, warn, error, got "
+	         "\"INFO\""},
+	        {"log:\n  level: wran\n",
+	         "config.yaml:2:10: log.level: expected one of debug, info, warn, error, got "
+	         "\"wran\""},
+	        {"log:\n  level: trace\n",
+	         "config.yaml:2:10: log.level: expected one of debug, info, warn, error, got "
+	         "\"trace\""},
+	        {"log:\n  stdout: maybe\n",
+	         "config.yaml:2:11: log.stdout: expected true or false, got \"maybe\""},
+	        {"log:\n  per_cloister: \"true\"\n",
+	         "config.yaml:2:17: log.per_cloister: expected true or false, got \"true\""},
+	        {"agents:\n  claude: {}\n", NULL},
+	        {"agents:\n  claude:\n    auth_method: token\n    token: my-token\n", NULL},
+	        {"agents:\n  claude:\n    auth_method: api_key\n    api_key: sk-ant-123\n", NULL},
+	        {"agents:\n  claude:\n    auth_method: \"\"\n", NULL},
+	        {"agents:\n  claude:\n    auth_method: oauth\n",
+	         "config.yaml:3:18: agents.claude.auth_method: expected one of token, api_key, got "
+	         "\"oauth\""},
+	        {"agents:\n  claude:\n    auth_method: tokens\n",
+	         "config.yaml:3:18: agents.claude.auth_method: expected one of token, api_key, got "
+	         "\"tokens\""},
+	        {"agents:\n  claude:\n    auth_method: TOKEN\n",
+	         "config.yaml:3:18: agents.claude.auth_method: expected one of token, api_key, got "
+	         "\"TOKEN\""},
+	        {"agents:\n  claude:\n    auth_method: token\n",
+	         "config.yaml:3:18: agents.claude.token: required when auth_method is \"token\""},
+	        {"agents:\n  claude:\n    auth_method: token\n    token: \"\"\n",
+	         "config.yaml:4:12: agents.claude.token: required when auth_method is \"token\""},
+	        {"agents:\n  codex:\n    auth_method: api_key\n",
+	         "config.yaml:3:18: agents.codex.api_key: required when auth_method is "
+	         "\"api_key\""},
+	        {"agents:\n  codex:\n    auth_method: api_key\n    api_key: \"\"\n",
+	         "config.yaml:4:14: agents.codex.api_key: required when auth_method is "
+	         "\"api_key\""},
+	        {"agents:\n  claude:\n    env: ANTHROPIC_API_KEY\n",
+	         "config.yaml:3:10: agents.claude.env: expected a list, got a scalar"},
+	        {"agents:\n  claude:\n    skip_permissions: sometimes\n",
+	         "config.yaml:3:23: agents.claude.skip_permissions: expected true or false, got "
+	         "\"sometimes\""},
+	        {"devcontainer:\n  enabled: yes\n", NULL},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct cl_error err = {""};
+		int r = load_error(CONFIG_FILE_GLOBAL, cases[i].yaml, false, &err);
+
+		if (!cases[i].error && r < 0)
+			fail_msg("case %zu: %s", i, err.msg);
+		if (cases[i].error && (r != -EINVAL || strcmp(err.msg, cases[i].error) != 0))
+			fail_msg("case %zu:\n  got:  %d %s\n  want: %s", i, r, err.msg,
+			         cases[i].error);
+	}
+}
+
+/* What Cloister's guardian drops without a word (an empty entry, a pattern that is not
+ * "*.something") is dropped here with a warning; a deny entry is never dropped. */
+static void test_entries_cloister_skips_are_skipped_with_a_warning(void **state)
+{
+	static const struct {
+		enum config_file_kind kind;
+		const char *yaml;
+		size_t allow, deny;
+		const char *warning; /* prefix of the one warning */
+	} cases[] = {
+	        {CONFIG_FILE_GLOBAL,
+	         "proxy:\n  allow:\n    - domain: \"\"\n    - domain: a.example\n", 1, 0,
+	         "config.yaml:3:15: proxy.allow[0].domain: empty entry skipped"},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  allow:\n    - domain: ~\n", 0, 0,
+	         "config.yaml:3:15: proxy.allow[0].domain: empty entry skipped"},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  deny:\n    - pattern: \"\"\n", 0, 0,
+	         "config.yaml:3:16: proxy.deny[0].pattern: empty entry skipped"},
+	        {CONFIG_FILE_GLOBAL,
+	         "proxy:\n  allow:\n    - domain: \"\"\n      pattern: \"*.a.example\"\n", 1, 0,
+	         NULL},
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  allow:\n    - pattern: example.com\n", 0, 0,
+	         "config.yaml:3:16: proxy.allow[0].pattern: \"example.com\" is not a pattern (a "
+	         "pattern starts with \"*.\"): entry skipped"},
+	        {CONFIG_FILE_DECISIONS, "patterns: [example.com, \"*.b.example\"]\n", 1, 0,
+	         "decisions/global.yaml:1:12: patterns[0]: \"example.com\" is not a pattern"},
+	        {CONFIG_FILE_DECISIONS, "domains: [\"\", ok.example]\n", 1, 0,
+	         "decisions/global.yaml:1:11: domains[0]: empty entry skipped"},
+	        /* A deny entry keeps denying the name it spells. */
+	        {CONFIG_FILE_GLOBAL, "proxy:\n  deny:\n    - pattern: evil.example\n", 0, 1,
+	         "config.yaml:3:16: proxy.deny[0].pattern: \"evil.example\" is not a pattern (a "
+	         "pattern starts with \"*.\"): kept as the exact domain"},
+	        {CONFIG_FILE_DECISIONS, "denied_patterns: [evil.example]\n", 0, 1,
+	         "decisions/global.yaml:1:19: denied_patterns[0]: \"evil.example\" is not a "
+	         "pattern"},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct config_source source = src("x", cases[i].yaml);
+		struct cl_error err = {""};
+		_cleanup_(config_freep) struct config *cfg = NULL;
+
+		source.name = cases[i].kind == CONFIG_FILE_GLOBAL ? "config.yaml"
+		                                                  : "decisions/global.yaml";
+		if (config_parse_file(cases[i].kind, CONFIG_LAYER_GLOBAL, &source, NULL, &cfg,
+		                      &err) < 0)
+			fail_msg("case %zu: %s", i, err.msg);
+		if (cfg->proxy.allow.n != cases[i].allow || cfg->proxy.deny.n != cases[i].deny)
+			fail_msg("case %zu: %zu allowed, %zu denied", i, cfg->proxy.allow.n,
+			         cfg->proxy.deny.n);
+		if (!cases[i].warning) {
+			assert_no_warnings(cfg);
+			continue;
+		}
+		if (cfg->n_warnings != 1 ||
+		    strncmp(cfg->warnings[0], cases[i].warning, strlen(cases[i].warning)) != 0)
+			fail_msg("case %zu: %zu warnings, first: %s", i, cfg->n_warnings,
+			         cfg->n_warnings ? cfg->warnings[0] : "");
+	}
+	{
+		/* The kept deny entry denies that exact name, not its subdomains. */
+		_cleanup_(config_freep) struct config *cfg = load4(
+		        "proxy:\n  deny:\n    - pattern: evil.example\n", NULL, NULL, NULL, false);
+		assert_int_equal(cfg->proxy.deny.n, 1);
+		assert_false(cfg->proxy.deny.items[0].spec.wildcard);
+		assert_string_equal(cfg->proxy.deny.items[0].spec.host, "evil.example");
+	}
+	{
+		/* An empty hostexec pattern stays an error (Cloister would auto-approve every
+		 * command with it); --lenient skips it, so it never approves anything. */
+		const char *yaml = "hostexec:\n  auto_approve:\n    - pattern: \"\"\n";
+		struct cl_error err = {""};
+		_cleanup_(config_freep) struct config *cfg = NULL;
+
+		assert_int_equal(load_error(CONFIG_FILE_GLOBAL, yaml, false, &err), -EINVAL);
+		cfg = load4(yaml, NULL, NULL, NULL, true);
+		assert_int_equal(cfg->hostexec.auto_approve.n, 0);
+	}
+}
+
+static void test_always_allowed_domains_lie_beneath_every_config(void **state)
+{
+	static const char *const layouts[][4] = {
+	        {NULL, NULL, NULL, NULL},
+	        {"", NULL, NULL, NULL},
+	        {"proxy:\n  allow: []\n", "proxy:\n  allow: []\n", "", ""},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(layouts); i++) {
+		_cleanup_(config_freep) struct config *cfg =
+		        load4(layouts[i][0], layouts[i][1], layouts[i][2], layouts[i][3], false);
+
+		for (size_t d = 0; config_base_domains[d]; d++) {
+			const char *file = NULL;
+
+			if (!has_domain(&cfg->proxy.allow, config_base_domains[d], false, &file))
+				fail_msg("layout %zu: %s not allowed", i, config_base_domains[d]);
+			/* Where no file lists it, the base list is its origin. */
+			if (layouts[i][0] && strcmp(file, CONFIG_BASE_NAME) != 0)
+				fail_msg("layout %zu: %s from %s", i, config_base_domains[d], file);
+		}
+	}
+	{
+		/* Listed by a file: once, with the file's origin. Denied: still listed, and the
+		 * deny wins (test_policy). */
+		_cleanup_(config_freep) struct config *cfg =
+		        load4("proxy:\n  allow:\n    - domain: api.openai.com\n  deny:\n    - "
+		              "domain: storage.googleapis.com\n",
+		              NULL, NULL, NULL, false);
+		size_t n = 0;
+		const char *file = NULL;
+
+		for (size_t k = 0; k < cfg->proxy.allow.n; k++)
+			n += strcmp(cfg->proxy.allow.items[k].spec.host, "api.openai.com") == 0;
+		assert_int_equal(n, 1);
+		assert_true(has_domain(&cfg->proxy.allow, "api.openai.com", false, &file));
+		assert_string_equal(file, "config.yaml");
+		assert_true(has_domain(&cfg->proxy.allow, "storage.googleapis.com", false, &file));
+		assert_string_equal(file, CONFIG_BASE_NAME);
+		assert_int_equal(cfg->proxy.allow.items[cfg->proxy.allow.n - 1].origin.layer,
+		                 CONFIG_LAYER_BASE);
+		assert_true(has_domain(&cfg->proxy.deny, "storage.googleapis.com", false, NULL));
+	}
+}
+
+static void test_unlisted_behavior_left_out_of_a_config_file_means_reject(void **state)
+{
+	static const struct {
+		const char *global, *project;
+		enum unlisted_behavior want;
+		const char *file;
+		unsigned line;
+	} cases[] = {
+	        {NULL, NULL, UNLISTED_REQUEST_APPROVAL, "<built-in>", 125}, /* no file: ask */
+	        {NULL, "proxy:\n  allow: []\n", UNLISTED_REQUEST_APPROVAL, "<built-in>", 125},
+	        {"", NULL, UNLISTED_REJECT, "config.yaml", 0},
+	        {"proxy:\n  approval_timeout: 30s\n", NULL, UNLISTED_REJECT, "config.yaml", 0},
+	        {"proxy:\n  unlisted_domain_behavior: request_approval\n", NULL,
+	         UNLISTED_REQUEST_APPROVAL, "config.yaml", 2},
+	        {"proxy:\n  unlisted_domain_behavior: reject\n", NULL, UNLISTED_REJECT,
+	         "config.yaml", 2},
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		_cleanup_(config_freep) struct config *cfg =
+		        load4(cases[i].global, cases[i].project, NULL, NULL, false);
+
+		if (cfg->proxy.unlisted != cases[i].want)
+			fail_msg("case %zu: %s", i,
+			         unlisted_behavior_to_string(cfg->proxy.unlisted));
+		assert_string_equal(cfg->proxy.unlisted_at.origin.file, cases[i].file);
+		if (cases[i].line != 125)
+			assert_int_equal(cfg->proxy.unlisted_at.origin.line, cases[i].line);
+		else
+			assert_true(cfg->proxy.unlisted_at.origin.line > 0);
+	}
+}
+
+static void test_an_entry_in_several_files_is_kept_once(void **state)
+{
+	const char *global = "proxy:\n"
+	                     "  allow:\n"
+	                     "    - domain: a.example\n"
+	                     "    - pattern: \"*.b.example\"\n"
+	                     "    - domain: a.example:443\n"
+	                     "  deny:\n"
+	                     "    - domain: evil.example\n"
+	                     "hostexec:\n"
+	                     "  auto_approve:\n"
+	                     "    - pattern: \"^make$\"\n";
+	const char *project = "proxy:\n"
+	                      "  allow:\n"
+	                      "    - domain: A.Example.\n"
+	                      "    - pattern: \"*.b.example\"\n"
+	                      "    - domain: b.example\n"
+	                      "  deny:\n"
+	                      "    - domain: evil.example\n"
+	                      "hostexec:\n"
+	                      "  auto_approve:\n"
+	                      "    - pattern: \"^make$\"\n"
+	                      "    - pattern: \"^make test$\"\n";
+	_cleanup_(config_freep) struct config *cfg =
+	        load4(global, project, "domains: [a.example]\n", NULL, false);
+
+	/* a.example, *.b.example, a.example:443 (another port), b.example (not the pattern). */
+	assert_int_equal(n_written(&cfg->proxy.allow), 4);
+	assert_string_equal(cfg->proxy.allow.items[0].origin.file, "config.yaml");
+	assert_string_equal(cfg->proxy.allow.items[3].spec.host, "b.example");
+	assert_string_equal(cfg->proxy.allow.items[3].origin.file, "projects/p.yaml");
+	assert_int_equal(cfg->proxy.deny.n, 1);
+	assert_string_equal(cfg->proxy.deny.items[0].origin.file, "config.yaml");
+	assert_int_equal(cfg->hostexec.auto_approve.n, 2);
+	assert_string_equal(cfg->hostexec.auto_approve.items[1].regex.source, "^make test$");
 }
 
 /* ---- values ------------------------------------------------------------------------------ */
@@ -875,14 +1243,21 @@ int main(void)
 	        cmocka_unit_test(test_agent_secrets_never_appear_in_messages),
 	        cmocka_unit_test(test_too_deep_nesting_is_rejected),
 	        cmocka_unit_test(test_oversized_input_and_too_many_items_are_rejected),
-	        cmocka_unit_test(test_unknown_keys_are_warnings_with_their_position),
-	        cmocka_unit_test(test_keys_of_another_file_kind_are_unknown),
+	        cmocka_unit_test(
+	                test_unknown_keys_are_errors_with_their_position_in_every_file_kind),
+	        cmocka_unit_test(test_lenient_mode_turns_unknown_keys_into_warnings),
+	        cmocka_unit_test(test_a_typo_in_a_deny_key_never_drops_the_denials),
 	        cmocka_unit_test(test_lenient_mode_skips_bad_regex_and_domain_with_a_warning),
 	        cmocka_unit_test(test_misspelt_exec_keys_fail_instead_of_dropping_a_rule),
 	        cmocka_unit_test(test_allow_rule_with_a_command_but_no_path_warns),
 	        cmocka_unit_test(test_lenient_mode_never_skips_a_deny_entry),
 	        cmocka_unit_test(test_lenient_mode_still_fails_on_wrong_types),
 	        cmocka_unit_test(test_warnings_are_bounded),
+	        cmocka_unit_test(test_log_level_and_agents_are_validated_with_cloisters_rules),
+	        cmocka_unit_test(test_entries_cloister_skips_are_skipped_with_a_warning),
+	        cmocka_unit_test(test_always_allowed_domains_lie_beneath_every_config),
+	        cmocka_unit_test(test_unlisted_behavior_left_out_of_a_config_file_means_reject),
+	        cmocka_unit_test(test_an_entry_in_several_files_is_kept_once),
 	        cmocka_unit_test(test_project_names_that_could_escape_the_directory_are_rejected),
 	        cmocka_unit_test(test_go_durations_parse_to_milliseconds),
 	        cmocka_unit_test(test_config_dir_option_beats_xdg_which_beats_home),

@@ -168,6 +168,9 @@ static void test_unreadable_or_unknown_content_is_not_rewritten(void **state)
 	        "notes: keep me\nproxy:\n  allow: []\n",
 	        "proxy:\n  allow:\n    - domain: a.example\n      comment: why\n",
 	        "proxy:\n  allow:\n    - &x {domain: a.example}\n    - *x\n",
+	        /* unknown keys, in both forms: Cloister refuses them too */
+	        "proxy:\n  deny: []\n  alow: []\n",
+	        "domains: [a.example]\ndenied_domans: [b.example]\n",
 	};
 	struct domain_spec s = spec("new.example");
 
@@ -418,6 +421,100 @@ static void test_concurrent_writers_keep_each_others_entries(void **state)
 	assert_int_equal(cfg->proxy.allow.n + cfg->proxy.deny.n, WRITERS * EACH);
 }
 
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* Cloister's older approvals/ directory: read in place while decisions/ does not exist, said
+ * once, never renamed; before the first save it is copied whole to decisions/, so that the
+ * one new file never hides the others. */
+static void test_approvals_dir_is_read_in_place_and_copied_before_the_first_save(void **state)
+{
+	char cfgdir[300], sub[400];
+	struct cl_error err = {{0}};
+	struct policy_result res;
+	struct domain_spec s = spec("new.example");
+	_cleanup_free_ char *path = NULL, *back = NULL;
+
+	snprintf(cfgdir, sizeof(cfgdir), "%s/approvals-cfg", tmpdir);
+	assert_int_equal(mkdir(cfgdir, 0700), 0);
+	snprintf(sub, sizeof(sub), "%s/approvals", cfgdir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	snprintf(sub, sizeof(sub), "%s/approvals/projects", cfgdir);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	/* The old flat form, as Cloister wrote it there. */
+	snprintf(sub, sizeof(sub), "%s/approvals/global.yaml", cfgdir);
+	write_text(sub, "domains: [old.example]\ndenied_domains: [evil.example]\n");
+	snprintf(sub, sizeof(sub), "%s/approvals/projects/web.yaml", cfgdir);
+	write_text(sub, "patterns: [\"*.web.example\"]\n");
+	snprintf(sub, sizeof(sub), "%s/approvals/projects/other.yaml", cfgdir);
+	write_text(sub, "denied_patterns: [\"*.other.example\"]\n");
+
+	for (int round = 0; round < 2; round++) {
+		_cleanup_(config_freep) struct config *cfg = NULL;
+		bool said = false;
+
+		assert_int_equal(config_load_dir(cfgdir, "web", NULL, &cfg, &err), 0);
+		for (size_t i = 0; i < cfg->n_warnings; i++)
+			said |= strstr(cfg->warnings[i],
+			               "/approvals: read in place of decisions/") != NULL;
+		assert_true(said == (round == 0)); /* said once per process */
+		assert_int_equal(policy_check_domain(cfg, NULL, "old.example", &res, &err), 0);
+		assert_int_equal(res.verdict, POLICY_ALLOW);
+		assert_non_null(strstr(res.origin.file, "/approvals/global.yaml"));
+		assert_int_equal(policy_check_domain(cfg, NULL, "evil.example", &res, &err), 0);
+		assert_int_equal(res.verdict, POLICY_DENY);
+		assert_int_equal(policy_check_domain(cfg, NULL, "a.web.example", &res, &err), 0);
+		assert_int_equal(res.verdict, POLICY_ALLOW);
+	}
+
+	/* The first save: approvals/ is copied to decisions/, then the entry added there. */
+	assert_int_equal(decisions_prepare_dir(cfgdir, &err), 1);
+	assert_int_equal(decisions_prepare_dir(cfgdir, &err), 0); /* once */
+	assert_int_equal(decisions_path(cfgdir, "web", &path, &err), 0);
+	assert_int_equal(decisions_update(path, DECISIONS_ALLOW, &s, &err), 1);
+	back = slurp(path);
+	check_summary(back, "allow: *.web.example new.example | deny:");
+	{
+		_cleanup_(config_freep) struct config *cfg = NULL;
+
+		assert_int_equal(config_load_dir(cfgdir, "other", NULL, &cfg, &err), 0);
+		for (size_t i = 0; i < cfg->n_warnings; i++)
+			assert_null(strstr(cfg->warnings[i], "approvals"));
+		/* Every other file came along: the global denial, the other project's. */
+		assert_int_equal(policy_check_domain(cfg, NULL, "evil.example", &res, &err), 0);
+		assert_int_equal(res.verdict, POLICY_DENY);
+		assert_non_null(strstr(res.origin.file, "/decisions/global.yaml"));
+		assert_int_equal(policy_check_domain(cfg, NULL, "x.y.other.example", &res, &err),
+		                 0);
+		assert_int_equal(res.verdict, POLICY_DENY);
+	}
+	/* approvals/ is as it was. */
+	free(back);
+	snprintf(sub, sizeof(sub), "%s/approvals/global.yaml", cfgdir);
+	back = slurp(sub);
+	assert_string_equal(back, "domains: [old.example]\ndenied_domains: [evil.example]\n");
+	free(back);
+	snprintf(sub, sizeof(sub), "%s/approvals/projects/web.yaml", cfgdir);
+	back = slurp(sub);
+	assert_string_equal(back, "patterns: [\"*.web.example\"]\n");
+	{
+		/* No temporary directory left behind. */
+		DIR *d = opendir(cfgdir);
+		struct dirent *e;
+
+		assert_non_null(d);
+		while ((e = readdir(d)))
+			assert_null(strstr(e->d_name, ".decisions.tmp"));
+		closedir(d);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,6 +531,8 @@ int main(void)
 	        cmocka_unit_test(test_a_crash_before_the_rename_leaves_the_old_file),
 	        cmocka_unit_test(test_update_adds_once_and_refuses_a_broken_file),
 	        cmocka_unit_test(test_concurrent_writers_keep_each_others_entries),
+	        cmocka_unit_test(
+	                test_approvals_dir_is_read_in_place_and_copied_before_the_first_save),
 	};
 
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);

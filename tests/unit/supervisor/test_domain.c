@@ -56,6 +56,51 @@ static void test_wildcard_matches_apex_and_one_level_but_not_two(void **state)
 	assert_false(matches("*.cdn.example.com", "assets.example.com"));
 }
 
+static bool denies(const char *rule_text, const char *query_text)
+{
+	struct domain_spec rule, query;
+	struct cl_error err = {{0}};
+
+	if (domain_spec_parse(rule_text, true, &rule, &err) < 0)
+		fail_msg("rule %s: %s", rule_text, err.msg);
+	if (domain_spec_parse(query_text, false, &query, &err) < 0)
+		fail_msg("query %s: %s", query_text, err.msg);
+	return domain_spec_matches_deny(&rule, &query);
+}
+
+/* Cloister's DomainSet pattern cases as rows, with the two answers this project gives: an
+ * allow pattern keeps one level and the apex (as the approval API documents), a deny pattern
+ * covers every depth and the apex ("blocks all subdomains and apex"). */
+static void test_deny_pattern_covers_every_depth_allow_pattern_one_level(void **state)
+{
+	static const struct {
+		const char *rule, *query;
+		bool allow, deny;
+	} cases[] = {
+	        {"*.example.com", "api.example.com", true, true},
+	        {"*.example.com", "a.b.example.com", false, true},
+	        {"*.example.com", "x.y.z.example.com", false, true},
+	        {"*.example.com", "example.com", true, true},
+	        {"*.example.com", "api.other.com", false, false},
+	        {"*.example.com", "badexample.com", false, false},
+	        {"*.example.com", "example.com.evil.net", false, false},
+	        {"*.example.com", "api.example.com:443", true, true},
+	        {"*.example.com:443", "a.b.example.com:443", false, true},
+	        {"*.example.com:443", "a.b.example.com:80", false, false},
+	        {"example.com", "api.example.com", false, false},
+	        {"example.com", "example.com:8443", true, true},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		if (matches(cases[i].rule, cases[i].query) != cases[i].allow)
+			fail_msg("allow %s vs %s: expected %d", cases[i].rule, cases[i].query,
+			         cases[i].allow);
+		if (denies(cases[i].rule, cases[i].query) != cases[i].deny)
+			fail_msg("deny %s vs %s: expected %d", cases[i].rule, cases[i].query,
+			         cases[i].deny);
+	}
+}
+
 static void test_matching_ignores_case_and_one_trailing_dot(void **state)
 {
 	assert_true(matches("Example.COM", "example.com"));
@@ -307,6 +352,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_exact_entry_matches_only_that_name),
 	        cmocka_unit_test(test_wildcard_matches_apex_and_one_level_but_not_two),
+	        cmocka_unit_test(test_deny_pattern_covers_every_depth_allow_pattern_one_level),
 	        cmocka_unit_test(test_matching_ignores_case_and_one_trailing_dot),
 	        cmocka_unit_test(test_port_in_rule_limits_it_to_that_port),
 	        cmocka_unit_test(test_ip_literals_are_matched_in_canonical_form),

@@ -636,7 +636,8 @@ static void test_domain_several_session_sets(void **state)
 	assert_int_equal(policy_check_domain_in(cfg, NULL, 0, "cfg.example", &res, &err), 0);
 	assert_int_equal(res.verdict, POLICY_ALLOW);
 	assert_int_equal(policy_check_domain_in(cfg, NULL, 0, "b.example", &res, &err), 0);
-	assert_int_equal(res.verdict, POLICY_ASK);
+	assert_int_equal(res.verdict, POLICY_DENY); /* unlisted, and the file says no approval */
+	assert_string_equal(res.rule, "proxy.unlisted_domain_behavior=reject");
 	for (size_t i = 0; i < ELEMENTSOF(sets); i++) {
 		struct policy_session *s = (struct policy_session *)sets[i];
 
@@ -679,9 +680,11 @@ static void test_domain_deny_beats_allow_at_every_layer(void **state)
 		if (res.verdict != POLICY_DENY || res.origin.layer != deny_at)
 			fail_msg("deny at %s: got %s from %s", config_layer_to_string(deny_at),
 			         V(res.verdict), config_layer_to_string(res.origin.layer));
-		/* Something not denied is still allowed by the same layers. */
+		/* Something unlisted is rejected: a config.yaml that leaves out
+		 * unlisted_domain_behavior means reject, as in Cloister. */
 		res = check_domain(cfg, &session, "y.example");
-		assert_int_equal(res.verdict, POLICY_ASK); /* unlisted: built-in request_approval */
+		assert_int_equal(res.verdict, POLICY_DENY);
+		assert_string_equal(res.rule, "proxy.unlisted_domain_behavior=reject");
 		config_domain_list_clear(&session.allow);
 		config_domain_list_clear(&session.deny);
 	}
@@ -744,6 +747,141 @@ static void test_domain_unlisted_request_approval_asks_and_times_out_to_deny(voi
 	assert_non_null(strstr(res.reason, "90 s"));
 }
 
+/* Cloister's policy engine cases as rows (deny first at every tier, then allow, then the
+ * unlisted behaviour), with this project's pattern depths and the reason that says them. */
+static void test_domain_deny_patterns_cover_every_depth_and_say_so(void **state)
+{
+	const char *global = "proxy:\n"
+	                     "  unlisted_domain_behavior: request_approval\n"
+	                     "  allow:\n"
+	                     "    - pattern: \"*.example.com\"\n"
+	                     "    - domain: evil.net\n"
+	                     "  deny:\n"
+	                     "    - pattern: \"*.evil.net\"\n";
+	static const struct {
+		const char *host;
+		enum policy_verdict want;
+		const char *reason; /* a part of it */
+	} cases[] = {
+	        {"a.b.evil.net", POLICY_DENY, "covers evil.net and its subdomains at every depth"},
+	        {"x.evil.net:8443", POLICY_DENY, "denials win over approvals"},
+	        {"evil.net", POLICY_DENY, "a denied pattern covers evil.net"},
+	        {"api.example.com", POLICY_ALLOW, "covers example.com and one subdomain level"},
+	        {"example.com", POLICY_ALLOW, "an allowed pattern covers example.com"},
+	        {"a.b.example.com", POLICY_ASK,
+	         "the allowed pattern \"*.example.com\" covers one subdomain level only"},
+	        {"other.org", POLICY_ASK, "is not in the allowlist, so a person decides"},
+	        /* Cloister's always-allowed domains, beneath the config. */
+	        {"api.openai.com", POLICY_ALLOW, "is allowed (always allowed)"},
+	        {"deb.nodesource.com:443", POLICY_ALLOW, "is allowed (always allowed)"},
+	};
+	_cleanup_(config_freep) struct config *cfg = load4(global, NULL, NULL, NULL);
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct policy_result res = check_domain(cfg, NULL, cases[i].host);
+		if (res.verdict != cases[i].want || !strstr(res.reason, cases[i].reason))
+			fail_msg("%s: got %s (%s), want %s (…%s…)", cases[i].host, V(res.verdict),
+			         res.reason, V(cases[i].want), cases[i].reason);
+	}
+	{
+		/* A session denial of a pattern covers every depth too. */
+		struct policy_session session = {0};
+		struct policy_result res;
+
+		session_add(&session.deny, "*.example.com");
+		res = check_domain(cfg, &session, "deep.api.example.com");
+		assert_int_equal(res.verdict, POLICY_DENY);
+		assert_int_equal(res.origin.layer, CONFIG_LAYER_SESSION);
+		config_domain_list_clear(&session.deny);
+	}
+}
+
+static void test_domain_always_allowed_base_is_beneath_every_config_and_deny_overrides(void **state)
+{
+	struct policy_result res;
+	{
+		_cleanup_(config_freep) struct config *cfg =
+		        load4("proxy:\n  deny:\n    - domain: storage.googleapis.com\n", NULL, NULL,
+		              "denied_patterns: [\"*.ubuntu.com\"]\n");
+
+		res = check_domain(cfg, NULL, "storage.googleapis.com");
+		assert_int_equal(res.verdict, POLICY_DENY);
+		res = check_domain(cfg, NULL, "security.ubuntu.com");
+		assert_int_equal(res.verdict, POLICY_DENY);
+		assert_int_equal(res.origin.layer, CONFIG_LAYER_PROJECT_DECISIONS);
+		res = check_domain(cfg, NULL, "sum.golang.org");
+		assert_int_equal(res.verdict, POLICY_ALLOW);
+		assert_int_equal(res.origin.layer, CONFIG_LAYER_BASE);
+		assert_string_equal(res.origin.file, CONFIG_BASE_NAME);
+		assert_string_equal(res.rule, "always-allowed[4] domain \"sum.golang.org\"");
+	}
+}
+
+static void test_domain_unlisted_left_out_of_the_file_rejects_and_says_why(void **state)
+{
+	_cleanup_(config_freep) struct config *none = load4(NULL, NULL, NULL, NULL);
+	_cleanup_(config_freep) struct config *file =
+	        load4("proxy:\n  allow: []\n", NULL, NULL, NULL);
+	struct policy_result res = check_domain(none, NULL, "new.example");
+
+	assert_int_equal(res.verdict, POLICY_ASK); /* no file: the built-in asks */
+	res = check_domain(file, NULL, "new.example");
+	assert_int_equal(res.verdict, POLICY_DENY);
+	assert_string_equal(res.rule, "proxy.unlisted_domain_behavior=reject");
+	assert_string_equal(res.origin.file, "config.yaml");
+	assert_int_equal(res.origin.line, 0);
+	assert_non_null(strstr(res.reason, "not set in the config file, which means reject"));
+}
+
+/* Whether an allow names the host itself is a field of the result, not something to read out
+ * of the rule's text: only such an allow may reach a loopback, metadata or local address. */
+static void test_domain_exact_host_is_a_field_of_the_verdict(void **state)
+{
+	_cleanup_(config_freep) struct config *cfg =
+	        load4("proxy:\n"
+	              "  unlisted_domain_behavior: request_approval\n"
+	              "  allow:\n"
+	              "    - pattern: \"*.pattern.test\"\n"
+	              "    - domain: exact.test\n"
+	              "    - domain: listed.pattern.test\n"
+	              "    - domain: port.test:8080\n"
+	              "    - domain: 192.0.2.7\n"
+	              "  deny:\n"
+	              "    - domain: denied.test\n",
+	              NULL, "proxy:\n  allow:\n    - domain: decided.test\n", NULL);
+	struct policy_session session = {0};
+	static const struct {
+		const char *host;
+		enum policy_verdict verdict;
+		bool exact;
+	} cases[] = {
+	        {"exact.test", POLICY_ALLOW, true},
+	        {"exact.test:443", POLICY_ALLOW, true},
+	        {"port.test:8080", POLICY_ALLOW, true},
+	        {"192.0.2.7:22", POLICY_ALLOW, true},
+	        {"decided.test", POLICY_ALLOW, true},        /* a decisions file's domain entry */
+	        {"person.test:80", POLICY_ALLOW, true},      /* a person's session decision */
+	        {"listed.pattern.test", POLICY_ALLOW, true}, /* after a matching pattern */
+	        {"a.pattern.test", POLICY_ALLOW, false},
+	        {"pattern.test", POLICY_ALLOW, false}, /* the apex, through the pattern */
+	        {"b.wild.test", POLICY_ALLOW, false},  /* a person's wildcard decision */
+	        {"other.test", POLICY_ASK, false},
+	        {"denied.test", POLICY_DENY, false},
+	};
+
+	session_add(&session.allow, "person.test");
+	session_add(&session.allow, "*.wild.test");
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct policy_result res = check_domain(cfg, &session, cases[i].host);
+
+		if (res.verdict != cases[i].verdict || res.exact_host != cases[i].exact)
+			fail_msg("%s: got %s exact_host=%d, want %s exact_host=%d (%s)",
+			         cases[i].host, V(res.verdict), res.exact_host, V(cases[i].verdict),
+			         cases[i].exact, res.rule);
+	}
+	config_domain_list_clear(&session.allow);
+}
+
 static void test_domain_malformed_host_is_an_error(void **state)
 {
 	_cleanup_(config_freep) struct config *cfg = load4(NULL, NULL, NULL, NULL);
@@ -781,6 +919,11 @@ int main(void)
 	        cmocka_unit_test(test_domain_unlisted_behavior_and_wildcards),
 	        cmocka_unit_test(test_domain_unlisted_request_approval_asks_and_times_out_to_deny),
 	        cmocka_unit_test(test_domain_malformed_host_is_an_error),
+	        cmocka_unit_test(test_domain_deny_patterns_cover_every_depth_and_say_so),
+	        cmocka_unit_test(
+	                test_domain_always_allowed_base_is_beneath_every_config_and_deny_overrides),
+	        cmocka_unit_test(test_domain_unlisted_left_out_of_the_file_rejects_and_says_why),
+	        cmocka_unit_test(test_domain_exact_host_is_a_field_of_the_verdict),
 	        cmocka_unit_test(test_domain_several_session_sets),
 	};
 

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "protocol/cleanup.h"
 #include "supervisor/resolver.h"
 
 static void test_hosts_file_gives_every_address_of_a_name_in_order(void **state)
@@ -186,8 +187,120 @@ static struct resolver *new_resolver(struct loop *loop, const struct upstream *u
 	resolver_config_init(&cfg);
 	memcpy(&cfg.upstream, &u->addr, sizeof(u->addr));
 	cfg.timeout_ms = timeout_ms;
+	/* The machine's own /etc/hosts and nsswitch.conf are not the test's. */
+	cfg.system_hosts = NULL;
+	cfg.nsswitch_conf = NULL;
 	assert_int_equal(resolver_new(loop, &cfg, NULL, NULL, &r, NULL), 0);
 	return r;
+}
+
+static char etc[] = "/tmp/cloister-test-resolver-XXXXXX";
+
+/* A resolver whose `files` is HOSTS and whose nsswitch.conf is NSSWITCH (test-owned files). */
+static struct resolver *new_resolver_etc(struct loop *loop, const struct upstream *u,
+                                         const char *hosts, const char *nsswitch)
+{
+	struct resolver_config cfg;
+	struct resolver *r;
+	char hosts_path[128], nss_path[128];
+	FILE *f;
+
+	snprintf(hosts_path, sizeof(hosts_path), "%s/hosts", etc);
+	snprintf(nss_path, sizeof(nss_path), "%s/nsswitch.conf", etc);
+	f = fopen(hosts_path, "we");
+	assert_non_null(f);
+	fputs(hosts, f);
+	assert_int_equal(fclose(f), 0);
+	f = fopen(nss_path, "we");
+	assert_non_null(f);
+	fputs(nsswitch, f);
+	assert_int_equal(fclose(f), 0);
+	resolver_config_init(&cfg);
+	memcpy(&cfg.upstream, &u->addr, sizeof(u->addr));
+	cfg.system_hosts = hosts_path;
+	cfg.nsswitch_conf = nss_path;
+	assert_int_equal(resolver_new(loop, &cfg, NULL, NULL, &r, NULL), 0);
+	return r;
+}
+
+static const char *first_v4(const struct dns_addrs *a, char *buf)
+{
+	for (size_t i = 0; i < a->n; i++)
+		if (a->addrs[i].family == AF_INET)
+			return inet_ntop(AF_INET, &a->addrs[i].v4, buf, INET_ADDRSTRLEN);
+	return "";
+}
+
+/* The host's order: a name in /etc/hosts resolves as the host resolves it, in the order
+ * nsswitch.conf gives files and dns (the upstream mock answers 192.0.2.77, or NXDOMAIN). */
+static void test_lookup_follows_nsswitch_order_of_files_and_dns(void **state)
+{
+	static const struct {
+		const char *nsswitch;
+		int upstream_mode; /* 0: answers, 1: NXDOMAIN */
+		const char *name;
+		int at_once;      /* resolver_lookup's return */
+		int error;        /* of the lookup in the end */
+		const char *addr; /* "" none */
+		int queries;      /* sent upstream */
+	} cases[] = {
+	        {"hosts: files dns\n", 0, "corp.test", 1, 0, "10.1.2.3", 0},
+	        {"hosts: files dns\n", 0, "other.test", 0, 0, "192.0.2.77", 2},
+	        {"hosts: files mdns4_minimal [NOTFOUND=return] dns\n", 0, "corp.test", 1, 0,
+	         "10.1.2.3", 0},
+	        {"hosts: dns files\n", 0, "corp.test", 0, 0, "192.0.2.77", 2},
+	        {"hosts: dns files\n", 1, "corp.test", 0, 0, "10.1.2.3", 2},
+	        {"hosts: dns files\n", 1, "other.test", 0, -ENOENT, "", 2},
+	        {"hosts: dns [NOTFOUND=return] files\n", 1, "corp.test", 0, -ENOENT, "", 2},
+	        {"hosts: files [NOTFOUND=return] dns\n", 0, "other.test", -ENOENT, -ENOENT, "", 0},
+	        {"hosts: dns\n", 1, "corp.test", 0, -ENOENT, "", 2},
+	        {"hosts: files\n", 0, "other.test", -ENOENT, -ENOENT, "", 0},
+	        {"# no hosts line: files dns\n", 0, "corp.test", 1, 0, "10.1.2.3", 0},
+	};
+
+	assert_non_null(mkdtemp(etc));
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct loop *loop;
+		struct upstream u;
+		struct resolver *r;
+		struct result res = {.want = 1};
+		struct resolver_lookup *l;
+		struct dns_addrs now = {0};
+		char buf[INET_ADDRSTRLEN];
+		int e;
+
+		assert_int_equal(loop_new(&loop), 0);
+		res.loop = loop;
+		upstream_open(&u, loop, cases[i].upstream_mode);
+		r = new_resolver_etc(loop, &u, "10.1.2.3 corp.test corp\n", cases[i].nsswitch);
+		e = resolver_lookup(r, cases[i].name, &now, on_done, &res, &l);
+		if (e != cases[i].at_once)
+			fail_msg("case %zu: resolver_lookup gave %d", i, e);
+		if (e == 0) {
+			assert_int_equal(loop_run(loop), 0);
+			assert_int_equal(res.calls, 1);
+			now = res.addrs;
+		} else {
+			res.error = e > 0 ? 0 : e;
+		}
+		if (res.error != cases[i].error || u.queries != cases[i].queries ||
+		    (res.error == 0 && strcmp(first_v4(&now, buf), cases[i].addr) != 0))
+			fail_msg("case %zu: error %d, %d queries, %s", i, res.error, u.queries,
+			         res.error == 0 ? first_v4(&now, buf) : "-");
+		resolver_free(r);
+		loop_del_fd(loop, u.fd);
+		close(u.fd);
+		loop_free(loop);
+	}
+	{
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/hosts", etc);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/nsswitch.conf", etc);
+		unlink(path);
+		rmdir(etc);
+	}
 }
 
 static void test_lookup_asks_upstream_once_then_answers_from_the_cache(void **state)
@@ -333,6 +446,8 @@ static void test_real_ip_mode_forwards_and_records_the_answer(void **state)
 	upstream_open(&u, loop, 0);
 	resolver_config_init(&cfg);
 	cfg.fake_ip = false;
+	cfg.system_hosts = NULL;
+	cfg.nsswitch_conf = NULL;
 	memcpy(&cfg.upstream, &u.addr, sizeof(u.addr));
 	assert_int_equal(resolver_new(loop, &cfg, &ops, NULL, &r, NULL), 0);
 	sfd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -383,6 +498,7 @@ int main(void)
 	        cmocka_unit_test(test_questions_encode_names_and_refuse_bad_ones),
 	        cmocka_unit_test(test_lookup_asks_upstream_once_then_answers_from_the_cache),
 	        cmocka_unit_test(test_nxdomain_timeout_and_forged_answers),
+	        cmocka_unit_test(test_lookup_follows_nsswitch_order_of_files_and_dns),
 	        cmocka_unit_test(test_real_ip_mode_forwards_and_records_the_answer),
 	};
 
