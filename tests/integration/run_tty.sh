@@ -205,7 +205,8 @@ cat >"$TMP/vim-agent.sh" <<EOF
 ( while [ ! -e "$TMP/go-vim" ]; do sleep 0.05; done; /usr/bin/id -u >"$TMP/vim-id" 2>&1 ) &
 exec vim -u NONE -N -n --cmd 'set shortmess+=F' -c 7 "$TMP/file.txt"
 EOF
-tmx new-session -d -s vim -x 80 -y 24 \
+# In $TMP: the sandbox's /tmp is its own, the working directory is bound back into it.
+tmx new-session -d -s vim -x 80 -y 24 -c "$TMP" \
 	"env TERM=screen '$SUPERVISOR' run -q --config-dir '$CFG' -- sh '$TMP/vim-agent.sh'"
 wait_pane vim '^line 23$'
 wait_stable vim
@@ -234,7 +235,7 @@ i=1; while [ \$i -le 30 ]; do echo "output \$i"; i=\$((i + 1)); done
 printf 'agent> half-typed'
 read -r x
 EOF
-tmx new-session -d -s line -x 80 -y 24 \
+tmx new-session -d -s line -x 80 -y 24 -c "$TMP" \
 	"env TERM=screen '$SUPERVISOR' run -q --config-dir '$CFG' -- sh '$TMP/line-agent.sh'"
 wait_pane line '^agent> half-typed'
 wait_stable line
