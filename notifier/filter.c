@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <seccomp.h>
 #include <stdint.h>
@@ -99,6 +100,16 @@ static int build_program(const struct notifier_filter_opts *opts, struct sock_fi
 		r = add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "ioctl", 1, &uffd_ioc);
 	if (r >= 0 && !opts->allow_nested_listener)
 		r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "seccomp", 2, nested);
+	if (r >= 0 && opts->refuse_untraced) {
+		/* clone's flags are its first argument on x86-64; clone3's are in memory seccomp
+		 * cannot read, so clone3 is refused as unknown and libc uses clone. */
+		struct scmp_arg_cmp untraced =
+		        SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_UNTRACED, CLONE_UNTRACED);
+
+		r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "clone", 1, &untraced);
+		if (r >= 0)
+			r = add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL);
+	}
 	if (r < 0)
 		return r;
 
