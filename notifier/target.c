@@ -357,6 +357,7 @@ static int describe_file(struct reader *rd, int fd, struct exec_file *f)
 	f->gid = x.stx_gid;
 	f->dev = makedev(x.stx_dev_major, x.stx_dev_minor);
 	f->ino = x.stx_ino;
+	f->nlink = x.stx_nlink;
 	f->mnt_id = x.stx_mnt_id;
 	r = readlink_alloc(own_fd_entry(rd, fd, self, sizeof(self)), self, &f->real_path);
 	if (r == -ENOMEM)

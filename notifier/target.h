@@ -50,6 +50,7 @@ struct exec_file {
 	gid_t gid;
 	dev_t dev; /* st_dev as user space sees it */
 	ino_t ino;
+	nlink_t nlink;
 	uint32_t kdev;   /* the executing superblock's dev in the kernel's internal encoding:
 	                  * what BPF reads from inode->i_sb->s_dev. Not always st_dev: on
 	                  * overlayfs and btrfs it comes from the file's mount (mountinfo) */

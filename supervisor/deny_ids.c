@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -26,14 +25,22 @@ struct deny_id {
 	char *name; /* the glob match that led to it */
 };
 
+/* A directory the globs' matches (or their symlinks) live in, as it was when they were
+ * expanded: a new name in it changes its mtime. */
+struct dir_stamp {
+	char *path;
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime;
+};
+
 struct deny_ids {
 	const struct config *config;
 	struct deny_id *ids; /* sorted by (dev, ino) */
 	size_t n, cap;
 	bool truncated;
-	int inotify; /* -1: not watching */
-	int wds[DENY_IDS_WATCHES];
-	size_t watches;
+	struct dir_stamp dirs[DENY_IDS_DIRS];
+	size_t n_dirs;
 };
 
 static int cmp_id(const void *a, const void *b)
@@ -52,14 +59,15 @@ static const struct deny_id *find(const struct deny_ids *d, dev_t dev, ino_t ino
 	return d->n ? bsearch(&key, d->ids, d->n, sizeof(key), cmp_id) : NULL;
 }
 
-/* Watch the directory of PATH (best effort: a directory we cannot watch is only not
- * re-checked). */
-static void watch_dir_of(struct deny_ids *d, const char *path)
+/* Remember the directory of PATH as it is now (best effort: one we cannot stat, or beyond
+ * DENY_IDS_DIRS, is only not re-checked). */
+static void stamp_dir_of(struct deny_ids *d, const char *path)
 {
 	_cleanup_free_ char *dir = strdup(path);
+	struct stat st;
 	char *slash;
 
-	if (d->inotify < 0 || !dir || d->watches >= DENY_IDS_WATCHES)
+	if (!dir || d->n_dirs >= DENY_IDS_DIRS)
 		return;
 	slash = strrchr(dir, '/');
 	if (!slash)
@@ -68,21 +76,40 @@ static void watch_dir_of(struct deny_ids *d, const char *path)
 		slash[1] = '\0';
 	else
 		*slash = '\0';
-	/* The same directory twice gives the same watch: count only new ones. */
-	{
-		int wd = inotify_add_watch(d->inotify, dir, WATCH_MASK);
-
-		if (wd < 0)
+	for (size_t i = 0; i < d->n_dirs; i++)
+		if (strcmp(d->dirs[i].path, dir) == 0)
 			return;
-		for (size_t i = 0; i < d->watches; i++)
-			if (d->wds[i] == wd)
-				return;
-		d->wds[d->watches++] = wd;
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return;
+	d->dirs[d->n_dirs] = (struct dir_stamp){
+	        .path = TAKE_PTR(dir), .dev = st.st_dev, .ino = st.st_ino, .mtime = st.st_mtim};
+	d->n_dirs++;
+}
+
+static void stamps_clear(struct deny_ids *d)
+{
+	for (size_t i = 0; i < d->n_dirs; i++)
+		free(d->dirs[i].path);
+	d->n_dirs = 0;
+}
+
+/* Did a name come or go in one of the directories since the globs were expanded? */
+static bool stamps_changed(const struct deny_ids *d)
+{
+	for (size_t i = 0; i < d->n_dirs; i++) {
+		const struct dir_stamp *ds = &d->dirs[i];
+		struct stat st;
+
+		if (stat(ds->path, &st) < 0 || st.st_dev != ds->dev || st.st_ino != ds->ino ||
+		    st.st_mtim.tv_sec != ds->mtime.tv_sec ||
+		    st.st_mtim.tv_nsec != ds->mtime.tv_nsec)
+			return true;
 	}
+	return false;
 }
 
 /* The directories a name goes through on its way to the file: its own, and each symlink's. */
-static void watch_chain(struct deny_ids *d, const char *name)
+static void stamp_chain(struct deny_ids *d, const char *name)
 {
 	char cur[PATH_MAX], link[PATH_MAX];
 
@@ -92,7 +119,7 @@ static void watch_chain(struct deny_ids *d, const char *name)
 	for (int hop = 0; hop < CHAIN_MAX; hop++) {
 		ssize_t n;
 
-		watch_dir_of(d, cur);
+		stamp_dir_of(d, cur);
 		n = readlink(cur, link, sizeof(link) - 1);
 		if (n <= 0)
 			return;
@@ -162,18 +189,28 @@ static int add_file(struct deny_ids *d, const char *name)
 	return 1;
 }
 
-/* Expand every exec.deny path glob; returns how many files were added, or -ENOMEM. */
-static int expand(struct deny_ids *d, bool watch)
+/* Expand every exec.deny path glob, stamping the directories anew; returns how many files
+ * were added, or -ENOMEM. */
+static int expand(struct deny_ids *d)
 {
 	const struct config_exec_list *deny = &d->config->exec.deny;
 	int added = 0;
 
+	stamps_clear(d);
 	for (size_t i = 0; i < deny->n; i++) {
 		const char *pattern = deny->items[i].path_glob;
 		glob_t g = {0};
 
 		if (!pattern || pattern[0] != '/')
 			continue;
+		/* A file that appears later in the glob's own directory counts too. */
+		{
+			size_t dlen = (size_t)(strrchr(pattern, '/') - pattern);
+
+			if (!memchr(pattern, '*', dlen) && !memchr(pattern, '?', dlen) &&
+			    !memchr(pattern, '[', dlen))
+				stamp_dir_of(d, pattern);
+		}
 		/* As fnmatch(FNM_PATHNAME) in the policy: '*' also matches a leading dot. */
 		if (glob(pattern, GLOB_NOSORT | GLOB_PERIOD, NULL, &g) == 0) {
 			for (size_t k = 0; k < g.gl_pathc; k++) {
@@ -184,8 +221,7 @@ static int expand(struct deny_ids *d, bool watch)
 					return r;
 				}
 				added += r;
-				if (watch)
-					watch_chain(d, g.gl_pathv[k]);
+				stamp_chain(d, g.gl_pathv[k]);
 			}
 		}
 		globfree(&g);
@@ -201,15 +237,10 @@ int deny_ids_new(const struct config *config, struct deny_ids **ret, struct cl_e
 	if (!d)
 		return cl_error_set(err, -ENOMEM, "out of memory");
 	d->config = config;
-	d->inotify = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	r = expand(d, true);
+	r = expand(d);
 	if (r < 0) {
 		deny_ids_free(d);
 		return cl_error_set(err, r, "deny rules' files: %s", strerror(-r));
-	}
-	if (d->inotify >= 0 && d->watches == 0) {
-		close(d->inotify);
-		d->inotify = -1;
 	}
 	*ret = d;
 	return 0;
@@ -224,40 +255,19 @@ void deny_ids_free(struct deny_ids *d)
 		free(d->ids[i].name);
 	}
 	free(d->ids);
-	if (d->inotify >= 0)
-		close(d->inotify);
+	stamps_clear(d);
 	free(d);
 }
 
-int deny_ids_fd(const struct deny_ids *d)
-{
-	return d->inotify;
-}
-
-int deny_ids_refresh(struct deny_ids *d)
-{
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	bool changed = false;
-
-	if (d->inotify < 0)
-		return 0;
-	for (;;) {
-		ssize_t n = read(d->inotify, buf, sizeof(buf));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		changed = true; /* only creations and renames into the directories are watched */
-	}
-	/* New symlink targets (an alternative switched) get their directories watched too. */
-	return changed ? expand(d, true) : 0;
-}
-
-const char *deny_ids_lookup(const struct deny_ids *d, dev_t st_dev, ino_t st_ino)
+const char *deny_ids_find(struct deny_ids *d, dev_t st_dev, ino_t st_ino, nlink_t st_nlink)
 {
 	const struct deny_id *id = find(d, st_dev, st_ino);
 
+	/* A hard link of a denied file has two names at least; one we do not know may be of a
+	 * file put in place since the globs were expanded. Out of memory, we go on with what
+	 * we have. */
+	if (!id && st_nlink > 1 && stamps_changed(d) && expand(d) > 0)
+		id = find(d, st_dev, st_ino);
 	return id ? id->name : NULL;
 }
 

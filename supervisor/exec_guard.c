@@ -68,7 +68,7 @@ struct exec_guard {
 	struct backstop *backstop;
 	uint64_t cgroup_id;
 	struct ptrace_backstop *ptrace_backstop;
-	const struct deny_ids *deny_ids;
+	struct deny_ids *deny_ids;
 	char *name;
 	char *project;
 	bool verbose, quiet;
@@ -335,15 +335,15 @@ static void exec_files_from_target(const struct exec_target *t, struct exec_file
 }
 
 /* A deny rule's file under another name: check the exec as if it had used that name. */
-static int decide_alias(const struct exec_guard *eg, const struct exec_file *f,
-                        const char *const *argv, size_t argc, bool truncated,
-                        struct policy_result *res, struct cl_error *err)
+static int decide_alias(struct exec_guard *eg, const struct exec_file *f, const char *const *argv,
+                        size_t argc, bool truncated, struct policy_result *res,
+                        struct cl_error *err)
 {
 	const char *alias;
 
 	if (!eg->deny_ids || !f->exists || res->by_deny_rule)
 		return 0;
-	alias = deny_ids_lookup(eg->deny_ids, f->dev, f->ino);
+	alias = deny_ids_find(eg->deny_ids, f->dev, f->ino, f->nlink);
 	if (!alias || (f->real_path && strcmp(alias, f->real_path) == 0))
 		return 0;
 	return exec_decide_alias(eg->config, alias, argv, argc, truncated, res, err);

@@ -41,9 +41,9 @@ struct exec_guard_config {
 	struct backstop *backstop;               /* may be NULL: no backstop */
 	uint64_t cgroup_id;                      /* the sandbox's cgroup in the backstop; 0: none */
 	struct ptrace_backstop *ptrace_backstop; /* may be NULL */
-	struct exec_view *view;          /* the sandbox's own view; NULL: no identity check */
-	const struct deny_ids *deny_ids; /* deny rules' files by identity; may be NULL */
-	bool verbose;                    /* say what is allowed too */
+	struct exec_view *view;    /* the sandbox's own view; NULL: no identity check */
+	struct deny_ids *deny_ids; /* deny rules' files by identity; may be NULL */
+	bool verbose;              /* say what is allowed too */
 	bool quiet;
 	/* Every process under the filter is gone (the listener hung up). May free the guard. */
 	void (*gone)(void *userdata, struct exec_guard *eg);

@@ -359,17 +359,6 @@ static int on_ptrace_backstop(struct loop *loop, int fd, uint32_t events, void *
 	return 0;
 }
 
-/* A deny rule's file was replaced (a package upgrade): learn the new one. */
-static int on_deny_ids(struct loop *loop, int fd, uint32_t events, void *userdata)
-{
-	struct run *run = userdata;
-	int r = deny_ids_refresh(run->deny_ids);
-
-	if (r > 0 && run->opt.verbose)
-		say(run, "deny rules: %d new file(s) denied by identity", r);
-	return 0;
-}
-
 /* sandbox_start's hook: the agent waits for us; the ptrace backstop seizes it first. */
 static int agent_forked(void *userdata, pid_t agent, struct cl_error *err)
 {
@@ -898,6 +887,10 @@ static void teardown(struct run *run)
 		backstop_remove_sandbox(run->backstop, run->cgroup_id);
 	exec_guard_free(run->guard);
 	run->guard = NULL;
+	/* Before the init dies: the last reference to the sandbox's mount namespace pays for
+	 * tearing it down (an RCU grace period), and that should be the init's exit, not us. */
+	exec_view_free(run->view);
+	run->view = NULL;
 	trace_timing_mark("teardown: queue, exec guard");
 	egress_free(run->egress);
 	run->egress = NULL;
@@ -912,7 +905,6 @@ static void teardown(struct run *run)
 	backstop_free(run->backstop);
 	ptrace_backstop_free(run->ptrace);
 	trace_timing_mark("teardown: backstop detach");
-	exec_view_free(run->view);
 	deny_ids_free(run->deny_ids);
 	loop_free(run->loop);
 	config_free(run->config);
@@ -1056,12 +1048,6 @@ static int start(struct run *run)
 			    "warning: exec.deny's path rules name more than %d files: the others "
 			    "are denied by name only, not as hard links",
 			    DENY_IDS_MAX);
-		if (deny_ids_fd(run->deny_ids) >= 0) {
-			r = loop_add_fd(run->loop, deny_ids_fd(run->deny_ids), EPOLLIN, on_deny_ids,
-			                run);
-			if (r < 0)
-				return r;
-		}
 		trace_timing_mark("deny rules' files");
 	}
 
