@@ -74,7 +74,7 @@ chmod 700 "$U/rt"
 for who in root nobody; do
 	rm -f "$AUDIT" "$U/state/cloister/audit.log" "$U/mark"
 	# ---- the path flips between an allowed and a denied program ----
-	SV_TIMEOUT=30 as $who -v --ask none -- "$U/exec_race" 4 /usr/bin/true "$U/denied" "$U/mark"
+	SV_TIMEOUT=30 as "$who" -v --ask none -- "$U/exec_race" 4 /usr/bin/true "$U/denied" "$U/mark"
 	result=$(grep '^exec_race:' "$OUT")
 	echo "# $who: $result; $(grep -m1 -o 'backstop: [^;]*' "$ERR")"
 	killed=$(field "$result" killed)
@@ -86,7 +86,7 @@ for who in root nobody; do
 
 	# ---- a file appears between the check and the exec ----
 	rm -f "$U/mark"
-	SV_TIMEOUT=30 as $who --ask none -- "$U/exec_appear" 3 "$U/app/x-$who" "$U/evil" "$U/mark"
+	SV_TIMEOUT=30 as "$who" --ask none -- "$U/exec_appear" 3 "$U/app/x-$who" "$U/evil" "$U/mark"
 	result=$(grep '^exec_appear:' "$OUT")
 	echo "# $who: $result"
 	tap_ok "$([ "$rc" -eq 0 ] && [ ! -e "$U/mark" ] && [ "$(field "$result" tries)" -gt 0 ] && echo 0 || echo 1)" \
@@ -115,12 +115,12 @@ for who in root nobody; do
 	rm -f "$AUDIT" "$U/state/cloister/audit.log"
 	web="--config-dir $U/askcfg --ask web --ask-timeout 30s --listen-approval 127.0.0.1:0 --listen-tokens 127.0.0.1:0 --listen-request 127.0.0.1:0"
 	# shellcheck disable=SC2086 # $web is a list of options
-	SV_TIMEOUT=40 as $who $web -- sh -c "$P/prog $P/mark; echo \"status \$?\" >$P/out" &
+	SV_TIMEOUT=40 as "$who" $web -- sh -c "$P/prog $P/mark; echo \"status \$?\" >$P/out" &
 	bg=$!
 	id=
 	i=0
 	while [ -z "$id" ] && [ $i -lt 200 ]; do
-		cli $who pending
+		cli "$who" pending
 		id=$(printf '%s\n' "$out" | grep -F -- "prog $P/mark" | awk '{ print $1 }' | head -n 1)
 		[ -n "$id" ] || sleep 0.05
 		i=$((i + 1))
@@ -128,15 +128,16 @@ for who in root nobody; do
 	tap_like "$id" '^[0-9a-f]{12}$' "$who: the exec of an unlisted program waits for a person" "$out"
 	# The person looks at "prog"; the agent's side puts another file under that name.
 	cp "$HELPERS/marker" "$P/prog.new" && chmod 755 "$P/prog.new" && mv "$P/prog.new" "$P/prog"
-	cli $who approve "$id"
+	cli "$who" approve "$id"
+	approved=$st
 	i=0
 	while [ ! -s "$P/out" ] && [ $i -lt 200 ]; do
 		sleep 0.05
 		i=$((i + 1))
 	done
 	wait $bg
-	if [ $who = root ]; then AUD=$AUDIT; else AUD=$U/state/cloister/audit.log; fi
-	tap_is "$(cat "$P/out" 2>&1)$(test -e "$P/mark" && echo ' RAN')" "status 137" \
+	if [ "$who" = root ]; then AUD=$AUDIT; else AUD=$U/state/cloister/audit.log; fi
+	tap_is "$approved:$(cat "$P/out" 2>&1)$(test -e "$P/mark" && echo ' RAN')" "0:status 137" \
 		"$who: swapped during the ask: what was approved is not what runs, so it is killed" "$(diag)"
 	tap_is "$(aud_count '"decided_by":"backstop"')" 1 "$who: swapped during the ask: the kill is in the audit log"
 done

@@ -57,17 +57,17 @@ aud_count() { if [ -f "$AUD" ]; then grep -cE -- "$1" "$AUD"; else echo 0; fi; }
 for who in root nobody; do
 	for mode in $MODES; do
 		rm -f "$AUDIT" "$U/state/cloister/audit.log"
-		as $who --ask none -- "$U/exectricks" "$mode" /usr/bin/id
+		as "$who" --ask none -- "$U/exectricks" "$mode" /usr/bin/id
 		tap_like "$rc $(cat "$ERR")" '^126 .*cloister: exec /usr/bin/id denied: exec\.deny\[0\]' \
 			"$who, $mode of a denied program: EACCES, and the rule on the terminal" "$(diag)"
 		tap_is "$(aud_count '"exe":"/usr/bin/id".*"verdict":"deny".*"rule":"exec\.deny\[0\]')" 1 \
 			"$who, $mode: the denial is in the audit log"
 	done
-	as $who --ask none -- "$U/exectricks" devfd /usr/bin/echo "ran through /dev/fd"
+	as "$who" --ask none -- "$U/exectricks" devfd /usr/bin/echo "ran through /dev/fd"
 	tap_is "$rc:$(cat "$OUT")" "0:ran through /dev/fd" \
 		"$who: an allowed program named by /dev/fd/N runs" "$(diag)"
 	# The shell looks for the command in every PATH entry; nothing there: 127, no line of ours.
-	as $who --ask none -- sh -c 'PATH=/nonexistent:/usr/bin cloister-no-such-tool; echo "status $?"'
+	as "$who" --ask none -- sh -c 'PATH=/nonexistent:/usr/bin cloister-no-such-tool; echo "status $?"'
 	tap_is "$(cat "$OUT"):$(grep -c 'cloister:' "$ERR")" "status 127:0" \
 		"$who: PATH probing of a missing command: not found, silently" "$(diag)"
 done

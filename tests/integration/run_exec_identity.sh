@@ -62,7 +62,7 @@ for who in root nobody; do
 	chmod 777 "$M"
 
 	# ---- a program bound over an allowed name ----
-	as $who --ask none --allow-nested-sandbox -- unshare -Urm sh -c \
+	as "$who" --ask none --allow-nested-sandbox -- unshare -Urm sh -c \
 		"mount --bind $U/evil /usr/bin/cat || exit 99; /usr/bin/cat $M/bound; echo \"status \$?\""
 	tap_is "$(cat "$OUT")$(test -e "$M/bound" && echo ' RAN')" "status 126" \
 		"$who: a program bound over /usr/bin/cat in a namespace of its own: EACCES, never runs" "$(diag)"
@@ -73,7 +73,7 @@ for who in root nobody; do
 
 	# ---- a tmpfs over /usr/bin: its own cat, and a name only it has ----
 	rm -f "$AUDIT" "$U/state/cloister/audit.log"
-	as $who --ask none --allow-nested-sandbox -- unshare -Urm sh -c \
+	as "$who" --ask none --allow-nested-sandbox -- unshare -Urm sh -c \
 		"mount -t tmpfs none /usr/bin || exit 99
 		$U/busybox cp $U/evil /usr/bin/cat; $U/busybox cp $U/evil /usr/bin/onlyhere
 		/usr/bin/cat $M/tmpfs; echo \"cat \$?\"; /usr/bin/onlyhere $M/only; echo \"onlyhere \$?\""
@@ -88,14 +88,14 @@ onlyhere 126" "$who: a tmpfs over /usr/bin: its cat and its own names are refuse
 		"$who: tmpfs: both refusals are in the audit log"
 
 	# ---- a directory bound over /usr/bin ----
-	as $who --ask none --allow-nested-sandbox -- unshare -Urm sh -c \
+	as "$who" --ask none --allow-nested-sandbox -- unshare -Urm sh -c \
 		"mount --bind $U/tb /usr/bin || exit 99; /usr/bin/cat $M/dir; echo \"status \$?\""
 	tap_is "$(cat "$OUT")$(test -e "$M/dir" && echo ' RAN')" "status 126" \
 		"$who: a directory bound over /usr/bin: its cat is refused" "$(diag)"
 
 	# ---- an fd of such a mount carried back into the sandbox's own namespace ----
 	rm -f "$AUDIT" "$U/state/cloister/audit.log"
-	as $who --ask none --allow-nested-sandbox -- "$U/exectricks" nsfd "$U/evil" /usr/bin/cat "$M/fd"
+	as "$who" --ask none --allow-nested-sandbox -- "$U/exectricks" nsfd "$U/evil" /usr/bin/cat "$M/fd"
 	tap_is "$rc$(test -e "$M/fd" && echo ' RAN')" 126 \
 		"$who: fexecve of an fd opened in another mount namespace: EACCES, never runs" "$(diag)"
 	tap_is "$(aud_count "\"exe\":\"/usr/bin/cat\".*\"verdict\":\"deny\".*\"rule\":\"$other\"")" 1 \
