@@ -320,7 +320,7 @@ static int on_backstop_event(const struct backstop_event *ev, void *userdata)
 	        .kind = "exec",
 	        .pid = ev->pid,
 	        .uid = -1,
-	        .exe = ev->filename,
+	        .exe = ev->filename[0] ? ev->filename : NULL,
 	        .verdict = AUDIT_DENY,
 	        .rule = "backstop",
 	        .decided_by = "backstop",
@@ -335,8 +335,8 @@ static int on_backstop_event(const struct backstop_event *ev, void *userdata)
 		snprintf(reason, sizeof(reason),
 		         "the file executed (dev %u:%u inode %llu) was not the one approved",
 		         major(ev->st_dev), minor(ev->st_dev), (unsigned long long)ev->st_ino);
-	say(run, "backstop %s pid %d (%s) exec of %s: %s", what, ev->pid, ev->comm, ev->filename,
-	    reason);
+	say(run, "backstop %s pid %d (%s) exec of %s: %s", what, ev->pid, ev->comm,
+	    ev->filename[0] ? ev->filename : "a file it may not read", reason);
 	hub_audit(run->hub, &rec);
 	return 0;
 }
