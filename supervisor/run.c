@@ -927,10 +927,16 @@ static int open_backstop(struct run *run)
 		    "run a file other than the one approved");
 		return 0;
 	}
-	r = backstop_open(&run->backstop, &err);
-	/* Loading parsed the kernel's BTF (megabytes, freed by now): give that memory back. */
-	malloc_trim(0);
-	trace_timing_mark("backstop open, load, attach");
+	/* Only root: the eBPF backstop checks the sandbox's cgroup, which a non-root run may not
+	 * get (no delegated subtree), and that is known only once the sandbox runs. */
+	if (geteuid() == 0) {
+		r = backstop_open(&run->backstop, &err);
+		/* Loading parsed the kernel's BTF (megabytes, freed by now): give that back. */
+		malloc_trim(0);
+		trace_timing_mark("backstop open, load, attach");
+	} else {
+		r = cl_error_set(&err, -EPERM, "the eBPF backstop needs root");
+	}
 	if (r >= 0)
 		return 0;
 	run->backstop = NULL;
