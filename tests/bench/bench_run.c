@@ -1,10 +1,13 @@
 /* bench_run: what a user of `cloister-supervisor run` pays, native vs supervised, in one run.
  *
  * Workloads (each round alternates native and supervised, medians of ROUNDS):
- *   - 2000 fork+exec+wait of /bin/true (the worst case: nothing but execs);
+ *   - 2000 fork+exec+wait of /bin/true (the worst case: nothing but execs), as root (eBPF
+ *     backstop) and as an unprivileged user (ptrace backstop, and --no-backstop to show what
+ *     the ptrace backstop costs);
  *   - `make -j2` of a generated C project (a real exec-heavy build: make, cc, cc1, as, ld);
- * plus `run -- true` end to end and the supervisor's resident memory while the agent idles.
- * Every exec is auto-allowed by path rules; the audit log is written as in real use. */
+ * plus `run -- true` end to end (root and unprivileged) and the supervisor's resident memory
+ * while the agent idles. Every exec is auto-allowed by path rules; the audit log is written as
+ * in real use. */
 #include "tests/bench/bench.h"
 
 #include <errno.h>
@@ -13,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -25,6 +29,11 @@
 static char tmp[] = "/tmp/cloister-bench.XXXXXX";
 static const char *supervisor, *helpers;
 static char cfgdir[512], projdir[512], home[512], state[512];
+/* The unprivileged user's own directory (config, home, state), owned by NOBODY. */
+#define NOBODY 65534
+static char userdir[512], user_cfgdir[600];
+/* Who timed() runs as: 0 root, NOBODY the unprivileged user. */
+static uid_t run_as;
 
 static double now_s(void)
 {
@@ -56,8 +65,8 @@ static double timed(char *const argv[])
 	int status;
 	pid_t pid;
 
-	snprintf(h, sizeof(h), "HOME=%s", home);
-	snprintf(s, sizeof(s), "XDG_STATE_HOME=%s", state);
+	snprintf(h, sizeof(h), "HOME=%s", run_as ? userdir : home);
+	snprintf(s, sizeof(s), "XDG_STATE_HOME=%s/state", run_as ? userdir : tmp);
 	pid = fork();
 	if (pid < 0)
 		return -1;
@@ -68,6 +77,9 @@ static double timed(char *const argv[])
 			dup2(null, STDOUT_FILENO);
 			dup2(null, STDERR_FILENO);
 		}
+		if (run_as && (setgroups(0, NULL) < 0 || setresgid(run_as, run_as, run_as) < 0 ||
+		               setresuid(run_as, run_as, run_as) < 0 || chdir(userdir) < 0))
+			_exit(126);
 		execve(argv[0], argv, envp);
 		_exit(127);
 	}
@@ -108,6 +120,15 @@ static int setup(void)
 	         "    - path: \"%s/*\"\n",
 	         helpers);
 	if (write_file(path, text) < 0)
+		return -EIO;
+	/* The unprivileged user's copy, in a directory of its own below a traversable tmp. */
+	snprintf(userdir, sizeof(userdir), "%s/user", tmp);
+	snprintf(user_cfgdir, sizeof(user_cfgdir), "%s/config", userdir);
+	if (chmod(tmp, 0711) < 0 || mkdir(userdir, 0700) < 0 || mkdir(user_cfgdir, 0700) < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/config.yaml", user_cfgdir);
+	if (write_file(path, text) < 0 || chown(path, NOBODY, NOBODY) < 0 ||
+	    chown(user_cfgdir, NOBODY, NOBODY) < 0 || chown(userdir, NOBODY, NOBODY) < 0)
 		return -EIO;
 	snprintf(path, sizeof(path), "%s/Makefile", projdir);
 	if (write_file(path, "SRCS := $(wildcard *.c)\nOBJS := $(SRCS:.c=.o)\n"
@@ -154,34 +175,48 @@ static void report(const char *what, double native, double supervised)
 	       supervised / native, (supervised / native - 1) * 100);
 }
 
-static void bench_execs(void)
+/* The exec loop as USER (0: root), supervised with EXTRA (a run option, or NULL). */
+static void bench_execs_as(uid_t user, const char *extra, const char *what)
 {
 	char loop[600];
 	char *native[] = {loop, EXECS, "/bin/true", NULL};
 	char *supervised[] = {(char *)supervisor,
 	                      "run",
 	                      "--config-dir",
-	                      cfgdir,
+	                      user ? user_cfgdir : cfgdir,
 	                      "--ask",
 	                      "none",
 	                      "-q",
-	                      "--",
-	                      loop,
-	                      EXECS,
-	                      "/bin/true",
+	                      (char *)(extra ? extra : "--"),
+	                      extra ? "--" : loop,
+	                      extra ? loop : EXECS,
+	                      extra ? EXECS : "/bin/true",
+	                      extra ? "/bin/true" : NULL,
 	                      NULL};
 	double n[ROUNDS], s[ROUNDS];
 
 	snprintf(loop, sizeof(loop), "%s/execloop", helpers);
+	run_as = user;
 	for (int i = 0; i < ROUNDS; i++) {
 		n[i] = timed(native);
 		s[i] = timed(supervised);
 		if (n[i] < 0 || s[i] < 0) {
-			report(EXECS " fork+exec+wait of /bin/true", -1, -1);
+			run_as = 0;
+			report(what, -1, -1);
 			return;
 		}
 	}
-	report(EXECS " fork+exec+wait of /bin/true", median(n, ROUNDS), median(s, ROUNDS));
+	run_as = 0;
+	report(what, median(n, ROUNDS), median(s, ROUNDS));
+}
+
+static void bench_execs(void)
+{
+	bench_execs_as(0, NULL, EXECS " fork+exec+wait of /bin/true, root (eBPF backstop)");
+	bench_execs_as(NOBODY, NULL,
+	               EXECS " fork+exec+wait of /bin/true, unprivileged (ptrace backstop)");
+	bench_execs_as(NOBODY, "--no-backstop",
+	               EXECS " fork+exec+wait of /bin/true, unprivileged, --no-backstop");
 }
 
 static void bench_make(void)
@@ -205,24 +240,40 @@ static void bench_make(void)
 	report(what, median(n, ROUNDS), median(s, ROUNDS));
 }
 
-static void bench_startup(void)
+static void bench_startup_as(uid_t user, const char *who)
 {
 	char *native[] = {"/bin/true", NULL};
-	char *supervised[] = {
-	        (char *)supervisor, "run", "--config-dir", cfgdir, "--ask", "none", "-q", "--",
-	        "/bin/true",        NULL};
+	char *supervised[] = {(char *)supervisor,
+	                      "run",
+	                      "--config-dir",
+	                      user ? user_cfgdir : cfgdir,
+	                      "--ask",
+	                      "none",
+	                      "-q",
+	                      "--",
+	                      "/bin/true",
+	                      NULL};
 	double n[11], s[11];
 
+	run_as = user;
 	for (int i = 0; i < 11; i++) {
 		n[i] = timed(native);
 		s[i] = timed(supervised);
 		if (n[i] < 0 || s[i] < 0) {
-			printf("run -- true: failed to measure\n");
+			run_as = 0;
+			printf("run -- true, %s: failed to measure\n", who);
 			return;
 		}
 	}
-	printf("run -- true end to end: %.1f ms (native /bin/true %.2f ms; medians of 11)\n",
-	       median(s, 11) * 1e3, median(n, 11) * 1e3);
+	run_as = 0;
+	printf("run -- true end to end, %s: %.1f ms (native /bin/true %.2f ms; medians of 11)\n",
+	       who, median(s, 11) * 1e3, median(n, 11) * 1e3);
+}
+
+static void bench_startup(void)
+{
+	bench_startup_as(0, "root");
+	bench_startup_as(NOBODY, "unprivileged");
 }
 
 /* The supervisor's resident set while its agent sleeps. */

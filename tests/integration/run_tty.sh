@@ -14,7 +14,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=44
+PLAN=46
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv tmux vim curl
 tap_plan $PLAN
@@ -319,7 +319,7 @@ tap_is "$(cat "$TMP/stty-after" 2>&1)" "$(cat "$TMP/stty-before" 2>&1)" \
 
 # The terminal's modes come back when run dies of a fatal signal (under a plain sh: bash would
 # put them back itself), or fails to start after it made the terminal raw (a non-root run with
-# --require-backstop: no backstop without root).
+# --require-backstop: no eBPF backstop without root).
 for sig in SEGV USR1; do
 	tmx new-session -d -s "kill$sig" -x 80 -y 24 "env TERM=screen sh -c 'stty -g >$TMP/stty0-$sig; \
 		$SUPERVISOR run -q --config-dir $CFG -- sh -c \"echo ready-$sig; exec sleep 100\"; \
@@ -388,6 +388,18 @@ wait_pane stopbug '^typed-after-the-ask$'
 tap_ok $? "non-root: after an unanswered domain ask, typing at the agent's shell works" "$(pane stopbug)"
 tap_ok "$(pane stopbug | grep -c Stopped)" "... and the run is not stopped" "$(pane stopbug)"
 send stopbug exit
+
+# Ctrl-Z and fg without root too (the agent is traced there: the ptrace backstop).
+shell_session jobnobody nobody
+send jobnobody "cd $U && ./cloister-supervisor run -q --config-dir $U/cfg -- sh -c 'echo ready; read x; echo \"got=\$x\"'"
+wait_pane jobnobody '^ready'
+tmx send-keys -t jobnobody C-z
+wait_pane jobnobody 'Stopped'
+tap_like "$(pane jobnobody)" 'Stopped' "non-root: Ctrl-Z stops the agent and run with it" "$(pane jobnobody)"
+send jobnobody fg
+send jobnobody hello
+wait_pane jobnobody 'got=hello'
+tap_like "$(pane jobnobody)" 'got=hello' "non-root: fg, and the agent reads what is typed" "$(pane jobnobody)"
 tmx kill-server 2>/dev/null
 
 # ---- pipes, files, no terminal -----------------------------------------------------------------
