@@ -63,7 +63,7 @@ struct sandbox {
 	int sock;
 	int epfd;
 	int listener_fd;
-	int pty_master;  /* until the caller takes it; -1 without a pty */
+	int pty_master; /* until the caller takes it; -1 without a pty */
 	bool pty;
 	int view_fds[2]; /* the sandbox's root and mountinfo (SANDBOX_MSG_VIEW), or -1 */
 	bool sock_eof;
