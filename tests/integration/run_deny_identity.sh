@@ -36,7 +36,8 @@ as_bg() { # USER RUN-ARGS…: start the supervisor in the background; $bg its pi
 	who=$1
 	shift
 	if [ "$who" = root ]; then
-		timeout -k 5 "$SV_TIMEOUT" "$SUPERVISOR" run --config-dir "$CFG" "$@" \
+		# From $U, so the agent's files stay visible in its private /tmp.
+		(cd "$U" && exec timeout -k 5 "$SV_TIMEOUT" "$SUPERVISOR" run --config-dir "$CFG" "$@") \
 			</dev/null >"$OUT" 2>"$ERR" &
 		AUD=$AUDIT
 	else
