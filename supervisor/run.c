@@ -1433,6 +1433,11 @@ int run_main(int argc, char **argv)
 		sigaddset(&ending, SIGTERM);
 		sigaddset(&ending, SIGHUP);
 		sigaddset(&ending, SIGQUIT);
+		/* The terminal's too: a resize or a continue during start-up must reach the relay
+		 * (ignored by default, they would be lost), a Ctrl-Z the agent. */
+		sigaddset(&ending, SIGTSTP);
+		sigaddset(&ending, SIGWINCH);
+		sigaddset(&ending, SIGCONT);
 		sigprocmask(SIG_BLOCK, &ending, NULL);
 	}
 	if (run.opt.project) {

@@ -2,7 +2,8 @@
  * TIOCSTI into every terminal it can reach (fds 0-2, /dev/tty, every /dev/pts/N it can
  * open), also with the request's high bits set (the kernel reads 32 bits), and TIOCLINUX's
  * paste on each. Prints one line per attempt ("fd0: Operation not permitted", "/dev/pts/0:
- * pushed"). Exits with the number of pushes that worked: 0 when every way was closed. */
+ * pushed") and last "pushed N", the number of pushes that worked: 0 when every way was
+ * closed. Exits with N too (a sanitizer's exit status may replace it: read the line). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +44,7 @@ int main(int argc, char **argv)
 	DIR *d;
 	int fd;
 
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 2) {
 		fprintf(stderr, "usage: ttyinject TEXT\n");
 		return 255;
@@ -76,5 +78,6 @@ int main(int argc, char **argv)
 	}
 	if (d)
 		closedir(d);
+	printf("pushed %d\n", pushed);
 	return pushed > 254 ? 254 : pushed;
 }
