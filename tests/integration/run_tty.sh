@@ -136,7 +136,7 @@ done
 TSOCK=cloister-tty-$$
 tmx() { tmux -L "$TSOCK" -f /dev/null "$@"; }
 # shellcheck disable=SC2016 # expanded when the hook runs
-on_exit 'tmux -L "$TSOCK" -f /dev/null kill-server 2>/dev/null'
+on_exit 'tmux -L "$TSOCK" -f /dev/null kill-server 2>/dev/null; rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$TSOCK"'
 pane() { tmx capture-pane -p -t "$1"; }
 # wait_pane SESSION REGEX [SECONDS]: poll the screen until a line matches (bounded).
 wait_pane() {
