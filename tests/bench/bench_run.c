@@ -1,295 +1,184 @@
-/* bench_run: what a user of `cloister-supervisor run` pays, native vs supervised, in one run.
+/* bench_run: what an exec costs under `cloister-supervisor run`, native vs supervised.
  *
- * Workloads (each round alternates native and supervised, medians of ROUNDS):
- *   - 2000 fork+exec+wait of /bin/true (the worst case: nothing but execs);
- *   - `make -j2` of a generated C project (a real exec-heavy build: make, cc, cc1, as, ld);
- * plus `run -- true` end to end and the supervisor's resident memory while the agent idles.
- * Every exec is auto-allowed by path rules; the audit log is written as in real use. */
+ *   - `run -- true` end to end (start-up and teardown);
+ *   - 2000 fork+exec+wait of /bin/true (the worst case: nothing but execs), timed by the agent
+ *     itself (tests/helpers/execloop -s), so run's start-up and teardown stay out of the ratio;
+ *     native and supervised runs take turns, the ratio is the median of the rounds' ratios;
+ *   - in the same supervised runs, the supervisor's own CPU time (its process CPU clock, all its
+ *     threads) over the loop, less what it spends idle over as long: the cost of an auto-allowed
+ *     exec to the supervisor; and its RSS while the agent idles, before and after the loop;
+ *   - one more supervised loop with CLOISTER_TRACE_TIMING=1: where the supervisor's time goes,
+ *     phase by phase (wall clock, as the supervisor reports it).
+ * Every exec is auto-allowed by a path rule; the audit log is written as in real use. */
 #include "tests/bench/bench.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <stdint.h>
+#include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#define ROUNDS     5
-#define EXECS      "2000"
-#define MAKE_FILES 24
+#include "protocol/cleanup.h"
+#include "tests/bench/bench_agent.h"
+#include "tests/bench/bench_summary.h"
 
-static char tmp[] = "/tmp/cloister-bench.XXXXXX";
-static const char *supervisor, *helpers;
-static char cfgdir[512], projdir[512], home[512], state[512];
+#define ROUNDS      5
+#define EXECS       2000
+#define TRACE_EXECS 1000
+#define IDLE_MS     100
 
-static double now_s(void)
-{
-	struct timespec ts;
+static struct bench_agent agent;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return v[n / 2];
-}
-
-/* Run ARGV with a quiet environment; the time it took, or -1 when it failed. */
-static double timed(char *const argv[])
-{
-	char h[600], s[600];
-	char *envp[] = {h, s, "PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
-	double t0 = now_s();
-	int status;
-	pid_t pid;
-
-	snprintf(h, sizeof(h), "HOME=%s", home);
-	snprintf(s, sizeof(s), "XDG_STATE_HOME=%s", state);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-
-		if (null >= 0) {
-			dup2(null, STDOUT_FILENO);
-			dup2(null, STDERR_FILENO);
-		}
-		execve(argv[0], argv, envp);
-		_exit(127);
-	}
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return -1;
-	return now_s() - t0;
-}
-
-static int write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "we");
-
-	if (!f)
-		return -errno;
-	fputs(text, f);
-	return fclose(f) == 0 ? 0 : -errno;
-}
-
-static int setup(void)
-{
-	char path[700], text[2048];
-
-	if (!mkdtemp(tmp))
-		return -errno;
-	snprintf(cfgdir, sizeof(cfgdir), "%s/config", tmp);
-	snprintf(projdir, sizeof(projdir), "%s/project", tmp);
-	snprintf(home, sizeof(home), "%s/home", tmp);
-	snprintf(state, sizeof(state), "%s/state", tmp);
-	if (mkdir(cfgdir, 0700) < 0 || mkdir(projdir, 0755) < 0 || mkdir(home, 0700) < 0 ||
-	    mkdir(state, 0700) < 0)
-		return -errno;
-	/* Auto-allowed by path, as a user's allowlist would do for the toolchain. */
-	snprintf(path, sizeof(path), "%s/config.yaml", cfgdir);
-	snprintf(text, sizeof(text),
-	         "exec:\n  security: allowlist\n  ask: off\n  allow:\n"
-	         "    - path: \"/usr/bin/*\"\n    - path: \"/bin/*\"\n"
-	         "    - path: \"/usr/lib/gcc/*/*/*\"\n    - path: \"/usr/libexec/gcc/*/*/*\"\n"
-	         "    - path: \"%s/*\"\n",
-	         helpers);
-	if (write_file(path, text) < 0)
-		return -EIO;
-	snprintf(path, sizeof(path), "%s/Makefile", projdir);
-	if (write_file(path, "SRCS := $(wildcard *.c)\nOBJS := $(SRCS:.c=.o)\n"
-	                     "app: $(OBJS)\n\tcc -o $@ $^\n"
-	                     "%.o: %.c\n\tcc -O1 -c $< -o $@\n"
-	                     "clean:\n\trm -f *.o app\n") < 0)
-		return -EIO;
-	for (int i = 0; i < MAKE_FILES; i++) {
-		FILE *f;
-
-		snprintf(path, sizeof(path), "%s/unit%02d.c", projdir, i);
-		f = fopen(path, "we");
-		if (!f)
-			return -errno;
-		fprintf(f, "#include <stdio.h>\n#include <string.h>\n");
-		for (int k = 0; k < 40; k++)
-			fprintf(f,
-			        "int f%d_%d(const char *s) { int h = %d; "
-			        "for (size_t i = 0; i < strlen(s); i++) h = h * 31 + s[i]; return "
-			        "h; }\n",
-			        i, k, k);
-		if (i == 0)
-			fprintf(f,
-			        "int main(void) { printf(\"%%d\\n\", f0_0(\"x\")); return 0; }\n");
-		fclose(f);
-	}
-	return 0;
-}
-
-static void cleanup(void)
-{
-	char *argv[] = {"/bin/rm", "-rf", tmp, NULL};
-
-	timed(argv);
-}
-
-static void report(const char *what, double native, double supervised)
-{
-	if (native <= 0 || supervised <= 0) {
-		printf("%s: failed to measure\n", what);
-		return;
-	}
-	printf("%s: native %.3f s, supervised %.3f s: %.3fx (%+.1f %%)\n", what, native, supervised,
-	       supervised / native, (supervised / native - 1) * 100);
-}
-
-static void bench_execs(void)
-{
-	char loop[600];
-	char *native[] = {loop, EXECS, "/bin/true", NULL};
-	char *supervised[] = {(char *)supervisor,
-	                      "run",
-	                      "--config-dir",
-	                      cfgdir,
-	                      "--ask",
-	                      "none",
-	                      "-q",
-	                      "--",
-	                      loop,
-	                      EXECS,
-	                      "/bin/true",
-	                      NULL};
-	double n[ROUNDS], s[ROUNDS];
-
-	snprintf(loop, sizeof(loop), "%s/execloop", helpers);
-	for (int i = 0; i < ROUNDS; i++) {
-		n[i] = timed(native);
-		s[i] = timed(supervised);
-		if (n[i] < 0 || s[i] < 0) {
-			report(EXECS " fork+exec+wait of /bin/true", -1, -1);
-			return;
-		}
-	}
-	report(EXECS " fork+exec+wait of /bin/true", median(n, ROUNDS), median(s, ROUNDS));
-}
-
-static void bench_make(void)
-{
-	char *clean[] = {"/usr/bin/make", "-s", "-C", projdir, "clean", NULL};
-	char *native[] = {"/usr/bin/make", "-s", "-j2", "-C", projdir, NULL};
-	char *supervised[] = {
-	        (char *)supervisor, "run", "--config-dir", cfgdir, "--ask", "none", "-q", "--",
-	        "/usr/bin/make",    "-s",  "-j2",          "-C",   projdir, NULL};
-	double n[ROUNDS], s[ROUNDS];
-	char what[64];
-
-	snprintf(what, sizeof(what), "make -j2 of %d C files", MAKE_FILES);
-	for (int i = 0; i < ROUNDS; i++) {
-		if (timed(clean) < 0 || (n[i] = timed(native)) < 0 || timed(clean) < 0 ||
-		    (s[i] = timed(supervised)) < 0) {
-			report(what, -1, -1);
-			return;
-		}
-	}
-	report(what, median(n, ROUNDS), median(s, ROUNDS));
-}
-
+/* run -- true, and plain /bin/true, end to end. */
 static void bench_startup(void)
 {
-	char *native[] = {"/bin/true", NULL};
-	char *supervised[] = {
-	        (char *)supervisor, "run", "--config-dir", cfgdir, "--ask", "none", "-q", "--",
-	        "/bin/true",        NULL};
+	char *argv[] = {"/bin/true", NULL};
 	double n[11], s[11];
 
 	for (int i = 0; i < 11; i++) {
-		n[i] = timed(native);
-		s[i] = timed(supervised);
+		n[i] = bench_agent_time(&agent, false, NULL, argv);
+		s[i] = bench_agent_time(&agent, true, NULL, argv);
 		if (n[i] < 0 || s[i] < 0) {
-			printf("run -- true: failed to measure\n");
+			char why[200];
+
+			bench_agent_last_error(&agent, why, sizeof(why));
+			printf("run -- true: failed to measure%s%s\n", why[0] ? ": " : "", why);
 			return;
 		}
 	}
 	printf("run -- true end to end: %.1f ms (native /bin/true %.2f ms; medians of 11)\n",
-	       median(s, 11) * 1e3, median(n, 11) * 1e3);
+	       bench_median(s, 11) * 1e3, bench_median(n, 11) * 1e3);
 }
 
-/* The supervisor's resident set while its agent sleeps. */
-static void bench_rss(void)
+/* The supervisor's phases of one exec, from the report CLOISTER_TRACE_TIMING=1 makes it print
+ * at exit ("cloister: timing: exec PHASE  X us  (mean of N)"). */
+static void bench_exec_phases(void)
 {
-	char *argv[] = {(char *)supervisor,
-	                "run",
-	                "--config-dir",
-	                cfgdir,
-	                "--ask",
-	                "none",
-	                "-q",
-	                "--",
-	                "/bin/sleep",
-	                "1",
-	                NULL};
-	char path[64], line[256];
-	long rss_kb = -1;
-	FILE *f;
-	pid_t pid = fork();
+	char loop[256], count[32], line[256], phases[512] = "";
+	char *argv[] = {loop, count, "/bin/true", NULL};
+	_cleanup_fclose_ FILE *f = NULL;
+	unsigned long long n_max = 0;
+	size_t len = 0;
+	pid_t pid;
 
-	if (pid < 0)
+	snprintf(loop, sizeof(loop), "%s/execloop", agent.helpers);
+	snprintf(count, sizeof(count), "%d", TRACE_EXECS);
+	if (bench_agent_spawn(&agent,
+	                      &(struct bench_spawn){.supervised = true,
+	                                            .argv = argv,
+	                                            .stdin_fd = -1,
+	                                            .stdout_fd = -1,
+	                                            .extra_env = "CLOISTER_TRACE_TIMING=1"},
+	                      &pid) < 0 ||
+	    bench_agent_wait(pid, 120000) < 0) {
+		printf("exec phases: failed to measure\n");
 		return;
-	if (pid == 0) {
-		char h[600], s[600];
-		char *envp[] = {h, s, "PATH=/usr/bin:/bin", NULL};
-
-		snprintf(h, sizeof(h), "HOME=%s", home);
-		snprintf(s, sizeof(s), "XDG_STATE_HOME=%s", state);
-		execve(argv[0], argv, envp);
-		_exit(127);
 	}
-	usleep(500000);
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &rss_kb) == 1)
+	f = fopen(agent.stderr_path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		char name[64];
+		double us;
+		unsigned long long n;
+		int end;
+
+		if (sscanf(line, "cloister: timing: exec %63[^0-9] %lf us (mean of %llu)", name,
+		           &us, &n) != 3)
+			continue;
+		for (end = (int)strlen(name); end > 0 && name[end - 1] == ' '; end--)
+			;
+		name[end] = '\0';
+		if (n > n_max)
+			n_max = n;
+		len += (size_t)snprintf(phases + len, sizeof(phases) - len, "%s%s %.1f",
+		                        len ? ", " : "", name, us);
+		if (len >= sizeof(phases))
 			break;
-	if (f)
-		fclose(f);
-	waitpid(pid, NULL, 0);
-	if (rss_kb < 0)
-		printf("supervisor RSS: failed to measure\n");
+	}
+	if (!phases[0])
+		printf("exec phases: the supervisor printed no CLOISTER_TRACE_TIMING report\n");
 	else
-		printf("supervisor RSS while the agent idles: %.1f MB\n", rss_kb / 1024.0);
+		printf("exec phases in the supervisor (CLOISTER_TRACE_TIMING=1, wall clock, means "
+		       "over %llu notifications of %d execs): %s µs\n",
+		       n_max, TRACE_EXECS, phases);
+}
+
+static void bench_exec_loop(void)
+{
+	char *argv[] = {"/bin/true", NULL};
+	double n_wall[ROUNDS], s_wall[ROUNDS], ratio[ROUNDS], n_cpu[ROUNDS], s_cpu[ROUNDS];
+	double cpu_ratio[ROUNDS], per_exec_us[ROUNDS], idle_pct[ROUNDS], sup_cpu[ROUNDS];
+	double rss_idle[ROUNDS], rss_after[ROUNDS];
+
+	for (int i = 0; i < ROUNDS; i++) {
+		struct bench_loop nat, sup;
+		/* Each round starts with the other one: a trend in the machine's load hits both. */
+		bool native_first = i % 2 == 0;
+		int r = bench_agent_loop(&agent, !native_first, NULL, EXECS, argv, IDLE_MS,
+		                         native_first ? &nat : &sup);
+
+		if (r >= 0)
+			r = bench_agent_loop(&agent, native_first, NULL, EXECS, argv, IDLE_MS,
+			                     native_first ? &sup : &nat);
+		if (r < 0) {
+			char why[200];
+
+			bench_agent_last_error(&agent, why, sizeof(why));
+			printf("%d fork+exec+wait of /bin/true: failed to measure (%s)%s%s\n",
+			       EXECS, strerror(-r), why[0] ? ": " : "", why);
+			return;
+		}
+		n_wall[i] = nat.loop_s;
+		s_wall[i] = sup.loop_s;
+		ratio[i] = sup.loop_s / nat.loop_s;
+		n_cpu[i] = nat.agent_cpu_s;
+		s_cpu[i] = sup.agent_cpu_s + sup.sup_cpu_s;
+		cpu_ratio[i] = s_cpu[i] / n_cpu[i];
+		sup_cpu[i] = sup.sup_cpu_s;
+		idle_pct[i] = 100 * sup.sup_idle_cpu_s / sup.idle_s;
+		per_exec_us[i] = (sup.sup_cpu_s - sup.sup_idle_cpu_s / sup.idle_s * sup.loop_s) /
+		                 EXECS * 1e6;
+		rss_idle[i] = (double)sup.rss_idle_kib / 1024;
+		rss_after[i] = (double)sup.rss_after_kib / 1024;
+	}
+	printf("%d fork+exec+wait of /bin/true, the loop alone (run's start-up and teardown left "
+	       "out), %d rounds taking turns: native %.3f s, supervised %.3f s (medians): %.3fx "
+	       "(median of the rounds' ratios)\n",
+	       EXECS, ROUNDS, bench_median(n_wall, ROUNDS), bench_median(s_wall, ROUNDS),
+	       bench_median(ratio, ROUNDS));
+	printf("  CPU time over the loop, the agent's and its children's (+ the supervisor's): "
+	       "native %.3f s, supervised %.3f s: %.3fx (the machine's load moves it less than the "
+	       "wall clock)\n",
+	       bench_median(n_cpu, ROUNDS), bench_median(s_cpu, ROUNDS),
+	       bench_median(cpu_ratio, ROUNDS));
+	printf("supervisor CPU per auto-allowed exec: %.1f µs (median of %d; %.3f s over the loop, "
+	       "less its idle baseline of %.2f %% of a CPU)\n",
+	       bench_median(per_exec_us, ROUNDS), ROUNDS, bench_median(sup_cpu, ROUNDS),
+	       bench_median(idle_pct, ROUNDS));
+	printf("supervisor RSS while the agent idles: %.1f MB (after %d execs: %.1f MB)\n",
+	       bench_median(rss_idle, ROUNDS), EXECS, bench_median(rss_after, ROUNDS));
+	bench_summary_set(BENCH_ROW_EXEC_LOOP, bench_median(ratio, ROUNDS),
+	                  bench_median(cpu_ratio, ROUNDS));
+	bench_summary_set(BENCH_ROW_EXEC_CPU, bench_median(per_exec_us, ROUNDS), -1);
+	bench_summary_set(BENCH_ROW_RSS, bench_median(rss_idle, ROUNDS), -1);
 }
 
 void bench_run(void)
 {
-	supervisor = getenv("SUPERVISOR");
-	helpers = getenv("HELPERS");
-	if (!supervisor || !helpers) {
+	int r = bench_agent_setup(&agent, NULL);
+
+	if (r == -ENOENT) {
 		printf("end to end: skipped (run through `make bench`: SUPERVISOR and HELPERS "
 		       "unset)\n");
 		return;
 	}
-	if (geteuid() != 0) {
+	if (r >= 0 && geteuid() != 0)
 		printf("end to end: skipped (needs root for the backstop and cgroups)\n");
-		return;
+	else if (r < 0)
+		printf("end to end: could not set up %s: %s\n", agent.root, strerror(-r));
+	else {
+		bench_startup();
+		bench_exec_loop();
+		bench_exec_phases();
 	}
-	if (setup() < 0) {
-		printf("end to end: could not set up %s\n", tmp);
-		return;
-	}
-	bench_startup();
-	bench_execs();
-	bench_make();
-	bench_rss();
-	cleanup();
+	bench_agent_cleanup(&agent);
 }
