@@ -24,6 +24,8 @@ static const struct {
         {"web", "dashboard and approval API", bench_web},
         {"executor", "host executor: /bin/true round trip", bench_executor},
         {"shim", "shim fallback: shimmed true vs direct", bench_shim},
+        {"programs", "exec-heavy programs: ./configure and a compile, native vs supervised",
+         bench_programs},
 };
 
 int main(void)
