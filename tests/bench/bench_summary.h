@@ -21,7 +21,11 @@ enum bench_row {
  * less; the goal is met when both are within it. CPU < 0: none. */
 void bench_summary_set(enum bench_row row, double now, double cpu);
 
-/* The table on stdout: every row, "not measured" for those no section recorded. */
-void bench_summary_print(void);
+/* The table on stdout: every row, "not measured" for those no section recorded. LOAD is the
+ * machine's load average before the run (< 0: unknown), CPUS its processor count: from half
+ * the processors busy on, the wall-clock ratios say more about the others' work than about ours
+ * (supervised runs came out faster than native ones), so the ✓/✗ of a ratio follows its CPU
+ * time alone, and the table says so. */
+void bench_summary_print(double load, int cpus);
 
 #endif
