@@ -22,6 +22,7 @@
 #include "tests/bench/bench_agent.h"
 #include "tests/bench/bench_summary.h"
 
+#define STARTUPS    7
 #define ROUNDS      5
 #define EXECS       2000
 #define TRACE_EXECS 1000
@@ -33,9 +34,9 @@ static struct bench_agent agent;
 static void bench_startup(void)
 {
 	char *argv[] = {"/bin/true", NULL};
-	double n[11], s[11];
+	double n[STARTUPS], s[STARTUPS];
 
-	for (int i = 0; i < 11; i++) {
+	for (int i = 0; i < STARTUPS; i++) {
 		n[i] = bench_agent_time(&agent, false, NULL, argv);
 		s[i] = bench_agent_time(&agent, true, NULL, argv);
 		if (n[i] < 0 || s[i] < 0) {
@@ -46,8 +47,8 @@ static void bench_startup(void)
 			return;
 		}
 	}
-	printf("run -- true end to end: %.1f ms (native /bin/true %.2f ms; medians of 11)\n",
-	       bench_median(s, 11) * 1e3, bench_median(n, 11) * 1e3);
+	printf("run -- true end to end: %.1f ms (native /bin/true %.2f ms; medians of %d)\n",
+	       bench_median(s, STARTUPS) * 1e3, bench_median(n, STARTUPS) * 1e3, STARTUPS);
 }
 
 /* The supervisor's phases of one exec, from the report CLOISTER_TRACE_TIMING=1 makes it print
