@@ -68,7 +68,9 @@ int main(int argc, char **argv)
 	if (*end || n < 0)
 		goto usage;
 	for (;;) {
-		if (argi + 1 < argc && strcmp(argv[argi], "-j") == 0) {
+		if (argi < argc && strcmp(argv[argi], "-j") == 0) {
+			if (argi + 1 >= argc)
+				goto usage;
 			par = strtol(argv[argi + 1], &end, 10);
 			if (*end || par < 1)
 				goto usage;
