@@ -44,20 +44,21 @@ void bench_summary_set(enum bench_row row, double now, double cpu)
 	measured[row] = true;
 }
 
-static void print_value(enum unit unit, double v)
+/* A figure as measured, or a goal as the issue sets it (fewer digits). */
+static void print_value(enum unit unit, double v, bool goal)
 {
 	switch (unit) {
 	case RATIO:
-		printf("%.3f×", v);
+		printf(goal ? "%.2f×" : "%.3f×", v);
 		break;
 	case MICROSECONDS:
-		printf("%.1f µs", v);
+		printf(goal ? "%.0f µs" : "%.1f µs", v);
 		break;
 	case MICROSECONDS_MORE:
 		printf("%+.0f µs", v);
 		break;
 	case MEGABYTES:
-		printf("%.1f MB", v);
+		printf(goal ? "%.0f MB" : "%.1f MB", v);
 		break;
 	}
 }
@@ -83,13 +84,13 @@ void bench_summary_print(double load, int cpus)
 		else if (cpu_values[i] >= 0)
 			printf("wall ");
 		if (measured[i])
-			print_value(rows[i].unit, values[i]);
+			print_value(rows[i].unit, values[i], false);
 		if (measured[i] && cpu_values[i] >= 0) {
 			printf(", CPU ");
-			print_value(rows[i].unit, cpu_values[i]);
+			print_value(rows[i].unit, cpu_values[i], false);
 		}
 		printf(" | ≤ ");
-		print_value(rows[i].unit, rows[i].goal);
+		print_value(rows[i].unit, rows[i].goal, true);
 		if (rows[i].aim)
 			printf(", %s", rows[i].aim);
 		printf(" | %s |\n", !measured[i] ? "–" : met ? "✓" : "✗");
