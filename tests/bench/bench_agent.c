@@ -209,16 +209,19 @@ static double cpu_s(clockid_t clock)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static long rss_kib(pid_t pid)
+/* The KEY line of /proc/PID/FILE in kB ("VmRSS" of status, "Pss" of smaps_rollup), or -1. */
+static long proc_kib(pid_t pid, const char *file, const char *key)
 {
 	char path[64], line[256];
+	size_t len = strlen(key);
 	long kib = -1;
 	_cleanup_fclose_ FILE *f = NULL;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
 	f = fopen(path, "re");
 	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+		if (strncmp(line, key, len) == 0 && line[len] == ':' &&
+		    sscanf(line + len + 1, "%ld", &kib) == 1)
 			break;
 	return kib;
 }
@@ -312,7 +315,9 @@ int bench_agent_loop(const struct bench_agent *a, bool supervised, const char *c
 		r = -clock_getcpuclockid(pid, &clock);
 		if (r >= 0 && idle_ms > 0)
 			r = measure_idle(pid, clock, idle_ms, &res);
-		res.rss_idle_kib = rss_kib(pid);
+		res.rss_idle_kib = proc_kib(pid, "status", "VmRSS");
+		res.rss_anon_idle_kib = proc_kib(pid, "status", "RssAnon");
+		res.pss_idle_kib = proc_kib(pid, "smaps_rollup", "Pss");
 		c1 = cpu_s(clock);
 	}
 	if (r >= 0 && write(in_w, "g", 1) != 1)
@@ -326,7 +331,7 @@ int bench_agent_loop(const struct bench_agent *a, bool supervised, const char *c
 		res.agent_cpu_s = (double)cpu_ns / 1e9;
 		if (supervised) {
 			res.sup_cpu_s = cpu_s(clock) - c1;
-			res.rss_after_kib = rss_kib(pid);
+			res.rss_after_kib = proc_kib(pid, "status", "VmRSS");
 		}
 		/* Now it may exit. */
 		if (write(in_w, "g", 1) != 1)

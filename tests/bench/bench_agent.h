@@ -53,7 +53,9 @@ struct bench_loop {
 	double sup_idle_cpu_s; /* …over the idle window before it */
 	double idle_s;         /* the idle window's length */
 	long rss_idle_kib;     /* the supervisor's RSS while the agent waits, before the loop */
-	long rss_after_kib;    /* …and right after it */
+	long rss_anon_idle_kib; /* …of which anonymous (the rest: files, mostly shared libraries) */
+	long pss_idle_kib;  /* …its proportional set size (shared pages divided among users) */
+	long rss_after_kib; /* …and right after it */
 };
 int bench_agent_loop(const struct bench_agent *a, bool supervised, const char *cwd, long n,
                      char *const argv[], int idle_ms, struct bench_loop *ret);

@@ -108,7 +108,7 @@ static void bench_exec_loop(void)
 	char *argv[] = {"/bin/true", NULL};
 	double n_wall[ROUNDS], s_wall[ROUNDS], ratio[ROUNDS], n_cpu[ROUNDS], s_cpu[ROUNDS];
 	double cpu_ratio[ROUNDS], per_exec_us[ROUNDS], idle_pct[ROUNDS], sup_cpu[ROUNDS];
-	double rss_idle[ROUNDS], rss_after[ROUNDS];
+	double rss_idle[ROUNDS], rss_after[ROUNDS], rss_anon[ROUNDS], pss[ROUNDS];
 
 	for (int i = 0; i < ROUNDS; i++) {
 		struct bench_loop nat, sup;
@@ -140,6 +140,8 @@ static void bench_exec_loop(void)
 		                 EXECS * 1e6;
 		rss_idle[i] = (double)sup.rss_idle_kib / 1024;
 		rss_after[i] = (double)sup.rss_after_kib / 1024;
+		rss_anon[i] = (double)sup.rss_anon_idle_kib / 1024;
+		pss[i] = (double)sup.pss_idle_kib / 1024;
 	}
 	printf("%d fork+exec+wait of /bin/true, the loop alone (run's start-up and teardown left "
 	       "out), %d rounds taking turns: native %.3f s, supervised %.3f s (medians): %.3fx "
@@ -155,8 +157,11 @@ static void bench_exec_loop(void)
 	       "less its idle baseline of %.2f %% of a CPU)\n",
 	       bench_median(per_exec_us, ROUNDS), ROUNDS, bench_median(sup_cpu, ROUNDS),
 	       bench_median(idle_pct, ROUNDS));
-	printf("supervisor RSS while the agent idles: %.1f MB (after %d execs: %.1f MB)\n",
-	       bench_median(rss_idle, ROUNDS), EXECS, bench_median(rss_after, ROUNDS));
+	printf("supervisor RSS while the agent idles: %.1f MB, of which %.1f MB anonymous, the "
+	       "rest "
+	       "files (shared libraries); PSS %.1f MB; RSS after %d execs: %.1f MB\n",
+	       bench_median(rss_idle, ROUNDS), bench_median(rss_anon, ROUNDS),
+	       bench_median(pss, ROUNDS), EXECS, bench_median(rss_after, ROUNDS));
 	bench_summary_set(BENCH_ROW_EXEC_LOOP, bench_median(ratio, ROUNDS),
 	                  bench_median(cpu_ratio, ROUNDS));
 	bench_summary_set(BENCH_ROW_EXEC_CPU, bench_median(per_exec_us, ROUNDS), -1);
