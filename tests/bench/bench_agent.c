@@ -209,7 +209,8 @@ static double cpu_s(clockid_t clock)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The KEY line of /proc/PID/FILE in kB ("VmRSS" of status, "Pss" of smaps_rollup), or -1. */
+/* The number on the KEY line of /proc/PID/FILE ("VmRSS" of status, in kB; "Pss" of
+ * smaps_rollup), or -1. */
 static long proc_kib(pid_t pid, const char *file, const char *key)
 {
 	char path[64], line[256];
@@ -268,8 +269,18 @@ static int measure_idle(pid_t pid, clockid_t clock, int idle_ms, struct bench_lo
 	return c0 < 0 || res->sup_idle_cpu_s < 0 ? -EIO : 0;
 }
 
+/* Voluntary and involuntary context switches of PID (its main thread: ours has one). */
+static long switches(pid_t pid)
+{
+	long v = proc_kib(pid, "status", "voluntary_ctxt_switches"),
+	     nv = proc_kib(pid, "status", "nonvoluntary_ctxt_switches");
+
+	return v < 0 || nv < 0 ? -1 : v + nv;
+}
+
 int bench_agent_loop(const struct bench_agent *a, bool supervised, const char *cwd, long n,
-                     char *const argv[], int idle_ms, struct bench_loop *ret)
+                     char *const argv[], int idle_ms, const struct bench_loop_hooks *hooks,
+                     struct bench_loop *ret)
 {
 	char loop[256], count[32], line[128];
 	char *args[MAX_ARGS + 4] = {loop, count, "-s"};
@@ -278,6 +289,7 @@ int bench_agent_loop(const struct bench_agent *a, bool supervised, const char *c
 	unsigned long long wall_ns, cpu_ns;
 	clockid_t clock = 0;
 	double c1 = 0;
+	long sw1 = 0;
 	pid_t pid = -1;
 	int fds[2], r, w;
 
@@ -318,6 +330,9 @@ int bench_agent_loop(const struct bench_agent *a, bool supervised, const char *c
 		res.rss_idle_kib = proc_kib(pid, "status", "VmRSS");
 		res.rss_anon_idle_kib = proc_kib(pid, "status", "RssAnon");
 		res.pss_idle_kib = proc_kib(pid, "smaps_rollup", "Pss");
+		if (r >= 0 && hooks && hooks->before)
+			r = hooks->before(pid, hooks->userdata);
+		sw1 = switches(pid);
 		c1 = cpu_s(clock);
 	}
 	if (r >= 0 && write(in_w, "g", 1) != 1)
@@ -331,7 +346,10 @@ int bench_agent_loop(const struct bench_agent *a, bool supervised, const char *c
 		res.agent_cpu_s = (double)cpu_ns / 1e9;
 		if (supervised) {
 			res.sup_cpu_s = cpu_s(clock) - c1;
+			res.sup_switches = switches(pid) - sw1;
 			res.rss_after_kib = proc_kib(pid, "status", "VmRSS");
+			if (hooks && hooks->after)
+				r = hooks->after(pid, hooks->userdata);
 		}
 		/* Now it may exit. */
 		if (write(in_w, "g", 1) != 1)

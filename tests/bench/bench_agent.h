@@ -56,9 +56,19 @@ struct bench_loop {
 	long rss_anon_idle_kib; /* …of which anonymous (the rest: files, mostly shared libraries) */
 	long pss_idle_kib;  /* …its proportional set size (shared pages divided among users) */
 	long rss_after_kib; /* …and right after it */
+	long sup_switches;  /* the supervisor's context switches over the loop */
+};
+/* Supervised runs only: BEFORE is called with the supervisor's pid once the agent waits (after
+ * the idle window), AFTER once the loop is done, before the agent may exit. A hook that fails
+ * fails the run. */
+struct bench_loop_hooks {
+	int (*before)(pid_t supervisor, void *userdata);
+	int (*after)(pid_t supervisor, void *userdata);
+	void *userdata;
 };
 int bench_agent_loop(const struct bench_agent *a, bool supervised, const char *cwd, long n,
-                     char *const argv[], int idle_ms, struct bench_loop *ret);
+                     char *const argv[], int idle_ms, const struct bench_loop_hooks *hooks,
+                     struct bench_loop *ret);
 
 /* The first line of the last run's stderr, for a "failed to measure" line ("" when none). */
 void bench_agent_last_error(const struct bench_agent *a, char *buf, size_t size);

@@ -97,7 +97,7 @@ static void compare(enum bench_row row, const char *what, int rounds, const char
 				printf("%s: cleaning failed\n", what);
 				return;
 			}
-			r = bench_agent_loop(&agent, supervised, cwd, 1, argv, 0, &res);
+			r = bench_agent_loop(&agent, supervised, cwd, 1, argv, 0, NULL, &res);
 			if (r < 0) {
 				char why[200];
 

@@ -8,13 +8,17 @@
  *     threads) over the loop, less what it spends idle over as long: the cost of an auto-allowed
  *     exec to the supervisor; and its RSS while the agent idles, before and after the loop;
  *   - one more supervised loop with CLOISTER_TRACE_TIMING=1: where the supervisor's time goes,
- *     phase by phase (wall clock, as the supervisor reports it).
+ *     phase by phase (wall clock, as the supervisor reports it); and one with strace -c attached
+ *     to the supervisor over the loop alone: its syscalls per exec, a count no load can move.
  * Every exec is auto-allowed by a path rule; the audit log is written as in real use. */
 #include "tests/bench/bench.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,11 +26,12 @@
 #include "tests/bench/bench_agent.h"
 #include "tests/bench/bench_summary.h"
 
-#define STARTUPS    7
-#define ROUNDS      5
-#define EXECS       2000
-#define TRACE_EXECS 1000
-#define IDLE_MS     100
+#define STARTUPS     7
+#define ROUNDS       5
+#define EXECS        2000
+#define TRACE_EXECS  1000
+#define IDLE_MS      100
+#define STRACE_EXECS 500
 
 static struct bench_agent agent;
 
@@ -103,22 +108,144 @@ static void bench_exec_phases(void)
 		       n_max, TRACE_EXECS, phases);
 }
 
+/* ---- the supervisor's syscalls per exec: strace -c attached over the loop alone ---------- */
+
+struct strace_run {
+	char out[160]; /* strace's summary */
+	pid_t pid;
+	FILE *err; /* its stderr, open until it exits (it writes "detached" there) */
+};
+
+static int strace_attach(pid_t supervisor, void *userdata)
+{
+	struct strace_run *st = userdata;
+	char target[16], line[256];
+	char *argv[] = {"strace", "-c", "-f", "-o", st->out, "-p", target, NULL};
+	int fds[2];
+
+	snprintf(target, sizeof(target), "%d", (int)supervisor);
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	st->pid = fork();
+	if (st->pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
+		    dup2(fds[1], STDERR_FILENO) < 0)
+			_exit(127);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	st->err = fdopen(fds[0], "re");
+	if (!st->err)
+		close(fds[0]);
+	if (st->pid < 0 || !st->err)
+		return -EIO;
+	/* Every syscall after "attached" is counted: wait for it (strace exits on failure, and
+	 * its stderr ends). */
+	while (fgets(line, sizeof(line), st->err))
+		if (strstr(line, "attached"))
+			return 0;
+	return -ESRCH;
+}
+
+static int strace_detach(pid_t supervisor, void *userdata)
+{
+	struct strace_run *st = userdata;
+
+	if (st->pid > 0) {
+		kill(st->pid, SIGINT); /* detaches and writes the summary */
+		bench_agent_wait(st->pid, 30000);
+	}
+	if (st->err)
+		fclose(st->err);
+	st->err = NULL;
+	st->pid = -1;
+	return 0;
+}
+
+/* "syscall calls/N, …" from strace -c's table (% time, seconds, usecs/call, calls, [errors,]
+ * syscall), most called first, as strace sorts them. */
+static int strace_summary(const char *path, long n, char *buf, size_t size, double *ret_total)
+{
+	char line[256];
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	size_t len = 0;
+	double total = -1;
+
+	buf[0] = '\0';
+	while (f && fgets(line, sizeof(line), f)) {
+		char *tok[8], *save = NULL;
+		int k = 0;
+		double calls;
+
+		for (char *t = strtok_r(line, " \t\n", &save); t && k < 8;
+		     t = strtok_r(NULL, " \t\n", &save))
+			tok[k++] = t;
+		if ((k != 5 && k != 6) || sscanf(tok[3], "%lf", &calls) != 1 ||
+		    !strchr("0123456789", tok[0][0]))
+			continue;
+		if (strcmp(tok[k - 1], "total") == 0) {
+			total = calls / (double)n;
+			continue;
+		}
+		if (len < size)
+			len += (size_t)snprintf(buf + len, size - len, "%s%s %.3g", len ? ", " : "",
+			                        tok[k - 1], calls / (double)n);
+	}
+	if (total < 0)
+		return -ENODATA;
+	*ret_total = total;
+	return 0;
+}
+
+static void bench_exec_syscalls(void)
+{
+	struct strace_run st = {.pid = -1, .err = NULL};
+	struct bench_loop_hooks hooks = {
+	        .before = strace_attach, .after = strace_detach, .userdata = &st};
+	char *argv[] = {"/bin/true", NULL};
+	char calls[600];
+	struct bench_loop res;
+	double total;
+	int r;
+
+	if (access("/usr/bin/strace", X_OK) < 0) {
+		printf("syscalls per exec: skipped (no strace: scripts/install-deps installs "
+		       "it)\n");
+		return;
+	}
+	snprintf(st.out, sizeof(st.out), "%s/strace.txt", agent.root);
+	r = bench_agent_loop(&agent, true, NULL, STRACE_EXECS, argv, 0, &hooks, &res);
+	strace_detach(0, &st); /* when the loop failed between the hooks; else a no-op */
+	if (r >= 0)
+		r = strace_summary(st.out, STRACE_EXECS, calls, sizeof(calls), &total);
+	if (r < 0) {
+		printf("syscalls per exec: failed to measure (%s)\n", strerror(-r));
+		return;
+	}
+	printf("the supervisor's syscalls per auto-allowed exec (strace -c over %d execs): %.3g: "
+	       "%s\n",
+	       STRACE_EXECS, total, calls);
+}
+
 static void bench_exec_loop(void)
 {
 	char *argv[] = {"/bin/true", NULL};
 	double n_wall[ROUNDS], s_wall[ROUNDS], ratio[ROUNDS], n_cpu[ROUNDS], s_cpu[ROUNDS];
 	double cpu_ratio[ROUNDS], per_exec_us[ROUNDS], idle_pct[ROUNDS], sup_cpu[ROUNDS];
-	double rss_idle[ROUNDS], rss_after[ROUNDS], rss_anon[ROUNDS], pss[ROUNDS];
+	double rss_idle[ROUNDS], rss_after[ROUNDS], rss_anon[ROUNDS], pss[ROUNDS], sw[ROUNDS];
 
 	for (int i = 0; i < ROUNDS; i++) {
 		struct bench_loop nat, sup;
 		/* Each round starts with the other one: a trend in the machine's load hits both. */
 		bool native_first = i % 2 == 0;
-		int r = bench_agent_loop(&agent, !native_first, NULL, EXECS, argv, IDLE_MS,
+		int r = bench_agent_loop(&agent, !native_first, NULL, EXECS, argv, IDLE_MS, NULL,
 		                         native_first ? &nat : &sup);
 
 		if (r >= 0)
-			r = bench_agent_loop(&agent, native_first, NULL, EXECS, argv, IDLE_MS,
+			r = bench_agent_loop(&agent, native_first, NULL, EXECS, argv, IDLE_MS, NULL,
 			                     native_first ? &sup : &nat);
 		if (r < 0) {
 			char why[200];
@@ -142,6 +269,7 @@ static void bench_exec_loop(void)
 		rss_after[i] = (double)sup.rss_after_kib / 1024;
 		rss_anon[i] = (double)sup.rss_anon_idle_kib / 1024;
 		pss[i] = (double)sup.pss_idle_kib / 1024;
+		sw[i] = (double)sup.sup_switches / EXECS;
 	}
 	printf("%d fork+exec+wait of /bin/true, the loop alone (run's start-up and teardown left "
 	       "out), %d rounds taking turns: native %.3f s, supervised %.3f s (medians): %.3fx "
@@ -154,9 +282,9 @@ static void bench_exec_loop(void)
 	       bench_median(n_cpu, ROUNDS), bench_median(s_cpu, ROUNDS),
 	       bench_median(cpu_ratio, ROUNDS));
 	printf("supervisor CPU per auto-allowed exec: %.1f µs (median of %d; %.3f s over the loop, "
-	       "less its idle baseline of %.2f %% of a CPU)\n",
+	       "less its idle baseline of %.2f %% of a CPU); %.2f context switches an exec\n",
 	       bench_median(per_exec_us, ROUNDS), ROUNDS, bench_median(sup_cpu, ROUNDS),
-	       bench_median(idle_pct, ROUNDS));
+	       bench_median(idle_pct, ROUNDS), bench_median(sw, ROUNDS));
 	printf("supervisor RSS while the agent idles: %.1f MB, of which %.1f MB anonymous, the "
 	       "rest "
 	       "files (shared libraries); PSS %.1f MB; RSS after %d execs: %.1f MB\n",
@@ -185,6 +313,7 @@ void bench_run(void)
 		bench_startup();
 		bench_exec_loop();
 		bench_exec_phases();
+		bench_exec_syscalls();
 	}
 	bench_agent_cleanup(&agent);
 }
