@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,16 +42,25 @@ double bench_median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-int bench_agent_setup(struct bench_agent *a, const char *const work_dirs[])
+/* PATH (made by us) is the agent's. */
+static int hand_over(const struct bench_agent *a, const char *path)
+{
+	return a->user && chown(path, a->user, a->group) < 0 ? -errno : 0;
+}
+
+int bench_agent_setup(struct bench_agent *a, uid_t user, const char *const work_dirs[])
 {
 	char path[256];
 	_cleanup_fclose_ FILE *f = NULL;
+	struct passwd *pw = user ? getpwuid(user) : NULL;
 
 	memset(a, 0, sizeof(*a));
 	a->supervisor = getenv("SUPERVISOR");
 	a->helpers = getenv("HELPERS");
 	if (!a->supervisor || !a->helpers)
 		return -ENOENT;
+	a->user = user;
+	a->group = pw ? pw->pw_gid : (gid_t)user;
 	snprintf(a->root, sizeof(a->root), "/tmp/cloister-bench.XXXXXX");
 	if (!mkdtemp(a->root)) {
 		a->root[0] = '\0';
@@ -59,12 +70,16 @@ int bench_agent_setup(struct bench_agent *a, const char *const work_dirs[])
 	snprintf(a->home, sizeof(a->home), "%s/home", a->root);
 	snprintf(a->state, sizeof(a->state), "%s/state", a->root);
 	snprintf(a->stderr_path, sizeof(a->stderr_path), "%s/stderr", a->root);
-	if (mkdir(a->config_dir, 0700) < 0 || mkdir(a->home, 0700) < 0 || mkdir(a->state, 0700) < 0)
+	/* The user crosses the root (0711) to its own directories. */
+	if ((user && chmod(a->root, 0711) < 0) || mkdir(a->config_dir, 0700) < 0 ||
+	    mkdir(a->home, 0700) < 0 || mkdir(a->state, 0700) < 0 ||
+	    hand_over(a, a->config_dir) < 0 || hand_over(a, a->home) < 0 ||
+	    hand_over(a, a->state) < 0)
 		return -errno;
 	/* Auto-allowed by path, as a user's allowlist would do for the toolchain. */
 	snprintf(path, sizeof(path), "%s/config.yaml", a->config_dir);
 	f = fopen(path, "we");
-	if (!f)
+	if (!f || hand_over(a, path) < 0)
 		return -errno;
 	fprintf(f, "exec:\n  security: allowlist\n  ask: off\n  allow:\n"
 	           "    - path: \"/usr/bin/*\"\n    - path: \"/bin/*\"\n"
@@ -72,7 +87,7 @@ int bench_agent_setup(struct bench_agent *a, const char *const work_dirs[])
 	fprintf(f, "    - path: \"%s/*\"\n", a->helpers);
 	for (size_t i = 0; work_dirs && work_dirs[i]; i++) {
 		snprintf(path, sizeof(path), "%s/%s", a->root, work_dirs[i]);
-		if (mkdir(path, 0755) < 0)
+		if (mkdir(path, 0755) < 0 || hand_over(a, path) < 0)
 			return -errno;
 		fprintf(f, "    - path: \"%s/*\"\n", path);
 	}
@@ -132,7 +147,11 @@ int bench_agent_spawn(const struct bench_agent *a, const struct bench_spawn *s, 
 		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 		int err = open(a->stderr_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 
-		if (null < 0 || err < 0 || (s->cwd && chdir(s->cwd) < 0) ||
+		if (null < 0 || err < 0 ||
+		    (a->user &&
+		     (setgroups(0, NULL) < 0 || setresgid(a->group, a->group, a->group) < 0 ||
+		      setresuid(a->user, a->user, a->user) < 0)) ||
+		    chdir(s->cwd ? s->cwd : a->home) < 0 ||
 		    dup2(s->stdin_fd >= 0 ? s->stdin_fd : null, STDIN_FILENO) < 0 ||
 		    dup2(s->stdout_fd >= 0 ? s->stdout_fd : null, STDOUT_FILENO) < 0 ||
 		    dup2(err, STDERR_FILENO) < 0)

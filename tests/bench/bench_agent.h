@@ -13,17 +13,21 @@ struct bench_agent {
 	char root[64]; /* the temporary directory, removed by bench_agent_cleanup() */
 	char config_dir[128], home[128], state[128], stderr_path[128];
 	const char *supervisor, *helpers; /* $SUPERVISOR, $HELPERS */
+	uid_t user;                       /* who runs the programs (0: root) */
+	gid_t group;
 };
 
-/* $SUPERVISOR and $HELPERS, the temporary directories and the config. WORK_DIRS (NULL-ended, may
- * be NULL) are made in the temporary directory, where a section keeps its workloads, and their
- * programs are auto-allowed too (ROOT/DIR/ *). -errno; -ENOENT when the variables are unset. */
-int bench_agent_setup(struct bench_agent *a, const char *const work_dirs[]);
+/* $SUPERVISOR and $HELPERS, the temporary directories and the config, all owned by USER (0:
+ * root), who will run the programs, native and supervised (`run` as that user). WORK_DIRS
+ * (NULL-ended, may be NULL) are made in the temporary directory, where a section keeps its
+ * workloads, and their programs are auto-allowed too (ROOT/DIR/ *). -errno; -ENOENT when the
+ * variables are unset. */
+int bench_agent_setup(struct bench_agent *a, uid_t user, const char *const work_dirs[]);
 void bench_agent_cleanup(struct bench_agent *a);
 
 struct bench_spawn {
 	bool supervised;       /* as `SUPERVISOR run --config-dir … --ask none -q -- ARGV` */
-	const char *cwd;       /* NULL: the bench's */
+	const char *cwd;       /* NULL: the agent's home */
 	char *const *argv;     /* argv[0] is a path */
 	int stdin_fd;          /* -1: /dev/null */
 	int stdout_fd;         /* -1: /dev/null */
@@ -42,7 +46,7 @@ double bench_agent_time(const struct bench_agent *a, bool supervised, const char
                         char *const argv[]);
 
 /* One run of tests/helpers/execloop N -s ARGV (ARGV N times in a row), natively or as run's
- * agent, in CWD (NULL: the bench's), driven through its stdin and stdout so that what is timed
+ * agent, in CWD (NULL: the agent's home), driven through its stdin and stdout so that what is timed
  * is the loop alone, by the agent's clock, without run's start-up and teardown. Supervised, the
  * supervisor's CPU time (its process CPU clock: every thread) is read at both ends of the loop,
  * and over IDLE_MS before it (0: not) while the agent waits, which is its idle baseline. */

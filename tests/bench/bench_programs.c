@@ -24,7 +24,7 @@
 #include "tests/bench/bench_agent.h"
 #include "tests/bench/bench_summary.h"
 
-#define CONFIGURE_ROUNDS 5
+#define CONFIGURE_ROUNDS 4
 #define COMPILE_ROUNDS   3
 
 static struct bench_agent agent;
@@ -242,7 +242,7 @@ static void bench_compile(void)
 void bench_programs(void)
 {
 	static const char *const work[] = {"configure", "compile", NULL};
-	int r = bench_agent_setup(&agent, work);
+	int r = bench_agent_setup(&agent, 0, work);
 
 	if (r == -ENOENT) {
 		printf("programs: skipped (run through `make bench`: SUPERVISOR and HELPERS "

@@ -10,7 +10,9 @@
  *   - one more supervised loop with CLOISTER_TRACE_TIMING=1: where the supervisor's time goes,
  *     phase by phase (wall clock, as the supervisor reports it); and one with strace -c attached
  *     to the supervisor over the loop alone: its syscalls per exec, a count no load can move.
- * Every exec is auto-allowed by a path rule; the audit log is written as in real use. */
+ * The start-up and the loop run as root (with the eBPF backstop) and again as an unprivileged
+ * user (nobody), whose figures stay out of the summary. Every exec is auto-allowed by a path
+ * rule; the audit log is written as in real use. */
 #include "tests/bench/bench.h"
 
 #include <errno.h>
@@ -26,34 +28,38 @@
 #include "tests/bench/bench_agent.h"
 #include "tests/bench/bench_summary.h"
 
-#define STARTUPS     7
-#define ROUNDS       5
-#define EXECS        2000
-#define TRACE_EXECS  1000
-#define IDLE_MS      100
-#define STRACE_EXECS 500
+#define STARTUPS      7
+#define USER_STARTUPS 5
+#define ROUNDS        5
+#define USER_ROUNDS   3
+#define EXECS         2000
+#define TRACE_EXECS   500
+#define IDLE_MS       100
+#define STRACE_EXECS  500
+#define NOBODY        65534
 
 static struct bench_agent agent;
 
-/* run -- true, and plain /bin/true, end to end. */
-static void bench_startup(void)
+/* run -- true, and plain /bin/true, end to end, N times each. */
+static void bench_startup(struct bench_agent *a, const char *who, int n)
 {
 	char *argv[] = {"/bin/true", NULL};
-	double n[STARTUPS], s[STARTUPS];
+	double nat[STARTUPS], sup[STARTUPS];
 
-	for (int i = 0; i < STARTUPS; i++) {
-		n[i] = bench_agent_time(&agent, false, NULL, argv);
-		s[i] = bench_agent_time(&agent, true, NULL, argv);
-		if (n[i] < 0 || s[i] < 0) {
+	for (int i = 0; i < n; i++) {
+		nat[i] = bench_agent_time(a, false, NULL, argv);
+		sup[i] = bench_agent_time(a, true, NULL, argv);
+		if (nat[i] < 0 || sup[i] < 0) {
 			char why[200];
 
-			bench_agent_last_error(&agent, why, sizeof(why));
-			printf("run -- true: failed to measure%s%s\n", why[0] ? ": " : "", why);
+			bench_agent_last_error(a, why, sizeof(why));
+			printf("run -- true, %s: failed to measure%s%s\n", who, why[0] ? ": " : "",
+			       why);
 			return;
 		}
 	}
-	printf("run -- true end to end: %.1f ms (native /bin/true %.2f ms; medians of %d)\n",
-	       bench_median(s, STARTUPS) * 1e3, bench_median(n, STARTUPS) * 1e3, STARTUPS);
+	printf("run -- true end to end, %s: %.1f ms (native /bin/true %.2f ms; medians of %d)\n",
+	       who, bench_median(sup, n) * 1e3, bench_median(nat, n) * 1e3, n);
 }
 
 /* The supervisor's phases of one exec, from the report CLOISTER_TRACE_TIMING=1 makes it print
@@ -230,29 +236,30 @@ static void bench_exec_syscalls(void)
 	       STRACE_EXECS, total, calls);
 }
 
-static void bench_exec_loop(void)
+/* ROUNDS pairs of the loop as A's user (WHO says which); issue 16's rows when SUMMARY. */
+static void bench_exec_loop(struct bench_agent *a, const char *who, int rounds, bool summary)
 {
 	char *argv[] = {"/bin/true", NULL};
 	double n_wall[ROUNDS], s_wall[ROUNDS], ratio[ROUNDS], n_cpu[ROUNDS], s_cpu[ROUNDS];
 	double cpu_ratio[ROUNDS], per_exec_us[ROUNDS], idle_pct[ROUNDS], sup_cpu[ROUNDS];
 	double rss_idle[ROUNDS], rss_after[ROUNDS], rss_anon[ROUNDS], pss[ROUNDS], sw[ROUNDS];
 
-	for (int i = 0; i < ROUNDS; i++) {
+	for (int i = 0; i < rounds; i++) {
 		struct bench_loop nat, sup;
 		/* Each round starts with the other one: a trend in the machine's load hits both. */
 		bool native_first = i % 2 == 0;
-		int r = bench_agent_loop(&agent, !native_first, NULL, EXECS, argv, IDLE_MS, NULL,
+		int r = bench_agent_loop(a, !native_first, NULL, EXECS, argv, IDLE_MS, NULL,
 		                         native_first ? &nat : &sup);
 
 		if (r >= 0)
-			r = bench_agent_loop(&agent, native_first, NULL, EXECS, argv, IDLE_MS, NULL,
+			r = bench_agent_loop(a, native_first, NULL, EXECS, argv, IDLE_MS, NULL,
 			                     native_first ? &sup : &nat);
 		if (r < 0) {
 			char why[200];
 
-			bench_agent_last_error(&agent, why, sizeof(why));
-			printf("%d fork+exec+wait of /bin/true: failed to measure (%s)%s%s\n",
-			       EXECS, strerror(-r), why[0] ? ": " : "", why);
+			bench_agent_last_error(a, why, sizeof(why));
+			printf("%d fork+exec+wait of /bin/true, %s: failed to measure (%s)%s%s\n",
+			       EXECS, who, strerror(-r), why[0] ? ": " : "", why);
 			return;
 		}
 		n_wall[i] = nat.loop_s;
@@ -271,34 +278,38 @@ static void bench_exec_loop(void)
 		pss[i] = (double)sup.pss_idle_kib / 1024;
 		sw[i] = (double)sup.sup_switches / EXECS;
 	}
-	printf("%d fork+exec+wait of /bin/true, the loop alone (run's start-up and teardown left "
-	       "out), %d rounds taking turns: native %.3f s, supervised %.3f s (medians): %.3fx "
-	       "(median of the rounds' ratios)\n",
-	       EXECS, ROUNDS, bench_median(n_wall, ROUNDS), bench_median(s_wall, ROUNDS),
-	       bench_median(ratio, ROUNDS));
+	printf("%d fork+exec+wait of /bin/true, %s, the loop alone (run's start-up and teardown "
+	       "left out), %d rounds taking turns: native %.3f s, supervised %.3f s (medians): "
+	       "%.3fx (median of the rounds' ratios)\n",
+	       EXECS, who, rounds, bench_median(n_wall, rounds), bench_median(s_wall, rounds),
+	       bench_median(ratio, rounds));
 	printf("  CPU time over the loop, the agent's and its children's (+ the supervisor's): "
 	       "native %.3f s, supervised %.3f s: %.3fx (the machine's load moves it less than the "
 	       "wall clock)\n",
-	       bench_median(n_cpu, ROUNDS), bench_median(s_cpu, ROUNDS),
-	       bench_median(cpu_ratio, ROUNDS));
-	printf("supervisor CPU per auto-allowed exec: %.1f µs (median of %d; %.3f s over the loop, "
-	       "less its idle baseline of %.2f %% of a CPU); %.2f context switches an exec\n",
-	       bench_median(per_exec_us, ROUNDS), ROUNDS, bench_median(sup_cpu, ROUNDS),
-	       bench_median(idle_pct, ROUNDS), bench_median(sw, ROUNDS));
-	printf("supervisor RSS while the agent idles: %.1f MB, of which %.1f MB anonymous, the "
-	       "rest "
-	       "files (shared libraries); PSS %.1f MB; RSS after %d execs: %.1f MB\n",
-	       bench_median(rss_idle, ROUNDS), bench_median(rss_anon, ROUNDS),
-	       bench_median(pss, ROUNDS), EXECS, bench_median(rss_after, ROUNDS));
-	bench_summary_set(BENCH_ROW_EXEC_LOOP, bench_median(ratio, ROUNDS),
-	                  bench_median(cpu_ratio, ROUNDS));
-	bench_summary_set(BENCH_ROW_EXEC_CPU, bench_median(per_exec_us, ROUNDS), -1);
-	bench_summary_set(BENCH_ROW_RSS, bench_median(rss_idle, ROUNDS), -1);
+	       bench_median(n_cpu, rounds), bench_median(s_cpu, rounds),
+	       bench_median(cpu_ratio, rounds));
+	printf("  supervisor CPU per auto-allowed exec: %.1f µs (%.3f s over the loop, less its "
+	       "idle baseline of %.2f %% of a CPU); %.2f context switches an exec\n",
+	       bench_median(per_exec_us, rounds), bench_median(sup_cpu, rounds),
+	       bench_median(idle_pct, rounds), bench_median(sw, rounds));
+	printf("  supervisor RSS while the agent idles: %.1f MB, of which %.1f MB anonymous, the "
+	       "rest files (shared libraries); PSS %.1f MB; RSS after %d execs: %.1f MB\n",
+	       bench_median(rss_idle, rounds), bench_median(rss_anon, rounds),
+	       bench_median(pss, rounds), EXECS, bench_median(rss_after, rounds));
+	if (!summary)
+		return;
+	bench_summary_set(BENCH_ROW_EXEC_LOOP, bench_median(ratio, rounds),
+	                  bench_median(cpu_ratio, rounds));
+	bench_summary_set(BENCH_ROW_EXEC_CPU, bench_median(per_exec_us, rounds), -1);
+	bench_summary_set(BENCH_ROW_RSS, bench_median(rss_idle, rounds), -1);
 }
 
+/* Root has the eBPF backstop; an unprivileged user runs without it (or with whatever backstop
+ * run gives it). Issue 16's figures are root's. */
 void bench_run(void)
 {
-	int r = bench_agent_setup(&agent, NULL);
+	struct bench_agent user = {.root = ""};
+	int r = bench_agent_setup(&agent, 0, NULL);
 
 	if (r == -ENOENT) {
 		printf("end to end: skipped (run through `make bench`: SUPERVISOR and HELPERS "
@@ -310,10 +321,18 @@ void bench_run(void)
 	else if (r < 0)
 		printf("end to end: could not set up %s: %s\n", agent.root, strerror(-r));
 	else {
-		bench_startup();
-		bench_exec_loop();
+		bench_startup(&agent, "root", STARTUPS);
+		bench_exec_loop(&agent, "root", ROUNDS, true);
 		bench_exec_phases();
 		bench_exec_syscalls();
+		r = bench_agent_setup(&user, NOBODY, NULL);
+		if (r < 0)
+			printf("unprivileged: could not set up %s: %s\n", user.root, strerror(-r));
+		else {
+			bench_startup(&user, "unprivileged", USER_STARTUPS);
+			bench_exec_loop(&user, "unprivileged", USER_ROUNDS, false);
+		}
 	}
+	bench_agent_cleanup(&user);
 	bench_agent_cleanup(&agent);
 }
