@@ -3,7 +3,8 @@
  * (where it was created) decides which sockets are affected.
  *
  *   sock_create      only TCP and UDP sockets of the inet families: no raw, ICMP (ping),
- *                    SCTP, MPTCP, UDP-Lite… (socket() fails with EPERM)
+ *                    SCTP, MPTCP, UDP-Lite… and no AF_PACKET (link-layer frames would leave
+ *                    past every hook here) (socket() fails with EPERM)
  *   connect4/6       UDP to port 53 → the resolver (dns_port); to a refused port (the
  *                    supervisor's own listeners: refused_ports, proxy_port, dns_port) on any
  *                    address that reaches this host's loopback (127.0.0.0/8, 0.0.0.0/8, ::1,
@@ -233,6 +234,8 @@ static __always_inline int redirect6(struct bpf_sock_addr *ctx, bool connecting)
 SEC("cgroup/sock_create")
 int redirect_sock_create(struct bpf_sock *sk)
 {
+	if (sk->family == REDIRECT_AF_PACKET)
+		return 0;
 	if (sk->family != REDIRECT_AF_INET && sk->family != REDIRECT_AF_INET6)
 		return 1;
 	if (sk->type == SOCK_STREAM && sk->protocol == IPPROTO_TCP)

@@ -12,8 +12,9 @@
 /* Ports of the supervisors' own listeners refused to the sandbox (redirect_refuse_port). */
 #define REDIRECT_MAX_REFUSED 256
 
-#define REDIRECT_AF_INET  2
-#define REDIRECT_AF_INET6 10
+#define REDIRECT_AF_INET   2
+#define REDIRECT_AF_INET6  10
+#define REDIRECT_AF_PACKET 17
 
 /* An address and port as the kernel stores them: addr in network byte order (IPv4 in
  * addr[0]), port in network byte order. Also the key of the by-peer map: the client's end

@@ -4,6 +4,7 @@
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,6 +21,18 @@
 #ifndef USERFAULTFD_IOC_NEW
 #define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
 #endif
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+#ifndef AF_PACKET
+#define AF_PACKET 17
+#endif
+
+/* Every namespace flag. CLONE_NEWTIME exists for unshare (and clone3) only: in clone's flags
+ * its bit is part of the exit signal. */
+static const unsigned long clone_new_flags[] = {CLONE_NEWNS,  CLONE_NEWCGROUP, CLONE_NEWUTS,
+                                                CLONE_NEWIPC, CLONE_NEWUSER,   CLONE_NEWPID,
+                                                CLONE_NEWNET};
 
 CL_DEFINE_TRIVIAL_CLEANUP(scmp_filter_ctx, seccomp_release)
 
@@ -61,6 +74,43 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsi
 	return seccomp_rule_add_array(ctx, action, nr, n_args, args);
 }
 
+/* What keeps the agent from re-mapping paths and from reaching around the sandbox. */
+static int add_confinement_rules(scmp_filter_ctx ctx, const struct notifier_filter_opts *opts)
+{
+	static const char *const remap[] = {
+	        "mount",   "umount2", "move_mount",    "open_tree",  "fsopen", "fsconfig",
+	        "fsmount", "fspick",  "mount_setattr", "pivot_root", "chroot", "setns"};
+	static const char *const always[] = {"open_by_handle_at", "keyctl", "add_key",
+	                                     "request_key"};
+	struct scmp_arg_cmp packet = SCMP_A0_32(SCMP_CMP_EQ, AF_PACKET);
+	int r;
+
+	r = add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL);
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(always); i++)
+		r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), always[i], 0, NULL);
+	if (r >= 0)
+		r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "socket", 1, &packet);
+	if (r < 0 || opts->allow_nested_sandbox)
+		return r;
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(remap); i++)
+		r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), remap[i], 0, NULL);
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(clone_new_flags); i++) {
+		struct scmp_arg_cmp has =
+		        SCMP_A0_64(SCMP_CMP_MASKED_EQ, clone_new_flags[i], clone_new_flags[i]);
+
+		r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "clone", 1, &has);
+		if (r >= 0)
+			r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "unshare", 1, &has);
+	}
+	if (r >= 0) {
+		struct scmp_arg_cmp has =
+		        SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_NEWTIME, CLONE_NEWTIME);
+
+		r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "unshare", 1, &has);
+	}
+	return r;
+}
+
 /* Compile the filter into a malloc'd array of BPF instructions. */
 static int build_program(const struct notifier_filter_opts *opts, struct sock_filter **ret_insns,
                          unsigned short *ret_len)
@@ -99,6 +149,8 @@ static int build_program(const struct notifier_filter_opts *opts, struct sock_fi
 		r = add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "ioctl", 1, &uffd_ioc);
 	if (r >= 0 && !opts->allow_nested_listener)
 		r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "seccomp", 2, nested);
+	if (r >= 0)
+		r = add_confinement_rules(ctx, opts);
 	if (r < 0)
 		return r;
 

@@ -7,6 +7,18 @@
  *                                   of its memory)
  *   seccomp(SET_MODE_FILTER) with NEW_LISTENER → EPERM (a nested listener would receive the
  *                                   agent's execs in our place: the newest filter wins a tie)
+ *   unshare, clone with a CLONE_NEW* flag; mount, umount2, move_mount, open_tree, fsopen,
+ *   fsconfig, fsmount, fspick, mount_setattr, pivot_root, chroot, setns → EPERM (a private
+ *                                   mount or user namespace would let the agent change what a
+ *                                   path means to the policy, or undo the sandbox's mounts);
+ *                                   opts.allow_nested_sandbox lifts these for agents that
+ *                                   sandbox their own tools (bubblewrap)
+ *   clone3                        → ENOSYS (its flags sit in memory a filter cannot read; libc
+ *                                   falls back to clone, whose flags are a register)
+ *   open_by_handle_at             → EPERM (opens files by handle, past every mount)
+ *   keyctl, add_key, request_key  → EPERM (the kernel keyrings are not namespaced: the user's
+ *                                   own keys would be readable)
+ *   socket(AF_PACKET)             → EPERM (link-layer frames bypass every egress rule)
  *   any foreign syscall ABI (i386 via int 0x80, x32) → KILL_PROCESS
  *
  * libseccomp compiles the program; we load it ourselves with seccomp(2) so that flags libseccomp
@@ -31,6 +43,7 @@ struct notifier_filter_opts {
 	bool notify_connect;        /* also notify connect(2); off by default */
 	bool no_wait_killable;      /* do not use WAIT_KILLABLE_RECV even where the kernel has it */
 	bool allow_nested_listener; /* do not refuse seccomp(NEW_LISTENER) to the agent */
+	bool allow_nested_sandbox;  /* allow new namespaces and the mount calls (see above) */
 	bool tsync; /* apply to all threads (TSYNC|TSYNC_ESRCH); the launcher's child
 	             * is single-threaded and does not need it */
 };

@@ -17,11 +17,17 @@
 
 #include "protocol/cleanup.h"
 #include "protocol/utf8.h"
+#include "supervisor/sha256.h"
 
 static const char *const verdict_names[] = {
-        [AUDIT_ALLOW] = "allow",         [AUDIT_DENY] = "deny",     [AUDIT_ASK] = "ask",
-        [AUDIT_APPROVED] = "approved",   [AUDIT_DENIED] = "denied", [AUDIT_TIMED_OUT] = "timed_out",
+        [AUDIT_ALLOW] = "allow",
+        [AUDIT_DENY] = "deny",
+        [AUDIT_ASK] = "ask",
+        [AUDIT_APPROVED] = "approved",
+        [AUDIT_DENIED] = "denied",
+        [AUDIT_TIMED_OUT] = "timed_out",
         [AUDIT_CANCELLED] = "cancelled",
+        [AUDIT_SUPPRESSED] = "suppressed",
 };
 
 const char *audit_verdict_to_string(enum audit_verdict verdict)
@@ -61,7 +67,14 @@ void audit_record_from_queue_event(const struct queue_event *ev, uint64_t wall_m
 	        .scope = added ? NULL : queue_scope_to_string(it->scope),
 	        .latency_ms = added ? -1 : (int64_t)(it->decided_ms - it->created_ms),
 	        .reason = added ? NULL : it->reason,
+	        /* The item as it is now: an ask the fallback decided at once was never pending
+	         * for anybody, whether this is its ADDED or its REMOVED record. */
+	        .automatic =
+	                it->state != QUEUE_STATE_PENDING && !strcmp(it->decided_by, "fallback"),
 	};
+	ret->unanswered_ask =
+	        !ret->automatic &&
+	        (added || (it->state != QUEUE_STATE_APPROVED && it->state != QUEUE_STATE_DENIED));
 }
 
 void audit_format_time(uint64_t time_ms, char buf[static 32])
@@ -128,82 +141,141 @@ static void buf_puts(struct line_buf *b, const char *s)
 	buf_put(b, s, strlen(s));
 }
 
-/* S as a JSON string: made valid UTF-8 first (each byte of an invalid sequence becomes
- * U+FFFD), then escaped as cJSON does (", \, \b \f \n \r \t, other controls as \u00xx;
- * everything else as is). NULL is null. */
-static void buf_string(struct line_buf *b, const char *s)
+/* One character of a JSON string at P as written: made valid UTF-8 (each byte of an invalid
+ * sequence becomes U+FFFD), then escaped as cJSON does (", \\, \\b \\f \\n \\r \\t, other
+ * controls as \\u00xx; everything else as is). Returns the bytes written to OUT (at most 6),
+ * *ret_in the bytes of P it stands for. */
+static size_t json_char(const unsigned char *p, char out[static 6], size_t *ret_in)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = cl_utf8_decode((const char *)p, NULL);
+
+	*ret_in = n ? n : 1;
+	if (n == 0) {
+		memcpy(out, "\xef\xbf\xbd", 3);
+		return 3;
+	}
+	if (n > 1) {
+		memcpy(out, p, n);
+		return n;
+	}
+	switch (*p) {
+	case '"':
+	case '\\':
+		out[0] = '\\', out[1] = (char)*p;
+		return 2;
+	case '\b':
+		memcpy(out, "\\b", 2);
+		return 2;
+	case '\f':
+		memcpy(out, "\\f", 2);
+		return 2;
+	case '\n':
+		memcpy(out, "\\n", 2);
+		return 2;
+	case '\r':
+		memcpy(out, "\\r", 2);
+		return 2;
+	case '\t':
+		memcpy(out, "\\t", 2);
+		return 2;
+	}
+	if (*p < 32) {
+		memcpy(out, "\\u00", 4);
+		out[4] = hex[*p >> 4];
+		out[5] = hex[*p & 0xf];
+		return 6;
+	}
+	out[0] = (char)*p;
+	return 1;
+}
+
+/* Does S, quotes included, fit in MAX bytes as written? Stops reading once it does not. */
+static bool json_fits(const char *s, size_t len, size_t max)
 {
 	const unsigned char *p = (const unsigned char *)s;
+	size_t total = 2;
+	char out[6];
+
+	if (len * 6 + 2 <= max)
+		return true;
+	while (*p && total <= max) {
+		size_t in;
+
+		total += json_char(p, out, &in);
+		p += in;
+	}
+	return total <= max;
+}
+
+/* Printable ASCII that JSON takes as it is: most of every line, copied in runs. */
+static bool json_plain(unsigned char c)
+{
+	return c >= 0x20 && c < 0x80 && c != '"' && c != '\\';
+}
+
+/* S as a JSON string (json_char), NULL as null, in at most MAX bytes: a longer one is cut at
+ * a character and ends in "…". Returns whether it was cut. */
+static bool buf_string_max(struct line_buf *b, const char *s, size_t max)
+{
+	static const char ellipsis[] = "\xe2\x80\xa6"; /* U+2026 */
+	const unsigned char *p = (const unsigned char *)s;
+	size_t start, len, limit;
+	bool cut;
 
 	if (!s) {
 		buf_put(b, "null", 4);
-		return;
+		return false;
 	}
-	/* Worst case 6 bytes out per byte in (\u00xx); U+FFFD is 3 per byte. */
-	buf_reserve(b, strlen(s) * 6 + 2);
+	len = strlen(s);
+	cut = !json_fits(s, len, max);
+	/* Cut: what is written before "…" and the closing quote, the opening quote included. */
+	limit = cut ? max - (sizeof(ellipsis) - 1) - 1 : SIZE_MAX;
+	buf_reserve(b, (len * 6 + 2 < max ? len * 6 + 2 : max) + sizeof(ellipsis));
 	if (b->failed)
-		return;
+		return false;
+	start = b->len;
 	b->s[b->len++] = '"';
 	while (*p) {
-		size_t n = cl_utf8_decode((const char *)p, NULL);
-		char *o = b->s + b->len;
+		size_t used = b->len - start, n;
 
-		if (n == 0) {
-			memcpy(o, "\xef\xbf\xbd", 3);
-			b->len += 3;
-			p++;
-			continue;
-		}
-		if (n > 1) {
-			memcpy(o, p, n);
+		if (json_plain(*p)) {
+			const unsigned char *q = p + 1;
+
+			while (json_plain(*q))
+				q++;
+			n = (size_t)(q - p);
+			if (n > limit - used)
+				n = limit - used;
+			memcpy(b->s + b->len, p, n);
 			b->len += n;
-			p += n;
-			continue;
-		}
-		switch (*p) {
-		case '"':
-		case '\\':
-			o[0] = '\\';
-			o[1] = (char)*p;
-			b->len += 2;
-			break;
-		case '\b':
-			memcpy(o, "\\b", 2);
-			b->len += 2;
-			break;
-		case '\f':
-			memcpy(o, "\\f", 2);
-			b->len += 2;
-			break;
-		case '\n':
-			memcpy(o, "\\n", 2);
-			b->len += 2;
-			break;
-		case '\r':
-			memcpy(o, "\\r", 2);
-			b->len += 2;
-			break;
-		case '\t':
-			memcpy(o, "\\t", 2);
-			b->len += 2;
-			break;
-		default:
-			if (*p < 32) {
-				static const char hex[] = "0123456789abcdef";
+			if (p + n != q)
+				break;
+			p = q;
+		} else {
+			char out[6];
+			size_t in;
 
-				memcpy(o, "\\u00", 4);
-				o[4] = hex[*p >> 4];
-				o[5] = hex[*p & 0xf];
-				b->len += 6;
-			} else {
-				o[0] = (char)*p;
-				b->len += 1;
-			}
+			n = json_char(p, out, &in);
+			if (n > limit - used)
+				break;
+			memcpy(b->s + b->len, out, n);
+			b->len += n;
+			p += in;
 		}
-		p++;
+	}
+	if (cut) {
+		memcpy(b->s + b->len, ellipsis, sizeof(ellipsis) - 1);
+		b->len += sizeof(ellipsis) - 1;
 	}
 	b->s[b->len++] = '"';
 	b->s[b->len] = '\0';
+	return cut;
+}
+
+static void buf_string(struct line_buf *b, const char *s)
+{
+	(void)buf_string_max(b, s, AUDIT_FIELD_MAX);
 }
 
 /* A number as cJSON prints a double holding it; < 0 is null. */
@@ -236,6 +308,60 @@ static void buf_key(struct line_buf *b, const char *key)
 	buf_put(b, "\":", 2);
 }
 
+/* ARGV as a JSON array, and when it does not fit the bounds (or is INCOMPLETE), the
+ * "argv_summary" of the whole list after it (see audit.h). */
+static void buf_argv(struct line_buf *b, const char *const *argv, size_t argc, bool incomplete)
+{
+	size_t start = b->len, shown = 0;
+	bool last_cut = false, summarise = incomplete;
+
+	buf_put(b, "[", 1);
+	for (; shown < argc; shown++) {
+		size_t used = b->len - start, room;
+
+		if (shown == AUDIT_ARGV_MAX_ARGS || used + 8 > AUDIT_ARGV_MAX) {
+			summarise = true;
+			break;
+		}
+		room = AUDIT_ARGV_MAX - used - (shown > 0);
+		if (shown > 0)
+			buf_put(b, ",", 1);
+		if (buf_string_max(b, argv[shown] ? argv[shown] : "", room)) {
+			last_cut = summarise = true;
+			shown++;
+			break;
+		}
+	}
+	buf_put(b, "]", 1);
+	if (!summarise || b->failed)
+		return;
+
+	struct sha256 ctx;
+	uint8_t digest[SHA256_DIGEST_SIZE];
+	char hex[2 * SHA256_DIGEST_SIZE + 1];
+	uint64_t bytes = 0;
+
+	sha256_init(&ctx);
+	for (size_t i = 0; i < argc; i++) {
+		const char *a = argv[i] ? argv[i] : "";
+		size_t n = strlen(a) + 1; /* with its NUL, as in the process's memory */
+
+		sha256_update(&ctx, a, n);
+		bytes += n;
+	}
+	sha256_final(&ctx, digest);
+	sha256_hex(digest, hex);
+	buf_key(b, "argv_summary");
+	buf_put(b, "{\"argc\":", 8);
+	buf_int(b, (int64_t)argc);
+	buf_puts(b, ",\"bytes\":");
+	buf_int(b, (int64_t)bytes);
+	buf_puts(b, ",\"sha256\":\"");
+	buf_puts(b, hex);
+	buf_puts(b, last_cut ? "\",\"last_cut\":true" : "\",\"last_cut\":false");
+	buf_puts(b, incomplete ? ",\"complete\":false}" : ",\"complete\":true}");
+}
+
 int audit_format_line(const struct audit_record *rec, char **ret_line)
 {
 	struct line_buf b = {0};
@@ -264,17 +390,10 @@ int audit_format_line(const struct audit_record *rec, char **ret_line)
 	buf_key(&b, "exe");
 	buf_string(&b, rec->exe);
 	buf_key(&b, "argv");
-	if (rec->argv) {
-		buf_put(&b, "[", 1);
-		for (size_t i = 0; i < rec->argc; i++) {
-			if (i > 0)
-				buf_put(&b, ",", 1);
-			buf_string(&b, rec->argv[i] ? rec->argv[i] : "");
-		}
-		buf_put(&b, "]", 1);
-	} else {
+	if (rec->argv)
+		buf_argv(&b, rec->argv, rec->argc, rec->argv_incomplete);
+	else
 		buf_put(&b, "null", 4);
-	}
 	buf_key(&b, "cwd");
 	buf_string(&b, rec->cwd);
 	buf_key(&b, "interpreter");
@@ -300,6 +419,10 @@ int audit_format_line(const struct audit_record *rec, char **ret_line)
 		buf_int(&b, rec->bytes_down);
 		buf_key(&b, "duration_ms");
 		buf_int(&b, rec->duration_ms);
+	}
+	if (rec->suppressed > 0) {
+		buf_key(&b, "suppressed");
+		buf_int(&b, rec->suppressed);
 	}
 	buf_put(&b, "}\n", 2);
 	if (b.failed) {

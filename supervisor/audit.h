@@ -12,6 +12,20 @@
  * (each byte of an invalid sequence becomes U+FFFD) and JSON-escaped, so a hostile argv cannot
  * break a line or the file. The environment is never logged, nor anything else secret.
  *
+ * Lines are bounded, whatever the agent passes: a string value is cut at AUDIT_FIELD_MAX bytes
+ * as written (escapes counted) and then ends in "…"; an argument list is written whole up to
+ * AUDIT_ARGV_MAX bytes and AUDIT_ARGV_MAX_ARGS elements, and beyond that summarised: "argv"
+ * holds the arguments that fit (the last one maybe only its start), followed by
+ *   "argv_summary":{"argc":3,"bytes":1048600,"sha256":"9f2c…","last_cut":true,"complete":true}
+ * argc and bytes count the whole list (each argument's bytes and its NUL, as the kernel lays
+ * them out), sha256 is the digest of exactly those bytes (`printf '%s\0' ARGS… | sha256sum`),
+ * last_cut says the last element is only the start of that argument, and complete is false
+ * when the list read was itself only the start of the process's (argv_incomplete). A line is
+ * then at most about 64 KiB; a 1 MB argv gives about 5 KiB.
+ *
+ * A record of SUPPRESSED lines (audit_limit.h) has verdict "suppressed", kind "audit" and
+ * ends in "suppressed":N.
+ *
  * The formatter is pure; the writer is a thin shell: audit_log_path() resolves the path from
  * environment values the caller passes, audit_log_open() creates the directories (0700) and
  * the file (0600, O_APPEND), audit_log_write() appends a line with one write(2), so lines of
@@ -33,7 +47,12 @@ enum audit_verdict {
 	AUDIT_DENIED,
 	AUDIT_TIMED_OUT,
 	AUDIT_CANCELLED,
+	AUDIT_SUPPRESSED, /* automatic lines left out over the rate (audit_limit.h) */
 };
+
+#define AUDIT_FIELD_MAX     4096 /* bytes of one string value as written, escapes included */
+#define AUDIT_ARGV_MAX      4096 /* bytes of the "argv" array's strings as written */
+#define AUDIT_ARGV_MAX_ARGS 256  /* elements of the "argv" array */
 
 /* One line. Every pointer may be NULL (written as null); numbers < 0 are written as null. */
 struct audit_record {
@@ -47,6 +66,7 @@ struct audit_record {
 	const char *exe;
 	const char *const *argv;
 	size_t argc;
+	bool argv_incomplete; /* ARGV is only the start of the process's (its reader's limit) */
 	const char *cwd;
 	const char *interpreter;
 	const char *summary; /* canonical command, or the domain */
@@ -61,10 +81,23 @@ struct audit_record {
 	int64_t bytes_up;   /* client → upstream */
 	int64_t bytes_down; /* upstream → client */
 	int64_t duration_ms;
+	/* An automatic verdict (the policy or the fallback decided, a connection ended): subject
+	 * to the per-sandbox rate (audit_limit.h). Never set for what a person decided or was
+	 * asked, nor for a security event such as the backstop's. Not written. */
+	bool automatic;
+	/* An ask no person decided (its ADDED record, or its end by timeout or by the asking
+	 * process going away): the agent can make those come and go as fast as it likes, so
+	 * they have a rate of their own, apart from the automatic verdicts so that a flood of
+	 * those never hides an ask. A person's decision repeats what its ask showed and is
+	 * never limited. Not written. */
+	bool unanswered_ask;
+	int64_t suppressed; /* AUDIT_SUPPRESSED: how many lines; written when > 0 */
 };
 
 /* A record for a queue event: ADDED → "ask", REMOVED → the final state, with decided_by,
- * scope, reason and latency (decided - created). Pointers borrow from EV's item. */
+ * scope, reason and latency (decided - created). Pointers borrow from EV's item. Automatic
+ * when the fallback decided the item (nobody could answer, so nobody was shown it); every
+ * other queue record concerns a person. */
 void audit_record_from_queue_event(const struct queue_event *ev, uint64_t wall_ms,
                                    struct audit_record *ret);
 

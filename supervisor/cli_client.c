@@ -103,6 +103,11 @@ static void print_error(const struct api_info *t, const struct http_response *re
 
 	fprintf(stderr, PROG ": %s: HTTP %d: %s\n", t->name, resp->status,
 	        o && *str(o, "error") ? str(o, "error") : resp->body);
+	/* Every request needs the API token; say where it comes from. */
+	if (resp->status == 401)
+		fprintf(stderr, PROG ": %s: the API token is %s\n", t->name,
+		        t->token[0] ? "refused (a stale API file?)"
+		                    : "missing: with --url, put it in $CLOISTER_API_TOKEN");
 }
 
 /* Seconds until an RFC 3339 UTC time, or -1. */
@@ -118,7 +123,7 @@ static long seconds_until(const char *rfc3339)
 static int cmd_pending(struct targets *t, bool json)
 {
 	cJSON *all = cJSON_CreateArray();
-	unsigned reached = 0;
+	unsigned reached = 0, answered = 0;
 	int count = 0;
 
 	for (unsigned i = 0; i < t->n; i++) {
@@ -134,11 +139,16 @@ static int cmd_pending(struct targets *t, bool json)
 			reached += k == 0;
 			o = resp.status == 200 ? parse_body(&resp) : NULL;
 			if (!o) {
+				int status = resp.status;
+
 				print_error(&t->v[i], &resp);
 				http_response_free(&resp);
+				if (status == 401)
+					break; /* the other path would say the same */
 				continue;
 			}
 			http_response_free(&resp);
+			answered += k == 0;
 			cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(o, "requests"))
 			{
 				count++;
@@ -165,11 +175,12 @@ static int cmd_pending(struct targets *t, bool json)
 		if (text)
 			puts(text);
 		free(text);
-	} else if (count == 0 && reached) {
+	} else if (count == 0 && answered) {
 		printf("no pending requests\n");
 	}
 	cJSON_Delete(all);
-	return reached ? 0 : EXIT_NOSUP;
+	/* A supervisor that refused to answer (401) is not "nothing pending". */
+	return answered ? 0 : reached ? EXIT_REFUSE : EXIT_NOSUP;
 }
 
 static bool valid_id(const char *id)
@@ -241,7 +252,7 @@ static int cmd_decide(struct targets *t, const char *id, bool allow, const char 
 static int cmd_status(struct targets *t, bool json)
 {
 	cJSON *all = cJSON_CreateArray();
-	unsigned reached = 0;
+	unsigned reached = 0, answered = 0;
 
 	for (unsigned i = 0; i < t->n; i++) {
 		struct http_response resp = {0};
@@ -258,6 +269,7 @@ static int cmd_status(struct targets *t, bool json)
 			continue;
 		}
 		http_response_free(&resp);
+		answered++;
 		if (json) {
 			cJSON_AddStringToObject(o, "url", t->v[i].url);
 			cJSON_AddItemToArray(all, o);
@@ -287,7 +299,7 @@ static int cmd_status(struct targets *t, bool json)
 		free(text);
 	}
 	cJSON_Delete(all);
-	return reached ? 0 : EXIT_NOSUP;
+	return answered ? 0 : reached ? EXIT_REFUSE : EXIT_NOSUP;
 }
 
 static int cmd_sandbox(struct targets *t, const char *action, const char *name)

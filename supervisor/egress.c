@@ -136,6 +136,7 @@ static void audit_conn(struct egress *eg, const struct proxy_conn_info *info, co
 	        .decided_by = "policy",
 	        .latency_ms = -1,
 	        .reason = reason,
+	        .automatic = true, /* a verdict of the policy, or a connection's end */
 	};
 
 	if (stats) {
@@ -320,7 +321,7 @@ static bool on_allow_restricted(void *userdata, const struct proxy_conn_info *in
 		return false;
 	host_port(info->host, info->port, hp, sizeof(hp));
 	return check_domain(eg, info->sandbox, info->project, hp, &pr, NULL) == 0 &&
-	       pr.verdict == POLICY_ALLOW && strstr(pr.rule, "] domain \"") != NULL;
+	       pr.verdict == POLICY_ALLOW && pr.exact_host;
 }
 
 /* TAG is the sandbox string of the attachment whose listener the query came through

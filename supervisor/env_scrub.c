@@ -116,6 +116,83 @@ static const char *const default_deny[] = {
         "DOCKER_CONFIG",
 };
 
+/* The agent's own environment: the user's, less what opens a way to their other programs
+ * (the sockets themselves are hidden by the sandbox; the names only point at them) and their
+ * credentials. Loader and shell start-up variables stay: the user set them for this program. */
+static const char *const agent_deny[] = {
+        /* credentials */
+        "*_TOKEN",
+        "*_TOKEN_*",
+        "TOKEN",
+        "*_SECRET",
+        "*_SECRET_*",
+        "SECRET",
+        "*_KEY",
+        "*_KEY_*",
+        "*_PASSWORD",
+        "PASSWORD",
+        "*_PASSWD",
+        "*_CREDENTIALS",
+        "*_CREDENTIAL",
+        "AWS_*",
+        "AZURE_*",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "KRB5CCNAME",
+        "npm_config__auth*",
+        "npm_config_*token*",
+        "PIP_INDEX_URL",
+        "PIP_EXTRA_INDEX_URL",
+        /* agents, sessions and the programs that answer on a socket */
+        "SSH_AUTH_SOCK",
+        "SSH_AGENT_PID",
+        "GPG_AGENT_INFO",
+        "TMUX",
+        "TMUX_PANE",
+        "TMUX_TMPDIR",
+        "STY",
+        "DBUS_SESSION_BUS_ADDRESS",
+        "DBUS_SYSTEM_BUS_ADDRESS",
+        "DISPLAY",
+        "WAYLAND_DISPLAY",
+        "WAYLAND_SOCKET",
+        "XAUTHORITY",
+        "ICEAUTHORITY",
+        "SESSION_MANAGER",
+        "PULSE_SERVER",
+        "DOCKER_HOST",
+        "CONTAINER_HOST",
+        "NVIM",
+        "NVIM_LISTEN_ADDRESS",
+        "KITTY_LISTEN_ON",
+        "WEZTERM_UNIX_SOCKET",
+        "ALACRITTY_SOCKET",
+        "VSCODE_IPC_HOOK*",
+        "VSCODE_GIT_IPC_HANDLE",
+        "VSCODE_GIT_ASKPASS_*",
+        "GIT_ASKPASS",
+        "SSH_ASKPASS",
+        "I3SOCK",
+        "SWAYSOCK",
+};
+
+/* The keys of the model APIs coding agents call: without them the agent cannot work at all,
+ * so a user would pass them on anyway; they reach only the provider's API, through the proxy
+ * and the domain policy like any other connection. Every other credential needs --keep-env. */
+static const char *const agent_keep[] = {
+        "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
+        "OPENAI_API_KEY",    "GEMINI_API_KEY",
+};
+
+const struct env_scrub_rules env_scrub_agent_rules = {
+        .deny = agent_deny,
+        .n_deny = ELEMENTSOF(agent_deny),
+        .keep = agent_keep,
+        .n_keep = ELEMENTSOF(agent_keep),
+        /* The whole of a user's environment, as execve takes it. */
+        .max_entries = 16384,
+        .max_bytes = 2 * 1024 * 1024,
+};
+
 const struct env_scrub_rules env_scrub_default_rules = {
         .allow = default_allow,
         .n_allow = ELEMENTSOF(default_allow),
@@ -133,6 +210,9 @@ static bool matches_any(const char *const *patterns, size_t n, const char *name,
 
 int env_scrub_keeps(const struct env_scrub_rules *rules, const char *name)
 {
+	for (size_t i = 0; name[0] && i < rules->n_keep; i++)
+		if (strcmp(rules->keep[i], name) == 0)
+			return 1;
 	if (!name[0] || matches_any(rules->deny, rules->n_deny, name, FNM_CASEFOLD))
 		return 0;
 	if (rules->n_allow == 0)
@@ -148,8 +228,6 @@ void env_scrub_free(char **env)
 		free(*p);
 	free(env);
 }
-
-CL_DEFINE_TRIVIAL_CLEANUP(char **, env_scrub_free)
 
 /* Is the name of entry (len bytes up to '=') the name of one of kept[0..n-1]? */
 static bool seen(char *const *kept, size_t n, const char *entry, size_t len)

@@ -116,6 +116,7 @@ static void audit_verdict(struct exec_guard *eg, const struct exec_target *t, co
 	        .exe = exe,
 	        .argv = argv,
 	        .argc = argc,
+	        .argv_incomplete = t->argv_truncated,
 	        .cwd = t->cwd,
 	        .interpreter = t->interp,
 	        .summary = res ? res->subject : NULL,
@@ -124,6 +125,7 @@ static void audit_verdict(struct exec_guard *eg, const struct exec_target *t, co
 	        .decided_by = "policy",
 	        .latency_ms = -1,
 	        .reason = reason ? reason : (res ? res->reason : NULL),
+	        .automatic = true, /* the policy's: the agent can repeat it at will */
 	};
 
 	if (res) {
@@ -349,6 +351,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		        .decided_by = "policy",
 		        .latency_ms = -1,
 		        .reason = err.msg,
+		        .automatic = true,
 		};
 
 		say(eg, "exec by pid %d denied: %s", req->pid, err.msg);

@@ -13,6 +13,7 @@
 
 #include "protocol/cleanup.h"
 #include "supervisor/api_info.h"
+#include "supervisor/audit_limit.h"
 #include "supervisor/config.h"
 #include "supervisor/decisions.h"
 #include "supervisor/domain.h"
@@ -47,6 +48,10 @@ struct hub {
 	hub_tick_fn tick_fn;
 	void *tick_userdata;
 	int audit_fd;
+	struct audit_limit *audit_limit; /* automatic verdicts; NULL: every line is written */
+	struct audit_limit *ask_limit;   /* asks no person decided (audit.h), same rate */
+	struct audit_limit_config audit_rate;
+	struct loop_timer *audit_lift; /* when the next suppressed count is due */
 	char *audit_path;
 	char *audit_dir;
 	char *api_info_path;
@@ -73,7 +78,7 @@ uint64_t hub_wall_ms(void)
 
 /* ---- audit ------------------------------------------------------------------------------- */
 
-void hub_audit(struct hub *hub, const struct audit_record *rec)
+static void write_audit(struct hub *hub, const struct audit_record *rec)
 {
 	_cleanup_free_ char *line = NULL;
 
@@ -86,6 +91,85 @@ void hub_audit(struct hub *hub, const struct audit_record *rec)
 		return;
 	}
 	web_on_audit_line(hub->web, rec->sandbox, line, strlen(line));
+}
+
+/* Write the counts of automatic lines left out that are due at NOW (ALL: every one). */
+static void write_suppressed(struct hub *hub, uint64_t now, bool all)
+{
+	struct audit_limit_report rep;
+	struct audit_limit *limits[] = {hub->audit_limit, hub->ask_limit};
+
+	for (size_t i = 0; i < ELEMENTSOF(limits); i++)
+		while (limits[i] && audit_limit_pop_due(limits[i], now, all, &rep) == 1) {
+			char reason[256];
+			struct audit_record rec = {
+			        .time_ms = hub_wall_ms(),
+			        .sandbox = rep.sandbox,
+			        .kind = "audit",
+			        .pid = -1,
+			        .uid = -1,
+			        .verdict = AUDIT_SUPPRESSED,
+			        .latency_ms = -1,
+			        .reason = reason,
+			        .suppressed = (int64_t)rep.count,
+			};
+
+			snprintf(reason, sizeof(reason),
+			         "%llu %s lines not written in %.1f s: over the audit rate of %u "
+			         "lines a second (burst %u)",
+			         (unsigned long long)rep.count,
+			         i == 0 ? "automatic" : "unanswered ask",
+			         (double)(rep.last_ms - rep.first_ms) / 1000.0,
+			         hub->audit_rate.rate, hub->audit_rate.burst);
+			write_audit(hub, &rec);
+		}
+}
+
+static int on_audit_lift(struct loop *loop, void *userdata);
+
+static void schedule_lift(struct hub *hub)
+{
+	uint64_t due = hub->audit_limit ? audit_limit_next_due(hub->audit_limit) : UINT64_MAX;
+	uint64_t ask_due = hub->ask_limit ? audit_limit_next_due(hub->ask_limit) : UINT64_MAX;
+
+	if (ask_due < due)
+		due = ask_due;
+
+	if (hub->audit_lift || due == UINT64_MAX || hub->freeing)
+		return;
+	if (loop_add_timer(hub->loop, due, on_audit_lift, hub, &hub->audit_lift) < 0)
+		hub->audit_lift = NULL; /* written with the next line, or at the end */
+}
+
+static int on_audit_lift(struct loop *loop, void *userdata)
+{
+	struct hub *hub = userdata;
+
+	hub->audit_lift = NULL;
+	write_suppressed(hub, loop_now_ms(), false);
+	schedule_lift(hub);
+	return 0;
+}
+
+void hub_audit(struct hub *hub, const struct audit_record *rec)
+{
+	if (hub->audit_fd < 0)
+		return;
+	struct audit_limit *limit = rec->automatic        ? hub->audit_limit
+	                            : rec->unanswered_ask ? hub->ask_limit
+	                                                  : NULL;
+
+	if (limit) {
+		uint64_t now = loop_now_ms();
+
+		/* A count that is due comes before the lines after it. */
+		write_suppressed(hub, now, false);
+		if (!audit_limit_take(limit, rec->sandbox, now)) {
+			schedule_lift(hub);
+			return;
+		}
+	}
+	write_audit(hub, rec);
 }
 
 static void setup_audit(struct hub *hub)
@@ -546,6 +630,12 @@ int hub_new(struct loop *loop, const struct hub_options *opts, const struct hub_
 	hub->owner = ops;
 	hub->owner_userdata = userdata;
 	hub->audit_fd = -EBADF;
+	hub->audit_rate = (struct audit_limit_config){
+	        .rate = opts->audit_rate < 0    ? 0
+	                : opts->audit_rate == 0 ? AUDIT_LIMIT_RATE
+	                                        : (uint32_t)opts->audit_rate,
+	        .burst = opts->audit_burst > 0 ? (uint32_t)opts->audit_burst : AUDIT_LIMIT_BURST,
+	};
 
 	queue_config_init(&qc);
 	if (opts->exec_timeout_ms)
@@ -565,6 +655,10 @@ int hub_new(struct loop *loop, const struct hub_options *opts, const struct hub_
 	r = queue_new(&qc, &hub->queue);
 	if (r >= 0)
 		r = tokens_new(&hub->tokens);
+	if (r >= 0 && hub->audit_rate.rate)
+		r = audit_limit_new(&hub->audit_rate, &hub->audit_limit);
+	if (r >= 0 && hub->audit_rate.rate)
+		r = audit_limit_new(&hub->audit_rate, &hub->ask_limit);
 	if (r < 0) {
 		hub_free(hub);
 		return r;
@@ -590,9 +684,20 @@ void hub_free(struct hub *hub)
 	if (hub->tick)
 		loop_cancel_timer(hub->loop, hub->tick);
 	hub->tick = NULL;
+	/* Every count still pending, while the log and its streams are there; what comes later
+	 * is written whole. */
+	if (hub->audit_lift)
+		loop_cancel_timer(hub->loop, hub->audit_lift);
+	hub->audit_lift = NULL;
+	write_suppressed(hub, UINT64_MAX, true);
+	audit_limit_free(hub->audit_limit);
+	hub->audit_limit = NULL;
+	audit_limit_free(hub->ask_limit);
+	hub->ask_limit = NULL;
 	/* Jobs first: their callbacks point into web's calls. */
 	executor_free(hub->executor);
 	web_free(hub->web);
+	hub->web = NULL;
 	tokens_free(hub->tokens);
 	queue_free(hub->queue);
 	api_info_remove(hub->api_info_path);

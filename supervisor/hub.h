@@ -37,6 +37,10 @@ struct hub_options {
 	const char *listen[3]; /* approval, tokens, request "ADDR:PORT"; NULL: defaults */
 	const char *executor;  /* "HOST:PORT" of an executor process; NULL: in-process */
 	bool always_attended;  /* --ask web / serve: asks wait for the dashboard or CLI */
+	/* The audit log's automatic lines (audit_limit.h), per sandbox: lines a second (0: the
+	 * default, < 0: no limit) and at once (0: the default). */
+	int64_t audit_rate;
+	int64_t audit_burst;
 	bool quiet;
 	bool verbose;
 };
@@ -89,7 +93,9 @@ void hub_drain(struct hub *hub);
 /* Re-arm the timer after the owner's wishes changed (see hub_tick_fn). */
 void hub_schedule(struct hub *hub);
 
-/* Write one audit line (and show it on /logs). */
+/* Write one audit line (and show it on /logs). An automatic one (rec->automatic) is subject
+ * to the per-sandbox rate: over it, it is counted and the count written later as one
+ * "suppressed" record (when the limit lifts, or at hub_free). */
 void hub_audit(struct hub *hub, const struct audit_record *rec);
 
 /* People who can answer besides the dashboards (a terminal: 1). */

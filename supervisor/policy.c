@@ -417,13 +417,16 @@ int policy_check_hostexec(const struct config *cfg, const char *command, struct 
 
 /* ---- domains ----------------------------------------------------------------------------- */
 
-/* A deny list's patterns cover every depth below their apex; an allow list's one level. */
+/* The first entry of LIST that matches QUERY: a deny list's patterns cover every depth below
+ * their apex, an allow list's one level; with EXACT only entries naming a host (no pattern). */
 static const struct config_domain_rule *domain_match(const struct config_domain_list *list,
-                                                     const struct domain_spec *query, bool deny)
+                                                     const struct domain_spec *query, bool deny,
+                                                     bool exact)
 {
 	for (size_t i = 0; list && i < list->n; i++)
-		if (deny ? domain_spec_matches_deny(&list->items[i].spec, query)
-		         : domain_spec_matches(&list->items[i].spec, query))
+		if ((!exact || !list->items[i].spec.wildcard) &&
+		    (deny ? domain_spec_matches_deny(&list->items[i].spec, query)
+		          : domain_spec_matches(&list->items[i].spec, query)))
 			return &list->items[i];
 	return NULL;
 }
@@ -476,10 +479,10 @@ int policy_check_domain_in(const struct config *cfg, const struct policy_session
 		return cl_error_set(err, r, "cannot format \"%s\"", host);
 
 	/* Denials win over approvals at every scope. */
-	rule = domain_match(&cfg->proxy.deny, &query, true);
+	rule = domain_match(&cfg->proxy.deny, &query, true, false);
 	for (size_t i = 0; !rule && i < n; i++)
 		if (sessions[i])
-			rule = domain_match(&sessions[i]->deny, &query, true);
+			rule = domain_match(&sessions[i]->deny, &query, true, false);
 	if (rule) {
 		describe_domain_rule(rule, res.rule, sizeof(res.rule));
 		if (rule->spec.wildcard)
@@ -495,10 +498,14 @@ int policy_check_domain_in(const struct config *cfg, const struct policy_session
 		*ret = res;
 		return 0;
 	}
-	rule = domain_match(&cfg->proxy.allow, &query, false);
-	for (size_t i = 0; !rule && i < n; i++)
-		if (sessions[i])
-			rule = domain_match(&sessions[i]->allow, &query, false);
+	/* An entry naming the host itself, wherever it is listed, is the one that decides: it
+	 * says more than a pattern that also matches (and it is what exact_host needs). */
+	for (int exact = 1; exact >= 0 && !rule; exact--) {
+		rule = domain_match(&cfg->proxy.allow, &query, false, exact);
+		for (size_t i = 0; !rule && i < n; i++)
+			if (sessions[i])
+				rule = domain_match(&sessions[i]->allow, &query, false, exact);
+	}
 	if (rule) {
 		describe_domain_rule(rule, res.rule, sizeof(res.rule));
 		if (rule->spec.wildcard)
@@ -510,6 +517,7 @@ int policy_check_domain_in(const struct config *cfg, const struct policy_session
 		else
 			decide(&res, POLICY_ALLOW, &rule->origin, "%s is allowed (%s)", res.subject,
 			       config_layer_to_string(rule->origin.layer));
+		res.exact_host = !rule->spec.wildcard;
 		*ret = res;
 		return 0;
 	}

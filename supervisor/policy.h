@@ -62,6 +62,11 @@ struct policy_result {
 	/* exec: an exec.deny rule denied (not a setting such as exec.security or exec.ask), so
 	 * the denial holds whatever name the file is reached by (see exec_decision.h). */
 	bool by_deny_rule;
+	/* domain: an ALLOW that rests on an entry naming this exact host (a `domain:` entry of
+	 * the config or the decisions, or a person's decision for the host itself), not on a
+	 * pattern or the unlisted rule. Only such an allow lets the proxy dial a loopback,
+	 * metadata or local address (proxy.h). */
+	bool exact_host;
 	/* The rule or setting that decided; origin.file NULL when a built-in rule of the
 	 * policy itself decided (a malformed path). */
 	struct config_origin origin;

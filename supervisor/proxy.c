@@ -25,6 +25,7 @@
 #include "protocol/cleanup.h"
 #include "supervisor/fakeip.h"
 #include "supervisor/http_head.h"
+#include "supervisor/local_route.h"
 #include "supervisor/relay.h"
 #include "supervisor/resolver.h"
 #include "supervisor/sniff.h"
@@ -80,6 +81,7 @@ struct proxy_conn {
 	uint64_t bytes_up, bytes_down;
 	bool in_decide, early_decided, early_allow;
 	char reason[REASON_MAX];
+	const char *refused_why;           /* dial_next: why an address was refused */
 	enum proxy_outcome linger_outcome; /* LINGER: how it ends */
 	struct proxy_conn *prev, *next;
 };
@@ -87,6 +89,7 @@ struct proxy_conn {
 struct proxy {
 	struct loop *loop;
 	struct proxy_config cfg;
+	struct local_route *local; /* is a destination this host itself? */
 	struct proxy_ops ops;
 	void *userdata;
 	struct listener *listeners[MAX_LISTENERS];
@@ -178,6 +181,7 @@ int proxy_new(struct loop *loop, const struct proxy_config *cfg, const struct pr
               void *userdata, struct proxy **ret)
 {
 	struct proxy *p;
+	int e;
 
 	if (!cfg->resolver || !ops || !ops->decide || cfg->max_conns == 0 || cfg->peek_bytes == 0 ||
 	    cfg->peek_bytes > RELAY_MAX_PREFIX)
@@ -185,6 +189,11 @@ int proxy_new(struct loop *loop, const struct proxy_config *cfg, const struct pr
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
+	e = local_route_new(&p->local);
+	if (e < 0) {
+		free(p);
+		return e;
+	}
 	p->loop = loop;
 	p->cfg = *cfg;
 	p->ops = *ops;
@@ -492,11 +501,73 @@ static bool restricted_allowed(struct proxy_conn *c)
 	return p->ops.allow_restricted && p->ops.allow_restricted(p->userdata, &c->info);
 }
 
+/* IPv4 spelled in IPv6 (mapped, compatible, NAT64, 6to4): the IPv4 address, which a connect()
+ * to B may reach. */
+static bool embedded_v4(const struct in6_addr *a, struct sockaddr_in *ret)
+{
+	static const uint8_t nat64[12] = {0x00, 0x64, 0xff, 0x9b}; /* 64:ff9b::/96 */
+	const uint8_t *b = a->s6_addr;
+	const uint8_t *v4;
+
+	if (IN6_IS_ADDR_V4MAPPED(a) || IN6_IS_ADDR_V4COMPAT(a) || !memcmp(b, nat64, sizeof(nat64)))
+		v4 = b + 12;
+	else if (b[0] == 0x20 && b[1] == 0x02)
+		v4 = b + 2;
+	else
+		return false;
+	*ret = (struct sockaddr_in){.sin_family = AF_INET};
+	memcpy(&ret->sin_addr, v4, 4);
+	return true;
+}
+
+/* Is ADDR this host itself (local_route.h)? 1 yes, 0 no, -errno when it cannot be told. */
+static int addr_is_local(struct proxy *p, const struct sockaddr *addr)
+{
+	struct sockaddr_in6 sin6;
+	struct sockaddr_in v4;
+	int r;
+
+	if (addr->sa_family != AF_INET6)
+		return local_route_is_local(p->local, addr);
+	memcpy(&sin6, addr, sizeof(sin6));
+	if (IN6_IS_ADDR_V4MAPPED(&sin6.sin6_addr)) {
+		/* Routed as IPv4: the IPv6 route of ::ffff:a.b.c.d says nothing. */
+		embedded_v4(&sin6.sin6_addr, &v4);
+		return local_route_is_local(p->local, (struct sockaddr *)&v4);
+	}
+	r = local_route_is_local(p->local, addr);
+	if (r == 0 && embedded_v4(&sin6.sin6_addr, &v4))
+		r = local_route_is_local(p->local, (struct sockaddr *)&v4);
+	return r;
+}
+
+/* Why the proxy refuses to connect C to ADDR, or NULL when it may: a restricted address
+ * (proxy_addr_restricted) or one of this host's own, unless the policy names C's exact host
+ * (ops->allow_restricted). A service listening on 0.0.0.0 of the host answers at every
+ * address of the host, so all of them are the host's loopback in effect. */
+static const char *dest_refused(struct proxy_conn *c, const struct sockaddr *addr)
+{
+	const char *why = NULL;
+	int r;
+
+	if (proxy_addr_restricted(addr)) {
+		why = "restricted destination address";
+	} else {
+		r = addr_is_local(c->p, addr);
+		if (r > 0)
+			why = "an address of this host";
+		else if (r < 0)
+			why = "cannot tell whether the address is this host's";
+	}
+	return why && !restricted_allowed(c) ? why : NULL;
+}
+
 /* Try the next address of c->addrs; LAST_ERROR is why the previous one failed. */
 static void dial_next(struct proxy_conn *c, int last_error)
 {
 	struct proxy *p = c->p;
 	bool refused = false;
+	const char *why;
 
 	if (c->timer)
 		loop_cancel_timer(p->loop, c->timer);
@@ -514,7 +585,9 @@ static void dial_next(struct proxy_conn *c, int last_error)
 		int fd, e;
 
 		addr_to_sockaddr(&c->addrs.addrs[c->next_addr++], c->info.port, &ss, &slen);
-		if (proxy_addr_restricted((struct sockaddr *)&ss) && !restricted_allowed(c)) {
+		why = dest_refused(c, (struct sockaddr *)&ss);
+		if (why) {
+			c->refused_why = why;
 			refused = true;
 			continue;
 		}
@@ -566,7 +639,10 @@ static void dial_next(struct proxy_conn *c, int last_error)
 	}
 	if (refused && c->dialled == 0) {
 		refuse(c, HTTP_ANSWER_FORBIDDEN, "destination address not allowed",
-		       PROXY_OUTCOME_REFUSED, "resolves to a restricted address");
+		       PROXY_OUTCOME_REFUSED,
+		       strcmp(c->refused_why, "restricted destination address")
+		               ? c->refused_why
+		               : "resolves to a restricted address");
 		return;
 	}
 	if (last_error == -ETIMEDOUT)
@@ -658,13 +734,12 @@ static void decide(struct proxy_conn *c)
 {
 	struct proxy *p = c->p;
 	enum proxy_verdict v;
+	const char *why;
 
 	c->info.host = c->host;
 	if (c->info.source == PROXY_SOURCE_TRANSPARENT &&
-	    proxy_addr_restricted((struct sockaddr *)&c->info.original_dst) &&
-	    !restricted_allowed(c)) {
-		refuse(c, HTTP_ANSWER_FORBIDDEN, NULL, PROXY_OUTCOME_REFUSED,
-		       "restricted destination address");
+	    (why = dest_refused(c, (struct sockaddr *)&c->info.original_dst))) {
+		refuse(c, HTTP_ANSWER_FORBIDDEN, NULL, PROXY_OUTCOME_REFUSED, why);
 		return;
 	}
 	if (c->timer)
@@ -843,14 +918,15 @@ static void connect_head(struct proxy_conn *c, const struct http_request_head *h
 		struct dns_addrs a;
 		struct sockaddr_storage ss;
 		socklen_t slen;
+		const char *why;
 
 		if (resolver_lookup(p->cfg.resolver, c->host, &a, NULL, NULL, NULL) == 1) {
 			addr_to_sockaddr(&a.addrs[0], auth.port, &ss, &slen);
 			c->info.host = c->host;
-			if (proxy_addr_restricted((struct sockaddr *)&ss) &&
-			    !restricted_allowed(c)) {
+			why = dest_refused(c, (struct sockaddr *)&ss);
+			if (why) {
 				refuse(c, HTTP_ANSWER_FORBIDDEN, "destination address not allowed",
-				       PROXY_OUTCOME_REFUSED, "restricted destination address");
+				       PROXY_OUTCOME_REFUSED, why);
 				return;
 			}
 		}
@@ -1182,6 +1258,7 @@ void proxy_free(struct proxy *p)
 		free(l->project);
 		free(l);
 	}
+	local_route_free(p->local);
 	free(p);
 }
 

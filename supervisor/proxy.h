@@ -24,9 +24,10 @@
  * that name (never to an address the agent chose: an SNI of an allowed name in a connection
  * to another address would otherwise be a way out); only an unnamed connection goes to its
  * original address, and is decided as that address. Loopback, unspecified, link-local and
- * cloud-metadata destinations (169.254.169.254, fd00:ec2::254) are refused — as the original
- * destination and as a resolved one — unless ops->allow_restricted says the policy names that
- * exact host.
+ * cloud-metadata destinations (169.254.169.254, fd00:ec2::254), and every address of this host
+ * (local_route.h: any interface's, IPv4 and IPv6, asked of the kernel at the dial, so an
+ * address added a moment ago counts) are refused — as the original destination and as a
+ * resolved one — unless ops->allow_restricted says the policy names that exact host.
  *
  * Bounds: max_conns connections (more are reset at once), peek_bytes per connection while it
  * is named, head bytes of HTTP_HEAD_MAX_BYTES, timeouts for every phase. Every fd is
@@ -60,7 +61,8 @@ enum proxy_verdict {
 enum proxy_outcome {
 	PROXY_OUTCOME_RELAYED,     /* allowed and relayed until it ended (see stats.end_reason) */
 	PROXY_OUTCOME_DENIED,      /* the owner said no */
-	PROXY_OUTCOME_REFUSED,     /* a restricted destination (loopback, link-local, metadata) */
+	PROXY_OUTCOME_REFUSED,     /* a restricted destination (loopback, link-local, metadata,
+	                            * an address of this host) */
 	PROXY_OUTCOME_UNREACHABLE, /* allowed, but not resolved or not reached upstream */
 	PROXY_OUTCOME_CANCELLED,   /* the client left before it was decided, or proxy_free() */
 	PROXY_OUTCOME_REJECTED,    /* no destination to be had: bad request, no auth, 405, over a
@@ -128,7 +130,9 @@ void proxy_config_init(struct proxy_config *cfg);
 
 struct proxy;
 
-/* -EINVAL without a resolver or ops->decide. */
+/* -EINVAL without a resolver or ops->decide; -errno when the route-lookup socket
+ * (local_route.h) cannot be opened. Call it in the network namespace upstream is dialled
+ * from. */
 int proxy_new(struct loop *loop, const struct proxy_config *cfg, const struct proxy_ops *ops,
               void *userdata, struct proxy **ret);
 /* Resets every connection (ops->closed is called with PROXY_OUTCOME_CANCELLED for those not

@@ -28,6 +28,7 @@
 #include "protocol/error.h"
 #include "supervisor/api_info.h"
 #include "supervisor/audit.h"
+#include "supervisor/audit_limit.h"
 #include "supervisor/cli_policy.h"
 #include "supervisor/config.h"
 #include "supervisor/config_files.h"
@@ -35,9 +36,11 @@
 #include "supervisor/dirs.h"
 #include "supervisor/say.h"
 #include "supervisor/queue.h"
+#include "supervisor/run_confine.h"
 #include "supervisor/sandbox.h"
 #include "supervisor/tty_approver.h"
 #include "supervisor/egress.h"
+#include "supervisor/env_scrub.h"
 #include "supervisor/exec_guard.h"
 #include "supervisor/hub.h"
 #include "supervisor/labels.h"
@@ -77,7 +80,12 @@ struct options {
 	bool net_host;         /* --net host: the host's network, eBPF redirect on the cgroup */
 	bool real_ip;          /* --real-ip: the agent's DNS gets real addresses */
 	const char *hosts_file;
-	const char *listen_proxy; /* the CONNECT proxy, off by default for run */
+	const char *listen_proxy;               /* the CONNECT proxy, off by default for run */
+	const char *keep_env[RUN_KEEP_ENV_MAX]; /* --keep-env NAME */
+	size_t n_keep_env;
+	bool allow_nested_sandbox;       /* new user/mount namespaces and mounts for the agent */
+	bool allow_abstract_sockets;     /* --net host without Landlock's abstract socket scope */
+	int64_t audit_rate, audit_burst; /* hub_options' */
 	char **agent_argv;
 };
 
@@ -421,7 +429,8 @@ static int install_filter(void *userdata, int *ret_listener_fd)
 {
 	const struct run *run = userdata;
 	/* With egress, connects are notified too: to name the process on a domain card. */
-	struct notifier_filter_opts fo = {.notify_connect = run->egress != NULL};
+	struct notifier_filter_opts fo = {.notify_connect = run->egress != NULL,
+	                                  .allow_nested_sandbox = run->opt.allow_nested_sandbox};
 
 	return notifier_filter_install(&fo, NULL, ret_listener_fd);
 }
@@ -439,27 +448,6 @@ static int pause_sandbox(void *userdata, bool paused)
 	struct run *run = userdata;
 
 	return sandbox_pause(run->sandbox, paused);
-}
-
-/* The agent's environment: the caller's, less the supervisor's secrets. */
-static char **scrubbed_environ(void)
-{
-	extern char **environ;
-	size_t n = 0, k = 0;
-	char **env;
-
-	while (environ[n])
-		n++;
-	env = calloc(n + 1, sizeof(*env));
-	if (!env)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (strncmp(environ[i], "CLOISTER_EXECUTOR_SECRET=", 25) == 0 ||
-		    strncmp(environ[i], "CLOISTER_API_TOKEN=", 19) == 0)
-			continue;
-		env[k++] = environ[i];
-	}
-	return env;
 }
 
 /* A readable sandbox name from the working directory ("my-api"), or "sandbox". */
@@ -568,6 +556,15 @@ static void usage(FILE *out)
 	      "  --executor HOST:PORT run approved hostexec commands through this\n"
 	      "                       `" PROG " executor` (secret in CLOISTER_EXECUTOR_SECRET);\n"
 	      "                       default: in this process\n"
+	      "  --keep-env NAME      pass NAME on to the agent although it looks like a\n"
+	      "                       credential or a way to another program (repeatable)\n"
+	      "  --allow-nested-sandbox  let the agent create user and mount namespaces and\n"
+	      "                       mount (for agents that sandbox their own tools)\n"
+	      "  --allow-abstract-sockets  with --net host on a kernel without Landlock scopes,\n"
+	      "                       accept that the agent reaches the host's abstract sockets\n"
+	      "  --audit-rate N|off   automatic audit lines a second per sandbox (default 100;\n"
+	      "                       over it they are counted, not written)\n"
+	      "  --audit-burst N      ... and at once (default 1000)\n"
 	      "  --lenient            skip invalid regexes in the config with a warning\n"
 	      "  -v, --verbose        say what is allowed, and which kernel features are in use\n"
 	      "  -q, --quiet          print nothing of our own (denials included)\n",
@@ -594,6 +591,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_REAL_IP,
 		OPT_HOSTS,
 		OPT_LISTEN_PROXY,
+		OPT_KEEP_ENV,
+		OPT_ALLOW_NESTED_SANDBOX,
+		OPT_ALLOW_ABSTRACT_SOCKETS,
+		OPT_AUDIT_RATE,
+		OPT_AUDIT_BURST,
 	};
 	static const struct option longopts[] = {
 	        {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
@@ -613,6 +615,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"real-ip", no_argument, NULL, OPT_REAL_IP},
 	        {"hosts", required_argument, NULL, OPT_HOSTS},
 	        {"listen-proxy", required_argument, NULL, OPT_LISTEN_PROXY},
+	        {"keep-env", required_argument, NULL, OPT_KEEP_ENV},
+	        {"allow-nested-sandbox", no_argument, NULL, OPT_ALLOW_NESTED_SANDBOX},
+	        {"allow-abstract-sockets", no_argument, NULL, OPT_ALLOW_ABSTRACT_SOCKETS},
+	        {"audit-rate", required_argument, NULL, OPT_AUDIT_RATE},
+	        {"audit-burst", required_argument, NULL, OPT_AUDIT_BURST},
 	        {"verbose", no_argument, NULL, 'v'},
 	        {"quiet", no_argument, NULL, 'q'},
 	        {"help", no_argument, NULL, 'h'},
@@ -697,6 +704,44 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_LISTEN_PROXY:
 			o->listen_proxy = optarg;
+			break;
+		case OPT_KEEP_ENV:
+			if (!optarg[0] || strchr(optarg, '=') ||
+			    o->n_keep_env == RUN_KEEP_ENV_MAX) {
+				fprintf(stderr,
+				        PROG
+				        ": run: --keep-env takes a variable's name (at most %d)\n",
+				        RUN_KEEP_ENV_MAX);
+				return -EINVAL;
+			}
+			/* The supervisor's own secrets would let the agent answer its own asks. */
+			if (strncmp(optarg, "CLOISTER_", 9) == 0) {
+				fprintf(stderr,
+				        PROG ": run: --keep-env %s: the supervisor's own "
+				             "variables never reach the agent\n",
+				        optarg);
+				return -EINVAL;
+			}
+			o->keep_env[o->n_keep_env++] = optarg;
+			break;
+		case OPT_ALLOW_NESTED_SANDBOX:
+			o->allow_nested_sandbox = true;
+			break;
+		case OPT_ALLOW_ABSTRACT_SOCKETS:
+			o->allow_abstract_sockets = true;
+			break;
+		case OPT_AUDIT_RATE:
+		case OPT_AUDIT_BURST:
+			if (audit_limit_parse(optarg, c == OPT_AUDIT_RATE,
+			                      c == OPT_AUDIT_RATE ? &o->audit_rate
+			                                          : &o->audit_burst) < 0) {
+				fprintf(stderr,
+				        PROG ": run: --audit-%s takes a number of lines (1 to "
+				             "1000000)%s, not \"%s\"\n",
+				        c == OPT_AUDIT_RATE ? "rate" : "burst",
+				        c == OPT_AUDIT_RATE ? " or off" : "", optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'v':
 			o->verbose = true;
@@ -858,7 +903,8 @@ static void teardown(struct run *run)
 
 static int start(struct run *run)
 {
-	_cleanup_free_ char **envp = NULL;
+	_cleanup_(env_scrub_freep) char **envp = NULL;
+	_cleanup_(sandbox_confine_freep) struct sandbox_confine *confine = NULL;
 	_cleanup_free_ char *api_dir = NULL;
 	const char *run_dir = NULL;
 	struct cl_error err = {""};
@@ -881,6 +927,8 @@ static int start(struct run *run)
 		        .listen = {run->opt.listen[0], run->opt.listen[1], run->opt.listen[2]},
 		        .executor = run->opt.executor,
 		        .always_attended = run->opt.ask == ASK_WEB,
+		        .audit_rate = run->opt.audit_rate,
+		        .audit_burst = run->opt.audit_burst,
 		        .quiet = run->opt.quiet,
 		        .verbose = run->opt.verbose,
 		};
@@ -954,9 +1002,6 @@ static int start(struct run *run)
 	if (api_info_dir(&api_dir) >= 0 && strrchr(api_dir, '/'))
 		*strrchr(api_dir, '/') = '\0'; /* …/cloister: the api files and the secret */
 	run_dir = api_dir;
-	envp = scrubbed_environ();
-	if (!envp)
-		return -ENOMEM;
 	/* The agent may not rewrite the policy it runs under (nor the next run's): the config
 	 * directory must exist to be mounted read-only over, so an absent one is created. */
 	if (run->config_dir && !config_base_exists(run))
@@ -967,6 +1012,27 @@ static int start(struct run *run)
 	else if (run->config_dir && (r = dirs_make(run->config_dir, 0700)) < 0)
 		say(run, "warning: cannot create %s (%s): the agent could create a config there",
 		    run->config_dir, strerror(-r));
+	{
+		struct run_confine_options co = {
+		        .keep_env = run->opt.keep_env,
+		        .n_keep_env = run->opt.n_keep_env,
+		        .host_network = run->opt.net_host,
+		        .allow_abstract_sockets = run->opt.allow_abstract_sockets,
+		        .verbose = run->opt.verbose,
+		        .quiet = run->opt.quiet,
+		        .config_dir = run->config_dir,
+		        .audit_dir = run->audit_dir,
+		        .run_dir = run_dir,
+		        .agent_argv = run->opt.agent_argv,
+		};
+
+		r = run_confine_environ(&co, &envp);
+		if (r >= 0)
+			r = run_confine_plan(&co, &confine);
+		if (r < 0)
+			return -EPERM; /* already said why */
+		trace_timing_mark("confinement plan (sockets, environment)");
+	}
 	{
 		const char *readonly[3] = {NULL};
 		/* The CLI's API files and the dashboard secret: the agent must not approve its own
@@ -985,6 +1051,7 @@ static int start(struct run *run)
 		        .cgroup_optional = geteuid() != 0,
 		        .readonly_paths = readonly,
 		        .hidden_paths = hidden,
+		        .confine = confine,
 		        .share_network = run->opt.net_host,
 		        .setup_network = setup_network,
 		        .setup_network_userdata = run,
@@ -1096,6 +1163,20 @@ int run_main(int argc, char **argv)
 	r = parse_options(argc, argv, &run.opt);
 	if (r != 0)
 		return r > 0 ? 0 : CLI_EXIT_USAGE;
+	{
+		/* The ending signals wait for the loop's signalfd from now on. One that came
+		 * during start-up was lost (a background job of a non-interactive shell ignores
+		 * SIGINT, and an ignored signal that is not blocked is discarded) or ended us
+		 * before the sandbox could be cleaned up. */
+		sigset_t ending;
+
+		sigemptyset(&ending);
+		sigaddset(&ending, SIGINT);
+		sigaddset(&ending, SIGTERM);
+		sigaddset(&ending, SIGHUP);
+		sigaddset(&ending, SIGQUIT);
+		sigprocmask(SIG_BLOCK, &ending, NULL);
+	}
 	if (run.opt.project) {
 		struct cl_error err = {""};
 

@@ -105,6 +105,20 @@ __attribute__((noreturn, format(printf, 3, 4))) static void init_fail(int sock, 
 	_exit(127);
 }
 
+/* One step of sandbox_confine.h in the init, or its failure reported. */
+static void confine_step(const struct sandbox_confine *c,
+                         int (*step)(const struct sandbox_confine *, struct cl_error *))
+{
+	struct cl_error err = {""};
+	int r;
+
+	if (!c)
+		return;
+	r = step(c, &err);
+	if (r < 0)
+		init_fail(INIT_SOCK_FD, r, "%s", err.msg[0] ? err.msg : strerror(-r));
+}
+
 /* Bind PATH onto itself read-only, so the agent cannot change what is there (the supervisor's
  * own config and audit log). A path that does not exist is skipped: the caller creates what
  * must be protected before starting. */
@@ -373,19 +387,23 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 	 * the new network namespace. */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		init_fail(INIT_SOCK_FD, -errno, "make / a slave mount: %m");
+	confine_step(o->confine, sandbox_confine_namespaces);
 	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		init_fail(INIT_SOCK_FD, -errno, "mount proc on /proc: %m");
 	/* On the host's network, /sys and lo are the host's already. */
 	if (!o->share_network)
 		remount_sys(INIT_SOCK_FD);
+	confine_step(o->confine, sandbox_confine_mounts);
 	for (const char *const *p = o->readonly_paths; p && *p; p++)
 		bind_readonly(INIT_SOCK_FD, *p);
 	for (const char *const *p = o->hidden_paths; p && *p; p++)
 		hide(INIT_SOCK_FD, *p);
+	confine_step(o->confine, sandbox_confine_cover_sockets);
 	if (!o->share_network)
 		loopback_up(INIT_SOCK_FD);
 	if (chdir(a->cwd) < 0)
 		init_fail(INIT_SOCK_FD, -errno, "chdir %s: %m", a->cwd);
+	confine_step(o->confine, sandbox_confine_privileges);
 
 	if (o->install_filter) {
 		r = o->install_filter(o->install_filter_userdata, &listener);

@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include "protocol/error.h"
+#include "supervisor/sandbox_confine.h"
 #include "supervisor/sandbox_proto.h" /* enum sandbox_userns, sandbox_exit_code_from_wait_status */
 
 /* Runs in the init, in the new namespaces, after the mounts and the chdir and before the agent
@@ -58,6 +59,10 @@ struct sandbox_opts {
 	/* NULL-terminated list of directories (or NULL) hidden inside the sandbox under an empty
 	 * tmpfs: the supervisor's private runtime directory, which holds the API secret. */
 	const char *const *hidden_paths;
+	/* What else the agent loses (sandbox_confine.h): private /tmp, hidden sockets, a
+	 * minimal /dev, pinned parents, its own IPC and cgroup namespaces, capabilities,
+	 * NO_NEW_PRIVS, Landlock. NULL: none of it. Owned by the caller. */
+	const struct sandbox_confine *confine;
 	/* Run without a cgroup if none can be created (e.g. a non-root caller without a delegated
 	 * subtree): pause/cgroup id are then unavailable, kill still works through the pid ns. */
 	bool cgroup_optional;

@@ -14,6 +14,7 @@
 #include "protocol/cleanup.h"
 #include "notifier/oci_agent.h"
 #include "notifier/oci_hook_server.h"
+#include "supervisor/audit_limit.h"
 #include "supervisor/cli_policy.h"
 #include "supervisor/egress.h"
 #include "supervisor/exec_guard.h"
@@ -45,6 +46,7 @@ struct serve_options {
 	const char *hook_socket;    /* the createRuntime hook's socket; NULL: none */
 	const char *listen_proxy;   /* the CONNECT proxy; "off": none */
 	const char *hosts_file;
+	int64_t audit_rate, audit_burst; /* hub_options' */
 	bool no_shim;
 	bool verbose;
 	bool quiet;
@@ -122,6 +124,7 @@ static void audit_shim(struct serve *sv, const struct shim_call_info *info,
 	        .decided_by = "policy",
 	        .latency_ms = -1,
 	        .reason = pr->reason,
+	        .automatic = true,
 	};
 
 	hub_audit(sv->hub, &rec);
@@ -619,6 +622,8 @@ static void usage(FILE *out)
 	      "  --listen-proxy A       the CONNECT proxy (default 127.0.0.1:3128; \"off\")\n"
 	      "  --hosts FILE           /etc/hosts-style names the proxy resolves before DNS\n"
 	      "  --ask-timeout DUR      how long an ask waits (default 5m)\n"
+	      "  --audit-rate N|off, --audit-burst N\n"
+	      "                         automatic audit lines per sandbox, as for `run`\n"
 	      "  --listen-approval A, --listen-tokens A, --listen-request A, --executor HOST:PORT\n"
 	      "                         as for `run`\n"
 	      "  -v, --verbose / -q, --quiet\n",
@@ -646,6 +651,8 @@ static int parse_options(int argc, char **argv, struct serve_options *o)
 		OPT_HOOK_SOCKET,
 		OPT_LISTEN_PROXY,
 		OPT_HOSTS,
+		OPT_AUDIT_RATE,
+		OPT_AUDIT_BURST,
 	};
 	static const struct option longopts[] = {
 	        {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
@@ -666,6 +673,8 @@ static int parse_options(int argc, char **argv, struct serve_options *o)
 	        {"hook-socket", required_argument, NULL, OPT_HOOK_SOCKET},
 	        {"listen-proxy", required_argument, NULL, OPT_LISTEN_PROXY},
 	        {"hosts", required_argument, NULL, OPT_HOSTS},
+	        {"audit-rate", required_argument, NULL, OPT_AUDIT_RATE},
+	        {"audit-burst", required_argument, NULL, OPT_AUDIT_BURST},
 	        {"verbose", no_argument, NULL, 'v'},
 	        {"quiet", no_argument, NULL, 'q'},
 	        {"help", no_argument, NULL, 'h'},
@@ -751,6 +760,19 @@ static int parse_options(int argc, char **argv, struct serve_options *o)
 			break;
 		case OPT_HOSTS:
 			o->hosts_file = optarg;
+			break;
+		case OPT_AUDIT_RATE:
+		case OPT_AUDIT_BURST:
+			if (audit_limit_parse(optarg, c == OPT_AUDIT_RATE,
+			                      c == OPT_AUDIT_RATE ? &o->audit_rate
+			                                          : &o->audit_burst) < 0) {
+				fprintf(stderr,
+				        PROG ": serve: --audit-%s takes a number of lines (1 to "
+				             "1000000)%s, not \"%s\"\n",
+				        c == OPT_AUDIT_RATE ? "rate" : "burst",
+				        c == OPT_AUDIT_RATE ? " or off" : "", optarg);
+				return -EINVAL;
+			}
 			break;
 		case 'v':
 			o->verbose = true;
@@ -866,6 +888,8 @@ int serve_main(int argc, char **argv)
 		        .listen = {sv.opt.listen[0], sv.opt.listen[1], sv.opt.listen[2]},
 		        .executor = sv.opt.executor,
 		        .always_attended = true,
+		        .audit_rate = sv.opt.audit_rate,
+		        .audit_burst = sv.opt.audit_burst,
 		        .quiet = sv.opt.quiet,
 		        .verbose = sv.opt.verbose,
 		};

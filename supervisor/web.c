@@ -230,13 +230,21 @@ static bool cookie_ok(const struct web *web, const struct http_exchange *ex)
 	return false;
 }
 
-/* The DNS-rebinding and CSRF rules of web.h. A state change (and every request when
- * TOKEN_ALWAYS) needs the API token, as a Bearer header (the CLI) or the dashboard's session
- * cookie: an Origin header proves nothing, any local program can send one. An Origin that is
- * not the dashboard's (DASHBOARD), or a cross-site fetch, is refused even with the token.
- * Returns true when the request may go on; otherwise it has been answered. */
-static bool request_allowed(struct web *web, struct http_exchange *ex, bool dashboard,
-                            bool token_always)
+/* Missing or wrong credentials: 401, with the challenge RFC 9110 asks for. */
+static void respond_unauthorized(struct http_exchange *ex, const char *message)
+{
+	http_exchange_add_header(ex, "WWW-Authenticate", "Bearer realm=\"cloister\"");
+	respond_error(ex, 401, message);
+}
+
+/* The DNS-rebinding and CSRF rules of web.h. Every request but the PUBLIC ones (the login page
+ * and the dashboard's static files) needs the API token, as a Bearer header (the CLI) or the
+ * dashboard's session cookie (DASHBOARD): what the API answers is the agent's whole argv
+ * stream, not for every local user; without it, 401. An Origin header proves nothing, any
+ * local program can send one: an Origin that is not the dashboard's, or a cross-site fetch,
+ * is refused (403) even with the token. Returns true when the request may go on; otherwise it
+ * has been answered. */
+static bool request_allowed(struct web *web, struct http_exchange *ex, bool dashboard, bool public)
 {
 	const char *origin = http_exchange_header(ex, "Origin");
 	const char *site = http_exchange_header(ex, "Sec-Fetch-Site");
@@ -266,11 +274,11 @@ static bool request_allowed(struct web *web, struct http_exchange *ex, bool dash
 		respond_error(ex, 403, "cross-site request refused");
 		return false;
 	}
-	if ((token_always || is_state_changing(http_exchange_method(ex))) && !bearer_ok(web, ex) &&
+	if ((!public || is_state_changing(http_exchange_method(ex))) && !bearer_ok(web, ex) &&
 	    !(dashboard && cookie_ok(web, ex))) {
-		respond_error(ex, 403,
-		              "missing or wrong API token (Authorization: Bearer …, or open the "
-		              "dashboard through the link the supervisor prints)");
+		respond_unauthorized(ex, "missing or wrong API token (Authorization: Bearer …, or "
+		                         "open the dashboard through the login link the supervisor "
+		                         "prints)");
 		return false;
 	}
 	return true;
@@ -286,7 +294,7 @@ static bool dashboard_login(struct web *web, struct http_exchange *ex)
 	if (!token)
 		return false;
 	if (!web->config.api_token || !tokens_equal(token, web->config.api_token)) {
-		respond_error(ex, 403, "wrong dashboard token");
+		respond_unauthorized(ex, "wrong dashboard token");
 		return true;
 	}
 	snprintf(cookie, sizeof(cookie), SESSION_COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict",
@@ -1101,25 +1109,30 @@ static void handle_sandbox_action(struct web *web, struct http_exchange *ex, con
 	changed(web);
 }
 
+static const struct web_asset *find_asset(const char *path)
+{
+	for (size_t i = 0; i < web_assets_count; i++)
+		if (!strcmp(web_assets[i].path, path))
+			return &web_assets[i];
+	return NULL;
+}
+
 static bool serve_asset(struct http_exchange *ex, const char *path)
 {
-	for (size_t i = 0; i < web_assets_count; i++) {
-		if (strcmp(web_assets[i].path, path))
-			continue;
-		http_exchange_add_header(ex, "Cache-Control", "no-cache");
-		http_exchange_add_header(ex, "X-Content-Type-Options", "nosniff");
-		http_exchange_add_header(ex, "X-Frame-Options", "DENY");
-		http_exchange_add_header(ex, "Referrer-Policy", "no-referrer");
-		http_exchange_add_header(
-		        ex, "Content-Security-Policy",
-		        "default-src 'self'; connect-src 'self'; img-src 'self' data:; "
-		        "style-src 'self'; script-src 'self'; frame-ancestors 'none'; "
-		        "base-uri 'none'; form-action 'none'");
-		http_exchange_respond(ex, 200, web_assets[i].content_type, web_assets[i].data,
-		                      web_assets[i].len);
-		return true;
-	}
-	return false;
+	const struct web_asset *a = find_asset(path);
+
+	if (!a)
+		return false;
+	http_exchange_add_header(ex, "Cache-Control", "no-cache");
+	http_exchange_add_header(ex, "X-Content-Type-Options", "nosniff");
+	http_exchange_add_header(ex, "X-Frame-Options", "DENY");
+	http_exchange_add_header(ex, "Referrer-Policy", "no-referrer");
+	http_exchange_add_header(ex, "Content-Security-Policy",
+	                         "default-src 'self'; connect-src 'self'; img-src 'self' data:; "
+	                         "style-src 'self'; script-src 'self'; frame-ancestors 'none'; "
+	                         "base-uri 'none'; form-action 'none'");
+	http_exchange_respond(ex, 200, a->content_type, a->data, a->len);
+	return true;
 }
 
 static void on_approval(void *userdata, struct http_exchange *ex)
@@ -1131,7 +1144,9 @@ static void on_approval(void *userdata, struct http_exchange *ex)
 	bool post = !strcmp(method, "POST");
 	const char *arg;
 
-	if (!request_allowed(web, ex, true, false))
+	/* Only the page itself (the login link included) and its files go without the token:
+	 * they say nothing about any sandbox. */
+	if (!request_allowed(web, ex, true, get && (!strcmp(path, "/") || find_asset(path))))
 		return;
 	if (get) {
 		if (!strcmp(path, "/pending"))
@@ -1239,7 +1254,7 @@ static void on_tokens(void *userdata, struct http_exchange *ex)
 	const char *arg;
 
 	/* No dashboard here; listing tokens reveals secrets, so even GET needs the API token. */
-	if (!request_allowed(web, ex, false, true))
+	if (!request_allowed(web, ex, false, false))
 		return;
 	if (!strcmp(path, "/tokens") && !strcmp(method, "POST")) {
 		_cleanup_cjson_ cJSON *body = body_object(ex, false);
@@ -1590,6 +1605,12 @@ static void on_request(void *userdata, struct http_exchange *ex)
 		respond_error(ex, 403, "cross-origin request refused");
 		return;
 	}
+	/* The token before anything else: without it, nothing is answered but 401. */
+	who = tokens_lookup(web->tokens, http_exchange_header(ex, "X-Cloister-Token"));
+	if (!who) {
+		respond_error(ex, 401, "missing or invalid X-Cloister-Token");
+		return;
+	}
 	if (strcmp(http_exchange_path(ex), "/request")) {
 		respond_error(ex, 404, "not found");
 		return;
@@ -1597,11 +1618,6 @@ static void on_request(void *userdata, struct http_exchange *ex)
 	if (strcmp(http_exchange_method(ex), "POST")) {
 		http_exchange_add_header(ex, "Allow", "POST");
 		respond_error(ex, 405, "method not allowed");
-		return;
-	}
-	who = tokens_lookup(web->tokens, http_exchange_header(ex, "X-Cloister-Token"));
-	if (!who) {
-		respond_error(ex, 401, "missing or invalid X-Cloister-Token");
 		return;
 	}
 	body = body_object(ex, false);

@@ -6,10 +6,13 @@
  *   token API        127.0.0.1:9997  POST/GET /tokens, DELETE /tokens/{token}
  *   request server   127.0.0.1:9998  POST /request (hostexec), X-Cloister-Token
  *
- * Safety: a Host header that is not a loopback name gets 403 (DNS rebinding). A state-changing
- * request needs the dashboard's own Origin, or no Origin and the per-run API token (header
- * `Authorization: Bearer …`); anything else gets 403 (CSRF). Bodies are bounded and parsed
- * strictly; errors are {"error": "..."} with a 4xx.
+ * Safety: a Host header that is not a loopback name gets 403 (DNS rebinding). Every request
+ * but the dashboard's page and static files (reading too: /pending, /events, /logs carry the
+ * agent's argv) needs the per-run API token, as `Authorization: Bearer …` or the dashboard's
+ * session cookie, else 401; the request server needs a registered X-Cloister-Token before it
+ * answers anything, else 401. A foreign Origin or a cross-site fetch gets 403 even with the
+ * token (CSRF). Bodies are bounded and parsed strictly; errors are {"error": "..."} with a
+ * 4xx.
  *
  * The queue stays the owner's: web decides items in it and calls ops->queue_changed so the
  * owner drains resolutions and events, and hands hostexec resolutions and every event back

@@ -19,6 +19,7 @@ import {
 	hasHidden,
 	isTypingTarget,
 	itemSummary,
+	loginBanner,
 	OFFLINE_AFTER,
 	parseJson,
 	removalNotice,
@@ -84,6 +85,7 @@ const state = {
 	filter: '',
 	sandboxes: [],
 	connected: false,
+	loggedOut: false, // the server said 401: no session cookie (or a stale one)
 	failures: 0,
 	es: null,
 	reconnectTimer: 0,
@@ -94,14 +96,16 @@ const state = {
 // ---- connection and banner ------------------------------------------------------------------
 
 function renderConnection() {
-	const banner = bannerFor(state.connected, state.failures);
+	const banner = state.loggedOut ? loginBanner(location.origin) : bannerFor(state.connected, state.failures);
 	const box = $('banner');
 	$('conn-state').dataset.state = state.connected ? 'online' : banner?.level || 'warning';
 	$('conn-text').textContent = state.connected
 		? 'Connected'
-		: state.failures >= OFFLINE_AFTER
-		  ? 'Offline'
-		  : 'Reconnecting…';
+		: state.loggedOut
+		  ? 'Not logged in'
+		  : state.failures >= OFFLINE_AFTER
+		    ? 'Offline'
+		    : 'Reconnecting…';
 	document.body.classList.toggle('offline', !state.connected);
 	for (const c of state.cards.values()) setCardEnabled(c, state.connected && !c.busy);
 	for (const b of $('sandbox-list').querySelectorAll('.sandbox-tools button')) b.disabled = !state.connected;
@@ -114,9 +118,44 @@ function renderConnection() {
 	box.dataset.level = banner.level;
 	// Only a change is written: the live region would announce the same text again.
 	if ($('banner-text').textContent !== banner.text) $('banner-text').textContent = banner.text;
-	$('banner-detail').textContent = state.reconnectAt
-		? `Next attempt at ${formatClock(state.reconnectAt)}.`
-		: '';
+	$('banner-detail').textContent = banner.detail
+		? banner.detail
+		: state.reconnectAt
+		  ? `Next attempt at ${formatClock(state.reconnectAt)}.`
+		  : '';
+}
+
+// Without a session every request but the page is refused with 401. Stop the streams and the
+// polling (they would fail forever) and say how to log in; Retry starts again.
+function needLogin() {
+	if (state.loggedOut) return;
+	state.loggedOut = true;
+	state.connected = false;
+	if (state.es) state.es.close();
+	state.es = null;
+	if (state.log.es) state.log.es.close();
+	state.log.es = null;
+	clearTimeout(state.reconnectTimer);
+	clearTimeout(state.log.timer);
+	clearTimeout(statusTimer);
+	state.reconnectAt = 0;
+	$('log-state').textContent = 'Not logged in.';
+	renderConnection();
+}
+
+// A stream failed. EventSource does not say why, and a 401 looks to it like a dead server:
+// ask. True when the page is not logged in.
+async function sessionRefused() {
+	try {
+		const r = await fetch('/status', { cache: 'no-store', headers: { Accept: 'application/json' } });
+		if (r.status === 401) {
+			needLogin();
+			return true;
+		}
+	} catch {
+		// The server is gone: a connection problem, not a session one.
+	}
+	return false;
 }
 
 function connectEvents() {
@@ -162,7 +201,10 @@ function connectEvents() {
 	es.addEventListener('heartbeat', alive);
 	es.addEventListener('error', () => {
 		if (state.es !== es) return;
-		lostConnection();
+		es.close(); // no retries of its own while we find out why
+		sessionRefused().then((refused) => {
+			if (!refused && state.es === es) lostConnection();
+		});
 	});
 }
 
@@ -180,6 +222,11 @@ function lostConnection() {
 
 // Retry at once. The banner stays as it is until the attempt succeeds or fails.
 function retryNow() {
+	if (state.loggedOut) {
+		// Maybe logged in since, in another tab: start again as the page does.
+		state.loggedOut = false;
+		refreshDecisions();
+	}
 	connectEvents();
 	$('banner-detail').textContent = 'Trying again…';
 	connectLogs();
@@ -204,6 +251,7 @@ async function resync() {
 async function getJson(path) {
 	try {
 		const r = await fetch(path, { cache: 'no-store', headers: { Accept: 'application/json' } });
+		if (r.status === 401) needLogin();
 		if (!r.ok) return null;
 		return parseJson(await r.text());
 	} catch {
@@ -219,6 +267,7 @@ async function postJson(path, body) {
 			headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
 			body: JSON.stringify(body),
 		});
+		if (r.status === 401) needLogin();
 		return { ok: r.ok, status: r.status, data: parseJson(await r.text()) };
 	} catch (e) {
 		return { ok: false, status: 0, data: { error: 'the guardian did not answer' } };
@@ -771,6 +820,7 @@ async function refreshStatus() {
 	const st = await getJson('/status');
 	if (st && Array.isArray(st.sandboxes)) renderSandboxes(st.sandboxes);
 	clearTimeout(statusTimer);
+	if (state.loggedOut) return;
 	statusTimer = setTimeout(refreshStatus, STATUS_POLL_MS);
 }
 
@@ -1102,9 +1152,13 @@ function connectLogs() {
 		if (log.es !== es) return;
 		es.close();
 		log.es = null;
-		log.failures++;
-		$('log-state').textContent = 'Disconnected; reconnecting…';
-		log.timer = setTimeout(connectLogs, backoffDelay(log.failures, Math.random()));
+		sessionRefused().then((refused) => {
+			if (refused || log.es) return;
+			log.failures++;
+			$('log-state').textContent = 'Disconnected; reconnecting…';
+			clearTimeout(log.timer);
+			log.timer = setTimeout(connectLogs, backoffDelay(log.failures, Math.random()));
+		});
 	});
 }
 

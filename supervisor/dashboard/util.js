@@ -120,6 +120,17 @@ export function bannerFor(connected, failures) {
 	return { level: 'warning', text: '⚠ Connection lost - Reconnecting…' };
 }
 
+// The banner while the page has no session: everything but the page itself answers 401 until
+// it is opened through the supervisor's login link (which sets the session cookie). ORIGIN is
+// the page's own, to show what the link looks like.
+export function loginBanner(origin) {
+	return {
+		level: 'error',
+		text: '✗ Not logged in - open the login link the supervisor printed',
+		detail: `It looks like ${origin}/?token=… and is on the supervisor's terminal (run -v prints it too). Then press Retry.`,
+	};
+}
+
 // The one-line summary of a request item: its command or its domain.
 export function itemSummary(item) {
 	if (!item) return '';

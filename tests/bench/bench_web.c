@@ -190,7 +190,9 @@ static void bench_pending(void)
 		struct http_response resp = {0};
 		double t0 = now_ms_d();
 
-		if (http_client_request(url, "GET", "/pending", NULL, NULL, 0, 5000, &resp) < 0 ||
+		if (http_client_request(url, "GET", "/pending",
+		                        "Authorization: Bearer " API_TOKEN "\r\n", NULL, 0, 5000,
+		                        &resp) < 0 ||
 		    resp.status != 200) {
 			printf("GET /pending: failed\n");
 			http_response_free(&resp);
@@ -216,7 +218,10 @@ static int connect_events(uint16_t port)
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
 		goto fail;
-	n = snprintf(req, sizeof(req), "GET /events HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n\r\n", port);
+	n = snprintf(req, sizeof(req),
+	             "GET /events HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
+	             "Authorization: Bearer " API_TOKEN "\r\n\r\n",
+	             port);
 	if (write(fd, req, (size_t)n) != n)
 		goto fail;
 	return fd;
@@ -435,13 +440,14 @@ static void bench_approve(void)
 		}
 	}
 	for (int round = 0; url[0] && round < ROUNDS; round++) {
-		char id[32] = "", path[64], origin[256];
+		char id[32] = "", path[64], origin[256], bearer[256];
 		struct http_response resp = {0};
 		double until = now_ms_d() + 5000, t0;
 		int lines;
 
+		snprintf(bearer, sizeof(bearer), "Authorization: Bearer %s\r\n", token);
 		while (!id[0] && now_ms_d() < until) {
-			if (http_client_request(url, "GET", "/pending", NULL, NULL, 0, 2000,
+			if (http_client_request(url, "GET", "/pending", bearer, NULL, 0, 2000,
 			                        &resp) == 0) {
 				char *p = strstr(resp.body, "\"id\":\"");
 

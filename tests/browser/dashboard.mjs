@@ -16,8 +16,10 @@ import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 
 const URL_ = need('DASHBOARD_URL');
-// The link that logs the page in: the session cookie its state changes need.
+// The link that logs the page in: the session cookie everything but the page itself needs.
 const LOGIN_ = need('DASHBOARD_LOGIN');
+// The same token for our own requests to the API (as the CLI sends it).
+const AUTH = { Authorization: `Bearer ${new URL(LOGIN_).searchParams.get('token')}` };
 const RESULT_DIR = need('RESULT_DIR');
 const ARTIFACTS = need('ARTIFACTS');
 const SANDBOX = need('SANDBOX');
@@ -265,6 +267,34 @@ async function main() {
 		return route.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ status: 'cancelled', id }) });
 	});
 	const runRow = (id) => page.locator(`#running-list > li[data-id="${id}"]`);
+
+	await check('without the login link: the API answers 401 and the page says to open the link', async () => {
+		for (const path of ['/pending', '/events', '/logs', '/status', '/metrics']) {
+			const r = await fetch(`${URL_}${path}`);
+			eq(r.status, 401, `GET ${path} without the token`);
+			assert((await r.json()).error, `a JSON error for ${path}`);
+		}
+		const anon = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+		try {
+			const p = await anon.newPage();
+			const errors = [];
+			p.on('pageerror', (e) => errors.push(e.message));
+			const res = await p.goto(URL_, { waitUntil: 'domcontentloaded' });
+			eq(res.status(), 200, 'status of the page itself');
+			await until(async () => (await p.locator('#conn-text').textContent()) === 'Not logged in', '"Not logged in"');
+			eq(await p.locator('#banner').getAttribute('data-level'), 'error', 'banner level');
+			assert(/open the login link/.test(await p.locator('#banner-text').textContent()), 'banner text');
+			assert((await p.locator('#banner-detail').textContent()).includes(`${URL_}/?token=`), 'what the link looks like');
+			eq(await p.locator('#log-state').textContent(), 'Not logged in.', 'the log panel says so too');
+			await p.screenshot({ path: join(ARTIFACTS, 'not-logged-in.png') });
+			// The link, opened in that same tab, logs it in.
+			await p.goto(LOGIN_, { waitUntil: 'domcontentloaded' });
+			await until(async () => (await p.locator('#conn-text').textContent()) === 'Connected', 'Connected after the link');
+			eq(errors, [], 'page errors');
+		} finally {
+			await anon.close();
+		}
+	});
 
 	await check('the dashboard loads and connects to the event stream', async () => {
 		const res = await page.goto(LOGIN_, { waitUntil: 'domcontentloaded' });
@@ -612,7 +642,7 @@ async function main() {
 		const again = await until(() => readControl('restarted'), 'the second supervisor', 30000);
 		eq(again.trim(), URL_, 'the same address');
 		await until(async () => {
-			const r = await fetch(`${URL_}/pending`);
+			const r = await fetch(`${URL_}/pending`, { headers: AUTH });
 			return (await r.json()).requests.some((x) => x.cmd.includes('resync'));
 		}, 'the ask on the server', 10000);
 		expectOffline = false;

@@ -19,6 +19,7 @@ const {
 	formatDuration,
 	hasHidden,
 	isTypingTarget,
+	loginBanner,
 	OFFLINE_AFTER,
 	parseJson,
 	removalNotice,
@@ -132,6 +133,14 @@ test('banner: none when connected, yellow then red after repeated failures', () 
 		level: 'error',
 		text: '✗ Cannot connect to guardian - Is it running?',
 	});
+});
+
+test('without a session the banner says to open the login link, and what it looks like', () => {
+	const b = loginBanner('http://127.0.0.1:9999');
+	assert.equal(b.level, 'error');
+	assert.match(b.text, /Not logged in - open the login link/);
+	assert.match(b.detail, /http:\/\/127\.0\.0\.1:9999\/\?token=…/);
+	assert.match(b.detail, /Retry/);
 });
 
 test('confirmations follow guardian-api.md', () => {

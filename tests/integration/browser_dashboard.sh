@@ -41,8 +41,9 @@ fi
 
 mkdir -p "$ARTIFACTS"
 rm -f "$ARTIFACTS"/*.png
-RES=$TMP/res
 WORK=$TMP/work
+# In the agent's working directory: the rest of /tmp is private to the sandbox.
+RES=$WORK/res
 CTL=$TMP/control
 mkdir -p "$RES" "$WORK/.git" "$CTL"
 # The agent works in a git checkout: its cards name the branch.

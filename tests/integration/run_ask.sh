@@ -36,10 +36,11 @@ pty() {
 	fi
 	answers=$1
 	shift
-	# --foreground: the supervisor stays in the terminal's foreground process group.
-	timeout -k 5 "$SV_TIMEOUT" "$PTY" $ctty "$answers" -- \
+	# --foreground: the supervisor stays in the terminal's foreground process group. In $TMP:
+	# the agent's private /tmp shows only its working directory.
+	(cd "$TMP" && exec timeout -k 5 "$SV_TIMEOUT" "$PTY" $ctty "$answers" -- \
 		timeout --foreground -k 5 $((SV_TIMEOUT - 5)) \
-		"$SUPERVISOR" run --config-dir "$CFG" "$@" </dev/null >"$OUT" 2>"$TERMLOG"
+		"$SUPERVISOR" run --config-dir "$CFG" "$@") </dev/null >"$OUT" 2>"$TERMLOG"
 	rc=$?
 	# The terminal's \r\n line ends.
 	tr -d '\r' <"$TERMLOG" >"$TERMLOG.txt"

@@ -129,7 +129,7 @@ tap_like "$(grep '"summary":"allowed.test:80"' "$AUDIT" | grep bytes_down | tail
 export XDG_RUNTIME_DIR="$TMP/xdg-run"
 mkdir -p "$XDG_RUNTIME_DIR"
 chmod 700 "$XDG_RUNTIME_DIR"
-(timeout -k 5 40 "$SUPERVISOR" run -v --config-dir "$CFG" --project demo --ask web \
+(cd "$TMP" && exec timeout -k 5 40 "$SUPERVISOR" run -v --config-dir "$CFG" --project demo --ask web \
 	--listen-approval 127.0.0.1:0 --listen-tokens 127.0.0.1:0 --listen-request off \
 	--listen-proxy 127.0.0.1:0 --hosts "$TMP/hosts" -- \
 	sh -c "curl -sS -m 30 http://unlisted.test/ >$R/unl 2>&1; echo \$? >$R/unl.rc; \
@@ -155,14 +155,16 @@ TOKURL=$(field tokens_url)
 id=""
 i=0
 while [ -z "$id" ] && [ $i -lt 100 ]; do
-	id=$(curl -s "$URL/pending-domains" | sed -n 's/.*"id":"\([0-9a-f]*\)".*"domain":"unlisted.test:80".*/\1/p')
+	id=$(curl -s -H "Authorization: Bearer $TOK" "$URL/pending-domains" |
+		sed -n 's/.*"id":"\([0-9a-f]*\)".*"domain":"unlisted.test:80".*/\1/p')
 	[ -n "$id" ] || sleep 0.1
 	i=$((i + 1))
 done
 tap_ok "$([ -n "$id" ] && echo 0 || echo 1)" "an unlisted name waits as a domain card" \
 	"$(cat "$TMP/bg.err")"
 tap_ok "$([ ! -e "$R/unl.rc" ] && echo 0 || echo 1)" "... and the connection is held meanwhile"
-tap_like "$(curl -s "$URL/pending-domains")" '"exe":"[^"]*curl","args":\["curl","-sS"' \
+tap_like "$(curl -s -H "Authorization: Bearer $TOK" "$URL/pending-domains")" \
+	'"exe":"[^"]*curl","args":\["curl","-sS"' \
 	"the card names the process that connected (pid, exe, argv)"
 resp=$(curl -s -X POST -H "Authorization: Bearer $TOK" -d '{"scope":"project"}' \
 	"$URL/approve-domain/$id")
@@ -237,7 +239,7 @@ curl -s -o /dev/null -w '%{http_code}' -X POST -H "Origin: http://127.0.0.1:\$po
 cat "$XDG_RUNTIME_DIR/cloister/secret" >$R/secret 2>&1; echo \$? >$R/secret.rc
 AGENT
 cat "$XDG_RUNTIME_DIR"/cloister/api/*.json >"$TMP/portfile" 2>/dev/null
-(timeout -k 5 30 "$SUPERVISOR" run --config-dir "$CFG" --ask web --net host \
+(cd "$TMP" && exec timeout -k 5 30 "$SUPERVISOR" run --config-dir "$CFG" --ask web --net host \
 	--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off -- sh -c \
 	"i=0; while [ ! -s $TMP/portfile ] && [ \$i -lt 200 ]; do sleep 0.1; i=\$((i + 1)); done; sh $TMP/agent_self.sh" \
 	</dev/null >"$TMP/self.out" 2>"$TMP/self.err") &

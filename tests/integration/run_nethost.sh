@@ -52,9 +52,9 @@ wait_port() {
 }
 
 # ---- another supervisor, already running, and an ordinary loopback service --------------------
-timeout -k 5 60 "$SUPERVISOR" run --config-dir "$CFG" --ask web --net none --name other-sv \
-	--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off -- sleep 60 \
-	</dev/null >"$TMP/other.out" 2>"$TMP/other.err" &
+(cd "$TMP" && exec timeout -k 5 60 "$SUPERVISOR" run --config-dir "$CFG" --ask web --net none \
+	--name other-sv --listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off \
+	-- sleep 60) </dev/null >"$TMP/other.out" 2>"$TMP/other.err" &
 otherpid=$!
 on_exit "kill $otherpid 2>/dev/null; wait $otherpid 2>/dev/null"
 OTHER=$(wait_port other-sv url)
@@ -105,17 +105,20 @@ curl -sS -m 3 -H 'Host: loop.test' "http://203.0.113.9:$SVC/index.html" >$R/fron
 printf '\000\033\022\064\001\000\000\001\000\000\000\000\000\000\004loop\004test\000\000\001\000\001' |
 	busybox nc -w 2 127.0.0.1 53 | od -An -tx1 | tr -d ' \n' >$R/dnstcp
 AGENT
-timeout -k 5 40 "$SUPERVISOR" run --config-dir "$CFG" --ask none --net host --name nethost-sv \
-	--hosts "$TMP/hosts" \
+# In $TMP: the agent's private /tmp shows its working directory, where it writes its results.
+(cd "$TMP" && exec timeout -k 5 40 "$SUPERVISOR" run --config-dir "$CFG" --ask none --net host \
+	--name nethost-sv --hosts "$TMP/hosts" \
 	--listen-approval 127.0.0.1:0 --listen-tokens 127.0.0.1:0 --listen-request 127.0.0.1:0 \
-	-- sh "$TMP/agent.sh" </dev/null >"$OUT" 2>"$ERR" &
+	-- sh "$TMP/agent.sh") </dev/null >"$OUT" 2>"$ERR" &
 runpid=$!
 APPROVAL=$(wait_port nethost-sv url)
 TOKENS=$(wait_port nethost-sv tokens_url)
 REQUEST=$(wait_port nethost-sv request_url)
 printf 'APPROVAL=%s\nTOKENS=%s\nREQUEST=%s\n' "$APPROVAL" "$TOKENS" "$REQUEST" >"$TMP/ports.tmp"
 # From outside the sandbox the dashboard answers: what the agent meets is the sandbox's doing.
-outside=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$APPROVAL/pending")
+token=$(sed -n 's/.*"token":"\([0-9a-f]*\)".*/\1/p' "$(grep -l '"name":"nethost-sv"' "$XDG_RUNTIME_DIR"/cloister/api/*.json)")
+outside=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $token" \
+	"http://127.0.0.1:$APPROVAL/pending")
 mv "$TMP/ports.tmp" "$TMP/ports"
 wait "$runpid"
 rc=$?

@@ -1,16 +1,18 @@
 #!/bin/sh
 # `cloister-supervisor run --ask web` driven over HTTP with curl, as a hostexec client, the CLI's
-# token registration and a dashboard would: the API info file, the token API (register, list,
-# revoke), POST /request auto-approved, approved through POST /approve, denied through POST
-# /deny with a reason, timed out (request.timeout from the config), refused by the policy; the
-# SSE stream sees request-added then request-removed for the same id; an exec ask of the agent
-# shows in /pending and is approved with `cloister-supervisor approve`. Prints TAP.
+# token registration and a dashboard would: the API info file, every read needing the API token
+# (401 without it, 200 with the Bearer header or the dashboard's cookie; the page and its files
+# public), the token API (register, list, revoke), POST /request auto-approved, approved
+# through POST /approve, denied through POST /deny with a reason, timed out (request.timeout
+# from the config), refused by the policy; the SSE stream sees request-added then
+# request-removed for the same id; an exec ask of the agent shows in /pending and is approved
+# with `cloister-supervisor approve`. Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-run_needs_root 48
-tap_plan 51
+run_needs_root 94
+tap_plan 94
 
 # Our own runtime directory: the CLI client finds this supervisor and no other.
 XDG_RUNTIME_DIR=$TMP/xdg
@@ -46,13 +48,13 @@ req() {
 field() { printf '%s' "${2-$body}" | sed -n 's/.*"'"$1"'":"\([^"]*\)".*/\1/p'; }
 # pending_id PATH TEXT: the id of the first item of GET PATH whose JSON contains TEXT, or "".
 pending_id() {
-	req GET "$URL$1"
+	req GET "$URL$1" -H "Authorization: Bearer $TOKEN"
 	printf '%s' "$body" | sed 's/},{/}\n{/g' | grep -F -- "$2" |
 		grep -o '"id":"[0-9a-f]*"' | head -n 1 | cut -d'"' -f4
 }
 # item_of PATH ID: the JSON of that item of GET PATH ($body is the whole answer).
 item_of() {
-	req GET "$URL$1"
+	req GET "$URL$1" -H "Authorization: Bearer $TOKEN"
 	printf '%s' "$body" | sed 's/},{/}\n{/g' | grep -F "\"id\":\"$2\""
 }
 # wait_id PATH TEXT: poll for it (5 s); the id in $id.
@@ -112,8 +114,44 @@ tap_like "$URL $TURL $RURL" '^http://127\.0\.0\.1:[0-9]+ http://127\.0\.0\.1:[0-
 	"it names the three servers on loopback, on free ports" "$info"
 tap_like "$TOKEN" '^[0-9a-f]{32,}$' "it holds the per-run API token"
 
-req GET "$URL/status"
+req GET "$URL/status" -H "Authorization: Bearer $TOKEN"
 tap_is "$code $(field status)" "200 ok" "GET /status answers" "$body"
+
+# ---- every read needs the API token: the agent's argv is nobody else's business ----
+# (deliberately stricter than guardian-api.md, whose GETs are open to any local user)
+for p in /pending /pending-domains /decisions /running /status /sandboxes /metrics /events \
+	/logs '/logs?cloister=webapi'; do
+	code=$(curl -s -o "$TMP/body" -D "$TMP/head" -w '%{http_code}' -m 2 "$URL$p")
+	tap_like "$code $(cat "$TMP/body")" '^401 \{"error":"missing or wrong API token' \
+		"GET $p without the token: 401 with a JSON error" "$(cat "$TMP/body")"
+	code=$(curl -s -o /dev/null -w '%{http_code}' -m 1 -H "Authorization: Bearer $TOKEN" "$URL$p")
+	tap_is "$code" 200 "GET $p with the Bearer token (the CLI): 200"
+	code=$(curl -s -o /dev/null -w '%{http_code}' -m 1 -H "Cookie: cloister_token=$TOKEN" "$URL$p")
+	tap_is "$code" 200 "GET $p with the dashboard's session cookie: 200"
+done
+tap_like "$(cat "$TMP/head")" 'WWW-Authenticate: Bearer' "a 401 names the scheme (WWW-Authenticate)"
+# Another local user (nobody): no token to be had, so nothing to read.
+if command -v setpriv >/dev/null 2>&1; then
+	code=$(setpriv --reuid=65534 --regid=65534 --clear-groups curl -s -o /dev/null \
+		-w '%{http_code}' "$URL/pending")
+	tap_is "$code" 401 "another local user (nobody) gets 401 from GET /pending"
+	tap_ok "$(setpriv --reuid=65534 --regid=65534 --clear-groups cat "$INFO" >/dev/null 2>&1 &&
+		echo 1 || echo 0)" "... and cannot read the API file's token"
+else
+	tap_skip "another local user gets 401" "setpriv is not installed"
+	tap_skip "another local user cannot read the API file" "setpriv is not installed"
+fi
+for p in / /static/app.js /static/util.js /static/style.css; do
+	code=$(curl -s -o /dev/null -w '%{http_code}' "$URL$p")
+	tap_is "$code" 200 "GET $p (the page and its files) needs no token"
+done
+code=$(curl -s -o /dev/null -D "$TMP/head" -w '%{http_code}' "$URL/?token=$TOKEN")
+tap_like "$code $(grep -i '^Set-Cookie:' "$TMP/head")" '^303 Set-Cookie: cloister_token=' \
+	"the login link sets the session cookie"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/?token=0123456789abcdef0123456789abcdef")
+tap_is "$code" 401 "a wrong login link: 401"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$RURL/nothing")
+tap_is "$code" 401 "the request server answers nothing without a cloister token (401)"
 
 # ---- safety ----
 req GET "$URL/pending" -H 'Host: evil.com'
@@ -121,14 +159,14 @@ tap_is "$code" 403 "a Host that is not loopback gets 403 (DNS rebinding)"
 req POST "$URL/approve/0123456789ab" -H 'Origin: http://evil.com' -H "Authorization: Bearer $TOKEN"
 tap_is "$code" 403 "a foreign Origin gets 403 (CSRF), even with the token"
 req POST "$URL/approve/0123456789ab"
-tap_is "$code" 403 "a state change without Origin and without the API token gets 403"
+tap_is "$code" 401 "a state change without the API token gets 401"
 req POST "$URL/approve/0123456789ab" -H "Authorization: Bearer $TOKEN"
 tap_is "$code $(field error)" "404 request not found" "with the API token: an unknown id is 404"
 
 # ---- token API ----
 CT=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 req GET "$TURL/tokens"
-tap_is "$code" 403 "the token list needs the API token"
+tap_is "$code" 401 "the token list needs the API token"
 # The worktree is a git checkout (of branch feature-x): /pending names the branch.
 mkdir -p "$TMP/.git"
 echo 'ref: refs/heads/feature-x' >"$TMP/.git/HEAD"
@@ -142,7 +180,8 @@ tap_like "$body" "\{\"token\":\"$CT\",\"cloister\":\"webapi-ext\",\"project\":\"
 	"GET /tokens lists it with its fields"
 
 # ---- the event stream, watched for the rest of the test ----
-curl -s -N --max-time 60 -H 'Accept: text/event-stream' "$URL/events" >"$TMP/sse" 2>/dev/null &
+curl -s -N --max-time 60 -H 'Accept: text/event-stream' -H "Authorization: Bearer $TOKEN" \
+	"$URL/events" >"$TMP/sse" 2>/dev/null &
 SSE=$!
 on_exit "kill $SSE 2>/dev/null"
 i=0
@@ -219,7 +258,7 @@ tap_is "$(cat "$TMP/timeout")" '{"status":"timeout","reason":"No approval within
 	"undecided, it times out after request.timeout (2s)"
 tap_ok "$([ "$elapsed" -ge 2 ] && [ "$elapsed" -le 6 ] && echo 0 || echo 1)" \
 	"after about 2 seconds" "elapsed: $elapsed s"
-req GET "$URL/pending"
+req GET "$URL/pending" -H "Authorization: Bearer $TOKEN"
 tap_is "$body" '{"requests":[]}' "nothing is left pending"
 
 # ---- bad requests ----
@@ -257,6 +296,13 @@ tap_like "$item" '"cloister":"webapi",.*"cmd":"id -u",.*"kind":"exec","pid":[0-9
 tap_like "$item" '"agent":"sh"' "... with the agent's name (run's command)" "$item"
 out=$("$SUPERVISOR" approve "$EXEC_ID" 2>&1)
 tap_is "$?:$out" "0:approved $EXEC_ID" "cloister-supervisor approve ID approves it"
+out=$("$SUPERVISOR" status 2>&1)
+tap_like "$?:$out" "^0:supervisor pid $SV at $URL/" "cloister-supervisor status reads with the API file's token"
+out=$(CLOISTER_API_TOKEN='' "$SUPERVISOR" pending --url "$URL" 2>&1)
+tap_like "$?:$(printf '%s' "$out" | tr '\n' ' ')" '^1:.*HTTP 401.*CLOISTER_API_TOKEN' \
+	"... and without a token it is refused, and says why"
+out=$(CLOISTER_API_TOKEN=$TOKEN "$SUPERVISOR" pending --url "$URL" 2>&1)
+tap_is "$?:$out" "0:no pending requests" "... with \$CLOISTER_API_TOKEN it reads"
 i=0
 while ! grep -q '^status' "$TMP/id.out" 2>/dev/null && [ $i -lt 100 ]; do
 	sleep 0.05

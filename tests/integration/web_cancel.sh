@@ -50,7 +50,7 @@ running_id() {
 	id=""
 	n=0
 	while [ -z "$id" ] && [ $n -lt 100 ]; do
-		id=$(curl -s "$URL/running" |
+		id=$(curl -s -H "Authorization: Bearer $TOK" "$URL/running" |
 			sed -n "s/.*\"id\":\"\\([0-9a-f]*\\)\",\"kind\":\"$1\".*/\\1/p")
 		[ -n "$id" ] || sleep 0.1
 		n=$((n + 1))
@@ -65,7 +65,7 @@ curl -s -m 40 -X POST -H "X-Cloister-Token: $CTOK" -d '{"args":["sleep","30"]}' 
 client=$!
 id=$(running_id hostexec)
 tap_ok "$([ -n "$id" ] && echo 0 || echo 1)" "an auto-approved hostexec command is listed as running" \
-	"$(curl -s "$URL/running")"
+	"$(curl -s -H "Authorization: Bearer $TOK" "$URL/running")"
 resp=$(curl -s -X POST -H "Authorization: Bearer $TOK" "$URL/cancel/$id")
 tap_like "$resp" '"status":"cancelled"' "POST /cancel/ID cancels it"
 wait "$client"
@@ -79,11 +79,11 @@ tap_like "$(curl -s -X POST -H "Authorization: Bearer $TOK" "$URL/cancel/$id")" 
 curl -s -m 1 -X POST -H "X-Cloister-Token: $CTOK" -d '{"args":["sleep","30"]}' \
 	"$REQURL/request" >/dev/null 2>&1
 n=0
-while [ "$(curl -s "$URL/running")" != '{"running":[]}' ] && [ $n -lt 50 ]; do
+while [ "$(curl -s -H "Authorization: Bearer $TOK" "$URL/running")" != '{"running":[]}' ] && [ $n -lt 50 ]; do
 	sleep 0.1
 	n=$((n + 1))
 done
-tap_is "$(curl -s "$URL/running")" '{"running":[]}' \
+tap_is "$(curl -s -H "Authorization: Bearer $TOK" "$URL/running")" '{"running":[]}' \
 	"a hostexec client that hangs up stops its command"
 
 # ---- a shim call ----
@@ -96,5 +96,5 @@ tap_ok "$([ -n "$id" ] && echo 0 || echo 1)" "a shim call that runs is listed to
 curl -s -X POST -H "Authorization: Bearer $TOK" "$URL/cancel/$id" >/dev/null
 wait "$shim"
 tap_is "$(cat "$TMP/shim.rc")" 143 "cancelled: the shim exits 143 (SIGTERM)" "$(cat "$TMP/shim.err")"
-tap_is "$(curl -s "$URL/running")" '{"running":[]}' "nothing is left running"
+tap_is "$(curl -s -H "Authorization: Bearer $TOK" "$URL/running")" '{"running":[]}' "nothing is left running"
 tap_done

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <linux/sched.h> /* struct clone_args */
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -773,12 +774,78 @@ static int child_forbidden_syscalls(void *arg)
 	return bad;
 }
 
+static int child_nested_namespaces(void *arg)
+{
+	struct clone_args ca = {.exit_signal = SIGCHLD};
+
+	if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0)
+		return 1;
+	if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0)
+		return 2;
+	if (syscall(SYS_clone3, &ca, sizeof(ca)) != -1 || errno != ENOSYS)
+		return 3;
+	return 0;
+}
+
 static void test_io_uring_userfaultfd_and_nested_listeners_are_refused(void **state)
 {
 	struct sandbox sb;
 	REQUIRE_ROOT();
 
 	start(&sb, child_forbidden_syscalls, NULL);
+	assert_exited(finish(&sb), 0);
+}
+
+/* The re-mapping calls fail with EPERM, clone3 with ENOSYS, plain fork and thread-like clones
+ * work. Bit by bit what went wrong. */
+static int child_remap_syscalls(void *arg)
+{
+	struct clone_args ca = {.exit_signal = SIGCHLD};
+	int bad = 0, fd;
+	pid_t pid;
+
+	errno = 0;
+	if (unshare(CLONE_NEWUSER) != -1 || errno != EPERM)
+		bad |= 1;
+	if (unshare(CLONE_NEWNS) != -1 || errno != EPERM)
+		bad |= 2;
+	if (syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, NULL, NULL, NULL, 0) != -1 ||
+	    errno != EPERM)
+		bad |= 4;
+	if (syscall(SYS_clone3, &ca, sizeof(ca)) != -1 || errno != ENOSYS)
+		bad |= 8;
+	if (mount("none", "/", NULL, MS_REMOUNT | MS_BIND, NULL) != -1 || errno != EPERM)
+		bad |= 16;
+	if (chroot("/") != -1 || errno != EPERM)
+		bad |= 32;
+	fd = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || setns(fd, 0) != -1 || errno != EPERM)
+		bad |= 64;
+	if (socket(AF_PACKET, SOCK_RAW, 0) != -1 || errno != EPERM)
+		bad |= 128;
+	if (syscall(SYS_fsopen, "tmpfs", 0) != -1 || errno != EPERM)
+		bad |= 256;
+	/* Unaffected: fork (clone without namespace flags) and unshare of what is no namespace. */
+	pid = fork();
+	if (pid == 0)
+		_exit(0);
+	if (pid < 0 || waitpid(pid, NULL, 0) != pid)
+		bad |= 512;
+	if (unshare(CLONE_FILES) != 0)
+		bad |= 1024;
+	return bad;
+}
+
+static void test_namespaces_and_mounts_are_refused_unless_nested_is_allowed(void **state)
+{
+	struct notifier_filter_opts nested = {.allow_nested_sandbox = true};
+	struct sandbox sb;
+	REQUIRE_ROOT();
+
+	start(&sb, child_remap_syscalls, NULL);
+	assert_exited(finish(&sb), 0);
+	/* With the option: a user and mount namespace of its own (clone3 stays ENOSYS). */
+	start_opts(&sb, &nested, child_nested_namespaces, NULL);
 	assert_exited(finish(&sb), 0);
 }
 
@@ -1033,6 +1100,7 @@ static int child_setup_chroot_then(void *arg);
 
 static void test_paths_resolve_in_the_sandboxs_mount_namespace_and_root(void **state)
 {
+	struct notifier_filter_opts nested = {.allow_nested_sandbox = true};
 	struct sandbox sb;
 	struct seccomp_notif req;
 	struct exec_target *t;
@@ -1040,7 +1108,9 @@ static void test_paths_resolve_in_the_sandboxs_mount_namespace_and_root(void **s
 	char hostpath[PATH_MAX + 32];
 	REQUIRE_ROOT();
 
-	start(&sb, child_setup_chroot_then, tmpdir);
+	/* The child builds its own mount namespace and root after the filter is installed, as
+	 * an agent that sandboxes its own tools does (the filter refuses that by default). */
+	start_opts(&sb, &nested, child_setup_chroot_then, tmpdir);
 	/* 1: /cloister-link -> /bin/cloister-tool, inside the chroot */
 	t = receive_exec(&sb, &req);
 	assert_string_equal(t->cwd, "/");
@@ -1263,6 +1333,9 @@ int main(void)
 	                test_paths_resolve_in_the_sandboxs_mount_namespace_and_root, make_tmpdir,
 	                remove_tmpdir),
 	        cmocka_unit_test_setup_teardown(test_exec_from_a_non_leader_thread, guard, unguard),
+	        cmocka_unit_test_setup_teardown(
+	                test_namespaces_and_mounts_are_refused_unless_nested_is_allowed, guard,
+	                unguard),
 	        cmocka_unit_test_setup_teardown(test_fifty_concurrent_execs_answered_in_one_loop,
 	                                        guard, unguard),
 	};

@@ -1,12 +1,15 @@
 /* The egress proxy end to end, with real sockets (root).
  *
  * The whole test first moves into a network namespace of its own, which plays the host: the
- * upstream servers (echo servers on 192.0.2.1, [2001:db8::1] and 127.0.0.1, all on that
- * netns's lo) and the proxy's loop live there, and nothing the test does touches the real
- * host's network. From it a sandbox netns is made as `run` will make it (netfilter_netns_setup,
- * the egress rules, the listeners), and clients use sockets created inside the sandbox netns:
- * every TCP connection they open lands on the transparent proxy, every DNS query on the
- * resolver. Names map to the test's addresses through a hosts file of the resolver's.
+ * proxy's loop lives there, with a server on its loopback (127.0.0.1) and one listening on
+ * every address of it ([::], also IPv4), and nothing the test does touches the real host's
+ * network. The upstream servers (echo servers on 192.0.2.1 and [2001:db8::1]) live in a
+ * second one, "the world", joined to the host's by a veth pair (host side 192.0.2.254 and
+ * 2001:db8::fe): the proxy refuses every address of the host it dials from. From it a sandbox netns
+ * is made as `run` will make it (netfilter_netns_setup, the egress rules, the listeners), and
+ * clients use sockets created inside the sandbox netns: every TCP connection they open lands on the
+ * transparent proxy, every DNS query on the resolver. Names map to the test's addresses through a
+ * hosts file of the resolver's.
  *
  * The owner's policy (decide) is a table: denied.test is denied, names starting with
  * "pending" are held until the test answers, the rest are allowed. A banner server on
@@ -191,8 +194,10 @@ static struct env {
 	int netns_fd;
 	struct nft_egress *rules;
 	struct netfilter_listeners l;
-	struct echo_server echo4, echo6, echo_lo, banner;
+	int world_fd;
+	struct echo_server echo4, echo6, echo_lo, banner, self;
 	uint16_t port;        /* of every echo server */
+	uint16_t self_port;   /* of the one on [::] of the host */
 	uint16_t banner_port; /* of the banner server, on 192.0.2.1 */
 	char hosts_path[64];
 	struct loop *loop;
@@ -208,6 +213,8 @@ static struct env {
 	pthread_cond_t cond;
 	struct seen seen;
 } env = {.netns_fd = -EBADF,
+         .world_fd = -EBADF,
+         .self.fd = -EBADF,
          .connect_fd = -EBADF,
          .cmd_pipe = {-EBADF, -EBADF},
          .echo4.fd = -EBADF,
@@ -263,7 +270,7 @@ static int on_original_dst(void *userdata, int fd, const struct sockaddr *peer, 
 
 static bool on_allow_restricted(void *userdata, const struct proxy_conn_info *info)
 {
-	return strcmp(info->host, "loopok.test") == 0;
+	return strcmp(info->host, "loopok.test") == 0 || strcmp(info->host, "selfok.test") == 0;
 }
 
 static bool on_name_allowed(void *userdata, const void *tag, const char *name)
@@ -360,6 +367,33 @@ static int run(const char *cmd)
 static int group_teardown(void **state);
 static int setup_failed(void);
 
+/* netfilter_run_in_netns() callbacks: a command, an echo server, in the world's netns. */
+static int run_there(void *userdata)
+{
+	return run(userdata);
+}
+
+struct echo_args {
+	struct echo_server *s;
+	int family;
+	const char *addr;
+	uint16_t *port;
+};
+
+static int echo_start_there(void *userdata)
+{
+	struct echo_args *a = userdata;
+
+	return echo_start(a->s, a->family, a->addr, a->port);
+}
+
+static int echo_start_in_world(struct echo_server *s, int family, const char *addr, uint16_t *port)
+{
+	struct echo_args a = {s, family, addr, port};
+
+	return netfilter_run_in_netns(env.world_fd, echo_start_there, &a);
+}
+
 static int group_setup(void **state)
 {
 	struct cl_error err = {{0}};
@@ -376,6 +410,7 @@ static int group_setup(void **state)
 	socklen_t slen = sizeof(sin);
 	uint16_t port = 0;
 	FILE *f;
+	char cmd[512];
 	int fd, r;
 
 	pthread_mutex_init(&env.lock, NULL);
@@ -383,17 +418,38 @@ static int group_setup(void **state)
 	env.l = (struct netfilter_listeners)NETFILTER_LISTENERS_INIT;
 	if (skip_reason)
 		return 0;
-	if (run("ip link set lo up && ip addr add 192.0.2.1/32 dev lo && "
-	        "ip -6 addr add 2001:db8::1/128 dev lo nodad") < 0)
+	if (run("ip link set lo up") < 0 || netfilter_netns_create(&env.world_fd) < 0)
 		return setup_failed();
-	if (echo_start(&env.echo4, AF_INET, "192.0.2.1", &port) < 0)
+	/* Static neighbours: the first IPv6 connection would otherwise wait a second for
+	 * neighbour discovery. */
+	snprintf(cmd, sizeof(cmd),
+	         "ip link add tpw0 address 02:00:00:00:00:01 type veth peer name tpw1 "
+	         "address 02:00:00:00:00:02 netns /proc/%d/fd/%d && "
+	         "ip addr add 192.0.2.254/24 dev tpw0 && "
+	         "ip -6 addr add 2001:db8::fe/64 dev tpw0 nodad && ip link set tpw0 up && "
+	         "ip neigh add 192.0.2.1 lladdr 02:00:00:00:00:02 dev tpw0 nud permanent && "
+	         "ip -6 neigh add 2001:db8::1 lladdr 02:00:00:00:00:02 dev tpw0 nud permanent",
+	         (int)getpid(), env.world_fd);
+	if (run(cmd) < 0 ||
+	    netfilter_run_in_netns(
+	            env.world_fd, run_there,
+	            "ip link set lo up && ip addr add 192.0.2.1/24 dev tpw1 && "
+	            "ip -6 addr add 2001:db8::1/64 dev tpw1 nodad && ip link set tpw1 up && "
+	            "ip neigh add 192.0.2.254 lladdr 02:00:00:00:00:01 dev tpw1 nud permanent && "
+	            "ip -6 neigh add 2001:db8::fe lladdr 02:00:00:00:00:01 dev tpw1 "
+	            "nud permanent") < 0)
+		return setup_failed();
+	if (echo_start_in_world(&env.echo4, AF_INET, "192.0.2.1", &port) < 0)
 		return setup_failed();
 	env.port = port;
-	if (echo_start(&env.echo6, AF_INET6, "2001:db8::1", &port) < 0 ||
+	if (echo_start_in_world(&env.echo6, AF_INET6, "2001:db8::1", &port) < 0 ||
 	    echo_start(&env.echo_lo, AF_INET, "127.0.0.1", &port) < 0)
 		return setup_failed();
 	env.banner.banner = true;
-	if (echo_start(&env.banner, AF_INET, "192.0.2.1", &env.banner_port) < 0)
+	if (echo_start_in_world(&env.banner, AF_INET, "192.0.2.1", &env.banner_port) < 0)
+		return setup_failed();
+	/* A service of the host on every address of it, IPv4 included (dual-stack [::]). */
+	if (echo_start(&env.self, AF_INET6, "::", &env.self_port) < 0)
 		return setup_failed();
 
 	snprintf(env.hosts_path, sizeof(env.hosts_path), "/tmp/test_proxy_hosts.XXXXXX");
@@ -407,7 +463,10 @@ static int group_setup(void **state)
 	fprintf(f, "192.0.2.1 web.test tls.test raw.test pending.test pending2.test closed.test "
 	           "banner.test\n"
 	           "2001:db8::1 v6.test\n"
-	           "127.0.0.1 loop.test loopok.test\n");
+	           "127.0.0.1 loop.test loopok.test\n"
+	           "192.0.2.254 self.test selfok.test\n"
+	           "2001:db8::fe self6.test\n"
+	           "192.0.2.99 late.test\n");
 	fclose(f);
 
 	r = netfilter_netns_create(&env.netns_fd);
@@ -488,6 +547,8 @@ static int group_teardown(void **state)
 	echo_stop(&env.echo6);
 	echo_stop(&env.echo_lo);
 	echo_stop(&env.banner);
+	echo_stop(&env.self);
+	cl_closep(&env.world_fd);
 	if (env.hosts_path[0])
 		unlink(env.hosts_path);
 	return 0;
@@ -844,6 +905,53 @@ static void test_metadata_and_loopback_destinations_are_refused(void **state)
 	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
 }
 
+/* Every address of the host the proxy dials from is the host itself: a service listening on
+ * [::] (or 0.0.0.0) answers there as on loopback. Refused by name and by address, over IPv4
+ * and IPv6, for an address added after the proxy started, unless the policy names the host. */
+static void test_addresses_of_the_host_are_refused_unless_named(void **state)
+{
+	static const char self[] = "GET / HTTP/1.1\r\nHost: self.test\r\n\r\n";
+	static const char self6[] = "GET / HTTP/1.1\r\nHost: self6.test\r\n\r\n";
+	static const char selfok[] = "GET / HTTP/1.1\r\nHost: selfok.test\r\n\r\n";
+	static const char late[] = "GET / HTTP/1.1\r\nHost: late.test\r\n\r\n";
+	static const uint8_t raw[] = {1, 2, 3};
+
+	skip_if_needed();
+	/* A name that resolves to the host's interface address. */
+	expect_reset(AF_INET, "203.0.113.5", env.self_port, self, sizeof(self) - 1);
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.decide_calls, 1);
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
+	assert_string_equal(env.seen.reason, "an address of this host");
+
+	reset_seen();
+	expect_reset(AF_INET, "203.0.113.5", env.self_port, self6, sizeof(self6) - 1);
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
+
+	/* The address itself, unnamed: refused before anybody is asked. */
+	reset_seen();
+	expect_reset(AF_INET, "192.0.2.254", env.self_port, raw, sizeof(raw));
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.decide_calls, 0);
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
+
+	/* An address the host gets after the proxy started counts at once. */
+	reset_seen();
+	assert_int_equal(run("ip addr add 192.0.2.99/32 dev lo"), 0);
+	expect_reset(AF_INET, "203.0.113.5", env.self_port, late, sizeof(late) - 1);
+	assert_int_equal(run("ip addr del 192.0.2.99/32 dev lo"), 0);
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
+	assert_string_equal(env.seen.reason, "an address of this host");
+
+	/* ... unless the policy names that exact host. */
+	reset_seen();
+	expect_echo(AF_INET, "203.0.113.5", env.self_port, selfok, sizeof(selfok) - 1);
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+}
+
 static void test_unnamed_connection_is_decided_as_its_address(void **state)
 {
 	static const uint8_t raw[] = {1, 2, 3};
@@ -1143,6 +1251,38 @@ static void test_connect_denied_gets_403_json(void **state)
 	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_DENIED);
 }
 
+/* The CONNECT proxy dials from the host too: the host's addresses are refused there, by name,
+ * as a literal and as IPv4 spelled in IPv6. */
+static void test_connect_to_an_address_of_the_host_gets_403(void **state)
+{
+	static const char *const targets[] = {"self.test", "self6.test", "192.0.2.254",
+	                                      "[2001:db8::fe]", "[::ffff:192.0.2.254]"};
+	char got[2048], auth[256], req[512];
+	int fd;
+
+	for (size_t i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		skip_if_needed();
+		snprintf(req, sizeof(req), "CONNECT %s:%u HTTP/1.1\r\n%s\r\n", targets[i],
+		         env.self_port, auth_header(auth, sizeof(auth), TOKEN));
+		fd = connect_proxy(req, got, sizeof(got));
+		close(fd);
+		if (strncmp(got, "HTTP/1.1 403", 12) != 0 ||
+		    !strstr(got, "destination address not allowed"))
+			fail_msg("CONNECT %s: %.200s", targets[i], got);
+		assert_true(wait_closed(1));
+		assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
+	}
+	/* Named by the policy: tunnelled. */
+	skip_if_needed();
+	snprintf(req, sizeof(req), "CONNECT selfok.test:%u HTTP/1.1\r\n%s\r\n", env.self_port,
+	         auth_header(auth, sizeof(auth), TOKEN));
+	fd = connect_proxy(req, got, sizeof(got));
+	close(fd);
+	assert_true(strncmp(got, "HTTP/1.1 200", 12) == 0);
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+}
+
 static void test_connect_pending_refused_says_why(void **state)
 {
 	char got[2048], auth[256], req[512];
@@ -1236,6 +1376,7 @@ int main(void)
 	        cmocka_unit_test(test_pending_ask_holds_the_connection_until_decided),
 	        cmocka_unit_test(test_pending_ask_refused_later_resets),
 	        cmocka_unit_test(test_metadata_and_loopback_destinations_are_refused),
+	        cmocka_unit_test(test_addresses_of_the_host_are_refused_unless_named),
 	        cmocka_unit_test(test_unnamed_connection_is_decided_as_its_address),
 	        cmocka_unit_test(test_eof_before_any_byte_is_decided_at_once_by_the_fake_ip),
 	        cmocka_unit_test(
@@ -1248,6 +1389,7 @@ int main(void)
 	        cmocka_unit_test(test_connect_without_or_with_a_wrong_token_gets_407),
 	        cmocka_unit_test(test_connect_tunnels_to_an_allowed_host),
 	        cmocka_unit_test(test_connect_denied_gets_403_json),
+	        cmocka_unit_test(test_connect_to_an_address_of_the_host_gets_403),
 	        cmocka_unit_test(test_connect_pending_refused_says_why),
 	        cmocka_unit_test(test_connect_client_leaving_while_pending_cancels),
 	        cmocka_unit_test(test_connect_other_methods_get_405_and_unreachable_502),

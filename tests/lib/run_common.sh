@@ -7,7 +7,9 @@
 #   run_skip_all N REASON      print the plan of N skips for REASON and exit
 #   write_config < YAML        the test's own config ($CFG/config.yaml)
 #   sv [RUN OPTIONS] -- AGENT  run the supervisor (bounded: $SV_TIMEOUT s), --config-dir $CFG,
-#                              stdin /dev/null; stdout in $OUT, stderr in $ERR, status in $rc
+#                              stdin /dev/null, in $TMP (the sandbox's /tmp is private: the
+#                              working directory is what the agent sees of it); stdout in $OUT,
+#                              stderr in $ERR, status in $rc
 #   audit_count REGEX          lines of the audit log matching REGEX (0 if there is none)
 #   audit_reset                start a new audit log
 #   cgroup2_root               the cgroup2 mount point, from /proc/self/mountinfo
@@ -73,7 +75,7 @@ run_needs_tools() {
 write_config() { cat >"$CFG/config.yaml"; }
 
 sv() {
-	timeout -k 5 "$SV_TIMEOUT" "$SUPERVISOR" run --config-dir "$CFG" "$@" \
+	(cd "$TMP" && exec timeout -k 5 "$SV_TIMEOUT" "$SUPERVISOR" run --config-dir "$CFG" "$@") \
 		</dev/null >"$OUT" 2>"$ERR"
 	rc=$?
 }

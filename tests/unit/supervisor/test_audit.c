@@ -14,6 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "supervisor/audit.h"
 
 /* 2026-11-22T01:56:07.123Z */
@@ -185,6 +187,199 @@ static void test_hostile_argv_is_escaped_and_made_valid_utf8(void **state)
 	}
 }
 
+/* A line parsed back: it must be one valid JSON object. */
+static cJSON *parse_line(const char *line)
+{
+	cJSON *o = cJSON_Parse(line);
+
+	if (!cJSON_IsObject(o))
+		fail_msg("not a JSON object: %.300s", line);
+	return o;
+}
+
+static const char *json_str(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double json_num(const cJSON *o, const char *key)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+
+	if (!cJSON_IsNumber(v))
+		fail_msg("%s is not a number", key);
+	return v->valuedouble;
+}
+
+/* The attack of the issue: one exec with a 1 MB argument gave a 1 MB line. */
+static void test_a_huge_argv_is_summarised_with_its_length_and_digest(void **state)
+{
+	char *big = malloc(1000001);
+	const char *argv[] = {"curl", "-d", big};
+	struct audit_record rec = {.time_ms = T0,
+	                           .sandbox = "sb",
+	                           .kind = "exec",
+	                           .pid = 1,
+	                           .uid = 0,
+	                           .argv = argv,
+	                           .argc = 3,
+	                           .verdict = AUDIT_ALLOW,
+	                           .latency_ms = -1};
+	char *line = NULL;
+	cJSON *o, *sum, *args;
+
+	assert_non_null(big);
+	memset(big, 'A', 1000000);
+	big[1000000] = '\0';
+	assert_int_equal(audit_format_line(&rec, &line), 0);
+	assert_true(strlen(line) < 8192);
+	o = parse_line(line);
+	args = cJSON_GetObjectItemCaseSensitive(o, "argv");
+	assert_int_equal(cJSON_GetArraySize(args), 3);
+	assert_string_equal(cJSON_GetArrayItem(args, 0)->valuestring, "curl");
+	/* The start of the big one, cut with "…", within the array's bound. */
+	const char *third = cJSON_GetArrayItem(args, 2)->valuestring;
+	assert_true(strlen(third) > 3000 && strlen(third) < AUDIT_ARGV_MAX);
+	assert_memory_equal(third, "AAAA", 4);
+	assert_string_equal(third + strlen(third) - 3, "\xe2\x80\xa6");
+	sum = cJSON_GetObjectItemCaseSensitive(o, "argv_summary");
+	assert_true(cJSON_IsObject(sum));
+	assert_int_equal((int)json_num(sum, "argc"), 3);
+	assert_int_equal((int)json_num(sum, "bytes"), 1000009);
+	/* sha256 of "curl\0-d\0AAAA…\0", computed elsewhere (Python's hashlib). */
+	assert_string_equal(json_str(sum, "sha256"),
+	                    "f20ce9649af42e4b121ed072798dee1080266a21e4fca2167edf3711a86de6ec");
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sum, "last_cut")));
+	assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(sum, "complete")));
+	cJSON_Delete(o);
+	free(line);
+
+	/* Read only in part (the notifier's limit): the summary says so. */
+	rec.argv_incomplete = true;
+	assert_int_equal(audit_format_line(&rec, &line), 0);
+	o = parse_line(line);
+	sum = cJSON_GetObjectItemCaseSensitive(o, "argv_summary");
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(sum, "complete")));
+	cJSON_Delete(o);
+	free(line);
+	free(big);
+}
+
+static void test_many_small_arguments_are_summarised_by_count(void **state)
+{
+	static char text[5000][16];
+	static const char *argv[5000];
+	struct audit_record rec = {.time_ms = T0,
+	                           .kind = "exec",
+	                           .pid = -1,
+	                           .uid = -1,
+	                           .argv = argv,
+	                           .argc = 5000,
+	                           .verdict = AUDIT_DENY,
+	                           .latency_ms = -1};
+	char *line = NULL;
+	cJSON *o, *sum, *args;
+
+	for (int i = 0; i < 5000; i++) {
+		snprintf(text[i], sizeof(text[i]), "x%d", i);
+		argv[i] = text[i];
+	}
+	assert_int_equal(audit_format_line(&rec, &line), 0);
+	o = parse_line(line);
+	args = cJSON_GetObjectItemCaseSensitive(o, "argv");
+	assert_int_equal(cJSON_GetArraySize(args), AUDIT_ARGV_MAX_ARGS);
+	assert_string_equal(cJSON_GetArrayItem(args, AUDIT_ARGV_MAX_ARGS - 1)->valuestring, "x255");
+	sum = cJSON_GetObjectItemCaseSensitive(o, "argv_summary");
+	assert_int_equal((int)json_num(sum, "argc"), 5000);
+	assert_int_equal((int)json_num(sum, "bytes"), 28890);
+	assert_string_equal(json_str(sum, "sha256"),
+	                    "52446deefb37bdc5557e14cc644064154ed49893628e30c5d3ea4cefa3883b8b");
+	assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(sum, "last_cut")));
+	cJSON_Delete(o);
+	free(line);
+}
+
+/* Every string field is bounded as written: escapes count, a cut never splits an escape or a
+ * UTF-8 sequence, and what fits exactly is not cut. */
+static void test_every_field_is_bounded_as_written(void **state)
+{
+	static char ctl[3000], utf8[9000], exact[AUDIT_FIELD_MAX - 1], over[AUDIT_FIELD_MAX];
+	const char *argv[] = {"sh"};
+	struct audit_record rec = {.time_ms = T0,
+	                           .kind = "exec",
+	                           .pid = -1,
+	                           .uid = -1,
+	                           .argv = argv,
+	                           .argc = 1,
+	                           .verdict = AUDIT_DENY,
+	                           .latency_ms = -1};
+	char *line = NULL;
+	cJSON *o;
+	const char *v;
+
+	memset(ctl, '\x1b', sizeof(ctl) - 1); /* each one 6 bytes as written: \u001b */
+	for (size_t i = 0; i + 3 < sizeof(utf8); i += 3)
+		memcpy(utf8 + i, "\xe2\x82\xac", 3); /* € */
+	memset(exact, 'e', sizeof(exact) - 1);       /* 4094 bytes and two quotes: just fits */
+	memset(over, 'o', sizeof(over) - 1);         /* one more: cut */
+	rec.exe = ctl;
+	rec.cwd = utf8;
+	rec.summary = exact;
+	rec.reason = over;
+	assert_int_equal(audit_format_line(&rec, &line), 0);
+	assert_true(strlen(line) < 5 * AUDIT_FIELD_MAX);
+	o = parse_line(line);
+	v = json_str(o, "exe");
+	assert_true(strlen(v) > 600);
+	for (size_t i = 0; i + 3 < strlen(v); i++)
+		assert_int_equal(v[i], '\x1b');
+	assert_string_equal(v + strlen(v) - 3, "\xe2\x80\xa6");
+	v = json_str(o, "cwd");
+	assert_int_equal(strlen(v) % 3, 0); /* whole characters only */
+	assert_string_equal(v + strlen(v) - 3, "\xe2\x80\xa6");
+	assert_string_equal(json_str(o, "summary"), exact);
+	v = json_str(o, "reason");
+	assert_int_equal(strlen(v), AUDIT_FIELD_MAX - 2); /* all but the quotes, "…" included */
+	assert_string_equal(v + strlen(v) - 3, "\xe2\x80\xa6");
+	cJSON_Delete(o);
+	free(line);
+	/* Each written value stays within its bound. */
+	assert_int_equal(audit_format_line(&rec, &line), 0);
+	assert_non_null(strstr(line, "\"summary\":\""));
+	assert_int_equal(strstr(line, "\",\"verdict\"") + 1 - strstr(line, "\"summary\":\"") -
+	                         (long)strlen("\"summary\":"),
+	                 AUDIT_FIELD_MAX);
+	free(line);
+}
+
+static void test_a_suppressed_record_carries_the_count(void **state)
+{
+	struct audit_record rec = {
+	        .time_ms = T0,
+	        .sandbox = "sb",
+	        .kind = "audit",
+	        .pid = -1,
+	        .uid = -1,
+	        .verdict = AUDIT_SUPPRESSED,
+	        .latency_ms = -1,
+	        .reason = "r",
+	        .suppressed = 42,
+	};
+	char *line = NULL;
+
+	assert_int_equal(audit_format_line(&rec, &line), 0);
+	assert_string_equal(line,
+	                    "{\"time\":\"2026-11-22T01:56:07.123Z\",\"id\":null,\"sandbox\":\"sb\","
+	                    "\"project\":null,\"kind\":\"audit\",\"pid\":null,\"uid\":null,"
+	                    "\"exe\":null,\"argv\":null,\"cwd\":null,\"interpreter\":null,"
+	                    "\"summary\":null,\"verdict\":\"suppressed\",\"rule\":null,"
+	                    "\"decided_by\":null,\"scope\":null,\"latency_ms\":null,"
+	                    "\"reason\":\"r\",\"suppressed\":42}\n");
+	free(line);
+}
+
 static void test_time_is_rfc3339_utc_with_milliseconds(void **state)
 {
 	char buf[32];
@@ -248,6 +443,39 @@ static void test_queue_events_become_records(void **state)
 	assert_non_null(strstr(line, "\"argv\":[\"rm\",\"-rf\",\"build\"]"));
 	assert_non_null(strstr(line, "\"verdict\":\"approved\""));
 	free(line);
+	assert_false(rec.automatic); /* a person decided */
+	assert_false(rec.unanswered_ask);
+	queue_event_release(&ev);
+
+	/* Nobody to answer: the fallback decides at once. Both records are automatic. */
+	queue_set_approvers(q, 0, 4000);
+	req.cookie = 2;
+	req.argc = 2;
+	assert_int_equal(queue_add(q, &req, 4000, id), QUEUE_ADD_DECIDED);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(queue_pop_event(q, &ev), 1);
+		audit_record_from_queue_event(&ev, T0, &rec);
+		assert_int_equal(rec.verdict, i == 0 ? AUDIT_ASK : AUDIT_DENIED);
+		assert_true(rec.automatic);
+		assert_false(rec.unanswered_ask); /* one rate is enough */
+		queue_event_release(&ev);
+	}
+	/* Timed out while a person could have answered: not automatic. */
+	queue_set_approvers(q, 1, 5000);
+	req.cookie = 3;
+	req.argc = 1;
+	assert_int_equal(queue_add(q, &req, 5000, id), QUEUE_ADD_NEW);
+	assert_int_equal(queue_pop_event(q, &ev), 1);
+	audit_record_from_queue_event(&ev, T0, &rec);
+	assert_false(rec.automatic);
+	assert_true(rec.unanswered_ask); /* the agent can make asks come and go at will */
+	queue_event_release(&ev);
+	queue_tick(q, 5000 + 10 * 60 * 1000);
+	assert_int_equal(queue_pop_event(q, &ev), 1);
+	audit_record_from_queue_event(&ev, T0, &rec);
+	assert_int_equal(rec.verdict, AUDIT_TIMED_OUT);
+	assert_false(rec.automatic);
+	assert_true(rec.unanswered_ask);
 	queue_event_release(&ev);
 	queue_free(q);
 }
@@ -440,6 +668,10 @@ int main(void)
 	        cmocka_unit_test(test_a_connection_record_carries_bytes_and_duration),
 	        cmocka_unit_test(test_numbers_keep_their_format),
 	        cmocka_unit_test(test_hostile_argv_is_escaped_and_made_valid_utf8),
+	        cmocka_unit_test(test_a_huge_argv_is_summarised_with_its_length_and_digest),
+	        cmocka_unit_test(test_many_small_arguments_are_summarised_by_count),
+	        cmocka_unit_test(test_every_field_is_bounded_as_written),
+	        cmocka_unit_test(test_a_suppressed_record_carries_the_count),
 	        cmocka_unit_test(test_time_is_rfc3339_utc_with_milliseconds),
 	        cmocka_unit_test(test_queue_events_become_records),
 	        cmocka_unit_test(test_path_follows_xdg_state_home_then_home),

@@ -102,6 +102,60 @@ static void test_bounds_fail_the_whole_call(void **state)
 	env_scrub_free(out);
 }
 
+static void test_agent_rules_drop_sockets_and_credentials_but_keep_the_model_keys(void **state)
+{
+	static const char *const kept[] = {"PATH",
+	                                   "HOME",
+	                                   "LD_PRELOAD",
+	                                   "TERM",
+	                                   "XDG_RUNTIME_DIR",
+	                                   "RANDOM_UNLISTED",
+	                                   "ANTHROPIC_API_KEY",
+	                                   "OPENAI_API_KEY",
+	                                   "GEMINI_API_KEY",
+	                                   "CLAUDE_CODE_OAUTH_TOKEN"};
+	static const char *const dropped[] = {"TMUX",
+	                                      "TMUX_PANE",
+	                                      "STY",
+	                                      "SSH_AUTH_SOCK",
+	                                      "SSH_AGENT_PID",
+	                                      "GPG_AGENT_INFO",
+	                                      "DBUS_SESSION_BUS_ADDRESS",
+	                                      "DISPLAY",
+	                                      "WAYLAND_DISPLAY",
+	                                      "XAUTHORITY",
+	                                      "GITHUB_TOKEN",
+	                                      "github_token",
+	                                      "MY_SECRET",
+	                                      "DB_PASSWORD",
+	                                      "AWS_ACCESS_KEY_ID",
+	                                      "AWS_REGION",
+	                                      "KRB5CCNAME",
+	                                      "NVIM",
+	                                      "VSCODE_IPC_HOOK_CLI",
+	                                      "anthropic_api_key" /* the keep list is exact */,
+	                                      "CLOISTER_API_TOKEN",
+	                                      "CLOISTER_EXECUTOR_SECRET"};
+
+	for (size_t i = 0; i < ELEMENTSOF(kept); i++)
+		if (env_scrub_keeps(&env_scrub_agent_rules, kept[i]) != 1)
+			fail_msg("%s is dropped", kept[i]);
+	for (size_t i = 0; i < ELEMENTSOF(dropped); i++)
+		if (env_scrub_keeps(&env_scrub_agent_rules, dropped[i]) != 0)
+			fail_msg("%s is kept", dropped[i]);
+}
+
+static void test_the_keep_list_wins_over_deny(void **state)
+{
+	static const char *const deny[] = {"*_TOKEN"}, *const keep[] = {"MY_TOKEN"};
+	struct env_scrub_rules rules = {.deny = deny, .n_deny = 1, .keep = keep, .n_keep = 1};
+
+	assert_int_equal(env_scrub_keeps(&rules, "MY_TOKEN"), 1);
+	assert_int_equal(env_scrub_keeps(&rules, "OTHER_TOKEN"), 0);
+	assert_int_equal(env_scrub_keeps(&rules, "my_token"), 0);
+	assert_int_equal(env_scrub_keeps(&rules, ""), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -109,6 +163,9 @@ int main(void)
 	        cmocka_unit_test(test_scrub_keeps_order_first_duplicate_and_counts_drops),
 	        cmocka_unit_test(test_deny_wins_and_an_empty_allow_list_keeps_the_rest),
 	        cmocka_unit_test(test_bounds_fail_the_whole_call),
+	        cmocka_unit_test(
+	                test_agent_rules_drop_sockets_and_credentials_but_keep_the_model_keys),
+	        cmocka_unit_test(test_the_keep_list_wins_over_deny),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -833,6 +833,55 @@ static void test_domain_unlisted_left_out_of_the_file_rejects_and_says_why(void 
 	assert_non_null(strstr(res.reason, "not set in the config file, which means reject"));
 }
 
+/* Whether an allow names the host itself is a field of the result, not something to read out
+ * of the rule's text: only such an allow may reach a loopback, metadata or local address. */
+static void test_domain_exact_host_is_a_field_of_the_verdict(void **state)
+{
+	_cleanup_(config_freep) struct config *cfg =
+	        load4("proxy:\n"
+	              "  unlisted_domain_behavior: request_approval\n"
+	              "  allow:\n"
+	              "    - pattern: \"*.pattern.test\"\n"
+	              "    - domain: exact.test\n"
+	              "    - domain: listed.pattern.test\n"
+	              "    - domain: port.test:8080\n"
+	              "    - domain: 192.0.2.7\n"
+	              "  deny:\n"
+	              "    - domain: denied.test\n",
+	              NULL, "proxy:\n  allow:\n    - domain: decided.test\n", NULL);
+	struct policy_session session = {0};
+	static const struct {
+		const char *host;
+		enum policy_verdict verdict;
+		bool exact;
+	} cases[] = {
+	        {"exact.test", POLICY_ALLOW, true},
+	        {"exact.test:443", POLICY_ALLOW, true},
+	        {"port.test:8080", POLICY_ALLOW, true},
+	        {"192.0.2.7:22", POLICY_ALLOW, true},
+	        {"decided.test", POLICY_ALLOW, true},        /* a decisions file's domain entry */
+	        {"person.test:80", POLICY_ALLOW, true},      /* a person's session decision */
+	        {"listed.pattern.test", POLICY_ALLOW, true}, /* after a matching pattern */
+	        {"a.pattern.test", POLICY_ALLOW, false},
+	        {"pattern.test", POLICY_ALLOW, false}, /* the apex, through the pattern */
+	        {"b.wild.test", POLICY_ALLOW, false},  /* a person's wildcard decision */
+	        {"other.test", POLICY_ASK, false},
+	        {"denied.test", POLICY_DENY, false},
+	};
+
+	session_add(&session.allow, "person.test");
+	session_add(&session.allow, "*.wild.test");
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		struct policy_result res = check_domain(cfg, &session, cases[i].host);
+
+		if (res.verdict != cases[i].verdict || res.exact_host != cases[i].exact)
+			fail_msg("%s: got %s exact_host=%d, want %s exact_host=%d (%s)",
+			         cases[i].host, V(res.verdict), res.exact_host, V(cases[i].verdict),
+			         cases[i].exact, res.rule);
+	}
+	config_domain_list_clear(&session.allow);
+}
+
 static void test_domain_malformed_host_is_an_error(void **state)
 {
 	_cleanup_(config_freep) struct config *cfg = load4(NULL, NULL, NULL, NULL);
@@ -874,6 +923,7 @@ int main(void)
 	        cmocka_unit_test(
 	                test_domain_always_allowed_base_is_beneath_every_config_and_deny_overrides),
 	        cmocka_unit_test(test_domain_unlisted_left_out_of_the_file_rejects_and_says_why),
+	        cmocka_unit_test(test_domain_exact_host_is_a_field_of_the_verdict),
 	        cmocka_unit_test(test_domain_several_session_sets),
 	};
 

@@ -673,8 +673,8 @@ static int get_with_host(struct fx *fx, uint16_t port, const char *path, const c
 {
 	char text[512];
 
-	snprintf(text, sizeof(text), "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
-	         path, host);
+	snprintf(text, sizeof(text),
+	         "GET %s HTTP/1.1\r\nHost: %s\r\n" BEARER "Connection: close\r\n\r\n", path, host);
 	return raw_request(fx, port, text, 0, NULL);
 }
 
@@ -746,40 +746,38 @@ static void test_csrf(void **state)
 	snprintf(origin, sizeof(origin), "Origin: http://127.0.0.1:%u\r\n", fx->tport);
 	assert_int_equal(http(fx, fx->aurl, "POST", path, origin, NULL, NULL), 403);
 
-	/* No Origin: the API token is required for a state change. */
-	assert_int_equal(http(fx, fx->aurl, "POST", path, NULL, NULL, &o), 403);
+	/* No Origin: the API token is required for a state change; without it, 401. */
+	assert_int_equal(http(fx, fx->aurl, "POST", path, NULL, NULL, &o), 401);
 	assert_non_null(strstr(str_of(o, "error"), "API token"));
 	cJSON_Delete(o);
 	assert_int_equal(http(fx, fx->aurl, "POST", path,
 	                      "Authorization: Bearer api-token-for-the-tests-012345678X\r\n", NULL,
 	                      NULL),
-	                 403);
+	                 401);
 	assert_int_equal(http(fx, fx->aurl, "POST", path, "Authorization: Bearer \r\n", NULL, NULL),
-	                 403);
+	                 401);
 	assert_int_equal(http(fx, fx->aurl, "POST", path, "Authorization: Basic " API_TOKEN "\r\n",
 	                      NULL, NULL),
-	                 403);
+	                 401);
 	/* A browser's cross-site request without an Origin (Sec-Fetch-Site says so). */
 	assert_int_equal(http(fx, fx->aurl, "POST", path, "Sec-Fetch-Site: cross-site\r\n" BEARER,
 	                      NULL, NULL),
 	                 403);
-	assert_int_equal(
-	        http(fx, fx->aurl, "GET", "/pending", "Sec-Fetch-Site: same-site\r\n", NULL, NULL),
-	        403);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/pending",
+	                      "Sec-Fetch-Site: same-site\r\n" BEARER, NULL, NULL),
+	                 403);
 	/* Nothing of the above decided anything. */
 	it = queue_find(fx->queue, id);
 	assert_non_null(it);
 	assert_int_equal(it->state, QUEUE_STATE_PENDING);
 
-	/* Reads need no token. */
-	assert_int_equal(http(fx, fx->aurl, "GET", "/pending", NULL, NULL, NULL), 200);
-
 	/* The dashboard's own Origin alone proves nothing (any local program can send it). */
 	snprintf(origin, sizeof(origin), "Origin: http://localhost:%u\r\n", fx->aport);
-	assert_int_equal(http(fx, fx->aurl, "POST", path, origin, NULL, NULL), 403);
+	assert_int_equal(http(fx, fx->aurl, "POST", path, origin, NULL, NULL), 401);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/pending", origin, NULL, NULL), 401);
 	/* Its login link: a wrong token is refused, the right one sets the session cookie. */
 	assert_int_equal(
-	        http(fx, fx->aurl, "GET", "/?token=wrong-token-0123456789", NULL, NULL, NULL), 403);
+	        http(fx, fx->aurl, "GET", "/?token=wrong-token-0123456789", NULL, NULL, NULL), 401);
 	assert_int_equal(http(fx, fx->aurl, "GET", "/?token=" API_TOKEN, NULL, NULL, NULL), 303);
 	/* With the cookie (and its Origin) the dashboard decides; decided_by says "web". A
 	 * wrong cookie is refused, and the cookie is no use to another origin. */
@@ -788,7 +786,7 @@ static void test_csrf(void **state)
 
 		snprintf(hdr, sizeof(hdr), "%sCookie: cloister_token=wrong-0123456789abcdef\r\n",
 		         origin);
-		assert_int_equal(http(fx, fx->aurl, "POST", path, hdr, NULL, NULL), 403);
+		assert_int_equal(http(fx, fx->aurl, "POST", path, hdr, NULL, NULL), 401);
 		snprintf(hdr, sizeof(hdr),
 		         "Origin: http://evil.example\r\nCookie: cloister_token=" API_TOKEN "\r\n");
 		assert_int_equal(http(fx, fx->aurl, "POST", path, hdr, NULL, NULL), 403);
@@ -815,9 +813,13 @@ static void test_csrf(void **state)
 	it = queue_lookup(fx->queue, id);
 	assert_int_equal(it->state, QUEUE_STATE_DENIED);
 	assert_string_equal(it->decided_by, "cli");
-	snprintf(origin, sizeof(origin), "Origin: http://[::1]:%u\r\n", fx->aport);
+	/* The dashboard's fetches: its Origin (any of its three spellings) and its cookie. */
+	snprintf(origin, sizeof(origin),
+	         "Origin: http://[::1]:%u\r\nCookie: cloister_token=" API_TOKEN "\r\n", fx->aport);
 	assert_int_equal(http(fx, fx->aurl, "GET", "/status", origin, NULL, NULL), 200);
-	snprintf(origin, sizeof(origin), "Origin: http://127.0.0.1:%u\r\n", fx->aport);
+	snprintf(origin, sizeof(origin),
+	         "Origin: http://127.0.0.1:%u\r\nCookie: cloister_token=" API_TOKEN "\r\n",
+	         fx->aport);
 	assert_int_equal(http(fx, fx->aurl, "GET", "/status", origin, NULL, NULL), 200);
 }
 
@@ -834,7 +836,7 @@ static void test_pending_shapes(void **state)
 	add_item(fx, QUEUE_KIND_DOMAIN, "docs.example.com:443", dom_id);
 	add_item(fx, QUEUE_KIND_HOSTEXEC, "make all", host_id);
 
-	assert_int_equal(http(fx, fx->aurl, "GET", "/pending", NULL, NULL, &o), 200);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/pending", BEARER, NULL, &o), 200);
 	reqs = cJSON_GetObjectItemCaseSensitive(o, "requests");
 	assert_true(cJSON_IsArray(reqs));
 	assert_int_equal(cJSON_GetArraySize(reqs), 2); /* commands only, oldest first */
@@ -867,7 +869,7 @@ static void test_pending_shapes(void **state)
 	assert_false(has(e, "exe"));
 	cJSON_Delete(o);
 
-	assert_int_equal(http(fx, fx->aurl, "GET", "/pending-domains", NULL, NULL, &o), 200);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/pending-domains", BEARER, NULL, &o), 200);
 	reqs = cJSON_GetObjectItemCaseSensitive(o, "requests");
 	assert_int_equal(cJSON_GetArraySize(reqs), 1);
 	e = cJSON_GetArrayItem(reqs, 0);
@@ -885,10 +887,10 @@ static void test_pending_shapes(void **state)
 	/* Empty lists are [] rather than absent. */
 	queue_cancel_sandbox(fx->queue, "sb1", NULL, loop_now_ms());
 	fx_drain(fx);
-	assert_int_equal(http(fx, fx->aurl, "GET", "/pending-domains", NULL, NULL, &o), 200);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/pending-domains", BEARER, NULL, &o), 200);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "requests")), 0);
 	cJSON_Delete(o);
-	assert_int_equal(http(fx, fx->aurl, "GET", "/pending", NULL, NULL, &o), 200);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/pending", BEARER, NULL, &o), 200);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "requests")), 0);
 	cJSON_Delete(o);
 }
@@ -979,7 +981,7 @@ static void test_approve_deny(void **state)
 	}
 
 	/* /decisions lists them, newest first. */
-	assert_int_equal(http(fx, fx->aurl, "GET", "/decisions", NULL, NULL, &o), 200);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/decisions", BEARER, NULL, &o), 200);
 	{
 		const cJSON *arr = cJSON_GetObjectItemCaseSensitive(o, "decisions");
 
@@ -1139,13 +1141,13 @@ static void test_token_api(void **state)
 	int found = 0;
 
 	/* Every request needs the API token, even a read (the list holds secrets). */
-	assert_int_equal(http(fx, fx->turl, "GET", "/tokens", NULL, NULL, &o), 403);
+	assert_int_equal(http(fx, fx->turl, "GET", "/tokens", NULL, NULL, &o), 401);
 	assert_true(has(o, "error"));
 	cJSON_Delete(o);
 	assert_int_equal(http(fx, fx->turl, "POST", "/tokens", NULL,
 	                      "{\"token\":\"af3b2c1d00112233445566778899aabb\",\"cloister\":\"c\"}",
 	                      NULL),
-	                 403);
+	                 401);
 	/* No Origin is accepted at all, not even the dashboard's. */
 	assert_int_equal(http(fx, fx->turl, "GET", "/tokens", "Origin: http://evil.com\r\n" BEARER,
 	                      NULL, NULL),
@@ -1225,7 +1227,7 @@ static void test_token_api(void **state)
 		char path[128];
 
 		snprintf(path, sizeof(path), "/tokens/%s", tok);
-		assert_int_equal(http(fx, fx->turl, "DELETE", path, NULL, NULL, NULL), 403);
+		assert_int_equal(http(fx, fx->turl, "DELETE", path, NULL, NULL, NULL), 401);
 		assert_int_equal(http(fx, fx->turl, "DELETE", path, BEARER, NULL, &o), 200);
 		assert_string_equal(str_of(o, "status"), "revoked");
 		cJSON_Delete(o);
@@ -1305,9 +1307,12 @@ static void test_request_auth_and_validation(void **state)
 	cJSON_Delete(o);
 	assert_int_equal(http(fx, fx->rurl, "POST", "/request", XTOKEN, "[\"echo\"]", NULL), 400);
 
-	/* Wrong path and method. */
+	/* Wrong path and method: said only to a token holder. */
 	assert_int_equal(http(fx, fx->rurl, "POST", "/requests", XTOKEN, "{}", NULL), 404);
 	assert_int_equal(http(fx, fx->rurl, "GET", "/request", XTOKEN, NULL, NULL), 405);
+	assert_int_equal(http(fx, fx->rurl, "POST", "/requests", NULL, "{}", NULL), 401);
+	assert_int_equal(http(fx, fx->rurl, "GET", "/request", NULL, NULL, NULL), 401);
+	assert_int_equal(http(fx, fx->rurl, "GET", "/", NULL, NULL, NULL), 401);
 	assert_int_equal(fx->runs, 0);
 	assert_int_equal(queue_count(fx->queue), 0);
 }
@@ -1490,7 +1495,7 @@ static void manual_flow(void *p)
 	for (int i = 0; i < 500 && !m->id[0]; i++) {
 		struct http_response resp = {0};
 
-		if (http_client_request(fx->aurl, "GET", "/pending", NULL, NULL, 0, CLIENT_MS,
+		if (http_client_request(fx->aurl, "GET", "/pending", BEARER, NULL, 0, CLIENT_MS,
 		                        &resp) == 0) {
 			cJSON *o = cJSON_Parse(resp.body);
 			const cJSON *e = cJSON_GetArrayItem(
@@ -1690,7 +1695,7 @@ static int on_sse(struct loop *loop, int fd, uint32_t events, void *userdata)
 	return 0;
 }
 
-static void sse_open(struct fx *fx, struct sse *s, const char *extra)
+static void sse_open_path(struct fx *fx, struct sse *s, const char *path, const char *extra)
 {
 	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(fx->aport)};
 	char req[512];
@@ -1702,11 +1707,16 @@ static void sse_open(struct fx *fx, struct sse *s, const char *extra)
 	assert_true(s->fd >= 0);
 	assert_int_equal(connect(s->fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
 	n = snprintf(req, sizeof(req),
-	             "GET /events HTTP/1.1\r\nHost: localhost:%u\r\nAccept: text/event-stream\r\n"
+	             "GET %s HTTP/1.1\r\nHost: localhost:%u\r\nAccept: text/event-stream\r\n"
 	             "%s\r\n",
-	             fx->aport, extra ? extra : "");
+	             path, fx->aport, extra ? extra : "");
 	assert_int_equal(send(s->fd, req, (size_t)n, MSG_NOSIGNAL), n);
 	assert_int_equal(loop_add_fd(fx->loop, s->fd, EPOLLIN, on_sse, s), 0);
+}
+
+static void sse_open(struct fx *fx, struct sse *s, const char *extra)
+{
+	sse_open_path(fx, s, "/events", extra);
 }
 
 static void sse_close(struct fx *fx, struct sse *s)
@@ -1778,7 +1788,7 @@ static void test_sse_events(void **state)
 	unsigned want;
 	cJSON *o;
 
-	sse_open(fx, &s1, NULL);
+	sse_open(fx, &s1, BEARER);
 	assert_true(wait_sse(fx, &s1, "retry: "));
 	assert_non_null(strstr(s1.buf, "HTTP/1.1 200"));
 	assert_non_null(strcasestr(s1.buf, "\r\nContent-Type: text/event-stream"));
@@ -1829,7 +1839,7 @@ static void test_sse_events(void **state)
 	assert_true(wait_sse(fx, &s1, "event: heartbeat\n"));
 
 	/* A second dashboard; each counts as an approver while connected. */
-	sse_open(fx, &s2, NULL);
+	sse_open(fx, &s2, BEARER);
 	assert_true(wait_sse(fx, &s2, "retry: "));
 	want = 2;
 	assert_true(run_until(fx, clients_are, &want, 5000));
@@ -1847,7 +1857,7 @@ static void test_sse_events(void **state)
 	assert_int_equal(queue_approvers(fx->queue), 1);
 
 	/* A foreign page cannot listen. */
-	sse_open(fx, &s1, "Origin: http://evil.com\r\n");
+	sse_open(fx, &s1, "Origin: http://evil.com\r\n" BEARER);
 	assert_true(wait_sse(fx, &s1, "\r\n\r\n"));
 	assert_non_null(strstr(s1.buf, "HTTP/1.1 403"));
 	sse_close(fx, &s1);
@@ -1893,11 +1903,11 @@ static void test_metrics_endpoint(void **state)
 	add_item(fx, QUEUE_KIND_DOMAIN, "a.example.com", id);
 	add_item(fx, QUEUE_KIND_DOMAIN, "b.example.com", id);
 
-	assert_int_equal(
-	        raw_request(fx, fx->aport,
-	                    "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-	                    0, &resp),
-	        200);
+	assert_int_equal(raw_request(fx, fx->aport,
+	                             "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n" BEARER
+	                             "Connection: close\r\n\r\n",
+	                             0, &resp),
+	                 200);
 	assert_non_null(strcasestr(resp, "\r\nContent-Type: text/plain; version=0.0.4"));
 	body = raw_body(resp);
 	for (size_t i = 0; i < ELEMENTSOF(expected); i++)
@@ -1914,7 +1924,7 @@ static void test_sandboxes_and_status(void **state)
 	cJSON *o;
 
 	add_item(fx, QUEUE_KIND_EXEC, "make st", id);
-	assert_int_equal(http(fx, fx->aurl, "GET", "/sandboxes", NULL, NULL, &o), 200);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/sandboxes", BEARER, NULL, &o), 200);
 	arr = cJSON_GetObjectItemCaseSensitive(o, "sandboxes");
 	assert_int_equal(cJSON_GetArraySize(arr), 1);
 	sb = cJSON_GetArrayItem(arr, 0);
@@ -1926,7 +1936,7 @@ static void test_sandboxes_and_status(void **state)
 	assert_int_equal((int)num_of(sb, "pending"), 0); /* the item is sb1's, not fake's */
 	cJSON_Delete(o);
 
-	assert_int_equal(http(fx, fx->aurl, "GET", "/status", NULL, NULL, &o), 200);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/status", BEARER, NULL, &o), 200);
 	assert_string_equal(str_of(o, "status"), "ok");
 	assert_int_equal((int)num_of(o, "pending"), 1);
 	assert_int_equal((int)num_of(o, "approvers"), 1);
@@ -1935,7 +1945,7 @@ static void test_sandboxes_and_status(void **state)
 	cJSON_Delete(o);
 
 	/* The kill switch: a state change like any other. */
-	assert_int_equal(http(fx, fx->aurl, "POST", "/sandboxes/fake/kill", NULL, NULL, NULL), 403);
+	assert_int_equal(http(fx, fx->aurl, "POST", "/sandboxes/fake/kill", NULL, NULL, NULL), 401);
 	assert_string_equal(fx->action, "");
 	assert_int_equal(http(fx, fx->aurl, "POST", "/sandboxes/fake/pause", BEARER, NULL, &o),
 	                 200);
@@ -1974,9 +1984,10 @@ static void test_paths_and_methods(void **state)
 	char *resp;
 	cJSON *o;
 
-	assert_int_equal(http(fx, fx->aurl, "GET", "/nope", NULL, NULL, &o), 404);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/nope", BEARER, NULL, &o), 404);
 	assert_string_equal(str_of(o, "error"), "not found");
 	cJSON_Delete(o);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/nope", NULL, NULL, NULL), 401);
 	assert_int_equal(http(fx, fx->aurl, "POST", "/nope", BEARER, NULL, NULL), 404);
 	assert_int_equal(http(fx, fx->aurl, "POST", "/pending", BEARER, NULL, NULL), 404);
 	assert_int_equal(http(fx, fx->aurl, "PUT", "/pending", BEARER, NULL, &o), 405);
@@ -1984,16 +1995,16 @@ static void test_paths_and_methods(void **state)
 	cJSON_Delete(o);
 	assert_int_equal(http(fx, fx->aurl, "DELETE", "/approve/0123456789ab", BEARER, NULL, NULL),
 	                 405);
-	/* Without the token, another method is a state change refused first. */
+	/* Without the token, another method is refused first. */
 	assert_int_equal(http(fx, fx->aurl, "DELETE", "/approve/0123456789ab", NULL, NULL, NULL),
-	                 403);
+	                 401);
 
 	/* JSON answers are not cached or sniffed. */
-	assert_int_equal(
-	        raw_request(fx, fx->aport,
-	                    "GET /pending HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-	                    0, &resp),
-	        200);
+	assert_int_equal(raw_request(fx, fx->aport,
+	                             "GET /pending HTTP/1.1\r\nHost: 127.0.0.1\r\n" BEARER
+	                             "Connection: close\r\n\r\n",
+	                             0, &resp),
+	                 200);
 	assert_non_null(strcasestr(resp, "\r\nContent-Type: application/json"));
 	assert_non_null(strcasestr(resp, "\r\nCache-Control: no-store"));
 	assert_non_null(strcasestr(resp, "\r\nX-Content-Type-Options: nosniff"));
@@ -2014,8 +2025,77 @@ static void test_paths_and_methods(void **state)
 	                             "Connection: close\r\n\r\n",
 	                             0, NULL),
 	                 200);
-	assert_int_equal(http(fx, fx->aurl, "GET", "/static/nope.js", NULL, NULL, NULL), 404);
-	assert_int_equal(http(fx, fx->aurl, "GET", "/static/../web.c", NULL, NULL, NULL), 404);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/static/nope.js", BEARER, NULL, NULL), 404);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/static/../web.c", BEARER, NULL, NULL), 404);
+	/* Without the token not even that: only the real page and files are public. */
+	assert_int_equal(http(fx, fx->aurl, "GET", "/static/nope.js", NULL, NULL, NULL), 401);
+}
+
+/* ---- reading needs the token ---------------------------------------------------------------- */
+
+/* Any local user could read root's argv stream from the approval API: every GET but the page
+ * and its files needs the API token, as the CLI's Bearer header or the dashboard's cookie. */
+static void test_every_read_needs_the_token(void **state)
+{
+	static const char *const paths[] = {"/pending", "/pending-domains", "/decisions",
+	                                    "/running", "/status",          "/sandboxes",
+	                                    "/metrics", "/?other=1"};
+	static const char *const streams[] = {"/events", "/logs", "/logs?cloister=sb1"};
+	static const char cookie[] = "Cookie: cloister_token=" API_TOKEN "\r\n";
+	struct fx *fx = *state;
+	char id[13], *resp;
+	cJSON *o;
+
+	add_item(fx, QUEUE_KIND_EXEC, "make secret-argument", id);
+	for (size_t i = 0; i < ELEMENTSOF(paths); i++) {
+		char req[512];
+		int st;
+
+		snprintf(req, sizeof(req),
+		         "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+		         "Connection: close\r\n\r\n",
+		         paths[i]);
+		st = raw_request(fx, fx->aport, req, 0, &resp);
+		/* "/" with other parameters is the page itself: public, and it holds nothing. */
+		if (!strcmp(paths[i], "/?other=1")) {
+			assert_int_equal(st, 200);
+			free(resp);
+			continue;
+		}
+		if (st != 401)
+			fail_msg("GET %s without a token: %d", paths[i], st);
+		assert_non_null(strcasestr(resp, "\r\nWWW-Authenticate: Bearer"));
+		o = parse_json(raw_body(resp));
+		assert_non_null(strstr(str_of(o, "error"), "API token"));
+		cJSON_Delete(o);
+		assert_null(strstr(resp, "secret-argument"));
+		free(resp);
+		if (http(fx, fx->aurl, "GET", paths[i], BEARER, NULL, NULL) != 200 ||
+		    http(fx, fx->aurl, "GET", paths[i], cookie, NULL, NULL) != 200)
+			fail_msg("GET %s with the token is not 200", paths[i]);
+		/* HEAD is a read like GET. */
+		assert_int_equal(http(fx, fx->aurl, "HEAD", paths[i], NULL, NULL, NULL), 401);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(streams); i++) {
+		static const char *const creds[] = {"", BEARER, cookie};
+		static const char *const want[] = {"HTTP/1.1 401", "HTTP/1.1 200", "HTTP/1.1 200"};
+
+		for (size_t k = 0; k < ELEMENTSOF(creds); k++) {
+			struct sse sse;
+
+			sse_open_path(fx, &sse, streams[i], creds[k]);
+			assert_true(wait_sse(fx, &sse, "\r\n\r\n"));
+			if (strncmp(sse.buf, want[k], strlen(want[k])))
+				fail_msg("GET %s (%zu): %.80s", streams[i], k, sse.buf);
+			sse_close(fx, &sse);
+		}
+	}
+	/* The page and its files are public: they hold no sandbox's data. */
+	assert_int_equal(http(fx, fx->aurl, "GET", "/", NULL, NULL, NULL), 200);
+	assert_int_equal(http(fx, fx->aurl, "HEAD", "/", NULL, NULL, NULL), 200);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/static/app.js", NULL, NULL, NULL), 200);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/static/util.js", NULL, NULL, NULL), 200);
+	assert_int_equal(http(fx, fx->aurl, "GET", "/static/style.css", NULL, NULL, NULL), 200);
 }
 
 int main(void)
@@ -2023,6 +2103,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test_setup_teardown(test_host_rebinding, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_csrf, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_every_read_needs_the_token, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_pending_shapes, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_approve_deny, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_domain_decisions, setup, teardown),

@@ -1,0 +1,152 @@
+/* See run_confine.h. */
+#include "supervisor/run_confine.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protocol/cleanup.h"
+#include "supervisor/env_scrub.h"
+#include "supervisor/landlock.h"
+#include "supervisor/say.h"
+
+#define PROG "cloister-supervisor"
+
+extern char **environ;
+
+/* Paths on the agent's command line kept visible when they live under /tmp (the agent program
+ * itself, a script it is given). */
+#define ARGV_PATHS_MAX 64
+
+int run_confine_environ(const struct run_confine_options *o, char ***ret_envp)
+{
+	const char *keep[RUN_KEEP_ENV_MAX + 16];
+	struct env_scrub_rules rules = env_scrub_agent_rules;
+	struct cl_error err = {""};
+	size_t n = 0, n_keep = 0, dropped = 0, kept = 0;
+	char **env = NULL;
+	int r;
+
+	if (rules.n_keep + o->n_keep_env > ELEMENTSOF(keep))
+		return -E2BIG;
+	for (size_t i = 0; i < rules.n_keep; i++)
+		keep[n_keep++] = rules.keep[i];
+	for (size_t i = 0; i < o->n_keep_env; i++)
+		keep[n_keep++] = o->keep_env[i];
+	rules.keep = keep;
+	rules.n_keep = n_keep;
+	while (environ[n])
+		n++;
+	r = env_scrub(&rules, environ, n, &err, &env, &kept, &dropped);
+	if (r < 0) {
+		fprintf(stderr, PROG ": run: the agent's %s\n", err.msg);
+		return r;
+	}
+	if (o->verbose && dropped) {
+		char line[1024];
+		size_t len = 0;
+
+		/* Names only: a value may be the secret itself. */
+		for (size_t i = 0; i < n; i++) {
+			const char *eq = strchr(environ[i], '=');
+			char name[256];
+
+			if (!eq || eq == environ[i] || (size_t)(eq - environ[i]) >= sizeof(name))
+				continue;
+			memcpy(name, environ[i], (size_t)(eq - environ[i]));
+			name[eq - environ[i]] = '\0';
+			if (env_scrub_keeps(&rules, name))
+				continue;
+			if (len + strlen(name) + 3 >= sizeof(line)) {
+				say_line(o->quiet, "environment: removed %s", line);
+				len = 0;
+			}
+			len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s",
+			                        len ? " " : "", name);
+		}
+		if (len)
+			say_line(o->quiet, "environment: removed %s", line);
+	}
+	*ret_envp = env;
+	return 0;
+}
+
+static const char *scope_names(uint64_t scopes)
+{
+	if ((scopes & CL_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET) &&
+	    (scopes & CL_LANDLOCK_SCOPE_SIGNAL))
+		return "abstract unix sockets, signals";
+	if (scopes & CL_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET)
+		return "abstract unix sockets";
+	return "none";
+}
+
+int run_confine_plan(const struct run_confine_options *o, struct sandbox_confine **ret)
+{
+	const char *keep[ARGV_PATHS_MAX + 8], *protect[4];
+	struct sandbox_confine_request req = {
+	        .keep_visible = keep,
+	        .protect = protect,
+	        .ssh_auth_sock = getenv("SSH_AUTH_SOCK"),
+	        .runtime_dir = getenv("XDG_RUNTIME_DIR"),
+	        .tmpdir = getenv("TMPDIR"),
+	        .host_network = o->host_network,
+	};
+	struct sandbox_confine_summary sum;
+	struct cl_error err = {""};
+	size_t nk = 0, np = 0;
+	int abi, r;
+
+	abi = landlock_abi();
+	req.landlock_scopes = landlock_scopes_supported(abi);
+	if (!(req.landlock_scopes & CL_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET)) {
+		/* In a network namespace of its own, the host's abstract sockets are out of reach
+		 * anyway (they belong to a network namespace); on the host's they are not. */
+		if (o->host_network && !o->allow_abstract_sockets) {
+			fprintf(stderr,
+			        PROG ": run: --net host: this kernel's Landlock (ABI %d) cannot "
+			             "keep the agent from the host's abstract unix sockets; "
+			             "--allow-abstract-sockets accepts that\n",
+			        abi);
+			return -EPERM;
+		}
+		if (o->verbose || o->host_network)
+			say_line(o->quiet, "warning: no Landlock scopes (ABI %d): %s", abi,
+			         o->host_network
+			                 ? "the agent can reach the host's abstract unix sockets"
+			                 : "abstract unix sockets are kept apart only by the "
+			                   "network namespace");
+	}
+	if (o->config_dir)
+		keep[nk++] = protect[np++] = o->config_dir;
+	if (o->audit_dir)
+		keep[nk++] = protect[np++] = o->audit_dir;
+	if (o->run_dir)
+		protect[np++] = o->run_dir;
+	protect[np] = NULL;
+	if (getenv("HOME") && getenv("HOME")[0] == '/')
+		keep[nk++] = getenv("HOME");
+	for (char *const *a = o->agent_argv; *a && nk < ELEMENTSOF(keep) - 1; a++)
+		if ((*a)[0] == '/')
+			keep[nk++] = *a;
+	keep[nk] = NULL;
+
+	r = sandbox_confine_prepare(&req, ret, &err);
+	if (r < 0) {
+		fprintf(stderr, PROG ": run: %s\n", err.msg);
+		return -EPERM;
+	}
+	if (o->verbose) {
+		sandbox_confine_summarize(*ret, &sum);
+		say_line(o->quiet,
+		         "confinement: %s; %zu host unix socket paths covered where visible; %zu "
+		         "parent directories pinned; capabilities kept: %#llx; Landlock ABI %d, "
+		         "scopes: %s",
+		         sum.private_tmp ? "private /tmp"
+		                         : "/tmp shared (it is the working directory)",
+		         sum.host_sockets, sum.pinned, (unsigned long long)sum.kept_caps, abi,
+		         scope_names(sum.landlock_scopes));
+	}
+	return 0;
+}
