@@ -20,8 +20,9 @@ void bench_core(void);
 void bench_loop(void);
 
 /* End to end: `run -- true` latency; native vs under `cloister-supervisor run` for 2000
- * fork+exec+wait of /bin/true, with the supervisor's CPU per exec, its phases and its RSS
- * (tests/bench/bench_run.c). Needs $SUPERVISOR and $HELPERS (set by `make bench`). */
+ * fork+exec+wait of /bin/true, with the supervisor's CPU, syscalls and context switches per exec,
+ * its phases and its RSS; as root and as an unprivileged user (tests/bench/bench_run.c). Needs
+ * $SUPERVISOR and $HELPERS (set by `make bench`). */
 void bench_run(void);
 
 /* The dashboard: POST /approve until the held exec resumes, GET /pending with 1000 asks,
