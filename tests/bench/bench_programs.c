@@ -82,7 +82,7 @@ static long audit_execs(void)
 static void compare(enum bench_row row, const char *what, int rounds, const char *cwd,
                     char *const argv[], char *const clean[])
 {
-	double n[8], s[8], ratio[8], n_cpu[8], s_cpu[8], cpu_ratio[8], sup_cpu[8];
+	double n[8], s[8], ratio[8], n_cpu[8], s_cpu[8], cpu_ratio[8], sup_cpu[8], wall, cpu;
 	long execs0 = audit_execs();
 
 	if (rounds > 8)
@@ -119,14 +119,18 @@ static void compare(enum bench_row row, const char *what, int rounds, const char
 		ratio[i] = s[i] / n[i];
 		cpu_ratio[i] = s_cpu[i] / n_cpu[i];
 	}
+	/* bench_median() sorts: the rounds' extremes are at both ends, to show the noise. */
+	wall = bench_median(ratio, rounds);
+	cpu = bench_median(cpu_ratio, rounds);
 	printf("%s: native %.3f s, supervised %.3f s (medians of %d taking turns, run's start-up "
-	       "left out): %.3fx (median of the rounds' ratios); CPU time %.3f s, %.3f s with the "
-	       "supervisor's %.3f s: %.3fx; %ld auto-allowed execs a run\n",
-	       what, bench_median(n, rounds), bench_median(s, rounds), rounds,
-	       bench_median(ratio, rounds), bench_median(n_cpu, rounds),
-	       bench_median(s_cpu, rounds), bench_median(sup_cpu, rounds),
-	       bench_median(cpu_ratio, rounds), (audit_execs() - execs0) / rounds);
-	bench_summary_set(row, bench_median(ratio, rounds), bench_median(cpu_ratio, rounds));
+	       "left out): %.3fx (median of the rounds' ratios, %.3f to %.3f); CPU time %.3f s, "
+	       "%.3f s with the supervisor's %.3f s: %.3fx (%.3f to %.3f); %ld auto-allowed execs "
+	       "a run\n",
+	       what, bench_median(n, rounds), bench_median(s, rounds), rounds, wall, ratio[0],
+	       ratio[rounds - 1], bench_median(n_cpu, rounds), bench_median(s_cpu, rounds),
+	       bench_median(sup_cpu, rounds), cpu, cpu_ratio[0], cpu_ratio[rounds - 1],
+	       (audit_execs() - execs0) / rounds);
+	bench_summary_set(row, wall, cpu);
 }
 
 static void bench_configure(void)
