@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
@@ -151,6 +152,15 @@ static int build_program(const struct notifier_filter_opts *opts, struct sock_fi
 		r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "seccomp", 2, nested);
 	if (r >= 0)
 		r = add_confinement_rules(ctx, opts);
+	if (r >= 0 && opts->refuse_untraced) {
+		/* clone's flags are its first argument on x86-64; clone3 (whose flags are in
+		 * memory seccomp cannot read) is refused by the confinement rules, and libc falls
+		 * back to clone. */
+		struct scmp_arg_cmp untraced =
+		        SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_UNTRACED, CLONE_UNTRACED);
+
+		r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "clone", 1, &untraced);
+	}
 	if (r < 0)
 		return r;
 

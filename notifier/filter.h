@@ -20,6 +20,9 @@
  *                                   own keys would be readable)
  *   socket(AF_PACKET)             → EPERM (link-layer frames bypass every egress rule)
  *   any foreign syscall ABI (i386 via int 0x80, x32) → KILL_PROCESS
+ *   with opts.refuse_untraced: clone(CLONE_UNTRACED) → EPERM (clone3 is refused above; libc falls
+ *                                   back to clone): a process the ptrace exec backstop would
+ *                                   not follow
  *
  * libseccomp compiles the program; we load it ourselves with seccomp(2) so that flags libseccomp
  * 2.5.4 does not know (WAIT_KILLABLE_RECV) can be used where the kernel has them. */
@@ -43,9 +46,12 @@ struct notifier_filter_opts {
 	bool notify_connect;        /* also notify connect(2); off by default */
 	bool no_wait_killable;      /* do not use WAIT_KILLABLE_RECV even where the kernel has it */
 	bool allow_nested_listener; /* do not refuse seccomp(NEW_LISTENER) to the agent */
-	bool allow_nested_sandbox;  /* allow new namespaces and the mount calls (see above) */
-	bool tsync; /* apply to all threads (TSYNC|TSYNC_ESRCH); the launcher's child
-	             * is single-threaded and does not need it */
+	bool tsync;                /* apply to all threads (TSYNC|TSYNC_ESRCH); the launcher's child
+	                            * is single-threaded and does not need it */
+	bool refuse_untraced;      /* the ptrace backstop is on: no child may escape it */
+	bool allow_nested_sandbox; /* the agent may make user and mount namespaces of its own and
+	                            * mount (run --allow-nested-sandbox; see above); the identity
+	                            * check then holds alone */
 };
 
 struct notifier_filter_info {

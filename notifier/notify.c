@@ -22,6 +22,7 @@ struct notifier {
 	 * (own_pid): /proc/self/fd as a directory fd, and the identity of our root. */
 	pid_t own_pid;
 	struct notifier_own own;
+	struct exec_view *view; /* not owned */
 };
 
 int notifier_new(int listener_fd, struct notifier **ret)
@@ -66,6 +67,16 @@ int notifier_new(int listener_fd, struct notifier **ret)
 	(void)notifier_set_sync_wake_up(n, true);
 	*ret = n;
 	return 0;
+}
+
+void notifier_set_view(struct notifier *n, struct exec_view *view)
+{
+	n->view = view;
+}
+
+struct exec_view *notifier_view(const struct notifier *n)
+{
+	return n->view;
 }
 
 void notifier_free(struct notifier *n)

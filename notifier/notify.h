@@ -54,6 +54,12 @@ struct notifier_own {
  * table, and the caller must look things up itself. */
 void notifier_own(const struct notifier *n, struct notifier_own *ret);
 
+/* The sandbox's own view (view.h) an exec's file is checked against, or NULL (the default): no
+ * check. Not owned: it must outlive the notifier's reads. */
+struct exec_view;
+void notifier_set_view(struct notifier *n, struct exec_view *view);
+struct exec_view *notifier_view(const struct notifier *n);
+
 /* Is SYNC_WAKE_UP on? */
 bool notifier_sync_wake_up(const struct notifier *n);
 

@@ -43,6 +43,7 @@ int proc_status_parse(const char *buf, size_t len, struct proc_status *ret)
 	struct proc_status st;
 	const char *p = buf, *end = buf + len;
 	bool have_uid = false, have_gid = false;
+	size_t ns_pid_levels = 0, ns_tgid_levels = 0;
 
 	memset(&st, 0, sizeof(st));
 	while (p < end) {
@@ -94,12 +95,25 @@ int proc_status_parse(const char *buf, size_t len, struct proc_status *ret)
 				st.groups[i] = nums[i];
 			st.ngroups = (size_t)n;
 			st.groups_truncated = more;
-		} else if (KEY("NSpid")) {
-			/* One pid per nested namespace, outermost first; 32 levels at most. */
-			n = parse_numbers(val, eol, nums, 33, &more);
-			if (n <= 0 || more || nums[n - 1] > 0x7fffffffUL)
+		} else if (KEY("NSpid") || KEY("NStgid")) {
+			/* One id per nested namespace, outermost first; 33 levels at most. Both
+			 * lines have as many: a mismatch is caught below. */
+			pid_t *ids = KEY("NSpid") ? st.ns_pid : st.ns_tgid;
+
+			n = parse_numbers(val, eol, nums, PROC_STATUS_MAX_NS_LEVELS, &more);
+			if (n <= 0 || more)
 				return -EBADMSG;
-			st.nspid = (pid_t)nums[n - 1];
+			for (int i = 0; i < n; i++) {
+				if (nums[i] > 0x7fffffffUL)
+					return -EBADMSG;
+				ids[i] = (pid_t)nums[i];
+			}
+			if (KEY("NSpid")) {
+				st.nspid = (pid_t)nums[n - 1];
+				ns_pid_levels = (size_t)n;
+			} else {
+				ns_tgid_levels = (size_t)n;
+			}
 		} else if (KEY("Tgid") || KEY("PPid")) {
 			n = parse_numbers(val, eol, nums, 1, &more);
 			if (n != 1 || more || nums[0] > 0x7fffffffUL)
@@ -114,6 +128,11 @@ int proc_status_parse(const char *buf, size_t len, struct proc_status *ret)
 	}
 	if (!have_uid || !have_gid)
 		return -EBADMSG;
+	/* Both lists or neither, of one length: a process is in as many namespaces as its
+	 * thread group. */
+	if (ns_pid_levels != ns_tgid_levels)
+		return -EBADMSG;
+	st.ns_levels = ns_pid_levels;
 	*ret = st;
 	return 0;
 }

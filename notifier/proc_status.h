@@ -8,11 +8,18 @@
 #include <sys/types.h>
 
 #define PROC_STATUS_MAX_GROUPS 64
+/* Nested pid namespaces: 32 levels below the initial one at most. */
+#define PROC_STATUS_MAX_NS_LEVELS 33
 
 struct proc_status {
 	char name[64]; /* "Name:" as the kernel escapes it; may be "" */
 	pid_t tgid, ppid;
 	pid_t nspid; /* the pid in the process's own (innermost) pid namespace; 0 if not shown */
+	/* NStgid and NSpid: the thread group id and the thread id in each pid namespace, from the
+	 * procfs's own namespace (first) to the process's (last); ns_levels 0 when not shown. */
+	pid_t ns_tgid[PROC_STATUS_MAX_NS_LEVELS];
+	pid_t ns_pid[PROC_STATUS_MAX_NS_LEVELS];
+	size_t ns_levels;
 	uid_t ruid, euid, suid, fsuid;
 	gid_t rgid, egid, sgid, fsgid;
 	gid_t groups[PROC_STATUS_MAX_GROUPS];

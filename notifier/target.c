@@ -21,7 +21,9 @@
 #include "notifier/path.h"
 #include "notifier/proc_status.h"
 #include "notifier/remote_mem.h"
+#include "notifier/resolve.h"
 #include "notifier/shebang.h"
+#include "notifier/view.h"
 
 #define STATUS_MAX (64 * 1024)
 
@@ -35,6 +37,7 @@ struct reader {
 	int piddir;
 	int rootfd;              /* the target's root directory (in its mount namespace) */
 	struct notifier_own own; /* what the notifier knows of us (notifier_own) */
+	struct exec_view *view;  /* the sandbox's own view, or NULL */
 	bool have_status;
 	struct proc_status status; /* read on first use: it is the costliest file in /proc */
 };
@@ -207,25 +210,6 @@ static int read_ids(struct reader *rd, struct exec_target *t)
 	return 0;
 }
 
-static int openat2_path(int dirfd, const char *path, bool nofollow, uint64_t resolve)
-{
-	struct open_how how = {
-	        .flags = O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0),
-	        .resolve = resolve,
-	};
-	long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
-
-	return fd < 0 ? -errno : (int)fd;
-}
-
-static bool same_file(int a, int b)
-{
-	struct stat sa, sb;
-
-	return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-	       sa.st_ino == sb.st_ino;
-}
-
 /* Is ST our root directory? */
 static bool is_own_root(const struct reader *rd, const struct stat *st)
 {
@@ -248,98 +232,42 @@ static int own_fd_entry(const struct reader *rd, int fd, char *buf, size_t size)
 	return AT_FDCWD;
 }
 
-/* /proc/self/..., /proc/thread-self/... and /proc/<the target's own pid>/... inside the sandbox
- * mean the target's /proc entry, which we have open as piddir: return the rest, or NULL. */
-static const char *own_proc_suffix(struct reader *rd, const char *abs)
+/* resolve.h's access to the target's status, read once per notification. */
+static int resolve_status(void *userdata, const struct proc_status **ret)
 {
-	const struct proc_status *st;
-	const char *p, *end;
-	char own[32];
-
-	if (strncmp(abs, "/proc/", 6) != 0)
-		return NULL;
-	p = abs + 6;
-	end = strchrnul(p, '/');
-	if (((size_t)(end - p) == 4 && memcmp(p, "self", 4) == 0) ||
-	    ((size_t)(end - p) == 11 && memcmp(p, "thread-self", 11) == 0))
-		return *end ? end + 1 : ".";
-	if (reader_status(rd, &st) < 0 || st->nspid <= 0)
-		return NULL;
-	snprintf(own, sizeof(own), "%d", (int)st->nspid);
-	if ((size_t)(end - p) == strlen(own) && memcmp(p, own, strlen(own)) == 0)
-		return *end ? end + 1 : ".";
-	return NULL;
+	return reader_status(userdata, ret);
 }
 
-/* Open what path names for the target, as the kernel will: relative to base (a dirfd of the
- * target, or -EBADF for an absolute path), below the target's root. base_name is base's path
- * in the sandbox's view when known. Returns an O_PATH fd, or -errno; *uncertain is set when the
- * failure may be ours rather than the kernel's. */
 static int resolve_in_sandbox(struct reader *rd, int base, const char *base_name, const char *path,
-                              const char *abs, bool nofollow, bool *uncertain)
+                              bool nofollow)
 {
-	const char *proc_rest;
-	int fd;
+	struct resolve_target rt = {
+	        .root = rd->rootfd,
+	        .piddir = rd->piddir,
+	        .status = resolve_status,
+	        .userdata = rd,
+	};
 
-	*uncertain = false;
-	if (path[0] == '/') {
-		fd = openat2_path(rd->rootfd, path, nofollow, RESOLVE_IN_ROOT);
-	} else {
-		_cleanup_close_ int check = -EBADF;
-		_cleanup_free_ char *joined = NULL;
-
-		/* The base's name is trusted only if it still names the base itself in the
-		 * sandbox (a deleted or unreachable directory reads differently). Then the whole
-		 * lookup runs below the sandbox's root, so ".." and absolute symlinks behave as
-		 * for the target. Otherwise resolve from the base fd: right except for absolute
-		 * symlinks, which then resolve against our root. */
-		if (base_name && base_name[0] == '/')
-			check = openat2_path(rd->rootfd, base_name, false, RESOLVE_IN_ROOT);
-		if (check >= 0 && same_file(check, base) &&
-		    asprintf(&joined, "%s/%s", base_name, path) >= 0 && strlen(joined) < PATH_MAX)
-			fd = openat2_path(rd->rootfd, joined, nofollow, RESOLVE_IN_ROOT);
-		else
-			fd = openat2_path(base, path, nofollow, 0);
-	}
-	if (fd != -ELOOP && fd != -EXDEV)
-		return fd;
-
-	/* RESOLVE_IN_ROOT refuses magic links. The target's own /proc entries we can follow
-	 * through its /proc/PID (its fd table, its exe); anything else we cannot judge. */
-	proc_rest = abs ? own_proc_suffix(rd, abs) : NULL;
-	if (proc_rest) {
-		int f = openat(rd->piddir, proc_rest,
-		               O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
-
-		if (f >= 0)
-			return f;
-		fd = -errno;
-	}
-	*uncertain = fd == -ELOOP || fd == -EXDEV;
-	return fd;
+	return resolve_exec_path(&rt, base, base_name, path, nofollow ? RESOLVE_EXEC_NOFOLLOW : 0);
 }
 
-/* The device of the superblock the kernel executes FD from, in its internal encoding: what the
- * exec backstop sees in inode->i_sb->s_dev. On most file systems that is st_dev. Overlayfs
- * and btrfs report another st_dev than the superblock's, so look the file's mount up in the
- * target's mountinfo, whose major:minor is the superblock's s_dev. sfs is fd's fstatfs. */
-static int kernel_dev_of(struct reader *rd, int fd, const struct stat *st, const struct statfs *sfs,
+/* The device of the superblock the kernel executes a file from, in its internal encoding: what
+ * the exec backstop sees in inode->i_sb->s_dev. On most file systems that is st_dev. Overlayfs
+ * and btrfs report another st_dev than the superblock's, so look the file's mount (MNT_ID) up
+ * in the target's mountinfo, whose major:minor is the superblock's s_dev. Without a view only:
+ * the view's mount table has the same answer without reading a file. */
+static int kernel_dev_of(struct reader *rd, uint64_t mnt_id, dev_t st_dev, const struct statfs *sfs,
                          uint32_t *ret_kdev)
 {
 	_cleanup_fclose_ FILE *f = NULL;
 	_cleanup_free_ char *line = NULL;
-	struct statx stx;
 	size_t cap = 0;
 	int mfd;
 
 	if (sfs->f_type != OVERLAYFS_SUPER_MAGIC && sfs->f_type != BTRFS_SUPER_MAGIC) {
-		*ret_kdev = exec_kernel_dev(st->st_dev);
+		*ret_kdev = exec_kernel_dev(st_dev);
 		return 0;
 	}
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_MNT_ID, &stx) < 0)
-		return -errno;
-	if (!(stx.stx_mask & STATX_MNT_ID))
-		return -EOPNOTSUPP;
 	mfd = openat(rd->piddir, "mountinfo", O_RDONLY | O_CLOEXEC);
 	if (mfd < 0)
 		return -errno;
@@ -352,7 +280,7 @@ static int kernel_dev_of(struct reader *rd, int fd, const struct stat *st, const
 	while (getline(&line, &cap, f) >= 0) {
 		unsigned id, maj, min;
 
-		if (sscanf(line, "%u %*u %u:%u", &id, &maj, &min) == 3 && id == stx.stx_mnt_id) {
+		if (sscanf(line, "%u %*u %u:%u", &id, &maj, &min) == 3 && id == mnt_id) {
 			*ret_kdev = exec_kernel_dev(makedev(maj, min));
 			return 0;
 		}
@@ -360,37 +288,92 @@ static int kernel_dev_of(struct reader *rd, int fd, const struct stat *st, const
 	return -ENOENT;
 }
 
+/* Is the file F (open at FD, described but for its view) the file at its name in the sandbox's
+ * own view? Its mount being one of the view's settles it; otherwise its name, as its own mount
+ * namespace gives it, must lead to the same device and inode in the view. Sets f->view, and
+ * f->kdev from the view's mount table when the file is the view's. */
+static int check_view(struct reader *rd, struct exec_file *f)
+{
+	_cleanup_close_ int ref = -EBADF;
+	struct statx x;
+	int r;
+
+	r = exec_view_find_mount(rd->view, f->mnt_id, &f->kdev);
+	if (r < 0)
+		return r;
+	if (r == 1) {
+		f->view = EXEC_VIEW_SAME;
+		return 0;
+	}
+	/* Reached through another mount namespace: compare with the view by name. */
+	f->view = EXEC_VIEW_ABSENT;
+	if (!f->real_path) {
+		f->view_error = ENOENT;
+		return 0;
+	}
+	ref = exec_view_open(rd->view, f->real_path);
+	if (ref < 0) {
+		f->view_error = -ref;
+		return 0;
+	}
+	if (statx(ref, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_INO | STATX_MNT_ID, &x) < 0)
+		return -errno;
+	if (x.stx_ino != f->ino || makedev(x.stx_dev_major, x.stx_dev_minor) != f->dev) {
+		f->view = EXEC_VIEW_OTHER;
+		return 0;
+	}
+	/* The same file: the backstop is told the superblock it has in the view. */
+	r = exec_view_find_mount(rd->view, x.stx_mnt_id, &f->kdev);
+	if (r < 0)
+		return r;
+	if (r == 0) {
+		f->view_error = ENOENT;
+		return 0;
+	}
+	f->view = EXEC_VIEW_SAME;
+	return 0;
+}
+
 /* Fill f from the O_PATH fd of the file the exec would run. */
 static int describe_file(struct reader *rd, int fd, struct exec_file *f)
 {
 	const struct proc_status *cred;
 	char self[64];
-	struct stat st;
+	struct statx x;
 	struct statfs sfs;
 	bool noexec;
 	int r;
 
-	if (fstat(fd, &st) < 0 || fstatfs(fd, &sfs) < 0)
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_BASIC_STATS | STATX_MNT_ID,
+	          &x) < 0 ||
+	    fstatfs(fd, &sfs) < 0)
 		return -errno;
+	if (!(x.stx_mask & STATX_MNT_ID))
+		return -EOPNOTSUPP;
 	f->exists = true;
-	f->regular = S_ISREG(st.st_mode);
-	f->mode = st.st_mode;
-	f->uid = st.st_uid;
-	f->gid = st.st_gid;
-	f->dev = st.st_dev;
-	f->ino = st.st_ino;
-	r = kernel_dev_of(rd, fd, &st, &sfs, &f->kdev);
+	f->regular = S_ISREG(x.stx_mode);
+	f->mode = x.stx_mode;
+	f->uid = x.stx_uid;
+	f->gid = x.stx_gid;
+	f->dev = makedev(x.stx_dev_major, x.stx_dev_minor);
+	f->ino = x.stx_ino;
+	f->nlink = x.stx_nlink;
+	f->mnt_id = x.stx_mnt_id;
+	r = readlink_alloc(own_fd_entry(rd, fd, self, sizeof(self)), self, &f->real_path);
+	if (r == -ENOMEM)
+		return r;
+	r = rd->view ? check_view(rd, f) : kernel_dev_of(rd, f->mnt_id, f->dev, &sfs, &f->kdev);
 	if (r < 0)
 		return r;
-	if (!f->regular || (st.st_mode & 0111) == 0) {
+	if (!f->regular || (f->mode & 0111) == 0) {
 		f->executable = false;
-	} else if ((st.st_mode & 0111) == 0111) {
+	} else if ((f->mode & 0111) == 0111) {
 		f->executable = true; /* whoever asks: no need for the target's credentials */
 	} else {
 		r = reader_status(rd, &cred);
 		if (r < 0)
 			return r;
-		f->executable = proc_status_may_exec(cred, st.st_mode, st.st_uid, st.st_gid);
+		f->executable = proc_status_may_exec(cred, f->mode, f->uid, f->gid);
 	}
 	/* The mount flags come with the fstatfs above; fstatvfs would repeat it. */
 	if (sfs.f_flags & ST_VALID) {
@@ -402,9 +385,10 @@ static int describe_file(struct reader *rd, int fd, struct exec_file *f)
 	}
 	if (f->executable && noexec)
 		f->executable = false;
-	r = readlink_alloc(own_fd_entry(rd, fd, self, sizeof(self)), self, &f->real_path);
-	if (r == -ENOMEM)
-		return r;
+	/* What exec fails with: EACCES for anything but an executable regular file, ELOOP for a
+	 * symlink (AT_SYMLINK_NOFOLLOW; an fd of an O_PATH symlink). */
+	if (!f->executable)
+		f->error = S_ISLNK(f->mode) ? ELOOP : EACCES;
 	return 0;
 }
 
@@ -443,7 +427,6 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	uint64_t path_addr, argv_addr;
 	char dir[32];
 	ssize_t len;
-	bool uncertain = false;
 	int r, open_errno;
 
 	if (req->data.arch != AUDIT_ARCH_X86_64)
@@ -485,6 +468,7 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	if (piddir < 0)
 		return cl_error_set(err, -open_errno, "opening %s: %s", dir, strerror(open_errno));
 	rd.piddir = piddir;
+	rd.view = notifier_view(n);
 	notifier_own(n, &rd.own);
 
 	remote_mem_init(&mem, mem_read, &mem_ctx);
@@ -544,15 +528,16 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 		r = readlink_alloc(piddir, fdname, &t->abs_path);
 		if (r == -ENOMEM || to_sandbox_view(root_link, &t->abs_path) < 0)
 			return -ENOMEM;
+		/* The magic link leads to the very file the target holds. */
 		filefd = openat(piddir, fdname, O_PATH | O_CLOEXEC);
-		if (filefd < 0)
+		if (t->dirfd == AT_FDCWD)
+			r = -EACCES; /* its cwd, a directory */
+		else if (filefd < 0)
 			r = errno == ENOENT ? -EBADF : -errno; /* no such fd in the target */
 		else
-			r = filefd;
-		uncertain = false;
+			r = TAKE_FD(filefd);
 	} else if (t->path[0] == '\0') {
 		r = -ENOENT; /* the kernel's answer to an empty path without AT_EMPTY_PATH */
-		uncertain = false;
 	} else {
 		if (t->path[0] == '/') {
 			r = path_join("/", t->path, &t->abs_path);
@@ -584,8 +569,7 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 		if (r == -ENOMEM)
 			return r;
 		/* abs_path stays NULL when the base has no usable name (deleted, anon). */
-		r = resolve_in_sandbox(&rd, basefd, base_name, t->path, t->abs_path, t->nofollow,
-		                       &uncertain);
+		r = resolve_in_sandbox(&rd, basefd, base_name, t->path, t->nofollow);
 	}
 resolved:
 	if (r >= 0) {
@@ -593,9 +577,10 @@ resolved:
 		r = describe_file(&rd, filefd, &t->file);
 		if (r < 0)
 			goto gone_or_fail;
+	} else if (r == -ENOMEM) {
+		return r;
 	} else {
 		t->file.error = -r;
-		t->file.uncertain = uncertain;
 	}
 
 	if (t->file.exists && !t->cwd) {
@@ -609,7 +594,6 @@ resolved:
 
 		if (read_shebang(&rd, filefd, &sb) == 1) {
 			_cleanup_close_ int ifd = -EBADF, icwd = -EBADF;
-			_cleanup_free_ char *iabs = NULL;
 
 			t->script = true;
 			t->interp = strdup(sb.interp);
@@ -624,19 +608,16 @@ resolved:
 					r = -errno;
 					goto gone_or_fail;
 				}
-				(void)path_join(t->cwd, sb.interp, &iabs);
-			} else {
-				(void)path_join("/", sb.interp, &iabs);
 			}
-			ifd = resolve_in_sandbox(&rd, icwd, t->cwd, sb.interp, iabs, false,
-			                         &uncertain);
+			ifd = resolve_in_sandbox(&rd, icwd, t->cwd, sb.interp, false);
+			if (ifd == -ENOMEM)
+				return -ENOMEM;
 			if (ifd >= 0) {
 				r = describe_file(&rd, ifd, &t->interp_file);
 				if (r < 0)
 					goto gone_or_fail;
 			} else {
 				t->interp_file.error = -ifd;
-				t->interp_file.uncertain = uncertain;
 				ifd = -EBADF;
 			}
 		}

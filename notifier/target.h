@@ -3,10 +3,14 @@
  * Habits (Linux samples/seccomp/user-trap.c, LXC): open /proc/PID first, then check that the
  * notification is still valid (so the pid was not reused in between and everything read through
  * the open dir belongs to the right process), read with bounded sizes, check validity again at
- * the end. The target lives in its own mount namespace: files are resolved with openat2
- * (RESOLVE_IN_ROOT) below the target's /proc/PID/root, never against the supervisor's root.
+ * the end. The target lives in its own mount namespace: files are resolved as the kernel will
+ * for it (resolve.h: below its /proc/PID/root, from its cwd or dirfd, /proc/self and magic
+ * links as it sees them), never against the supervisor's root. With a view set on the notifier
+ * (notifier_set_view, view.h), each file is also checked against the sandbox's own view.
  *
- * Nothing is decided here: a path that does not exist or is not executable is only reported. */
+ * Nothing is decided here: a path that does not resolve, a file that is not executable or that
+ * is another file in the sandbox's view is only reported (with the errno the kernel would give,
+ * so the caller can answer the exec itself). */
 #ifndef CLOISTER_NOTIFIER_TARGET_H
 #define CLOISTER_NOTIFIER_TARGET_H
 
@@ -26,13 +30,19 @@ struct notifier;
 #define EXEC_MAX_ARGS       4096
 #define EXEC_MAX_ARGV_BYTES (1024 * 1024)
 
+/* Whether a file reached in the target's view is the same file in the sandbox's own view. */
+enum exec_view_check {
+	EXEC_VIEW_UNCHECKED = 0, /* no view set on the notifier */
+	EXEC_VIEW_SAME,   /* its mount is one of the view's, or its name there is this file */
+	EXEC_VIEW_OTHER,  /* its name is another file in the view */
+	EXEC_VIEW_ABSENT, /* its name is nothing in the view (view_error says why) */
+};
+
 /* A file the exec would run (the program, or a script's interpreter). */
 struct exec_file {
-	bool exists;     /* it resolved in the sandbox's view */
-	int error;       /* why not (ENOENT, ENOTDIR, ELOOP, EBADF…) when !exists */
-	bool uncertain;  /* !exists, but only because we could not follow the path the way the
-	                  * kernel will (a /proc magic link of another process, a supervisor
-	                  * permission problem): do not treat it as "does not exist" */
+	bool exists;     /* it resolved in the target's view */
+	int error;       /* why not, as the kernel would say (ENOENT, ENOTDIR, ELOOP, EACCES,
+	                  * EBADF…) when !exists */
 	bool regular;    /* S_ISREG */
 	bool executable; /* regular, an x bit for the target's fsuid/fsgid, mount not noexec */
 	mode_t mode;
@@ -40,11 +50,15 @@ struct exec_file {
 	gid_t gid;
 	dev_t dev; /* st_dev as user space sees it */
 	ino_t ino;
+	nlink_t nlink;
 	uint32_t kdev;   /* the executing superblock's dev in the kernel's internal encoding:
 	                  * what BPF reads from inode->i_sb->s_dev. Not always st_dev: on
 	                  * overlayfs and btrfs it comes from the file's mount (mountinfo) */
-	char *real_path; /* the opened file's name, symlinks resolved, as /proc shows it; NULL
-	                  * when unknown */
+	char *real_path; /* the opened file's name, symlinks resolved, as /proc shows it (in the
+	                  * mount namespace of the file's mount); NULL when unknown */
+	uint64_t mnt_id; /* the mount it was reached through */
+	enum exec_view_check view;
+	int view_error; /* EXEC_VIEW_ABSENT: what looking its name up in the view gave */
 };
 
 struct exec_target {

@@ -32,6 +32,29 @@ int exec_decide(const struct config *config, const char *given_path, const char 
 	return 0;
 }
 
+int exec_decide_alias(const struct config *config, const char *alias, const char *const *argv,
+                      size_t argc, bool truncated, struct policy_result *res, struct cl_error *err)
+{
+	exec_check_fn check = truncated ? policy_check_exec_prefix : policy_check_exec;
+	struct policy_result a;
+	int r;
+
+	if (res->by_deny_rule)
+		return 0;
+	r = check(config, alias, argv, argc, &a, err);
+	if (r < 0)
+		return r;
+	if (!a.by_deny_rule)
+		return 0;
+	memcpy(a.subject, res->subject, sizeof(a.subject));
+	snprintf(a.reason, sizeof(a.reason),
+	         "the file run is %.200s under another name (a hard link), and a deny rule denies "
+	         "%.200s",
+	         alias, alias);
+	*res = a;
+	return 0;
+}
+
 static int strictness(enum policy_verdict v)
 {
 	return v == POLICY_DENY ? 2 : v == POLICY_ASK ? 1 : 0;

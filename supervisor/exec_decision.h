@@ -35,4 +35,12 @@ int exec_decide_interpreter(const struct config *config, const char *interp_give
                             const char *const *argv, size_t argc, bool truncated,
                             struct policy_result *res, struct cl_error *err);
 
+/* The file is also ALIAS: the name a deny rule's file has (deny_ids.h) when the exec's file is
+ * that very file under another name (a hard link). A deny rule that matches ALIAS denies, as
+ * if the exec had named it; nothing else about ALIAS counts. Folds into *RES (a deny rule
+ * there already stays; the rule takes the place of a denial by a setting, which says less);
+ * *RES keeps its subject, and its reason names ALIAS. On error *RES is unchanged. */
+int exec_decide_alias(const struct config *config, const char *alias, const char *const *argv,
+                      size_t argc, bool truncated, struct policy_result *res, struct cl_error *err);
+
 #endif

@@ -16,15 +16,18 @@
 #include "bpf/backstop.h"
 #include "notifier/notify.h"
 #include "notifier/target.h"
+#include "notifier/view.h"
 #include "protocol/cleanup.h"
 #include "supervisor/audit.h"
 #include "supervisor/config.h"
+#include "supervisor/deny_ids.h"
 #include "supervisor/exec_decision.h"
 #include "supervisor/hub.h"
 #include "supervisor/loop.h"
 #include "supervisor/say.h"
 #include "supervisor/metrics.h"
 #include "supervisor/policy.h"
+#include "supervisor/ptrace_backstop.h"
 #include "supervisor/trace_timing.h"
 
 /* While asks are pending, how often to check that their processes are still alive. */
@@ -39,10 +42,12 @@
 #define CONNECTS_KEPT   256
 #define CONNECT_KEEP_MS 10000
 
-/* The files an approved exec may run: the program and, for a script, its interpreter. */
+/* The files an approved exec may run: the program and, for a script, its interpreter. dev is
+ * the superblock's (the eBPF backstop's view), st_dev what stat says (the ptrace backstop's). */
 struct exec_files {
 	unsigned n;
 	dev_t dev[2];
+	dev_t st_dev[2];
 	ino_t ino[2];
 };
 
@@ -62,6 +67,8 @@ struct exec_guard {
 	const struct config *config;
 	struct backstop *backstop;
 	uint64_t cgroup_id;
+	struct ptrace_backstop *ptrace_backstop;
+	struct deny_ids *deny_ids;
 	char *name;
 	char *project;
 	bool verbose, quiet;
@@ -232,10 +239,15 @@ static bool recently_denied(const struct exec_guard *eg, const char *key, pid_t 
 /* Tell the backstop which files this exec may run; an exec it cannot vouch for is refused. */
 static int backstop_approve(struct exec_guard *eg, const struct exec_files *files)
 {
-	if (!eg->backstop || !eg->cgroup_id)
-		return 0;
 	for (unsigned i = 0; i < files->n; i++) {
-		int r = backstop_allow(eg->backstop, eg->cgroup_id, files->dev[i], files->ino[i]);
+		int r = 0;
+
+		if (eg->backstop && eg->cgroup_id)
+			r = backstop_allow(eg->backstop, eg->cgroup_id, files->dev[i],
+			                   files->ino[i]);
+		if (r >= 0 && eg->ptrace_backstop)
+			r = ptrace_backstop_allow(eg->ptrace_backstop, files->st_dev[i],
+			                          files->ino[i]);
 		if (r < 0)
 			return r;
 	}
@@ -313,13 +325,73 @@ static void exec_files_from_target(const struct exec_target *t, struct exec_file
 	/* By the superblock the kernel executes from (kdev), which is not st_dev on overlayfs. */
 	if (t->file.exists) {
 		ret->dev[ret->n] = backstop_dev_from_kernel(t->file.kdev);
+		ret->st_dev[ret->n] = t->file.dev;
 		ret->ino[ret->n++] = t->file.ino;
 	}
 	/* The backstop sees the interpreter of a script, not the script. */
 	if (t->script && t->interp_file.exists) {
 		ret->dev[ret->n] = backstop_dev_from_kernel(t->interp_file.kdev);
+		ret->st_dev[ret->n] = t->interp_file.dev;
 		ret->ino[ret->n++] = t->interp_file.ino;
 	}
+}
+
+/* A deny rule's file under another name: check the exec as if it had used that name. */
+static int decide_alias(struct exec_guard *eg, const struct exec_file *f, const char *const *argv,
+                        size_t argc, bool truncated, struct policy_result *res,
+                        struct cl_error *err)
+{
+	const char *alias;
+
+	if (!eg->deny_ids || !f->exists || res->by_deny_rule)
+		return 0;
+	alias = deny_ids_find(eg->deny_ids, f->dev, f->ino, f->nlink);
+	if (!alias || (f->real_path && strcmp(alias, f->real_path) == 0))
+		return 0;
+	return exec_decide_alias(eg->config, alias, argv, argc, truncated, res, err);
+}
+
+/* Why F (the program, or a script's interpreter: WHAT) may not run for being another file in
+ * the sandbox's own view than in the process's, into BUF; false when it is the same file. */
+static bool view_mismatch(const struct exec_file *f, const char *what, char *buf, size_t size)
+{
+	const char *name = f->real_path ? f->real_path : "(a file without a name)";
+
+	switch (f->view) {
+	case EXEC_VIEW_UNCHECKED:
+	case EXEC_VIEW_SAME:
+		return false;
+	case EXEC_VIEW_OTHER:
+		snprintf(buf, size, "%s%.300s is another file in this process's mount namespace",
+		         what, name);
+		return true;
+	case EXEC_VIEW_ABSENT:
+		snprintf(buf, size,
+		         "%s%.300s exists only in this process's mount namespace, not in the "
+		         "sandbox's (%s)",
+		         what, name, strerror(f->view_error));
+		return true;
+	}
+	return true;
+}
+
+/* Turn *RES into a denial when the file, or a script's interpreter, fails the view check. */
+static void view_refusal(const struct exec_target *t, struct policy_result *res)
+{
+	char why[400];
+
+	if (!view_mismatch(&t->file, "", why, sizeof(why)) &&
+	    !(t->script && view_mismatch(&t->interp_file, "the interpreter ", why, sizeof(why))))
+		return;
+	res->verdict = POLICY_DENY;
+	res->fallback = POLICY_DENY;
+	res->by_deny_rule = false;
+	res->origin.file = NULL;
+	snprintf(res->rule, sizeof(res->rule), "%s", why);
+	snprintf(res->reason, sizeof(res->reason),
+	         "%s: a file mounted over a name in a namespace of its own is not the file the "
+	         "policy allows under that name",
+	         why);
 }
 
 static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
@@ -360,14 +432,23 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		return;
 	}
 
-	/* execvp and PATH probing: the kernel fails these itself (ENOENT, EACCES). If the file
-	 * appears in between, the backstop stops it, since it was never approved. */
-	if ((!t->file.exists && !t->file.uncertain) || (t->file.exists && !t->file.executable)) {
-		notifier_continue(eg->notifier, req->id);
+	/* execvp and PATH probing: fail these as the kernel would, ourselves. Let through, a
+	 * file that appears (or turns executable) in between would run unchecked. Silent: a
+	 * command probes every PATH entry. */
+	if (!t->file.exists || !t->file.executable) {
+		notifier_deny(eg->notifier, req->id, t->file.error ? t->file.error : EACCES);
 		return;
 	}
 	if (t->argv_fault) {
 		notifier_deny(eg->notifier, req->id, EFAULT);
+		return;
+	}
+
+	/* A script runs its interpreter: a missing or non-executable one fails as the kernel
+	 * would fail the exec. */
+	if (t->script && (!t->interp_file.exists || !t->interp_file.executable)) {
+		notifier_deny(eg->notifier, req->id,
+		              t->interp_file.error ? t->interp_file.error : EACCES);
 		return;
 	}
 
@@ -376,26 +457,27 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	argc = t->argc;
 	r = exec_decide(eg->config, t->abs_path, t->file.real_path, argv, argc, t->argv_truncated,
 	                &res, &err);
+	/* The file is a deny rule's file under another name (a hard link): that rule holds. */
+	if (r >= 0)
+		r = decide_alias(eg, &t->file, argv, argc, t->argv_truncated, &res, &err);
+	/* The interpreter's exec is decided too. */
+	if (r >= 0 && t->script)
+		r = exec_decide_interpreter(eg->config, t->interp[0] == '/' ? t->interp : NULL,
+		                            t->interp_file.real_path, t->interp_arg,
+		                            t->path[0] ? t->path : t->abs_path, argv, argc,
+		                            t->argv_truncated, &res, &err);
+	if (r >= 0 && t->script)
+		r = decide_alias(eg, &t->interp_file, argv, argc, t->argv_truncated, &res, &err);
 	if (r < 0) {
 		say(eg, "exec %s denied: %s", exe, err.msg);
 		audit_verdict(eg, t, exe, argv, argc, NULL, AUDIT_DENY, err.msg);
 		notifier_deny(eg->notifier, req->id, EACCES);
 		return;
 	}
-	/* A script runs its interpreter: that exec is decided too (a missing one fails in the
-	 * kernel, and the backstop stops one that appears in between). */
-	if (t->script && (t->interp_file.exists || t->interp_file.uncertain)) {
-		r = exec_decide_interpreter(eg->config, t->interp[0] == '/' ? t->interp : NULL,
-		                            t->interp_file.real_path, t->interp_arg,
-		                            t->path[0] ? t->path : t->abs_path, argv, argc,
-		                            t->argv_truncated, &res, &err);
-		if (r < 0) {
-			say(eg, "exec %s denied: %s", exe, err.msg);
-			audit_verdict(eg, t, exe, argv, argc, NULL, AUDIT_DENY, err.msg);
-			notifier_deny(eg->notifier, req->id, EACCES);
-			return;
-		}
-	}
+	/* Whatever the policy would allow or ask about must be the file at its name in the
+	 * sandbox's own view, not one the agent mounted there in a namespace of its own. */
+	if (res.verdict != POLICY_DENY)
+		view_refusal(t, &res);
 	exec_files_from_target(t, &files);
 
 	/* Only an ask can be settled by an earlier answer: "always" in this session, or a denial
@@ -604,6 +686,8 @@ int exec_guard_new(struct loop *loop, struct hub *hub, int listener_fd,
 	eg->config = config->config;
 	eg->backstop = config->backstop;
 	eg->cgroup_id = config->cgroup_id;
+	eg->ptrace_backstop = config->ptrace_backstop;
+	eg->deny_ids = config->deny_ids;
 	eg->verbose = config->verbose;
 	eg->quiet = config->quiet;
 	eg->gone = config->gone;
@@ -621,6 +705,7 @@ int exec_guard_new(struct loop *loop, struct hub *hub, int listener_fd,
 		exec_guard_free(eg);
 		return r;
 	}
+	notifier_set_view(eg->notifier, config->view);
 	r = loop_add_fd(loop, notifier_fd(eg->notifier), EPOLLIN, on_listener, eg);
 	if (r < 0) {
 		exec_guard_free(eg);

@@ -1,9 +1,13 @@
 /* One sandbox's exec interception, for `run` (its own sandbox) and `serve` (containers):
  *
  * For each exec its seccomp listener reports:
- *   read it (notifier/target) → a candidate that does not exist or cannot be executed is let
- *   through at once (the kernel fails it; execvp probes every PATH entry) → the policy decides:
- *     allow → approve the file's (dev, ino) in the backstop, then CONTINUE
+ *   read it (notifier/target) → a candidate that does not resolve or cannot be executed is
+ *   failed at once with the errno the kernel would give (ENOENT, ENOTDIR, EACCES, ELOOP…),
+ *   silently (execvp probes every PATH entry), never let through for the kernel to look again →
+ *   the policy decides (a file that is a `path:` deny rule's file under another name is denied
+ *   by that rule, deny_ids.h) → a file that is not the file at its name in the sandbox's own
+ *   view (reached through another mount namespace, view.h) is refused:
+ *     allow → approve the file's (dev, ino) in the backstop(s), then CONTINUE
  *     deny  → EACCES, logged with the rule
  *     ask   → the approval queue (hub.h); the syscall stays blocked until a decision, the
  *             timeout, or the death of the process.
@@ -24,6 +28,9 @@ struct loop;
 struct hub;
 struct config;
 struct backstop;
+struct ptrace_backstop;
+struct deny_ids;
+struct exec_view;
 struct notifier;
 struct exec_guard;
 
@@ -31,8 +38,11 @@ struct exec_guard_config {
 	const char *name;    /* the sandbox, as asks and the audit log show it */
 	const char *project; /* may be NULL */
 	const struct config *config;
-	struct backstop *backstop; /* may be NULL: no backstop */
-	uint64_t cgroup_id;        /* the sandbox's cgroup in the backstop; 0: none */
+	struct backstop *backstop;               /* may be NULL: no backstop */
+	uint64_t cgroup_id;                      /* the sandbox's cgroup in the backstop; 0: none */
+	struct ptrace_backstop *ptrace_backstop; /* may be NULL */
+	struct exec_view *view;    /* the sandbox's own view; NULL: no identity check */
+	struct deny_ids *deny_ids; /* deny rules' files by identity; may be NULL */
 	bool verbose;              /* say what is allowed too */
 	bool quiet;
 	/* Every process under the filter is gone (the listener hung up). May free the guard. */

@@ -24,6 +24,7 @@
 #include "bpf/backstop.h"
 #include "notifier/filter.h"
 #include "notifier/notify.h"
+#include "notifier/view.h"
 #include "protocol/cleanup.h"
 #include "protocol/error.h"
 #include "supervisor/api_info.h"
@@ -32,6 +33,7 @@
 #include "supervisor/cli_policy.h"
 #include "supervisor/config.h"
 #include "supervisor/config_files.h"
+#include "supervisor/deny_ids.h"
 #include "supervisor/loop.h"
 #include "supervisor/dirs.h"
 #include "supervisor/say.h"
@@ -46,6 +48,7 @@
 #include "supervisor/labels.h"
 #include "supervisor/metrics.h"
 #include "supervisor/peer_listeners.h"
+#include "supervisor/ptrace_backstop.h"
 #include "supervisor/trace_timing.h"
 #include "supervisor/web.h"
 #include "supervisor/worktree.h"
@@ -73,6 +76,8 @@ struct options {
 	bool verbose;
 	bool quiet;
 	bool require_backstop;
+	bool no_backstop;          /* run without an exec backstop: the user accepts the race */
+	bool allow_nested_sandbox; /* the agent may make user and mount namespaces of its own */
 	bool no_web;
 	const char *listen[3]; /* approval, tokens, request: "ADDR:PORT" */
 	const char *executor;  /* "HOST:PORT" of a `cloister-supervisor executor`, or NULL */
@@ -83,7 +88,6 @@ struct options {
 	const char *listen_proxy;               /* the CONNECT proxy, off by default for run */
 	const char *keep_env[RUN_KEEP_ENV_MAX]; /* --keep-env NAME */
 	size_t n_keep_env;
-	bool allow_nested_sandbox;       /* new user/mount namespaces and mounts for the agent */
 	bool allow_abstract_sockets;     /* --net host without Landlock's abstract socket scope */
 	int64_t audit_rate, audit_burst; /* hub_options' */
 	char **agent_argv;
@@ -103,6 +107,9 @@ struct run {
 	bool net_ready;           /* the netns got its rules and listeners */
 	struct backstop *backstop;
 	uint64_t cgroup_id;
+	struct ptrace_backstop *ptrace; /* the backstop without root (or without eBPF) */
+	struct exec_view *view;         /* the sandbox's own view, for the identity check */
+	struct deny_ids *deny_ids;      /* deny rules' files, by identity */
 	struct queue *queue;
 	struct tty_approver *tty;
 	bool tty_watched;
@@ -320,7 +327,7 @@ static int on_backstop_event(const struct backstop_event *ev, void *userdata)
 	        .kind = "exec",
 	        .pid = ev->pid,
 	        .uid = -1,
-	        .exe = ev->filename,
+	        .exe = ev->filename[0] ? ev->filename : NULL,
 	        .verdict = AUDIT_DENY,
 	        .rule = "backstop",
 	        .decided_by = "backstop",
@@ -328,11 +335,15 @@ static int on_backstop_event(const struct backstop_event *ev, void *userdata)
 	        .reason = reason,
 	};
 
-	snprintf(reason, sizeof(reason),
-	         "the file executed (dev %u:%u inode %llu) was not the one approved",
-	         major(ev->st_dev), minor(ev->st_dev), (unsigned long long)ev->st_ino);
-	say(run, "backstop %s pid %d (%s) exec of %s: %s", what, ev->pid, ev->comm, ev->filename,
-	    reason);
+	if (ev->action == BACKSTOP_KILLED && ev->error)
+		snprintf(reason, sizeof(reason), "the file executed could not be inspected (%s)",
+		         strerror(-ev->error));
+	else
+		snprintf(reason, sizeof(reason),
+		         "the file executed (dev %u:%u inode %llu) was not the one approved",
+		         major(ev->st_dev), minor(ev->st_dev), (unsigned long long)ev->st_ino);
+	say(run, "backstop %s pid %d (%s) exec of %s: %s", what, ev->pid, ev->comm,
+	    ev->filename[0] ? ev->filename : "a file it may not read", reason);
 	hub_audit(run->hub, &rec);
 	return 0;
 }
@@ -342,6 +353,36 @@ static int on_backstop(struct loop *loop, int fd, uint32_t events, void *userdat
 	struct run *run = userdata;
 
 	backstop_consume_events(run->backstop, on_backstop_event, run);
+	return 0;
+}
+
+static int on_ptrace_backstop(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct run *run = userdata;
+
+	ptrace_backstop_consume_events(run->ptrace, on_backstop_event, run);
+	if (events & (EPOLLHUP | EPOLLERR))
+		loop_del_fd(loop, fd); /* the tracer is gone, and with it every traced process */
+	return 0;
+}
+
+/* sandbox_start's hook: the agent waits for us; the ptrace backstop seizes it first. */
+static int agent_forked(void *userdata, pid_t agent, struct cl_error *err)
+{
+	struct run *run = userdata;
+	struct cl_error why = {""};
+	int r;
+
+	if (!run->ptrace)
+		return 0;
+	r = ptrace_backstop_seize(run->ptrace, agent, &why);
+	if (r < 0)
+		return cl_error_set(
+		        err, r,
+		        "no exec backstop (%s%s): refusing to start; --no-backstop runs "
+		        "without one, accepting that a racing agent may run a file other "
+		        "than the one approved",
+		        why.msg, r == -EPERM ? "; is something tracing it already?" : "");
 	return 0;
 }
 
@@ -429,8 +470,11 @@ static int install_filter(void *userdata, int *ret_listener_fd)
 {
 	const struct run *run = userdata;
 	/* With egress, connects are notified too: to name the process on a domain card. */
-	struct notifier_filter_opts fo = {.notify_connect = run->egress != NULL,
-	                                  .allow_nested_sandbox = run->opt.allow_nested_sandbox};
+	struct notifier_filter_opts fo = {
+	        .notify_connect = run->egress != NULL,
+	        .refuse_untraced = run->ptrace != NULL,
+	        .allow_nested_sandbox = run->opt.allow_nested_sandbox,
+	};
 
 	return notifier_filter_install(&fo, NULL, ret_listener_fd);
 }
@@ -538,6 +582,11 @@ static void usage(FILE *out)
 	      "  --ask-tty PATH       prompt on this terminal instead of the agent's\n"
 	      "  --ask-timeout DUR    how long an ask waits (Go duration, default 5m)\n"
 	      "  --require-backstop   refuse to start without the eBPF exec backstop\n"
+	      "  --no-backstop        run without an exec backstop (no eBPF, no ptrace): a\n"
+	      "                       racing agent may run a file other than the one approved\n"
+	      "  --allow-nested-sandbox\n"
+	      "                       let the agent make user and mount namespaces of its own\n"
+	      "                       (bubblewrap in the agent); files mounted there are refused\n"
 	      "  --listen-approval A  dashboard and approval API (default 127.0.0.1:9999; a\n"
 	      "                       taken port is replaced by a free one; \"off\" disables)\n"
 	      "  --listen-tokens A    token API (default 127.0.0.1:9997)\n"
@@ -558,8 +607,6 @@ static void usage(FILE *out)
 	      "                       default: in this process\n"
 	      "  --keep-env NAME      pass NAME on to the agent although it looks like a\n"
 	      "                       credential or a way to another program (repeatable)\n"
-	      "  --allow-nested-sandbox  let the agent create user and mount namespaces and\n"
-	      "                       mount (for agents that sandbox their own tools)\n"
 	      "  --allow-abstract-sockets  with --net host on a kernel without Landlock scopes,\n"
 	      "                       accept that the agent reaches the host's abstract sockets\n"
 	      "  --audit-rate N|off   automatic audit lines a second per sandbox (default 100;\n"
@@ -581,6 +628,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_ASK_TTY,
 		OPT_TIMEOUT,
 		OPT_REQUIRE_BACKSTOP,
+		OPT_NO_BACKSTOP,
+		OPT_ALLOW_NESTED_SANDBOX,
 		OPT_LENIENT,
 		OPT_LISTEN_APPROVAL,
 		OPT_LISTEN_TOKENS,
@@ -592,7 +641,6 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_HOSTS,
 		OPT_LISTEN_PROXY,
 		OPT_KEEP_ENV,
-		OPT_ALLOW_NESTED_SANDBOX,
 		OPT_ALLOW_ABSTRACT_SOCKETS,
 		OPT_AUDIT_RATE,
 		OPT_AUDIT_BURST,
@@ -605,6 +653,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"ask-tty", required_argument, NULL, OPT_ASK_TTY},
 	        {"ask-timeout", required_argument, NULL, OPT_TIMEOUT},
 	        {"require-backstop", no_argument, NULL, OPT_REQUIRE_BACKSTOP},
+	        {"no-backstop", no_argument, NULL, OPT_NO_BACKSTOP},
+	        {"allow-nested-sandbox", no_argument, NULL, OPT_ALLOW_NESTED_SANDBOX},
 	        {"lenient", no_argument, NULL, OPT_LENIENT},
 	        {"listen-approval", required_argument, NULL, OPT_LISTEN_APPROVAL},
 	        {"listen-tokens", required_argument, NULL, OPT_LISTEN_TOKENS},
@@ -616,7 +666,6 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"hosts", required_argument, NULL, OPT_HOSTS},
 	        {"listen-proxy", required_argument, NULL, OPT_LISTEN_PROXY},
 	        {"keep-env", required_argument, NULL, OPT_KEEP_ENV},
-	        {"allow-nested-sandbox", no_argument, NULL, OPT_ALLOW_NESTED_SANDBOX},
 	        {"allow-abstract-sockets", no_argument, NULL, OPT_ALLOW_ABSTRACT_SOCKETS},
 	        {"audit-rate", required_argument, NULL, OPT_AUDIT_RATE},
 	        {"audit-burst", required_argument, NULL, OPT_AUDIT_BURST},
@@ -673,6 +722,12 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_REQUIRE_BACKSTOP:
 			o->require_backstop = true;
 			break;
+		case OPT_NO_BACKSTOP:
+			o->no_backstop = true;
+			break;
+		case OPT_ALLOW_NESTED_SANDBOX:
+			o->allow_nested_sandbox = true;
+			break;
 		case OPT_LENIENT:
 			o->lenient = true;
 			break;
@@ -724,9 +779,6 @@ static int parse_options(int argc, char **argv, struct options *o)
 			}
 			o->keep_env[o->n_keep_env++] = optarg;
 			break;
-		case OPT_ALLOW_NESTED_SANDBOX:
-			o->allow_nested_sandbox = true;
-			break;
 		case OPT_ALLOW_ABSTRACT_SOCKETS:
 			o->allow_abstract_sockets = true;
 			break;
@@ -759,6 +811,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 	}
 	if (optind >= argc) {
 		fprintf(stderr, PROG ": run: no agent given (run [OPTIONS] -- AGENT [ARGS...])\n");
+		return -EINVAL;
+	}
+	if (o->no_backstop && o->require_backstop) {
+		fprintf(stderr, PROG ": run: --no-backstop and --require-backstop contradict\n");
 		return -EINVAL;
 	}
 	o->agent_argv = argv + optind;
@@ -881,6 +937,10 @@ static void teardown(struct run *run)
 		backstop_remove_sandbox(run->backstop, run->cgroup_id);
 	exec_guard_free(run->guard);
 	run->guard = NULL;
+	/* Before the init dies: the last reference to the sandbox's mount namespace pays for
+	 * tearing it down (an RCU grace period), and that should be the init's exit, not us. */
+	exec_view_free(run->view);
+	run->view = NULL;
 	trace_timing_mark("teardown: queue, exec guard");
 	egress_free(run->egress);
 	run->egress = NULL;
@@ -893,12 +953,61 @@ static void teardown(struct run *run)
 	sandbox_free(run->sandbox);
 	trace_timing_mark("teardown: sandbox (kill, cgroup)");
 	backstop_free(run->backstop);
+	ptrace_backstop_free(run->ptrace);
 	trace_timing_mark("teardown: backstop detach");
+	deny_ids_free(run->deny_ids);
 	loop_free(run->loop);
 	config_free(run->config);
 	free(run->sandbox_name);
 	free(run->config_dir);
 	free(run->audit_dir);
+}
+
+/* Before the agent runs (every approval must reach the backstop): the eBPF backstop where it
+ * loads (root), else the ptrace one; without either, no start unless --no-backstop says the
+ * user accepts the race. The ptrace tracer is forked here, while we have a single thread. */
+static int open_backstop(struct run *run)
+{
+	struct cl_error err = {""}, perr = {""};
+	int r;
+
+	if (run->opt.no_backstop) {
+		say(run,
+		    "warning: --no-backstop: no exec backstop; a racing multi-threaded agent could "
+		    "run a file other than the one approved");
+		return 0;
+	}
+	/* Only root: the eBPF backstop checks the sandbox's cgroup, which a non-root run may not
+	 * get (no delegated subtree), and that is known only once the sandbox runs. */
+	if (geteuid() == 0) {
+		r = backstop_open(&run->backstop, &err);
+		/* Loading parsed the kernel's BTF (megabytes, freed by now): give that back. */
+		malloc_trim(0);
+		trace_timing_mark("backstop open, load, attach");
+	} else {
+		r = cl_error_set(&err, -EPERM, "the eBPF backstop needs root");
+	}
+	if (r >= 0)
+		return 0;
+	run->backstop = NULL;
+	if (run->opt.require_backstop) {
+		fprintf(stderr, PROG ": run: no exec backstop: %s\n", err.msg);
+		return -EPERM;
+	}
+	r = ptrace_backstop_start(&run->ptrace, &perr);
+	trace_timing_mark("ptrace backstop (tracer forked)");
+	if (r >= 0) {
+		if (run->opt.verbose)
+			say(run, "no eBPF exec backstop (%s): the ptrace one instead", err.msg);
+		return 0;
+	}
+	run->ptrace = NULL;
+	fprintf(stderr,
+	        PROG ": run: no exec backstop (%s; %s): refusing to start; --no-backstop runs "
+	             "without one, accepting that a racing agent may run a file other than the "
+	             "one approved\n",
+	        err.msg, perr.msg);
+	return -EPERM;
 }
 
 static int start(struct run *run)
@@ -982,21 +1091,23 @@ static int start(struct run *run)
 	hub_set_tick(run->hub, on_tick, run);
 	run->audit_dir = hub_audit_dir(run->hub) ? strdup(hub_audit_dir(run->hub)) : NULL;
 
-	/* The backstop first: once the agent runs, every approval must reach it. */
-	r = backstop_open(&run->backstop, &err);
-	/* Loading parsed the kernel's BTF (megabytes, freed by now): give that memory back. */
-	malloc_trim(0);
-	trace_timing_mark("backstop open, load, attach");
-	if (r < 0) {
-		run->backstop = NULL;
-		if (run->opt.require_backstop) {
-			fprintf(stderr, PROG ": run: no exec backstop: %s\n", err.msg);
+	r = open_backstop(run);
+	if (r < 0)
+		return r;
+	{
+		struct cl_error derr = {""};
+
+		r = deny_ids_new(run->config, &run->deny_ids, &derr);
+		if (r < 0) {
+			fprintf(stderr, PROG ": run: %s\n", derr.msg);
 			return -EPERM;
 		}
-		say(run,
-		    "warning: no exec backstop (%s): a racing multi-threaded agent could "
-		    "run a file other than the one approved",
-		    err.msg);
+		if (deny_ids_truncated(run->deny_ids))
+			say(run,
+			    "warning: exec.deny's path rules name more than %d files: the others "
+			    "are denied by name only, not as hard links",
+			    DENY_IDS_MAX);
+		trace_timing_mark("deny rules' files");
 	}
 
 	if (api_info_dir(&api_dir) >= 0 && strrchr(api_dir, '/'))
@@ -1055,6 +1166,8 @@ static int start(struct run *run)
 		        .share_network = run->opt.net_host,
 		        .setup_network = setup_network,
 		        .setup_network_userdata = run,
+		        .agent_forked = run->ptrace ? agent_forked : NULL,
+		        .agent_forked_userdata = run,
 		};
 
 		if (run->config_dir && contains_cwd(run->config_dir))
@@ -1076,17 +1189,26 @@ static int start(struct run *run)
 	run->cgroup_id = sandbox_cgroup_id(run->sandbox);
 	if (run->backstop) {
 		if (!run->cgroup_id) {
-			say(run, "warning: no cgroup for the sandbox, so no exec backstop");
-			backstop_free(run->backstop);
-			run->backstop = NULL;
-		} else if ((r = backstop_add_sandbox(run->backstop, run->cgroup_id)) < 0) {
+			/* Only a root run loads it, and a root run always has a cgroup. */
+			fprintf(stderr,
+			        PROG ": run: no cgroup for the sandbox, so no exec backstop\n");
+			return -EPERM;
+		}
+		if ((r = backstop_add_sandbox(run->backstop, run->cgroup_id)) < 0) {
 			fprintf(stderr, PROG ": run: backstop: %s\n", strerror(-r));
 			return r;
 		}
 	}
-	if (!run->backstop && run->opt.require_backstop) {
-		fprintf(stderr, PROG ": run: no exec backstop for this sandbox\n");
-		return -EPERM;
+	{
+		int root_fd, mountinfo_fd;
+
+		r = sandbox_take_view(run->sandbox, &root_fd, &mountinfo_fd);
+		if (r >= 0)
+			r = exec_view_new(root_fd, mountinfo_fd, &run->view);
+		if (r < 0) {
+			fprintf(stderr, PROG ": run: the sandbox's view: %s\n", strerror(-r));
+			return r;
+		}
 	}
 
 	{
@@ -1096,6 +1218,9 @@ static int start(struct run *run)
 		        .config = run->config,
 		        .backstop = run->backstop,
 		        .cgroup_id = run->cgroup_id,
+		        .ptrace_backstop = run->ptrace,
+		        .view = run->view,
+		        .deny_ids = run->deny_ids,
 		        .verbose = run->opt.verbose,
 		        .quiet = run->opt.quiet,
 		};
@@ -1112,6 +1237,12 @@ static int start(struct run *run)
 	if (run->backstop) {
 		r = loop_add_fd(run->loop, backstop_events_fd(run->backstop), EPOLLIN, on_backstop,
 		                run);
+		if (r < 0)
+			return r;
+	}
+	if (run->ptrace) {
+		r = loop_add_fd(run->loop, ptrace_backstop_events_fd(run->ptrace), EPOLLIN,
+		                on_ptrace_backstop, run);
 		if (r < 0)
 			return r;
 	}
@@ -1142,7 +1273,10 @@ static int start(struct run *run)
 		say(run,
 		    "sandbox \"%s\": execs decided by policy; backstop: %s; network: %s; "
 		    "asks: %s",
-		    run->sandbox_name, run->backstop ? backstop_mode_name(run->backstop) : "off",
+		    run->sandbox_name,
+		    run->backstop ? backstop_mode_name(run->backstop)
+		    : run->ptrace ? ptrace_backstop_mode_name()
+		                  : "off",
 		    !run->net_ready     ? "none"
 		    : run->opt.net_host ? "the host's, TCP and DNS through the proxy (eBPF)"
 		                        : "through the proxy, by domain policy",

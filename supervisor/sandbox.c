@@ -58,8 +58,9 @@ struct sandbox {
 	int sock;
 	int epfd;
 	int listener_fd;
-	int tty_fd;     /* our dup of the caller's terminal, or -1 */
-	bool tty_given; /* the agent's process group has the terminal's foreground */
+	int view_fds[2]; /* the sandbox's root and mountinfo (SANDBOX_MSG_VIEW), or -1 */
+	int tty_fd;      /* our dup of the caller's terminal, or -1 */
+	bool tty_given;  /* the agent's process group has the terminal's foreground */
 	bool sock_eof;
 	bool init_reaped;
 	bool exit_reported;
@@ -348,12 +349,79 @@ __attribute__((noreturn)) static void init_loop(pid_t agent, bool has_tty, int s
 	}
 }
 
+/* Hand the supervisor the sandbox's view: our root and our mountinfo, now that the mounts are
+ * done. We never leave this mount namespace, and both fds stay bound to it. */
+static void send_view(int sock)
+{
+	static const struct {
+		const char *path;
+		int flags;
+	} view[] = {{"/", O_PATH | O_DIRECTORY}, {"/proc/self/mountinfo", O_RDONLY}};
+
+	for (int i = 0; i < (int)ELEMENTSOF(view); i++) {
+		struct sandbox_msg m = {.type = SANDBOX_MSG_VIEW, .value = i};
+		int fd = open(view[i].path, view[i].flags | O_CLOEXEC);
+		int r;
+
+		if (fd < 0)
+			init_fail(sock, -errno, "open %s: %m", view[i].path);
+		r = fdpass_send(sock, fd, &m, sizeof(m));
+		if (r < 0)
+			init_fail(sock, r, "sending the sandbox's view: %s", strerror(-r));
+		close(fd);
+	}
+}
+
+/* In the agent, before anything of its own: wait until the init says go (EOF: the init died,
+ * and so do we). */
+static void agent_wait_go(int go_pipe[2])
+{
+	char c;
+	ssize_t n;
+
+	close(go_pipe[1]);
+	do
+		n = read(go_pipe[0], &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1)
+		_exit(127);
+	close(go_pipe[0]);
+}
+
+/* The supervisor gets a pidfd of the waiting agent, does what must come first (seize it) and
+ * says go; then the agent may run. */
+static void release_agent(pid_t agent, int go_pipe[2])
+{
+	struct sandbox_msg m = {.type = SANDBOX_MSG_AGENT};
+	char buf[sizeof(struct sandbox_msg)];
+	int pidfd, r;
+	ssize_t n;
+
+	close(go_pipe[0]);
+	pidfd = (int)syscall(SYS_pidfd_open, agent, 0);
+	if (pidfd < 0)
+		init_fail(INIT_SOCK_FD, -errno, "pidfd_open: %m");
+	r = fdpass_send(INIT_SOCK_FD, pidfd, &m, sizeof(m));
+	if (r < 0)
+		init_fail(INIT_SOCK_FD, r, "sending the agent: %s", strerror(-r));
+	close(pidfd);
+	do
+		n = recv(INIT_SOCK_FD, buf, sizeof(buf), 0);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0 || sandbox_msg_validate(buf, (size_t)n, &m) < 0 ||
+	    m.type != SANDBOX_MSG_AGENT_GO)
+		_exit(127); /* the supervisor refused or is gone: the agent goes with us */
+	if (write(go_pipe[1], "g", 1) != 1)
+		_exit(127);
+	close(go_pipe[1]);
+}
+
 __attribute__((noreturn)) static void init_main(struct init_args *a)
 {
 	const struct sandbox_opts *o = a->opts;
 	struct sandbox_msg go;
 	sigset_t all, fwd;
-	int listener = -1, sfd, r;
+	int listener = -1, sfd, r, go_pipe[2] = {-1, -1};
 	pid_t agent;
 	ssize_t n;
 
@@ -420,6 +488,7 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 		/* Nothing the hook opened reaches the agent. */
 		close_range(INIT_FIRST_FREE, ~0U, 0);
 	}
+	send_view(INIT_SOCK_FD);
 
 	sigemptyset(&fwd);
 	for (int sig = 1; sig < NSIG; sig++)
@@ -430,17 +499,28 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 	if (sfd < 0)
 		init_fail(INIT_SOCK_FD, -errno, "signalfd: %m");
 
+	/* The agent to be seized is born dumpable: the supervisor's tracer has our uid but no
+	 * capability over the copy of the init it still is (see exec_agent). No process of the
+	 * agent's runs before the init is undumpable again. */
+	if (o->agent_forked && (pipe2(go_pipe, O_CLOEXEC) < 0 || prctl(PR_SET_DUMPABLE, 1) < 0))
+		init_fail(INIT_SOCK_FD, -errno, "pipe: %m");
 	agent = fork();
+	if (agent != 0 && o->agent_forked && prctl(PR_SET_DUMPABLE, 0) < 0)
+		init_fail(INIT_SOCK_FD, -errno, "PR_SET_DUMPABLE: %m");
 	if (agent < 0)
 		init_fail(INIT_SOCK_FD, -errno, "fork: %m");
 	if (agent == 0) {
 		close(sfd);
+		if (go_pipe[0] >= 0)
+			agent_wait_go(go_pipe);
 		exec_agent(a);
 	}
 	if (a->give_tty) {
 		setpgid(agent, agent);
 		give_terminal(agent);
 	}
+	if (o->agent_forked)
+		release_agent(agent, go_pipe);
 	send_msg(INIT_SOCK_FD, SANDBOX_MSG_READY, 0, NULL, 0);
 	init_loop(agent, a->give_tty, sfd);
 }
@@ -546,6 +626,9 @@ void sandbox_free(struct sandbox *sb)
 	tty_take_back(sb);
 	if (sb->listener_fd >= 0)
 		close(sb->listener_fd);
+	for (int i = 0; i < 2; i++)
+		if (sb->view_fds[i] >= 0)
+			close(sb->view_fds[i]);
 	if (sb->epfd >= 0)
 		close(sb->epfd);
 	if (sb->sock >= 0)
@@ -589,7 +672,7 @@ static int recv_setup_msg(struct sandbox *sb, struct sandbox_msg *ret, int *ret_
 	r = sandbox_msg_validate(buf, (size_t)n, &m);
 	if (r < 0)
 		return r;
-	if (m.type == SANDBOX_MSG_LISTENER) {
+	if (sandbox_msg_has_fd(m.type)) {
 		r = fdpass_recv(sb->sock, buf, sizeof(buf), &len, ret_fd);
 		if (r < 0)
 			return r;
@@ -597,6 +680,50 @@ static int recv_setup_msg(struct sandbox *sb, struct sandbox_msg *ret, int *ret_
 		return -errno;
 	}
 	*ret = m;
+	return 0;
+}
+
+/* The pid a pidfd refers to, in our pid namespace (its fdinfo's "Pid:" line). */
+static pid_t pidfd_pid(int pidfd)
+{
+	char path[64], buf[1024];
+	_cleanup_close_ int fd = -EBADF;
+	const char *line;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	line = strstr(buf, "\nPid:\t");
+	if (!line)
+		return -ENOENT;
+	n = strtol(line + 6, NULL, 10);
+	return n > 0 ? (pid_t)n : -ESRCH;
+}
+
+/* The init forked the agent, which waits: the caller's hook first (it takes PIDFD), then go. */
+static int agent_forked(struct sandbox *sb, const struct sandbox_opts *opts, int pidfd,
+                        struct cl_error *err)
+{
+	struct sandbox_msg go = {.type = SANDBOX_MSG_AGENT_GO};
+	pid_t agent = pidfd_pid(pidfd);
+	int r;
+
+	close(pidfd);
+	if (agent < 0)
+		return cl_error_set(err, agent, "sandbox: the agent's pid: %s", strerror(-agent));
+	if (opts->agent_forked) {
+		r = opts->agent_forked(opts->agent_forked_userdata, agent, err);
+		if (r < 0)
+			return r;
+	}
+	if (send(sb->sock, &go, sizeof(go), MSG_NOSIGNAL) < 0)
+		return cl_error_set(err, -errno, "starting the agent: %m");
 	return 0;
 }
 
@@ -624,6 +751,7 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 	if (!sb)
 		return -ENOMEM;
 	sb->pidfd = sb->sock = sb->epfd = sb->listener_fd = sb->tty_fd = -1;
+	sb->view_fds[0] = sb->view_fds[1] = -1;
 
 	if (opts->cwd) {
 		cwd = strdup(opts->cwd);
@@ -749,6 +877,14 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 				close(sb->listener_fd);
 			sb->listener_fd = fd;
 			trace_timing_mark("sandbox: init mounts, seccomp listener");
+		} else if (m.type == SANDBOX_MSG_VIEW && (m.value == 0 || m.value == 1)) {
+			if (sb->view_fds[m.value] >= 0)
+				close(sb->view_fds[m.value]);
+			sb->view_fds[m.value] = fd;
+		} else if (m.type == SANDBOX_MSG_AGENT) {
+			r = agent_forked(sb, opts, fd, err);
+			if (r < 0)
+				return r;
 		} else if (m.type == SANDBOX_MSG_ERROR) {
 			return cl_error_set(err, m.value < 0 ? m.value : -EIO, "sandbox: %s",
 			                    m.text);
@@ -785,6 +921,15 @@ int sandbox_take_listener_fd(struct sandbox *sb)
 
 	sb->listener_fd = -1;
 	return fd;
+}
+
+int sandbox_take_view(struct sandbox *sb, int *ret_root_fd, int *ret_mountinfo_fd)
+{
+	if (sb->view_fds[0] < 0 || sb->view_fds[1] < 0)
+		return -ENOENT;
+	*ret_root_fd = TAKE_FD(sb->view_fds[0]);
+	*ret_mountinfo_fd = TAKE_FD(sb->view_fds[1]);
+	return 0;
 }
 
 int sandbox_status_fd(const struct sandbox *sb)

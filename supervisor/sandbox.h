@@ -74,6 +74,12 @@ struct sandbox_opts {
 	 * fails sandbox_start with it. NULL: a new netns keeps only its loopback. */
 	int (*setup_network)(void *userdata, int netns_fd, int cgroup_fd, struct cl_error *err);
 	void *setup_network_userdata;
+	/* Called once the init has forked the agent, which waits until this returns: with its
+	 * pid (in the supervisor's pid namespace), before it has run anything of its own (the
+	 * ptrace backstop seizes it here). A negative return fails sandbox_start with it. NULL:
+	 * the agent starts at once. */
+	int (*agent_forked)(void *userdata, pid_t agent, struct cl_error *err);
+	void *agent_forked_userdata;
 };
 
 enum sandbox_status_kind {
@@ -101,6 +107,12 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 int sandbox_listener_fd(const struct sandbox *sb);
 /* Take ownership of the listener fd (sb forgets it). */
 int sandbox_take_listener_fd(struct sandbox *sb);
+
+/* The sandbox's own view as the init saw it once the mounts were done (notifier/view.h): an
+ * O_PATH fd of its root and an fd of its mountinfo, both bound to the sandbox's mount
+ * namespace whatever the agent does later. The caller owns them (sb forgets them); -ENOENT
+ * when they were taken already. */
+int sandbox_take_view(struct sandbox *sb, int *ret_root_fd, int *ret_mountinfo_fd);
 
 /* An fd (owned by sb) that becomes readable when sandbox_handle_status() has something to say;
  * for the caller's epoll loop. */

@@ -5,6 +5,12 @@
 #include <string.h>
 #include <sys/wait.h>
 
+bool sandbox_msg_has_fd(uint32_t type)
+{
+	return type == SANDBOX_MSG_LISTENER || type == SANDBOX_MSG_VIEW ||
+	       type == SANDBOX_MSG_AGENT;
+}
+
 int sandbox_msg_validate(const void *buf, size_t len, struct sandbox_msg *ret)
 {
 	struct sandbox_msg m;

@@ -25,6 +25,10 @@ enum sandbox_msg_type {
 	SANDBOX_MSG_CONTINUED,
 	SANDBOX_MSG_EXITED,    /* value = the agent's wait status */
 	SANDBOX_MSG_SIGNALLED, /* value = the signal now sent to the agent (after MSG_SIGNAL) */
+	SANDBOX_MSG_VIEW,      /* carries an fd of the sandbox's view: value 0 its root directory,
+	                        * 1 its /proc/self/mountinfo (sent once the mounts are done) */
+	SANDBOX_MSG_AGENT,     /* carries a pidfd of the agent, which waits for AGENT_GO */
+	SANDBOX_MSG_AGENT_GO,  /* supervisor → init: the agent may start */
 	SANDBOX_MSG_MAX_,
 };
 
@@ -35,6 +39,9 @@ struct sandbox_msg {
 	int32_t value;
 	char text[SANDBOX_MSG_TEXT_MAX]; /* NUL-terminated */
 };
+
+/* Does a message of this type carry an fd (SCM_RIGHTS)? */
+bool sandbox_msg_has_fd(uint32_t type);
 
 /* Check a received packet of len bytes: the right size, a known type, a terminated text.
  * -EBADMSG otherwise. */

@@ -115,7 +115,7 @@ int bench_agent_spawn(const struct bench_agent *a, const struct bench_spawn *s, 
 {
 	char h[200], st[200];
 	char *envp[] = {h, st, "PATH=/usr/bin:/bin", "LC_ALL=C", (char *)s->extra_env, NULL};
-	char *argv[MAX_ARGS + 9];
+	char *argv[MAX_ARGS + 10];
 	size_t n = 0;
 	pid_t pid;
 
@@ -131,8 +131,11 @@ int bench_agent_spawn(const struct bench_agent *a, const struct bench_spawn *s, 
 		               "-q",
 		               "--"};
 
-		for (size_t i = 0; i < sizeof(run) / sizeof(run[0]); i++)
+		for (size_t i = 0; i < sizeof(run) / sizeof(run[0]); i++) {
+			if (i == sizeof(run) / sizeof(run[0]) - 1 && a->run_option)
+				argv[n++] = (char *)a->run_option; /* before the "--" */
 			argv[n++] = run[i];
+		}
 	}
 	for (size_t i = 0; s->argv[i]; i++) {
 		if (i >= MAX_ARGS)

@@ -15,6 +15,7 @@ struct bench_agent {
 	const char *supervisor, *helpers; /* $SUPERVISOR, $HELPERS */
 	uid_t user;                       /* who runs the programs (0: root) */
 	gid_t group;
+	const char *run_option; /* one more option of `run` (e.g. --no-backstop), or NULL */
 };
 
 /* $SUPERVISOR and $HELPERS, the temporary directories and the config, all owned by USER (0:

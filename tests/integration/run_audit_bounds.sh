@@ -198,6 +198,7 @@ exec:
 EOF
 rm -f "$AUDIT"
 cd "$TMP" || exit 1 # the run's directory stays visible in its private /tmp
+# shellcheck disable=SC2016 # the agent's shell expands it
 timeout -k 5 90 "$SUPERVISOR" run --config-dir "$CFG" --ask web --ask-timeout 30s \
 	--audit-rate 1 --audit-burst 5 --listen-approval 127.0.0.1:0 --listen-tokens off \
 	--listen-request off -- sh -c 'i=0; while [ $i -lt 150 ]; do /usr/bin/id $i &

@@ -2,8 +2,8 @@
 # `cloister-supervisor run` starting and ending: SIGTERM/SIGINT are passed on to the agent (143,
 # 130), an agent that ignores SIGTERM is killed after the grace period; a supervisor killed with
 # SIGKILL takes its agent with it (also while an exec waits for an answer), and the next run
-# removes the stale cgroup; --require-backstop; a run by a non-root user (no cgroup, no
-# backstop: execs are still decided). Prints TAP.
+# removes the stale cgroup; --require-backstop; a run by a non-root user (no cgroup, the ptrace
+# exec backstop: execs are still decided). Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
@@ -244,10 +244,10 @@ tap_like "$(cat "$ERR")" 'exec /usr/bin/whoami denied: exec\.deny\[0\]' \
 	"non-root: the denial names the rule" "$(diag)"
 tap_is "$(grep -c '"uid":65534.*"verdict":"allow"' "$U/state/cloister/audit.log" 2>&1)" 3 \
 	"non-root: its audit log (in its own XDG_STATE_HOME) has the allowed execs with its uid"
-tap_like "$(cat "$ERR")" 'no exec backstop' \
-	"non-root: run says there is no exec backstop (BPF needs root)"
-echo "# non-root: $(grep -m1 'backstop' "$ERR")"
 as_nobody -v --ask none -- /usr/bin/true
+echo "# non-root: $(grep -m1 'backstop:' "$ERR")"
+tap_like "$(cat "$ERR")" 'backstop: ptrace' \
+	"non-root: run -v says the exec backstop is the ptrace one (eBPF needs root)" "$(diag)"
 echo "# non-root: $(grep -m1 'cgroup' "$ERR")"
 tap_like "$(cat "$ERR")" 'cgroup \(none\)|cgroup /' "non-root: run -v says which cgroup (none without a delegated subtree)"
 as_nobody --require-backstop --ask none -- /usr/bin/true

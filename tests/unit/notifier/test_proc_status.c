@@ -46,6 +46,34 @@ static void test_parses_ids_groups_and_pids(void **state)
 	assert_int_equal(st.groups[0], 4);
 	assert_int_equal(st.groups[3], 100);
 	assert_false(st.groups_truncated);
+	assert_int_equal(st.ns_levels, 2);
+	assert_int_equal(st.ns_tgid[0], 4242);
+	assert_int_equal(st.ns_pid[1], 7);
+}
+
+static void test_thread_ids_per_namespace_level(void **state)
+{
+	/* A thread (tid 9 in its own namespace) of thread group 7, three levels deep. */
+	static const char s[] = "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n"
+	                        "NStgid:\t500\t40\t7\nNSpid:\t502\t42\t9\n";
+	static const char *const bad[] = {
+	        /* one list without the other, or of another length */
+	        "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nNSpid:\t5\t1\n",
+	        "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nNStgid:\t5\nNSpid:\t5\t1\n",
+	        "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\nNStgid:\t5\t2147483648\n"
+	        "NSpid:\t5\t1\n",
+	};
+	struct proc_status st;
+
+	assert_int_equal(proc_status_parse(s, sizeof(s) - 1, &st), 0);
+	assert_int_equal(st.ns_levels, 3);
+	assert_int_equal(st.ns_tgid[0], 500);
+	assert_int_equal(st.ns_tgid[2], 7);
+	assert_int_equal(st.ns_pid[1], 42);
+	assert_int_equal(st.nspid, 9);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (proc_status_parse(bad[i], strlen(bad[i]), &st) != -EBADMSG)
+			fail_msg("accepted: %s", bad[i]);
 }
 
 static void test_no_trailing_newline_and_empty_groups(void **state)
@@ -112,6 +140,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_parses_ids_groups_and_pids),
+	        cmocka_unit_test(test_thread_ids_per_namespace_level),
 	        cmocka_unit_test(test_no_trailing_newline_and_empty_groups),
 	        cmocka_unit_test(test_missing_or_malformed_ids_are_refused),
 	        cmocka_unit_test(test_many_groups_are_truncated_not_refused),

@@ -179,6 +179,52 @@ static void test_a_setting_denial_of_the_given_name_yields_to_the_real_file(void
 	(void)state;
 }
 
+/* A hard link of a denied program, under a name an allow rule lists: the file is also
+ * /usr/bin/sudo (deny_ids found it by identity), and sudo's deny rule holds. */
+static void test_a_deny_rules_file_under_another_name_is_denied(void **state)
+{
+	static const char *const argv[] = {"tool", "-i", NULL};
+	struct config *cfg = load(CONFIG);
+	struct policy_result res;
+
+	assert_int_equal(exec_decide(cfg, "/work/tool", "/work/tool", argv, 2, false, &res, NULL),
+	                 0);
+	assert_int_equal(res.verdict, POLICY_ALLOW);
+	assert_int_equal(exec_decide_alias(cfg, "/usr/bin/sudo", argv, 2, false, &res, NULL), 0);
+	assert_int_equal(res.verdict, POLICY_DENY);
+	assert_true(res.by_deny_rule);
+	assert_string_equal(res.rule, "exec.deny[0] path \"/usr/bin/sudo\"");
+	assert_string_equal(res.subject, "tool -i"); /* what was run, for the person reading */
+	assert_non_null(strstr(res.reason, "/usr/bin/sudo under another name"));
+	config_free(cfg);
+	(void)state;
+}
+
+/* Only a deny rule of the other name counts: a name the policy would merely ask about (or
+ * allow) changes nothing, and a command rule of it is checked against the command run. */
+static void test_an_alias_only_adds_deny_rules(void **state)
+{
+	static const char *const harmless[] = {"tool", NULL};
+	static const char *const evil[] = {"tool", "--evil", NULL};
+	struct config *cfg = load(CONFIG);
+	struct policy_result res;
+
+	assert_int_equal(exec_decide(cfg, "/work/tool", NULL, harmless, 1, false, &res, NULL), 0);
+	assert_int_equal(
+	        exec_decide_alias(cfg, "/usr/bin/unlisted", harmless, 1, false, &res, NULL), 0);
+	assert_int_equal(res.verdict, POLICY_ALLOW);
+	assert_int_equal(exec_decide_alias(cfg, "/usr/bin/dash", harmless, 1, false, &res, NULL),
+	                 0);
+	assert_int_equal(res.verdict, POLICY_ALLOW);
+	assert_int_equal(exec_decide(cfg, "/work/tool", NULL, evil, 2, false, &res, NULL), 0);
+	assert_int_equal(exec_decide_alias(cfg, "/usr/bin/dash", evil, 2, false, &res, NULL), 0);
+	assert_int_equal(res.verdict, POLICY_DENY);
+	assert_string_equal(res.rule,
+	                    "exec.deny[1] path \"/usr/bin/dash\" command \"^dash .*--evil\"");
+	config_free(cfg);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -189,6 +235,8 @@ int main(void)
 	        cmocka_unit_test(test_asking_script_keeps_its_fallback),
 	        cmocka_unit_test(test_a_deny_rule_on_the_given_name_holds_for_an_allowed_file),
 	        cmocka_unit_test(test_a_setting_denial_of_the_given_name_yields_to_the_real_file),
+	        cmocka_unit_test(test_a_deny_rules_file_under_another_name_is_denied),
+	        cmocka_unit_test(test_an_alias_only_adds_deny_rules),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
