@@ -7,8 +7,8 @@
  *   - `make -j2` of a copy of this project's protocol/, notifier/ and netfilter/ (every C file in
  *     them, recursively, with the project's compiler flags), from clean: a real compile. The whole
  *     project would take a minute or more a build on a loaded 2-core machine, too long to repeat
- *     native and supervised in a bounded bench; these are 24 of its some 90 C files, and each
- *     costs the exec path what any of the others does (cc, cc1, as).
+ *     native and supervised in a bounded bench; these are some two dozen of its 90 C files,
+ *     and each costs the exec path what any of the others does (cc, cc1, as).
  * Native and supervised runs take turns, each round starting with the other; the ratio is the
  * median of the rounds' ratios. */
 #include "tests/bench/bench.h"
