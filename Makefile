@@ -289,7 +289,7 @@ check:
 
 CLI_TESTS := $(sort $(wildcard tests/cli/*.sh))
 
-check-built: $(SUPERVISOR_BIN) $(SHIM_BIN) $(HOOK_BIN) $(UNIT_BINS) $(KERNEL_BINS) $(HELPER_BINS) $(if $(SANITIZE),,fuzz-build)
+check-built: $(SUPERVISOR_BIN) $(SHIM_BIN) $(HOOK_BIN) $(BENCH_BIN) $(UNIT_BINS) $(KERNEL_BINS) $(HELPER_BINS) $(if $(SANITIZE),,fuzz-build)
 	$(Q)BUILD=$(BUILD) SUPERVISOR=$(abspath $(SUPERVISOR_BIN)) HELPERS=$(abspath $(BUILD)/tests/helpers) \
 		SHIM=$(abspath $(SHIM_BIN)) \
 		FUZZ_SECONDS=$(if $(SANITIZE),,$(CHECK_FUZZ_SECONDS)) \
