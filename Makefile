@@ -289,7 +289,7 @@ check:
 
 CLI_TESTS := $(sort $(wildcard tests/cli/*.sh))
 
-check-built: $(SUPERVISOR_BIN) $(SHIM_BIN) $(HOOK_BIN) $(UNIT_BINS) $(KERNEL_BINS) $(HELPER_BINS) $(if $(SANITIZE),,fuzz-build)
+check-built: $(SUPERVISOR_BIN) $(SHIM_BIN) $(HOOK_BIN) $(BENCH_BIN) $(UNIT_BINS) $(KERNEL_BINS) $(HELPER_BINS) $(if $(SANITIZE),,fuzz-build)
 	$(Q)BUILD=$(BUILD) SUPERVISOR=$(abspath $(SUPERVISOR_BIN)) HELPERS=$(abspath $(BUILD)/tests/helpers) \
 		SHIM=$(abspath $(SHIM_BIN)) \
 		FUZZ_SECONDS=$(if $(SANITIZE),,$(CHECK_FUZZ_SECONDS)) \
@@ -362,9 +362,12 @@ $(BENCH_BIN): $(call obj,$(BENCH_SRC)) $(ALL_LIBS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(LIBS_NET) -lpthread
 
+# The programs section compiles a copy of these sources with the project's own flags
+# (BENCH_SOURCES, BENCH_CFLAGS) and runs ./configure of a project made with autoconf/automake.
 bench: $(BENCH_BIN) $(SUPERVISOR_BIN) $(SHIM_BIN) $(HELPER_BINS)
 	$(Q)BENCH_ONLY=$(ONLY) SUPERVISOR=$(abspath $(SUPERVISOR_BIN)) \
-		HELPERS=$(abspath $(BUILD)/tests/helpers) SHIM=$(abspath $(SHIM_BIN)) $(BENCH_BIN)
+		HELPERS=$(abspath $(BUILD)/tests/helpers) SHIM=$(abspath $(SHIM_BIN)) \
+		BENCH_SOURCES=$(CURDIR) BENCH_CFLAGS='$(CPPFLAGS_ALL) $(CFLAGS_ALL)' $(BENCH_BIN)
 
 # ---- formatting -----------------------------------------------------------------------------
 FORMAT_SRC = $(shell git ls-files '*.c' '*.h' 2>/dev/null || find . -path ./build -prune -o \( -name '*.c' -o -name '*.h' \) -print)

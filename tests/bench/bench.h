@@ -19,9 +19,10 @@ void bench_core(void);
  * timers and firing N due ones, for N = 100, 1000, 10000 (tests/bench/bench_loop.c). */
 void bench_loop(void);
 
-/* End to end: native vs under `cloister-supervisor run` for 2000 fork+exec+wait of /bin/true
- * and for a `make -j2` of a generated C project; `run -- true` latency; the supervisor's RSS
- * (tests/bench/bench_run.c). Needs $SUPERVISOR and $HELPERS (set by `make bench`). */
+/* End to end: `run -- true` latency; native vs under `cloister-supervisor run` for 2000
+ * fork+exec+wait of /bin/true, with the supervisor's CPU, syscalls and context switches per exec,
+ * its phases and its RSS; as root and as an unprivileged user (tests/bench/bench_run.c). Needs
+ * $SUPERVISOR and $HELPERS (set by `make bench`). */
 void bench_run(void);
 
 /* The agent's terminal: 64 MiB of text natively to a pty vs through `run`'s pty relay
@@ -49,5 +50,10 @@ void bench_shim(void);
  * (relay.c, from a netns with the rules), through the CONNECT proxy and through tinyproxy;
  * the proxy's RSS with 1000 tunnels open (tests/bench/bench_proxy.c). Needs root. */
 void bench_proxy(void);
+
+/* Exec-heavy real programs native vs under `cloister-supervisor run`: `./configure` of a
+ * generated autotools project, `make -j2` of a copy of this project's sources
+ * (tests/bench/bench_programs.c). Needs $SUPERVISOR, $HELPERS, $BENCH_SOURCES, $BENCH_CFLAGS. */
+void bench_programs(void);
 
 #endif

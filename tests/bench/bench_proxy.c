@@ -47,6 +47,7 @@
 #include "supervisor/proxy.h"
 #include "supervisor/resolver.h"
 #include "supervisor/tokens.h"
+#include "tests/bench/bench_summary.h"
 
 #define SETUPS     1000
 #define SETUP_RUN  50 /* consecutive set-ups of one way before the next way's turn */
@@ -761,6 +762,7 @@ void bench_proxy(void)
 		printf(", tinyproxy CONNECT %.1f µs (%+.1f µs)", setup_us[3],
 		       setup_us[3] - setup_us[0]);
 	printf("\n");
+	bench_summary_set(BENCH_ROW_PROXY_SETUP, setup_us[1] - setup_us[0], -1);
 	printf("bulk %u MiB one way, %d rounds, best GB/s and the median of (way / direct in the "
 	       "same round): direct %.2f GB/s; transparent %.2f GB/s, %.0f %%; CONNECT %.2f GB/s, "
 	       "%.0f %%",

@@ -1,346 +1,346 @@
-/* bench_run: what a user of `cloister-supervisor run` pays, native vs supervised, in one run.
+/* bench_run: what an exec costs under `cloister-supervisor run`, native vs supervised.
  *
- * Workloads (each round alternates native and supervised, medians of ROUNDS):
- *   - 2000 fork+exec+wait of /bin/true (the worst case: nothing but execs), as root (eBPF
- *     backstop) and as an unprivileged user (ptrace backstop, and --no-backstop to show what
- *     the ptrace backstop costs);
- *   - `make -j2` of a generated C project (a real exec-heavy build: make, cc, cc1, as, ld);
- * plus `run -- true` end to end (root and unprivileged) and the supervisor's resident memory
- * while the agent idles. Every exec is auto-allowed by path rules; the audit log is written as
- * in real use. */
+ *   - `run -- true` end to end (start-up and teardown);
+ *   - 2000 fork+exec+wait of /bin/true (the worst case: nothing but execs), timed by the agent
+ *     itself (tests/helpers/execloop -s), so run's start-up and teardown stay out of the ratio;
+ *     native and supervised runs take turns, the ratio is the median of the rounds' ratios;
+ *   - in the same supervised runs, the supervisor's own CPU time (its process CPU clock, all its
+ *     threads) over the loop, less what it spends idle over as long: the cost of an auto-allowed
+ *     exec to the supervisor; and its RSS while the agent idles, before and after the loop;
+ *   - one more supervised loop with CLOISTER_TRACE_TIMING=1: where the supervisor's time goes,
+ *     phase by phase (wall clock, as the supervisor reports it); and one with strace -c attached
+ *     to the supervisor over the loop alone: its syscalls per exec, a count no load can move.
+ * The start-up and the loop run as root (with the eBPF backstop) and again as an unprivileged
+ * user (nobody: the ptrace backstop, and --no-backstop to show what it costs), whose figures
+ * stay out of the summary. Every exec is auto-allowed by a path
+ * rule; the audit log is written as in real use. */
 #include "tests/bench/bench.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdint.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <grp.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#define ROUNDS     5
-#define EXECS      "2000"
-#define MAKE_FILES 24
+#include "protocol/cleanup.h"
+#include "tests/bench/bench_agent.h"
+#include "tests/bench/bench_summary.h"
 
-static char tmp[] = "/tmp/cloister-bench.XXXXXX";
-static const char *supervisor, *helpers;
-static char cfgdir[512], projdir[512], home[512], state[512];
-/* The unprivileged user's own directory (config, home, state), owned by NOBODY. */
-#define NOBODY 65534
-static char userdir[512], user_cfgdir[600];
-/* Who timed() runs as: 0 root, NOBODY the unprivileged user. */
-static uid_t run_as;
+#define STARTUPS      7
+#define USER_STARTUPS 5
+#define ROUNDS        5
+#define USER_ROUNDS   3
+#define EXECS         2000
+#define TRACE_EXECS   500
+#define IDLE_MS       100
+#define STRACE_EXECS  500
+#define NOBODY        65534
 
-static double now_s(void)
+static struct bench_agent agent;
+
+/* run -- true, and plain /bin/true, end to end, N times each. */
+static void bench_startup(struct bench_agent *a, const char *who, int n)
 {
-	struct timespec ts;
+	char *argv[] = {"/bin/true", NULL};
+	double nat[STARTUPS], sup[STARTUPS];
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	for (int i = 0; i < n; i++) {
+		nat[i] = bench_agent_time(a, false, NULL, argv);
+		sup[i] = bench_agent_time(a, true, NULL, argv);
+		if (nat[i] < 0 || sup[i] < 0) {
+			char why[200];
+
+			bench_agent_last_error(a, why, sizeof(why));
+			printf("run -- true, %s: failed to measure%s%s\n", who, why[0] ? ": " : "",
+			       why);
+			return;
+		}
+	}
+	printf("run -- true end to end, %s: %.1f ms (native /bin/true %.2f ms; medians of %d)\n",
+	       who, bench_median(sup, n) * 1e3, bench_median(nat, n) * 1e3, n);
 }
 
-static int cmp_double(const void *a, const void *b)
+/* The supervisor's phases of one exec, from the report CLOISTER_TRACE_TIMING=1 makes it print
+ * at exit ("cloister: timing: exec PHASE  X us  (mean of N)"). */
+static void bench_exec_phases(void)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return v[n / 2];
-}
-
-/* Run ARGV with a quiet environment; the time it took, or -1 when it failed. */
-static double timed(char *const argv[])
-{
-	char h[600], s[600];
-	char *envp[] = {h, s, "PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
-	double t0 = now_s();
-	int status;
+	char loop[256], count[32], line[256], phases[512] = "";
+	char *argv[] = {loop, count, "/bin/true", NULL};
+	_cleanup_fclose_ FILE *f = NULL;
+	unsigned long long n_max = 0;
+	size_t len = 0;
 	pid_t pid;
 
-	snprintf(h, sizeof(h), "HOME=%s", run_as ? userdir : home);
-	snprintf(s, sizeof(s), "XDG_STATE_HOME=%s/state", run_as ? userdir : tmp);
-	pid = fork();
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	snprintf(loop, sizeof(loop), "%s/execloop", agent.helpers);
+	snprintf(count, sizeof(count), "%d", TRACE_EXECS);
+	if (bench_agent_spawn(&agent,
+	                      &(struct bench_spawn){.supervised = true,
+	                                            .argv = argv,
+	                                            .stdin_fd = -1,
+	                                            .stdout_fd = -1,
+	                                            .extra_env = "CLOISTER_TRACE_TIMING=1"},
+	                      &pid) < 0 ||
+	    bench_agent_wait(pid, 120000) < 0) {
+		printf("exec phases: failed to measure\n");
+		return;
+	}
+	f = fopen(agent.stderr_path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		char name[64];
+		double us;
+		unsigned long long n;
+		int end;
 
-		if (null >= 0) {
-			dup2(null, STDOUT_FILENO);
-			dup2(null, STDERR_FILENO);
-		}
-		if (run_as && (setgroups(0, NULL) < 0 || setresgid(run_as, run_as, run_as) < 0 ||
-		               setresuid(run_as, run_as, run_as) < 0 || chdir(userdir) < 0))
-			_exit(126);
-		execve(argv[0], argv, envp);
+		if (sscanf(line, "cloister: timing: exec %63[^0-9] %lf us (mean of %llu)", name,
+		           &us, &n) != 3)
+			continue;
+		for (end = (int)strlen(name); end > 0 && name[end - 1] == ' '; end--)
+			;
+		name[end] = '\0';
+		if (n > n_max)
+			n_max = n;
+		len += (size_t)snprintf(phases + len, sizeof(phases) - len, "%s%s %.1f",
+		                        len ? ", " : "", name, us);
+		if (len >= sizeof(phases))
+			break;
+	}
+	if (!phases[0])
+		printf("exec phases: the supervisor printed no CLOISTER_TRACE_TIMING report\n");
+	else
+		printf("exec phases in the supervisor (CLOISTER_TRACE_TIMING=1, wall clock, means "
+		       "over %llu notifications of %d execs): %s µs\n",
+		       n_max, TRACE_EXECS, phases);
+}
+
+/* ---- the supervisor's syscalls per exec: strace -c attached over the loop alone ---------- */
+
+struct strace_run {
+	char out[160]; /* strace's summary */
+	pid_t pid;
+	FILE *err; /* its stderr, open until it exits (it writes "detached" there) */
+};
+
+static int strace_attach(pid_t supervisor, void *userdata)
+{
+	struct strace_run *st = userdata;
+	char target[16], line[256];
+	char *argv[] = {"strace", "-c", "-f", "-o", st->out, "-p", target, NULL};
+	int fds[2];
+
+	snprintf(target, sizeof(target), "%d", (int)supervisor);
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	st->pid = fork();
+	if (st->pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (null < 0 || dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
+		    dup2(fds[1], STDERR_FILENO) < 0)
+			_exit(127);
+		execvp(argv[0], argv);
 		_exit(127);
 	}
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		return -1;
-	return now_s() - t0;
+	close(fds[1]);
+	st->err = fdopen(fds[0], "re");
+	if (!st->err)
+		close(fds[0]);
+	if (st->pid < 0 || !st->err)
+		return -EIO;
+	/* Every syscall after "attached" is counted: wait for it (strace exits on failure, and
+	 * its stderr ends). */
+	while (fgets(line, sizeof(line), st->err))
+		if (strstr(line, "attached"))
+			return 0;
+	return -ESRCH;
 }
 
-static int write_file(const char *path, const char *text)
+static int strace_detach(pid_t supervisor, void *userdata)
 {
-	FILE *f = fopen(path, "we");
+	struct strace_run *st = userdata;
 
-	if (!f)
-		return -errno;
-	fputs(text, f);
-	return fclose(f) == 0 ? 0 : -errno;
-}
-
-static int setup(void)
-{
-	char path[700], text[2048];
-
-	if (!mkdtemp(tmp))
-		return -errno;
-	snprintf(cfgdir, sizeof(cfgdir), "%s/config", tmp);
-	snprintf(projdir, sizeof(projdir), "%s/project", tmp);
-	snprintf(home, sizeof(home), "%s/home", tmp);
-	snprintf(state, sizeof(state), "%s/state", tmp);
-	if (mkdir(cfgdir, 0700) < 0 || mkdir(projdir, 0755) < 0 || mkdir(home, 0700) < 0 ||
-	    mkdir(state, 0700) < 0)
-		return -errno;
-	/* Auto-allowed by path, as a user's allowlist would do for the toolchain. */
-	snprintf(path, sizeof(path), "%s/config.yaml", cfgdir);
-	snprintf(text, sizeof(text),
-	         "exec:\n  security: allowlist\n  ask: off\n  allow:\n"
-	         "    - path: \"/usr/bin/*\"\n    - path: \"/bin/*\"\n"
-	         "    - path: \"/usr/lib/gcc/*/*/*\"\n    - path: \"/usr/libexec/gcc/*/*/*\"\n"
-	         "    - path: \"%s/*\"\n",
-	         helpers);
-	if (write_file(path, text) < 0)
-		return -EIO;
-	/* The unprivileged user's copy, in a directory of its own below a traversable tmp. */
-	snprintf(userdir, sizeof(userdir), "%s/user", tmp);
-	snprintf(user_cfgdir, sizeof(user_cfgdir), "%s/config", userdir);
-	if (chmod(tmp, 0711) < 0 || mkdir(userdir, 0700) < 0 || mkdir(user_cfgdir, 0700) < 0)
-		return -errno;
-	snprintf(path, sizeof(path), "%s/config.yaml", user_cfgdir);
-	if (write_file(path, text) < 0 || chown(path, NOBODY, NOBODY) < 0 ||
-	    chown(user_cfgdir, NOBODY, NOBODY) < 0 || chown(userdir, NOBODY, NOBODY) < 0)
-		return -EIO;
-	snprintf(path, sizeof(path), "%s/Makefile", projdir);
-	if (write_file(path, "SRCS := $(wildcard *.c)\nOBJS := $(SRCS:.c=.o)\n"
-	                     "app: $(OBJS)\n\tcc -o $@ $^\n"
-	                     "%.o: %.c\n\tcc -O1 -c $< -o $@\n"
-	                     "clean:\n\trm -f *.o app\n") < 0)
-		return -EIO;
-	for (int i = 0; i < MAKE_FILES; i++) {
-		FILE *f;
-
-		snprintf(path, sizeof(path), "%s/unit%02d.c", projdir, i);
-		f = fopen(path, "we");
-		if (!f)
-			return -errno;
-		fprintf(f, "#include <stdio.h>\n#include <string.h>\n");
-		for (int k = 0; k < 40; k++)
-			fprintf(f,
-			        "int f%d_%d(const char *s) { int h = %d; "
-			        "for (size_t i = 0; i < strlen(s); i++) h = h * 31 + s[i]; return "
-			        "h; }\n",
-			        i, k, k);
-		if (i == 0)
-			fprintf(f,
-			        "int main(void) { printf(\"%%d\\n\", f0_0(\"x\")); return 0; }\n");
-		fclose(f);
+	if (st->pid > 0) {
+		kill(st->pid, SIGINT); /* detaches and writes the summary */
+		bench_agent_wait(st->pid, 30000);
 	}
+	if (st->err)
+		fclose(st->err);
+	st->err = NULL;
+	st->pid = -1;
 	return 0;
 }
 
-static void cleanup(void)
+/* "syscall calls/N, …" from strace -c's table (% time, seconds, usecs/call, calls, [errors,]
+ * syscall), most called first, as strace sorts them. */
+static int strace_summary(const char *path, long n, char *buf, size_t size, double *ret_total)
 {
-	char *argv[] = {"/bin/rm", "-rf", tmp, NULL};
+	char line[256];
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	size_t len = 0;
+	double total = -1;
 
-	timed(argv);
+	buf[0] = '\0';
+	while (f && fgets(line, sizeof(line), f)) {
+		char *tok[8], *save = NULL;
+		int k = 0;
+		double calls;
+
+		for (char *t = strtok_r(line, " \t\n", &save); t && k < 8;
+		     t = strtok_r(NULL, " \t\n", &save))
+			tok[k++] = t;
+		if ((k != 5 && k != 6) || sscanf(tok[3], "%lf", &calls) != 1 ||
+		    !strchr("0123456789", tok[0][0]))
+			continue;
+		if (strcmp(tok[k - 1], "total") == 0) {
+			total = calls / (double)n;
+			continue;
+		}
+		if (len < size)
+			len += (size_t)snprintf(buf + len, size - len, "%s%s %.3g", len ? ", " : "",
+			                        tok[k - 1], calls / (double)n);
+	}
+	if (total < 0)
+		return -ENODATA;
+	*ret_total = total;
+	return 0;
 }
 
-static void report(const char *what, double native, double supervised)
+static void bench_exec_syscalls(void)
 {
-	if (native <= 0 || supervised <= 0) {
-		printf("%s: failed to measure\n", what);
+	struct strace_run st = {.pid = -1, .err = NULL};
+	struct bench_loop_hooks hooks = {
+	        .before = strace_attach, .after = strace_detach, .userdata = &st};
+	char *argv[] = {"/bin/true", NULL};
+	char calls[600];
+	struct bench_loop res;
+	double total;
+	int r;
+
+	if (access("/usr/bin/strace", X_OK) < 0) {
+		printf("syscalls per exec: skipped (no strace: scripts/install-deps installs "
+		       "it)\n");
 		return;
 	}
-	printf("%s: native %.3f s, supervised %.3f s: %.3fx (%+.1f %%)\n", what, native, supervised,
-	       supervised / native, (supervised / native - 1) * 100);
-}
-
-/* The exec loop as USER (0: root), supervised with EXTRA (a run option, or NULL). */
-static void bench_execs_as(uid_t user, const char *extra, const char *what)
-{
-	char loop[600];
-	char *native[] = {loop, EXECS, "/bin/true", NULL};
-	char *supervised[] = {(char *)supervisor,
-	                      "run",
-	                      "--config-dir",
-	                      user ? user_cfgdir : cfgdir,
-	                      "--ask",
-	                      "none",
-	                      "-q",
-	                      (char *)(extra ? extra : "--"),
-	                      extra ? "--" : loop,
-	                      extra ? loop : EXECS,
-	                      extra ? EXECS : "/bin/true",
-	                      extra ? "/bin/true" : NULL,
-	                      NULL};
-	double n[ROUNDS], s[ROUNDS];
-
-	snprintf(loop, sizeof(loop), "%s/execloop", helpers);
-	run_as = user;
-	for (int i = 0; i < ROUNDS; i++) {
-		n[i] = timed(native);
-		s[i] = timed(supervised);
-		if (n[i] < 0 || s[i] < 0) {
-			run_as = 0;
-			report(what, -1, -1);
-			return;
-		}
-	}
-	run_as = 0;
-	report(what, median(n, ROUNDS), median(s, ROUNDS));
-}
-
-static void bench_execs(void)
-{
-	bench_execs_as(0, NULL, EXECS " fork+exec+wait of /bin/true, root (eBPF backstop)");
-	bench_execs_as(NOBODY, NULL,
-	               EXECS " fork+exec+wait of /bin/true, unprivileged (ptrace backstop)");
-	bench_execs_as(NOBODY, "--no-backstop",
-	               EXECS " fork+exec+wait of /bin/true, unprivileged, --no-backstop");
-}
-
-static void bench_make(void)
-{
-	char *clean[] = {"/usr/bin/make", "-s", "-C", projdir, "clean", NULL};
-	char *native[] = {"/usr/bin/make", "-s", "-j2", "-C", projdir, NULL};
-	char *supervised[] = {
-	        (char *)supervisor, "run", "--config-dir", cfgdir, "--ask", "none", "-q", "--",
-	        "/usr/bin/make",    "-s",  "-j2",          "-C",   projdir, NULL};
-	double n[ROUNDS], s[ROUNDS];
-	char what[64];
-
-	snprintf(what, sizeof(what), "make -j2 of %d C files", MAKE_FILES);
-	for (int i = 0; i < ROUNDS; i++) {
-		if (timed(clean) < 0 || (n[i] = timed(native)) < 0 || timed(clean) < 0 ||
-		    (s[i] = timed(supervised)) < 0) {
-			report(what, -1, -1);
-			return;
-		}
-	}
-	report(what, median(n, ROUNDS), median(s, ROUNDS));
-}
-
-static void bench_startup_as(uid_t user, const char *who)
-{
-	char *native[] = {"/bin/true", NULL};
-	char *supervised[] = {(char *)supervisor,
-	                      "run",
-	                      "--config-dir",
-	                      user ? user_cfgdir : cfgdir,
-	                      "--ask",
-	                      "none",
-	                      "-q",
-	                      "--",
-	                      "/bin/true",
-	                      NULL};
-	double n[11], s[11];
-
-	run_as = user;
-	for (int i = 0; i < 11; i++) {
-		n[i] = timed(native);
-		s[i] = timed(supervised);
-		if (n[i] < 0 || s[i] < 0) {
-			run_as = 0;
-			printf("run -- true, %s: failed to measure\n", who);
-			return;
-		}
-	}
-	run_as = 0;
-	printf("run -- true end to end, %s: %.1f ms (native /bin/true %.2f ms; medians of 11)\n",
-	       who, median(s, 11) * 1e3, median(n, 11) * 1e3);
-}
-
-static void bench_startup(void)
-{
-	bench_startup_as(0, "root");
-	bench_startup_as(NOBODY, "unprivileged");
-}
-
-/* The supervisor's resident set while its agent sleeps. */
-static void bench_rss(void)
-{
-	char *argv[] = {(char *)supervisor,
-	                "run",
-	                "--config-dir",
-	                cfgdir,
-	                "--ask",
-	                "none",
-	                "-q",
-	                "--",
-	                "/bin/sleep",
-	                "1",
-	                NULL};
-	char path[64], line[256];
-	long rss_kb = -1;
-	FILE *f;
-	pid_t pid = fork();
-
-	if (pid < 0)
+	snprintf(st.out, sizeof(st.out), "%s/strace.txt", agent.root);
+	r = bench_agent_loop(&agent, true, NULL, STRACE_EXECS, argv, 0, &hooks, &res);
+	strace_detach(0, &st); /* when the loop failed between the hooks; else a no-op */
+	if (r >= 0)
+		r = strace_summary(st.out, STRACE_EXECS, calls, sizeof(calls), &total);
+	if (r < 0) {
+		printf("syscalls per exec: failed to measure (%s)\n", strerror(-r));
 		return;
-	if (pid == 0) {
-		char h[600], s[600];
-		char *envp[] = {h, s, "PATH=/usr/bin:/bin", NULL};
-
-		snprintf(h, sizeof(h), "HOME=%s", home);
-		snprintf(s, sizeof(s), "XDG_STATE_HOME=%s", state);
-		execve(argv[0], argv, envp);
-		_exit(127);
 	}
-	usleep(500000);
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld kB", &rss_kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	waitpid(pid, NULL, 0);
-	if (rss_kb < 0)
-		printf("supervisor RSS: failed to measure\n");
-	else
-		printf("supervisor RSS while the agent idles: %.1f MB\n", rss_kb / 1024.0);
+	printf("the supervisor's syscalls per auto-allowed exec (strace -c over %d execs): %.3g: "
+	       "%s\n",
+	       STRACE_EXECS, total, calls);
 }
 
+/* ROUNDS pairs of the loop as A's user (WHO says which); issue 16's rows when SUMMARY. */
+static void bench_exec_loop(struct bench_agent *a, const char *who, int rounds, bool summary)
+{
+	char *argv[] = {"/bin/true", NULL};
+	double n_wall[ROUNDS], s_wall[ROUNDS], ratio[ROUNDS], n_cpu[ROUNDS], s_cpu[ROUNDS];
+	double cpu_ratio[ROUNDS], per_exec_us[ROUNDS], idle_pct[ROUNDS], sup_cpu[ROUNDS];
+	double rss_idle[ROUNDS], rss_after[ROUNDS], rss_anon[ROUNDS], pss[ROUNDS], sw[ROUNDS];
+	double wall, cpu;
+
+	for (int i = 0; i < rounds; i++) {
+		struct bench_loop nat, sup;
+		/* Each round starts with the other one: a trend in the machine's load hits both. */
+		bool native_first = i % 2 == 0;
+		int r = bench_agent_loop(a, !native_first, NULL, EXECS, argv, IDLE_MS, NULL,
+		                         native_first ? &nat : &sup);
+
+		if (r >= 0)
+			r = bench_agent_loop(a, native_first, NULL, EXECS, argv, IDLE_MS, NULL,
+			                     native_first ? &sup : &nat);
+		if (r < 0) {
+			char why[200];
+
+			bench_agent_last_error(a, why, sizeof(why));
+			printf("%d fork+exec+wait of /bin/true, %s: failed to measure (%s)%s%s\n",
+			       EXECS, who, strerror(-r), why[0] ? ": " : "", why);
+			return;
+		}
+		n_wall[i] = nat.loop_s;
+		s_wall[i] = sup.loop_s;
+		ratio[i] = sup.loop_s / nat.loop_s;
+		n_cpu[i] = nat.agent_cpu_s;
+		s_cpu[i] = sup.agent_cpu_s + sup.sup_cpu_s;
+		cpu_ratio[i] = s_cpu[i] / n_cpu[i];
+		sup_cpu[i] = sup.sup_cpu_s;
+		idle_pct[i] = 100 * sup.sup_idle_cpu_s / sup.idle_s;
+		per_exec_us[i] = (sup.sup_cpu_s - sup.sup_idle_cpu_s / sup.idle_s * sup.loop_s) /
+		                 EXECS * 1e6;
+		rss_idle[i] = (double)sup.rss_idle_kib / 1024;
+		rss_after[i] = (double)sup.rss_after_kib / 1024;
+		rss_anon[i] = (double)sup.rss_anon_idle_kib / 1024;
+		pss[i] = (double)sup.pss_idle_kib / 1024;
+		sw[i] = (double)sup.sup_switches / EXECS;
+	}
+	/* bench_median() sorts: the rounds' extremes are at both ends, to show the noise. */
+	wall = bench_median(ratio, rounds);
+	cpu = bench_median(cpu_ratio, rounds);
+	printf("%d fork+exec+wait of /bin/true, %s, the loop alone (run's start-up and teardown "
+	       "left out), %d rounds taking turns: native %.3f s, supervised %.3f s (medians): "
+	       "%.3fx (median of the rounds' ratios, %.3f to %.3f)\n",
+	       EXECS, who, rounds, bench_median(n_wall, rounds), bench_median(s_wall, rounds), wall,
+	       ratio[0], ratio[rounds - 1]);
+	printf("  CPU time over the loop, the agent's and its children's (+ the supervisor's): "
+	       "native %.3f s, supervised %.3f s: %.3fx (%.3f to %.3f; the machine's load moves it "
+	       "less than the wall clock)\n",
+	       bench_median(n_cpu, rounds), bench_median(s_cpu, rounds), cpu, cpu_ratio[0],
+	       cpu_ratio[rounds - 1]);
+	printf("  supervisor CPU per auto-allowed exec: %.1f µs (%.3f s over the loop, less its "
+	       "idle baseline of %.2f %% of a CPU); %.2f context switches an exec\n",
+	       bench_median(per_exec_us, rounds), bench_median(sup_cpu, rounds),
+	       bench_median(idle_pct, rounds), bench_median(sw, rounds));
+	printf("  supervisor RSS while the agent idles: %.1f MB, of which %.1f MB anonymous, the "
+	       "rest files (shared libraries); PSS %.1f MB; RSS after %d execs: %.1f MB\n",
+	       bench_median(rss_idle, rounds), bench_median(rss_anon, rounds),
+	       bench_median(pss, rounds), EXECS, bench_median(rss_after, rounds));
+	if (!summary)
+		return;
+	bench_summary_set(BENCH_ROW_EXEC_LOOP, wall, cpu);
+	bench_summary_set(BENCH_ROW_EXEC_CPU, bench_median(per_exec_us, rounds), -1);
+	bench_summary_set(BENCH_ROW_RSS, bench_median(rss_idle, rounds), -1);
+}
+
+/* Root has the eBPF backstop, an unprivileged user the ptrace one (and --no-backstop shows what
+ * that costs). Issue 16's figures are root's. */
 void bench_run(void)
 {
-	supervisor = getenv("SUPERVISOR");
-	helpers = getenv("HELPERS");
-	if (!supervisor || !helpers) {
+	struct bench_agent user = {.root = ""};
+	int r = bench_agent_setup(&agent, 0, NULL);
+
+	if (r == -ENOENT) {
 		printf("end to end: skipped (run through `make bench`: SUPERVISOR and HELPERS "
 		       "unset)\n");
 		return;
 	}
-	if (geteuid() != 0) {
+	if (r >= 0 && geteuid() != 0)
 		printf("end to end: skipped (needs root for the backstop and cgroups)\n");
-		return;
+	else if (r < 0)
+		printf("end to end: could not set up %s: %s\n", agent.root, strerror(-r));
+	else {
+		bench_startup(&agent, "root", STARTUPS);
+		bench_exec_loop(&agent, "root (eBPF backstop)", ROUNDS, true);
+		bench_exec_phases();
+		bench_exec_syscalls();
+		r = bench_agent_setup(&user, NOBODY, NULL);
+		if (r < 0)
+			printf("unprivileged: could not set up %s: %s\n", user.root, strerror(-r));
+		else {
+			bench_startup(&user, "unprivileged", USER_STARTUPS);
+			bench_exec_loop(&user, "unprivileged (ptrace backstop)", USER_ROUNDS,
+			                false);
+			/* What the ptrace backstop costs. */
+			user.run_option = "--no-backstop";
+			bench_exec_loop(&user, "unprivileged, --no-backstop", USER_ROUNDS, false);
+		}
 	}
-	if (setup() < 0) {
-		printf("end to end: could not set up %s\n", tmp);
-		return;
-	}
-	bench_startup();
-	bench_execs();
-	bench_make();
-	bench_rss();
-	cleanup();
+	bench_agent_cleanup(&user);
+	bench_agent_cleanup(&agent);
 }

@@ -405,6 +405,10 @@ static void bench_approve(void)
 
 		snprintf(xdg, sizeof(xdg), "XDG_STATE_HOME=%s", state);
 		dup2(log_pipe[1], STDERR_FILENO);
+		/* The agent's /tmp is a tmpfs of its own but for its working directory: there the
+		 * stamps it writes are ours to read. */
+		if (chdir(tmp) < 0)
+			_exit(127);
 		execve(supervisor, argv, envp);
 		_exit(127);
 	}
