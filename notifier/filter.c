@@ -121,7 +121,12 @@ static int build_program(const struct notifier_filter_opts *opts, struct sock_fi
 	_cleanup_free_ struct sock_filter *insns = NULL;
 	static const char *const enosys[] = {"io_uring_setup", "io_uring_enter",
 	                                     "io_uring_register", "userfaultfd"};
-	struct scmp_arg_cmp uffd_ioc = SCMP_A1_64(SCMP_CMP_EQ, USERFAULTFD_IOC_NEW);
+	/* The kernel takes ioctl's request as an unsigned int: compare its low 32 bits only, or
+	 * the same request with high bits set would pass the rule and still reach the handler. */
+	struct scmp_arg_cmp uffd_ioc =
+	        SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffULL, USERFAULTFD_IOC_NEW);
+	struct scmp_arg_cmp tiocsti = SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffULL, TIOCSTI);
+	struct scmp_arg_cmp tioclinux = SCMP_A1_64(SCMP_CMP_MASKED_EQ, 0xffffffffULL, TIOCLINUX);
 	struct scmp_arg_cmp listener =
 	        SCMP_A1_32(SCMP_CMP_MASKED_EQ, SECCOMP_FILTER_FLAG_NEW_LISTENER,
 	                   SECCOMP_FILTER_FLAG_NEW_LISTENER);
@@ -148,6 +153,13 @@ static int build_program(const struct notifier_filter_opts *opts, struct sock_fi
 		r = add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), enosys[i], 0, NULL);
 	if (r >= 0)
 		r = add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "ioctl", 1, &uffd_ioc);
+	/* Pushing bytes into a terminal's input (TIOCSTI, and TIOCLINUX's selection paste on a
+	 * console) would type commands for whoever reads it next: refused on any terminal, as a
+	 * second layer under the agent's own pseudo-terminal. */
+	if (r >= 0)
+		r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, &tiocsti);
+	if (r >= 0)
+		r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "ioctl", 1, &tioclinux);
 	if (r >= 0 && !opts->allow_nested_listener)
 		r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "seccomp", 2, nested);
 	if (r >= 0)

@@ -5,6 +5,8 @@
  *   io_uring_setup/enter/register → ENOSYS (io_uring runs syscalls that seccomp never sees)
  *   userfaultfd, ioctl(USERFAULTFD_IOC_NEW) → ENOSYS (it would let the agent stall our reads
  *                                   of its memory)
+ *   ioctl(TIOCSTI), ioctl(TIOCLINUX) → EPERM (typing into a terminal's input)
+ *   (ioctl requests are compared on their low 32 bits, as the kernel reads them)
  *   seccomp(SET_MODE_FILTER) with NEW_LISTENER → EPERM (a nested listener would receive the
  *                                   agent's execs in our place: the newest filter wins a tie)
  *   unshare, clone with a CLONE_NEW* flag; mount, umount2, move_mount, open_tree, fsopen,

@@ -14,6 +14,7 @@
 #include "protocol/json_strict.h"
 #include "supervisor/api_info.h"
 #include "supervisor/http_client.h"
+#include "supervisor/term_escape.h"
 
 #define PROG        "cloister-supervisor"
 #define EXIT_REFUSE 1
@@ -97,17 +98,37 @@ static const char *str(const cJSON *o, const char *key)
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+/* What a supervisor sent, for the terminal: sandbox names, commands and domains are the
+ * agent's (term_escape.h). Never NULL. */
+static char *shown(const char *s)
+{
+	char *text = term_escape_dup(s);
+
+	return text ? text : strdup("?");
+}
+
 static void print_error(const struct api_info *t, const struct http_response *resp)
 {
 	_cleanup_cjson_ cJSON *o = parse_body(resp);
+	_cleanup_free_ char *why =
+	        shown(o && *str(o, "error") ? str(o, "error") : (resp->body ? resp->body : ""));
 
-	fprintf(stderr, PROG ": %s: HTTP %d: %s\n", t->name, resp->status,
-	        o && *str(o, "error") ? str(o, "error") : resp->body);
+	fprintf(stderr, PROG ": %s: HTTP %d: %s\n", t->name, resp->status, why ? why : "?");
 	/* Every request needs the API token; say where it comes from. */
 	if (resp->status == 401)
 		fprintf(stderr, PROG ": %s: the API token is %s\n", t->name,
 		        t->token[0] ? "refused (a stale API file?)"
 		                    : "missing: with --url, put it in $CLOISTER_API_TOKEN");
+}
+
+/* JSON output, printable as is (term_escape_json). */
+static void put_json(const cJSON *o)
+{
+	_cleanup_free_ char *text = cJSON_Print(o);
+	_cleanup_free_ char *safe = text ? term_escape_json(text) : NULL;
+
+	if (safe)
+		puts(safe);
 }
 
 /* Seconds until an RFC 3339 UTC time, or -1. */
@@ -158,26 +179,26 @@ static int cmd_pending(struct targets *t, bool json)
 				}
 				long left = seconds_until(str(it, "expires"));
 				char when[32] = "-";
+				_cleanup_free_ char *id = shown(str(it, "id")),
+				                    *kind = shown(*str(it, "kind") ? str(it, "kind")
+				                                                   : "command"),
+				                    *name = shown(str(it, "cloister")),
+				                    *what = shown(k == 0 ? str(it, "cmd")
+				                                         : str(it, "domain"));
 
 				if (left >= 0)
 					snprintf(when, sizeof(when), "%ldm%02lds", left / 60,
 					         left % 60);
-				printf("%-12s  %-8s  %-16s  %8s  %s\n", str(it, "id"),
-				       *str(it, "kind") ? str(it, "kind") : "command",
-				       str(it, "cloister"), when,
-				       k == 0 ? str(it, "cmd") : str(it, "domain"));
+				printf("%-12s  %-8s  %-16s  %8s  %s\n", id ? id : "?",
+				       kind ? kind : "?", name ? name : "?", when,
+				       what ? what : "?");
 			}
 		}
 	}
-	if (json) {
-		char *text = cJSON_Print(all);
-
-		if (text)
-			puts(text);
-		free(text);
-	} else if (count == 0 && answered) {
+	if (json)
+		put_json(all);
+	else if (count == 0 && answered)
 		printf("no pending requests\n");
-	}
 	cJSON_Delete(all);
 	/* A supervisor that refused to answer (401) is not "nothing pending". */
 	return answered ? 0 : reached ? EXIT_REFUSE : EXIT_NOSUP;
@@ -284,20 +305,19 @@ static int cmd_status(struct targets *t, bool json)
 			const cJSON *pid = cJSON_GetObjectItemCaseSensitive(sb, "pid");
 			char pidtext[32] = "-";
 
+			_cleanup_free_ char *name = shown(str(sb, "name")),
+			                    *sbstate = shown(str(sb, "state")),
+			                    *started = shown(str(sb, "started"));
+
 			if (cJSON_IsNumber(pid))
 				snprintf(pidtext, sizeof(pidtext), "%d", (int)pid->valuedouble);
-			printf("  sandbox %-20s %-8s pid %-7s since %s\n", str(sb, "name"),
-			       str(sb, "state"), pidtext, str(sb, "started"));
+			printf("  sandbox %-20s %-8s pid %-7s since %s\n", name ? name : "?",
+			       sbstate ? sbstate : "?", pidtext, started ? started : "?");
 		}
 		cJSON_Delete(o);
 	}
-	if (json) {
-		char *text = cJSON_Print(all);
-
-		if (text)
-			puts(text);
-		free(text);
-	}
+	if (json)
+		put_json(all);
 	cJSON_Delete(all);
 	return answered ? 0 : reached ? EXIT_REFUSE : EXIT_NOSUP;
 }

@@ -37,6 +37,7 @@
 #include "supervisor/loop.h"
 #include "supervisor/dirs.h"
 #include "supervisor/say.h"
+#include "supervisor/pty_relay.h"
 #include "supervisor/queue.h"
 #include "supervisor/run_confine.h"
 #include "supervisor/sandbox.h"
@@ -111,8 +112,10 @@ struct run {
 	struct exec_view *view;         /* the sandbox's own view, for the identity check */
 	struct deny_ids *deny_ids;      /* deny rules' files, by identity */
 	struct queue *queue;
+	struct pty_relay *relay; /* the user's terminal and the agent's pty, when we have one */
 	struct tty_approver *tty;
 	bool tty_watched;
+	struct loop_timer *tty_timer;
 	struct loop_timer *terminate;
 
 	bool paused; /* by the dashboard's kill switch */
@@ -281,27 +284,73 @@ static void on_drained(void *userdata)
 	}
 }
 
-static int on_tty_readable(struct loop *loop, int fd, uint32_t events, void *userdata)
+static void tty_apply(struct run *run, int r, const struct tty_decision *d)
 {
-	struct run *run = userdata;
-	struct tty_decision d;
-	int r = tty_approver_on_readable(run->tty, run->queue, loop_now_ms(), &d);
-
 	if (r == TTY_APPROVER_DECIDED) {
-		queue_decide(run->queue, d.id, d.allow, d.scope, "tty",
-		             d.allow ? NULL : "Command denied by user", loop_now_ms());
+		queue_decide(run->queue, d->id, d->allow, d->scope, "tty",
+		             d->allow ? NULL : "Command denied by user", loop_now_ms());
 	} else if (r == TTY_APPROVER_GONE) {
 		say(run, "the terminal is gone; only the dashboard can answer from now on");
 		update_approvers(run);
 	}
 	drain_queue(run);
+}
+
+static int on_tty_readable(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct run *run = userdata;
+	struct tty_decision d;
+
+	tty_apply(run, tty_approver_on_readable(run->tty, run->queue, loop_now_ms(), &d), &d);
+	return 0;
+}
+
+/* Keys the relay read while a prompt was up. */
+static void on_relay_keys(void *userdata, const char *keys, size_t n)
+{
+	struct run *run = userdata;
+	struct tty_decision d;
+
+	if (run->tty)
+		tty_apply(run,
+		          tty_approver_on_keys(run->tty, run->queue, loop_now_ms(), keys, n, &d),
+		          &d);
+}
+
+static void on_relay_gone(void *userdata)
+{
+	struct run *run = userdata;
+
+	if (run->tty && !tty_approver_gone(run->tty)) {
+		tty_approver_set_gone(run->tty);
+		tty_apply(run, TTY_APPROVER_GONE, NULL);
+	}
+}
+
+static int on_tty_timer(struct loop *loop, void *userdata)
+{
+	struct run *run = userdata;
+
+	run->tty_timer = NULL;
+	if (run->tty)
+		tty_approver_tick(run->tty, loop_now_ms());
+	tty_update_watch(run);
 	return 0;
 }
 
 static void tty_update_watch(struct run *run)
 {
-	bool want = run->tty && tty_approver_active(run->tty) && !tty_approver_gone(run->tty);
+	bool want = run->tty && tty_approver_fd(run->tty) >= 0 && tty_approver_active(run->tty) &&
+	            !tty_approver_gone(run->tty);
+	uint64_t next = run->tty ? tty_approver_next_deadline(run->tty) : UINT64_MAX;
 
+	/* The prompt's key guard. */
+	if (run->tty_timer) {
+		loop_cancel_timer(run->loop, run->tty_timer);
+		run->tty_timer = NULL;
+	}
+	if (next != UINT64_MAX)
+		(void)loop_add_timer(run->loop, next, on_tty_timer, run, &run->tty_timer);
 	if (want == run->tty_watched)
 		return;
 	if (want)
@@ -396,6 +445,22 @@ static void cancel_for_termination(struct run *run)
 		drain_queue(run);
 }
 
+/* The agent stopped. Ctrl-Z (or a SIGSTOP): stop with it, so the user's shell gets the
+ * terminal back; `fg` continues both. Not while it is ending: a stopped supervisor could not
+ * end it (an agent that stops itself on SIGTERM would hold both); nor while a prompt is up
+ * (the keys are the prompt's, so this is the agent's own doing); nor without job control
+ * (nobody would continue us). SIGTTIN/SIGTTOU come from the agent's own pty (it read or set
+ * it from the background of its own session): it gets its pty's foreground back. */
+static void on_agent_stopped(struct run *run, int sig)
+{
+	bool own_tty = sig == SIGTTIN || sig == SIGTTOU;
+
+	if (!run->terminating && !own_tty && !(run->tty && tty_approver_active(run->tty)))
+		(void)pty_relay_suspend(run->relay, sig); /* returns once `fg` (or `bg`) came */
+	/* The agent goes on in its pty's foreground: that terminal is its own. */
+	sandbox_continue(run->sandbox, true);
+}
+
 static int on_sandbox_status(struct loop *loop, int fd, uint32_t events, void *userdata)
 {
 	struct run *run = userdata;
@@ -409,12 +474,7 @@ static int on_sandbox_status(struct loop *loop, int fd, uint32_t events, void *u
 			loop_exit(loop, 0);
 			return 0;
 		case SANDBOX_STOPPED:
-			/* Ctrl-Z: stop with the agent so the user's shell gets the terminal back.
-			 * Not while it is ending: a stopped supervisor could not end it (an agent
-			 * that stops itself on SIGTERM would hold both); it goes on instead. */
-			if (run->terminating ||
-			    sandbox_suspend(run->sandbox, st.stop_signal) == -ENOTTY)
-				sandbox_continue(run->sandbox);
+			on_agent_stopped(run, st.stop_signal);
 			break;
 		case SANDBOX_CONTINUED:
 			break;
@@ -442,6 +502,18 @@ static int on_signal(struct loop *loop, int sig, void *userdata)
 {
 	struct run *run = userdata;
 	bool ending = sig == SIGTERM || sig == SIGHUP;
+
+	if (sig == SIGWINCH || sig == SIGCONT) {
+		if (run->relay)
+			pty_relay_signal(run->relay, sig);
+		return 0;
+	}
+	if (sig == SIGINT || sig == SIGQUIT || sig == SIGTSTP) {
+		/* From the user's terminal when it is not raw (or from kill): to the agent's job,
+		 * as a terminal would. Its stop then stops us (on_agent_stopped). */
+		sandbox_signal_group(run->sandbox, sig);
+		return 0;
+	}
 
 	if (ending) {
 		/* Nothing asks any more. A prompt on the agent's own terminal froze it, the init
@@ -564,9 +636,10 @@ static void usage(FILE *out)
 {
 	fputs("usage: " PROG " run [OPTIONS] -- AGENT [ARGS...]\n"
 	      "\n"
-	      "Start AGENT in a sandbox (own pid, mount and network namespaces, loopback only)\n"
-	      "where every program it executes is decided by the policy. Exits with AGENT's "
-	      "status.\n"
+	      "Start AGENT in a sandbox (own pid, mount and network namespaces, its own\n"
+	      "pseudo-terminal) where every program it executes is decided by the policy, and\n"
+	      "every connection goes through the supervisor's proxy and the domain policy.\n"
+	      "Exits with AGENT's status.\n"
 	      "\n"
 	      "options:\n"
 	      "  --config-dir DIR     config directory (default $XDG_CONFIG_HOME/cloister)\n"
@@ -579,7 +652,7 @@ static void usage(FILE *out)
 	      "decides);\n"
 	      "                       default: the terminal when there is one, and any open\n"
 	      "                       dashboard\n"
-	      "  --ask-tty PATH       prompt on this terminal instead of the agent's\n"
+	      "  --ask-tty PATH       prompt on this terminal instead of this one\n"
 	      "  --ask-timeout DUR    how long an ask waits (Go duration, default 5m)\n"
 	      "  --require-backstop   refuse to start without the eBPF exec backstop\n"
 	      "  --no-backstop        run without an exec backstop (no eBPF, no ptrace): a\n"
@@ -906,7 +979,6 @@ static void setup_approver(struct run *run)
 {
 	struct tty_approver_config tc = {
 	        .tty_path = run->opt.ask_tty_path,
-	        .pause = run->opt.ask_tty_path ? NULL : pause_sandbox,
 	        .userdata = run,
 	        .epoll_fd = -1,
 	};
@@ -914,8 +986,18 @@ static void setup_approver(struct run *run)
 
 	if (run->opt.ask == ASK_NONE || run->opt.ask == ASK_WEB)
 		return;
-	if (run->opt.ask == ASK_AUTO && !isatty(STDIN_FILENO))
+	/* The terminal when there is one: ours, which the agent's output goes through. */
+	if (run->opt.ask == ASK_AUTO && !(run->relay && pty_relay_has_input(run->relay)))
 		return;
+	if (!tc.tty_path && run->relay) {
+		tc.relay = run->relay;
+		/* Paused where the launcher can (not needed for safety: the agent cannot reach the
+		 * prompt; it keeps the agent from running on while a person reads). */
+		tc.pause = pause_sandbox;
+	} else if (!tc.tty_path) {
+		/* No terminal for the agent: our controlling terminal is the prompt's alone. */
+		tc.tty_path = "/dev/tty";
+	}
 	r = tty_approver_new(&tc, &run->tty);
 	if (r < 0) {
 		run->tty = NULL;
@@ -924,6 +1006,12 @@ static void setup_approver(struct run *run)
 		return;
 	}
 	update_approvers(run);
+}
+
+/* say() lines for the user's terminal, while the relay owns it. */
+static void say_through_relay(void *userdata, const char *line)
+{
+	pty_relay_notice(userdata, line);
 }
 
 static void teardown(struct run *run)
@@ -949,9 +1037,16 @@ static void teardown(struct run *run)
 	run->hub = NULL;
 	run->queue = NULL;
 	tty_approver_free(run->tty);
+	if (run->tty_timer)
+		loop_cancel_timer(run->loop, run->tty_timer);
 	trace_timing_mark("teardown: hub");
 	sandbox_free(run->sandbox);
 	trace_timing_mark("teardown: sandbox (kill, cgroup)");
+	/* After the sandbox: its pty is closed, what it wrote last is read to the end. */
+	say_set_sink(NULL, NULL);
+	pty_relay_free(run->relay);
+	run->relay = NULL;
+	trace_timing_mark("teardown: terminal");
 	backstop_free(run->backstop);
 	ptrace_backstop_free(run->ptrace);
 	trace_timing_mark("teardown: backstop detach");
@@ -1123,6 +1218,12 @@ static int start(struct run *run)
 	else if (run->config_dir && (r = dirs_make(run->config_dir, 0700)) < 0)
 		say(run, "warning: cannot create %s (%s): the agent could create a config there",
 		    run->config_dir, strerror(-r));
+	/* A terminal among our fds: the agent gets a pty of its own, which we relay. */
+	r = pty_relay_open(&run->relay);
+	if (r < 0 && r != -ENOTTY) {
+		fprintf(stderr, PROG ": run: the terminal: %s\n", strerror(-r));
+		return -EPERM;
+	}
 	{
 		struct run_confine_options co = {
 		        .keep_env = run->opt.keep_env,
@@ -1150,12 +1251,16 @@ static int start(struct run *run)
 		 * asks. */
 		const char *hidden[2] = {run_dir, NULL};
 		size_t n_readonly = 0;
+		struct termios modes;
+		struct winsize size;
 		struct sandbox_opts so = {
 		        .argv = run->opt.agent_argv,
 		        .envp = envp,
 		        .cwd = NULL,
 		        .name = run->sandbox_name,
-		        .tty_fd = isatty(STDIN_FILENO) ? STDIN_FILENO : -1,
+		        .pty = run->relay != NULL,
+		        .pty_termios = &modes,
+		        .pty_winsize = &size,
 		        .userns = SANDBOX_USERNS_AUTO,
 		        .install_filter = install_filter,
 		        .install_filter_userdata = run,
@@ -1170,6 +1275,8 @@ static int start(struct run *run)
 		        .agent_forked_userdata = run,
 		};
 
+		if (run->relay)
+			pty_relay_agent_terminal(run->relay, &modes, &size);
 		if (run->config_dir && contains_cwd(run->config_dir))
 			say(run,
 			    "warning: the config directory %s holds the working directory, so it "
@@ -1185,6 +1292,20 @@ static int start(struct run *run)
 			return r;
 		}
 		trace_timing_mark("sandbox started (agent forked)");
+	}
+	if (run->relay) {
+		struct pty_relay_ops ops = {
+		        .keys = on_relay_keys, .gone = on_relay_gone, .userdata = run};
+
+		r = pty_relay_start(run->relay, run->loop, sandbox_take_pty_master(run->sandbox),
+		                    &ops);
+		if (r < 0) {
+			fprintf(stderr, PROG ": run: relaying the terminal: %s\n", strerror(-r));
+			return -EPERM;
+		}
+		if (pty_relay_has_stderr(run->relay))
+			say_set_sink(say_through_relay, run->relay);
+		trace_timing_mark("terminal relay");
 	}
 	run->cgroup_id = sandbox_cgroup_id(run->sandbox);
 	if (run->backstop) {
@@ -1251,6 +1372,9 @@ static int start(struct run *run)
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGHUP);
 	sigaddset(&sigs, SIGQUIT);
+	sigaddset(&sigs, SIGTSTP);
+	sigaddset(&sigs, SIGWINCH);
+	sigaddset(&sigs, SIGCONT);
 	r = loop_add_signals(run->loop, &sigs, on_signal, run);
 	if (r < 0)
 		return r;
@@ -1309,6 +1433,11 @@ int run_main(int argc, char **argv)
 		sigaddset(&ending, SIGTERM);
 		sigaddset(&ending, SIGHUP);
 		sigaddset(&ending, SIGQUIT);
+		/* The terminal's too: a resize or a continue during start-up must reach the relay
+		 * (ignored by default, they would be lost), a Ctrl-Z the agent. */
+		sigaddset(&ending, SIGTSTP);
+		sigaddset(&ending, SIGWINCH);
+		sigaddset(&ending, SIGCONT);
 		sigprocmask(SIG_BLOCK, &ending, NULL);
 	}
 	if (run.opt.project) {
@@ -1353,7 +1482,7 @@ int run_main(int argc, char **argv)
 	trace_timing_mark("the agent ran (event loop)");
 	trace_exec_report();
 	if (r < 0)
-		fprintf(stderr, PROG ": run: event loop failed: %s\n", strerror(-r));
+		say(&run, "run: event loop failed: %s", strerror(-r));
 	if (run.opt.verbose)
 		say(&run, "%llu exec notifications handled",
 		    (unsigned long long)(run.guard ? exec_guard_notifications(run.guard) : 0));

@@ -40,7 +40,12 @@
 #define P_PIDFD 3
 #endif
 
-/* fd numbers in the init once its fds are tidied up (0-2 are the agent's stdio). */
+#ifndef TIOCGPTPEER
+#define TIOCGPTPEER _IO('T', 0x41)
+#endif
+
+/* fd numbers in the init once its fds are tidied up (0-2 are the agent's stdio; 4 is the
+ * agent's pty slave, the init's controlling terminal, when it has one). */
 #define INIT_SOCK_FD    3
 #define INIT_TTY_FD     4
 #define INIT_FIRST_FREE 5
@@ -58,9 +63,9 @@ struct sandbox {
 	int sock;
 	int epfd;
 	int listener_fd;
+	int pty_master; /* until the caller takes it; -1 without a pty */
+	bool pty;
 	int view_fds[2]; /* the sandbox's root and mountinfo (SANDBOX_MSG_VIEW), or -1 */
-	int tty_fd;      /* our dup of the caller's terminal, or -1 */
-	bool tty_given;  /* the agent's process group has the terminal's foreground */
 	bool sock_eof;
 	bool init_reaped;
 	bool exit_reported;
@@ -73,8 +78,6 @@ struct init_args {
 	const struct sandbox_opts *opts;
 	const char *cwd;
 	int sock;
-	int tty_fd;
-	bool give_tty;
 };
 
 static int sys_pidfd_send_signal(int pidfd, int sig)
@@ -214,11 +217,11 @@ static void loopback_up(int sock)
 		init_fail(sock, -errno, "bring lo up: %m");
 }
 
-/* Put the stdio on 0-2, the socket on 3, the terminal on 4, and close everything else. Sources
- * are first copied above 4, so no dup2 can clobber a source that is still needed. */
+/* Put the stdio on 0-2 and the socket on 3, and close everything else. Sources are first
+ * copied above 4, so no dup2 can clobber a source that is still needed. */
 static void init_tidy_fds(const struct init_args *a)
 {
-	int tmp_stdio[3] = {-1, -1, -1}, tmp_sock, tmp_tty = -1;
+	int tmp_stdio[3] = {-1, -1, -1}, tmp_sock;
 
 	if (a->opts->stdio_fds)
 		for (int i = 0; i < 3; i++) {
@@ -231,21 +234,85 @@ static void init_tidy_fds(const struct init_args *a)
 	tmp_sock = fcntl(a->sock, F_DUPFD_CLOEXEC, INIT_FIRST_FREE);
 	if (tmp_sock < 0)
 		init_fail(a->sock, -errno, "dup socket: %m");
-	if (a->tty_fd >= 0) {
-		tmp_tty = fcntl(a->tty_fd, F_DUPFD_CLOEXEC, INIT_FIRST_FREE);
-		if (tmp_tty < 0)
-			init_fail(a->sock, -errno, "dup terminal: %m");
-	}
 	for (int i = 0; i < 3; i++)
 		if (tmp_stdio[i] >= 0 && dup2(tmp_stdio[i], i) < 0)
 			init_fail(a->sock, -errno, "dup2 stdio: %m");
 	if (dup3(tmp_sock, INIT_SOCK_FD, O_CLOEXEC) < 0)
 		_exit(127);
-	if (tmp_tty >= 0 && dup3(tmp_tty, INIT_TTY_FD, O_CLOEXEC) < 0)
-		init_fail(INIT_SOCK_FD, -errno, "dup terminal: %m");
-	if (tmp_tty < 0)
-		close(INIT_TTY_FD);
+	close(INIT_TTY_FD);
 	close_range(INIT_FIRST_FREE, ~0U, 0);
+}
+
+/* The agent's terminal, from a devpts instance of the sandbox's own mounted on /dev/pts: the
+ * host's ptys (the user's among them) are not there to be opened, and /dev/ptmx opens into
+ * it (bound over it, and the kernel looks for "pts" beside a /dev/ptmx device anyway). The
+ * master goes to the supervisor; the slave, on INIT_TTY_FD, becomes the controlling terminal
+ * of the init's new session. Mounted before the filter hook runs: the agent's filter may
+ * refuse mount(2). */
+static void init_pty(const struct init_args *a)
+{
+	const struct sandbox_opts *o = a->opts;
+	struct sandbox_msg m = {.type = SANDBOX_MSG_PTY};
+	struct stat st;
+	int master, slave, unlock = 0, r;
+
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+	          "newinstance,ptmxmode=0666,mode=0620") < 0)
+		init_fail(INIT_SOCK_FD, -errno,
+		          "a terminal for the agent: mount devpts on /dev/pts: %m");
+	if (lstat("/dev/ptmx", &st) == 0 && S_ISCHR(st.st_mode) &&
+	    mount("/dev/pts/ptmx", "/dev/ptmx", NULL, MS_BIND, NULL) < 0)
+		init_fail(INIT_SOCK_FD, -errno, "a terminal for the agent: bind /dev/ptmx: %m");
+	/* Above INIT_TTY_FD, which the slave goes to. */
+	master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master >= 0 && master < INIT_FIRST_FREE) {
+		int high = fcntl(master, F_DUPFD_CLOEXEC, INIT_FIRST_FREE);
+
+		close(master);
+		master = high;
+	}
+	if (master < 0)
+		init_fail(INIT_SOCK_FD, -errno, "a terminal for the agent: /dev/pts/ptmx: %m");
+	if (ioctl(master, TIOCSPTLCK, &unlock) < 0)
+		init_fail(INIT_SOCK_FD, -errno, "a terminal for the agent: unlock: %m");
+	/* The peer by the master, not by a path the agent could race. */
+	slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (slave < 0)
+		init_fail(INIT_SOCK_FD, -errno, "a terminal for the agent: open its slave: %m");
+	if (o->pty_termios && tcsetattr(slave, TCSANOW, o->pty_termios) < 0)
+		init_fail(INIT_SOCK_FD, -errno, "a terminal for the agent: its modes: %m");
+	if (o->pty_winsize && ioctl(slave, TIOCSWINSZ, o->pty_winsize) < 0)
+		init_fail(INIT_SOCK_FD, -errno, "a terminal for the agent: its size: %m");
+	if (ioctl(slave, TIOCSCTTY, 0) < 0)
+		init_fail(INIT_SOCK_FD, -errno, "a terminal for the agent: TIOCSCTTY: %m");
+	if (slave != INIT_TTY_FD) {
+		if (dup3(slave, INIT_TTY_FD, O_CLOEXEC) < 0)
+			init_fail(INIT_SOCK_FD, -errno, "a terminal for the agent: %m");
+		close(slave);
+	}
+	r = fdpass_send(INIT_SOCK_FD, master, &m, sizeof(m));
+	if (r < 0)
+		init_fail(INIT_SOCK_FD, r, "sending the terminal: %s", strerror(-r));
+	close(master);
+}
+
+/* The caller's terminal never reaches the agent: each of fds 0-2 that is a terminal becomes
+ * the agent's own pty, or /dev/null without one. */
+static void init_replace_terminals(bool pty)
+{
+	for (int fd = 0; fd < 3; fd++) {
+		int repl;
+
+		if (!isatty(fd))
+			continue;
+		repl = pty ? INIT_TTY_FD : open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (repl < 0)
+			init_fail(INIT_SOCK_FD, -errno, "/dev/null: %m");
+		if (dup2(repl, fd) < 0)
+			init_fail(INIT_SOCK_FD, -errno, "dup2 terminal: %m");
+		if (!pty)
+			close(repl);
+	}
 }
 
 /* The tty fd given to the agent's group while SIGTTOU is blocked (it is, in the whole init). */
@@ -260,11 +327,12 @@ __attribute__((noreturn)) static void exec_agent(const struct init_args *a)
 	const char *what = a->opts->argv[0];
 	int err;
 
-	if (a->give_tty) {
-		/* Also done by the init: whichever runs first wins the race harmlessly. */
-		setpgid(0, 0);
+	/* The agent leads a process group of its own (the job a terminal's Ctrl-C and Ctrl-Z
+	 * stop), the foreground of its pty. Also done by the init: whichever runs first wins the
+	 * race harmlessly. */
+	setpgid(0, 0);
+	if (a->opts->pty)
 		give_terminal(getpid());
-	}
 	close(INIT_SOCK_FD);
 	close(INIT_TTY_FD);
 	sigemptyset(&empty);
@@ -282,7 +350,7 @@ __attribute__((noreturn)) static void exec_agent(const struct init_args *a)
 }
 
 /* The init's life after the agent started: reap, forward, report, exit with the agent. */
-__attribute__((noreturn)) static void init_loop(pid_t agent, bool has_tty, int sfd)
+__attribute__((noreturn)) static void init_loop(pid_t agent, bool pty, int sfd)
 {
 	struct pollfd p[2] = {{.fd = sfd, .events = POLLIN},
 	                      {.fd = INIT_SOCK_FD, .events = POLLIN}};
@@ -332,18 +400,19 @@ __attribute__((noreturn)) static void init_loop(pid_t agent, bool has_tty, int s
 				               first) */
 			if (n < 0 || sandbox_msg_validate(buf, (size_t)n, &m) < 0)
 				continue;
-			if (m.type == SANDBOX_MSG_SIGNAL && m.value > 0 && m.value < NSIG) {
-				kill(agent, m.value);
+			if ((m.type == SANDBOX_MSG_SIGNAL || m.type == SANDBOX_MSG_SIGNAL_GROUP) &&
+			    m.value > 0 && m.value < NSIG) {
+				kill(m.type == SANDBOX_MSG_SIGNAL ? agent : -agent, m.value);
 				/* Now it is pending in the agent: the supervisor may go on.
 				 * Blocking: the agent's stops and continues must not crowd it
 				 * out of a full socket queue. */
 				send_msg(INIT_SOCK_FD, SANDBOX_MSG_SIGNALLED, m.value, NULL, 0);
 			} else if (m.type == SANDBOX_MSG_CONTINUE) {
-				if (has_tty && m.value)
+				if (pty && m.value)
 					give_terminal(agent);
-				/* With a terminal the agent leads its own process group, which
-				 * the terminal stopped as a whole. */
-				kill(has_tty ? -agent : agent, SIGCONT);
+				/* The agent leads its own process group, which a terminal stops
+				 * as a whole. */
+				kill(-agent, SIGCONT);
 			}
 		}
 	}
@@ -450,6 +519,10 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 		init_fail(a->sock, -errno, "PR_SET_DUMPABLE: %m");
 
 	init_tidy_fds(a);
+	/* A session of the sandbox's own: the caller's terminal is not its controlling terminal
+	 * (a new pty is, or none). */
+	if (setsid() < 0)
+		init_fail(INIT_SOCK_FD, -errno, "setsid: %m");
 
 	/* Mounts: nothing propagates back to the host; /proc for the new pid namespace; /sys for
 	 * the new network namespace. */
@@ -469,6 +542,9 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 	confine_step(o->confine, sandbox_confine_cover_sockets);
 	if (!o->share_network)
 		loopback_up(INIT_SOCK_FD);
+	if (o->pty)
+		init_pty(a);
+	init_replace_terminals(o->pty);
 	if (chdir(a->cwd) < 0)
 		init_fail(INIT_SOCK_FD, -errno, "chdir %s: %m", a->cwd);
 	confine_step(o->confine, sandbox_confine_privileges);
@@ -515,14 +591,13 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 			agent_wait_go(go_pipe);
 		exec_agent(a);
 	}
-	if (a->give_tty) {
-		setpgid(agent, agent);
+	setpgid(agent, agent);
+	if (o->pty)
 		give_terminal(agent);
-	}
 	if (o->agent_forked)
 		release_agent(agent, go_pipe);
 	send_msg(INIT_SOCK_FD, SANDBOX_MSG_READY, 0, NULL, 0);
-	init_loop(agent, a->give_tty, sfd);
+	init_loop(agent, o->pty, sfd);
 }
 
 /* ---- the supervisor's side --------------------------------------------------------------- */
@@ -579,20 +654,6 @@ static int write_id_maps(pid_t pid, struct cl_error *err)
 	return 0;
 }
 
-static void tty_take_back(struct sandbox *sb)
-{
-	sigset_t ttou, old;
-
-	if (!sb->tty_given || sb->tty_fd < 0)
-		return;
-	sigemptyset(&ttou);
-	sigaddset(&ttou, SIGTTOU);
-	pthread_sigmask(SIG_BLOCK, &ttou, &old);
-	(void)tcsetpgrp(sb->tty_fd, getpgrp());
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	sb->tty_given = false;
-}
-
 static void reap_init(struct sandbox *sb, bool block)
 {
 	siginfo_t si = {0};
@@ -623,7 +684,6 @@ void sandbox_free(struct sandbox *sb)
 	}
 	if (sb->cg)
 		(void)cgroup_destroy(sb->cg, CGROUP_TIMEOUT_MS);
-	tty_take_back(sb);
 	if (sb->listener_fd >= 0)
 		close(sb->listener_fd);
 	for (int i = 0; i < 2; i++)
@@ -635,8 +695,8 @@ void sandbox_free(struct sandbox *sb)
 		close(sb->sock);
 	if (sb->pidfd >= 0)
 		close(sb->pidfd);
-	if (sb->tty_fd >= 0)
-		close(sb->tty_fd);
+	if (sb->pty_master >= 0)
+		close(sb->pty_master);
 	free(sb);
 }
 CL_DEFINE_TRIVIAL_CLEANUP(struct sandbox *, sandbox_free)
@@ -750,7 +810,8 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 	sb = calloc(1, sizeof(*sb));
 	if (!sb)
 		return -ENOMEM;
-	sb->pidfd = sb->sock = sb->epfd = sb->listener_fd = sb->tty_fd = -1;
+	sb->pidfd = sb->sock = sb->epfd = sb->listener_fd = sb->pty_master = -1;
+	sb->pty = opts->pty;
 	sb->view_fds[0] = sb->view_fds[1] = -1;
 
 	if (opts->cwd) {
@@ -762,15 +823,6 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 	}
 	if (!cwd)
 		return -ENOMEM;
-
-	/* The terminal goes to the agent only if we have it (not when started in the background).
-	 */
-	if (opts->tty_fd >= 0 && isatty(opts->tty_fd)) {
-		sb->tty_fd = fcntl(opts->tty_fd, F_DUPFD_CLOEXEC, 3);
-		if (sb->tty_fd < 0)
-			return cl_error_set(err, -errno, "dup terminal: %m");
-		sb->tty_given = tcgetpgrp(sb->tty_fd) == getpgrp();
-	}
 
 	/* Our cgroup leaf; stale leaves of dead supervisors go first. */
 	if (opts->cgroup_parent) {
@@ -807,11 +859,7 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 		ca.flags |= CLONE_INTO_CGROUP;
 		ca.cgroup = (uint64_t)cgroup_dir_fd(sb->cg);
 	}
-	a = (struct init_args){.opts = opts,
-	                       .cwd = cwd,
-	                       .sock = child_sock,
-	                       .tty_fd = sb->tty_fd,
-	                       .give_tty = sb->tty_given};
+	a = (struct init_args){.opts = opts, .cwd = cwd, .sock = child_sock};
 
 	/* Writing the child's uid_map needs its /proc files to be ours, i.e. the child dumpable.
 	 * A process that changed its uid without exec is not; the child inherits the flag at the
@@ -825,7 +873,6 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 		(void)prctl(PR_SET_DUMPABLE, 0);
 	if (pid < 0) {
 		r = -errno;
-		sb->tty_given = false;
 		return cl_error_set(err, r, "clone3 (new pid/mount/net%s namespaces): %s",
 		                    userns ? "/user" : "", strerror(-r));
 	}
@@ -877,6 +924,10 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 				close(sb->listener_fd);
 			sb->listener_fd = fd;
 			trace_timing_mark("sandbox: init mounts, seccomp listener");
+		} else if (m.type == SANDBOX_MSG_PTY) {
+			if (sb->pty_master >= 0)
+				close(sb->pty_master);
+			sb->pty_master = fd;
 		} else if (m.type == SANDBOX_MSG_VIEW && (m.value == 0 || m.value == 1)) {
 			if (sb->view_fds[m.value] >= 0)
 				close(sb->view_fds[m.value]);
@@ -894,6 +945,8 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 	}
 	if (opts->install_filter && sb->listener_fd < 0)
 		return cl_error_set(err, -EPROTO, "sandbox: no listener fd from the init");
+	if (opts->pty && sb->pty_master < 0)
+		return cl_error_set(err, -EPROTO, "sandbox: no terminal from the init");
 
 	sb->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (sb->epfd < 0)
@@ -923,6 +976,14 @@ int sandbox_take_listener_fd(struct sandbox *sb)
 	return fd;
 }
 
+int sandbox_take_pty_master(struct sandbox *sb)
+{
+	int fd = sb->pty_master;
+
+	sb->pty_master = -1;
+	return fd;
+}
+
 int sandbox_take_view(struct sandbox *sb, int *ret_root_fd, int *ret_mountinfo_fd)
 {
 	if (sb->view_fds[0] < 0 || sb->view_fds[1] < 0)
@@ -940,7 +1001,6 @@ int sandbox_status_fd(const struct sandbox *sb)
 static void report_exit(struct sandbox *sb, int exit_code, struct sandbox_status *ret)
 {
 	sb->exit_reported = true;
-	tty_take_back(sb);
 	*ret = (struct sandbox_status){.kind = SANDBOX_EXITED, .exit_code = exit_code};
 }
 
@@ -1021,43 +1081,16 @@ int sandbox_signal(struct sandbox *sb, int sig)
 	return send_to_init(sb, SANDBOX_MSG_SIGNAL, sig);
 }
 
-int sandbox_continue(struct sandbox *sb)
+int sandbox_signal_group(struct sandbox *sb, int sig)
 {
-	bool fg = sb->tty_fd >= 0 && tcgetpgrp(sb->tty_fd) == getpgrp();
-	int r = send_to_init(sb, SANDBOX_MSG_CONTINUE, fg);
-
-	/* Only in the foreground do we hand the terminal over: after the shell's `bg` the agent
-	 * runs in the background, and stops again if it touches the terminal. */
-	if (r >= 0 && fg)
-		sb->tty_given = true;
-	return r;
+	if (sig <= 0 || sig >= NSIG)
+		return -EINVAL;
+	return send_to_init(sb, SANDBOX_MSG_SIGNAL_GROUP, sig);
 }
 
-int sandbox_suspend(struct sandbox *sb, int stop_signal)
+int sandbox_continue(struct sandbox *sb, bool foreground)
 {
-	struct sigaction dfl = {.sa_handler = SIG_DFL}, old_sa;
-	sigset_t set, old;
-
-	if (sb->tty_fd < 0)
-		return -ENOTTY;
-	if (stop_signal != SIGTSTP && stop_signal != SIGTTIN && stop_signal != SIGTTOU)
-		stop_signal = SIGSTOP;
-	tty_take_back(sb);
-	/* Stop ourselves the way the agent was stopped, so the shell reports the job as stopped
-	 * and takes the terminal. A TSTP/TTIN/TTOU to an orphaned process group is discarded by the
-	 * kernel: then we just continue. */
-	if (stop_signal == SIGSTOP) {
-		kill(getpid(), SIGSTOP);
-	} else {
-		sigaction(stop_signal, &dfl, &old_sa);
-		sigemptyset(&set);
-		sigaddset(&set, stop_signal);
-		kill(getpid(), stop_signal);
-		pthread_sigmask(SIG_UNBLOCK, &set, &old); /* the stop happens here */
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		sigaction(stop_signal, &old_sa, NULL);
-	}
-	return sandbox_continue(sb);
+	return send_to_init(sb, SANDBOX_MSG_CONTINUE, foreground && sb->pty);
 }
 
 int sandbox_pause(struct sandbox *sb, bool paused)

@@ -1,6 +1,7 @@
 /* The sandbox launcher: runs the agent in new pid, mount and network namespaces (plus a user
- * namespace when the caller is not root), in its own cgroup v2 leaf, keeping the caller's
- * uid/gid, cwd, environment and terminal.
+ * namespace when the caller is not root), in its own cgroup v2 leaf and its own session,
+ * keeping the caller's uid/gid, cwd and environment. The agent never holds the caller's
+ * terminal: it gets a pseudo-terminal of its own (opts.pty), or none.
  *
  * Process layout (bubblewrap's --as-pid-1 alternative):
  *
@@ -8,8 +9,11 @@
  *
  * The init installs the seccomp filter through the caller's hook before it forks the agent, so
  * the agent and everything it starts inherit it, and hands the listener fd back over a
- * socketpair. It reaps orphans, forwards signals, reports the agent's stops, continues and exit
- * to the supervisor (which only sees its own child, the init) and exits after the agent. When
+ * socketpair. It leads the sandbox's session (setsid): with a pty, that terminal is the
+ * session's controlling terminal and the agent's process group its foreground; without, the
+ * session has no controlling terminal (open("/dev/tty") fails). It reaps orphans, forwards
+ * signals, reports the agent's stops, continues and exit to the supervisor (which only sees
+ * its own child, the init) and exits after the agent. When
  * the init dies the kernel kills every process of the pid namespace; the init dies with the
  * supervisor (PR_SET_PDEATHSIG), so an agent never outlives its supervisor unnoticed.
  *
@@ -23,7 +27,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/types.h>
+#include <termios.h>
 
 #include "protocol/error.h"
 #include "supervisor/sandbox_confine.h"
@@ -42,12 +48,18 @@ struct sandbox_opts {
 	char *const *envp; /* already scrubbed of the supervisor's secrets */
 	const char *cwd;   /* NULL: the supervisor's cwd. Must exist in the sandbox. */
 	const char *name;  /* names the cgroup leaf; NULL: "sandbox" */
-	/* The caller's terminal, or -1. When it is the controlling terminal and the supervisor's
-	 * process group is in its foreground, the agent gets its own process group, which becomes
-	 * the foreground group while it runs (Ctrl-C/Ctrl-Z/SIGWINCH go to the agent). */
-	int tty_fd;
-	/* NULL: the agent inherits the supervisor's stdin/stdout/stderr. Else three fds. */
+	/* NULL: the agent inherits the supervisor's stdin/stdout/stderr. Else three fds. Those
+	 * that are terminals never reach the agent: they become its pty, or /dev/null. */
 	const int *stdio_fds;
+	/* A pseudo-terminal of the agent's own, as sudo's use_pty and ssh give: the init mounts
+	 * a devpts instance private to the sandbox on /dev/pts (the host's ptys are not there;
+	 * /dev/ptmx opens into it), allocates the pty from it and makes it the session's
+	 * controlling terminal, with PTY_TERMIOS and PTY_WINSIZE (NULL: the kernel's defaults).
+	 * The agent's fds 0-2 that are terminals become its slave; the master is the caller's
+	 * (sandbox_take_pty_master), to relay. */
+	bool pty;
+	const struct termios *pty_termios;
+	const struct winsize *pty_winsize;
 	enum sandbox_userns userns;
 	sandbox_install_filter_fn install_filter; /* NULL: no filter, sandbox_listener_fd() is -1 */
 	void *install_filter_userdata;
@@ -83,7 +95,7 @@ struct sandbox_opts {
 };
 
 enum sandbox_status_kind {
-	SANDBOX_STOPPED = 1, /* the agent was stopped (Ctrl-Z, SIGSTOP): see sandbox_suspend() */
+	SANDBOX_STOPPED = 1, /* the agent was stopped (Ctrl-Z, SIGSTOP, SIGTTIN…) */
 	SANDBOX_CONTINUED,   /* the agent was continued */
 	SANDBOX_EXITED,      /* the agent is gone: exit_code is what `run` exits with */
 	SANDBOX_SIGNALLED,   /* a sandbox_signal() reached the agent: it is pending there now */
@@ -108,6 +120,9 @@ int sandbox_listener_fd(const struct sandbox *sb);
 /* Take ownership of the listener fd (sb forgets it). */
 int sandbox_take_listener_fd(struct sandbox *sb);
 
+/* Take ownership of the agent's pty master (O_CLOEXEC, blocking), or -1 without opts.pty. */
+int sandbox_take_pty_master(struct sandbox *sb);
+
 /* The sandbox's own view as the init saw it once the mounts were done (notifier/view.h): an
  * O_PATH fd of its root and an fd of its mountinfo, both bound to the sandbox's mount
  * namespace whatever the agent does later. The caller owns them (sb forgets them); -ENOENT
@@ -119,23 +134,20 @@ int sandbox_take_view(struct sandbox *sb, int *ret_root_fd, int *ret_mountinfo_f
 int sandbox_status_fd(const struct sandbox *sb);
 
 /* Non-blocking. 0 and *ret filled when there is news, -EAGAIN when there is none yet.
- * SANDBOX_EXITED is reported exactly once (then -ECHILD); when it is, the terminal's
- * foreground has been given back to the supervisor's process group. */
+ * SANDBOX_EXITED is reported exactly once (then -ECHILD). */
 int sandbox_handle_status(struct sandbox *sb, struct sandbox_status *ret);
 
-/* Job control, after SANDBOX_STOPPED with a terminal: give the terminal back to the
- * supervisor's process group and stop the supervisor with STOP_SIGNAL (so the user's shell
- * regains the terminal); this blocks until the supervisor is continued (the shell's `fg`), then
- * gives the terminal back to the agent's process group and continues it. -ENOTTY when the
- * sandbox has no terminal (then nothing is done). */
-int sandbox_suspend(struct sandbox *sb, int stop_signal);
+/* Continue the agent's process group (SIGCONT). With FOREGROUND and a pty, the agent's
+ * process group is made the pty's foreground first (it stopped reading its terminal from the
+ * background, or the caller is back in the foreground after a Ctrl-Z). */
+int sandbox_continue(struct sandbox *sb, bool foreground);
 
-/* Continue the agent's process group (SIGCONT), giving it the terminal first if it had it. */
-int sandbox_continue(struct sandbox *sb);
-
-/* Pass signal SIG on to the agent (SIGINT/SIGTERM/SIGHUP received by the supervisor). The init
- * does it when it runs (not while the sandbox is frozen), then SANDBOX_SIGNALLED reports it. */
+/* Pass signal SIG on to the agent (SIGTERM/SIGHUP received by the supervisor). The init does
+ * it when it runs (not while the sandbox is frozen), then SANDBOX_SIGNALLED reports it. */
 int sandbox_signal(struct sandbox *sb, int sig);
+/* The same, to the agent's whole process group, as a terminal sends SIGINT, SIGQUIT and
+ * SIGTSTP. */
+int sandbox_signal_group(struct sandbox *sb, int sig);
 
 /* Freeze (true) or thaw the whole sandbox through its cgroup (for the terminal approver).
  * Returns within ~100 ms: a task blocked in a notified syscall freezes only once answered.
@@ -152,8 +164,7 @@ const char *sandbox_cgroup_path(const struct sandbox *sb);
 /* The init's pid as the supervisor sees it. */
 pid_t sandbox_init_pid(const struct sandbox *sb);
 
-/* Kill everything, reap the init, remove the cgroup, give the terminal back, close the fds.
- * NULL is accepted. */
+/* Kill everything, reap the init, remove the cgroup, close the fds. NULL is accepted. */
 void sandbox_free(struct sandbox *sb);
 
 #endif

@@ -8,7 +8,7 @@
 bool sandbox_msg_has_fd(uint32_t type)
 {
 	return type == SANDBOX_MSG_LISTENER || type == SANDBOX_MSG_VIEW ||
-	       type == SANDBOX_MSG_AGENT;
+	       type == SANDBOX_MSG_AGENT || type == SANDBOX_MSG_PTY;
 }
 
 int sandbox_msg_validate(const void *buf, size_t len, struct sandbox_msg *ret)

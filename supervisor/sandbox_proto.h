@@ -3,7 +3,7 @@
  * from sandbox.c so that they are unit-tested without the kernel-facing code.
  *
  * The init and the supervisor talk over a SOCK_SEQPACKET socketpair, one fixed-size message per
- * packet; only SANDBOX_MSG_LISTENER carries an fd (SCM_RIGHTS). */
+ * packet; some carry an fd (SCM_RIGHTS): sandbox_msg_has_fd(). */
 #ifndef CLOISTER_SUPERVISOR_SANDBOX_PROTO_H
 #define CLOISTER_SUPERVISOR_SANDBOX_PROTO_H
 
@@ -29,6 +29,8 @@ enum sandbox_msg_type {
 	                        * 1 its /proc/self/mountinfo (sent once the mounts are done) */
 	SANDBOX_MSG_AGENT,     /* carries a pidfd of the agent, which waits for AGENT_GO */
 	SANDBOX_MSG_AGENT_GO,  /* supervisor → init: the agent may start */
+	SANDBOX_MSG_PTY,       /* init → supervisor: carries the agent's pty master */
+	SANDBOX_MSG_SIGNAL_GROUP, /* supervisor → init: value = signal for the agent's group */
 	SANDBOX_MSG_MAX_,
 };
 

@@ -2,15 +2,42 @@
 #include "supervisor/say.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+
+#include "protocol/cleanup.h"
+#include "supervisor/term_escape.h"
+
+static say_sink_fn sink;
+static void *sink_userdata;
+
+void say_set_sink(say_sink_fn fn, void *userdata)
+{
+	sink = fn;
+	sink_userdata = userdata;
+}
 
 void say_vline(bool quiet, const char *fmt, va_list ap)
 {
+	_cleanup_free_ char *raw = NULL, *line = NULL, *whole = NULL;
+
 	if (quiet)
 		return;
+	/* The arguments are often the agent's (a file name, an argv): escaped as a whole, so
+	 * nothing in them commands the terminal. Our own text has no control characters. */
+	if (vasprintf(&raw, fmt, ap) < 0)
+		return;
+	line = term_escape_dup(raw);
+	if (!line)
+		return;
+	if (sink) {
+		if (asprintf(&whole, "cloister: %s", line) >= 0)
+			sink(sink_userdata, whole);
+		return;
+	}
 	/* One write per line, so lines of the agent and ours do not interleave mid-line. */
 	flockfile(stderr);
 	fputs("cloister: ", stderr);
-	vfprintf(stderr, fmt, ap);
+	fputs(line, stderr);
 	fputc('\n', stderr);
 	funlockfile(stderr);
 }

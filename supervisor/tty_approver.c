@@ -1,5 +1,5 @@
-/* The terminal approver (see tty_approver.h): pure answer parsing and prompt text, and a thin
- * terminal shell around them. */
+/* The terminal approver (see tty_approver.h): pure key parsing and prompt text, and a thin
+ * shell around them for its two terminals: the relay's, and one of its own. */
 #include "supervisor/tty_approver.h"
 
 #include <errno.h>
@@ -9,85 +9,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/epoll.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include "protocol/cleanup.h"
-#include "protocol/utf8.h"
+#include "supervisor/term_escape.h"
+#include "supervisor/vt_parse.h"
 
-#define LINE_MAX_BYTES   256  /* an answer longer than this is garbage */
 #define SHOW_COMMAND_MAX 512  /* bytes of the command shown on the one-line prompt */
 #define SHOW_ARG_MAX     1024 /* bytes of each argument in the details view */
 #define SHOW_ARGS_MAX    64   /* arguments listed in the details view */
+#define READ_MAX         256
+
+#define CHOICES "[a]llow once  [d]eny  [A]lways (session)  [?] details"
+#define HINT    "Please answer a, d, A or ?"
 
 /* ---- pure ------------------------------------------------------------------------------- */
 
-enum tty_answer tty_approver_parse_answer(const char *line, size_t len)
+enum tty_answer tty_approver_parse_key(char key)
 {
-	static const struct {
-		const char *word;
-		enum tty_answer answer;
-	} words[] = {
-	        {"allow", TTY_ANSWER_ALLOW_ONCE}, {"y", TTY_ANSWER_ALLOW_ONCE},
-	        {"yes", TTY_ANSWER_ALLOW_ONCE},   {"d", TTY_ANSWER_DENY},
-	        {"deny", TTY_ANSWER_DENY},        {"n", TTY_ANSWER_DENY},
-	        {"no", TTY_ANSWER_DENY},          {"always", TTY_ANSWER_ALLOW_SESSION},
-	        {"?", TTY_ANSWER_DETAILS},        {"details", TTY_ANSWER_DETAILS},
-	};
-
-	while (len > 0 && (*line == ' ' || *line == '\t'))
-		line++, len--;
-	while (len > 0 && (line[len - 1] == ' ' || line[len - 1] == '\t' || line[len - 1] == '\r'))
-		len--;
-	if (len == 1 && line[0] == 'a')
+	switch (key) {
+	case 'a':
 		return TTY_ANSWER_ALLOW_ONCE;
-	if (len == 1 && line[0] == 'A')
+	case 'A':
 		return TTY_ANSWER_ALLOW_SESSION;
-	for (size_t i = 0; i < ELEMENTSOF(words); i++)
-		if (strlen(words[i].word) == len && strncasecmp(line, words[i].word, len) == 0)
-			return words[i].answer;
-	return TTY_ANSWER_INVALID;
-}
-
-/* Characters that change how the rest of a line is displayed. */
-static bool is_display_control(uint32_t cp)
-{
-	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x200e || cp == 0x200f ||
-	       (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 ||
-	       cp == 0x2029 || cp == 0xfeff;
-}
-
-/* S shown safely, at most MAX bytes of it ("…" when cut). */
-static void put_escaped(FILE *f, const char *s, size_t max)
-{
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
-	size_t used = 0;
-
-	while (*p) {
-		uint32_t cp;
-		size_t n = cl_utf8_decode((const char *)p, &cp);
-		if (used >= max) {
-			fputs("\xe2\x80\xa6", f);
-			return;
-		}
-		if (n == 0) {
-			fprintf(f, "\\x%02x", *p);
-			n = 1;
-		} else if (cp == '\n') {
-			fputs("\\n", f);
-		} else if (cp == '\t') {
-			fputs("\\t", f);
-		} else if (cp < 0x20 || cp == 0x7f) {
-			fprintf(f, "\\x%02x", (unsigned)cp);
-		} else if (is_display_control(cp)) {
-			fprintf(f, "\\u{%04" PRIx32 "}", cp);
-		} else {
-			fwrite(p, 1, n, f);
-		}
-		p += n;
-		used += n;
+	case 'd':
+	case '\x03': /* Ctrl-C: whoever presses it wants nothing to happen */
+		return TTY_ANSWER_DENY;
+	case '?':
+		return TTY_ANSWER_DETAILS;
+	case '\r':
+	case '\n':
+		return TTY_ANSWER_NONE;
+	default:
+		return TTY_ANSWER_INVALID;
 	}
 }
 
@@ -115,28 +71,28 @@ int tty_approver_format_prompt(const struct queue_item *item, uint64_t now_ms, b
 	fputs("\n\xe2\x94\x80\xe2\x94\x80 cloister: approval needed ", f);
 	fprintf(f, "[%s]\n", item->id);
 	fprintf(f, "  %s in sandbox ", queue_kind_to_string(item->kind));
-	put_escaped(f, item->sandbox, SHOW_COMMAND_MAX);
+	term_escape_put(f, item->sandbox, SHOW_COMMAND_MAX);
 	if (item->project) {
 		fputs(" (project ", f);
-		put_escaped(f, item->project, SHOW_COMMAND_MAX);
+		term_escape_put(f, item->project, SHOW_COMMAND_MAX);
 		fputs(")", f);
 	}
 	fputs(item->kind == QUEUE_KIND_DOMAIN ? "\n  domain:  " : "\n  command: ", f);
-	put_escaped(f, item->summary, details ? SIZE_MAX / 2 : SHOW_COMMAND_MAX);
+	term_escape_put(f, item->summary, details ? SIZE_MAX / 2 : SHOW_COMMAND_MAX);
 	fputs("\n", f);
 	if (item->exe) {
 		fputs("  exe:     ", f);
-		put_escaped(f, item->exe, SHOW_ARG_MAX);
+		term_escape_put(f, item->exe, SHOW_ARG_MAX);
 		fputs("\n", f);
 	}
 	if (item->interpreter) {
 		fputs("  script interpreter: ", f);
-		put_escaped(f, item->interpreter, SHOW_ARG_MAX);
+		term_escape_put(f, item->interpreter, SHOW_ARG_MAX);
 		fputs("\n", f);
 	}
 	if (item->cwd) {
 		fputs("  cwd:     ", f);
-		put_escaped(f, item->cwd, SHOW_ARG_MAX);
+		term_escape_put(f, item->cwd, SHOW_ARG_MAX);
 		fputs("\n", f);
 	}
 	if (item->pid >= 0 || item->uid >= 0) {
@@ -153,7 +109,7 @@ int tty_approver_format_prompt(const struct queue_item *item, uint64_t now_ms, b
 		size_t shown = item->argc < SHOW_ARGS_MAX ? item->argc : SHOW_ARGS_MAX;
 		for (size_t i = 0; i < shown; i++) {
 			fprintf(f, "  argv[%zu]: ", i);
-			put_escaped(f, item->argv[i], SHOW_ARG_MAX);
+			term_escape_put(f, item->argv[i], SHOW_ARG_MAX);
 			fputs("\n", f);
 		}
 		if (shown < item->argc)
@@ -166,7 +122,7 @@ int tty_approver_format_prompt(const struct queue_item *item, uint64_t now_ms, b
 		put_duration(f, item->deadline_ms > now_ms ? item->deadline_ms - now_ms : 0);
 		fputs(" (then denied)\n", f);
 	}
-	fputs("[a]llow once  [d]eny  [A]lways (session)  [?] details > ", f);
+	fputs(CHOICES, f);
 	if (fclose(f) != 0) {
 		free(text);
 		return -ENOMEM;
@@ -179,21 +135,22 @@ int tty_approver_format_prompt(const struct queue_item *item, uint64_t now_ms, b
 
 struct tty_approver {
 	struct tty_approver_config cfg;
-	int fd;
-	bool shared; /* the controlling terminal, shared with the agent */
+	struct pty_relay *relay; /* the user's terminal, or NULL: fd */
+	int fd;                  /* a terminal of its own, or -1 */
 	bool gone;
 	bool in_session;
 	bool paused;
-	bool pgrp_taken;
-	pid_t saved_pgrp;
 	bool termios_saved;
 	struct termios saved_termios;
 	bool in_epoll;
+	struct vt_input keys;
 	char current[QUEUE_ID_LEN + 1]; /* the item prompted for; "" when none */
 	bool answered;                  /* current was answered here */
-	char line[LINE_MAX_BYTES];
-	size_t line_len;
-	bool discarding; /* an over-long line: drop until its newline */
+	bool details;                   /* the details view is up */
+	bool hint;                      /* a key that is no answer was typed */
+	bool armed;                     /* keys count */
+	uint64_t guard_until;
+	char *text; /* the current prompt's text */
 };
 
 /* Best effort: a terminal stopped by flow control must not block the loop. */
@@ -201,7 +158,7 @@ static void put(struct tty_approver *ta, const char *s)
 {
 	size_t len = strlen(s);
 
-	while (len > 0) {
+	while (ta->fd >= 0 && len > 0) {
 		ssize_t n = write(ta->fd, s, len);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -212,26 +169,11 @@ static void put(struct tty_approver *ta, const char *s)
 	}
 }
 
-/* tcsetpgrp from a background process group raises SIGTTOU unless it is blocked or ignored;
- * block it for the call only. */
-static int set_foreground(int fd, pid_t pgrp)
-{
-	sigset_t ttou, old;
-	int r;
-
-	sigemptyset(&ttou);
-	sigaddset(&ttou, SIGTTOU);
-	sigprocmask(SIG_BLOCK, &ttou, &old);
-	r = tcsetpgrp(fd, pgrp) < 0 ? -errno : 0;
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	return r;
-}
-
 static void epoll_want(struct tty_approver *ta, bool want)
 {
 	struct epoll_event ev = {.events = EPOLLIN, .data.u64 = ta->cfg.epoll_data};
 
-	if (ta->cfg.epoll_fd < 0 || want == ta->in_epoll)
+	if (ta->fd < 0 || ta->cfg.epoll_fd < 0 || want == ta->in_epoll)
 		return;
 	if (epoll_ctl(ta->cfg.epoll_fd, want ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, ta->fd, &ev) == 0 ||
 	    !want)
@@ -241,52 +183,43 @@ static void epoll_want(struct tty_approver *ta, bool want)
 static int session_begin(struct tty_approver *ta)
 {
 	struct termios t;
-	int r = 0;
 
 	ta->in_session = true;
-	if (ta->shared) {
-		if (ta->cfg.pause && ta->cfg.pause(ta->cfg.userdata, true) >= 0)
-			ta->paused = true;
-		pid_t fg = tcgetpgrp(ta->fd);
-		if (fg < 0) {
-			r = -errno;
-		} else if (fg != getpgrp()) {
-			r = set_foreground(ta->fd, getpgrp());
-			if (r == 0) {
-				ta->pgrp_taken = true;
-				ta->saved_pgrp = fg;
-			}
-		}
+	if (ta->cfg.pause && ta->cfg.pause(ta->cfg.userdata, true) >= 0)
+		ta->paused = true;
+	if (ta->relay) {
+		pty_relay_prompt_begin(ta->relay);
+		return 0;
 	}
+	epoll_want(ta, true);
 	if (tcgetattr(ta->fd, &ta->saved_termios) < 0)
-		return r < 0 ? r : -errno;
+		return -errno;
 	ta->termios_saved = true;
+	/* Keys one by one, not shown, ^C and ^Z mere keys; output as usual. */
 	t = ta->saved_termios;
-	t.c_iflag |= ICRNL | BRKINT;
-	t.c_iflag &= ~(INLCR | IGNCR | ISTRIP);
+	t.c_iflag |= ICRNL;
+	t.c_iflag &= ~(INLCR | IGNCR | ISTRIP | IXON);
 	t.c_oflag |= OPOST | ONLCR;
-	t.c_lflag |= ICANON | ECHO | ECHOE | ECHOK | IEXTEN;
-	t.c_lflag &= ~(ISIG | ECHONL | NOFLSH | TOSTOP);
+	t.c_lflag &= ~(ICANON | ECHO | ECHONL | ISIG | IEXTEN | TOSTOP);
 	t.c_cc[VMIN] = 1;
 	t.c_cc[VTIME] = 0;
-	if (tcsetattr(ta->fd, TCSANOW, &t) < 0 && r == 0)
-		r = -errno;
-	epoll_want(ta, true);
-	return r;
+	return tcsetattr(ta->fd, TCSANOW, &t) < 0 ? -errno : 0;
 }
 
 static void session_end(struct tty_approver *ta)
 {
 	if (!ta->in_session)
 		return;
-	epoll_want(ta, false);
-	if (ta->termios_saved)
-		(void)tcsetattr(ta->fd, TCSADRAIN, &ta->saved_termios);
-	if (ta->pgrp_taken)
-		(void)set_foreground(ta->fd, ta->saved_pgrp);
+	if (ta->relay) {
+		pty_relay_prompt_end(ta->relay);
+	} else {
+		epoll_want(ta, false);
+		if (ta->termios_saved)
+			(void)tcsetattr(ta->fd, TCSADRAIN, &ta->saved_termios);
+	}
 	if (ta->paused && ta->cfg.pause)
 		(void)ta->cfg.pause(ta->cfg.userdata, false);
-	ta->in_session = ta->paused = ta->pgrp_taken = ta->termios_saved = false;
+	ta->in_session = ta->paused = ta->termios_saved = false;
 }
 
 void tty_approver_unfreeze(struct tty_approver *ta)
@@ -294,41 +227,66 @@ void tty_approver_unfreeze(struct tty_approver *ta)
 	if (ta->paused && ta->cfg.pause)
 		(void)ta->cfg.pause(ta->cfg.userdata, false);
 	ta->paused = false;
-	/* The terminal too: an agent reading it from the background would stop (SIGTTIN). */
-	if (ta->pgrp_taken)
-		(void)set_foreground(ta->fd, ta->saved_pgrp);
-	ta->pgrp_taken = false;
 }
 
-static void show_prompt(struct tty_approver *ta, const struct queue_item *item, uint64_t now,
-                        bool details)
+/* The prompt for the current item as it stands: its text, a hint, and "> " once keys count. */
+static void show(struct tty_approver *ta, bool fresh)
 {
-	_cleanup_free_ char *text = NULL;
+	_cleanup_free_ char *screen = NULL;
 
-	if (tty_approver_format_prompt(item, now, details, &text) < 0)
-		put(ta, "\ncloister: approval needed (out of memory to show it) > ");
+	if (asprintf(&screen, "%s%s%s", ta->text ? ta->text : "approval needed " CHOICES,
+	             ta->hint ? "\n" HINT : "", ta->armed ? " > " : "") < 0)
+		return;
+	if (ta->relay) {
+		pty_relay_prompt_show(ta->relay, screen);
+		return;
+	}
+	if (fresh)
+		put(ta, "\n");
+	put(ta, screen);
+}
+
+static void set_text(struct tty_approver *ta, const struct queue_item *item, uint64_t now)
+{
+	free(ta->text);
+	ta->text = NULL;
+	if (tty_approver_format_prompt(item, now, ta->details, &ta->text) < 0)
+		ta->text = NULL; /* show() says what it can */
+}
+
+static void arm(struct tty_approver *ta)
+{
+	if (ta->armed)
+		return;
+	ta->armed = true;
+	if (ta->relay)
+		pty_relay_prompt_add(ta->relay, " > ");
 	else
-		put(ta, text);
+		put(ta, " > ");
 }
 
 int tty_approver_new(const struct tty_approver_config *config, struct tty_approver **ret)
 {
-	const char *path = config->tty_path ? config->tty_path : "/dev/tty";
 	_cleanup_close_ int fd = -EBADF;
 	struct tty_approver *ta;
 
-	fd = open(path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (!isatty(fd))
+	if (config->tty_path) {
+		fd = open(config->tty_path, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		if (!isatty(fd))
+			return -ENOTTY;
+	} else if (!config->relay || !pty_relay_can_prompt(config->relay)) {
 		return -ENOTTY;
+	}
 	ta = calloc(1, sizeof(*ta));
 	if (!ta)
 		return -ENOMEM;
 	ta->cfg = *config;
 	ta->cfg.tty_path = NULL; /* not kept: the caller owns the string */
-	ta->shared = !config->tty_path;
+	ta->relay = config->tty_path ? NULL : config->relay;
 	ta->fd = TAKE_FD(fd);
+	vt_input_init(&ta->keys);
 	*ret = ta;
 	return 0;
 }
@@ -338,7 +296,9 @@ void tty_approver_free(struct tty_approver *ta)
 	if (!ta)
 		return;
 	session_end(ta);
-	close(ta->fd);
+	if (ta->fd >= 0)
+		close(ta->fd);
+	free(ta->text);
 	free(ta);
 }
 
@@ -357,6 +317,36 @@ bool tty_approver_gone(const struct tty_approver *ta)
 	return ta->gone;
 }
 
+void tty_approver_set_gone(struct tty_approver *ta)
+{
+	session_end(ta);
+	ta->gone = true;
+	ta->current[0] = '\0';
+}
+
+/* How the item prompted for ended, when it did elsewhere. */
+static void say_withdrawn(struct tty_approver *ta, const struct queue *q)
+{
+	const struct queue_item *done = queue_lookup(q, ta->current);
+	char msg[160];
+
+	if (done)
+		snprintf(msg, sizeof(msg), "[%s] %s by %s", done->id,
+		         queue_state_to_string(done->state), done->decided_by);
+	else
+		snprintf(msg, sizeof(msg), "[%s] no longer pending", ta->current);
+	if (ta->relay) {
+		char line[192];
+
+		snprintf(line, sizeof(line), "cloister: %s", msg);
+		pty_relay_notice(ta->relay, line);
+	} else {
+		put(ta, "\n");
+		put(ta, msg);
+		put(ta, "\n");
+	}
+}
+
 int tty_approver_sync(struct tty_approver *ta, const struct queue *q, uint64_t now_ms)
 {
 	const struct queue_item *item;
@@ -368,17 +358,8 @@ int tty_approver_sync(struct tty_approver *ta, const struct queue *q, uint64_t n
 		item = queue_find(q, ta->current);
 		if (item && !ta->answered)
 			return 0; /* still waiting for the person */
-		if (!item && !ta->answered) {
-			const struct queue_item *done = queue_lookup(q, ta->current);
-			char msg[160];
-			if (done)
-				snprintf(msg, sizeof(msg), "\n[%s] %s by %s\n", done->id,
-				         queue_state_to_string(done->state), done->decided_by);
-			else
-				snprintf(msg, sizeof(msg), "\n[%s] no longer pending\n",
-				         ta->current);
-			put(ta, msg);
-		}
+		if (!item && !ta->answered)
+			say_withdrawn(ta, q);
 		ta->current[0] = '\0';
 		ta->answered = false;
 	}
@@ -391,19 +372,33 @@ int tty_approver_sync(struct tty_approver *ta, const struct queue *q, uint64_t n
 	if (!ta->in_session)
 		r = session_begin(ta);
 	/* Keys typed before the prompt was shown were meant for someone else. */
-	(void)tcflush(ta->fd, TCIFLUSH);
-	ta->line_len = 0;
-	ta->discarding = false;
+	if (!ta->relay)
+		(void)tcflush(ta->fd, TCIFLUSH);
+	vt_input_init(&ta->keys);
 	memcpy(ta->current, item->id, sizeof(ta->current));
-	show_prompt(ta, item, now_ms, false);
+	ta->details = ta->hint = ta->armed = false;
+	ta->guard_until = now_ms + TTY_APPROVER_GUARD_MS;
+	set_text(ta, item, now_ms);
+	show(ta, true);
 	return r;
 }
 
-static int handle_line(struct tty_approver *ta, const struct queue *q, uint64_t now,
-                       const char *line, size_t len, struct tty_decision *ret)
+uint64_t tty_approver_next_deadline(const struct tty_approver *ta)
+{
+	return tty_approver_active(ta) && !ta->armed ? ta->guard_until : UINT64_MAX;
+}
+
+void tty_approver_tick(struct tty_approver *ta, uint64_t now_ms)
+{
+	if (tty_approver_active(ta) && !ta->armed && now_ms >= ta->guard_until)
+		arm(ta);
+}
+
+static int handle_key(struct tty_approver *ta, const struct queue *q, uint64_t now, char key,
+                      struct tty_decision *ret)
 {
 	const struct queue_item *item = queue_find(q, ta->current);
-	enum tty_answer a = tty_approver_parse_answer(line, len);
+	enum tty_answer a = tty_approver_parse_key(key);
 
 	if (!item)
 		return TTY_APPROVER_NONE; /* sync() will say what happened to it */
@@ -415,64 +410,74 @@ static int handle_line(struct tty_approver *ta, const struct queue *q, uint64_t 
 		ret->allow = a != TTY_ANSWER_DENY;
 		ret->scope = a == TTY_ANSWER_ALLOW_SESSION ? QUEUE_SCOPE_SESSION : QUEUE_SCOPE_ONCE;
 		ta->answered = true;
-		put(ta, a == TTY_ANSWER_DENY            ? "denied\n"
-		        : a == TTY_ANSWER_ALLOW_SESSION ? "allowed for this session\n"
-		                                        : "allowed once\n");
+		if (!ta->relay)
+			put(ta, a == TTY_ANSWER_DENY            ? "d\ndenied\n"
+			        : a == TTY_ANSWER_ALLOW_SESSION ? "A\nallowed for this session\n"
+			                                        : "a\nallowed once\n");
 		return TTY_APPROVER_DECIDED;
 	case TTY_ANSWER_DETAILS:
-		show_prompt(ta, item, now, true);
+		ta->details = true;
+		ta->hint = false;
+		set_text(ta, item, now);
+		show(ta, true);
+		return TTY_APPROVER_NONE;
+	case TTY_ANSWER_NONE:
 		return TTY_APPROVER_NONE;
 	default:
-		put(ta, "Please answer a, d, A or ?\n");
-		show_prompt(ta, item, now, false);
+		if (!ta->hint || !ta->relay) {
+			ta->hint = true;
+			set_text(ta, item, now);
+			show(ta, true);
+		}
 		return TTY_APPROVER_NONE;
 	}
 }
 
+int tty_approver_on_keys(struct tty_approver *ta, const struct queue *q, uint64_t now_ms,
+                         const char *keys, size_t n, struct tty_decision *ret)
+{
+	if (ta->gone)
+		return TTY_APPROVER_GONE;
+	if (!tty_approver_active(ta))
+		return TTY_APPROVER_NONE; /* typed after the answer, at this prompt: dropped */
+	if (now_ms < ta->guard_until)
+		return TTY_APPROVER_NONE; /* typed before anyone could have read the prompt */
+	arm(ta);
+	for (size_t i = 0; i < n; i++) {
+		int r = handle_key(ta, q, now_ms, keys[i], ret);
+
+		if (r != TTY_APPROVER_NONE)
+			return r; /* the rest was typed at a prompt that is over */
+	}
+	return TTY_APPROVER_NONE;
+}
+
 static int went_away(struct tty_approver *ta)
 {
-	session_end(ta);
-	ta->gone = true;
-	ta->current[0] = '\0';
+	tty_approver_set_gone(ta);
 	return TTY_APPROVER_GONE;
 }
 
 int tty_approver_on_readable(struct tty_approver *ta, const struct queue *q, uint64_t now_ms,
                              struct tty_decision *ret)
 {
-	char buf[LINE_MAX_BYTES];
+	char buf[READ_MAX], keys[READ_MAX];
 	ssize_t n;
 
 	if (ta->gone)
 		return TTY_APPROVER_GONE;
+	if (ta->fd < 0)
+		return TTY_APPROVER_NONE;
 	do
 		n = read(ta->fd, buf, sizeof(buf));
 	while (n < 0 && errno == EINTR);
 	if (n == 0 || (n < 0 && errno == EIO))
 		return went_away(ta);
-	if (n < 0 || !tty_approver_active(ta))
-		return TTY_APPROVER_NONE; /* EAGAIN, or input nobody asked for */
-
-	for (ssize_t i = 0; i < n; i++) {
-		char c = buf[i];
-		if (c != '\n') {
-			if (ta->line_len < sizeof(ta->line))
-				ta->line[ta->line_len++] = c;
-			else
-				ta->discarding = true;
-			continue;
-		}
-		if (ta->discarding) {
-			ta->discarding = false;
-			ta->line_len = 0;
-			put(ta, "Answer too long.\n");
-			continue;
-		}
-		size_t len = ta->line_len;
-		ta->line_len = 0;
-		int r = handle_line(ta, q, now_ms, ta->line, len, ret);
-		if (r != TTY_APPROVER_NONE)
-			return r; /* the rest of the input was typed before this prompt ended */
-	}
-	return TTY_APPROVER_NONE;
+	/* A lone ^D is EOF in canonical mode, a key here: nobody types it at a prompt. */
+	if (n == 1 && buf[0] == '\x04')
+		return went_away(ta);
+	if (n < 0)
+		return TTY_APPROVER_NONE; /* EAGAIN */
+	return tty_approver_on_keys(ta, q, now_ms, keys,
+	                            vt_input_keys(&ta->keys, buf, (size_t)n, keys), ret);
 }

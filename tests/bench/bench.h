@@ -25,6 +25,10 @@ void bench_loop(void);
  * $SUPERVISOR and $HELPERS (set by `make bench`). */
 void bench_run(void);
 
+/* The agent's terminal: 64 MiB of text natively to a pty vs through `run`'s pty relay
+ * (tests/bench/bench_pty.c). Needs $SUPERVISOR and root. */
+void bench_pty(void);
+
 /* The dashboard: POST /approve until the held exec resumes, GET /pending with 1000 asks,
  * SSE fan-out to 100 clients (tests/bench/bench_web.c). */
 void bench_web(void);

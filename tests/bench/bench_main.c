@@ -22,6 +22,7 @@ static const struct {
         {"netfilter", "egress: nftables redirect in the sandbox netns (no proxy)", bench_netfilter},
         {"proxy", "egress proxy: transparent and CONNECT vs direct and tinyproxy", bench_proxy},
         {"run", "end to end: native vs cloister-supervisor run", bench_run},
+        {"pty", "the agent's terminal: native pty vs run's relay", bench_pty},
         {"web", "dashboard and approval API", bench_web},
         {"executor", "host executor: /bin/true round trip", bench_executor},
         {"shim", "shim fallback: shimmed true vs direct", bench_shim},

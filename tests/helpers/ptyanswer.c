@@ -1,12 +1,15 @@
-/* ptyanswer [--ctty] ANSWERS -- COMMAND [ARGS…]: run COMMAND with a pseudo-terminal it can
- * prompt on, and answer its prompts like a person at that terminal would.
+/* ptyanswer [--ctty] [--pending FILE] ANSWERS -- COMMAND [ARGS…]: run COMMAND with a
+ * pseudo-terminal it can prompt on, and answer its prompts like a person at that terminal
+ * would.
  *
  * With --ctty the terminal is COMMAND's controlling terminal and its stdin/stdout/stderr, as
- * when a person runs it in a terminal window (the agent then shares it with the prompts).
+ * when a person runs it in a terminal window (the agent's output then goes through it too).
  * Every "@TTY@" argument is replaced by the terminal's path (for `run --ask-tty @TTY@`).
- * ANSWERS is a comma-separated list ("a", "d,a", "A"); each one is typed, followed by a
- * newline, when the next approval prompt ("… > ") appears. "-" types nothing (lets the ask
- * time out). What appeared on the terminal is copied to stderr. Exits with COMMAND's status,
+ * ANSWERS is a comma-separated list of keys ("a", "d,a", "A"); each one is typed, without a
+ * newline (the prompts take single keys), when the next approval prompt ("… > ") appears.
+ * "-" types nothing (lets the ask time out). What appeared on the terminal is copied to
+ * stderr. With --pending, once COMMAND has exited, what is left in the terminal's input (what
+ * the shell that ran COMMAND would read next) is written to FILE. Exits with COMMAND's status,
  * or 125 if it could not run it, and 124 if prompts outnumber the answers. */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +21,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #define PROMPT_MARK "[?] details > "
@@ -31,14 +35,24 @@ int main(int argc, char **argv)
 	char name[256];
 	pid_t pid;
 	int ctty = 0;
+	const char *pending = NULL;
 
-	if (argc > 1 && strcmp(argv[1], "--ctty") == 0) {
-		ctty = 1;
-		argv++;
-		argc--;
+	for (;;) {
+		if (argc > 1 && strcmp(argv[1], "--ctty") == 0) {
+			ctty = 1;
+			argv++;
+			argc--;
+		} else if (argc > 2 && strcmp(argv[1], "--pending") == 0) {
+			pending = argv[2];
+			argv += 2;
+			argc -= 2;
+		} else {
+			break;
+		}
 	}
 	if (argc < 4 || strcmp(argv[2], "--") != 0) {
-		fprintf(stderr, "usage: ptyanswer [--ctty] ANSWERS -- COMMAND [ARGS...]\n");
+		fprintf(stderr, "usage: ptyanswer [--ctty] [--pending FILE] ANSWERS -- COMMAND "
+		                "[ARGS...]\n");
 		return 125;
 	}
 	answers = argv[1];
@@ -97,11 +111,8 @@ int main(int argc, char **argv)
 			comma = strchr(next, ',');
 			if (comma)
 				*comma = '\0';
-			if (strcmp(next, "-") != 0) {
-				if (write(master, next, strlen(next)) < 0 ||
-				    write(master, "\n", 1) < 0)
-					perror("ptyanswer: write");
-			}
+			if (strcmp(next, "-") != 0 && write(master, next, strlen(next)) < 0)
+				perror("ptyanswer: write");
 			next = comma ? comma + 1 : NULL;
 		}
 		if (n_seen > sizeof(seen) - 1024) { /* keep the tail; prompts are short */
@@ -110,6 +121,24 @@ int main(int argc, char **argv)
 			scanned = scanned > n_seen ? n_seen : 0;
 			seen[n_seen] = '\0';
 		}
+	}
+	if (pending) {
+		/* Non-canonical, so that a pushed command without its newline counts too. */
+		struct termios t;
+		FILE *f = fopen(pending, "we");
+		char buf[4096];
+		ssize_t n;
+
+		if (!f || tcgetattr(slave, &t) < 0)
+			return 125;
+		t.c_lflag &= ~(tcflag_t)ICANON;
+		t.c_cc[VMIN] = 0;
+		t.c_cc[VTIME] = 0;
+		if (tcsetattr(slave, TCSANOW, &t) < 0)
+			return 125;
+		while ((n = read(slave, buf, sizeof(buf))) > 0)
+			fwrite(buf, 1, (size_t)n, f);
+		fclose(f);
 	}
 	if (extra)
 		return 124;

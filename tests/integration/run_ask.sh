@@ -1,7 +1,8 @@
 #!/bin/sh
-# `cloister-supervisor run`: asks. The terminal approver on the agent's own terminal (shared: the
-# agent is frozen while the prompt waits) and on a separate one (--ask-tty), driven through a
-# pseudo-terminal by tests/helpers/ptyanswer; answers a/d/A; execvp's PATH probing gives one ask;
+# `cloister-supervisor run`: asks. The terminal approver on the user's terminal (the agent's
+# output goes through it; the agent is frozen while the prompt waits) and on a separate one
+# (--ask-tty), driven through a pseudo-terminal by tests/helpers/ptyanswer; single-key answers
+# a/d/A; execvp's PATH probing gives one ask;
 # a process that dies while its ask waits cancels it; the ask timeout; ask_fallback with
 # --ask none. Prints TAP.
 set -u
@@ -27,7 +28,8 @@ EOF
 
 # pty [--ctty] ANSWERS RUN-OPTIONS -- AGENT…: run the supervisor under ptyanswer. With --ctty the
 # pty is its controlling terminal and stdio (shared with the agent); otherwise prompts go to the
-# pty given with --ask-tty @TTY@. The terminal's text goes to $TERMLOG, stdout to $OUT.
+# pty given with --ask-tty @TTY@. The terminal's text goes to $TERMLOG ($TERMLOG.txt without
+# control sequences, $TERMLOG.main what stayed on the main screen), stdout to $OUT.
 pty() {
 	ctty=
 	if [ "$1" = --ctty ]; then
@@ -42,8 +44,9 @@ pty() {
 		timeout --foreground -k 5 $((SV_TIMEOUT - 5)) \
 		"$SUPERVISOR" run --config-dir "$CFG" "$@") </dev/null >"$OUT" 2>"$TERMLOG"
 	rc=$?
-	# The terminal's \r\n line ends.
-	tr -d '\r' <"$TERMLOG" >"$TERMLOG.txt"
+	# What a person read: the text without control sequences and \r.
+	screen_text <"$TERMLOG" >"$TERMLOG.txt"
+	main_screen_text <"$TERMLOG" >"$TERMLOG.main"
 }
 prompts() { grep -c 'approval needed' "$TERMLOG.txt"; }
 tdiag() { printf 'status %s\nstdout: %s\nterminal: %s' "$rc" "$(head -c 1000 "$OUT")" "$(head -c 3000 "$TERMLOG.txt")"; }
@@ -52,7 +55,7 @@ tdiag() { printf 'status %s\nstdout: %s\nterminal: %s' "$rc" "$(head -c 1000 "$O
 audit_reset
 pty --ctty a --ask tty -- sh -c 'echo before; id -u; echo "status $?"'
 tap_is "$rc" 0 "shared tty, answer a: run exits 0" "$(tdiag)"
-tap_like "$(cat "$TERMLOG.txt")" '^0$' "shared tty, answer a: the asked program ran, once" "$(tdiag)"
+tap_like "$(cat "$TERMLOG.main")" '^0$' "shared tty, answer a: the asked program ran, once" "$(tdiag)"
 tap_like "$(cat "$TERMLOG.txt")" '^status 0$' "shared tty, answer a: the agent went on" "$(tdiag)"
 tap_is "$(prompts)" 1 "shared tty, answer a: one prompt"
 tap_is "$(audit_count '"verdict":"approved".*"decided_by":"tty","scope":"once"')" 1 \

@@ -5,8 +5,8 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-run_needs_root 36
-tap_plan 36
+run_needs_root 39
+tap_plan 39
 
 alive() { kill -0 "$1" 2>/dev/null; }
 wait_gone() { # PID SECONDS
@@ -70,15 +70,16 @@ exec:
     - path: "/usr/bin/dash"
     - path: "/usr/bin/sleep"
 EOF
-# The agent: at $TMP/go runs /usr/bin/id (an ask), at $TMP/go2 /usr/bin/nproc (an ask), then
-# sleeps until killed.
+# The agent: at $TMP/go runs /usr/bin/id (an ask), at $TMP/go2 /usr/bin/nproc (an ask, with an
+# argument that would retitle the terminal and send a C1 CSI), then sleeps until killed.
 # shellcheck disable=SC2016 # the agent's script expands its own $1
 "$SUPERVISOR" run --config-dir "$CFG" --ask web --ask-timeout 30s --name webcli \
 	--listen-approval 127.0.0.1:0 --listen-tokens 127.0.0.1:0 --listen-request 127.0.0.1:0 \
 	-- sh -c 'while [ ! -e "$1/go" ]; do sleep 0.05; done
 		/usr/bin/id -u >"$1/id.out" 2>&1; echo "status $?" >>"$1/id.out"
 		while [ ! -e "$1/go2" ]; do sleep 0.05; done
-		/usr/bin/nproc >"$1/nproc.out" 2>&1; echo "status $?" >>"$1/nproc.out"
+		/usr/bin/nproc "$(printf "\\033]0;pwned\\007\\302\\233")" >"$1/nproc.out" 2>&1
+		echo "status $?" >>"$1/nproc.out"
 		while :; do sleep 0.05; done' sh "$TMP" \
 	</dev/null >"$OUT" 2>"$ERR" &
 SV=$!
@@ -132,6 +133,13 @@ tap_like "$out" 'no pending request 0123456789ab' "and says so" "$out"
 touch "$TMP/go2"
 wait_pending 'nproc'
 ID2=$id
+# The agent's text reaches the user's terminal escaped.
+tap_like "$(printf '%s\n' "$out" | grep -F "$ID2")" "nproc '\\\\x1b\\]0;pwned\\\\x07\\\\u\\{009b\\}'\$" \
+	"pending shows the agent's control characters escaped" "$out"
+tap_ok "$(printf '%s' "$out" | LC_ALL=C grep -c "$(printf '[\033\007]')")" "... and prints none of them" "$out"
+cli pending --json
+tap_ok "$(printf '%s' "$out" | LC_ALL=C grep -c "$(printf '\302\233')")" \
+	"pending --json prints no C1 control (\\u009b instead)" "$out"
 cli deny "$ID2" --reason "not now"
 tap_is "$st:$out" "0:denied $ID2" "deny ID --reason: 0"
 i=0

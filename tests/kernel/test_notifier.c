@@ -32,6 +32,7 @@
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <grp.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "notifier/fdpass.h"
@@ -794,6 +795,90 @@ static void test_io_uring_userfaultfd_and_nested_listeners_are_refused(void **st
 	assert_exited(finish(&sb), 0);
 }
 
+/* Bits of a pseudo-terminal's input the child can read back (non-blocking), or -1. */
+static ssize_t pending_input(int slave, char *buf, size_t size)
+{
+	struct termios t;
+
+	if (tcgetattr(slave, &t) < 0)
+		return -1;
+	t.c_lflag &= ~(tcflag_t)ICANON; /* what was pushed, even without a newline */
+	t.c_cc[VMIN] = 0;
+	t.c_cc[VTIME] = 0;
+	if (tcsetattr(slave, TCSANOW, &t) < 0)
+		return -1;
+	return read(slave, buf, size);
+}
+
+static int child_terminal_injection(void *arg)
+{
+	char c = 'x', buf[16];
+	int master, slave, bad = 0;
+	unsigned long sti_high = (1UL << 32) | TIOCSTI, linux_high = (1UL << 32) | TIOCLINUX;
+	char sel[2] = {2, 0}; /* TIOCL_PASTESEL */
+
+	master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0)
+		return 100;
+	slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (slave < 0)
+		return 101;
+	errno = 0;
+	if (ioctl(slave, TIOCSTI, &c) != -1 || errno != EPERM)
+		bad |= 1;
+	/* The kernel reads the request as 32 bits: high bits must not slip past the rule. */
+	if (syscall(SYS_ioctl, slave, sti_high, &c) != -1 || errno != EPERM)
+		bad |= 2;
+	if (ioctl(slave, TIOCLINUX, sel) != -1 || errno != EPERM)
+		bad |= 4;
+	if (syscall(SYS_ioctl, slave, linux_high, sel) != -1 || errno != EPERM)
+		bad |= 8;
+	if (pending_input(slave, buf, sizeof(buf)) > 0)
+		bad |= 16; /* something reached the terminal's input anyway */
+	/* Other terminal ioctls still work. */
+	struct winsize ws;
+	if (ioctl(slave, TIOCGWINSZ, &ws) < 0)
+		bad |= 32;
+	/* The userfaultfd rule compares the same way. */
+	int uffd = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+	if (uffd >= 0 &&
+	    (syscall(SYS_ioctl, uffd, (1UL << 32) | _IO(0xAA, 0x00), O_CLOEXEC) != -1 ||
+	     errno != ENOSYS))
+		bad |= 64;
+	return bad;
+}
+
+/* Without the filter the same push works here (dev.tty.legacy_tiocsti = 1, root): the test
+ * above would see the difference. */
+static bool tiocsti_works_unfiltered(void)
+{
+	char c = 'q', buf[4];
+	int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC), slave;
+	bool works;
+
+	if (master < 0 || grantpt(master) < 0 || unlockpt(master) < 0)
+		return false;
+	slave = open(ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+	works = slave >= 0 && ioctl(slave, TIOCSTI, &c) == 0 &&
+	        pending_input(slave, buf, sizeof(buf)) == 1 && buf[0] == 'q';
+	if (slave >= 0)
+		close(slave);
+	close(master);
+	return works;
+}
+
+static void test_terminal_input_injection_is_refused(void **state)
+{
+	struct sandbox sb;
+	REQUIRE_ROOT();
+
+	if (!tiocsti_works_unfiltered())
+		print_message("note: TIOCSTI is refused here even without our filter "
+		              "(dev.tty.legacy_tiocsti = 0)\n");
+	start(&sb, child_terminal_injection, NULL);
+	assert_exited(finish(&sb), 0);
+}
+
 /* The re-mapping calls fail with EPERM, clone3 with ENOSYS, plain fork and thread-like clones
  * work. Bit by bit what went wrong. */
 static int child_remap_syscalls(void *arg)
@@ -1316,6 +1401,8 @@ int main(void)
 	                test_target_dying_between_poll_and_receive_gives_enoent, guard, unguard),
 	        cmocka_unit_test_setup_teardown(
 	                test_io_uring_userfaultfd_and_nested_listeners_are_refused, guard, unguard),
+	        cmocka_unit_test_setup_teardown(test_terminal_input_injection_is_refused, guard,
+	                                        unguard),
 	        cmocka_unit_test_setup_teardown(test_foreign_syscall_abi_kills_the_process, guard,
 	                                        unguard),
 	        cmocka_unit_test_setup_teardown(test_closed_listener_fails_exec_with_enosys, guard,

@@ -1,6 +1,7 @@
 /* The sandbox launcher against the real kernel (root): namespaces, the init, exit codes, the
  * cgroup (freeze, kill, stale cleanup), the listener-fd handover, the user-namespace path for a
- * non-root caller, and the terminal (foreground group, Ctrl-C, window size) through a pty.
+ * non-root caller, and the agent's own terminal (its own devpts, session and controlling
+ * terminal, Ctrl-C, Ctrl-Z, window size; none at all without one) under a test pty.
  *
  * Every test runs its sandboxes under a cgroup parent of its own (<cgroup2>/cloister-test-PID)
  * which the teardown kills and removes, together with any process a test forked. */
@@ -170,7 +171,6 @@ static struct sandbox_opts base_opts(char *const *argv)
 	        .envp = default_env,
 	        .cwd = "/",
 	        .name = "test",
-	        .tty_fd = -1,
 	        .cgroup_parent = test_parent,
 	};
 }
@@ -865,87 +865,107 @@ static void test_filter_hook_runs_in_init_and_its_fd_reaches_the_supervisor(void
 
 /* ---- the terminal ---------------------------------------------------------------------- */
 
-/* Runs in a child that is a session leader with the pty slave as its controlling terminal and
- * as stdio. Returns 0 or a step number, and says what failed on errfd. */
-static int terminal_session(int master, int errfd)
+/* Read the agent's pty MASTER until the sandbox exits and the pty is drained; the output in
+ * OUT; returns the exit code, or -1 on a timeout. */
+static int relay_until_exit(struct sandbox *sb, int master, char *out, size_t size)
 {
+	struct sandbox_status st = {0};
+	size_t len = 0;
+	bool exited = false;
+	int64_t end = now_ms() + 10000;
+
+	while (now_ms() < end) {
+		struct pollfd p[2] = {{.fd = master, .events = POLLIN},
+		                      {.fd = sandbox_status_fd(sb), .events = POLLIN}};
+		ssize_t n;
+
+		if (!exited && sandbox_handle_status(sb, &st) == 0 && st.kind == SANDBOX_EXITED)
+			exited = true;
+		if (poll(p, 2, exited ? 200 : 100) < 0)
+			break;
+		if (!(p[0].revents & (POLLIN | POLLHUP)))
+			continue;
+		n = read(master, out + len, size - 1 - len);
+		if (n <= 0)
+			break; /* EIO: every slave closed */
+		len += (size_t)n;
+	}
+	out[len] = '\0';
+	return exited ? st.exit_code : -1;
+}
+
+/* Runs in a child that is a session leader with the test's pty (the "user's terminal") as its
+ * controlling terminal and stdio. Returns 0 or a step number, and says what failed on errfd. */
+static int terminal_session(int user_master, int errfd)
+{
+	struct winsize size = {.ws_row = 33, .ws_col = 77};
 	struct cl_error err = {{0}};
 	struct sandbox_status st;
 	struct sandbox *sb = NULL;
-	pid_t pids[4];
-	int n = 0;
+	char out[4096];
+	int master, code;
 
-	/* 1. while `sleep` runs, its process group is the terminal's foreground group */
+	/* 1. its own terminal: from its own devpts (the user's is not there), the controlling
+	 * terminal of its own session (the init's: sid 1), with the size given */
 	{
-		char *argv[] = {"sleep", "1000", NULL};
+		char *argv[] = {"/bin/sh", "-c",
+		                "tty; ls -1 /dev/pts; stty size; echo via-dev-tty >/dev/tty; "
+		                "cut -d' ' -f6 /proc/self/stat; "
+		                "ls -l /dev/ptmx /dev/pts/ptmx | grep -c ' 5, *2 ' || :",
+		                NULL};
 		struct sandbox_opts o = base_opts(argv);
-		pid_t fg = -1, agent = -1;
 
-		o.tty_fd = STDIN_FILENO;
+		o.pty = true;
+		o.pty_winsize = &size;
 		if (sandbox_start(&o, &sb, &err) < 0) {
 			dprintf(errfd, "start: %s\n", err.msg);
 			return 1;
 		}
-		for (int64_t end = now_ms() + 5000; now_ms() < end; usleep(10000)) {
-			n = cgroup_pids(sandbox_cgroup_path(sb), pids, 4);
-			for (int i = 0; i < n; i++)
-				if (pids[i] != sandbox_init_pid(sb))
-					agent = pids[i];
-			fg = tcgetpgrp(STDIN_FILENO);
-			if (agent > 0 && fg == getpgid(agent) && fg != getpgrp())
-				break;
-		}
-		if (agent <= 0 || fg != getpgid(agent) || fg == getpgrp()) {
-			dprintf(errfd, "foreground %d, agent %d pgrp %d, ours %d\n", fg, agent,
-			        getpgid(agent), getpgrp());
+		master = sandbox_take_pty_master(sb);
+		if (master < 0)
 			return 2;
-		}
-		/* 2. Ctrl-C reaches the agent through the terminal, not us */
-		if (write(master, "\x03", 1) != 1)
+		code = relay_until_exit(sb, master, out, sizeof(out));
+		close(master);
+		sandbox_free(sb);
+		if (code != 0 ||
+		    !strstr(out, "/dev/pts/0\r\n0\r\nptmx\r\n33 77\r\nvia-dev-tty\r\n1\r\n")) {
+			dprintf(errfd, "exit %d, the agent's terminal said:\n%s\n", code, out);
 			return 3;
-		if (wait_status(sb, &st, 5000) < 0 || st.kind != SANDBOX_EXITED ||
-		    st.exit_code != 128 + SIGINT) {
-			dprintf(errfd, "after ^C: kind %d code %d\n", st.kind, st.exit_code);
+		}
+		/* /dev/ptmx is the sandbox's ptmx, not the host's device */
+		if (strstr(out, "1\r\n1\r\n")) {
+			dprintf(errfd, "/dev/ptmx is still the host's: %s\n", out);
 			return 4;
 		}
-		/* 3. the foreground is ours again */
-		if (tcgetpgrp(STDIN_FILENO) != getpgrp()) {
-			dprintf(errfd, "foreground after exit %d, ours %d\n", tcgetpgrp(0),
-			        getpgrp());
+		/* nothing of it reached the user's terminal, which stayed ours */
+		struct pollfd p = {.fd = user_master, .events = POLLIN};
+		if (poll(&p, 1, 100) != 0) {
+			dprintf(errfd, "output reached the user's terminal\n");
 			return 5;
 		}
-		sandbox_free(sb);
+		if (tcgetpgrp(STDIN_FILENO) != getpgrp())
+			return 6;
 	}
-	/* 4. Ctrl-Z: the supervisor learns that the agent stopped, takes the terminal back, and
-	 * continues it (we are an orphaned process group, so the self-stop is a no-op here) */
+	/* 2. Ctrl-C and Ctrl-Z through its pty's line discipline; continued in its foreground */
 	{
 		char *argv[] = {"sleep", "1000", NULL};
 		struct sandbox_opts o = base_opts(argv);
 
-		o.tty_fd = STDIN_FILENO;
+		o.pty = true;
 		if (sandbox_start(&o, &sb, &err) < 0)
-			return 6;
-		for (int64_t end = now_ms() + 5000; now_ms() < end; usleep(10000))
-			if (tcgetpgrp(STDIN_FILENO) != getpgrp())
-				break;
-		if (write(master, "\x1a", 1) != 1)
 			return 7;
+		master = sandbox_take_pty_master(sb);
+		if (write(master, "\x1a", 1) != 1)
+			return 8;
 		if (wait_status(sb, &st, 5000) < 0 || st.kind != SANDBOX_STOPPED ||
 		    st.stop_signal != SIGTSTP) {
 			dprintf(errfd, "after ^Z: kind %d sig %d\n", st.kind, st.stop_signal);
-			return 8;
-		}
-		if (sandbox_suspend(sb, st.stop_signal) < 0)
 			return 9;
+		}
+		if (sandbox_continue(sb, true) < 0)
+			return 10;
 		if (wait_status(sb, &st, 5000) < 0 || st.kind != SANDBOX_CONTINUED) {
 			dprintf(errfd, "after continue: kind %d\n", st.kind);
-			return 10;
-		}
-		for (int64_t end = now_ms() + 5000; now_ms() < end; usleep(10000))
-			if (tcgetpgrp(STDIN_FILENO) != getpgrp())
-				break;
-		if (tcgetpgrp(STDIN_FILENO) == getpgrp()) {
-			dprintf(errfd, "the agent did not get the terminal back\n");
 			return 11;
 		}
 		if (write(master, "\x03", 1) != 1)
@@ -955,45 +975,75 @@ static int terminal_session(int master, int errfd)
 			dprintf(errfd, "after ^C: kind %d code %d\n", st.kind, st.exit_code);
 			return 13;
 		}
+		close(master);
 		sandbox_free(sb);
 	}
-	/* 5. the window size set on the terminal is what the agent sees */
+	/* 3. a new size on the master reaches the agent (SIGWINCH) */
 	{
-		char *argv[] = {"/bin/sh", "-c", "echo size=$(stty size)", NULL};
+		char *argv[] = {
+		        "/bin/sh", "-c",
+		        "trap 'stty size; exit 0' WINCH; echo ready; while :; do sleep 0.05; "
+		        "done",
+		        NULL};
 		struct sandbox_opts o = base_opts(argv);
-		struct winsize ws = {.ws_row = 33, .ws_col = 77};
-		char out[512];
+		struct winsize ws = {.ws_row = 40, .ws_col = 90};
 		size_t len = 0;
 
-		if (ioctl(master, TIOCSWINSZ, &ws) < 0)
-			return 14;
-		o.tty_fd = STDIN_FILENO;
+		o.pty = true;
 		if (sandbox_start(&o, &sb, &err) < 0)
-			return 15;
-		if (wait_status(sb, &st, 5000) < 0 || st.kind != SANDBOX_EXITED || st.exit_code)
-			return 16;
-		sandbox_free(sb);
-		for (;;) {
+			return 14;
+		master = sandbox_take_pty_master(sb);
+		for (int64_t end = now_ms() + 5000; now_ms() < end && !strstr(out, "ready");) {
 			struct pollfd p = {.fd = master, .events = POLLIN};
-			ssize_t k;
+			ssize_t n;
 
-			if (poll(&p, 1, 200) != 1)
-				break;
-			k = read(master, out + len, sizeof(out) - 1 - len);
-			if (k <= 0)
-				break;
-			len += (size_t)k;
+			out[len] = '\0';
+			if (poll(&p, 1, 100) == 1 && (n = read(master, out + len, 100)) > 0)
+				len += (size_t)n;
+			out[len] = '\0';
 		}
-		out[len] = '\0';
-		if (!strstr(out, "size=33 77")) {
-			dprintf(errfd, "stty said: %s\n", out);
+		if (ioctl(master, TIOCSWINSZ, &ws) < 0)
+			return 15;
+		code = relay_until_exit(sb, master, out, sizeof(out));
+		close(master);
+		sandbox_free(sb);
+		if (code != 0 || !strstr(out, "40 90")) {
+			dprintf(errfd, "exit %d after the resize, it said: %s\n", code, out);
+			return 16;
+		}
+	}
+	/* 4. without a pty: no terminal at all, not the user's (fds 0-2 were it) */
+	{
+		char *argv[] = {"/bin/sh", "-c",
+		                "[ -t 0 ] || [ -t 1 ] || [ -t 2 ] && echo has-tty || echo no-tty; "
+		                "(: </dev/tty) 2>/dev/null && echo has-ctty || echo no-ctty",
+		                NULL};
+		struct sandbox_opts o = base_opts(argv);
+		int pfd[2], stdio[3];
+
+		if (pipe2(pfd, O_CLOEXEC) < 0)
 			return 17;
+		stdio[0] = STDIN_FILENO; /* the user's terminal */
+		stdio[1] = pfd[1];
+		stdio[2] = STDERR_FILENO; /* the user's terminal */
+		o.stdio_fds = stdio;
+		if (sandbox_start(&o, &sb, &err) < 0)
+			return 18;
+		close(pfd[1]);
+		read_until_eof(pfd[0], out, sizeof(out));
+		close(pfd[0]);
+		if (wait_status(sb, &st, 5000) < 0 || st.kind != SANDBOX_EXITED || st.exit_code)
+			return 19;
+		sandbox_free(sb);
+		if (strcmp(out, "no-tty\nno-ctty\n") != 0) {
+			dprintf(errfd, "without a pty the agent said: %s\n", out);
+			return 20;
 		}
 	}
 	return 0;
 }
 
-static void test_terminal_foreground_ctrl_c_ctrl_z_and_window_size(void **state)
+static void test_agent_gets_its_own_terminal_never_the_users(void **state)
 {
 	int master, slave, status;
 	pid_t child;
@@ -1014,7 +1064,6 @@ static void test_terminal_foreground_ctrl_c_ctrl_z_and_window_size(void **state)
 	}
 	track_pid(child);
 	close(slave);
-	/* The child reads the master itself (only `stty size` writes to it). */
 	assert_int_equal(waitpid(child, &status, 0), child);
 	for (int i = 0; i < MAX_TRACKED; i++)
 		if (tracked_pid[i] == child)
@@ -1023,6 +1072,58 @@ static void test_terminal_foreground_ctrl_c_ctrl_z_and_window_size(void **state)
 	assert_true(WIFEXITED(status));
 	if (WEXITSTATUS(status) != 0)
 		fail_msg("terminal session failed at step %d", WEXITSTATUS(status));
+}
+
+static void test_non_root_agent_gets_its_own_terminal(void **state)
+{
+	int status, pfd[2];
+	char out[2048];
+	pid_t child;
+
+	/* The pty of a sandbox in a user namespace: devpts mounted there, the same checks. */
+	assert_int_equal(pipe2(pfd, O_CLOEXEC), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		char *argv[] = {"/bin/sh", "-c", "tty; ls -1 /dev/pts; id -u", NULL};
+		struct sandbox_opts o = base_opts(argv);
+		struct cl_error err = {{0}};
+		struct sandbox *sb = NULL;
+		int master, code, user_master, user_slave, stdio[3];
+
+		if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(11);
+		/* The user's terminal: a pty of this user's (never reaching the agent). */
+		if (openpty(&user_master, &user_slave, NULL, NULL, NULL) < 0)
+			_exit(15);
+		stdio[0] = stdio[1] = stdio[2] = user_slave;
+		o.stdio_fds = stdio;
+		o.pty = true;
+		o.cgroup_parent = NULL;
+		o.cgroup_optional = true;
+		if (sandbox_start(&o, &sb, &err) < 0) {
+			dprintf(STDERR_FILENO, "non-root sandbox_start: %s\n", err.msg);
+			_exit(12);
+		}
+		master = sandbox_take_pty_master(sb);
+		code = relay_until_exit(sb, master, out, sizeof(out));
+		if (write(pfd[1], out, strlen(out)) < 0)
+			_exit(13);
+		sandbox_free(sb);
+		_exit(code < 0 ? 14 : code);
+	}
+	track_pid(child);
+	close(pfd[1]);
+	read_until_eof(pfd[0], out, sizeof(out));
+	close(pfd[0]);
+	assert_int_equal(waitpid(child, &status, 0), child);
+	for (int i = 0; i < MAX_TRACKED; i++)
+		if (tracked_pid[i] == child)
+			tracked_pid[i] = 0;
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) != 0)
+		fail_msg("status %d; the agent said: %s", WEXITSTATUS(status), out);
+	assert_string_equal(out, "/dev/pts/0\r\n0\r\nptmx\r\n65534\r\n");
 }
 
 int main(void)
@@ -1058,8 +1159,9 @@ int main(void)
 	        cmocka_unit_test_teardown(
 	                test_filter_hook_runs_in_init_and_its_fd_reaches_the_supervisor,
 	                test_teardown),
-	        cmocka_unit_test_teardown(test_terminal_foreground_ctrl_c_ctrl_z_and_window_size,
+	        cmocka_unit_test_teardown(test_agent_gets_its_own_terminal_never_the_users,
 	                                  test_teardown),
+	        cmocka_unit_test_teardown(test_non_root_agent_gets_its_own_terminal, test_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -96,3 +96,28 @@ cgroup2_root() {
 
 # diag: what the last sv printed, for a failing case.
 diag() { printf 'status %s\nstdout: %s\nstderr: %s' "$rc" "$(head -c 2000 "$OUT")" "$(head -c 2000 "$ERR")"; }
+
+# screen_text < TRANSCRIPT: a terminal transcript without its control sequences (CSI, OSC,
+# charset and cursor save/restore), carriage returns, CAN and SI: the text a person read.
+screen_text() {
+	_esc=$(printf '\033')
+	_bel=$(printf '\007')
+	sed -e "s|${_esc}\\][^${_bel}]*${_bel}||g" -e "s|${_esc}\\[[0-9;?<>=]*[ -/]*[@-~]||g" \
+		-e "s|${_esc}[()][0-9A-Za-z]||g" -e "s|${_esc}[78=>]||g" | tr -d '\r\030\017'
+}
+
+# main_screen_text < TRANSCRIPT: screen_text of what stayed on the main screen: without what
+# was drawn on the alternate screen (ESC[?1049h … ESC[?1049l, where prompts go).
+main_screen_text() {
+	awk 'BEGIN { RS = "\001"; on = "\033[?1049h"; off = "\033[?1049l" }
+	{
+		s = $0; out = ""
+		while ((i = index(s, on)) > 0) {
+			out = out substr(s, 1, i - 1); s = substr(s, i + length(on))
+			j = index(s, off)
+			if (j == 0) { s = ""; break }
+			s = substr(s, j + length(off))
+		}
+		printf "%s", out s
+	}' | screen_text
+}
