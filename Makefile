@@ -54,6 +54,7 @@ LIBS_KERNEL  = $(call pkg_libs,$(KERNEL_PKGS))
 LIBS_NET     = $(call pkg_libs,$(NET_PKGS))
 
 # ---- sources --------------------------------------------------------------------------------
+BASE_SRC       := $(sort $(wildcard base/*.c))
 PROTOCOL_SRC   := $(sort $(wildcard protocol/*.c))
 SUPERVISOR_SRC := $(sort $(filter-out supervisor/main.c,$(wildcard supervisor/*.c)))
 NOTIFIER_SRC   := $(sort $(wildcard notifier/*.c))
@@ -63,13 +64,14 @@ BPF_USER_SRC   := $(sort $(filter-out %.bpf.c,$(wildcard bpf/*.c)))
 HOOK_SRC       := $(sort $(wildcard hook/*.c))
 GEN_SRC        := $(BUILD)/gen/default_config.c $(BUILD)/gen/web_assets.c
 DASHBOARD      := $(sort $(wildcard supervisor/dashboard/*))
-# Tests mirror the folders: tests/unit/protocol/ links only protocol/, so the shim's base
-# library is tested on its own; tests/unit/supervisor/ links both.
+# Tests mirror the folders: tests/unit/protocol/ links only protocol/ and base/, so the shim's
+# libraries are tested on their own; tests/unit/supervisor/ links every library it needs.
+UNIT_BASE      := $(sort $(wildcard tests/unit/base/test_*.c))
 UNIT_PROTOCOL  := $(sort $(wildcard tests/unit/protocol/test_*.c))
 UNIT_SUPERVISOR:= $(sort $(wildcard tests/unit/supervisor/test_*.c))
 UNIT_NOTIFIER  := $(sort $(wildcard tests/unit/notifier/test_*.c))
 UNIT_NETFILTER := $(sort $(wildcard tests/unit/netfilter/test_*.c))
-UNIT_TESTS     := $(UNIT_PROTOCOL) $(UNIT_SUPERVISOR) $(UNIT_NOTIFIER) $(UNIT_NETFILTER)
+UNIT_TESTS     := $(UNIT_BASE) $(UNIT_PROTOCOL) $(UNIT_SUPERVISOR) $(UNIT_NOTIFIER) $(UNIT_NETFILTER)
 # tests/kernel/: cmocka programs that drive the real kernel (root; they skip with the reason
 # when a feature is absent). tests/integration/: shell tests of the built binaries.
 KERNEL_TESTS   := $(sort $(wildcard tests/kernel/test_*.c))
@@ -82,6 +84,7 @@ BENCH_SRC      := $(sort $(wildcard tests/bench/*.c))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
 
+BASE_LIB       := $(BUILD)/lib/libcloister-base.a
 PROTOCOL_LIB   := $(BUILD)/lib/libcloister-protocol.a
 SUPERVISOR_LIB := $(BUILD)/lib/libcloister-supervisor.a
 NOTIFIER_LIB   := $(BUILD)/lib/libcloister-notifier.a
@@ -89,7 +92,8 @@ NETFILTER_LIB  := $(BUILD)/lib/libcloister-netfilter.a
 BPF_LIB        := $(BUILD)/lib/libcloister-bpf.a
 BPF_SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/gen/bpf/%.skel.h,$(BPF_PROG_SRC))
 # Link order: users before what they use.
-ALL_LIBS       := $(SUPERVISOR_LIB) $(NETFILTER_LIB) $(NOTIFIER_LIB) $(BPF_LIB) $(PROTOCOL_LIB)
+ALL_LIBS       := $(SUPERVISOR_LIB) $(NETFILTER_LIB) $(NOTIFIER_LIB) $(BPF_LIB) $(PROTOCOL_LIB) \
+	$(BASE_LIB)
 SUPERVISOR_BIN := $(BUILD)/bin/cloister-supervisor
 SHIM_BIN       := $(BUILD)/bin/cloister-shim
 HOOK_BIN       := $(BUILD)/bin/cloister-oci-hook
@@ -135,6 +139,11 @@ $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 
 GEN_OBJ := $(BUILD)/obj/gen/default_config.o $(BUILD)/obj/gen/web_assets.o
 
+$(BASE_LIB): $(call obj,$(BASE_SRC))
+	$(call say,AR,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 $(PROTOCOL_LIB): $(call obj,$(PROTOCOL_SRC))
 	$(call say,AR,$@)
 	$(Q)mkdir -p $(@D)
@@ -171,7 +180,7 @@ $(SUPERVISOR_BIN): $(call obj,supervisor/main.c) $(ALL_LIBS)
 
 # The OCI createRuntime hook (docker/README.md): a small program of its own, on protocol/ and
 # the two notifier/ modules it needs (fdpass, oci_state).
-$(HOOK_BIN): $(call obj,$(HOOK_SRC)) $(NOTIFIER_LIB) $(PROTOCOL_LIB)
+$(HOOK_BIN): $(call obj,$(HOOK_SRC)) $(NOTIFIER_LIB) $(PROTOCOL_LIB) $(BASE_LIB)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE)
@@ -197,10 +206,10 @@ $(BUILD)/gen/bpf/%.skel.h: $(BUILD)/gen/bpf/%.bpf.o
 # ---- shim: one static binary, no runtime dependencies ----------------------------------------
 # Built with musl-gcc (scripts/install-deps installs musl-tools) for a small binary; with the
 # system compiler and glibc's libc.a when musl is missing. It links only the cJSON-free part of
-# protocol/ and makes no NSS call (numeric addresses only), so glibc's static caveats do not
+# protocol/ and base/'s errors, and makes no NSS call (numeric addresses only), so glibc's static caveats do not
 # apply either. Never sanitized: it must stay static.
 SHIM_SRC          := $(sort $(wildcard shim/*.c))
-SHIM_PROTOCOL_SRC := protocol/error.c protocol/frame.c protocol/message_exec.c protocol/address.c
+SHIM_PROTOCOL_SRC := base/error.c protocol/frame.c protocol/message_exec.c protocol/address.c
 SHIM_CC           ?= $(if $(shell command -v musl-gcc 2>/dev/null),musl-gcc,$(CC))
 SHIM_CFLAGS        = -std=gnu11 -Os $(WARN) -fstack-protector-strong -ffunction-sections \
 	-fdata-sections -D_GNU_SOURCE -I. -MMD -MP
@@ -217,22 +226,27 @@ $(SHIM_BIN): $(call shim_obj,$(SHIM_SRC) $(SHIM_PROTOCOL_SRC))
 	$(Q)$(SHIM_CC) -static -Wl,--gc-sections -s -o $@ $^
 
 # ---- unit tests (cmocka) --------------------------------------------------------------------
-$(BUILD)/tests/protocol/%: $(BUILD)/obj/tests/unit/protocol/%.o $(PROTOCOL_LIB)
+$(BUILD)/tests/base/%: $(BUILD)/obj/tests/unit/base/%.o $(PROTOCOL_LIB) $(BASE_LIB)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(call pkg_libs,$(TEST_PKGS))
 
-$(BUILD)/tests/supervisor/%: $(BUILD)/obj/tests/unit/supervisor/%.o $(SUPERVISOR_LIB) $(PROTOCOL_LIB)
+$(BUILD)/tests/protocol/%: $(BUILD)/obj/tests/unit/protocol/%.o $(PROTOCOL_LIB) $(BASE_LIB)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(call pkg_libs,$(TEST_PKGS))
 
-$(BUILD)/tests/notifier/%: $(BUILD)/obj/tests/unit/notifier/%.o $(NOTIFIER_LIB) $(PROTOCOL_LIB)
+$(BUILD)/tests/supervisor/%: $(BUILD)/obj/tests/unit/supervisor/%.o $(SUPERVISOR_LIB) $(PROTOCOL_LIB) $(BASE_LIB)
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(call pkg_libs,$(TEST_PKGS))
+
+$(BUILD)/tests/notifier/%: $(BUILD)/obj/tests/unit/notifier/%.o $(NOTIFIER_LIB) $(PROTOCOL_LIB) $(BASE_LIB)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(call pkg_libs,$(TEST_PKGS))
 
-$(BUILD)/tests/netfilter/%: $(BUILD)/obj/tests/unit/netfilter/%.o $(NETFILTER_LIB) $(PROTOCOL_LIB)
+$(BUILD)/tests/netfilter/%: $(BUILD)/obj/tests/unit/netfilter/%.o $(NETFILTER_LIB) $(PROTOCOL_LIB) $(BASE_LIB)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_NET) $(call pkg_libs,$(TEST_PKGS)) -lpthread
@@ -325,6 +339,8 @@ $(BUILD)/fuzz/obj/gen/%.o: $(BUILD)/gen/%.c
 
 $(call fuzz_obj,$(SUPERVISOR_SRC)): | $(GEN_SRC) $(BPF_SKELS)
 
+$(BUILD)/fuzz/lib/libfuzz-base.a: $(call fuzz_obj,$(BASE_SRC))
+	$(Q)mkdir -p $(@D) && rm -f $@ && ar rcs $@ $^
 $(BUILD)/fuzz/lib/libfuzz-protocol.a: $(call fuzz_obj,$(PROTOCOL_SRC))
 	$(Q)mkdir -p $(@D) && rm -f $@ && ar rcs $@ $^
 $(BUILD)/fuzz/lib/libfuzz-supervisor.a: $(call fuzz_obj,$(SUPERVISOR_SRC)) $(BUILD)/fuzz/obj/gen/default_config.o
@@ -333,18 +349,21 @@ $(BUILD)/fuzz/lib/libfuzz-notifier.a: $(call fuzz_obj,$(NOTIFIER_SRC))
 	$(Q)mkdir -p $(@D) && rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/fuzz/notifier/%: $(BUILD)/fuzz/obj/tests/fuzz/notifier/%.o \
-		$(BUILD)/fuzz/lib/libfuzz-notifier.a $(BUILD)/fuzz/lib/libfuzz-protocol.a
+		$(BUILD)/fuzz/lib/libfuzz-notifier.a $(BUILD)/fuzz/lib/libfuzz-protocol.a \
+		$(BUILD)/fuzz/lib/libfuzz-base.a
 	$(call say,FUZZLD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL)
 
-$(BUILD)/fuzz/protocol/%: $(BUILD)/fuzz/obj/tests/fuzz/protocol/%.o $(BUILD)/fuzz/lib/libfuzz-protocol.a
+$(BUILD)/fuzz/protocol/%: $(BUILD)/fuzz/obj/tests/fuzz/protocol/%.o $(BUILD)/fuzz/lib/libfuzz-protocol.a \
+		$(BUILD)/fuzz/lib/libfuzz-base.a
 	$(call say,FUZZLD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LIBS_CORE)
 
 $(BUILD)/fuzz/supervisor/%: $(BUILD)/fuzz/obj/tests/fuzz/supervisor/%.o \
-		$(BUILD)/fuzz/lib/libfuzz-supervisor.a $(BUILD)/fuzz/lib/libfuzz-protocol.a
+		$(BUILD)/fuzz/lib/libfuzz-supervisor.a $(BUILD)/fuzz/lib/libfuzz-protocol.a \
+		$(BUILD)/fuzz/lib/libfuzz-base.a
 	$(call say,FUZZLD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL)

@@ -22,7 +22,7 @@
 
 #include "bpf/backstop_abi.h"
 #include "bpf/backstop.skel.h"
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 _Static_assert(BACKSTOP_EVENT_COMM_LEN == BACKSTOP_COMM_LEN, "comm length");
 _Static_assert(BACKSTOP_EVENT_FILENAME_LEN == BACKSTOP_FILENAME_LEN, "filename length");

@@ -26,7 +26,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 
 struct backstop;
 

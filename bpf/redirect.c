@@ -14,7 +14,7 @@
 
 #include "bpf/redirect_abi.h"
 #include "bpf/redirect.skel.h"
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 _Static_assert(REDIRECT_AF_INET == AF_INET && REDIRECT_AF_INET6 == AF_INET6, "families");
 

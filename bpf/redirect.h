@@ -36,7 +36,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 
 struct redirect_config {
 	uint16_t proxy_port; /* the transparent TCP listener on 127.0.0.1 and [::1] */

@@ -25,7 +25,7 @@
 
 #include "notifier/fdpass.h"
 #include "notifier/oci_state.h"
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/oci_hook.h"
 
 static const char *prog = "cloister-oci-hook";

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "netfilter/netns.h"
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 /* From <linux/netfilter_ipv4.h> and <linux/netfilter_ipv6/ip6_tables.h>, which clash with
  * glibc's <netinet/in.h>. */

@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 
 struct netfilter_listeners {
 	int proxy4;   /* TCP, listening on 127.0.0.1:proxy_port */

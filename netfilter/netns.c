@@ -25,7 +25,7 @@
 #include <netlink/route/link.h>
 #include <netlink/route/route.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 struct netns_call {
 	int netns_fd;

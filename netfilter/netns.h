@@ -16,7 +16,7 @@
 #ifndef CLOISTER_NETFILTER_NETNS_H
 #define CLOISTER_NETFILTER_NETNS_H
 
-#include "protocol/error.h"
+#include "base/error.h"
 
 /* The egress device and its addresses (ULA fd00::/8 and a 10/8 host route: private, never
  * routed anywhere since the device discards everything). */

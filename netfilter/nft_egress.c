@@ -21,7 +21,7 @@
 #include <nftables/libnftables.h>
 
 #include "netfilter/netns.h"
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 /* The order of the nat chain matters: DNS first (whatever the destination, so a resolv.conf
  * naming 127.0.0.53 also reaches our resolver), then local destinations stay local, then the

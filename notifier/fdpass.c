@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 /* Room for more fds than we accept, so that extra ones are seen (and closed) instead of being
  * dropped silently with MSG_CTRUNC. */

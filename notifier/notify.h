@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 /* Kernel ≥ 6.6; Debian 12's headers lack them. */
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "notifier/oci_socket.h"
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 #define DEFAULT_TIMEOUT_MS      5000
 #define DEFAULT_MAX_CONNECTIONS 32

@@ -17,7 +17,7 @@
 #include "notifier/fdpass.h"
 #include "notifier/oci_socket.h"
 #include "protocol/oci_hook.h"
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 #define DEFAULT_TIMEOUT_MS      5000
 #define DEFAULT_MAX_CONNECTIONS 32

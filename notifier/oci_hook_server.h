@@ -18,8 +18,8 @@
 #include <sys/types.h>
 
 #include "notifier/oci_state.h"
-#include "protocol/cleanup.h"
-#include "protocol/error.h"
+#include "base/cleanup.h"
+#include "base/error.h"
 
 struct loop;
 struct oci_hook_server;

@@ -8,7 +8,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 /* mkdir -p of path's parent, new components 0700. An existing directory is kept as it is. */
 static int make_parent(const char *path, struct cl_error *err)

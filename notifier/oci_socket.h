@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 
 struct oci_socket {
 	int fd; /* listening, non-blocking, O_CLOEXEC */

@@ -28,8 +28,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "protocol/cleanup.h"
-#include "protocol/error.h"
+#include "base/cleanup.h"
+#include "base/error.h"
 
 #define OCI_STATE_MAX_BYTES    (64 * 1024) /* one message */
 #define OCI_MAX_FDS            8           /* entries of "fds" */

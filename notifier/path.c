@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 /* Append the components of s to out (which holds an absolute path of length *len). */
 static int append_components(char *out, size_t *len, const char *s)

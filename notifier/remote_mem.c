@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 void remote_mem_init(struct remote_mem *m, remote_mem_read_fn read, void *ctx)
 {

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "notifier/proc_status.h"
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 /* The kernel's MAXSYMLINKS: links followed in one lookup. */
 #define MAX_LINKS 40

@@ -22,8 +22,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "protocol/cleanup.h"
-#include "protocol/error.h"
+#include "base/cleanup.h"
+#include "base/error.h"
 
 struct notifier;
 

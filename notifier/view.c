@@ -13,7 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 /* A mount table larger than this is refused (a namespace has hundreds of mounts at most). */
 #define MOUNTINFO_MAX (16 * 1024 * 1024)

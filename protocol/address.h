@@ -8,7 +8,7 @@
 
 #include <sys/socket.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 
 /* Longest text accepted ("[" + IPv6 text + "]:" + port, with room to spare). */
 #define CL_ADDRESS_MAX 64

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 static void put_be32(uint8_t *p, uint32_t v)
 {

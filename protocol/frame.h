@@ -37,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 
 #define CL_FRAME_REQUEST_HEADER_SIZE 4
 #define CL_FRAME_STREAM_HEADER_SIZE  5

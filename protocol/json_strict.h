@@ -16,8 +16,8 @@
 
 #include <cjson/cJSON.h>
 
-#include "protocol/cleanup.h"
-#include "protocol/error.h"
+#include "base/cleanup.h"
+#include "base/error.h"
 
 /* Deepest nesting cl_json_parse_strict() accepts whatever the caller asks for. */
 #define CL_JSON_DEPTH_CEILING 64

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/json_strict.h"
 #include "protocol/message_check.h"
 

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 #include "protocol/frame.h"
 #include "protocol/quote.h"
 

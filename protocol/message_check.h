@@ -5,7 +5,7 @@
 
 #include <stddef.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 
 /* Free a NULL-terminated vector of strings; NULL is fine. */
 void cl_message_strv_free(char **v);

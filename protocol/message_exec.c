@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/message_check.h"
 
 /* ---- value checks, shared with message.c ----------------------------------------------------- */

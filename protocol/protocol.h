@@ -10,7 +10,7 @@
 #ifndef CLOISTER_PROTOCOL_H
 #define CLOISTER_PROTOCOL_H
 
-#include "protocol/error.h"
+#include "base/error.h"
 #include "protocol/frame.h"
 #include "protocol/json_strict.h"
 #include "protocol/message.h"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 static bool char_is_simple(unsigned char c)
 {

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 
 /* Largest canonical string cl_quote_args() produces, in bytes, without the terminating NUL. */
 #define CL_QUOTE_MAX_OUTPUT (256 * 1024)

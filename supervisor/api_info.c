@@ -14,7 +14,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/json_strict.h"
 
 #define INFO_MAX_BYTES 4096

@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 
 struct api_info {
 	char url[128];         /* "http://127.0.0.1:9999" */

@@ -1,7 +1,7 @@
 /* The audit log (see audit.h): a pure formatter and a thin writer. */
 #include "supervisor/audit.h"
 
-#include "supervisor/dirs.h"
+#include "base/dirs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,8 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
-#include "protocol/utf8.h"
+#include "base/cleanup.h"
+#include "base/utf8.h"
 #include "supervisor/sha256.h"
 
 static const char *const verdict_names[] = {

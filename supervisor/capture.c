@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
-#include "protocol/utf8.h"
+#include "base/cleanup.h"
+#include "base/utf8.h"
 
 struct capture {
 	struct output_cap cap; /* decides what is kept; holds the tail */

@@ -1,6 +1,6 @@
 #include "supervisor/cgroup.h"
 
-#include "supervisor/dirs.h"
+#include "base/dirs.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 /* Leaves that a hostile agent could create below its own leaf are removed depth-first; bound the
  * depth so a deep tree cannot exhaust our stack. (cgroup.max.depth may be unlimited.) */

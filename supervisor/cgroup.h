@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 
 /* ---- pure parsers ------------------------------------------------------------------------ */
 

@@ -10,11 +10,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/json_strict.h"
 #include "supervisor/api_info.h"
 #include "supervisor/http_client.h"
-#include "supervisor/term_escape.h"
+#include "base/term_escape.h"
 
 #define PROG        "cloister-supervisor"
 #define EXIT_REFUSE 1

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/protocol.h"
 #include "supervisor/config.h"
 #include "supervisor/config_files.h"

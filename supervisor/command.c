@@ -14,10 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/json_strict.h"
 #include "supervisor/capture.h"
-#include "supervisor/child_setup.h"
+#include "base/child_setup.h"
 
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000

@@ -27,9 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 #include "protocol/message.h"
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 /* Wait for pipes to close after the process exited. */
 #define COMMAND_DRAIN_MS 500

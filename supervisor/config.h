@@ -55,8 +55,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "protocol/cleanup.h"
-#include "protocol/error.h"
+#include "base/cleanup.h"
+#include "base/error.h"
 #include "supervisor/config_regex.h"
 #include "supervisor/domain.h"
 

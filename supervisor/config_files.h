@@ -15,8 +15,8 @@
 #ifndef CLOISTER_CONFIG_FILES_H
 #define CLOISTER_CONFIG_FILES_H
 
-#include "protocol/cleanup.h"
-#include "protocol/error.h"
+#include "base/cleanup.h"
+#include "base/error.h"
 #include "supervisor/config.h"
 
 /* Pick the config directory (pure: the environment comes in as arguments, any may be NULL).

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 int config_regex_compile(const char *pattern, struct config_regex *ret, char *msg, size_t size)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 int confine_paths_add(struct confine_paths *p, const char *path)
 {

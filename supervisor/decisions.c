@@ -1,6 +1,6 @@
 #include "supervisor/decisions.h"
 
-#include "supervisor/dirs.h"
+#include "base/dirs.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/config.h"
 #include "supervisor/config_files.h"
 

@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 #include "supervisor/domain.h"
 
 enum decisions_list {

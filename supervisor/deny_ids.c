@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/config.h"
 
 /* Hops of a symlink chain whose directories are watched (ls -l /usr/bin/nc: two). */

@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 
 #define DENY_IDS_MAX  4096
 #define DENY_IDS_DIRS 256

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 #include "supervisor/domain.h"
 
 #define DNS_HEADER_LEN   12

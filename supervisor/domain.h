@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 
 #define DOMAIN_HOST_MAX 253
 

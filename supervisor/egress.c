@@ -17,19 +17,19 @@
 #include "netfilter/netns.h"
 #include "netfilter/nft_egress.h"
 #include "notifier/target.h"
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/audit.h"
 #include "supervisor/config.h"
 #include "supervisor/domain.h"
 #include "supervisor/hub.h"
-#include "supervisor/loop.h"
-#include "supervisor/say.h"
+#include "base/loop.h"
+#include "base/say.h"
 #include "supervisor/metrics.h"
 #include "supervisor/policy.h"
 #include "supervisor/proxy.h"
 #include "supervisor/resolver.h"
 #include "supervisor/web.h"
-#include "supervisor/trace_timing.h"
+#include "base/trace_timing.h"
 
 /* Cookies of held connections: apart from the other kinds' waiters. */
 #define COOKIE_TAG   (UINT64_C(1) << 62) /* 01: egress, 10: hostexec, 11: shim */

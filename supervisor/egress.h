@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 #include "supervisor/queue.h"
 
 struct loop;

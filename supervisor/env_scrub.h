@@ -20,8 +20,8 @@
 
 #include <stddef.h>
 
-#include "protocol/cleanup.h"
-#include "protocol/error.h"
+#include "base/cleanup.h"
+#include "base/error.h"
 
 #define ENV_SCRUB_MAX_ENTRIES_DEFAULT 1024
 #define ENV_SCRUB_MAX_BYTES_DEFAULT   (256 * 1024)

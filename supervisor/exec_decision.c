@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 typedef int (*exec_check_fn)(const struct config *, const char *, const char *const *, size_t,
                              struct policy_result *, struct cl_error *);

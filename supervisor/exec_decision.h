@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 #include "supervisor/config.h"
 #include "supervisor/policy.h"
 

@@ -17,18 +17,18 @@
 #include "notifier/notify.h"
 #include "notifier/target.h"
 #include "notifier/view.h"
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/audit.h"
 #include "supervisor/config.h"
 #include "supervisor/deny_ids.h"
 #include "supervisor/exec_decision.h"
 #include "supervisor/hub.h"
-#include "supervisor/loop.h"
-#include "supervisor/say.h"
+#include "base/loop.h"
+#include "base/say.h"
 #include "supervisor/metrics.h"
 #include "supervisor/policy.h"
 #include "supervisor/ptrace_backstop.h"
-#include "supervisor/trace_timing.h"
+#include "base/trace_timing.h"
 
 /* While asks are pending, how often to check that their processes are still alive. */
 #define LIVENESS_INTERVAL_MS 200

@@ -17,8 +17,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "protocol/error.h"
-#include "supervisor/loop.h"
+#include "base/error.h"
+#include "base/loop.h"
 
 #define EXECUTOR_MAX_LINE                (1024 * 1024)
 #define EXECUTOR_MAX_CONNECTIONS_DEFAULT 64

@@ -18,9 +18,9 @@
 
 #include <stdint.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 #include "protocol/message.h"
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 /* Extra time a remote job waits for its response beyond the request's timeout_ms. */
 #define EXECUTOR_REMOTE_GRACE_MS 30000

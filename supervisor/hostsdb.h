@@ -27,8 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "protocol/cleanup.h"
-#include "protocol/error.h"
+#include "base/cleanup.h"
+#include "base/error.h"
 #include "supervisor/dns_msg.h"
 
 #define HOSTSDB_MAX_BYTES (256 * 1024)

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 #include "supervisor/domain.h"
 
 #define HTTP_HEAD_MAX_BYTES   (16 * 1024)

@@ -13,8 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
-#include "supervisor/loop.h"
+#include "base/cleanup.h"
+#include "base/loop.h"
 
 #define DEFAULT_MAX_CONNECTIONS 512
 #define DEFAULT_MAX_BODY        (64 * 1024)

@@ -11,15 +11,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/api_info.h"
 #include "supervisor/audit_limit.h"
 #include "supervisor/config.h"
 #include "supervisor/decisions.h"
 #include "supervisor/domain.h"
 #include "supervisor/executor_client.h"
-#include "supervisor/loop.h"
-#include "supervisor/say.h"
+#include "base/loop.h"
+#include "base/say.h"
 #include "supervisor/metrics.h"
 #include "supervisor/tokens.h"
 

@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 #include "supervisor/audit.h"
 #include "supervisor/queue.h"
 #include "supervisor/web.h"

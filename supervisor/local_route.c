@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 /* A route reply is an rtmsg and a handful of attributes (IPv6 adds cache info): well under
  * this. A longer one is cut (MSG_TRUNC) and refused as malformed. */

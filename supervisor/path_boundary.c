@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/json_strict.h"
 
 int path_normalize(const char *path, struct cl_error *err, char **ret_path)

@@ -8,7 +8,7 @@
 #ifndef CLOISTER_PATH_BOUNDARY_H
 #define CLOISTER_PATH_BOUNDARY_H
 
-#include "protocol/error.h"
+#include "base/error.h"
 
 /* Normalise absolute PATH into a malloc'd string (*ret_path). -EINVAL for an empty or relative
  * path, -ENAMETOOLONG past PATH_MAX - 1 bytes, -ENOMEM. */

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 /* Socket inodes of Cloister's processes looked at, at most, and fds per process: a process
  * of a trusted owner (root, or the caller's) may hold many; anyone else's is capped, since

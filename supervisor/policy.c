@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/protocol.h"
 
 const char *policy_verdict_to_string(enum policy_verdict verdict)

@@ -47,7 +47,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 #include "supervisor/config.h"
 
 enum policy_verdict {

@@ -22,7 +22,7 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/fakeip.h"
 #include "supervisor/http_head.h"
 #include "supervisor/local_route.h"

@@ -42,7 +42,7 @@
 #include <sys/types.h>
 
 #include "supervisor/domain.h"
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 struct resolver;
 struct tokens;

@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
-#include "supervisor/child_setup.h"
+#include "base/cleanup.h"
+#include "base/child_setup.h"
 
 /* Open addressing at most half full: short probes, always ending at an empty slot. */
 #define SLOTS         (2 * PTRACE_BACKSTOP_MAX_APPROVALS)

@@ -27,7 +27,7 @@
 #include <sys/types.h>
 
 #include "bpf/backstop.h" /* struct backstop_event, backstop_event_fn */
-#include "protocol/error.h"
+#include "base/error.h"
 
 /* Approved files at most (the set is never emptied during a run). */
 #define PTRACE_BACKSTOP_MAX_APPROVALS 32768

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/vt_parse.h"
 
 CL_DEFINE_TRIVIAL_CLEANUP(struct pty_relay *, pty_relay_free)

@@ -31,7 +31,7 @@
 #include <sys/ioctl.h>
 #include <termios.h>
 
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 struct pty_relay;
 

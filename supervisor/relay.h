@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 enum relay_end {
 	RELAY_END_CLOSED,   /* both sides finished sending (the normal end) */

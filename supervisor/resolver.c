@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/fakeip.h"
 #include "supervisor/hostsdb.h"
 

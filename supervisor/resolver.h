@@ -28,9 +28,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 #include "supervisor/dns_msg.h"
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 struct resolver_config {
 	bool fake_ip;                     /* default true */

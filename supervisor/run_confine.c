@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/env_scrub.h"
 #include "supervisor/landlock.h"
-#include "supervisor/say.h"
+#include "base/say.h"
 
 #define PROG "cloister-supervisor"
 

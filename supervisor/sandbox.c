@@ -26,9 +26,9 @@
 #include <linux/sched.h> /* struct clone_args */
 
 #include "notifier/fdpass.h"
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/cgroup.h"
-#include "supervisor/trace_timing.h"
+#include "base/trace_timing.h"
 
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000

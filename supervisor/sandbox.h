@@ -31,7 +31,7 @@
 #include <sys/types.h>
 #include <termios.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 #include "supervisor/sandbox_confine.h"
 #include "supervisor/sandbox_proto.h" /* enum sandbox_userns, sandbox_exit_code_from_wait_status */
 

@@ -15,7 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/cgroup.h"
 #include "supervisor/confine_plan.h"
 #include "supervisor/landlock.h"

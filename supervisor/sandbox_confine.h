@@ -31,8 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "protocol/cleanup.h"
-#include "protocol/error.h"
+#include "base/cleanup.h"
+#include "base/error.h"
 
 /* More host sockets than this: the run refuses to start rather than leave some uncovered. */
 #define SANDBOX_CONFINE_MAX_SOCKETS 4096

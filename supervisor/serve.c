@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "notifier/oci_agent.h"
 #include "notifier/oci_hook_server.h"
 #include "supervisor/audit_limit.h"
@@ -21,8 +21,8 @@
 #include "supervisor/config.h"
 #include "supervisor/config_files.h"
 #include "supervisor/hub.h"
-#include "supervisor/loop.h"
-#include "supervisor/say.h"
+#include "base/loop.h"
+#include "base/say.h"
 #include "supervisor/metrics.h"
 #include "supervisor/policy.h"
 #include "supervisor/shim_server.h"

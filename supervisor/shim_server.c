@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "protocol/address.h"
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/frame.h"
 #include "protocol/quote.h"
 #include "supervisor/command.h"

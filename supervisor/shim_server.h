@@ -36,10 +36,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 #include "protocol/message.h"
 #include "supervisor/env_scrub.h"
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 #define SHIM_SERVER_DEFAULT_SOCKET     "/var/run/cloister/shim.sock"
 #define SHIM_SERVER_MAX_CALLS_DEFAULT  64

@@ -18,8 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
-#include "supervisor/child_setup.h"
+#include "base/cleanup.h"
+#include "base/child_setup.h"
 
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define SHIM_BINARY  "cloister-shim"

@@ -16,7 +16,7 @@
 
 #include <stddef.h>
 
-#include "protocol/error.h"
+#include "base/error.h"
 #include "supervisor/domain.h"
 
 #define TLS_SNI_MAX_HELLO   (16 * 1024)

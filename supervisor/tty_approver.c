@@ -13,8 +13,8 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
-#include "supervisor/term_escape.h"
+#include "base/cleanup.h"
+#include "base/term_escape.h"
 #include "supervisor/vt_parse.h"
 
 #define SHOW_COMMAND_MAX 512  /* bytes of the command shown on the one-line prompt */

@@ -13,14 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/json_strict.h"
 #include "protocol/quote.h"
 #include "supervisor/config.h"
 #include "supervisor/decisions.h"
 #include "supervisor/domain.h"
 #include "supervisor/http_server.h"
-#include "supervisor/loop.h"
+#include "base/loop.h"
 #include "supervisor/metrics.h"
 #include "supervisor/policy.h"
 #include "supervisor/labels.h"

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/labels.h"
 
 #define HEAD_MAX   4096 /* a HEAD or .git file is one short line */

@@ -5,7 +5,7 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 /* Mappings in a config file hold a handful of keys; the bound keeps the duplicate-key check
  * (linear per key) cheap on hostile input. */

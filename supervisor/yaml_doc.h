@@ -15,8 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "protocol/cleanup.h"
-#include "protocol/error.h"
+#include "base/cleanup.h"
+#include "base/error.h"
 
 #define YDOC_MAX_BYTES (1024 * 1024)
 #define YDOC_MAX_DEPTH 32

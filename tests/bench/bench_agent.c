@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 #define MAX_ARGS 64
 #define LINE_MS  120000 /* for the agent's "ready" and "done": a bound, never a pace */

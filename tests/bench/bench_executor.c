@@ -22,7 +22,7 @@
 #include "protocol/message.h"
 #include "supervisor/executor.h"
 #include "supervisor/executor_client.h"
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 #define JOBS   200
 #define BLOCKS 5

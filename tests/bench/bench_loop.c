@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 static uint64_t now_ns(void)
 {

@@ -19,7 +19,7 @@
 
 #include "netfilter/netns.h"
 #include "netfilter/nft_egress.h"
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 #define CONNECTS   2000
 #define BULK_BYTES (512u << 20)

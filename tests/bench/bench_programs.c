@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "tests/bench/bench_agent.h"
 #include "tests/bench/bench_summary.h"
 

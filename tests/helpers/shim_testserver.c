@@ -20,7 +20,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "supervisor/loop.h"
+#include "base/loop.h"
 #include "supervisor/shim_server.h"
 
 #define MAX_RULES  32

@@ -32,7 +32,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/backstop.h"
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 #define MAX_CGROUPS 4
 

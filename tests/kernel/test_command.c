@@ -22,7 +22,7 @@
 
 #include "supervisor/capture.h"
 #include "supervisor/command.h"
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 static char *base_env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", "KEEP=kept", "OVER=old",
                            NULL};

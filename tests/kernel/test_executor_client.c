@@ -21,7 +21,7 @@
 #include "supervisor/capture.h"
 #include "supervisor/executor.h"
 #include "supervisor/executor_client.h"
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 #define SECRET "0123456789abcdef-test-secret"
 

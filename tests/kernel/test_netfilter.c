@@ -36,7 +36,7 @@
 #include "netfilter/listen.h"
 #include "netfilter/netns.h"
 #include "netfilter/nft_egress.h"
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 #define WAIT_MS 2000
 

@@ -32,7 +32,7 @@
 #include "notifier/oci_agent.h"
 #include "notifier/oci_hook_server.h"
 #include "protocol/oci_hook.h"
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 static const char runc_msg_fmt[] =
         "{\"ociVersion\":\"1.0.2-dev\",\"fds\":[\"seccompFd\"],\"pid\":%d,\"metadata\":"

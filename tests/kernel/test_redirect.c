@@ -37,7 +37,7 @@
 #include "bpf/backstop.h" /* backstop_cgroup2_mount */
 #include "bpf/redirect.h"
 #include "netfilter/listen.h"
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 #define WAIT_MS 2000
 

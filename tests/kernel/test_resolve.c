@@ -27,7 +27,7 @@
 
 #include "notifier/proc_status.h"
 #include "notifier/resolve.h"
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 static char tmpdir[64];
 static int tmpfd = -1, rootfd = -1, selffd = -1;

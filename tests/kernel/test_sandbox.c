@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/cgroup.h"
 #include "supervisor/sandbox.h"
 

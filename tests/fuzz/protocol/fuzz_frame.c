@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/frame.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

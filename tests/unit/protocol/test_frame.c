@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/frame.h"
 
 #define MAX_FRAMES 16

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/json_strict.h"
 #include "protocol/message.h"
 

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/quote.h"
 
 /* Quote a NULL-terminated argv and compare with the expected canonical string. */

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/config.h"
 #include "supervisor/config_files.h"
 #include "supervisor/yaml_doc.h"

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/confine_plan.h"
 #include "supervisor/landlock.h"
 

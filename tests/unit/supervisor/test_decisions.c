@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/config.h"
 #include "supervisor/config_files.h"
 #include "supervisor/decisions.h"

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/env_scrub.h"
 
 static void test_defaults_keep_ordinary_settings_and_drop_secrets_and_hooks(void **state)

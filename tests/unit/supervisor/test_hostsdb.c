@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/hostsdb.h"
 
 /* "files dns/N" for an order: each source, with "/" and the stop bits when there are any. */

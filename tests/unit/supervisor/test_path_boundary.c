@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/path_boundary.h"
 
 static void test_normalize_collapses_dots_slashes_and_never_climbs_above_root(void **state)

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "protocol/quote.h"
 #include "supervisor/config.h"
 #include "supervisor/policy.h"

@@ -26,7 +26,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "supervisor/loop.h"
+#include "base/loop.h"
 #include "supervisor/pty_relay.h"
 
 #define MIB (1024 * 1024)

@@ -23,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "supervisor/loop.h"
+#include "base/loop.h"
 #include "supervisor/relay.h"
 
 struct env {

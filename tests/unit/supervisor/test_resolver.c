@@ -17,7 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/resolver.h"
 
 static void test_hosts_file_gives_every_address_of_a_name_in_order(void **state)

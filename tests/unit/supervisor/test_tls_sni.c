@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/tls_sni.h"
 
 extern char **environ;

@@ -29,10 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 #include "supervisor/config.h"
 #include "supervisor/http_client.h"
-#include "supervisor/loop.h"
+#include "base/loop.h"
 #include "supervisor/metrics.h"
 #include "supervisor/queue.h"
 #include "supervisor/tokens.h"

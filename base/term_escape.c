@@ -1,12 +1,12 @@
 /* Text made safe to print on a terminal; see term_escape.h. */
-#include "supervisor/term_escape.h"
+#include "base/term_escape.h"
 
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "protocol/utf8.h"
+#include "base/utf8.h"
 
 /* Characters that change how the rest of a line is displayed, or are commands to terminals
  * that obey C1 controls in UTF-8. */

@@ -1,4 +1,4 @@
-#include "protocol/utf8.h"
+#include "base/utf8.h"
 
 size_t cl_utf8_decode(const char *str, uint32_t *ret_cp)
 {

@@ -1,12 +1,12 @@
 /* mkdir -p; see dirs.h. */
-#include "supervisor/dirs.h"
+#include "base/dirs.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 int dirs_make(const char *path, mode_t mode)
 {

@@ -1,4 +1,4 @@
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "protocol/cleanup.h"
+#include "base/cleanup.h"
 
 #define MAX_EVENTS 64
 /* The fd table's first size; it doubles from there, up to RLIMIT_NOFILE. */

@@ -1,11 +1,11 @@
 /* One line for a person on stderr; see say.h. */
-#include "supervisor/say.h"
+#include "base/say.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "protocol/cleanup.h"
-#include "supervisor/term_escape.h"
+#include "base/cleanup.h"
+#include "base/term_escape.h"
 
 static say_sink_fn sink;
 static void *sink_userdata;

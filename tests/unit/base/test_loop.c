@@ -18,7 +18,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "supervisor/loop.h"
+#include "base/loop.h"
 
 struct record {
 	char order[16];

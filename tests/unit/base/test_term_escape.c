@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "protocol/utf8.h"
-#include "supervisor/term_escape.h"
+#include "base/utf8.h"
+#include "base/term_escape.h"
 
 static void test_controls_become_visible_escapes(void **state)
 {

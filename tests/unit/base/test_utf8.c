@@ -5,7 +5,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "protocol/utf8.h"
+#include "base/utf8.h"
 
 static void test_valid_sequences_decode_to_their_code_points(void **state)
 {

@@ -1,5 +1,5 @@
 /* Per-phase timing on stderr, see trace_timing.h. */
-#include "supervisor/trace_timing.h"
+#include "base/trace_timing.h"
 
 #include <fcntl.h>
 #include <pthread.h>

@@ -1,4 +1,4 @@
-#include "supervisor/child_setup.h"
+#include "base/child_setup.h"
 
 #include <errno.h>
 #include <fcntl.h>

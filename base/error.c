@@ -1,4 +1,4 @@
-#include "protocol/error.h"
+#include "base/error.h"
 
 #include <stdarg.h>
 #include <stdio.h>
