@@ -58,6 +58,7 @@ BASE_SRC       := $(sort $(wildcard base/*.c))
 PROTOCOL_SRC   := $(sort $(wildcard protocol/*.c))
 SUPERVISOR_SRC := $(sort $(filter-out supervisor/main.c,$(wildcard supervisor/*.c)))
 NOTIFIER_SRC   := $(sort $(wildcard notifier/*.c))
+OCI_SRC        := $(sort $(wildcard oci/*.c))
 NETFILTER_SRC  := $(sort $(wildcard netfilter/*.c))
 BPF_PROG_SRC   := $(sort $(wildcard bpf/*.bpf.c))
 BPF_USER_SRC   := $(sort $(filter-out %.bpf.c,$(wildcard bpf/*.c)))
@@ -70,8 +71,9 @@ UNIT_BASE      := $(sort $(wildcard tests/unit/base/test_*.c))
 UNIT_PROTOCOL  := $(sort $(wildcard tests/unit/protocol/test_*.c))
 UNIT_SUPERVISOR:= $(sort $(wildcard tests/unit/supervisor/test_*.c))
 UNIT_NOTIFIER  := $(sort $(wildcard tests/unit/notifier/test_*.c))
+UNIT_OCI       := $(sort $(wildcard tests/unit/oci/test_*.c))
 UNIT_NETFILTER := $(sort $(wildcard tests/unit/netfilter/test_*.c))
-UNIT_TESTS     := $(UNIT_BASE) $(UNIT_PROTOCOL) $(UNIT_SUPERVISOR) $(UNIT_NOTIFIER) $(UNIT_NETFILTER)
+UNIT_TESTS     := $(UNIT_BASE) $(UNIT_PROTOCOL) $(UNIT_SUPERVISOR) $(UNIT_NOTIFIER) $(UNIT_OCI) $(UNIT_NETFILTER)
 # tests/kernel/: cmocka programs that drive the real kernel (root; they skip with the reason
 # when a feature is absent). tests/integration/: shell tests of the built binaries.
 KERNEL_TESTS   := $(sort $(wildcard tests/kernel/test_*.c))
@@ -80,6 +82,7 @@ TEST_HELPERS   := $(sort $(wildcard tests/helpers/*.c))
 FUZZ_PROTOCOL  := $(sort $(wildcard tests/fuzz/protocol/fuzz_*.c))
 FUZZ_SUPERVISOR:= $(sort $(wildcard tests/fuzz/supervisor/fuzz_*.c))
 FUZZ_NOTIFIER  := $(sort $(wildcard tests/fuzz/notifier/fuzz_*.c))
+FUZZ_OCI       := $(sort $(wildcard tests/fuzz/oci/fuzz_*.c))
 BENCH_SRC      := $(sort $(wildcard tests/bench/*.c))
 
 obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
@@ -88,11 +91,12 @@ BASE_LIB       := $(BUILD)/lib/libcloister-base.a
 PROTOCOL_LIB   := $(BUILD)/lib/libcloister-protocol.a
 SUPERVISOR_LIB := $(BUILD)/lib/libcloister-supervisor.a
 NOTIFIER_LIB   := $(BUILD)/lib/libcloister-notifier.a
+OCI_LIB        := $(BUILD)/lib/libcloister-oci.a
 NETFILTER_LIB  := $(BUILD)/lib/libcloister-netfilter.a
 BPF_LIB        := $(BUILD)/lib/libcloister-bpf.a
 BPF_SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/gen/bpf/%.skel.h,$(BPF_PROG_SRC))
 # Link order: users before what they use.
-ALL_LIBS       := $(SUPERVISOR_LIB) $(NETFILTER_LIB) $(NOTIFIER_LIB) $(BPF_LIB) $(PROTOCOL_LIB) \
+ALL_LIBS       := $(SUPERVISOR_LIB) $(NETFILTER_LIB) $(OCI_LIB) $(NOTIFIER_LIB) $(BPF_LIB) $(PROTOCOL_LIB) \
 	$(BASE_LIB)
 SUPERVISOR_BIN := $(BUILD)/bin/cloister-supervisor
 SHIM_BIN       := $(BUILD)/bin/cloister-shim
@@ -103,7 +107,7 @@ HELPER_BINS    := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_H
 # Helpers that are small servers built on our libraries (they link them all); none today.
 LIB_HELPER_BINS:=
 FUZZ_BINS      := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_PROTOCOL) $(FUZZ_SUPERVISOR) \
-	$(FUZZ_NOTIFIER))
+	$(FUZZ_NOTIFIER) $(FUZZ_OCI))
 BENCH_BIN      := $(BUILD)/bench/bench_core
 
 .PHONY: all check check-built unit test run bench fuzz fuzz-build format format-check clean deps
@@ -159,6 +163,11 @@ $(NOTIFIER_LIB): $(call obj,$(NOTIFIER_SRC))
 	$(Q)mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(OCI_LIB): $(call obj,$(OCI_SRC))
+	$(call say,AR,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
 $(NETFILTER_LIB): $(call obj,$(NETFILTER_SRC))
 	$(call say,AR,$@)
 	$(Q)mkdir -p $(@D)
@@ -179,8 +188,8 @@ $(SUPERVISOR_BIN): $(call obj,supervisor/main.c) $(ALL_LIBS)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(LIBS_NET)
 
 # The OCI createRuntime hook (docker/README.md): a small program of its own, on protocol/ and
-# the two notifier/ modules it needs (fdpass, oci_state).
-$(HOOK_BIN): $(call obj,$(HOOK_SRC)) $(NOTIFIER_LIB) $(PROTOCOL_LIB) $(BASE_LIB)
+# the two modules it needs (oci/oci_state, notifier/fdpass).
+$(HOOK_BIN): $(call obj,$(HOOK_SRC)) $(OCI_LIB) $(NOTIFIER_LIB) $(PROTOCOL_LIB) $(BASE_LIB)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE)
@@ -245,6 +254,12 @@ $(BUILD)/tests/notifier/%: $(BUILD)/obj/tests/unit/notifier/%.o $(NOTIFIER_LIB) 
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(call pkg_libs,$(TEST_PKGS))
+
+$(BUILD)/tests/oci/%: $(BUILD)/obj/tests/unit/oci/%.o $(OCI_LIB) $(NOTIFIER_LIB) $(PROTOCOL_LIB) \
+		$(BASE_LIB)
+	$(call say,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(call pkg_libs,$(TEST_PKGS))
 
 $(BUILD)/tests/netfilter/%: $(BUILD)/obj/tests/unit/netfilter/%.o $(NETFILTER_LIB) $(PROTOCOL_LIB) $(BASE_LIB)
 	$(call say,LD,$@)
@@ -347,6 +362,8 @@ $(BUILD)/fuzz/lib/libfuzz-supervisor.a: $(call fuzz_obj,$(SUPERVISOR_SRC)) $(BUI
 	$(Q)mkdir -p $(@D) && rm -f $@ && ar rcs $@ $^
 $(BUILD)/fuzz/lib/libfuzz-notifier.a: $(call fuzz_obj,$(NOTIFIER_SRC))
 	$(Q)mkdir -p $(@D) && rm -f $@ && ar rcs $@ $^
+$(BUILD)/fuzz/lib/libfuzz-oci.a: $(call fuzz_obj,$(OCI_SRC))
+	$(Q)mkdir -p $(@D) && rm -f $@ && ar rcs $@ $^
 
 $(BUILD)/fuzz/notifier/%: $(BUILD)/fuzz/obj/tests/fuzz/notifier/%.o \
 		$(BUILD)/fuzz/lib/libfuzz-notifier.a $(BUILD)/fuzz/lib/libfuzz-protocol.a \
@@ -354,6 +371,12 @@ $(BUILD)/fuzz/notifier/%: $(BUILD)/fuzz/obj/tests/fuzz/notifier/%.o \
 	$(call say,FUZZLD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL)
+
+$(BUILD)/fuzz/oci/%: $(BUILD)/fuzz/obj/tests/fuzz/oci/%.o $(BUILD)/fuzz/lib/libfuzz-oci.a \
+		$(BUILD)/fuzz/lib/libfuzz-protocol.a $(BUILD)/fuzz/lib/libfuzz-base.a
+	$(call say,FUZZLD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LIBS_CORE)
 
 $(BUILD)/fuzz/protocol/%: $(BUILD)/fuzz/obj/tests/fuzz/protocol/%.o $(BUILD)/fuzz/lib/libfuzz-protocol.a \
 		$(BUILD)/fuzz/lib/libfuzz-base.a

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "notifier/fdpass.h"
-#include "notifier/oci_state.h"
+#include "oci/oci_state.h"
 #include "base/cleanup.h"
 #include "protocol/oci_hook.h"
 

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "notifier/oci_agent.h"
-#include "notifier/oci_hook_server.h"
+#include "oci/oci_agent.h"
+#include "oci/oci_hook_server.h"
 #include "supervisor/audit_limit.h"
 #include "supervisor/cli_policy.h"
 #include "supervisor/egress.h"

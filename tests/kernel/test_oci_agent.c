@@ -1,6 +1,6 @@
-/* The OCI servers against the real kernel: the seccomp agent socket (notifier/oci_agent.h) fed
+/* The OCI servers against the real kernel: the seccomp agent socket (oci/oci_agent.h) fed
  * a real listener fd the way runc sends it, and bad messages; the hook server
- * (notifier/oci_hook_server.h) fed network namespaces, by hand and by the real
+ * (oci/oci_hook_server.h) fed network namespaces, by hand and by the real
  * cloister-oci-hook binary. The loop runs in this thread; clients write before it runs (unix
  * sockets buffer), or are child processes. */
 #include <errno.h>
@@ -29,8 +29,8 @@
 #include "notifier/fdpass.h"
 #include "notifier/filter.h"
 #include "notifier/notify.h"
-#include "notifier/oci_agent.h"
-#include "notifier/oci_hook_server.h"
+#include "oci/oci_agent.h"
+#include "oci/oci_hook_server.h"
 #include "protocol/oci_hook.h"
 #include "base/loop.h"
 

@@ -1,4 +1,4 @@
-#include "notifier/oci_hook_server.h"
+#include "oci/oci_hook_server.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "notifier/fdpass.h"
-#include "notifier/oci_socket.h"
+#include "oci/oci_socket.h"
 #include "protocol/oci_hook.h"
 #include "base/loop.h"
 

@@ -1,4 +1,4 @@
-#include "notifier/oci_agent.h"
+#include "oci/oci_agent.h"
 
 #include <errno.h>
 #include <linux/seccomp.h>
@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "notifier/oci_socket.h"
+#include "oci/oci_socket.h"
 #include "base/loop.h"
 
 #define DEFAULT_TIMEOUT_MS      5000

@@ -1,4 +1,4 @@
-#include "notifier/oci_socket.h"
+#include "oci/oci_socket.h"
 
 #include <errno.h>
 #include <fcntl.h>

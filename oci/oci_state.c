@@ -1,4 +1,4 @@
-#include "notifier/oci_state.h"
+#include "oci/oci_state.h"
 
 #include <errno.h>
 #include <limits.h>

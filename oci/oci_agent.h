@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "notifier/oci_state.h"
+#include "oci/oci_state.h"
 #include "base/cleanup.h"
 #include "base/error.h"
 

@@ -1,4 +1,4 @@
-/* libFuzzer target: the container state an OCI runtime sends (notifier/oci_state.h).
+/* libFuzzer target: the container state an OCI runtime sends (oci/oci_state.h).
  *
  * Byte 0 selects: even, a seccomp agent message; odd, a plain state (a hook's stdin). Every
  * input also goes through oci_message_length(), and a parsed state through
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "notifier/oci_state.h"
+#include "oci/oci_state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "notifier/oci_state.h"
+#include "oci/oci_state.h"
 
 /* Captured from runc 1.1.5 on this machine: `runc run` (the init's filter), `runc exec` into
  * the running container, and a createRuntime hook's stdin. */
