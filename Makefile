@@ -56,7 +56,7 @@ LIBS_NET     = $(call pkg_libs,$(NET_PKGS))
 # ---- sources --------------------------------------------------------------------------------
 BASE_SRC       := $(sort $(wildcard base/*.c))
 PROTOCOL_SRC   := $(sort $(wildcard protocol/*.c))
-SUPERVISOR_SRC := $(sort $(filter-out supervisor/main.c,$(wildcard supervisor/*.c)))
+SUPERVISOR_SRC := $(sort $(filter-out supervisor/main.c,$(wildcard supervisor/*.c supervisor/*/*.c)))
 NOTIFIER_SRC   := $(sort $(wildcard notifier/*.c))
 OCI_SRC        := $(sort $(wildcard oci/*.c))
 NETFILTER_SRC  := $(sort $(wildcard netfilter/*.c))
@@ -118,8 +118,8 @@ BENCH_BIN      := $(BUILD)/bench/bench_core
 all: $(SUPERVISOR_BIN) $(SHIM_BIN) $(HOOK_BIN)
 
 # ---- generated ------------------------------------------------------------------------------
-# The compiled-in default config: supervisor/default-config.yaml as a C byte array.
-$(BUILD)/gen/default_config.c: supervisor/default-config.yaml scripts/embed
+# The compiled-in default config: supervisor/policy/default-config.yaml as a C byte array.
+$(BUILD)/gen/default_config.c: supervisor/policy/default-config.yaml scripts/embed
 	$(call say,EMBED,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)scripts/embed cloister_default_config $< > $@.tmp && mv $@.tmp $@

@@ -13,10 +13,10 @@
 
 #include "base/cleanup.h"
 #include "protocol/protocol.h"
-#include "supervisor/config.h"
-#include "supervisor/config_files.h"
-#include "supervisor/exec_decision.h"
-#include "supervisor/policy.h"
+#include "supervisor/policy/config.h"
+#include "supervisor/policy/config_files.h"
+#include "supervisor/policy/exec_decision.h"
+#include "supervisor/policy/policy.h"
 
 #define PROG "cloister-supervisor"
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/config.h"
+#include "supervisor/policy/config.h"
 
 /* Hops of a symlink chain whose directories are watched (ls -l /usr/bin/nc: two). */
 #define CHAIN_MAX  8

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "supervisor/domain.h"
+#include "supervisor/policy/domain.h"
 
 #define DNS_HEADER_LEN   12
 #define DNS_NAME_WIRE    255 /* RFC 1035 2.3.4 */

@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "supervisor/domain.h"
+#include "supervisor/policy/domain.h"
 
 /* 198.18.0.0/15 (RFC 2544 benchmarking) and a ULA /64 (the egress device's /48 is
  * fd63:6c6f:6973::/48, see netfilter/netns.h; this /64 is not on any device). */

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "supervisor/domain.h"
+#include "supervisor/policy/domain.h"
 
 #define HTTP_HEAD_MAX_BYTES   (16 * 1024)
 #define HTTP_HEAD_MAX_HEADERS 100

@@ -41,7 +41,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-#include "supervisor/domain.h"
+#include "supervisor/policy/domain.h"
 #include "base/loop.h"
 
 struct resolver;

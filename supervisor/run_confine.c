@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
-#include "supervisor/env_scrub.h"
+#include "supervisor/policy/env_scrub.h"
 #include "supervisor/landlock.h"
 #include "base/say.h"
 

@@ -19,7 +19,7 @@
 #include "supervisor/cgroup.h"
 #include "supervisor/confine_plan.h"
 #include "supervisor/landlock.h"
-#include "supervisor/path_boundary.h"
+#include "supervisor/policy/path_boundary.h"
 
 #ifndef PR_CAP_AMBIENT
 #define PR_CAP_AMBIENT           47

@@ -23,7 +23,7 @@
 #include "protocol/quote.h"
 #include "supervisor/command.h"
 #include "supervisor/output_cap.h"
-#include "supervisor/path_boundary.h"
+#include "supervisor/policy/path_boundary.h"
 #include "supervisor/shim_spawn.h"
 
 #define READ_CHUNK      (64 * 1024)

@@ -38,7 +38,7 @@
 
 #include "base/error.h"
 #include "protocol/message.h"
-#include "supervisor/env_scrub.h"
+#include "supervisor/policy/env_scrub.h"
 #include "base/loop.h"
 
 #define SHIM_SERVER_DEFAULT_SOCKET     "/var/run/cloister/shim.sock"

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "supervisor/domain.h"
+#include "supervisor/policy/domain.h"
 
 enum sniff_verdict {
 	SNIFF_WAIT,     /* read on: the bytes so far may still become a name */

@@ -17,7 +17,7 @@
 #include <stddef.h>
 
 #include "base/error.h"
-#include "supervisor/domain.h"
+#include "supervisor/policy/domain.h"
 
 #define TLS_SNI_MAX_HELLO   (16 * 1024)
 #define TLS_SNI_MAX_RECORDS 32

@@ -10,9 +10,9 @@
 #include "protocol/protocol.h"
 #include "supervisor/audit.h"
 #include "supervisor/audit_limit.h"
-#include "supervisor/config.h"
-#include "supervisor/domain.h"
-#include "supervisor/policy.h"
+#include "supervisor/policy/config.h"
+#include "supervisor/policy/domain.h"
+#include "supervisor/policy/policy.h"
 
 static uint64_t now_ns(void)
 {

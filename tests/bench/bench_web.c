@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "supervisor/config.h"
+#include "supervisor/policy/config.h"
 #include "supervisor/http_client.h"
 #include "base/loop.h"
 #include "supervisor/metrics.h"

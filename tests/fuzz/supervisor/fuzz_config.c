@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/config.h"
-#include "supervisor/policy.h"
+#include "supervisor/policy/config.h"
+#include "supervisor/policy/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/config.h"
-#include "supervisor/decisions.h"
+#include "supervisor/policy/config.h"
+#include "supervisor/policy/decisions.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/domain.h"
+#include "supervisor/policy/domain.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,9 +14,9 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/config.h"
-#include "supervisor/config_files.h"
-#include "supervisor/yaml_doc.h"
+#include "supervisor/policy/config.h"
+#include "supervisor/policy/config_files.h"
+#include "supervisor/policy/yaml_doc.h"
 
 static struct config_source src(const char *name, const char *text)
 {

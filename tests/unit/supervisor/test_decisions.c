@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/config.h"
-#include "supervisor/config_files.h"
-#include "supervisor/decisions.h"
-#include "supervisor/policy.h"
+#include "supervisor/policy/config.h"
+#include "supervisor/policy/config_files.h"
+#include "supervisor/policy/decisions.h"
+#include "supervisor/policy/policy.h"
 
 static struct domain_spec spec(const char *text)
 {

@@ -8,7 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "supervisor/domain.h"
+#include "supervisor/policy/domain.h"
 
 static bool matches(const char *rule_text, const char *query_text)
 {

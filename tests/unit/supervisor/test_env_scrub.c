@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
-#include "supervisor/env_scrub.h"
+#include "supervisor/policy/env_scrub.h"
 
 static void test_defaults_keep_ordinary_settings_and_drop_secrets_and_hooks(void **state)
 {

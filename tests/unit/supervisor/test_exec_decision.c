@@ -9,9 +9,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "supervisor/config.h"
-#include "supervisor/exec_decision.h"
-#include "supervisor/policy.h"
+#include "supervisor/policy/config.h"
+#include "supervisor/policy/exec_decision.h"
+#include "supervisor/policy/policy.h"
 
 static struct config *load(const char *yaml)
 {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
-#include "supervisor/path_boundary.h"
+#include "supervisor/policy/path_boundary.h"
 
 static void test_normalize_collapses_dots_slashes_and_never_climbs_above_root(void **state)
 {

@@ -13,8 +13,8 @@
 
 #include "base/cleanup.h"
 #include "protocol/quote.h"
-#include "supervisor/config.h"
-#include "supervisor/policy.h"
+#include "supervisor/policy/config.h"
+#include "supervisor/policy/policy.h"
 
 static struct config_source src(const char *name, const char *text)
 {

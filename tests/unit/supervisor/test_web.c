@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/config.h"
+#include "supervisor/policy/config.h"
 #include "supervisor/http_client.h"
 #include "base/loop.h"
 #include "supervisor/metrics.h"

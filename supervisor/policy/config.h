@@ -11,7 +11,7 @@
  *                                                      denied_patterns
  *
  * Merge semantics (config_load):
- *   - The built-in default (supervisor/default-config.yaml, compiled in) is always parsed.
+ *   - The built-in default (supervisor/policy/default-config.yaml, compiled in) is always parsed.
  *   - No global config.yaml: the built-in serves in its place, lists and all (origin
  *     "<built-in>").
  *   - A global config.yaml: its proxy and hostexec lists replace the built-in's (so a user can
@@ -57,8 +57,8 @@
 
 #include "base/cleanup.h"
 #include "base/error.h"
-#include "supervisor/config_regex.h"
-#include "supervisor/domain.h"
+#include "supervisor/policy/config_regex.h"
+#include "supervisor/policy/domain.h"
 
 /* The compiled-in default config (build/gen/default_config.c), NUL-terminated. */
 extern const unsigned char cloister_default_config[];

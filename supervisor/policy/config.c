@@ -1,4 +1,4 @@
-#include "supervisor/config.h"
+#include "supervisor/policy/config.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/config_regex.h"
-#include "supervisor/yaml_doc.h"
+#include "supervisor/policy/config_regex.h"
+#include "supervisor/policy/yaml_doc.h"
 
 /* ---- small helpers ----------------------------------------------------------------------- */
 

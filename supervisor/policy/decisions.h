@@ -26,7 +26,7 @@
 #include <stddef.h>
 
 #include "base/error.h"
-#include "supervisor/domain.h"
+#include "supervisor/policy/domain.h"
 
 enum decisions_list {
 	DECISIONS_ALLOW, /* proxy.allow */

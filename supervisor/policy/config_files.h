@@ -17,7 +17,7 @@
 
 #include "base/cleanup.h"
 #include "base/error.h"
-#include "supervisor/config.h"
+#include "supervisor/policy/config.h"
 
 /* Pick the config directory (pure: the environment comes in as arguments, any may be NULL).
  * CONFIG_DIR wins; else XDG_CONFIG_HOME/cloister when XDG_CONFIG_HOME is absolute (the XDG

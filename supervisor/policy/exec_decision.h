@@ -16,8 +16,8 @@
 #include <stddef.h>
 
 #include "base/error.h"
-#include "supervisor/config.h"
-#include "supervisor/policy.h"
+#include "supervisor/policy/config.h"
+#include "supervisor/policy/policy.h"
 
 int exec_decide(const struct config *config, const char *given_path, const char *real_path,
                 const char *const *argv, size_t argc, bool truncated, struct policy_result *ret,

@@ -1,4 +1,4 @@
-#include "supervisor/policy.h"
+#include "supervisor/policy/policy.h"
 
 #include <errno.h>
 #include <fnmatch.h>

@@ -1,4 +1,4 @@
-#include "supervisor/path_boundary.h"
+#include "supervisor/policy/path_boundary.h"
 
 #include <errno.h>
 #include <limits.h>

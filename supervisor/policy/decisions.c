@@ -1,4 +1,4 @@
-#include "supervisor/decisions.h"
+#include "supervisor/policy/decisions.h"
 
 #include "base/dirs.h"
 
@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/config.h"
-#include "supervisor/config_files.h"
+#include "supervisor/policy/config.h"
+#include "supervisor/policy/config_files.h"
 
 /* ---- the text (pure) --------------------------------------------------------------------- */
 

@@ -1,4 +1,4 @@
-#include "supervisor/config_files.h"
+#include "supervisor/policy/config_files.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "supervisor/yaml_doc.h"
+#include "supervisor/policy/yaml_doc.h"
 
 int config_files_dir(const char *config_dir, const char *xdg_config_home, const char *home,
                      char **ret_dir, struct cl_error *err)

@@ -1,4 +1,4 @@
-#include "supervisor/domain.h"
+#include "supervisor/policy/domain.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

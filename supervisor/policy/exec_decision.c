@@ -1,4 +1,4 @@
-#include "supervisor/exec_decision.h"
+#include "supervisor/policy/exec_decision.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -48,7 +48,7 @@
 #include <stddef.h>
 
 #include "base/error.h"
-#include "supervisor/config.h"
+#include "supervisor/policy/config.h"
 
 enum policy_verdict {
 	POLICY_ALLOW,

@@ -1,4 +1,4 @@
-#include "supervisor/config_regex.h"
+#include "supervisor/policy/config_regex.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 

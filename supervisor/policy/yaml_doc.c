@@ -1,4 +1,4 @@
-#include "supervisor/yaml_doc.h"
+#include "supervisor/policy/yaml_doc.h"
 
 #include <errno.h>
 #include <stdlib.h>

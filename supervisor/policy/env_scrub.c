@@ -1,4 +1,4 @@
-#include "supervisor/env_scrub.h"
+#include "supervisor/policy/env_scrub.h"
 
 #include <errno.h>
 #include <fnmatch.h>
