@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "supervisor/queue.h"
+#include "supervisor/approval/queue.h"
 
 struct loop;
 struct hub;

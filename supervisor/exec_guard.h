@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "supervisor/queue.h"
+#include "supervisor/approval/queue.h"
 
 struct loop;
 struct hub;

@@ -29,7 +29,7 @@
 #include "supervisor/relay.h"
 #include "supervisor/resolver.h"
 #include "supervisor/sniff.h"
-#include "supervisor/tokens.h"
+#include "supervisor/approval/tokens.h"
 
 #define LINGER_MS       2000
 #define LINGER_DISCARD  (64 * 1024)

@@ -38,7 +38,7 @@
 #include <stdint.h>
 
 #include "supervisor/pty_relay.h"
-#include "supervisor/queue.h"
+#include "supervisor/approval/queue.h"
 
 #define TTY_APPROVER_GUARD_MS 400
 

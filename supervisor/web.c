@@ -21,11 +21,11 @@
 #include "supervisor/policy/domain.h"
 #include "supervisor/http_server.h"
 #include "base/loop.h"
-#include "supervisor/metrics.h"
+#include "supervisor/approval/metrics.h"
 #include "supervisor/policy/policy.h"
-#include "supervisor/labels.h"
-#include "supervisor/tokens.h"
-#include "supervisor/worktree.h"
+#include "supervisor/approval/labels.h"
+#include "supervisor/approval/tokens.h"
+#include "supervisor/approval/worktree.h"
 #include "supervisor/web_assets.h"
 
 #define DEFAULT_HEARTBEAT_MS 30000

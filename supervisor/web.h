@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "supervisor/queue.h"
+#include "supervisor/approval/queue.h"
 
 struct loop;
 struct config;

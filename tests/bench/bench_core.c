@@ -8,8 +8,8 @@
 #include <time.h>
 
 #include "protocol/protocol.h"
-#include "supervisor/audit.h"
-#include "supervisor/audit_limit.h"
+#include "supervisor/approval/audit.h"
+#include "supervisor/approval/audit_limit.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/domain.h"
 #include "supervisor/policy/policy.h"

@@ -46,7 +46,7 @@
 #include "base/loop.h"
 #include "supervisor/proxy.h"
 #include "supervisor/resolver.h"
-#include "supervisor/tokens.h"
+#include "supervisor/approval/tokens.h"
 #include "tests/bench/bench_summary.h"
 
 #define SETUPS     1000

@@ -45,7 +45,7 @@
 #include "base/loop.h"
 #include "supervisor/proxy.h"
 #include "supervisor/resolver.h"
-#include "supervisor/tokens.h"
+#include "supervisor/approval/tokens.h"
 
 #define WAIT_MS 3000
 #define TOKEN   "tok-0123456789abcdef"

@@ -10,7 +10,7 @@
 #include <cmocka.h>
 #include <errno.h>
 
-#include "supervisor/audit_limit.h"
+#include "supervisor/approval/audit_limit.h"
 
 static struct audit_limit *new_limit(uint32_t rate, uint32_t burst)
 {

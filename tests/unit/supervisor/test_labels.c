@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "supervisor/labels.h"
-#include "supervisor/worktree.h"
+#include "supervisor/approval/labels.h"
+#include "supervisor/approval/worktree.h"
 
 static void test_set_get_replace(void **state)
 {

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/metrics.h"
+#include "supervisor/approval/metrics.h"
 
 #define MAX_FAMILIES 32
 

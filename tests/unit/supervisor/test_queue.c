@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "supervisor/queue.h"
+#include "supervisor/approval/queue.h"
 
 #define MIN (60 * 1000)
 

@@ -7,7 +7,7 @@
 
 #include <cmocka.h>
 
-#include "supervisor/sha256.h"
+#include "supervisor/approval/sha256.h"
 
 static void hex_of(const void *data, size_t len, char out[65])
 {

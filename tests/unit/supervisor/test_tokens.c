@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/tokens.h"
+#include "supervisor/approval/tokens.h"
 
 #define T1 "af3b2c1d00112233445566778899aabb"
 #define T2 "0000000000000000ffffffffffffffff"

@@ -33,9 +33,9 @@
 #include "supervisor/policy/config.h"
 #include "supervisor/http_client.h"
 #include "base/loop.h"
-#include "supervisor/metrics.h"
-#include "supervisor/queue.h"
-#include "supervisor/tokens.h"
+#include "supervisor/approval/metrics.h"
+#include "supervisor/approval/queue.h"
+#include "supervisor/approval/tokens.h"
 #include "supervisor/web.h"
 
 #define DONE       (-ECANCELED) /* what the eventfd handler stops loop_run with */

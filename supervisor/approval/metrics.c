@@ -1,5 +1,5 @@
 /* Prometheus text rendering; see metrics.h. */
-#include "supervisor/metrics.h"
+#include "supervisor/approval/metrics.h"
 
 #include <errno.h>
 #include <stdarg.h>

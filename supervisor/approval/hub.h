@@ -16,8 +16,8 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "supervisor/audit.h"
-#include "supervisor/queue.h"
+#include "supervisor/approval/audit.h"
+#include "supervisor/approval/queue.h"
 #include "supervisor/web.h"
 
 struct loop;

@@ -1,5 +1,5 @@
 /* SHA-256 as FIPS 180-4 section 6.2 describes it; see sha256.h. */
-#include "supervisor/sha256.h"
+#include "supervisor/approval/sha256.h"
 
 #include <string.h>
 

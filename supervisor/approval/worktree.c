@@ -1,5 +1,5 @@
 /* See worktree.h. */
-#include "supervisor/worktree.h"
+#include "supervisor/approval/worktree.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/labels.h"
+#include "supervisor/approval/labels.h"
 
 #define HEAD_MAX   4096 /* a HEAD or .git file is one short line */
 #define MAX_LEVELS 64

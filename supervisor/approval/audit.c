@@ -1,5 +1,5 @@
 /* The audit log (see audit.h): a pure formatter and a thin writer. */
-#include "supervisor/audit.h"
+#include "supervisor/approval/audit.h"
 
 #include "base/dirs.h"
 
@@ -17,7 +17,7 @@
 
 #include "base/cleanup.h"
 #include "base/utf8.h"
-#include "supervisor/sha256.h"
+#include "supervisor/approval/sha256.h"
 
 static const char *const verdict_names[] = {
         [AUDIT_ALLOW] = "allow",

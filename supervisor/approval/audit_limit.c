@@ -1,5 +1,5 @@
 /* Token buckets for the audit log's automatic lines; see audit_limit.h. */
-#include "supervisor/audit_limit.h"
+#include "supervisor/approval/audit_limit.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -37,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "supervisor/queue.h"
+#include "supervisor/approval/queue.h"
 
 enum audit_verdict {
 	AUDIT_ALLOW,    /* the policy allowed */

@@ -1,7 +1,7 @@
 /* The approval queue state machine (see queue.h). Linear scans throughout: the queue holds at
  * most max_pending_total items (1024 by default), and a scan of that many is a few
  * microseconds, cheaper than keeping indexes consistent. */
-#include "supervisor/queue.h"
+#include "supervisor/approval/queue.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,5 +1,5 @@
 /* Sandbox labels (branch, agent) and .git/HEAD parsing; see labels.h. */
-#include "supervisor/labels.h"
+#include "supervisor/approval/labels.h"
 
 #include <errno.h>
 #include <stdbool.h>

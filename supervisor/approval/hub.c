@@ -1,5 +1,5 @@
 /* The queue's surroundings shared by `run` and `serve`; see hub.h. */
-#include "supervisor/hub.h"
+#include "supervisor/approval/hub.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -13,15 +13,15 @@
 
 #include "base/cleanup.h"
 #include "supervisor/api_info.h"
-#include "supervisor/audit_limit.h"
+#include "supervisor/approval/audit_limit.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/decisions.h"
 #include "supervisor/policy/domain.h"
 #include "supervisor/executor_client.h"
 #include "base/loop.h"
 #include "base/say.h"
-#include "supervisor/metrics.h"
-#include "supervisor/tokens.h"
+#include "supervisor/approval/metrics.h"
+#include "supervisor/approval/tokens.h"
 
 #define PROG            "cloister-supervisor"
 #define API_TOKEN_BYTES 32

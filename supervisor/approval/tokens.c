@@ -1,5 +1,5 @@
 /* Token registry; see tokens.h. */
-#include "supervisor/tokens.h"
+#include "supervisor/approval/tokens.h"
 
 #include <errno.h>
 #include <stdint.h>
