@@ -17,7 +17,7 @@
 #include "supervisor/approval/audit_limit.h"
 #include "supervisor/cli_policy.h"
 #include "supervisor/egress.h"
-#include "supervisor/exec_guard.h"
+#include "supervisor/exec/exec_guard.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/config_files.h"
 #include "supervisor/approval/hub.h"

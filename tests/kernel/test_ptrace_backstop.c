@@ -20,7 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "supervisor/ptrace_backstop.h"
+#include "supervisor/exec/ptrace_backstop.h"
 
 static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
 

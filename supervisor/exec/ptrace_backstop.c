@@ -1,5 +1,5 @@
 /* The exec backstop without root: a tracer process; see ptrace_backstop.h. */
-#include "supervisor/ptrace_backstop.h"
+#include "supervisor/exec/ptrace_backstop.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 /* One sandbox's exec interception: its seccomp listener, the policy, the approval queue and the
  * exec backstop; see exec_guard.h. */
-#include "supervisor/exec_guard.h"
+#include "supervisor/exec/exec_guard.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -20,14 +20,14 @@
 #include "base/cleanup.h"
 #include "supervisor/approval/audit.h"
 #include "supervisor/policy/config.h"
-#include "supervisor/deny_ids.h"
+#include "supervisor/exec/deny_ids.h"
 #include "supervisor/policy/exec_decision.h"
 #include "supervisor/approval/hub.h"
 #include "base/loop.h"
 #include "base/say.h"
 #include "supervisor/approval/metrics.h"
 #include "supervisor/policy/policy.h"
-#include "supervisor/ptrace_backstop.h"
+#include "supervisor/exec/ptrace_backstop.h"
 #include "base/trace_timing.h"
 
 /* While asks are pending, how often to check that their processes are still alive. */

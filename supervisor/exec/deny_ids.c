@@ -1,5 +1,5 @@
 /* The files `path:` deny rules name, by identity; see deny_ids.h. */
-#include "supervisor/deny_ids.h"
+#include "supervisor/exec/deny_ids.h"
 
 #include <errno.h>
 #include <fcntl.h>
