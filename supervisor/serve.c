@@ -16,7 +16,7 @@
 #include "oci/oci_hook_server.h"
 #include "supervisor/approval/audit_limit.h"
 #include "supervisor/cli_policy.h"
-#include "supervisor/egress.h"
+#include "supervisor/egress/egress.h"
 #include "supervisor/exec/exec_guard.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/config_files.h"

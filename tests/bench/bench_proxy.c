@@ -42,10 +42,10 @@
 #include "netfilter/netns.h"
 #include "netfilter/nft_egress.h"
 #include "base/cleanup.h"
-#include "supervisor/local_route.h"
+#include "supervisor/egress/local_route.h"
 #include "base/loop.h"
-#include "supervisor/proxy.h"
-#include "supervisor/resolver.h"
+#include "supervisor/egress/proxy.h"
+#include "supervisor/egress/resolver.h"
 #include "supervisor/approval/tokens.h"
 #include "tests/bench/bench_summary.h"
 

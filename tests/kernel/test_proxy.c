@@ -40,11 +40,11 @@
 #include "netfilter/netns.h"
 #include "netfilter/nft_egress.h"
 #include "base/cleanup.h"
-#include "supervisor/dns_msg.h"
-#include "supervisor/fakeip.h"
+#include "supervisor/egress/dns_msg.h"
+#include "supervisor/egress/fakeip.h"
 #include "base/loop.h"
-#include "supervisor/proxy.h"
-#include "supervisor/resolver.h"
+#include "supervisor/egress/proxy.h"
+#include "supervisor/egress/resolver.h"
 #include "supervisor/approval/tokens.h"
 
 #define WAIT_MS 3000

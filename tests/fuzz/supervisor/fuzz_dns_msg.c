@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/dns_msg.h"
+#include "supervisor/egress/dns_msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/http_head.h"
+#include "supervisor/egress/http_head.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "supervisor/hostsdb.h"
-#include "supervisor/resolver.h"
+#include "supervisor/egress/hostsdb.h"
+#include "supervisor/egress/resolver.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/sniff.h"
+#include "supervisor/egress/sniff.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/tls_sni.h"
+#include "supervisor/egress/tls_sni.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

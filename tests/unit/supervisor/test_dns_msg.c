@@ -12,7 +12,7 @@
 #include <resolv.h>
 #include <string.h>
 
-#include "supervisor/dns_msg.h"
+#include "supervisor/egress/dns_msg.h"
 
 struct msg {
 	uint8_t d[4096];

@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "supervisor/fakeip.h"
+#include "supervisor/egress/fakeip.h"
 
 static const uint8_t key[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
 

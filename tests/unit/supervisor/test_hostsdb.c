@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/hostsdb.h"
+#include "supervisor/egress/hostsdb.h"
 
 /* "files dns/N" for an order: each source, with "/" and the stop bits when there are any. */
 static void order_text(const struct hostsdb_order *o, char *buf, size_t size)

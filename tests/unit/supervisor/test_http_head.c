@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "supervisor/http_head.h"
+#include "supervisor/egress/http_head.h"
 
 static struct http_request_head head;
 

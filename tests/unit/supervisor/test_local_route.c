@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-#include "supervisor/local_route.h"
+#include "supervisor/egress/local_route.h"
 
 static void test_request_is_a_getroute_for_the_whole_address(void **state)
 {

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "supervisor/peer_listeners.h"
+#include "supervisor/egress/peer_listeners.h"
 
 static void test_parse_line_takes_listening_sockets_only(void **state)
 {

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "supervisor/proxy.h"
+#include "supervisor/egress/proxy.h"
 
 static bool restricted(const char *text)
 {

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "base/loop.h"
-#include "supervisor/relay.h"
+#include "supervisor/egress/relay.h"
 
 struct env {
 	struct loop *loop;

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/resolver.h"
+#include "supervisor/egress/resolver.h"
 
 static void test_hosts_file_gives_every_address_of_a_name_in_order(void **state)
 {

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "supervisor/sniff.h"
+#include "supervisor/egress/sniff.h"
 
 /* A minimal TLS 1.2 ClientHello naming NAME in one record; returns its length. */
 static size_t client_hello(const char *name, uint8_t *out)

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/tls_sni.h"
+#include "supervisor/egress/tls_sni.h"
 
 extern char **environ;
 

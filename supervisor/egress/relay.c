@@ -14,7 +14,7 @@
  * writable costs no read that can only fail. A direction starts dry: registering a socket that
  * already holds bytes (or an EOF) reports it readable at once. So a pipe is only made once its
  * source has something to give. */
-#include "supervisor/relay.h"
+#include "supervisor/egress/relay.h"
 
 #include <errno.h>
 #include <fcntl.h>

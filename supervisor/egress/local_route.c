@@ -1,5 +1,5 @@
 /* Route lookups for the proxy's "is this the host itself?"; see local_route.h. */
-#include "supervisor/local_route.h"
+#include "supervisor/egress/local_route.h"
 
 #include <errno.h>
 #include <linux/netlink.h>

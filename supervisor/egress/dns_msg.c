@@ -1,4 +1,4 @@
-#include "supervisor/dns_msg.h"
+#include "supervisor/egress/dns_msg.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

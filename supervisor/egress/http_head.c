@@ -1,4 +1,4 @@
-#include "supervisor/http_head.h"
+#include "supervisor/egress/http_head.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
  * Both tables are the same structure: fixed slots, chained hash buckets (indices, not
  * pointers) and a least-recently-used list through the slots. In the fake table the slot
  * index is the address (network + 1 + index), so address → name needs no hashing. */
-#include "supervisor/fakeip.h"
+#include "supervisor/egress/fakeip.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

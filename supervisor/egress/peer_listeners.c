@@ -1,5 +1,5 @@
 /* Cloister's own listening ports in this network namespace; see peer_listeners.h. */
-#include "supervisor/peer_listeners.h"
+#include "supervisor/egress/peer_listeners.h"
 
 #include <ctype.h>
 #include <dirent.h>

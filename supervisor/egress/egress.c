@@ -1,6 +1,6 @@
 /* Egress glue: proxy + resolver + netfilter around the domain policy and the queue; see
  * egress.h. */
-#include "supervisor/egress.h"
+#include "supervisor/egress/egress.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,8 +26,8 @@
 #include "base/say.h"
 #include "supervisor/approval/metrics.h"
 #include "supervisor/policy/policy.h"
-#include "supervisor/proxy.h"
-#include "supervisor/resolver.h"
+#include "supervisor/egress/proxy.h"
+#include "supervisor/egress/resolver.h"
 #include "supervisor/web.h"
 #include "base/trace_timing.h"
 

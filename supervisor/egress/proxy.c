@@ -9,7 +9,7 @@
  *   RELAY    handed to relay.c (which owns both fds from then on)
  *   LINGER   CONNECT: an error answer was sent; read and discard until the client closes, so
  *            the close does not reset the answer away */
-#include "supervisor/proxy.h"
+#include "supervisor/egress/proxy.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,12 +23,12 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/fakeip.h"
-#include "supervisor/http_head.h"
-#include "supervisor/local_route.h"
-#include "supervisor/relay.h"
-#include "supervisor/resolver.h"
-#include "supervisor/sniff.h"
+#include "supervisor/egress/fakeip.h"
+#include "supervisor/egress/http_head.h"
+#include "supervisor/egress/local_route.h"
+#include "supervisor/egress/relay.h"
+#include "supervisor/egress/resolver.h"
+#include "supervisor/egress/sniff.h"
 #include "supervisor/approval/tokens.h"
 
 #define LINGER_MS       2000

@@ -29,7 +29,7 @@
 
 #include "base/cleanup.h"
 #include "base/error.h"
-#include "supervisor/dns_msg.h"
+#include "supervisor/egress/dns_msg.h"
 
 #define HOSTSDB_MAX_BYTES (256 * 1024)
 #define HOSTSDB_CHECK_MS  1000

@@ -1,11 +1,11 @@
-#include "supervisor/sniff.h"
+#include "supervisor/egress/sniff.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "supervisor/http_head.h"
-#include "supervisor/tls_sni.h"
+#include "supervisor/egress/http_head.h"
+#include "supervisor/egress/tls_sni.h"
 
 /* An HTTP request head naming a host: 1 named (RET set), 0 incomplete, <0 not one. */
 static int http_name(const uint8_t *data, size_t len, char *ret_host)

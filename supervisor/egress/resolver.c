@@ -1,5 +1,5 @@
 /* The resolver: see resolver.h. */
-#include "supervisor/resolver.h"
+#include "supervisor/egress/resolver.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/fakeip.h"
-#include "supervisor/hostsdb.h"
+#include "supervisor/egress/fakeip.h"
+#include "supervisor/egress/hostsdb.h"
 
 #define HOSTS_MAX_BYTES (256 * 1024)
 #define TCP_QUERY_MAX   4096

@@ -29,7 +29,7 @@
 #include <sys/socket.h>
 
 #include "base/error.h"
-#include "supervisor/dns_msg.h"
+#include "supervisor/egress/dns_msg.h"
 #include "base/loop.h"
 
 struct resolver_config {

@@ -1,4 +1,4 @@
-#include "supervisor/tls_sni.h"
+#include "supervisor/egress/tls_sni.h"
 
 #include <errno.h>
 #include <stdbool.h>

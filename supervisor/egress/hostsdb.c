@@ -1,5 +1,5 @@
 /* The host's name sources: see hostsdb.h. */
-#include "supervisor/hostsdb.h"
+#include "supervisor/egress/hostsdb.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "supervisor/resolver.h"
+#include "supervisor/egress/resolver.h"
 
 /* ---- nsswitch.conf (pure) ---------------------------------------------------------------- */
 
