@@ -32,8 +32,8 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/cgroup.h"
-#include "supervisor/sandbox.h"
+#include "supervisor/sandbox/cgroup.h"
+#include "supervisor/sandbox/sandbox.h"
 
 #define MAX_TRACKED 8
 

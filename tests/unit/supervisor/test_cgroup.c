@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "supervisor/cgroup.h"
+#include "supervisor/sandbox/cgroup.h"
 
 /* This machine's mountinfo (hybrid: v1 controllers plus cgroup2 at /sys/fs/cgroup/unified). */
 static const char hybrid_mountinfo[] =

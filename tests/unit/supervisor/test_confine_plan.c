@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "base/cleanup.h"
-#include "supervisor/confine_plan.h"
-#include "supervisor/landlock.h"
+#include "supervisor/sandbox/confine_plan.h"
+#include "supervisor/sandbox/landlock.h"
 
 static void test_within_compares_whole_components(void **state)
 {

@@ -10,7 +10,7 @@
 #include <signal.h>
 #include <string.h>
 
-#include "supervisor/sandbox_proto.h"
+#include "supervisor/sandbox/sandbox_proto.h"
 
 /* wait(2) status words, built as the kernel does */
 #define EXITED(code) (((code)&0xff) << 8)

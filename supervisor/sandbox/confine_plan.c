@@ -1,4 +1,4 @@
-#include "supervisor/confine_plan.h"
+#include "supervisor/sandbox/confine_plan.h"
 
 #include <errno.h>
 #include <linux/capability.h>

@@ -32,8 +32,8 @@
 #include <termios.h>
 
 #include "base/error.h"
-#include "supervisor/sandbox_confine.h"
-#include "supervisor/sandbox_proto.h" /* enum sandbox_userns, sandbox_exit_code_from_wait_status */
+#include "supervisor/sandbox/sandbox_confine.h"
+#include "supervisor/sandbox/sandbox_proto.h" /* enum sandbox_userns, sandbox_exit_code_from_wait_status */
 
 /* Runs in the init, in the new namespaces, after the mounts and the chdir and before the agent
  * is forked. Installs the seccomp filter and returns its listener fd (>= 0) in

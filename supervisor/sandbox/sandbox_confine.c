@@ -1,4 +1,4 @@
-#include "supervisor/sandbox_confine.h"
+#include "supervisor/sandbox/sandbox_confine.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/cgroup.h"
-#include "supervisor/confine_plan.h"
-#include "supervisor/landlock.h"
+#include "supervisor/sandbox/cgroup.h"
+#include "supervisor/sandbox/confine_plan.h"
+#include "supervisor/sandbox/landlock.h"
 #include "supervisor/policy/path_boundary.h"
 
 #ifndef PR_CAP_AMBIENT

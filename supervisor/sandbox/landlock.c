@@ -1,4 +1,4 @@
-#include "supervisor/landlock.h"
+#include "supervisor/sandbox/landlock.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-#include "supervisor/cgroup.h"
+#include "supervisor/sandbox/cgroup.h"
 
 #include "base/dirs.h"
 

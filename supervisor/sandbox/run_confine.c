@@ -1,5 +1,5 @@
 /* See run_confine.h. */
-#include "supervisor/run_confine.h"
+#include "supervisor/sandbox/run_confine.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -8,7 +8,7 @@
 
 #include "base/cleanup.h"
 #include "supervisor/policy/env_scrub.h"
-#include "supervisor/landlock.h"
+#include "supervisor/sandbox/landlock.h"
 #include "base/say.h"
 
 #define PROG "cloister-supervisor"

@@ -1,4 +1,4 @@
-#include "supervisor/sandbox_proto.h"
+#include "supervisor/sandbox/sandbox_proto.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "supervisor/sandbox_confine.h"
+#include "supervisor/sandbox/sandbox_confine.h"
 
 /* At most this many --keep-env names. */
 #define RUN_KEEP_ENV_MAX 64

@@ -1,4 +1,4 @@
-#include "supervisor/sandbox.h"
+#include "supervisor/sandbox/sandbox.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,7 +27,7 @@
 
 #include "notifier/fdpass.h"
 #include "base/cleanup.h"
-#include "supervisor/cgroup.h"
+#include "supervisor/sandbox/cgroup.h"
 #include "base/trace_timing.h"
 
 #ifndef CLONE_PIDFD
