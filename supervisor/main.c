@@ -4,7 +4,7 @@
 
 #include "supervisor/cli_client.h"
 #include "supervisor/cli_policy.h"
-#include "supervisor/executor.h"
+#include "supervisor/hostexec/executor.h"
 #include "supervisor/run.h"
 #include "supervisor/serve.h"
 

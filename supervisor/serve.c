@@ -25,7 +25,7 @@
 #include "base/say.h"
 #include "supervisor/approval/metrics.h"
 #include "supervisor/policy/policy.h"
-#include "supervisor/shim_server.h"
+#include "supervisor/hostexec/shim_server.h"
 #include "supervisor/approval/tokens.h"
 
 #define PROG "cloister-supervisor"

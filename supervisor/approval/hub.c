@@ -17,7 +17,7 @@
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/decisions.h"
 #include "supervisor/policy/domain.h"
-#include "supervisor/executor_client.h"
+#include "supervisor/hostexec/executor_client.h"
 #include "base/loop.h"
 #include "base/say.h"
 #include "supervisor/approval/metrics.h"

@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "protocol/message.h"
-#include "supervisor/executor.h"
-#include "supervisor/executor_client.h"
+#include "supervisor/hostexec/executor.h"
+#include "supervisor/hostexec/executor_client.h"
 #include "base/loop.h"
 
 #define JOBS   200

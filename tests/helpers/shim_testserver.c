@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "base/loop.h"
-#include "supervisor/shim_server.h"
+#include "supervisor/hostexec/shim_server.h"
 
 #define MAX_RULES  32
 #define ASK_MS     1500

@@ -20,8 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "supervisor/capture.h"
-#include "supervisor/command.h"
+#include "supervisor/hostexec/capture.h"
+#include "supervisor/hostexec/command.h"
 #include "base/loop.h"
 
 static char *base_env[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LC_ALL=C", "KEEP=kept", "OVER=old",

@@ -18,9 +18,9 @@
 #include <unistd.h>
 
 #include "protocol/message.h"
-#include "supervisor/capture.h"
-#include "supervisor/executor.h"
-#include "supervisor/executor_client.h"
+#include "supervisor/hostexec/capture.h"
+#include "supervisor/hostexec/executor.h"
+#include "supervisor/hostexec/executor_client.h"
 #include "base/loop.h"
 
 #define SECRET "0123456789abcdef-test-secret"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/capture.h"
+#include "supervisor/hostexec/capture.h"
 
 static char *finish_raw(struct capture *c, size_t *len)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/output_cap.h"
+#include "supervisor/hostexec/output_cap.h"
 
 /* Feed n bytes of a counting pattern in chunks of chunk; return what a reader would see. */
 static size_t run(size_t max, size_t tail, size_t n, size_t chunk, uint8_t *seen, size_t size)

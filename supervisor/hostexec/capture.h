@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "supervisor/output_cap.h"
+#include "supervisor/hostexec/output_cap.h"
 
 #define CAPTURE_MAX_DEFAULT  OUTPUT_CAP_MAX_DEFAULT
 #define CAPTURE_TAIL_DEFAULT OUTPUT_CAP_TAIL_DEFAULT

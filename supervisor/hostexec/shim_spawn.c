@@ -1,4 +1,4 @@
-#include "supervisor/shim_spawn.h"
+#include "supervisor/hostexec/shim_spawn.h"
 
 #include <errno.h>
 #include <stdarg.h>

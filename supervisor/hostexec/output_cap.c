@@ -1,4 +1,4 @@
-#include "supervisor/output_cap.h"
+#include "supervisor/hostexec/output_cap.h"
 
 #include <errno.h>
 #include <inttypes.h>

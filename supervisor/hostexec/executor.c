@@ -1,4 +1,4 @@
-#include "supervisor/executor.h"
+#include "supervisor/hostexec/executor.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include "base/cleanup.h"
 #include "protocol/json_strict.h"
 #include "protocol/message.h"
-#include "supervisor/executor_client.h"
+#include "supervisor/hostexec/executor_client.h"
 
 #define PROG        "cloister-supervisor executor"
 #define SECRET_ENV  "CLOISTER_EXECUTOR_SECRET"

@@ -1,4 +1,4 @@
-#include "supervisor/executor_client.h"
+#include "supervisor/hostexec/executor_client.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/command.h"
+#include "supervisor/hostexec/command.h"
 
 struct executor {
 	struct loop *loop;

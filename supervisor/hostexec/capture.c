@@ -1,4 +1,4 @@
-#include "supervisor/capture.h"
+#include "supervisor/hostexec/capture.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-#include "supervisor/command.h"
+#include "supervisor/hostexec/command.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 
 #include "base/cleanup.h"
 #include "protocol/json_strict.h"
-#include "supervisor/capture.h"
+#include "supervisor/hostexec/capture.h"
 #include "base/child_setup.h"
 
 #ifndef CLONE_PIDFD

@@ -1,4 +1,4 @@
-#include "supervisor/shim_server.h"
+#include "supervisor/hostexec/shim_server.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,10 +21,10 @@
 #include "base/cleanup.h"
 #include "protocol/frame.h"
 #include "protocol/quote.h"
-#include "supervisor/command.h"
-#include "supervisor/output_cap.h"
+#include "supervisor/hostexec/command.h"
+#include "supervisor/hostexec/output_cap.h"
 #include "supervisor/policy/path_boundary.h"
-#include "supervisor/shim_spawn.h"
+#include "supervisor/hostexec/shim_spawn.h"
 
 #define READ_CHUNK      (64 * 1024)
 #define OUT_HIGH_WATER  (1024 * 1024)
