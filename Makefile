@@ -64,7 +64,7 @@ BPF_PROG_SRC   := $(sort $(wildcard bpf/*.bpf.c))
 BPF_USER_SRC   := $(sort $(filter-out %.bpf.c,$(wildcard bpf/*.c)))
 HOOK_SRC       := $(sort $(wildcard hook/*.c))
 GEN_SRC        := $(BUILD)/gen/default_config.c $(BUILD)/gen/web_assets.c
-DASHBOARD      := $(sort $(wildcard supervisor/dashboard/*))
+DASHBOARD      := $(sort $(wildcard supervisor/web/dashboard/*))
 # Tests mirror the folders: tests/unit/protocol/ links only protocol/ and base/, so the shim's
 # libraries are tested on their own; tests/unit/supervisor/ links every library it needs.
 UNIT_BASE      := $(sort $(wildcard tests/unit/base/test_*.c))
@@ -124,11 +124,11 @@ $(BUILD)/gen/default_config.c: supervisor/policy/default-config.yaml scripts/emb
 	$(Q)mkdir -p $(@D)
 	$(Q)scripts/embed cloister_default_config $< > $@.tmp && mv $@.tmp $@
 
-# The dashboard (supervisor/dashboard/) as the table of supervisor/web_assets.h.
+# The dashboard (supervisor/web/dashboard/) as the table of supervisor/web/web_assets.h.
 $(BUILD)/gen/web_assets.c: $(DASHBOARD) scripts/embed-assets
 	$(call say,EMBED,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)scripts/embed-assets supervisor/dashboard > $@.tmp && mv $@.tmp $@
+	$(Q)scripts/embed-assets supervisor/web/dashboard > $@.tmp && mv $@.tmp $@
 
 # ---- objects and libraries ------------------------------------------------------------------
 $(BUILD)/obj/%.o: %.c

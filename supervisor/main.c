@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "supervisor/cli_client.h"
+#include "supervisor/web/cli_client.h"
 #include "supervisor/cli_policy.h"
 #include "supervisor/hostexec/executor.h"
 #include "supervisor/run.h"

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/api_info.h"
+#include "supervisor/web/api_info.h"
 #include "supervisor/approval/audit_limit.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/decisions.h"

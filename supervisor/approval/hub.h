@@ -18,7 +18,7 @@
 #include "base/error.h"
 #include "supervisor/approval/audit.h"
 #include "supervisor/approval/queue.h"
-#include "supervisor/web.h"
+#include "supervisor/web/web.h"
 
 struct loop;
 struct config;

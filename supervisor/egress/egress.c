@@ -28,7 +28,7 @@
 #include "supervisor/policy/policy.h"
 #include "supervisor/egress/proxy.h"
 #include "supervisor/egress/resolver.h"
-#include "supervisor/web.h"
+#include "supervisor/web/web.h"
 #include "base/trace_timing.h"
 
 /* Cookies of held connections: apart from the other kinds' waiters. */

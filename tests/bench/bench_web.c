@@ -25,12 +25,12 @@
 
 #include "base/error.h"
 #include "supervisor/policy/config.h"
-#include "supervisor/http_client.h"
+#include "supervisor/web/http_client.h"
 #include "base/loop.h"
 #include "supervisor/approval/metrics.h"
 #include "supervisor/approval/queue.h"
 #include "supervisor/approval/tokens.h"
-#include "supervisor/web.h"
+#include "supervisor/web/web.h"
 
 #define ROUNDS      20
 #define PENDING     1000

@@ -1,10 +1,10 @@
-// The dashboard's pure helpers (supervisor/dashboard/util.js) in node, no browser. Prints TAP.
+// The dashboard's pure helpers (supervisor/web/dashboard/util.js) in node, no browser. Prints TAP.
 // Run by tests/integration/browser_util.sh.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 // util.js is an ES module in a folder without a package.json: loaded from a data: URL, node
 // takes it as a module whatever its version.
-const utilSource = readFileSync(new URL('../../supervisor/dashboard/util.js', import.meta.url), 'utf8');
+const utilSource = readFileSync(new URL('../../supervisor/web/dashboard/util.js', import.meta.url), 'utf8');
 const {
 	backoffDelay,
 	bannerFor,
@@ -215,7 +215,7 @@ test('parseJson: objects only, never throws', () => {
 });
 
 test("the dashboard's scripts never parse strings as HTML or code (comments aside)", () => {
-	const dir = new URL('../../supervisor/dashboard/', import.meta.url);
+	const dir = new URL('../../supervisor/web/dashboard/', import.meta.url);
 	const sinks =
 		/\.(innerHTML|outerHTML)\s*\+?=|insertAdjacentHTML|document\.write|createContextualFragment|DOMParser|(^|[^.\w])eval\s*\(|new\s+Function|setHTML|srcdoc/;
 	const found = [];

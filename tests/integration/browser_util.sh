@@ -1,5 +1,5 @@
 #!/bin/sh
-# The dashboard's pure helpers (supervisor/dashboard/util.js: wildcard patterns, escapes of
+# The dashboard's pure helpers (supervisor/web/dashboard/util.js: wildcard patterns, escapes of
 # hidden characters, countdowns, backoff, banners, confirmations) in node, without a browser.
 # Prints TAP.
 set -u

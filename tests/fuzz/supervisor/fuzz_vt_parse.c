@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "supervisor/vt_parse.h"
+#include "supervisor/tty/vt_parse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

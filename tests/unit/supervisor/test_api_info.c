@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/api_info.h"
+#include "supervisor/web/api_info.h"
 
 #define VALID                                                                          \
 	"{\"url\":\"http://127.0.0.1:9999\",\"tokens_url\":\"http://127.0.0.1:9997\"," \

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "base/loop.h"
-#include "supervisor/pty_relay.h"
+#include "supervisor/tty/pty_relay.h"
 
 #define MIB (1024 * 1024)
 

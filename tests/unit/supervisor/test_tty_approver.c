@@ -22,7 +22,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "supervisor/tty_approver.h"
+#include "supervisor/tty/tty_approver.h"
 
 /* ---- pure --------------------------------------------------------------------------------- */
 

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "supervisor/vt_parse.h"
+#include "supervisor/tty/vt_parse.h"
 
 static struct vt_output fed(const char *s)
 {

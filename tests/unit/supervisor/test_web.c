@@ -31,12 +31,12 @@
 
 #include "base/cleanup.h"
 #include "supervisor/policy/config.h"
-#include "supervisor/http_client.h"
+#include "supervisor/web/http_client.h"
 #include "base/loop.h"
 #include "supervisor/approval/metrics.h"
 #include "supervisor/approval/queue.h"
 #include "supervisor/approval/tokens.h"
-#include "supervisor/web.h"
+#include "supervisor/web/web.h"
 
 #define DONE       (-ECANCELED) /* what the eventfd handler stops loop_run with */
 #define API_TOKEN  "api-token-for-the-tests-0123456789"

@@ -1,4 +1,4 @@
-/* The dashboard's files (supervisor/dashboard/), compiled in by scripts/embed-assets. */
+/* The dashboard's files (supervisor/web/dashboard/), compiled in by scripts/embed-assets. */
 #ifndef CLOISTER_WEB_ASSETS_H
 #define CLOISTER_WEB_ASSETS_H
 

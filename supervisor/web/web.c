@@ -1,5 +1,5 @@
 /* The approval server, the token API and the request server; see web.h. */
-#include "supervisor/web.h"
+#include "supervisor/web/web.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -19,14 +19,14 @@
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/decisions.h"
 #include "supervisor/policy/domain.h"
-#include "supervisor/http_server.h"
+#include "supervisor/web/http_server.h"
 #include "base/loop.h"
 #include "supervisor/approval/metrics.h"
 #include "supervisor/policy/policy.h"
 #include "supervisor/approval/labels.h"
 #include "supervisor/approval/tokens.h"
 #include "supervisor/approval/worktree.h"
-#include "supervisor/web_assets.h"
+#include "supervisor/web/web_assets.h"
 
 #define DEFAULT_HEARTBEAT_MS 30000
 #define DEFAULT_COMMAND_MS   (5 * 60 * 1000)

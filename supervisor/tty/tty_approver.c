@@ -1,6 +1,6 @@
 /* The terminal approver (see tty_approver.h): pure key parsing and prompt text, and a thin
  * shell around them for its two terminals: the relay's, and one of its own. */
-#include "supervisor/tty_approver.h"
+#include "supervisor/tty/tty_approver.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 
 #include "base/cleanup.h"
 #include "base/term_escape.h"
-#include "supervisor/vt_parse.h"
+#include "supervisor/tty/vt_parse.h"
 
 #define SHOW_COMMAND_MAX 512  /* bytes of the command shown on the one-line prompt */
 #define SHOW_ARG_MAX     1024 /* bytes of each argument in the details view */

@@ -1,5 +1,5 @@
 /* The user's terminal and the agent's pty, joined by the supervisor; see pty_relay.h. */
-#include "supervisor/pty_relay.h"
+#include "supervisor/tty/pty_relay.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "supervisor/vt_parse.h"
+#include "supervisor/tty/vt_parse.h"
 
 CL_DEFINE_TRIVIAL_CLEANUP(struct pty_relay *, pty_relay_free)
 

@@ -1,5 +1,5 @@
 /* Blocking HTTP/1.1 client; see http_client.h. */
-#include "supervisor/http_client.h"
+#include "supervisor/web/http_client.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

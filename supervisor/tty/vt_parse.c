@@ -1,5 +1,5 @@
 /* A terminal's two byte streams, read as far as prompts need; see vt_parse.h. */
-#include "supervisor/vt_parse.h"
+#include "supervisor/tty/vt_parse.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* The CLI client's way to a running supervisor; see api_info.h. */
-#include "supervisor/api_info.h"
+#include "supervisor/web/api_info.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>

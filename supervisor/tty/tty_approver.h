@@ -37,7 +37,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "supervisor/pty_relay.h"
+#include "supervisor/tty/pty_relay.h"
 #include "supervisor/approval/queue.h"
 
 #define TTY_APPROVER_GUARD_MS 400

@@ -1,5 +1,5 @@
 /* libmicrohttpd in external-epoll mode on our loop; see http_server.h. */
-#include "supervisor/http_server.h"
+#include "supervisor/web/http_server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

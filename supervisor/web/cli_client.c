@@ -1,5 +1,5 @@
 /* The approval API's command-line client; see cli_client.h. */
-#include "supervisor/cli_client.h"
+#include "supervisor/web/cli_client.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -12,8 +12,8 @@
 
 #include "base/cleanup.h"
 #include "protocol/json_strict.h"
-#include "supervisor/api_info.h"
-#include "supervisor/http_client.h"
+#include "supervisor/web/api_info.h"
+#include "supervisor/web/http_client.h"
 #include "base/term_escape.h"
 
 #define PROG        "cloister-supervisor"
