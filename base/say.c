@@ -9,6 +9,17 @@
 
 static say_sink_fn sink;
 static void *sink_userdata;
+static bool quiet;
+
+void say_set_quiet(bool q)
+{
+	quiet = q;
+}
+
+bool say_quiet(void)
+{
+	return quiet;
+}
 
 void say_set_sink(say_sink_fn fn, void *userdata)
 {
@@ -16,7 +27,7 @@ void say_set_sink(say_sink_fn fn, void *userdata)
 	sink_userdata = userdata;
 }
 
-void say_vline(bool quiet, const char *fmt, va_list ap)
+static void say_vline(const char *fmt, va_list ap)
 {
 	_cleanup_free_ char *raw = NULL, *line = NULL, *whole = NULL;
 
@@ -42,11 +53,11 @@ void say_vline(bool quiet, const char *fmt, va_list ap)
 	funlockfile(stderr);
 }
 
-void say_line(bool quiet, const char *fmt, ...)
+void say(const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	say_vline(quiet, fmt, ap);
+	say_vline(fmt, ap);
 	va_end(ap);
 }

@@ -12,13 +12,12 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/say.h"
 #include "protocol/protocol.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/config_files.h"
 #include "supervisor/policy/exec_decision.h"
 #include "supervisor/policy/policy.h"
-
-#define PROG "cloister-supervisor"
 
 void cli_policy_usage(FILE *out)
 {

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/say.h"
 #include "supervisor/web/cli_client.h"
 #include "supervisor/cli_policy.h"
 #include "supervisor/hostexec/executor.h"
@@ -11,8 +12,6 @@
 #ifndef CLOISTER_VERSION
 #define CLOISTER_VERSION "0.1.0-dev"
 #endif
-
-#define PROG "cloister-supervisor"
 
 static void usage(FILE *out)
 {

@@ -54,8 +54,6 @@
 #include "supervisor/web/web.h"
 #include "supervisor/approval/worktree.h"
 
-#define PROG "cloister-supervisor"
-
 /* After passing SIGTERM/SIGHUP on, how long the agent has before everything is killed. */
 #define TERMINATE_GRACE_MS 5000
 
@@ -75,7 +73,6 @@ struct options {
 	uint64_t ask_timeout_ms;
 	bool lenient;
 	bool verbose;
-	bool quiet;
 	bool require_backstop;
 	bool no_backstop;          /* run without an exec backstop: the user accepts the race */
 	bool allow_nested_sandbox; /* the agent may make user and mount namespaces of its own */
@@ -126,9 +123,6 @@ struct run {
 	bool exited;
 	int exit_code;
 };
-
-/* One line for a person (say.h), silent with -q. */
-#define say(x, ...) say_line((x)->opt.quiet, __VA_ARGS__)
 
 /* ---- the queue --------------------------------------------------------------------------- */
 
@@ -211,8 +205,7 @@ static int refused_ports(struct run *run, uint16_t *ports, size_t *ret_n)
 	if (r < 0)
 		return r;
 	if (dropped)
-		say(run,
-		    "warning: --net host: %zu listening ports of other users' cloister-supervisor "
+		say("warning: --net host: %zu listening ports of other users' cloister-supervisor "
 		    "processes are not refused to the agent (no room)",
 		    dropped);
 	for (size_t i = 0; i < ELEMENTSOF(own); i++)
@@ -247,8 +240,7 @@ static int setup_network(void *userdata, int netns_fd, int cgroup_fd, struct cl_
 			return cl_error_set(err, r, "--net host: listing Cloister's listeners: %s",
 			                    strerror(-r));
 		if (run->opt.verbose)
-			say(run, "--net host: %zu of Cloister's ports refused to the agent",
-			    n_refused);
+			say("--net host: %zu of Cloister's ports refused to the agent", n_refused);
 		r = egress_attach_cgroup(run->egress, cgroup_fd, run->sandbox_name,
 		                         run->opt.project, refused, n_refused, &why);
 		if (r < 0)
@@ -259,7 +251,7 @@ static int setup_network(void *userdata, int netns_fd, int cgroup_fd, struct cl_
 	r = egress_attach_netns(run->egress, netns_fd, run->sandbox_name, run->opt.project, &why);
 	if (r < 0) {
 		/* Without rules the netns still has no way out: fail closed, say so. */
-		say(run, "warning: no network for the agent: %s", why.msg);
+		say("warning: no network for the agent: %s", why.msg);
 		return 0;
 	}
 	run->net_ready = true;
@@ -290,7 +282,7 @@ static void tty_apply(struct run *run, int r, const struct tty_decision *d)
 		queue_decide(run->queue, d->id, d->allow, d->scope, "tty",
 		             d->allow ? NULL : "Command denied by user", loop_now_ms());
 	} else if (r == TTY_APPROVER_GONE) {
-		say(run, "the terminal is gone; only the dashboard can answer from now on");
+		say("the terminal is gone; only the dashboard can answer from now on");
 		update_approvers(run);
 	}
 	drain_queue(run);
@@ -391,7 +383,7 @@ static int on_backstop_event(const struct backstop_event *ev, void *userdata)
 		snprintf(reason, sizeof(reason),
 		         "the file executed (dev %u:%u inode %llu) was not the one approved",
 		         major(ev->st_dev), minor(ev->st_dev), (unsigned long long)ev->st_ino);
-	say(run, "backstop %s pid %d (%s) exec of %s: %s", what, ev->pid, ev->comm,
+	say("backstop %s pid %d (%s) exec of %s: %s", what, ev->pid, ev->comm,
 	    ev->filename[0] ? ev->filename : "a file it may not read", reason);
 	hub_audit(run->hub, &rec);
 	return 0;
@@ -493,7 +485,7 @@ static int on_terminate_timeout(struct loop *loop, void *userdata)
 	struct run *run = userdata;
 
 	run->terminate = NULL;
-	say(run, "the agent did not exit after the signal; killing the sandbox");
+	say("the agent did not exit after the signal; killing the sandbox");
 	sandbox_kill(run->sandbox);
 	return 0;
 }
@@ -589,7 +581,7 @@ static int owner_sandbox_action(void *userdata, const char *name, const char *ac
 	if (!run->sandbox || strcmp(name, run->sandbox_name))
 		return -ENOENT;
 	if (!strcmp(action, "kill")) {
-		say(run, "sandbox \"%s\" killed from the dashboard", name);
+		say("sandbox \"%s\" killed from the dashboard", name);
 		run->terminating = true;
 		if (run->guard)
 			exec_guard_set_terminating(run->guard, true);
@@ -600,7 +592,7 @@ static int owner_sandbox_action(void *userdata, const char *name, const char *ac
 	r = sandbox_pause(run->sandbox, !strcmp(action, "pause"));
 	if (r >= 0) {
 		run->paused = !strcmp(action, "pause");
-		say(run, "sandbox \"%s\" %s from the dashboard", name,
+		say("sandbox \"%s\" %s from the dashboard", name,
 		    run->paused ? "paused" : "resumed");
 	}
 	return r;
@@ -872,7 +864,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->verbose = true;
 			break;
 		case 'q':
-			o->quiet = true;
+			say_set_quiet(true);
 			break;
 		case 'h':
 			usage(stdout);
@@ -1001,8 +993,8 @@ static void setup_approver(struct run *run)
 	r = tty_approver_new(&tc, &run->tty);
 	if (r < 0) {
 		run->tty = NULL;
-		say(run, "no terminal to ask on (%s): exec.ask_fallback (%s) decides asks",
-		    strerror(-r), exec_security_to_string(run->config->exec.ask_fallback));
+		say("no terminal to ask on (%s): exec.ask_fallback (%s) decides asks", strerror(-r),
+		    exec_security_to_string(run->config->exec.ask_fallback));
 		return;
 	}
 	update_approvers(run);
@@ -1067,8 +1059,7 @@ static int open_backstop(struct run *run)
 	int r;
 
 	if (run->opt.no_backstop) {
-		say(run,
-		    "warning: --no-backstop: no exec backstop; a racing multi-threaded agent could "
+		say("warning: --no-backstop: no exec backstop; a racing multi-threaded agent could "
 		    "run a file other than the one approved");
 		return 0;
 	}
@@ -1093,7 +1084,7 @@ static int open_backstop(struct run *run)
 	trace_timing_mark("ptrace backstop (tracer forked)");
 	if (r >= 0) {
 		if (run->opt.verbose)
-			say(run, "no eBPF exec backstop (%s): the ptrace one instead", err.msg);
+			say("no eBPF exec backstop (%s): the ptrace one instead", err.msg);
 		return 0;
 	}
 	run->ptrace = NULL;
@@ -1133,7 +1124,6 @@ static int start(struct run *run)
 		        .always_attended = run->opt.ask == ASK_WEB,
 		        .audit_rate = run->opt.audit_rate,
 		        .audit_burst = run->opt.audit_burst,
-		        .quiet = run->opt.quiet,
 		        .verbose = run->opt.verbose,
 		};
 
@@ -1163,7 +1153,6 @@ static int start(struct run *run)
 		        .hosts_file = run->opt.hosts_file,
 		        .real_ip = run->opt.real_ip,
 		        .verbose = run->opt.verbose,
-		        .quiet = run->opt.quiet,
 		};
 
 		r = egress_new(run->loop, run->hub, &ec, &run->egress, &err);
@@ -1172,12 +1161,11 @@ static int start(struct run *run)
 				fprintf(stderr, PROG ": run: %s\n", err.msg);
 				return -EPERM;
 			}
-			say(run, "warning: no egress proxy (%s): the agent gets no network",
-			    err.msg);
+			say("warning: no egress proxy (%s): the agent gets no network", err.msg);
 			run->egress = NULL;
 		} else if (egress_connect_port(run->egress) &&
 		           (run->opt.verbose || isatty(STDERR_FILENO))) {
-			say(run, "CONNECT proxy at 127.0.0.1:%u", egress_connect_port(run->egress));
+			say("CONNECT proxy at 127.0.0.1:%u", egress_connect_port(run->egress));
 		}
 	}
 	if (run->egress)
@@ -1198,8 +1186,7 @@ static int start(struct run *run)
 			return -EPERM;
 		}
 		if (deny_ids_truncated(run->deny_ids))
-			say(run,
-			    "warning: exec.deny's path rules name more than %d files: the others "
+			say("warning: exec.deny's path rules name more than %d files: the others "
 			    "are denied by name only, not as hard links",
 			    DENY_IDS_MAX);
 		trace_timing_mark("deny rules' files");
@@ -1211,12 +1198,11 @@ static int start(struct run *run)
 	/* The agent may not rewrite the policy it runs under (nor the next run's): the config
 	 * directory must exist to be mounted read-only over, so an absent one is created. */
 	if (run->config_dir && !config_base_exists(run))
-		say(run,
-		    "warning: %s cannot be created (its base directory is missing): the agent "
+		say("warning: %s cannot be created (its base directory is missing): the agent "
 		    "could create a config there",
 		    run->config_dir);
 	else if (run->config_dir && (r = dirs_make(run->config_dir, 0700)) < 0)
-		say(run, "warning: cannot create %s (%s): the agent could create a config there",
+		say("warning: cannot create %s (%s): the agent could create a config there",
 		    run->config_dir, strerror(-r));
 	/* A terminal among our fds: the agent gets a pty of its own, which we relay. */
 	r = pty_relay_open(&run->relay);
@@ -1231,7 +1217,6 @@ static int start(struct run *run)
 		        .host_network = run->opt.net_host,
 		        .allow_abstract_sockets = run->opt.allow_abstract_sockets,
 		        .verbose = run->opt.verbose,
-		        .quiet = run->opt.quiet,
 		        .config_dir = run->config_dir,
 		        .audit_dir = run->audit_dir,
 		        .run_dir = run_dir,
@@ -1278,8 +1263,7 @@ static int start(struct run *run)
 		if (run->relay)
 			pty_relay_agent_terminal(run->relay, &modes, &size);
 		if (run->config_dir && contains_cwd(run->config_dir))
-			say(run,
-			    "warning: the config directory %s holds the working directory, so it "
+			say("warning: the config directory %s holds the working directory, so it "
 			    "stays writable for the agent",
 			    run->config_dir);
 		else if (run->config_dir)
@@ -1343,7 +1327,6 @@ static int start(struct run *run)
 		        .view = run->view,
 		        .deny_ids = run->deny_ids,
 		        .verbose = run->opt.verbose,
-		        .quiet = run->opt.quiet,
 		};
 
 		r = exec_guard_new(run->loop, run->hub, sandbox_take_listener_fd(run->sandbox), &gc,
@@ -1383,10 +1366,10 @@ static int start(struct run *run)
 	trace_timing_mark("exec guard, loop set up");
 
 	if (run->opt.verbose) {
-		say(run, "sandbox \"%s\": cgroup %s", run->sandbox_name,
+		say("sandbox \"%s\": cgroup %s", run->sandbox_name,
 		    sandbox_cgroup_path(run->sandbox) ? sandbox_cgroup_path(run->sandbox)
 		                                      : "(none)");
-		say(run, "seccomp: SYNC_WAKE_UP %s, WAIT_KILLABLE_RECV %s",
+		say("seccomp: SYNC_WAKE_UP %s, WAIT_KILLABLE_RECV %s",
 		    notifier_sync_wake_up(exec_guard_notifier(run->guard)) ? "on" : "unavailable",
 		    notifier_filter_flags_supported(SECCOMP_FILTER_FLAG_NEW_LISTENER |
 		                                    SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV) == 1
@@ -1394,8 +1377,7 @@ static int start(struct run *run)
 		            : "unavailable");
 	}
 	if (run->opt.verbose || isatty(STDERR_FILENO))
-		say(run,
-		    "sandbox \"%s\": execs decided by policy; backstop: %s; network: %s; "
+		say("sandbox \"%s\": execs decided by policy; backstop: %s; network: %s; "
 		    "asks: %s",
 		    run->sandbox_name,
 		    run->backstop ? backstop_mode_name(run->backstop)
@@ -1482,9 +1464,9 @@ int run_main(int argc, char **argv)
 	trace_timing_mark("the agent ran (event loop)");
 	trace_exec_report();
 	if (r < 0)
-		say(&run, "run: event loop failed: %s", strerror(-r));
+		say("run: event loop failed: %s", strerror(-r));
 	if (run.opt.verbose)
-		say(&run, "%llu exec notifications handled",
+		say("%llu exec notifications handled",
 		    (unsigned long long)(run.guard ? exec_guard_notifications(run.guard) : 0));
 	teardown(&run);
 	trace_timing_mark("teardown");

@@ -28,8 +28,6 @@
 #include "supervisor/hostexec/shim_server.h"
 #include "supervisor/approval/tokens.h"
 
-#define PROG "cloister-supervisor"
-
 struct serve_options {
 	const char *config_dir;
 	const char *project;
@@ -49,7 +47,6 @@ struct serve_options {
 	int64_t audit_rate, audit_burst; /* hub_options' */
 	bool no_shim;
 	bool verbose;
-	bool quiet;
 };
 
 /* A shim call waiting in the queue. */
@@ -97,9 +94,6 @@ struct serve {
 	char shim_token[TOKEN_MAX_LEN + 1];
 	uint64_t started_wall_ms;
 };
-
-/* One line for a person (say.h), silent with -q. */
-#define say(x, ...) say_line((x)->opt.quiet, __VA_ARGS__)
 
 /* ---- shim calls -------------------------------------------------------------------------- */
 
@@ -304,7 +298,7 @@ static void on_guard_gone(void *userdata, struct exec_guard *eg)
 			exec_guard_free(eg);
 			c->guards[i] = c->guards[--c->n_guards];
 			if (c->n_guards == 0) {
-				say(sv, "container %s (%s): every process is gone", c->id, c->name);
+				say("container %s (%s): every process is gone", c->id, c->name);
 				*p = c->next;
 				/* Its netns goes too: the listeners and rules made for it. */
 				if (sv->egress)
@@ -345,7 +339,7 @@ static struct container *container_get(struct serve *sv, const struct oci_state 
 	/* A project of its own: its config and decisions decide its execs. */
 	if (c->project && !own_project(sv, c->project) &&
 	    config_load_dir(sv->config_dir, c->project, &lo, &c->config, &err) < 0) {
-		say(sv, "container %s: project %s: %s", st->id, c->project, err.msg);
+		say("container %s: project %s: %s", st->id, c->project, err.msg);
 		container_free(c);
 		return NULL;
 	}
@@ -373,7 +367,6 @@ static void on_container(void *userdata, const struct oci_state *st, const struc
 	        .project = c->project,
 	        .config = c->config ? c->config : sv->config,
 	        .verbose = sv->opt.verbose,
-	        .quiet = sv->opt.quiet,
 	        .gone = on_guard_gone,
 	        .gone_userdata = sv,
 	};
@@ -384,7 +377,7 @@ static void on_container(void *userdata, const struct oci_state *st, const struc
 	if (!grown)
 		close(listener_fd);
 	if (r < 0) {
-		say(sv, "container %s: cannot watch its execs: %s", st->id, strerror(-r));
+		say("container %s: cannot watch its execs: %s", st->id, strerror(-r));
 		/* A container with no listener left is not tracked. */
 		if (c->n_guards == 0) {
 			for (struct container **p = &sv->containers; *p; p = &(*p)->next)
@@ -397,14 +390,14 @@ static void on_container(void *userdata, const struct oci_state *st, const struc
 		return;
 	}
 	c->guards[c->n_guards++] = eg;
-	say(sv, "container %s (%s%s%s): %s, execs decided by policy", st->id, c->name,
+	say("container %s (%s%s%s): %s, execs decided by policy", st->id, c->name,
 	    c->project ? ", project " : "", c->project ? c->project : "",
 	    st->status == OCI_STATUS_RUNNING ? "an exec session" : "started");
 }
 
 static void on_oci_error(void *userdata, int error, const char *msg)
 {
-	say((struct serve *)userdata, "seccomp agent: %s", msg);
+	say("seccomp agent: %s", msg);
 }
 
 static struct project_config *project_config_find(struct serve *sv, const char *project)
@@ -500,15 +493,15 @@ static void on_hook_netns(void *userdata, struct oci_hook_request *req, const st
 	if (r >= 0 && sv->egress)
 		r = egress_attach_netns_key(sv->egress, netns_fd, st->id, id->name, project, &err);
 	if (r < 0)
-		say(sv, "container %s: egress: %s", st->id, err.msg);
+		say("container %s: egress: %s", st->id, err.msg);
 	else
-		say(sv, "container %s (%s): egress through the proxy", st->id, id->name);
+		say("container %s (%s): egress through the proxy", st->id, id->name);
 	oci_hook_request_reply(req, r < 0 ? r : 0, r < 0 ? err.msg : NULL);
 }
 
 static void on_hook_error(void *userdata, int error, const char *msg)
 {
-	say((struct serve *)userdata, "createRuntime hook: %s", msg);
+	say("createRuntime hook: %s", msg);
 }
 
 static void on_domain_resolution(void *userdata, const struct queue_resolution *res)
@@ -778,7 +771,7 @@ static int parse_options(int argc, char **argv, struct serve_options *o)
 			o->verbose = true;
 			break;
 		case 'q':
-			o->quiet = true;
+			say_set_quiet(true);
 			break;
 		case 'h':
 			usage(stdout);
@@ -843,9 +836,9 @@ static int start_shim(struct serve *sv)
 	}
 	if (sv->opt.verbose || isatty(STDERR_FILENO)) {
 		if (sc.unix_path)
-			say(sv, "shims: unix socket %s", sc.unix_path);
+			say("shims: unix socket %s", sc.unix_path);
 		if (sc.tcp_listen)
-			say(sv, "shims: TCP port %u", shim_server_tcp_port(sv->shim));
+			say("shims: TCP port %u", shim_server_tcp_port(sv->shim));
 	}
 	return 0;
 }
@@ -890,7 +883,6 @@ int serve_main(int argc, char **argv)
 		        .always_attended = true,
 		        .audit_rate = sv.opt.audit_rate,
 		        .audit_burst = sv.opt.audit_burst,
-		        .quiet = sv.opt.quiet,
 		        .verbose = sv.opt.verbose,
 		};
 
@@ -911,7 +903,6 @@ int serve_main(int argc, char **argv)
 			                                  : NULL,
 			        .hosts_file = sv.opt.hosts_file,
 			        .verbose = sv.opt.verbose,
-			        .quiet = sv.opt.quiet,
 			};
 
 			r = egress_new(sv.loop, sv.hub, &ec, &sv.egress, &err);
@@ -919,7 +910,7 @@ int serve_main(int argc, char **argv)
 				fprintf(stderr, PROG ": serve: %s\n", err.msg);
 			else if (egress_connect_port(sv.egress) &&
 			         (sv.opt.verbose || isatty(STDERR_FILENO)))
-				say(&sv, "CONNECT proxy at 127.0.0.1:%u",
+				say("CONNECT proxy at 127.0.0.1:%u",
 				    egress_connect_port(sv.egress));
 		}
 		if (!sv.opt.no_shim)
@@ -937,7 +928,7 @@ int serve_main(int argc, char **argv)
 		if (r < 0)
 			fprintf(stderr, PROG ": serve: seccomp agent: %s\n", err.msg);
 		else if (sv.opt.verbose || isatty(STDERR_FILENO))
-			say(&sv, "containers: seccomp agent on %s", sv.opt.seccomp_socket);
+			say("containers: seccomp agent on %s", sv.opt.seccomp_socket);
 	}
 	if (r >= 0 && sv.opt.hook_socket) {
 		struct oci_hook_server_options ho = {
@@ -951,7 +942,7 @@ int serve_main(int argc, char **argv)
 		if (r < 0)
 			fprintf(stderr, PROG ": serve: hook socket: %s\n", err.msg);
 		else if (sv.opt.verbose || isatty(STDERR_FILENO))
-			say(&sv, "containers: egress hook on %s", sv.opt.hook_socket);
+			say("containers: egress hook on %s", sv.opt.hook_socket);
 	}
 	if (r >= 0) {
 		sigemptyset(&sigs);

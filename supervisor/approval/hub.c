@@ -23,7 +23,6 @@
 #include "supervisor/approval/metrics.h"
 #include "supervisor/approval/tokens.h"
 
-#define PROG            "cloister-supervisor"
 #define API_TOKEN_BYTES 32
 /* A dashboard reload must not hand its asks to the fallback. */
 #define WEB_ORPHAN_GRACE_MS 10000
@@ -65,9 +64,6 @@ struct hub {
 	char listen_addr[3][64];
 };
 
-/* One line for a person (say.h), silent with -q. */
-#define say(x, ...) say_line((x)->opt.quiet, __VA_ARGS__)
-
 uint64_t hub_wall_ms(void)
 {
 	struct timespec ts;
@@ -85,7 +81,7 @@ static void write_audit(struct hub *hub, const struct audit_record *rec)
 	if (hub->audit_fd < 0)
 		return;
 	if (audit_format_line(rec, &line) < 0 || audit_log_write(hub->audit_fd, line) < 0) {
-		say(hub, "audit log: write failed; further lines are lost");
+		say("audit log: write failed; further lines are lost");
 		cl_closep(&hub->audit_fd);
 		hub->audit_fd = -EBADF;
 		return;
@@ -194,7 +190,7 @@ static void setup_audit(struct hub *hub)
 			*strrchr(hub->audit_dir, '/') = '\0';
 	}
 	if (r < 0)
-		say(hub, "audit log %s unavailable (%s); continuing without it",
+		say("audit log %s unavailable (%s); continuing without it",
 		    path ? path : "(no HOME)", strerror(-r));
 }
 
@@ -354,8 +350,8 @@ static int web_persist_domain(void *userdata, const struct queue_item *item, boo
 	/* flock: another supervisor writing the same file holds us for its write only. */
 	if (r >= 0)
 		r = decisions_update(path, allow ? DECISIONS_ALLOW : DECISIONS_DENY, &spec, err);
-	if (r >= 0 && !hub->opt.quiet)
-		say(hub, "%s %s %s in %s", allow ? "allowed" : "denied",
+	if (r >= 0)
+		say("%s %s %s in %s", allow ? "allowed" : "denied",
 		    is_pattern ? "pattern" : "domain", value, path);
 	return r < 0 ? r : 0;
 }
@@ -591,7 +587,7 @@ static int setup_web(struct hub *hub)
 		/* The link logs the browser in (a cookie): only for the person at the terminal, or
 		 * with -v. */
 		if (hub->opt.verbose || isatty(STDERR_FILENO))
-			say(hub, "dashboard at %s/?token=%s", info.url, hub->api_token);
+			say("dashboard at %s/?token=%s", info.url, hub->api_token);
 	}
 	if (web_tokens_port(hub->web))
 		snprintf(info.tokens_url, sizeof(info.tokens_url), "http://127.0.0.1:%u",
@@ -608,7 +604,7 @@ static int setup_web(struct hub *hub)
 	info.pid = getpid();
 	r = api_info_write(dir, &info, &hub->api_info_path, &err);
 	if (r < 0)
-		say(hub, "warning: the CLI client will not find this supervisor: %s",
+		say("warning: the CLI client will not find this supervisor: %s",
 		    err.msg[0] ? err.msg : strerror(-r));
 	explicit_bzero(&info, sizeof(info));
 	return 0;

@@ -41,7 +41,6 @@ struct hub_options {
 	 * default, < 0: no limit) and at once (0: the default). */
 	int64_t audit_rate;
 	int64_t audit_burst;
-	bool quiet;
 	bool verbose;
 };
 

@@ -77,9 +77,6 @@ struct egress {
 	bool freeing;
 };
 
-/* One line for a person (say.h), silent with -q. */
-#define say(x, ...) say_line((x)->cfg.quiet, __VA_ARGS__)
-
 /* "example.com:443", "[2001:db8::1]:80". */
 static void host_port(const char *host, uint16_t port, char *buf, size_t size)
 {
@@ -227,9 +224,9 @@ static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
 		                       "policy");
 		audit_conn(eg, info, hp, allow ? AUDIT_ALLOW : AUDIT_DENY, rule, pr.reason, NULL);
 		if (!allow)
-			say(eg, "connection to %s denied: %s", hp, rule);
+			say("connection to %s denied: %s", hp, rule);
 		else if (eg->cfg.verbose)
-			say(eg, "connection to %s allowed: %s", hp, rule);
+			say("connection to %s allowed: %s", hp, rule);
 		return allow ? PROXY_ALLOW : PROXY_DENY;
 	}
 	h = calloc(1, sizeof(*h));
@@ -373,7 +370,7 @@ void egress_on_resolution(struct egress *eg, const struct queue_resolution *res)
 		free(h);
 	}
 	if (!allow && res->item->state != QUEUE_STATE_CANCELLED)
-		say(eg, "connection to %s %s: %s", res->item->summary,
+		say("connection to %s %s: %s", res->item->summary,
 		    queue_state_to_string(res->item->state), res->item->reason);
 }
 
@@ -441,7 +438,7 @@ static int listen_connect(struct egress *eg, const char *text, struct cl_error *
 
 	if (bound < 0 && errno == EADDRINUSE && sin.sin_port != 0) {
 		/* As the dashboard does: another supervisor has the port; take a free one. */
-		say(eg, "CONNECT proxy: %s is taken, using a free port", text);
+		say("CONNECT proxy: %s is taken, using a free port", text);
 		sin.sin_port = 0;
 		bound = bind(fd, (struct sockaddr *)&sin, sizeof(sin));
 	}
@@ -485,7 +482,7 @@ int egress_new(struct loop *loop, struct hub *hub, const struct egress_config *c
 		char sources[512];
 
 		resolver_describe_sources(eg->resolver, sources, sizeof(sources));
-		say(eg, "names resolve through %s", sources);
+		say("names resolve through %s", sources);
 	}
 	if (r >= 0) {
 		proxy_config_init(&pc);

@@ -46,7 +46,6 @@ struct egress_config {
 	const char *hosts_file;     /* consulted before DNS for upstream names; NULL: none */
 	bool real_ip;               /* answer the agent's DNS with real addresses, not fake ones */
 	bool verbose;
-	bool quiet;
 };
 
 int egress_new(struct loop *loop, struct hub *hub, const struct egress_config *config,

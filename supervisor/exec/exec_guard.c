@@ -71,7 +71,7 @@ struct exec_guard {
 	struct deny_ids *deny_ids;
 	char *name;
 	char *project;
-	bool verbose, quiet;
+	bool verbose;
 	bool terminating; /* asks are denied without asking */
 	bool listening;
 	void (*gone)(void *userdata, struct exec_guard *eg);
@@ -94,9 +94,6 @@ struct exec_guard {
 	} connects[CONNECTS_KEPT];
 	unsigned next_connect;
 };
-
-/* One line for a person (say.h), silent with -q. */
-#define say(x, ...) say_line((x)->quiet, __VA_ARGS__)
 
 /* ---- audit ------------------------------------------------------------------------------- */
 
@@ -262,7 +259,7 @@ static int answer(struct exec_guard *eg, uint64_t id, bool allow, const struct e
 	if (allow) {
 		r = backstop_approve(eg, files);
 		if (r < 0) {
-			say(eg, "exec denied: the backstop could not record the approval (%s)",
+			say("exec denied: the backstop could not record the approval (%s)",
 			    strerror(-r));
 			allow = false;
 			refused = r;
@@ -270,7 +267,7 @@ static int answer(struct exec_guard *eg, uint64_t id, bool allow, const struct e
 	}
 	r = allow ? notifier_continue(eg->notifier, id) : notifier_deny(eg->notifier, id, EACCES);
 	if (r < 0 && r != -ENOENT)
-		say(eg, "answering an exec failed: %s", strerror(-r));
+		say("answering an exec failed: %s", strerror(-r));
 	return refused;
 }
 
@@ -292,7 +289,7 @@ void exec_guard_on_resolution(struct exec_guard *eg, const struct queue_resoluti
 		pending_remove(eg, p);
 	}
 	if (res->item->state == QUEUE_STATE_DENIED || res->item->state == QUEUE_STATE_TIMED_OUT)
-		say(eg, "exec %s %s: %s", res->item->exe ? res->item->exe : res->item->summary,
+		say("exec %s %s: %s", res->item->exe ? res->item->exe : res->item->summary,
 		    queue_state_to_string(res->item->state), res->item->reason);
 }
 
@@ -426,7 +423,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		        .automatic = true,
 		};
 
-		say(eg, "exec by pid %d denied: %s", req->pid, err.msg);
+		say("exec by pid %d denied: %s", req->pid, err.msg);
 		hub_audit(eg->hub, &rec);
 		notifier_deny(eg->notifier, req->id, EACCES);
 		return;
@@ -469,7 +466,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	if (r >= 0 && t->script)
 		r = decide_alias(eg, &t->interp_file, argv, argc, t->argv_truncated, &res, &err);
 	if (r < 0) {
-		say(eg, "exec %s denied: %s", exe, err.msg);
+		say("exec %s denied: %s", exe, err.msg);
 		audit_verdict(eg, t, exe, argv, argc, NULL, AUDIT_DENY, err.msg);
 		notifier_deny(eg->notifier, req->id, EACCES);
 		return;
@@ -520,13 +517,13 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_ALLOW, NULL);
 		trace_exec_phase(TRACE_EXEC_AUDIT);
 		if (eg->verbose)
-			say(eg, "exec %s allowed: %s", res.subject, res.rule);
+			say("exec %s allowed: %s", res.subject, res.rule);
 		return;
 	case POLICY_DENY: {
 		char rule[1024];
 
 		format_rule(&res, rule, sizeof(rule));
-		say(eg, "exec %s denied: %s", exe, rule);
+		say("exec %s denied: %s", exe, rule);
 		audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_DENY, NULL);
 		answer(eg, req->id, false, NULL);
 		return;
@@ -567,7 +564,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 
 			if (p)
 				pending_remove(eg, p);
-			say(eg, "exec %s denied: %s", exe, why);
+			say("exec %s denied: %s", exe, why);
 			audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_DENY, why);
 			answer(eg, req->id, false, NULL);
 			return;
@@ -654,7 +651,7 @@ static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdat
 			else
 				notifier_deny(eg->notifier, req.id, ENOSYS);
 		} else if (r != -ENOENT && r != -EINTR) {
-			say(eg, "receiving a notification failed: %s", strerror(-r));
+			say("receiving a notification failed: %s", strerror(-r));
 		}
 		return 0;
 	}
@@ -689,7 +686,6 @@ int exec_guard_new(struct loop *loop, struct hub *hub, int listener_fd,
 	eg->ptrace_backstop = config->ptrace_backstop;
 	eg->deny_ids = config->deny_ids;
 	eg->verbose = config->verbose;
-	eg->quiet = config->quiet;
 	eg->gone = config->gone;
 	eg->gone_userdata = config->gone_userdata;
 	eg->name = strdup(config->name);

@@ -15,15 +15,16 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/say.h"
 #include "protocol/json_strict.h"
 #include "protocol/message.h"
 #include "supervisor/hostexec/executor_client.h"
 
-#define PROG        "cloister-supervisor executor"
-#define SECRET_ENV  "CLOISTER_EXECUTOR_SECRET"
-#define LINGER_MS   2000
-#define EXIT_USAGE  64
-#define EXIT_LISTEN 1
+#define EXECUTOR_PROG PROG " executor"
+#define SECRET_ENV    "CLOISTER_EXECUTOR_SECRET"
+#define LINGER_MS     2000
+#define EXIT_USAGE    64
+#define EXIT_LISTEN   1
 
 enum conn_state {
 	CONN_READING,
@@ -594,8 +595,8 @@ static int parse_number(const char *opt, const char *s, unsigned long long max,
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (!s[0] || *end || errno || v > max || s[0] == '-') {
-		fprintf(stderr, PROG ": %s: expected a number in 0..%llu, got \"%s\"\n", opt, max,
-		        s);
+		fprintf(stderr, EXECUTOR_PROG ": %s: expected a number in 0..%llu, got \"%s\"\n",
+		        opt, max, s);
 		return -EINVAL;
 	}
 	*ret = v;
@@ -613,17 +614,18 @@ static int read_secret_file(const char *path, char **ret)
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		fprintf(stderr, PROG ": --secret-file %s: %m\n", path);
+		fprintf(stderr, EXECUTOR_PROG ": --secret-file %s: %m\n", path);
 		return -errno;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		fprintf(stderr, PROG ": --secret-file %s: not a regular file\n", path);
+		fprintf(stderr, EXECUTOR_PROG ": --secret-file %s: not a regular file\n", path);
 		return -EINVAL;
 	}
 	if (st.st_mode & 077) {
 		fprintf(stderr,
-		        PROG ": --secret-file %s: mode %04o lets group or others read or write it; "
-		             "chmod 600 it\n",
+		        EXECUTOR_PROG
+		        ": --secret-file %s: mode %04o lets group or others read or write it; "
+		        "chmod 600 it\n",
 		        path, (unsigned)(st.st_mode & 07777));
 		return -EPERM;
 	}
@@ -633,7 +635,7 @@ static int read_secret_file(const char *path, char **ret)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			fprintf(stderr, PROG ": --secret-file %s: %m\n", path);
+			fprintf(stderr, EXECUTOR_PROG ": --secret-file %s: %m\n", path);
 			return -errno;
 		}
 		if (n == 0)
@@ -648,7 +650,8 @@ static int read_secret_file(const char *path, char **ret)
 		len--;
 	if (len == 0 || len > CL_MESSAGE_MAX_SECRET || memchr(buf, '\0', len)) {
 		fprintf(stderr,
-		        PROG ": --secret-file %s: the secret must be 1..%d bytes without NUL\n",
+		        EXECUTOR_PROG
+		        ": --secret-file %s: the secret must be 1..%d bytes without NUL\n",
 		        path, CL_MESSAGE_MAX_SECRET);
 		explicit_bzero(buf, sizeof(buf));
 		return -EINVAL;
@@ -687,7 +690,7 @@ int executor_main(int argc, char **argv)
 		explicit_bzero((char *)env, strlen(env));
 	unsetenv(SECRET_ENV);
 	if (env && env[0] && !secret) {
-		fprintf(stderr, PROG ": out of memory\n");
+		fprintf(stderr, EXECUTOR_PROG ": out of memory\n");
 		return EXIT_LISTEN;
 	}
 
@@ -703,10 +706,11 @@ int executor_main(int argc, char **argv)
 		    (strcmp(a, "--port") != 0 && strcmp(a, "--secret-file") != 0 &&
 		     strcmp(a, "--idle-timeout-ms") != 0 && strcmp(a, "--max-connections") != 0)) {
 			if (strncmp(a, "--secret", 8) == 0 && strcmp(a, "--secret-file") != 0)
-				fprintf(stderr, PROG ": the secret is never taken from the command "
-				                     "line; use " SECRET_ENV " or --secret-file\n");
+				fprintf(stderr, EXECUTOR_PROG
+				        ": the secret is never taken from the command "
+				        "line; use " SECRET_ENV " or --secret-file\n");
 			else
-				fprintf(stderr, PROG ": %s \"%s\"\n",
+				fprintf(stderr, EXECUTOR_PROG ": %s \"%s\"\n",
 				        i + 1 >= argc && a[0] == '-' ? "missing value for"
 				                                     : "unknown argument",
 				        a);
@@ -733,21 +737,22 @@ int executor_main(int argc, char **argv)
 	}
 	if (secret_file) {
 		if (secret) {
-			fprintf(stderr, PROG ": give the secret in " SECRET_ENV
-			                     " or with --secret-file, not both\n");
+			fprintf(stderr, EXECUTOR_PROG ": give the secret in " SECRET_ENV
+			                              " or with --secret-file, not both\n");
 			return EXIT_USAGE;
 		}
 		if (read_secret_file(secret_file, &secret) < 0)
 			return EXIT_USAGE;
 	}
 	if (!secret) {
-		fprintf(stderr, PROG ": no secret: set " SECRET_ENV
-		                     " or pass --secret-file PATH; refusing to run commands "
-		                     "for anyone\n");
+		fprintf(stderr,
+		        EXECUTOR_PROG ": no secret: set " SECRET_ENV
+		                      " or pass --secret-file PATH; refusing to run commands "
+		                      "for anyone\n");
 		return EXIT_USAGE;
 	}
 	if (strlen(secret) > CL_MESSAGE_MAX_SECRET) {
-		fprintf(stderr, PROG ": the secret is longer than %d bytes\n",
+		fprintf(stderr, EXECUTOR_PROG ": the secret is longer than %d bytes\n",
 		        CL_MESSAGE_MAX_SECRET);
 		return EXIT_USAGE;
 	}
@@ -756,13 +761,13 @@ int executor_main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	r = loop_new(&loop);
 	if (r < 0) {
-		fprintf(stderr, PROG ": %s\n", strerror(-r));
+		fprintf(stderr, EXECUTOR_PROG ": %s\n", strerror(-r));
 		return EXIT_LISTEN;
 	}
 	r = executor_server_new(loop, &opt, &err, &server);
 	explicit_bzero(secret, strlen(secret));
 	if (r < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
+		fprintf(stderr, EXECUTOR_PROG ": %s\n", err.msg);
 		loop_free(loop);
 		return EXIT_LISTEN;
 	}
@@ -771,7 +776,7 @@ int executor_main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	r = loop_add_signals(loop, &sigs, on_signal, server);
 	if (r < 0) {
-		fprintf(stderr, PROG ": signals: %s\n", strerror(-r));
+		fprintf(stderr, EXECUTOR_PROG ": signals: %s\n", strerror(-r));
 		executor_server_free(server);
 		loop_free(loop);
 		return EXIT_LISTEN;
@@ -784,7 +789,7 @@ int executor_main(int argc, char **argv)
 	executor_server_free(server);
 	loop_free(loop);
 	if (r < 0) {
-		fprintf(stderr, PROG ": %s\n", strerror(-r));
+		fprintf(stderr, EXECUTOR_PROG ": %s\n", strerror(-r));
 		return EXIT_LISTEN;
 	}
 	return 0;

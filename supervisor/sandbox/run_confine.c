@@ -11,8 +11,6 @@
 #include "supervisor/sandbox/landlock.h"
 #include "base/say.h"
 
-#define PROG "cloister-supervisor"
-
 extern char **environ;
 
 /* Paths on the agent's command line kept visible when they live under /tmp (the agent program
@@ -59,14 +57,14 @@ int run_confine_environ(const struct run_confine_options *o, char ***ret_envp)
 			if (env_scrub_keeps(&rules, name))
 				continue;
 			if (len + strlen(name) + 3 >= sizeof(line)) {
-				say_line(o->quiet, "environment: removed %s", line);
+				say("environment: removed %s", line);
 				len = 0;
 			}
 			len += (size_t)snprintf(line + len, sizeof(line) - len, "%s%s",
 			                        len ? " " : "", name);
 		}
 		if (len)
-			say_line(o->quiet, "environment: removed %s", line);
+			say("environment: removed %s", line);
 	}
 	*ret_envp = env;
 	return 0;
@@ -112,11 +110,10 @@ int run_confine_plan(const struct run_confine_options *o, struct sandbox_confine
 			return -EPERM;
 		}
 		if (o->verbose || o->host_network)
-			say_line(o->quiet, "warning: no Landlock scopes (ABI %d): %s", abi,
-			         o->host_network
-			                 ? "the agent can reach the host's abstract unix sockets"
-			                 : "abstract unix sockets are kept apart only by the "
-			                   "network namespace");
+			say("warning: no Landlock scopes (ABI %d): %s", abi,
+			    o->host_network ? "the agent can reach the host's abstract unix sockets"
+			                    : "abstract unix sockets are kept apart only by the "
+			                      "network namespace");
 	}
 	if (o->config_dir)
 		keep[nk++] = protect[np++] = o->config_dir;
@@ -139,14 +136,12 @@ int run_confine_plan(const struct run_confine_options *o, struct sandbox_confine
 	}
 	if (o->verbose) {
 		sandbox_confine_summarize(*ret, &sum);
-		say_line(o->quiet,
-		         "confinement: %s; %zu host unix socket paths covered where visible; %zu "
-		         "parent directories pinned; capabilities kept: %#llx; Landlock ABI %d, "
-		         "scopes: %s",
-		         sum.private_tmp ? "private /tmp"
-		                         : "/tmp shared (it is the working directory)",
-		         sum.host_sockets, sum.pinned, (unsigned long long)sum.kept_caps, abi,
-		         scope_names(sum.landlock_scopes));
+		say("confinement: %s; %zu host unix socket paths covered where visible; %zu "
+		    "parent directories pinned; capabilities kept: %#llx; Landlock ABI %d, "
+		    "scopes: %s",
+		    sum.private_tmp ? "private /tmp" : "/tmp shared (it is the working directory)",
+		    sum.host_sockets, sum.pinned, (unsigned long long)sum.kept_caps, abi,
+		    scope_names(sum.landlock_scopes));
 	}
 	return 0;
 }

@@ -18,7 +18,6 @@ struct run_confine_options {
 	bool host_network;           /* --net host */
 	bool allow_abstract_sockets; /* --allow-abstract-sockets */
 	bool verbose;
-	bool quiet;
 	const char *config_dir; /* read-only in the sandbox; its parents pinned (NULL: none) */
 	const char *audit_dir;  /* the same */
 	const char *run_dir;    /* hidden in the sandbox; its parents pinned (NULL: none) */

@@ -11,12 +11,12 @@
 #include <time.h>
 
 #include "base/cleanup.h"
+#include "base/say.h"
 #include "protocol/json_strict.h"
 #include "supervisor/web/api_info.h"
 #include "supervisor/web/http_client.h"
 #include "base/term_escape.h"
 
-#define PROG        "cloister-supervisor"
 #define EXIT_REFUSE 1
 #define EXIT_USAGE  64
 #define EXIT_NOSUP  69
