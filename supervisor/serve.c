@@ -242,7 +242,7 @@ static void on_shim_cancelled(void *userdata, struct shim_call *call, uint64_t i
 
 	if (!a)
 		return;
-	if (sv->hub && queue_cancel_waiter(hub_queue(sv->hub), a->cookie, loop_now_ms()) >= 0)
+	if (sv->hub && queue_cancel_waiter(hub_queue(sv->hub), 0, a->cookie, loop_now_ms()) >= 0)
 		hub_drain(sv->hub);
 	free(a);
 }
@@ -252,8 +252,8 @@ static void on_shim_resolution(void *userdata, const struct queue_resolution *re
 	struct serve *sv = userdata;
 	bool allow = res->item->state == QUEUE_STATE_APPROVED;
 
-	for (size_t i = 0; i < res->n_cookies; i++) {
-		struct shim_ask *a = ask_take(sv, by_cookie, res->cookies[i]);
+	for (size_t i = 0; i < res->n_waiters; i++) {
+		struct shim_ask *a = ask_take(sv, by_cookie, res->waiters[i].cookie);
 
 		if (!a)
 			continue;

@@ -33,7 +33,7 @@ struct qitem {
 	struct queue_item pub;
 	unsigned refs;
 	struct qitem *prev, *next; /* pending list, creation order */
-	uint64_t *waiters;
+	struct queue_waiter *waiters;
 	size_t waiters_cap;
 	char *reason_owned;
 	char reason_buf[REASON_BUF];
@@ -179,7 +179,7 @@ static int item_new(const struct queue_request *req, struct qitem **ret)
 		return -ENOMEM;
 	it->refs = 1;
 	it->pub.argv = calloc(req->argc + 1, sizeof(char *));
-	it->waiters = malloc(sizeof(uint64_t));
+	it->waiters = malloc(sizeof(*it->waiters));
 	if (!it->pub.argv || !it->waiters)
 		goto nomem;
 	it->waiters_cap = 1;
@@ -197,7 +197,7 @@ static int item_new(const struct queue_request *req, struct qitem **ret)
 	it->pub.uid = req->uid;
 	it->pub.allowlist_matched = req->allowlist_matched;
 	it->pub.state = QUEUE_STATE_PENDING;
-	it->waiters[0] = req->cookie;
+	it->waiters[0] = (struct queue_waiter){.owner = req->owner, .cookie = req->cookie};
 	it->pub.n_waiters = 1;
 	it->ev_added = (struct qevent){.owner = it, .type = QUEUE_EVENT_ADDED};
 	it->ev_removed = (struct qevent){.owner = it, .type = QUEUE_EVENT_REMOVED};
@@ -468,11 +468,12 @@ void queue_free(struct queue *q)
 	free(q);
 }
 
-static struct qitem *find_waiter(const struct queue *q, uint64_t cookie, size_t *ret_index)
+static struct qitem *find_waiter(const struct queue *q, uint32_t owner, uint64_t cookie,
+                                 size_t *ret_index)
 {
 	for (struct qitem *it = q->head; it; it = it->next)
 		for (size_t i = 0; i < it->pub.n_waiters; i++)
-			if (it->waiters[i] == cookie) {
+			if (it->waiters[i].cookie == cookie && it->waiters[i].owner == owner) {
 				if (ret_index)
 					*ret_index = i;
 				return it;
@@ -492,7 +493,7 @@ int queue_add(struct queue *q, const struct queue_request *req, uint64_t now_ms,
 		return QUEUE_E_TOO_BIG;
 
 	queue_tick(q, now_ms);
-	if (find_waiter(q, req->cookie, NULL))
+	if (find_waiter(q, req->owner, req->cookie, NULL))
 		return QUEUE_E_COOKIE;
 
 	/* Past the orphan grace tick() has emptied the list, so nothing merges then. */
@@ -503,7 +504,7 @@ int queue_add(struct queue *q, const struct queue_request *req, uint64_t now_ms,
 			return QUEUE_E_WAITERS;
 		if (it->pub.n_waiters == it->waiters_cap) {
 			size_t cap = it->waiters_cap * 2;
-			uint64_t *w;
+			struct queue_waiter *w;
 			if (cap > q->cfg.max_waiters_per_item)
 				cap = q->cfg.max_waiters_per_item;
 			w = realloc(it->waiters, cap * sizeof(*w));
@@ -512,7 +513,8 @@ int queue_add(struct queue *q, const struct queue_request *req, uint64_t now_ms,
 			it->waiters = w;
 			it->waiters_cap = cap;
 		}
-		it->waiters[it->pub.n_waiters++] = req->cookie;
+		it->waiters[it->pub.n_waiters++] =
+		        (struct queue_waiter){.owner = req->owner, .cookie = req->cookie};
 		if (ret_id)
 			memcpy(ret_id, it->pub.id, QUEUE_ID_LEN + 1);
 		return QUEUE_ADD_MERGED;
@@ -606,15 +608,9 @@ int queue_decide(struct queue *q, const char *id, bool allow, enum queue_scope s
 	return 0;
 }
 
-int queue_cancel_waiter(struct queue *q, uint64_t cookie, uint64_t now_ms)
+/* Take waiter I off IT; the last one gone cancels IT. Returns 1 then, else 0. */
+static int drop_waiter(struct queue *q, struct qitem *it, size_t i, uint64_t now_ms)
 {
-	struct qitem *it;
-	size_t i;
-
-	queue_tick(q, now_ms);
-	it = find_waiter(q, cookie, &i);
-	if (!it)
-		return -ENOENT;
 	memmove(&it->waiters[i], &it->waiters[i + 1],
 	        (it->pub.n_waiters - i - 1) * sizeof(*it->waiters));
 	if (--it->pub.n_waiters > 0)
@@ -622,6 +618,34 @@ int queue_cancel_waiter(struct queue *q, uint64_t cookie, uint64_t now_ms)
 	set_reason(it, "the asker went away");
 	resolve(q, it, true, QUEUE_STATE_CANCELLED, "cancel", QUEUE_SCOPE_ONCE, now_ms);
 	return 1;
+}
+
+int queue_cancel_waiter(struct queue *q, uint32_t owner, uint64_t cookie, uint64_t now_ms)
+{
+	struct qitem *it;
+	size_t i;
+
+	queue_tick(q, now_ms);
+	it = find_waiter(q, owner, cookie, &i);
+	if (!it)
+		return -ENOENT;
+	return drop_waiter(q, it, i, now_ms);
+}
+
+int queue_cancel_owner(struct queue *q, uint32_t owner, uint64_t now_ms)
+{
+	int n = 0;
+
+	queue_tick(q, now_ms);
+	for (struct qitem *it = q->head, *next; it; it = next) {
+		next = it->next;
+		for (size_t i = it->pub.n_waiters; i-- > 0;)
+			if (it->waiters[i].owner == owner && drop_waiter(q, it, i, now_ms) == 1) {
+				n++;
+				break; /* cancelled: no waiter left */
+			}
+	}
+	return n;
 }
 
 int queue_cancel_sandbox(struct queue *q, const char *sandbox, const char *reason, uint64_t now_ms)
@@ -714,8 +738,8 @@ int queue_pop_resolution(struct queue *q, struct queue_resolution *ret)
 		q->res_tail = NULL;
 	*ret = (struct queue_resolution){
 	        .item = &r->owner->pub,
-	        .cookies = r->owner->waiters,
-	        .n_cookies = r->owner->pub.n_waiters,
+	        .waiters = r->owner->waiters,
+	        .n_waiters = r->owner->pub.n_waiters,
 	};
 	return 1;
 }

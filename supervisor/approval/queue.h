@@ -12,11 +12,15 @@
  *     the item is timed_out, decided_by "timeout". A timeout never applies ask_fallback.
  *   - cancelled: its last waiter went away (queue_cancel_waiter), or queue_cancel_sandbox.
  *
+ * Waiters. Whoever asks waits as a waiter: (owner, cookie), where the owner names who asks
+ * (an approvals source, approvals.h: an exec guard, egress, …) and the cookie is that owner's
+ * own 64-bit name of the waiter (a seccomp notification id, a connection's id …). A waiter is
+ * unique in the whole queue; owners need not coordinate their cookies.
+ *
  * Merging. Asks are identical when everything a person would be shown is identical: kind,
  * sandbox, project, summary, exe, argv, cwd, interpreter and uid (the pid may differ). An
- * identical ask from the same sandbox joins the pending item as one more waiter (an opaque
- * 64-bit cookie, e.g. the seccomp notification id) instead of making a new item; a decision
- * answers every waiter. Cookies must be unique among the waiters of the whole queue.
+ * identical ask from the same sandbox joins the pending item as one more waiter (of any
+ * owner) instead of making a new item; a decision answers every waiter.
  *
  * ask_fallback, when nobody can answer. The caller keeps the number of attached approvers
  * (tty, dashboard clients, CLI …) up to date with queue_set_approvers(). The queue is
@@ -36,7 +40,7 @@
  *     attaches within it keeps them pending.
  *
  * Output. Transitions are reported twice, to be drained after every call:
- *   - resolutions (queue_pop_resolution): a final state and the waiter cookies to answer;
+ *   - resolutions (queue_pop_resolution): a final state and the waiters to answer;
  *     also for cancelled items (with no cookies), so every removal has one;
  *   - events (queue_pop_event): ADDED (state pending) and REMOVED (final state), in the order
  *     they happened, for the audit log and the dashboard's SSE stream.
@@ -64,7 +68,7 @@
 #define QUEUE_E_FULL         (-ENOSPC) /* max_pending_total reached */
 #define QUEUE_E_WAITERS      (-EMLINK) /* max_waiters_per_item reached on the merged item */
 #define QUEUE_E_TOO_BIG      (-E2BIG)  /* the request's strings exceed max_item_bytes */
-#define QUEUE_E_COOKIE       (-EEXIST) /* the cookie already waits on an item */
+#define QUEUE_E_COOKIE       (-EEXIST) /* the waiter already waits on an item */
 
 enum queue_kind {
 	QUEUE_KIND_EXEC,     /* kernel-intercepted execve */
@@ -126,7 +130,14 @@ struct queue_request {
 	int64_t pid;             /* -1: unknown */
 	int64_t uid;             /* -1: unknown */
 	bool allowlist_matched;  /* an allow rule matched: what ask_fallback=allowlist needs */
-	uint64_t cookie;         /* the waiter */
+	uint32_t owner;          /* the waiter: its owner … */
+	uint64_t cookie;         /* … and the owner's name for it */
+};
+
+/* One waiter of an item (see "Waiters" above). */
+struct queue_waiter {
+	uint32_t owner;
+	uint64_t cookie;
 };
 
 /* A queue item, read-only for callers. Request fields never change; the outcome fields are
@@ -184,10 +195,14 @@ int queue_add(struct queue *q, const struct queue_request *req, uint64_t now_ms,
 int queue_decide(struct queue *q, const char *id, bool allow, enum queue_scope scope,
                  const char *by, const char *reason, uint64_t now_ms);
 
-/* The waiter COOKIE went away (its process died, its client disconnected). Returns 0 when its
- * item stays pending for other waiters, 1 when it was the last and the item is now cancelled,
- * -ENOENT when no pending item has that waiter. */
-int queue_cancel_waiter(struct queue *q, uint64_t cookie, uint64_t now_ms);
+/* The waiter (OWNER, COOKIE) went away (its process died, its client disconnected). Returns 0
+ * when its item stays pending for other waiters, 1 when it was the last and the item is now
+ * cancelled, -ENOENT when no pending item has that waiter. */
+int queue_cancel_waiter(struct queue *q, uint32_t owner, uint64_t cookie, uint64_t now_ms);
+
+/* Every waiter of OWNER went away (it stopped asking): as queue_cancel_waiter for each. Never
+ * fails; returns how many items were cancelled. */
+int queue_cancel_owner(struct queue *q, uint32_t owner, uint64_t now_ms);
 
 /* Cancel every pending item of SANDBOX (it stopped); their waiters appear in the
  * resolutions. REASON (NULL: "the sandbox stopped") is cut at 127 bytes, so this never fails.
@@ -223,9 +238,9 @@ const struct queue_item *queue_lookup(const struct queue *q, const char *id);
 const struct queue_item *queue_recent(const struct queue *q, size_t i);
 
 struct queue_resolution {
-	const struct queue_item *item; /* final state, decided_by, reason, scope */
-	const uint64_t *cookies;       /* the waiters to answer */
-	size_t n_cookies;
+	const struct queue_item *item;      /* final state, decided_by, reason, scope */
+	const struct queue_waiter *waiters; /* the waiters to answer */
+	size_t n_waiters;
 };
 
 enum queue_event_type {

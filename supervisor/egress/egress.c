@@ -279,7 +279,7 @@ static void on_closed(void *userdata, struct proxy_conn *conn, const struct prox
 
 	/* A held connection whose client left: its ask has nobody to answer any more. */
 	if (h) {
-		if (queue_cancel_waiter(hub_queue(eg->hub), h->cookie, loop_now_ms()) >= 0)
+		if (queue_cancel_waiter(hub_queue(eg->hub), 0, h->cookie, loop_now_ms()) >= 0)
 			drain_soon(eg);
 		free(h);
 	}
@@ -361,8 +361,8 @@ void egress_on_resolution(struct egress *eg, const struct queue_resolution *res)
 		reason = "Request timed out waiting for approval";
 	else if (!allow && res->item->state == QUEUE_STATE_CANCELLED)
 		reason = res->item->reason;
-	for (size_t i = 0; i < res->n_cookies; i++) {
-		struct held *h = held_take(eg, res->cookies[i]);
+	for (size_t i = 0; i < res->n_waiters; i++) {
+		struct held *h = held_take(eg, res->waiters[i].cookie);
 
 		if (!h)
 			continue;

@@ -276,8 +276,8 @@ void exec_guard_on_resolution(struct exec_guard *eg, const struct queue_resoluti
 {
 	bool allow = res->item->state == QUEUE_STATE_APPROVED;
 
-	for (size_t i = 0; i < res->n_cookies; i++) {
-		struct pending_exec *p = pending_find(eg, res->cookies[i]);
+	for (size_t i = 0; i < res->n_waiters; i++) {
+		struct pending_exec *p = pending_find(eg, res->waiters[i].cookie);
 
 		if (!p)
 			continue;
@@ -302,7 +302,7 @@ uint64_t exec_guard_tick(struct exec_guard *eg, uint64_t now_ms)
 			uint64_t cookie = eg->pending[i].cookie;
 
 			if (notifier_id_valid(eg->notifier, cookie) == 0) {
-				queue_cancel_waiter(eg->queue, cookie, now_ms);
+				queue_cancel_waiter(eg->queue, 0, cookie, now_ms);
 				if (eg->n_pending > i && eg->pending[i].cookie == cookie)
 					pending_remove(eg, &eg->pending[i]);
 				continue;
@@ -718,7 +718,7 @@ void exec_guard_free(struct exec_guard *eg)
 		return;
 	/* Whatever still waits is cancelled; closing the listener fails its syscalls. */
 	for (size_t i = 0; i < eg->n_pending; i++) {
-		queue_cancel_waiter(eg->queue, eg->pending[i].cookie, loop_now_ms());
+		queue_cancel_waiter(eg->queue, 0, eg->pending[i].cookie, loop_now_ms());
 		free(eg->pending[i].session_key);
 	}
 	free(eg->pending);

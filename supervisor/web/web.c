@@ -1359,7 +1359,7 @@ static void on_call_gone(void *userdata, struct http_exchange *ex)
 			abandon_run(c->rc);
 		return;
 	}
-	if (queue_cancel_waiter(c->web->queue, c->cookie, loop_now_ms()) >= 0)
+	if (queue_cancel_waiter(c->web->queue, 0, c->cookie, loop_now_ms()) >= 0)
 		changed(c->web);
 	call_free(c);
 }
@@ -1555,10 +1555,10 @@ void web_on_resolution(struct web *web, const struct queue_resolution *res)
 
 	if (!web || it->kind != QUEUE_KIND_HOSTEXEC)
 		return;
-	for (size_t i = 0; i < res->n_cookies; i++) {
+	for (size_t i = 0; i < res->n_waiters; i++) {
 		struct hostexec_call *c;
 
-		for (c = web->calls; c && c->cookie != res->cookies[i]; c = c->next)
+		for (c = web->calls; c && c->cookie != res->waiters[i].cookie; c = c->next)
 			;
 		if (!c || c->running)
 			continue;

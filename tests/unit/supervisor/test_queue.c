@@ -85,9 +85,9 @@ static void expect_resolution(struct queue *q, const char *id, enum queue_state 
 	assert_int_equal(res.item->state, state);
 	assert_string_equal(res.item->decided_by, by);
 	assert_non_null(res.item->reason);
-	assert_int_equal(res.n_cookies, n);
+	assert_int_equal(res.n_waiters, n);
 	for (size_t i = 0; i < n; i++)
-		assert_int_equal(res.cookies[i], cookies[i]);
+		assert_int_equal(res.waiters[i].cookie, cookies[i]);
 	queue_resolution_release(&res);
 }
 
@@ -129,8 +129,8 @@ static void test_a_decision_answers_the_waiter(void **state)
 		assert_string_equal(res.item->reason, cases[i].want_reason);
 		assert_int_equal(res.item->created_ms, 1000);
 		assert_int_equal(res.item->decided_ms, 2500);
-		assert_int_equal(res.n_cookies, 1);
-		assert_memory_equal(res.cookies, &cookie, sizeof(cookie));
+		assert_int_equal(res.n_waiters, 1);
+		assert_int_equal(res.waiters[0].cookie, cookie);
 		queue_resolution_release(&res);
 		assert_int_equal(queue_pop_resolution(q, &res), 0);
 		drain(q);
@@ -238,17 +238,57 @@ static void test_cancelling_the_last_waiter_cancels_the_item(void **state)
 
 	assert_int_equal(queue_add(q, &a, 0, id), QUEUE_ADD_NEW);
 	assert_int_equal(queue_add(q, &b, 0, NULL), QUEUE_ADD_MERGED);
-	assert_int_equal(queue_cancel_waiter(q, 7, 5), 0);
+	assert_int_equal(queue_cancel_waiter(q, 0, 7, 5), 0);
 	assert_int_equal(queue_find(q, id)->n_waiters, 1);
 	assert_int_equal(queue_pop_resolution(q, &res), 0);
-	assert_int_equal(queue_cancel_waiter(q, 7, 6), -ENOENT);
-	assert_int_equal(queue_cancel_waiter(q, 8, 7), 1);
+	assert_int_equal(queue_cancel_waiter(q, 0, 7, 6), -ENOENT);
+	assert_int_equal(queue_cancel_waiter(q, 0, 8, 7), 1);
 	assert_null(queue_find(q, id));
 	assert_int_equal(queue_count(q), 0);
 	expect_resolution(q, id, QUEUE_STATE_CANCELLED, "cancel", NULL, 0);
-	assert_int_equal(queue_cancel_waiter(q, 8, 8), -ENOENT);
+	assert_int_equal(queue_cancel_waiter(q, 0, 8, 8), -ENOENT);
 	/* Decided elsewhere after the cancel: harmless. */
 	assert_int_equal(queue_decide(q, id, true, QUEUE_SCOPE_ONCE, "web", NULL, 9), -EALREADY);
+	drain(q);
+	queue_free(q);
+}
+
+/* Waiters are (owner, cookie): two owners may use the same cookie, each is answered as its
+ * own, and an owner that stops asking takes only its own waiters away. */
+static void test_waiters_are_keyed_by_owner_and_cookie(void **state)
+{
+	struct queue *q = new_queue(1);
+	struct queue_request a = exec_req("sb", 5), b = exec_req("sb", 5), c = exec_req("sb", 6),
+	                     d = exec_req("sb", 7);
+	char id[QUEUE_ID_LEN + 1], id_d[QUEUE_ID_LEN + 1];
+	struct queue_resolution res;
+
+	a.owner = 1;
+	b.owner = 2;
+	c.owner = 1;
+	d.owner = 1;
+	d.summary = "another";
+	assert_int_equal(queue_add(q, &a, 0, id), QUEUE_ADD_NEW);
+	assert_int_equal(queue_add(q, &b, 0, NULL), QUEUE_ADD_MERGED);
+	assert_int_equal(queue_add(q, &c, 0, NULL), QUEUE_ADD_MERGED);
+	assert_int_equal(queue_add(q, &d, 0, id_d), QUEUE_ADD_NEW);
+	/* The same waiter twice is refused, whatever the item. */
+	b.summary = "other";
+	assert_int_equal(queue_add(q, &b, 0, NULL), QUEUE_E_COOKIE);
+	assert_int_equal(queue_find(q, id)->n_waiters, 3);
+	/* Owner 1 goes: its two waiters on the first item and the second item with them. */
+	assert_int_equal(queue_cancel_owner(q, 1, 1), 1);
+	assert_null(queue_find(q, id_d));
+	expect_resolution(q, id_d, QUEUE_STATE_CANCELLED, "cancel", NULL, 0);
+	assert_int_equal(queue_find(q, id)->n_waiters, 1);
+	assert_int_equal(queue_cancel_waiter(q, 1, 5, 2), -ENOENT);
+	assert_int_equal(queue_decide(q, id, true, QUEUE_SCOPE_ONCE, "web", NULL, 3), 0);
+	assert_int_equal(queue_pop_resolution(q, &res), 1);
+	assert_int_equal(res.n_waiters, 1);
+	assert_int_equal(res.waiters[0].owner, 2);
+	assert_int_equal(res.waiters[0].cookie, 5);
+	queue_resolution_release(&res);
+	assert_int_equal(queue_cancel_owner(q, 2, 4), 0);
 	drain(q);
 	queue_free(q);
 }
@@ -262,7 +302,7 @@ static void test_a_decision_answers_the_remaining_waiters_only(void **state)
 
 	for (int i = 0; i < 3; i++)
 		assert_true(queue_add(q, &r[i], 0, id) >= 0);
-	assert_int_equal(queue_cancel_waiter(q, 2, 1), 0);
+	assert_int_equal(queue_cancel_waiter(q, 0, 2, 1), 0);
 	assert_int_equal(queue_decide(q, id, false, QUEUE_SCOPE_ONCE, "cli", NULL, 2), 0);
 	expect_resolution(q, id, QUEUE_STATE_DENIED, "cli", left, 2);
 	drain(q);
@@ -303,8 +343,8 @@ static void test_timeout_happens_at_the_deadline_not_before(void **state)
 		assert_int_equal(res.item->state, QUEUE_STATE_TIMED_OUT);
 		assert_string_equal(res.item->decided_by, "timeout");
 		assert_string_equal(res.item->reason, cases[i].reason);
-		assert_int_equal(res.n_cookies, 1);
-		assert_memory_equal(res.cookies, &cookie, sizeof(cookie));
+		assert_int_equal(res.n_waiters, 1);
+		assert_int_equal(res.waiters[0].cookie, cookie);
 		queue_resolution_release(&res);
 		drain(q);
 		queue_free(q);
@@ -526,8 +566,8 @@ static void test_fallback_applies_only_when_nobody_can_answer(void **state)
 			assert_string_equal(res.item->decided_by, "fallback");
 			assert_non_null(strstr(res.item->reason,
 			                       queue_fallback_to_string(cases[i].fallback)));
-			assert_int_equal(res.n_cookies, 1);
-			assert_int_equal(res.cookies[0], 77);
+			assert_int_equal(res.n_waiters, 1);
+			assert_int_equal(res.waiters[0].cookie, 77);
 			queue_resolution_release(&res);
 			/* The audit log sees the ask and its outcome. */
 			assert_int_equal(queue_pop_event(q, &ev), 1);
@@ -716,7 +756,7 @@ static void test_events_come_out_in_order(void **state)
 	assert_int_equal(queue_add(q, &r[1], 1, ids[1]), QUEUE_ADD_NEW);
 	assert_int_equal(queue_decide(q, ids[1], true, QUEUE_SCOPE_ONCE, "web", NULL, 2), 0);
 	assert_int_equal(queue_add(q, &r[2], 3, ids[2]), QUEUE_ADD_NEW);
-	assert_int_equal(queue_cancel_waiter(q, 3, 4), 1);
+	assert_int_equal(queue_cancel_waiter(q, 0, 3, 4), 1);
 	assert_int_equal(queue_tick(q, 5 * MIN), 1);
 
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -828,8 +868,8 @@ static void test_cancel_sandbox_answers_its_waiters_only(void **state)
 	assert_int_equal(queue_pop_resolution(q, &res), 1);
 	assert_int_equal(res.item->state, QUEUE_STATE_CANCELLED);
 	assert_string_equal(res.item->reason, "sandbox a stopped");
-	assert_int_equal(res.n_cookies, 1);
-	assert_int_equal(res.cookies[0], 1);
+	assert_int_equal(res.n_waiters, 1);
+	assert_int_equal(res.waiters[0].cookie, 1);
 	queue_resolution_release(&res);
 	expect_resolution(q, NULL, QUEUE_STATE_CANCELLED, "cancel", (const uint64_t[]){2}, 1);
 	drain(q);
@@ -890,6 +930,7 @@ int main(void)
 	        cmocka_unit_test(test_asks_that_differ_in_what_is_shown_do_not_merge),
 	        cmocka_unit_test(test_cancelling_the_last_waiter_cancels_the_item),
 	        cmocka_unit_test(test_a_decision_answers_the_remaining_waiters_only),
+	        cmocka_unit_test(test_waiters_are_keyed_by_owner_and_cookie),
 	        cmocka_unit_test(test_timeout_happens_at_the_deadline_not_before),
 	        cmocka_unit_test(test_a_decision_at_the_deadline_is_too_late),
 	        cmocka_unit_test(test_configured_timeouts_and_no_timeout),

@@ -566,7 +566,7 @@ static void test_decided_elsewhere_removes_the_prompt_and_the_next_follows(void 
 	expect_output(&p, &at, "command: third cmd");
 
 	/* The third is cancelled (its process died): notice, and the session ends. */
-	assert_int_equal(queue_cancel_waiter(q, 3, 4), 1);
+	assert_int_equal(queue_cancel_waiter(q, 0, 3, 4), 1);
 	assert_int_equal(tty_approver_sync(ta, q, 4), 0);
 	expect_output(&p, &at, "cancelled by cancel");
 	assert_false(tty_approver_active(ta));
