@@ -29,6 +29,7 @@
 #include "base/error.h"
 #include "supervisor/web/api_info.h"
 #include "supervisor/approval/audit.h"
+#include "supervisor/approval/audit_log.h"
 #include "supervisor/approval/audit_limit.h"
 #include "supervisor/cli_policy.h"
 #include "supervisor/policy/config.h"
@@ -362,7 +363,7 @@ static int on_backstop_event(const struct backstop_event *ev, void *userdata)
 	                                                   : "FAILED to kill";
 	char reason[256];
 	struct audit_record rec = {
-	        .time_ms = hub_wall_ms(),
+	        .time_ms = audit_log_now_ms(),
 	        .sandbox = run->sandbox_name,
 	        .project = run->opt.project,
 	        .kind = "exec",
@@ -1109,7 +1110,7 @@ static int start(struct run *run)
 	r = loop_new(&run->loop);
 	if (r < 0)
 		return r;
-	run->started_wall_ms = hub_wall_ms();
+	run->started_wall_ms = audit_log_now_ms();
 	{
 		struct hub_options ho = {
 		        .config = run->config,

@@ -15,6 +15,7 @@
 #include "oci/oci_agent.h"
 #include "oci/oci_hook_server.h"
 #include "supervisor/approval/audit_limit.h"
+#include "supervisor/approval/audit_log.h"
 #include "supervisor/cli_policy.h"
 #include "supervisor/egress/egress.h"
 #include "supervisor/exec/exec_guard.h"
@@ -102,7 +103,7 @@ static void audit_shim(struct serve *sv, const struct shim_call_info *info,
 {
 	const struct cl_exec_request *rq = info->request;
 	struct audit_record rec = {
-	        .time_ms = hub_wall_ms(),
+	        .time_ms = audit_log_now_ms(),
 	        .sandbox = sv->opt.name,
 	        .project = sv->opt.project,
 	        .kind = "shim",
@@ -868,7 +869,7 @@ int serve_main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return CLI_EXIT_CONFIG;
 	}
-	sv.started_wall_ms = hub_wall_ms();
+	sv.started_wall_ms = audit_log_now_ms();
 	r = loop_new(&sv.loop);
 	if (r >= 0) {
 		struct hub_options ho = {

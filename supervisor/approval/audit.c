@@ -1,7 +1,5 @@
-/* The audit log (see audit.h): a pure formatter and a thin writer. */
+/* The audit log's lines (see audit.h): a pure formatter. */
 #include "supervisor/approval/audit.h"
-
-#include "base/dirs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -431,62 +429,4 @@ int audit_format_line(const struct audit_record *rec, char **ret_line)
 	}
 	*ret_line = b.s;
 	return 0;
-}
-
-int audit_log_path(const char *xdg_state_home, const char *home, char **ret_path)
-{
-	char *path = NULL;
-	int r;
-
-	/* The XDG spec says relative values are invalid and must be ignored. */
-	if (xdg_state_home && xdg_state_home[0] == '/')
-		r = asprintf(&path, "%s/cloister/audit.log", xdg_state_home);
-	else if (home && home[0] == '/')
-		r = asprintf(&path, "%s/.local/share/cloister/audit.log", home);
-	else
-		return -ENOENT;
-	if (r < 0)
-		return -ENOMEM;
-	*ret_path = path;
-	return 0;
-}
-
-int audit_log_open(const char *path, int *ret_fd)
-{
-	_cleanup_close_ int fd = -EBADF;
-	struct stat st;
-	int r;
-
-	if (!path || path[0] != '/')
-		return -EINVAL;
-	r = dirs_make_parent(path, 0700);
-	if (r < 0)
-		return r;
-	/* O_NONBLOCK: a FIFO planted at the path must not block the open; refused below. */
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
-	if (fd < 0)
-		return errno == ENXIO ? -EINVAL : -errno; /* ENXIO: a FIFO without a reader */
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) < 0)
-		return -errno;
-	if (fcntl(fd, F_SETFL, O_APPEND) < 0)
-		return -errno;
-	*ret_fd = TAKE_FD(fd);
-	return 0;
-}
-
-int audit_log_write(int fd, const char *line)
-{
-	size_t len = strlen(line);
-	ssize_t n;
-
-	do
-		n = write(fd, line, len);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EIO;
 }

@@ -26,10 +26,7 @@
  * A record of SUPPRESSED lines (audit_limit.h) has verdict "suppressed", kind "audit" and
  * ends in "suppressed":N.
  *
- * The formatter is pure; the writer is a thin shell: audit_log_path() resolves the path from
- * environment values the caller passes, audit_log_open() creates the directories (0700) and
- * the file (0600, O_APPEND), audit_log_write() appends a line with one write(2), so lines of
- * concurrent writers never interleave. */
+ * Pure: the file and the writer on the loop are audit_log.h's. */
 #ifndef CLOISTER_AUDIT_H
 #define CLOISTER_AUDIT_H
 
@@ -109,19 +106,5 @@ void audit_format_time(uint64_t time_ms, char buf[static 32]);
 /* The record as one JSON line ending in "\n", malloc'd to *ret_line. -ENOMEM, or -EINVAL for
  * an unknown verdict. */
 int audit_format_line(const struct audit_record *rec, char **ret_line);
-
-/* The log path from environment values (NULL when unset): XDG_STATE_HOME, if set and
- * absolute, gives $XDG_STATE_HOME/cloister/audit.log; otherwise HOME (absolute) gives
- * $HOME/.local/share/cloister/audit.log, Cloister's default log.file. -ENOENT when neither
- * is usable. *ret_path is malloc'd. */
-int audit_log_path(const char *xdg_state_home, const char *home, char **ret_path);
-
-/* Open PATH for appending (O_WRONLY|O_APPEND|O_CREAT|O_CLOEXEC|O_NOFOLLOW, mode 0600; an
- * existing file is narrowed to 0600), creating missing parent directories with mode 0700.
- * Refuses a symlink (-ELOOP) and anything but a regular file (-EINVAL). *ret_fd on success. */
-int audit_log_open(const char *path, int *ret_fd);
-
-/* Append LINE (as from audit_format_line) with one write(2). -EIO on a short write. */
-int audit_log_write(int fd, const char *line);
 
 #endif

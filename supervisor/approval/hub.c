@@ -13,7 +13,7 @@
 
 #include "base/cleanup.h"
 #include "supervisor/web/api_info.h"
-#include "supervisor/approval/audit_limit.h"
+#include "supervisor/approval/audit_log.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/decisions.h"
 #include "supervisor/policy/domain.h"
@@ -46,13 +46,7 @@ struct hub {
 	void *drained_userdata;
 	hub_tick_fn tick_fn;
 	void *tick_userdata;
-	int audit_fd;
-	struct audit_limit *audit_limit; /* automatic verdicts; NULL: every line is written */
-	struct audit_limit *ask_limit;   /* asks no person decided (audit.h), same rate */
-	struct audit_limit_config audit_rate;
-	struct loop_timer *audit_lift; /* when the next suppressed count is due */
-	char *audit_path;
-	char *audit_dir;
+	struct audit_log *audit;
 	char *api_info_path;
 	unsigned local_approvers;
 	unsigned web_clients;
@@ -64,134 +58,16 @@ struct hub {
 	char listen_addr[3][64];
 };
 
-uint64_t hub_wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* ---- audit ------------------------------------------------------------------------------- */
-
-static void write_audit(struct hub *hub, const struct audit_record *rec)
-{
-	_cleanup_free_ char *line = NULL;
-
-	if (hub->audit_fd < 0)
-		return;
-	if (audit_format_line(rec, &line) < 0 || audit_log_write(hub->audit_fd, line) < 0) {
-		say("audit log: write failed; further lines are lost");
-		cl_closep(&hub->audit_fd);
-		hub->audit_fd = -EBADF;
-		return;
-	}
-	web_on_audit_line(hub->web, rec->sandbox, line, strlen(line));
-}
-
-/* Write the counts of automatic lines left out that are due at NOW (ALL: every one). */
-static void write_suppressed(struct hub *hub, uint64_t now, bool all)
-{
-	struct audit_limit_report rep;
-	struct audit_limit *limits[] = {hub->audit_limit, hub->ask_limit};
-
-	for (size_t i = 0; i < ELEMENTSOF(limits); i++)
-		while (limits[i] && audit_limit_pop_due(limits[i], now, all, &rep) == 1) {
-			char reason[256];
-			struct audit_record rec = {
-			        .time_ms = hub_wall_ms(),
-			        .sandbox = rep.sandbox,
-			        .kind = "audit",
-			        .pid = -1,
-			        .uid = -1,
-			        .verdict = AUDIT_SUPPRESSED,
-			        .latency_ms = -1,
-			        .reason = reason,
-			        .suppressed = (int64_t)rep.count,
-			};
-
-			snprintf(reason, sizeof(reason),
-			         "%llu %s lines not written in %.1f s: over the audit rate of %u "
-			         "lines a second (burst %u)",
-			         (unsigned long long)rep.count,
-			         i == 0 ? "automatic" : "unanswered ask",
-			         (double)(rep.last_ms - rep.first_ms) / 1000.0,
-			         hub->audit_rate.rate, hub->audit_rate.burst);
-			write_audit(hub, &rec);
-		}
-}
-
-static int on_audit_lift(struct loop *loop, void *userdata);
-
-static void schedule_lift(struct hub *hub)
-{
-	uint64_t due = hub->audit_limit ? audit_limit_next_due(hub->audit_limit) : UINT64_MAX;
-	uint64_t ask_due = hub->ask_limit ? audit_limit_next_due(hub->ask_limit) : UINT64_MAX;
-
-	if (ask_due < due)
-		due = ask_due;
-
-	if (hub->audit_lift || due == UINT64_MAX || hub->freeing)
-		return;
-	if (loop_add_timer(hub->loop, due, on_audit_lift, hub, &hub->audit_lift) < 0)
-		hub->audit_lift = NULL; /* written with the next line, or at the end */
-}
-
-static int on_audit_lift(struct loop *loop, void *userdata)
+static void on_audit_line(void *userdata, const char *sandbox, const char *line, size_t len)
 {
 	struct hub *hub = userdata;
 
-	hub->audit_lift = NULL;
-	write_suppressed(hub, loop_now_ms(), false);
-	schedule_lift(hub);
-	return 0;
+	web_on_audit_line(hub->web, sandbox, line, len);
 }
 
 void hub_audit(struct hub *hub, const struct audit_record *rec)
 {
-	if (hub->audit_fd < 0)
-		return;
-	struct audit_limit *limit = rec->automatic        ? hub->audit_limit
-	                            : rec->unanswered_ask ? hub->ask_limit
-	                                                  : NULL;
-
-	if (limit) {
-		uint64_t now = loop_now_ms();
-
-		/* A count that is due comes before the lines after it. */
-		write_suppressed(hub, now, false);
-		if (!audit_limit_take(limit, rec->sandbox, now)) {
-			schedule_lift(hub);
-			return;
-		}
-	}
-	write_audit(hub, rec);
-}
-
-static void setup_audit(struct hub *hub)
-{
-	_cleanup_free_ char *path = NULL;
-	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-	struct stat st;
-	int r;
-
-	/* $XDG_STATE_HOME may be created (the XDG spec says so); a home directory that is not
-	 * there is not ours to create. */
-	r = audit_log_path(state, home, &path);
-	if (r >= 0 && !(state && state[0] == '/') &&
-	    (!home || stat(home, &st) < 0 || !S_ISDIR(st.st_mode)))
-		r = -ENOENT;
-	if (r >= 0)
-		r = audit_log_open(path, &hub->audit_fd);
-	if (r >= 0) {
-		hub->audit_path = strdup(path);
-		hub->audit_dir = strdup(path);
-		if (hub->audit_dir && strrchr(hub->audit_dir, '/'))
-			*strrchr(hub->audit_dir, '/') = '\0';
-	}
-	if (r < 0)
-		say("audit log %s unavailable (%s); continuing without it",
-		    path ? path : "(no HOME)", strerror(-r));
+	audit_log_record(hub->audit, rec);
 }
 
 /* ---- the queue --------------------------------------------------------------------------- */
@@ -246,7 +122,7 @@ void hub_drain(struct hub *hub)
 		while (queue_pop_event(hub->queue, &ev) == 1) {
 			struct audit_record rec;
 
-			audit_record_from_queue_event(&ev, hub_wall_ms(), &rec);
+			audit_record_from_queue_event(&ev, audit_log_now_ms(), &rec);
 			hub_audit(hub, &rec);
 			if (ev.type == QUEUE_EVENT_REMOVED) {
 				metrics_count_decision(
@@ -532,7 +408,7 @@ static int setup_web(struct hub *hub)
 	        .port_fallback = true,
 	        .api_token = hub->api_token,
 	        .config = hub->opt.config,
-	        .audit_path = hub->audit_path,
+	        .audit_path = audit_log_file(hub->audit),
 	};
 	const char *defaults[3] = {"127.0.0.1:9999", "127.0.0.1:9997", "127.0.0.1:9998"};
 	struct web_listen *ls[3] = {&wc.approval, &wc.tokens, &wc.request};
@@ -625,13 +501,6 @@ int hub_new(struct loop *loop, const struct hub_options *opts, const struct hub_
 	hub->opt = *opts;
 	hub->owner = ops;
 	hub->owner_userdata = userdata;
-	hub->audit_fd = -EBADF;
-	hub->audit_rate = (struct audit_limit_config){
-	        .rate = opts->audit_rate < 0    ? 0
-	                : opts->audit_rate == 0 ? AUDIT_LIMIT_RATE
-	                                        : (uint32_t)opts->audit_rate,
-	        .burst = opts->audit_burst > 0 ? (uint32_t)opts->audit_burst : AUDIT_LIMIT_BURST,
-	};
 
 	queue_config_init(&qc);
 	if (opts->exec_timeout_ms)
@@ -651,15 +520,17 @@ int hub_new(struct loop *loop, const struct hub_options *opts, const struct hub_
 	r = queue_new(&qc, &hub->queue);
 	if (r >= 0)
 		r = tokens_new(&hub->tokens);
-	if (r >= 0 && hub->audit_rate.rate)
-		r = audit_limit_new(&hub->audit_rate, &hub->audit_limit);
-	if (r >= 0 && hub->audit_rate.rate)
-		r = audit_limit_new(&hub->audit_rate, &hub->ask_limit);
+	if (r >= 0) {
+		struct audit_log_options ao = {.rate = opts->audit_rate,
+		                               .burst = opts->audit_burst};
+
+		r = audit_log_new(loop, &ao, &hub->audit);
+	}
 	if (r < 0) {
 		hub_free(hub);
 		return r;
 	}
-	setup_audit(hub);
+	audit_log_set_sink(hub->audit, on_audit_line, hub);
 	if (!opts->no_web) {
 		r = setup_web(hub);
 		if (r < 0) {
@@ -682,14 +553,7 @@ void hub_free(struct hub *hub)
 	hub->tick = NULL;
 	/* Every count still pending, while the log and its streams are there; what comes later
 	 * is written whole. */
-	if (hub->audit_lift)
-		loop_cancel_timer(hub->loop, hub->audit_lift);
-	hub->audit_lift = NULL;
-	write_suppressed(hub, UINT64_MAX, true);
-	audit_limit_free(hub->audit_limit);
-	hub->audit_limit = NULL;
-	audit_limit_free(hub->ask_limit);
-	hub->ask_limit = NULL;
+	audit_log_flush(hub->audit);
 	/* Jobs first: their callbacks point into web's calls. */
 	executor_free(hub->executor);
 	web_free(hub->web);
@@ -700,9 +564,7 @@ void hub_free(struct hub *hub)
 	free(hub->api_info_path);
 	explicit_bzero(hub->api_token, sizeof(hub->api_token));
 	explicit_bzero(hub->cloister_token, sizeof(hub->cloister_token));
-	cl_closep(&hub->audit_fd);
-	free(hub->audit_path);
-	free(hub->audit_dir);
+	audit_log_free(hub->audit);
 	free(hub);
 }
 
@@ -726,14 +588,9 @@ struct web *hub_web(struct hub *hub)
 	return hub->web;
 }
 
-const char *hub_audit_path(const struct hub *hub)
-{
-	return hub->audit_path;
-}
-
 const char *hub_audit_dir(const struct hub *hub)
 {
-	return hub->audit_dir;
+	return audit_log_dir(hub->audit);
 }
 
 const char *hub_cloister_token(const struct hub *hub)

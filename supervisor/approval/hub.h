@@ -75,8 +75,7 @@ struct queue *hub_queue(struct hub *hub);
 struct metrics *hub_metrics(struct hub *hub);
 struct tokens *hub_tokens(struct hub *hub);
 struct web *hub_web(struct hub *hub);
-/* The audit log's path and directory, or NULL when there is none. */
-const char *hub_audit_path(const struct hub *hub);
+/* The audit log's directory, or NULL when there is none. */
 const char *hub_audit_dir(const struct hub *hub);
 /* This run's cloister token (registered for the request server), hex. */
 const char *hub_cloister_token(const struct hub *hub);
@@ -99,8 +98,5 @@ void hub_audit(struct hub *hub, const struct audit_record *rec);
 
 /* People who can answer besides the dashboards (a terminal: 1). */
 void hub_set_local_approvers(struct hub *hub, unsigned count);
-
-/* Wall-clock milliseconds since the epoch. */
-uint64_t hub_wall_ms(void);
 
 #endif

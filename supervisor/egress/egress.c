@@ -19,6 +19,7 @@
 #include "notifier/target.h"
 #include "base/cleanup.h"
 #include "supervisor/approval/audit.h"
+#include "supervisor/approval/audit_log.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/domain.h"
 #include "supervisor/approval/hub.h"
@@ -121,7 +122,7 @@ static void audit_conn(struct egress *eg, const struct proxy_conn_info *info, co
                        const struct proxy_stats *stats)
 {
 	struct audit_record rec = {
-	        .time_ms = hub_wall_ms(),
+	        .time_ms = audit_log_now_ms(),
 	        .sandbox = info->sandbox,
 	        .project = info->project,
 	        .kind = "domain",

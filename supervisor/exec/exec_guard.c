@@ -19,6 +19,7 @@
 #include "notifier/view.h"
 #include "base/cleanup.h"
 #include "supervisor/approval/audit.h"
+#include "supervisor/approval/audit_log.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/exec/deny_ids.h"
 #include "supervisor/policy/exec_decision.h"
@@ -111,7 +112,7 @@ static void audit_verdict(struct exec_guard *eg, const struct exec_target *t, co
 {
 	char rule[1024];
 	struct audit_record rec = {
-	        .time_ms = hub_wall_ms(),
+	        .time_ms = audit_log_now_ms(),
 	        .sandbox = eg->name,
 	        .project = eg->project,
 	        .kind = "exec",
@@ -410,7 +411,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	if (r < 0) {
 		/* A denial like any other: it goes to the audit log too. */
 		struct audit_record rec = {
-		        .time_ms = hub_wall_ms(),
+		        .time_ms = audit_log_now_ms(),
 		        .sandbox = eg->name,
 		        .project = eg->project,
 		        .kind = "exec",

@@ -17,6 +17,7 @@
 #include <cjson/cJSON.h>
 
 #include "supervisor/approval/audit.h"
+#include "supervisor/approval/audit_log.h"
 
 /* 2026-11-22T01:56:07.123Z */
 #define T0 1795312567123ULL

@@ -1,0 +1,294 @@
+/* The audit log's file and writer; see audit_log.h. */
+#include "supervisor/approval/audit_log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/dirs.h"
+#include "base/loop.h"
+#include "base/say.h"
+#include "supervisor/approval/audit.h"
+#include "supervisor/approval/audit_limit.h"
+
+/* ---- the file --------------------------------------------------------------------------- */
+
+int audit_log_path(const char *xdg_state_home, const char *home, char **ret_path)
+{
+	char *path = NULL;
+	int r;
+
+	/* The XDG spec says relative values are invalid and must be ignored. */
+	if (xdg_state_home && xdg_state_home[0] == '/')
+		r = asprintf(&path, "%s/cloister/audit.log", xdg_state_home);
+	else if (home && home[0] == '/')
+		r = asprintf(&path, "%s/.local/share/cloister/audit.log", home);
+	else
+		return -ENOENT;
+	if (r < 0)
+		return -ENOMEM;
+	*ret_path = path;
+	return 0;
+}
+
+int audit_log_open(const char *path, int *ret_fd)
+{
+	_cleanup_close_ int fd = -EBADF;
+	struct stat st;
+	int r;
+
+	if (!path || path[0] != '/')
+		return -EINVAL;
+	r = dirs_make_parent(path, 0700);
+	if (r < 0)
+		return r;
+	/* O_NONBLOCK: a FIFO planted at the path must not block the open; refused below. */
+	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+	if (fd < 0)
+		return errno == ENXIO ? -EINVAL : -errno; /* ENXIO: a FIFO without a reader */
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) < 0)
+		return -errno;
+	if (fcntl(fd, F_SETFL, O_APPEND) < 0)
+		return -errno;
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+int audit_log_write(int fd, const char *line)
+{
+	size_t len = strlen(line);
+	ssize_t n;
+
+	do
+		n = write(fd, line, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+/* ---- the writer ------------------------------------------------------------------------- */
+
+struct audit_log {
+	struct loop *loop;
+	int fd;
+	char *path;
+	char *dir;
+	struct audit_limit *automatic; /* automatic verdicts; NULL: every line is written */
+	struct audit_limit *asks;      /* asks no person decided, same rate */
+	struct audit_limit_config rate;
+	struct loop_timer *lift; /* when the next suppressed count is due */
+	bool freeing;
+	audit_log_sink_fn sink;
+	void *sink_userdata;
+};
+
+uint64_t audit_log_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void write_line(struct audit_log *log, const struct audit_record *rec)
+{
+	_cleanup_free_ char *line = NULL;
+
+	if (log->fd < 0)
+		return;
+	if (audit_format_line(rec, &line) < 0 || audit_log_write(log->fd, line) < 0) {
+		say("audit log: write failed; further lines are lost");
+		cl_closep(&log->fd);
+		log->fd = -EBADF;
+		return;
+	}
+	if (log->sink)
+		log->sink(log->sink_userdata, rec->sandbox, line, strlen(line));
+}
+
+/* Write the counts of lines left out that are due at NOW (ALL: every one). */
+static void write_suppressed(struct audit_log *log, uint64_t now, bool all)
+{
+	struct audit_limit_report rep;
+	struct audit_limit *limits[] = {log->automatic, log->asks};
+
+	for (size_t i = 0; i < ELEMENTSOF(limits); i++)
+		while (limits[i] && audit_limit_pop_due(limits[i], now, all, &rep) == 1) {
+			char reason[256];
+			struct audit_record rec = {
+			        .time_ms = audit_log_now_ms(),
+			        .sandbox = rep.sandbox,
+			        .kind = "audit",
+			        .pid = -1,
+			        .uid = -1,
+			        .verdict = AUDIT_SUPPRESSED,
+			        .latency_ms = -1,
+			        .reason = reason,
+			        .suppressed = (int64_t)rep.count,
+			};
+
+			snprintf(reason, sizeof(reason),
+			         "%llu %s lines not written in %.1f s: over the audit rate of %u "
+			         "lines a second (burst %u)",
+			         (unsigned long long)rep.count,
+			         i == 0 ? "automatic" : "unanswered ask",
+			         (double)(rep.last_ms - rep.first_ms) / 1000.0, log->rate.rate,
+			         log->rate.burst);
+			write_line(log, &rec);
+		}
+}
+
+static int on_lift(struct loop *loop, void *userdata);
+
+static void schedule_lift(struct audit_log *log)
+{
+	uint64_t due = log->automatic ? audit_limit_next_due(log->automatic) : UINT64_MAX;
+	uint64_t ask_due = log->asks ? audit_limit_next_due(log->asks) : UINT64_MAX;
+
+	if (ask_due < due)
+		due = ask_due;
+	if (log->lift || due == UINT64_MAX || log->freeing)
+		return;
+	if (loop_add_timer(log->loop, due, on_lift, log, &log->lift) < 0)
+		log->lift = NULL; /* written with the next line, or at the end */
+}
+
+static int on_lift(struct loop *loop, void *userdata)
+{
+	struct audit_log *log = userdata;
+
+	log->lift = NULL;
+	write_suppressed(log, loop_now_ms(), false);
+	schedule_lift(log);
+	return 0;
+}
+
+void audit_log_record(struct audit_log *log, const struct audit_record *rec)
+{
+	if (!log || log->fd < 0)
+		return;
+	struct audit_limit *limit = rec->automatic        ? log->automatic
+	                            : rec->unanswered_ask ? log->asks
+	                                                  : NULL;
+
+	if (limit) {
+		uint64_t now = loop_now_ms();
+
+		/* A count that is due comes before the lines after it. */
+		write_suppressed(log, now, false);
+		if (!audit_limit_take(limit, rec->sandbox, now)) {
+			schedule_lift(log);
+			return;
+		}
+	}
+	write_line(log, rec);
+}
+
+/* The file from the environment: $XDG_STATE_HOME may be created (the XDG spec says so); a
+ * home directory that is not there is not ours to create. */
+static void open_file(struct audit_log *log)
+{
+	_cleanup_free_ char *path = NULL;
+	const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	struct stat st;
+	int r;
+
+	r = audit_log_path(state, home, &path);
+	if (r >= 0 && !(state && state[0] == '/') &&
+	    (!home || stat(home, &st) < 0 || !S_ISDIR(st.st_mode)))
+		r = -ENOENT;
+	if (r >= 0)
+		r = audit_log_open(path, &log->fd);
+	if (r >= 0) {
+		log->path = strdup(path);
+		log->dir = strdup(path);
+		if (log->dir && strrchr(log->dir, '/'))
+			*strrchr(log->dir, '/') = '\0';
+	}
+	if (r < 0)
+		say("audit log %s unavailable (%s); continuing without it",
+		    path ? path : "(no HOME)", strerror(-r));
+}
+
+int audit_log_new(struct loop *loop, const struct audit_log_options *opts,
+                  struct audit_log **ret_log)
+{
+	struct audit_log *log = calloc(1, sizeof(*log));
+	int r = 0;
+
+	if (!log)
+		return -ENOMEM;
+	log->loop = loop;
+	log->fd = -EBADF;
+	log->rate = (struct audit_limit_config){
+	        .rate = opts->rate < 0    ? 0
+	                : opts->rate == 0 ? AUDIT_LIMIT_RATE
+	                                  : (uint32_t)opts->rate,
+	        .burst = opts->burst > 0 ? (uint32_t)opts->burst : AUDIT_LIMIT_BURST,
+	};
+	if (log->rate.rate)
+		r = audit_limit_new(&log->rate, &log->automatic);
+	if (r >= 0 && log->rate.rate)
+		r = audit_limit_new(&log->rate, &log->asks);
+	if (r < 0) {
+		audit_log_free(log);
+		return r;
+	}
+	open_file(log);
+	*ret_log = log;
+	return 0;
+}
+
+void audit_log_flush(struct audit_log *log)
+{
+	if (!log)
+		return;
+	log->freeing = true;
+	if (log->lift)
+		loop_cancel_timer(log->loop, log->lift);
+	log->lift = NULL;
+	write_suppressed(log, UINT64_MAX, true);
+	audit_limit_free(log->automatic);
+	log->automatic = NULL;
+	audit_limit_free(log->asks);
+	log->asks = NULL;
+}
+
+void audit_log_free(struct audit_log *log)
+{
+	if (!log)
+		return;
+	audit_log_flush(log);
+	cl_closep(&log->fd);
+	free(log->path);
+	free(log->dir);
+	free(log);
+}
+
+const char *audit_log_file(const struct audit_log *log)
+{
+	return log ? log->path : NULL;
+}
+
+const char *audit_log_dir(const struct audit_log *log)
+{
+	return log ? log->dir : NULL;
+}
+
+void audit_log_set_sink(struct audit_log *log, audit_log_sink_fn fn, void *userdata)
+{
+	log->sink = fn;
+	log->sink_userdata = userdata;
+}
