@@ -562,6 +562,16 @@ static const struct queue_item *find_recent(const struct queue *q, const char *i
 	return NULL;
 }
 
+bool queue_item_waits(const struct queue_item *item, uint32_t owner)
+{
+	const struct qitem *it = ITEM(item);
+
+	for (size_t i = 0; i < item->n_waiters; i++)
+		if (it->waiters[i].owner == owner)
+			return true;
+	return false;
+}
+
 const struct queue_item *queue_find(const struct queue *q, const char *id)
 {
 	if (!id)

@@ -230,6 +230,9 @@ const struct queue_item *queue_prev(const struct queue *q, const struct queue_it
 size_t queue_count(const struct queue *q);
 size_t queue_count_sandbox(const struct queue *q, const char *sandbox);
 
+/* Does pending ITEM (of queue_find, queue_first …) have a waiter of OWNER? */
+bool queue_item_waits(const struct queue_item *item, uint32_t owner);
+
 /* The pending item ID, or NULL. */
 const struct queue_item *queue_find(const struct queue *q, const char *id);
 /* The pending or recently decided item ID, or NULL. */
