@@ -46,6 +46,7 @@
 #include "supervisor/egress/egress.h"
 #include "supervisor/policy/env_scrub.h"
 #include "supervisor/exec/exec_guard.h"
+#include "supervisor/approval/approvals.h"
 #include "supervisor/approval/hub.h"
 #include "supervisor/approval/labels.h"
 #include "supervisor/approval/metrics.h"
@@ -109,7 +110,7 @@ struct run {
 	struct ptrace_backstop *ptrace; /* the backstop without root (or without eBPF) */
 	struct exec_view *view;         /* the sandbox's own view, for the identity check */
 	struct deny_ids *deny_ids;      /* deny rules' files, by identity */
-	struct queue *queue;
+	struct approvals *approvals;    /* the hub's */
 	struct pty_relay *relay; /* the user's terminal and the agent's pty, when we have one */
 	struct tty_approver *tty;
 	bool tty_watched;
@@ -125,48 +126,17 @@ struct run {
 	int exit_code;
 };
 
-/* ---- the queue --------------------------------------------------------------------------- */
+/* ---- the terminal approver ---------------------------------------------------------------- */
 
-static void drain_queue(struct run *run)
-{
-	hub_drain(run->hub);
-}
-
-/* Who can answer on this side: the terminal while it is there (dashboards are the hub's). */
+/* Who can answer on this side: the terminal while it is there (dashboards count themselves). */
 static void update_approvers(struct run *run)
 {
-	hub_set_local_approvers(run->hub, run->tty && !tty_approver_gone(run->tty) ? 1 : 0);
+	approvals_set_approvers(run->approvals, APPROVER_TTY,
+	                        run->tty && !tty_approver_gone(run->tty) ? 1 : 0);
 }
 
 /* Watch the terminal only while a prompt waits: otherwise its input belongs to the agent. */
 static void tty_update_watch(struct run *run);
-
-/* The queue decided exec items: the guard answers their notifications. */
-static void on_exec_resolution(void *userdata, const struct queue_resolution *res)
-{
-	struct run *run = userdata;
-
-	if (run->guard)
-		exec_guard_on_resolution(run->guard, res);
-}
-
-static void on_domain_resolution(void *userdata, const struct queue_resolution *res)
-{
-	struct run *run = userdata;
-
-	if (run->egress)
-		egress_on_resolution(run->egress, res);
-}
-
-static void owner_domain_rule(void *userdata, const struct queue_item *item, bool allow,
-                              enum queue_scope scope, const char *value, bool is_pattern)
-{
-	struct run *run = userdata;
-
-	if (run->egress)
-		egress_add_rule(run->egress, item->sandbox, item->project, scope, allow, value,
-		                is_pattern);
-}
 
 /* Up to REDIRECT_MAX_REFUSED ports: leave room for ours after the scan's. */
 #define MAX_REFUSED 240
@@ -259,34 +229,37 @@ static int setup_network(void *userdata, int netns_fd, int cgroup_fd, struct cl_
 	return 0;
 }
 
-static uint64_t on_tick(void *userdata, uint64_t now_ms)
-{
-	struct run *run = userdata;
-
-	return run->guard ? exec_guard_tick(run->guard, now_ms) : UINT64_MAX;
-}
-
 /* After every drain: the terminal prompt follows the queue. */
 static void on_drained(void *userdata)
 {
 	struct run *run = userdata;
 
 	if (run->tty) {
-		tty_approver_sync(run->tty, run->queue, loop_now_ms());
+		tty_approver_sync(run->tty, approvals_queue(run->approvals), loop_now_ms());
 		tty_update_watch(run);
 	}
 }
 
+static const struct approvals_observer_ops tty_observer_ops = {.drained = on_drained};
+
 static void tty_apply(struct run *run, int r, const struct tty_decision *d)
 {
 	if (r == TTY_APPROVER_DECIDED) {
-		queue_decide(run->queue, d->id, d->allow, d->scope, "tty",
-		             d->allow ? NULL : "Command denied by user", loop_now_ms());
+		struct approval_decision ad = {
+		        .allow = d->allow,
+		        .scope = d->scope,
+		        .by = "tty",
+		        .reason = d->allow ? NULL : "Command denied by user",
+		};
+
+		/* An answer to a prompt of an item decided meanwhile is harmless. */
+		(void)approvals_decide(run->approvals, d->id, &ad, NULL);
 	} else if (r == TTY_APPROVER_GONE) {
 		say("the terminal is gone; only the dashboard can answer from now on");
 		update_approvers(run);
 	}
-	drain_queue(run);
+	/* The prompt follows even when nothing changed (a key that showed the details). */
+	on_drained(run);
 }
 
 static int on_tty_readable(struct loop *loop, int fd, uint32_t events, void *userdata)
@@ -294,7 +267,10 @@ static int on_tty_readable(struct loop *loop, int fd, uint32_t events, void *use
 	struct run *run = userdata;
 	struct tty_decision d;
 
-	tty_apply(run, tty_approver_on_readable(run->tty, run->queue, loop_now_ms(), &d), &d);
+	tty_apply(run,
+	          tty_approver_on_readable(run->tty, approvals_queue(run->approvals), loop_now_ms(),
+	                                   &d),
+	          &d);
 	return 0;
 }
 
@@ -306,7 +282,8 @@ static void on_relay_keys(void *userdata, const char *keys, size_t n)
 
 	if (run->tty)
 		tty_apply(run,
-		          tty_approver_on_keys(run->tty, run->queue, loop_now_ms(), keys, n, &d),
+		          tty_approver_on_keys(run->tty, approvals_queue(run->approvals),
+		                               loop_now_ms(), keys, n, &d),
 		          &d);
 }
 
@@ -433,9 +410,8 @@ static int agent_forked(void *userdata, pid_t agent, struct cl_error *err)
 /* The agent is ending: what it waits for is cancelled. */
 static void cancel_for_termination(struct run *run)
 {
-	if (queue_cancel_sandbox(run->queue, run->sandbox_name, "the agent is being terminated",
-	                         loop_now_ms()) > 0)
-		drain_queue(run);
+	approvals_cancel_sandbox(run->approvals, run->sandbox_name,
+	                         "the agent is being terminated");
 }
 
 /* The agent stopped. Ctrl-Z (or a SIGSTOP): stop with it, so the user's shell gets the
@@ -586,8 +562,8 @@ static int owner_sandbox_action(void *userdata, const char *name, const char *ac
 		run->terminating = true;
 		if (run->guard)
 			exec_guard_set_terminating(run->guard, true);
-		queue_cancel_sandbox(run->queue, run->sandbox_name, "the sandbox was killed",
-		                     loop_now_ms());
+		approvals_cancel_sandbox(run->approvals, run->sandbox_name,
+		                         "the sandbox was killed");
 		return sandbox_kill(run->sandbox);
 	}
 	r = sandbox_pause(run->sandbox, !strcmp(action, "pause"));
@@ -620,7 +596,6 @@ static unsigned owner_sandboxes(void *userdata, struct web_sandbox_info *out, un
 static const struct hub_owner_ops run_owner_ops = {
         .sandbox_action = owner_sandbox_action,
         .sandboxes = owner_sandboxes,
-        .domain_rule = owner_domain_rule,
 };
 
 /* ---- options ----------------------------------------------------------------------------- */
@@ -1009,11 +984,8 @@ static void say_through_relay(void *userdata, const char *line)
 
 static void teardown(struct run *run)
 {
-	if (run->queue && run->sandbox_name) {
-		queue_cancel_sandbox(run->queue, run->sandbox_name, NULL, loop_now_ms());
-		if (run->guard)
-			drain_queue(run);
-	}
+	if (run->approvals && run->sandbox_name)
+		approvals_cancel_sandbox(run->approvals, run->sandbox_name, NULL);
 	if (run->backstop && run->cgroup_id)
 		backstop_remove_sandbox(run->backstop, run->cgroup_id);
 	exec_guard_free(run->guard);
@@ -1026,9 +998,11 @@ static void teardown(struct run *run)
 	egress_free(run->egress);
 	run->egress = NULL;
 	trace_timing_mark("teardown: egress");
+	if (run->approvals)
+		approvals_unobserve(run->approvals, &tty_observer_ops, run);
 	hub_free(run->hub);
 	run->hub = NULL;
-	run->queue = NULL;
+	run->approvals = NULL;
 	tty_approver_free(run->tty);
 	if (run->tty_timer)
 		loop_cancel_timer(run->loop, run->tty_timer);
@@ -1133,9 +1107,7 @@ static int start(struct run *run)
 			return -EPERM; /* already said why */
 		trace_timing_mark("hub (queue, audit, web)");
 	}
-	run->queue = hub_queue(run->hub);
-	hub_set_resolver(run->hub, QUEUE_KIND_EXEC, on_exec_resolution, run);
-	hub_set_resolver(run->hub, QUEUE_KIND_DOMAIN, on_domain_resolution, run);
+	run->approvals = hub_approvals(run->hub);
 	{
 		/* /pending names the agent and the branch it works on (the worktree is our cwd). */
 		char branch[LABELS_VALUE_MAX] = "";
@@ -1146,17 +1118,23 @@ static int start(struct run *run)
 		                     agent ? agent + 1 : run->opt.agent_argv[0]);
 	}
 	if (!run->opt.net_none) {
+		const struct web *web = hub_web(run->hub);
 		struct egress_config ec = {
 		        .config = run->config,
 		        .who = who_connected,
 		        .who_userdata = run,
+		        .tokens = hub_tokens(run->hub),
+		        .api_ports = {web ? web_approval_port(web) : 0,
+		                      web ? web_tokens_port(web) : 0},
+		        .decisions_dir = run->config_dir,
+		        .project = run->opt.project,
 		        .connect_listen = run->opt.listen_proxy,
 		        .hosts_file = run->opt.hosts_file,
 		        .real_ip = run->opt.real_ip,
 		        .verbose = run->opt.verbose,
 		};
 
-		r = egress_new(run->loop, run->hub, &ec, &run->egress, &err);
+		r = egress_new(run->loop, run->approvals, &ec, &err, &run->egress);
 		if (r < 0) {
 			if (run->opt.listen_proxy || run->opt.hosts_file) {
 				fprintf(stderr, PROG ": run: %s\n", err.msg);
@@ -1171,8 +1149,9 @@ static int start(struct run *run)
 	}
 	if (run->egress)
 		trace_timing_mark("egress (proxy, resolver)");
-	hub_set_drained(run->hub, on_drained, run);
-	hub_set_tick(run->hub, on_tick, run);
+	r = approvals_observe(run->approvals, &tty_observer_ops, run);
+	if (r < 0)
+		return r;
 	run->audit_dir = hub_audit_dir(run->hub) ? strdup(hub_audit_dir(run->hub)) : NULL;
 
 	r = open_backstop(run);
@@ -1330,8 +1309,8 @@ static int start(struct run *run)
 		        .verbose = run->opt.verbose,
 		};
 
-		r = exec_guard_new(run->loop, run->hub, sandbox_take_listener_fd(run->sandbox), &gc,
-		                   &run->guard);
+		r = exec_guard_new(run->loop, run->approvals,
+		                   sandbox_take_listener_fd(run->sandbox), &gc, &run->guard);
 		if (r < 0)
 			return r;
 	}

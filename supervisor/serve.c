@@ -21,6 +21,7 @@
 #include "supervisor/exec/exec_guard.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/config_files.h"
+#include "supervisor/approval/approvals.h"
 #include "supervisor/approval/hub.h"
 #include "base/loop.h"
 #include "base/say.h"
@@ -84,6 +85,8 @@ struct serve {
 	struct project_config *project_configs;
 	struct loop *loop;
 	struct hub *hub;
+	struct approvals *approvals;      /* the hub's */
+	struct approval_source *shim_src; /* shim calls' asks */
 	struct shim_server *shim;
 	struct shim_ask *asks;
 	struct oci_agent *oci;
@@ -91,7 +94,7 @@ struct serve {
 	struct egress *egress;
 	struct container *containers;
 	char *config_dir;
-	uint64_t next_cookie;
+	uint64_t next_cookie; /* of shim asks */
 	char shim_token[TOKEN_MAX_LEN + 1];
 	uint64_t started_wall_ms;
 };
@@ -122,9 +125,7 @@ static void audit_shim(struct serve *sv, const struct shim_call_info *info,
 	        .automatic = true,
 	};
 
-	hub_audit(sv->hub, &rec);
-	metrics_count_decision(hub_metrics(sv->hub), "shim", audit_verdict_to_string(verdict),
-	                       "policy");
+	approvals_verdict(sv->shim_src, &rec);
 }
 
 /* The dashboard's Cancel for a running shim call. */
@@ -151,6 +152,30 @@ static void on_shim_finished(void *userdata, uint64_t id, int32_t status)
 
 	snprintf(text, sizeof(text), "exit %d", (int)status);
 	web_running_remove(hub_web(sv->hub), cancel_shim, id, text);
+}
+
+static struct shim_ask *ask_take(struct serve *sv, bool (*match)(const struct shim_ask *, uint64_t),
+                                 uint64_t key)
+{
+	for (struct shim_ask **p = &sv->asks; *p; p = &(*p)->next) {
+		if (match(*p, key)) {
+			struct shim_ask *a = *p;
+
+			*p = a->next;
+			return a;
+		}
+	}
+	return NULL;
+}
+
+static bool by_cookie(const struct shim_ask *a, uint64_t cookie)
+{
+	return a->cookie == cookie;
+}
+
+static bool by_call_id(const struct shim_ask *a, uint64_t id)
+{
+	return a->call_id == id;
 }
 
 static void on_shim_decide(void *userdata, struct shim_call *call,
@@ -185,8 +210,7 @@ static void on_shim_decide(void *userdata, struct shim_call *call,
 	}
 	ask->call = call;
 	ask->call_id = info->id;
-	/* Apart from hostexec's and seccomp's cookies: the queue refuses duplicates anyway. */
-	ask->cookie = (UINT64_C(3) << 62) | sv->next_cookie++;
+	ask->cookie = sv->next_cookie++;
 	qr = (struct queue_request){
 	        .kind = QUEUE_KIND_SHIM,
 	        .sandbox = sv->opt.name,
@@ -200,40 +224,15 @@ static void on_shim_decide(void *userdata, struct shim_call *call,
 	        .uid = info->uid,
 	        .cookie = ask->cookie,
 	};
-	r = queue_add(hub_queue(sv->hub), &qr, loop_now_ms(), NULL);
-	if (r < 0) {
-		free(ask);
-		shim_call_answer(call, SHIM_DENY, queue_strerror(r));
-		return;
-	}
+	/* Pending before the ask: the fallback may decide inside it. */
+	shim_call_answer(call, SHIM_PENDING, NULL);
 	ask->next = sv->asks;
 	sv->asks = ask;
-	shim_call_answer(call, SHIM_PENDING, NULL);
-	hub_drain(sv->hub);
-}
-
-static struct shim_ask *ask_take(struct serve *sv, bool (*match)(const struct shim_ask *, uint64_t),
-                                 uint64_t key)
-{
-	for (struct shim_ask **p = &sv->asks; *p; p = &(*p)->next) {
-		if (match(*p, key)) {
-			struct shim_ask *a = *p;
-
-			*p = a->next;
-			return a;
-		}
+	r = approvals_ask(sv->shim_src, &qr, NULL);
+	if (r < 0) {
+		free(ask_take(sv, by_cookie, ask->cookie));
+		shim_call_answer(call, SHIM_DENY, queue_strerror(r));
 	}
-	return NULL;
-}
-
-static bool by_cookie(const struct shim_ask *a, uint64_t cookie)
-{
-	return a->cookie == cookie;
-}
-
-static bool by_call_id(const struct shim_ask *a, uint64_t id)
-{
-	return a->call_id == id;
 }
 
 static void on_shim_cancelled(void *userdata, struct shim_call *call, uint64_t id)
@@ -243,34 +242,36 @@ static void on_shim_cancelled(void *userdata, struct shim_call *call, uint64_t i
 
 	if (!a)
 		return;
-	if (sv->hub && queue_cancel_waiter(hub_queue(sv->hub), 0, a->cookie, loop_now_ms()) >= 0)
-		hub_drain(sv->hub);
+	(void)approvals_withdraw(sv->shim_src, a->cookie);
 	free(a);
 }
 
-static void on_shim_resolution(void *userdata, const struct queue_resolution *res)
+static void on_shim_resolved(void *userdata, const struct queue_item *item, const uint64_t *cookies,
+                             size_t n)
 {
 	struct serve *sv = userdata;
-	bool allow = res->item->state == QUEUE_STATE_APPROVED;
+	bool allow = item->state == QUEUE_STATE_APPROVED;
 
-	for (size_t i = 0; i < res->n_waiters; i++) {
-		struct shim_ask *a = ask_take(sv, by_cookie, res->waiters[i].cookie);
+	for (size_t i = 0; i < n; i++) {
+		struct shim_ask *a = ask_take(sv, by_cookie, cookies[i]);
 
 		if (!a)
 			continue;
 		if (allow) {
-			shim_allow(sv, a->call, a->call_id, res->item->summary);
+			shim_allow(sv, a->call, a->call_id, item->summary);
 			free(a);
 			continue;
 		}
-		shim_call_answer(a->call, SHIM_DENY,
-		                 res->item->state == QUEUE_STATE_TIMED_OUT
-		                         ? "no approval in time"
-		                         : (res->item->reason ? res->item->reason
-		                                              : "Command denied by user"));
+		shim_call_answer(
+		        a->call, SHIM_DENY,
+		        item->state == QUEUE_STATE_TIMED_OUT
+		                ? "no approval in time"
+		                : (item->reason ? item->reason : "Command denied by user"));
 		free(a);
 	}
 }
+
+static const struct approval_source_ops shim_source_ops = {.resolved = on_shim_resolved};
 
 /* ---- containers (OCI seccomp agent) ------------------------------------------------------ */
 
@@ -374,7 +375,7 @@ static void on_container(void *userdata, const struct oci_state *st, const struc
 	grown = realloc(c->guards, (c->n_guards + 1) * sizeof(*grown));
 	if (grown)
 		c->guards = grown;
-	r = grown ? exec_guard_new(sv->loop, sv->hub, listener_fd, &gc, &eg) : -ENOMEM;
+	r = grown ? exec_guard_new(sv->loop, sv->approvals, listener_fd, &gc, &eg) : -ENOMEM;
 	if (!grown)
 		close(listener_fd);
 	if (r < 0) {
@@ -505,48 +506,6 @@ static void on_hook_error(void *userdata, int error, const char *msg)
 	say("createRuntime hook: %s", msg);
 }
 
-static void on_domain_resolution(void *userdata, const struct queue_resolution *res)
-{
-	struct serve *sv = userdata;
-
-	if (sv->egress)
-		egress_on_resolution(sv->egress, res);
-}
-
-static void owner_domain_rule(void *userdata, const struct queue_item *item, bool allow,
-                              enum queue_scope scope, const char *value, bool is_pattern)
-{
-	struct serve *sv = userdata;
-
-	if (sv->egress)
-		egress_add_rule(sv->egress, item->sandbox, item->project, scope, allow, value,
-		                is_pattern);
-}
-
-static void on_exec_resolution(void *userdata, const struct queue_resolution *res)
-{
-	struct serve *sv = userdata;
-
-	for (struct container *c = sv->containers; c; c = c->next)
-		for (size_t i = 0; i < c->n_guards; i++)
-			exec_guard_on_resolution(c->guards[i], res);
-}
-
-static uint64_t on_tick(void *userdata, uint64_t now_ms)
-{
-	struct serve *sv = userdata;
-	uint64_t next = UINT64_MAX;
-
-	for (struct container *c = sv->containers; c; c = c->next)
-		for (size_t i = 0; i < c->n_guards; i++) {
-			uint64_t t = exec_guard_tick(c->guards[i], now_ms);
-
-			if (t < next)
-				next = t;
-		}
-	return next;
-}
-
 static unsigned owner_sandboxes(void *userdata, struct web_sandbox_info *out, unsigned max);
 
 /* ---- the daemon -------------------------------------------------------------------------- */
@@ -578,7 +537,6 @@ static unsigned owner_sandboxes(void *userdata, struct web_sandbox_info *out, un
 
 static const struct hub_owner_ops serve_owner_ops = {
         .sandboxes = owner_sandboxes,
-        .domain_rule = owner_domain_rule,
 };
 
 static int on_signal(struct loop *loop, int sig, void *userdata)
@@ -890,13 +848,19 @@ int serve_main(int argc, char **argv)
 		r = hub_new(sv.loop, &ho, &serve_owner_ops, &sv, &sv.hub);
 	}
 	if (r >= 0) {
-		hub_set_resolver(sv.hub, QUEUE_KIND_SHIM, on_shim_resolution, &sv);
-		hub_set_resolver(sv.hub, QUEUE_KIND_EXEC, on_exec_resolution, &sv);
-		hub_set_tick(sv.hub, on_tick, &sv);
-		hub_set_resolver(sv.hub, QUEUE_KIND_DOMAIN, on_domain_resolution, &sv);
+		sv.approvals = hub_approvals(sv.hub);
+		r = approvals_register(sv.approvals, &shim_source_ops, &sv, &sv.shim_src);
+	}
+	if (r >= 0) {
 		{
+			const struct web *web = hub_web(sv.hub);
 			struct egress_config ec = {
 			        .config = sv.config,
+			        .tokens = hub_tokens(sv.hub),
+			        .api_ports = {web ? web_approval_port(web) : 0,
+			                      web ? web_tokens_port(web) : 0},
+			        .decisions_dir = dir,
+			        .project = sv.opt.project,
 			        .project_config = egress_project_config,
 			        .project_config_userdata = &sv,
 			        .connect_listen = strcmp(sv.opt.listen_proxy, "off")
@@ -906,7 +870,7 @@ int serve_main(int argc, char **argv)
 			        .verbose = sv.opt.verbose,
 			};
 
-			r = egress_new(sv.loop, sv.hub, &ec, &sv.egress, &err);
+			r = egress_new(sv.loop, sv.approvals, &ec, &err, &sv.egress);
 			if (r < 0)
 				fprintf(stderr, PROG ": serve: %s\n", err.msg);
 			else if (egress_connect_port(sv.egress) &&
@@ -972,6 +936,7 @@ int serve_main(int argc, char **argv)
 		sv.asks = a->next;
 		free(a);
 	}
+	approvals_unregister(sv.shim_src);
 	hub_free(sv.hub);
 	loop_free(sv.loop);
 	project_configs_free(&sv);

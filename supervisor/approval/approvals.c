@@ -165,9 +165,12 @@ static int on_tick(struct loop *loop, void *userdata)
 	uint64_t now = loop_now_ms();
 
 	ap->tick = NULL;
+	/* What the sources change here is drained once, below, with what expires. */
+	ap->draining = true;
 	for (struct approval_source *s = ap->sources; s; s = s->next)
 		if (!s->unregistered && s->ops->tick)
 			s->ops->tick(s->userdata, now);
+	ap->draining = false;
 	queue_tick(ap->queue, now);
 	drain(ap);
 	return 0;
@@ -314,8 +317,8 @@ void approvals_verdict(struct approval_source *src, const struct audit_record *r
 
 	if (rec->decided_by && !strcmp(rec->decided_by, "policy") &&
 	    (rec->verdict == AUDIT_ALLOW || rec->verdict == AUDIT_DENY))
-		metrics_count_decision(&ap->metrics, rec->kind, audit_verdict_to_string(rec->verdict),
-		                       "policy");
+		metrics_count_decision(&ap->metrics, rec->kind,
+		                       audit_verdict_to_string(rec->verdict), "policy");
 	audit_log_record(ap->audit, rec);
 }
 

@@ -13,6 +13,7 @@
 
 #include "base/cleanup.h"
 #include "supervisor/web/api_info.h"
+#include "supervisor/approval/approvals.h"
 #include "supervisor/approval/audit_log.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/decisions.h"
@@ -32,32 +33,20 @@ struct hub {
 	struct hub_options opt;
 	const struct hub_owner_ops *owner;
 	void *owner_userdata;
-	struct queue *queue;
+	struct audit_log *audit;
+	struct approvals *approvals;
 	struct tokens *tokens;
-	struct metrics metrics;
 	struct web *web;
 	struct executor *executor;
-	struct loop_timer *tick;
-	struct {
-		hub_resolve_fn fn;
-		void *userdata;
-	} resolvers[QUEUE_KIND_COUNT];
-	hub_drained_fn drained;
-	void *drained_userdata;
-	hub_tick_fn tick_fn;
-	void *tick_userdata;
-	struct audit_log *audit;
 	char *api_info_path;
-	unsigned local_approvers;
-	unsigned web_clients;
-	bool draining;
-	bool drain_again;
-	bool freeing; /* hub_free runs: no timer, no drained hook */
 	char api_token[2 * API_TOKEN_BYTES + 1];
 	char cloister_token[2 * API_TOKEN_BYTES + 1];
 	char listen_addr[3][64];
 };
 
+/* ---- audit ------------------------------------------------------------------------------- */
+
+/* Every line written, to the dashboard's /logs streams. */
 static void on_audit_line(void *userdata, const char *sandbox, const char *line, size_t len)
 {
 	struct hub *hub = userdata;
@@ -67,112 +56,7 @@ static void on_audit_line(void *userdata, const char *sandbox, const char *line,
 
 void hub_audit(struct hub *hub, const struct audit_record *rec)
 {
-	audit_log_record(hub->audit, rec);
-}
-
-/* ---- the queue --------------------------------------------------------------------------- */
-
-static int on_tick(struct loop *loop, void *userdata);
-
-void hub_schedule(struct hub *hub)
-{
-	if (hub->freeing)
-		return;
-	uint64_t now = loop_now_ms();
-	uint64_t next = queue_next_deadline(hub->queue);
-
-	if (hub->tick_fn) {
-		uint64_t want = hub->tick_fn(hub->tick_userdata, UINT64_MAX);
-
-		if (want < next)
-			next = want;
-	}
-	if (next < now)
-		next = now;
-	if (hub->tick) {
-		loop_cancel_timer(hub->loop, hub->tick);
-		hub->tick = NULL;
-	}
-	if (next != UINT64_MAX && loop_add_timer(hub->loop, next, on_tick, hub, &hub->tick) < 0)
-		hub->tick = NULL;
-}
-
-void hub_drain(struct hub *hub)
-{
-	struct queue_resolution res;
-	struct queue_event ev;
-
-	/* A resolver may decide more (a fallback): run the loop again rather than recursing. */
-	if (hub->draining) {
-		hub->drain_again = true;
-		return;
-	}
-	hub->draining = true;
-	do {
-		hub->drain_again = false;
-		while (queue_pop_resolution(hub->queue, &res) == 1) {
-			enum queue_kind kind = res.item->kind;
-
-			if (kind == QUEUE_KIND_HOSTEXEC)
-				web_on_resolution(hub->web, &res);
-			else if (hub->resolvers[kind].fn)
-				hub->resolvers[kind].fn(hub->resolvers[kind].userdata, &res);
-			queue_resolution_release(&res);
-		}
-		while (queue_pop_event(hub->queue, &ev) == 1) {
-			struct audit_record rec;
-
-			audit_record_from_queue_event(&ev, audit_log_now_ms(), &rec);
-			hub_audit(hub, &rec);
-			if (ev.type == QUEUE_EVENT_REMOVED) {
-				metrics_count_decision(
-				        &hub->metrics, queue_kind_to_string(ev.item->kind),
-				        queue_state_to_string(ev.state), ev.item->decided_by);
-				if (ev.state != QUEUE_STATE_CANCELLED)
-					metrics_observe_latency(&hub->metrics,
-					                        (double)(ev.item->decided_ms -
-					                                 ev.item->created_ms) /
-					                                1000.0);
-			}
-			web_on_event(hub->web, &ev);
-			queue_event_release(&ev);
-		}
-	} while (hub->drain_again);
-	hub->draining = false;
-	if (hub->drained && !hub->freeing)
-		hub->drained(hub->drained_userdata);
-	hub_schedule(hub);
-}
-
-static int on_tick(struct loop *loop, void *userdata)
-{
-	struct hub *hub = userdata;
-	uint64_t now = loop_now_ms();
-
-	hub->tick = NULL;
-	if (hub->tick_fn)
-		hub->tick_fn(hub->tick_userdata, now);
-	queue_tick(hub->queue, now);
-	hub_drain(hub);
-	return 0;
-}
-
-static void update_approvers(struct hub *hub)
-{
-	unsigned n = hub->local_approvers + hub->web_clients;
-
-	if (hub->opt.always_attended && hub->web)
-		n++;
-	if (n != queue_approvers(hub->queue)) {
-		queue_set_approvers(hub->queue, n, loop_now_ms());
-		hub_drain(hub);
-	}
-}
-
-void hub_set_local_approvers(struct hub *hub, unsigned count)
-{
-	hub->local_approvers = count;
-	update_approvers(hub);
+	approvals_audit(hub->approvals, rec);
 }
 
 /* ---- web --------------------------------------------------------------------------------- */
@@ -193,56 +77,6 @@ static unsigned web_sandboxes(void *userdata, struct web_sandbox_info *out, unsi
 	if (!hub->owner->sandboxes)
 		return 0;
 	return hub->owner->sandboxes(hub->owner_userdata, out, max);
-}
-
-static int web_persist_domain(void *userdata, const struct queue_item *item, bool allow,
-                              enum queue_scope scope, const char *value, bool is_pattern,
-                              struct cl_error *err)
-{
-	struct hub *hub = userdata;
-	/* The asking sandbox's project (a container's own), else the supervisor's. */
-	const char *project = item->project ? item->project : hub->opt.project;
-
-	_cleanup_free_ char *path = NULL;
-	struct domain_spec spec;
-	int r;
-
-	if (hub->owner->domain_rule)
-		hub->owner->domain_rule(hub->owner_userdata, item, allow, scope, value, is_pattern);
-	if (scope != QUEUE_SCOPE_PROJECT && scope != QUEUE_SCOPE_GLOBAL)
-		return 0;
-	if (!hub->opt.config_dir)
-		return cl_error_set(err, -ENOENT, "no config directory to keep decisions in");
-	if (scope == QUEUE_SCOPE_PROJECT && !project)
-		return cl_error_set(
-		        err, -EINVAL,
-		        "no project (start with --project NAME to keep project decisions)");
-	r = domain_spec_parse(value, is_pattern, &spec, err);
-	if (r >= 0)
-		r = decisions_prepare_dir(hub->opt.config_dir, err);
-	if (r >= 0)
-		r = decisions_path(hub->opt.config_dir,
-		                   scope == QUEUE_SCOPE_PROJECT ? project : NULL, &path, err);
-	/* flock: another supervisor writing the same file holds us for its write only. */
-	if (r >= 0)
-		r = decisions_update(path, allow ? DECISIONS_ALLOW : DECISIONS_DENY, &spec, err);
-	if (r >= 0)
-		say("%s %s %s in %s", allow ? "allowed" : "denied",
-		    is_pattern ? "pattern" : "domain", value, path);
-	return r < 0 ? r : 0;
-}
-
-static void web_queue_changed(void *userdata)
-{
-	hub_drain(userdata);
-}
-
-static void web_approvers_changed(void *userdata, unsigned count)
-{
-	struct hub *hub = userdata;
-
-	hub->web_clients = count;
-	update_approvers(hub);
 }
 
 struct command_job {
@@ -315,9 +149,6 @@ static void web_cancel_command(void *userdata, void *jobp)
 static const struct web_ops hub_web_ops = {
         .sandbox_action = web_sandbox_action,
         .sandboxes = web_sandboxes,
-        .queue_changed = web_queue_changed,
-        .approvers_changed = web_approvers_changed,
-        .persist_domain = web_persist_domain,
         .run_command = web_run_command,
         .cancel_command = web_cancel_command,
 };
@@ -448,8 +279,8 @@ static int setup_web(struct hub *hub)
 	r = setup_executor(hub);
 	if (r < 0)
 		return r;
-	r = web_new(hub->loop, hub->queue, hub->tokens, &hub->metrics, &wc, &hub_web_ops, hub,
-	            &hub->web, &err);
+	r = web_new(hub->loop, hub->approvals, hub->tokens, &wc, &hub_web_ops, hub, &err,
+	            &hub->web);
 	if (r < 0) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return r;
@@ -492,7 +323,9 @@ int hub_new(struct loop *loop, const struct hub_options *opts, const struct hub_
             void *userdata, struct hub **ret)
 {
 	struct hub *hub = calloc(1, sizeof(*hub));
-	struct queue_config qc;
+	struct audit_log_options ao = {.rate = opts->audit_rate, .burst = opts->audit_burst};
+	struct approvals_config ac = {0};
+	struct queue_config *qc = &ac.queue;
 	int r;
 
 	if (!hub)
@@ -502,30 +335,24 @@ int hub_new(struct loop *loop, const struct hub_options *opts, const struct hub_
 	hub->owner = ops;
 	hub->owner_userdata = userdata;
 
-	queue_config_init(&qc);
+	queue_config_init(qc);
 	if (opts->exec_timeout_ms)
-		qc.timeout_ms[QUEUE_KIND_EXEC] = qc.timeout_ms[QUEUE_KIND_SHIM] =
+		qc->timeout_ms[QUEUE_KIND_EXEC] = qc->timeout_ms[QUEUE_KIND_SHIM] =
 		        opts->exec_timeout_ms;
-	qc.fallback[QUEUE_KIND_EXEC] = qc.fallback[QUEUE_KIND_SHIM] = opts->exec_fallback;
+	qc->fallback[QUEUE_KIND_EXEC] = qc->fallback[QUEUE_KIND_SHIM] = opts->exec_fallback;
 	if (opts->config->request.timeout_ms)
-		qc.timeout_ms[QUEUE_KIND_HOSTEXEC] = opts->config->request.timeout_ms;
+		qc->timeout_ms[QUEUE_KIND_HOSTEXEC] = opts->config->request.timeout_ms;
 	if (opts->config->proxy.approval_timeout_ms)
-		qc.timeout_ms[QUEUE_KIND_DOMAIN] = opts->config->proxy.approval_timeout_ms;
+		qc->timeout_ms[QUEUE_KIND_DOMAIN] = opts->config->proxy.approval_timeout_ms;
 	if (!opts->no_web)
-		qc.orphan_grace_ms = WEB_ORPHAN_GRACE_MS;
-	if (getrandom(qc.id_key, sizeof(qc.id_key), 0) != sizeof(qc.id_key)) {
-		free(hub);
-		return -EIO;
+		qc->orphan_grace_ms = WEB_ORPHAN_GRACE_MS;
+	r = audit_log_new(loop, &ao, &hub->audit);
+	if (r >= 0) {
+		ac.audit = hub->audit;
+		r = approvals_new(loop, &ac, &hub->approvals);
 	}
-	r = queue_new(&qc, &hub->queue);
 	if (r >= 0)
 		r = tokens_new(&hub->tokens);
-	if (r >= 0) {
-		struct audit_log_options ao = {.rate = opts->audit_rate,
-		                               .burst = opts->audit_burst};
-
-		r = audit_log_new(loop, &ao, &hub->audit);
-	}
 	if (r < 0) {
 		hub_free(hub);
 		return r;
@@ -538,7 +365,9 @@ int hub_new(struct loop *loop, const struct hub_options *opts, const struct hub_
 			return r;
 		}
 	}
-	update_approvers(hub);
+	/* --ask web and serve: asks wait for the dashboard or the CLI client, who may come. */
+	if (opts->always_attended && hub->web)
+		approvals_set_approvers(hub->approvals, APPROVER_CLI, 1);
 	*ret = hub;
 	return 0;
 }
@@ -547,10 +376,6 @@ void hub_free(struct hub *hub)
 {
 	if (!hub)
 		return;
-	hub->freeing = true;
-	if (hub->tick)
-		loop_cancel_timer(hub->loop, hub->tick);
-	hub->tick = NULL;
 	/* Every count still pending, while the log and its streams are there; what comes later
 	 * is written whole. */
 	audit_log_flush(hub->audit);
@@ -558,8 +383,9 @@ void hub_free(struct hub *hub)
 	executor_free(hub->executor);
 	web_free(hub->web);
 	hub->web = NULL;
+	audit_log_set_sink(hub->audit, NULL, NULL);
 	tokens_free(hub->tokens);
-	queue_free(hub->queue);
+	approvals_free(hub->approvals);
 	api_info_remove(hub->api_info_path);
 	free(hub->api_info_path);
 	explicit_bzero(hub->api_token, sizeof(hub->api_token));
@@ -568,14 +394,9 @@ void hub_free(struct hub *hub)
 	free(hub);
 }
 
-struct queue *hub_queue(struct hub *hub)
+struct approvals *hub_approvals(struct hub *hub)
 {
-	return hub->queue;
-}
-
-struct metrics *hub_metrics(struct hub *hub)
-{
-	return &hub->metrics;
+	return hub->approvals;
 }
 
 struct tokens *hub_tokens(struct hub *hub)
@@ -596,24 +417,4 @@ const char *hub_audit_dir(const struct hub *hub)
 const char *hub_cloister_token(const struct hub *hub)
 {
 	return hub->cloister_token;
-}
-
-void hub_set_resolver(struct hub *hub, enum queue_kind kind, hub_resolve_fn fn, void *userdata)
-{
-	if ((unsigned)kind < QUEUE_KIND_COUNT) {
-		hub->resolvers[kind].fn = fn;
-		hub->resolvers[kind].userdata = userdata;
-	}
-}
-
-void hub_set_drained(struct hub *hub, hub_drained_fn fn, void *userdata)
-{
-	hub->drained = fn;
-	hub->drained_userdata = userdata;
-}
-
-void hub_set_tick(struct hub *hub, hub_tick_fn fn, void *userdata)
-{
-	hub->tick_fn = fn;
-	hub->tick_userdata = userdata;
 }

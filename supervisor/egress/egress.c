@@ -21,22 +21,21 @@
 #include "supervisor/approval/audit.h"
 #include "supervisor/approval/audit_log.h"
 #include "supervisor/policy/config.h"
+#include "supervisor/policy/decisions.h"
 #include "supervisor/policy/domain.h"
-#include "supervisor/approval/hub.h"
+#include "supervisor/approval/approvals.h"
 #include "base/loop.h"
 #include "base/say.h"
 #include "supervisor/approval/metrics.h"
 #include "supervisor/policy/policy.h"
 #include "supervisor/egress/proxy.h"
 #include "supervisor/egress/resolver.h"
-#include "supervisor/web/web.h"
 #include "base/trace_timing.h"
 
-/* Cookies of held connections: apart from the other kinds' waiters. */
-#define COOKIE_TAG   (UINT64_C(1) << 62) /* 01: egress, 10: hostexec, 11: shim */
 #define MAX_NETNS    64
 #define HOSTPORT_MAX (DOMAIN_HOST_MAX + 16)
 
+/* A connection held while a person decides; its waiter's cookie is its proxy id. */
 struct held {
 	struct proxy_conn *conn;
 	uint64_t cookie;
@@ -64,7 +63,7 @@ struct attachment {
 
 struct egress {
 	struct loop *loop;
-	struct hub *hub;
+	struct approval_source *approvals; /* domain asks */
 	struct egress_config cfg;
 	struct resolver *resolver;
 	struct proxy *proxy;
@@ -74,8 +73,6 @@ struct egress {
 	unsigned n_att;
 	int connect_fd;
 	unsigned connect_port;
-	struct loop_timer *drain;
-	bool freeing;
 };
 
 /* "example.com:443", "[2001:db8::1]:80". */
@@ -85,23 +82,6 @@ static void host_port(const char *host, uint16_t port, char *buf, size_t size)
 		snprintf(buf, size, "[%s]:%u", host, (unsigned)port);
 	else
 		snprintf(buf, size, "%s:%u", host, (unsigned)port);
-}
-
-/* Drain the queue from the loop, not from inside a proxy callback: a resolution may decide a
- * connection, which must not happen while the proxy is still handling it. */
-static int on_drain(struct loop *loop, void *userdata)
-{
-	struct egress *eg = userdata;
-
-	eg->drain = NULL;
-	hub_drain(eg->hub);
-	return 0;
-}
-
-static void drain_soon(struct egress *eg)
-{
-	if (!eg->drain && !eg->freeing)
-		loop_add_timer(eg->loop, 0, on_drain, eg, &eg->drain);
 }
 
 static struct held *held_take(struct egress *eg, uint64_t cookie)
@@ -144,7 +124,7 @@ static void audit_conn(struct egress *eg, const struct proxy_conn_info *info, co
 		rec.duration_ms = (int64_t)stats->duration_ms;
 		rec.decided_by = NULL;
 	}
-	hub_audit(eg->hub, &rec);
+	approvals_verdict(eg->approvals, &rec);
 }
 
 /* ---- the policy for a sandbox ---------------------------------------------------------------- */
@@ -221,8 +201,6 @@ static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
 	if (pr.verdict != POLICY_ASK) {
 		bool allow = pr.verdict == POLICY_ALLOW;
 
-		metrics_count_decision(hub_metrics(eg->hub), "domain", allow ? "allow" : "deny",
-		                       "policy");
 		audit_conn(eg, info, hp, allow ? AUDIT_ALLOW : AUDIT_DENY, rule, pr.reason, NULL);
 		if (!allow)
 			say("connection to %s denied: %s", hp, rule);
@@ -244,7 +222,7 @@ static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
 	     off += strlen(who.cmdline + off) + 1)
 		argv[argc++] = who.cmdline + off;
 	h->conn = conn;
-	h->cookie = COOKIE_TAG | proxy_conn_id(conn);
+	h->cookie = proxy_conn_id(conn);
 	qr = (struct queue_request){
 	        .kind = QUEUE_KIND_DOMAIN,
 	        .sandbox = info->sandbox,
@@ -259,15 +237,15 @@ static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
 	        .uid = -1,
 	        .cookie = h->cookie,
 	};
-	r = queue_add(hub_queue(eg->hub), &qr, loop_now_ms(), NULL);
+	/* Held first: a fallback's decision comes from the loop (a deferred source). */
+	h->next = eg->held;
+	eg->held = h;
+	r = approvals_ask(eg->approvals, &qr, NULL);
 	if (r < 0) {
-		free(h);
+		free(held_take(eg, h->cookie));
 		audit_conn(eg, info, hp, AUDIT_DENY, rule, queue_strerror(r), NULL);
 		return PROXY_DENY;
 	}
-	h->next = eg->held;
-	eg->held = h;
-	drain_soon(eg);
 	return PROXY_PENDING;
 }
 
@@ -275,13 +253,12 @@ static void on_closed(void *userdata, struct proxy_conn *conn, const struct prox
                       const struct proxy_stats *stats)
 {
 	struct egress *eg = userdata;
-	struct held *h = held_take(eg, COOKIE_TAG | proxy_conn_id(conn));
+	struct held *h = held_take(eg, proxy_conn_id(conn));
 	char hp[HOSTPORT_MAX];
 
 	/* A held connection whose client left: its ask has nobody to answer any more. */
 	if (h) {
-		if (queue_cancel_waiter(hub_queue(eg->hub), 0, h->cookie, loop_now_ms()) >= 0)
-			drain_soon(eg);
+		(void)approvals_withdraw(eg->approvals, h->cookie);
 		free(h);
 	}
 	host_port(info->host[0] ? info->host : "?", info->port, hp, sizeof(hp));
@@ -308,15 +285,14 @@ static int on_original_dst(void *userdata, int fd, const struct sockaddr *peer, 
 static bool on_allow_restricted(void *userdata, const struct proxy_conn_info *info)
 {
 	struct egress *eg = userdata;
-	const struct web *web = hub_web(eg->hub);
 	char hp[HOSTPORT_MAX];
 	struct policy_result pr;
 
 	/* Never our own dashboard or token API, whatever the policy names: the proxy dials
 	 * from the host, where nothing (no netns, no eBPF map) keeps the agent from them. */
-	if (web && info->port &&
-	    (info->port == web_approval_port(web) || info->port == web_tokens_port(web)))
-		return false;
+	for (size_t i = 0; info->port && i < ELEMENTSOF(eg->cfg.api_ports); i++)
+		if (info->port == eg->cfg.api_ports[i])
+			return false;
 	host_port(info->host, info->port, hp, sizeof(hp));
 	return check_domain(eg, info->sandbox, info->project, hp, &pr, NULL) == 0 &&
 	       pr.verdict == POLICY_ALLOW && pr.exact_host;
@@ -351,31 +327,38 @@ static const struct resolver_ops egress_resolver_ops = {
         .name_allowed = on_name_allowed,
 };
 
-/* ---- queue and rules ---------------------------------------------------------------------- */
+/* ---- asks and decisions ----------------------------------------------------------------- */
 
-void egress_on_resolution(struct egress *eg, const struct queue_resolution *res)
+/* The queue decided a domain item: release or refuse the connections held for it. From the
+ * loop (a deferred source), never inside a proxy callback. */
+static void on_resolved(void *userdata, const struct queue_item *item, const uint64_t *cookies,
+                        size_t n)
 {
-	bool allow = res->item->state == QUEUE_STATE_APPROVED;
+	struct egress *eg = userdata;
+	bool allow = item->state == QUEUE_STATE_APPROVED;
 	const char *reason = NULL;
 
-	if (res->item->state == QUEUE_STATE_TIMED_OUT)
+	if (item->state == QUEUE_STATE_TIMED_OUT)
 		reason = "Request timed out waiting for approval";
-	else if (!allow && res->item->state == QUEUE_STATE_CANCELLED)
-		reason = res->item->reason;
-	for (size_t i = 0; i < res->n_waiters; i++) {
-		struct held *h = held_take(eg, res->waiters[i].cookie);
+	else if (!allow && item->state == QUEUE_STATE_CANCELLED)
+		reason = item->reason;
+	for (size_t i = 0; i < n; i++) {
+		struct held *h = held_take(eg, cookies[i]);
 
 		if (!h)
 			continue;
 		proxy_conn_decide(h->conn, allow, reason);
 		free(h);
 	}
-	if (!allow && res->item->state != QUEUE_STATE_CANCELLED)
-		say("connection to %s %s: %s", res->item->summary,
-		    queue_state_to_string(res->item->state), res->item->reason);
+	if (!allow && item->state != QUEUE_STATE_CANCELLED)
+		say("connection to %s %s: %s", item->summary, queue_state_to_string(item->state),
+		    item->reason);
 }
 
-void egress_add_rule(struct egress *eg, const char *sandbox, const char *project,
+/* A decision of scope session (for SANDBOX's connections), project (PROJECT's) or global
+ * (everyone's): VALUE (a domain, or a pattern when IS_PATTERN) is allowed or denied for later
+ * connections from now on. */
+static void add_rule(struct egress *eg, const char *sandbox, const char *project,
                      enum queue_scope scope, bool allow, const char *value, bool is_pattern)
 {
 	const char *key = scope == QUEUE_SCOPE_PROJECT  ? project
@@ -409,6 +392,61 @@ void egress_add_rule(struct egress *eg, const char *sandbox, const char *project
 	rule.index = s->n++;
 	config_domain_list_add(allow ? &s->rules.allow : &s->rules.deny, &rule);
 }
+
+/* Keep a project or global decision in the decisions file of the asking sandbox's project (a
+ * container's own), else of this supervisor's. */
+static int persist_rule(struct egress *eg, const struct queue_item *item,
+                        const struct approval_decision *d, struct cl_error *err)
+{
+	const char *project = item->project ? item->project : eg->cfg.project;
+	_cleanup_free_ char *path = NULL;
+	struct domain_spec spec;
+	int r;
+
+	if (!eg->cfg.decisions_dir)
+		return cl_error_set(err, -ENOENT, "no config directory to keep decisions in");
+	if (d->scope == QUEUE_SCOPE_PROJECT && !project)
+		return cl_error_set(
+		        err, -EINVAL,
+		        "no project (start with --project NAME to keep project decisions)");
+	r = domain_spec_parse(d->value, d->is_pattern, &spec, err);
+	if (r >= 0)
+		r = decisions_prepare_dir(eg->cfg.decisions_dir, err);
+	if (r >= 0)
+		r = decisions_path(eg->cfg.decisions_dir,
+		                   d->scope == QUEUE_SCOPE_PROJECT ? project : NULL, &path, err);
+	/* flock: another supervisor writing the same file holds us for its write only. */
+	if (r >= 0)
+		r = decisions_update(path, d->allow ? DECISIONS_ALLOW : DECISIONS_DENY, &spec, err);
+	if (r >= 0)
+		say("%s %s %s in %s", d->allow ? "allowed" : "denied",
+		    d->is_pattern ? "pattern" : "domain", d->value, path);
+	return r < 0 ? r : 0;
+}
+
+/* A person decided a domain item with a wider scope than once: the rule applies to later
+ * connections at once, and a project or global one is written to the decisions file. Only a
+ * decision that names what it covers (the dashboard's domain or pattern) is kept; "always" at
+ * the terminal covers the one connection. */
+static int on_decided(void *userdata, const struct queue_item *item,
+                      const struct approval_decision *d, struct cl_error *err)
+{
+	struct egress *eg = userdata;
+
+	if (d->scope == QUEUE_SCOPE_ONCE || !d->value)
+		return 0;
+	add_rule(eg, item->sandbox, item->project, d->scope, d->allow, d->value, d->is_pattern);
+	if (d->scope != QUEUE_SCOPE_PROJECT && d->scope != QUEUE_SCOPE_GLOBAL)
+		return 0;
+	return persist_rule(eg, item, d, err);
+}
+
+static const struct approval_source_ops egress_source_ops = {
+        .resolved = on_resolved,
+        .decided = on_decided,
+        /* A decision must not reach a connection while the proxy is still handling it. */
+        .deferred = true,
+};
 
 /* ---- set-up -------------------------------------------------------------------------------- */
 
@@ -455,8 +493,8 @@ static int listen_connect(struct egress *eg, const char *text, struct cl_error *
 	return proxy_add_connect(eg->proxy, fd);
 }
 
-int egress_new(struct loop *loop, struct hub *hub, const struct egress_config *config,
-               struct egress **ret, struct cl_error *err)
+int egress_new(struct loop *loop, struct approvals *approvals, const struct egress_config *config,
+               struct cl_error *err, struct egress **ret)
 {
 	struct egress *eg = calloc(1, sizeof(*eg));
 	struct resolver_config rc;
@@ -466,9 +504,13 @@ int egress_new(struct loop *loop, struct hub *hub, const struct egress_config *c
 	if (!eg)
 		return -ENOMEM;
 	eg->loop = loop;
-	eg->hub = hub;
 	eg->cfg = *config;
 	eg->connect_fd = -EBADF;
+	r = approvals_register(approvals, &egress_source_ops, eg, &eg->approvals);
+	if (r < 0) {
+		free(eg);
+		return r;
+	}
 	resolver_config_init(&rc);
 	rc.fake_ip = !config->real_ip;
 	rc.hosts_file = config->hosts_file;
@@ -488,7 +530,7 @@ int egress_new(struct loop *loop, struct hub *hub, const struct egress_config *c
 	if (r >= 0) {
 		proxy_config_init(&pc);
 		pc.resolver = eg->resolver;
-		pc.tokens = hub_tokens(hub);
+		pc.tokens = config->tokens;
 		r = proxy_new(loop, &pc, &egress_proxy_ops, eg, &eg->proxy);
 		if (r < 0)
 			cl_error_set(err, r, "proxy: %s", strerror(-r));
@@ -689,13 +731,11 @@ void egress_free(struct egress *eg)
 {
 	if (!eg)
 		return;
-	eg->freeing = true;
-	if (eg->drain)
-		loop_cancel_timer(eg->loop, eg->drain);
 	/* The proxy first: it reports every connection closed (held ones cancel their asks). */
 	proxy_free(eg->proxy);
 	resolver_free(eg->resolver);
 	trace_timing_mark("egress free: proxy, resolver");
+	approvals_unregister(eg->approvals);
 	while (eg->held) {
 		struct held *h = eg->held;
 

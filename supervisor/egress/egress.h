@@ -1,6 +1,6 @@
 /* Egress for the supervisor's sandboxes: the proxy (proxy.h), its resolver (resolver.h) and
  * the kernel side (netfilter/), deciding every connection by name through the domain policy
- * and the one approval queue (hub.h).
+ * and the approvals service (approvals.h), where egress is the source of domain asks.
  *
  *   - a sandbox netns (run): egress_attach_netns() gives it a route, the nftables ruleset and
  *     listeners inside it, before the agent starts; every TCP connection lands on the
@@ -10,9 +10,10 @@
  *
  * A connection the policy allows is relayed; one it denies is reset (transparent) or gets 403
  * (CONNECT); an unlisted one with unlisted_domain_behavior request_approval becomes a domain
- * card and is held until a person decides or proxy.approval_timeout (60 s) passes. Decisions
- * of scope session, project and global apply to later connections at once (egress_add_rule);
- * denials win. Every connection's end is one audit line with its bytes. */
+ * card and is held until a person decides or proxy.approval_timeout (60 s) passes. A person's
+ * decision of scope session, project or global on the dashboard applies to later connections
+ * at once, and a project or global one is written to the decisions files (decisions.h);
+ * denials win. Every verdict and every connection's end is one audit line with its bytes. */
 #ifndef CLOISTER_EGRESS_H
 #define CLOISTER_EGRESS_H
 
@@ -21,11 +22,11 @@
 #include <stdint.h>
 
 #include "base/error.h"
-#include "supervisor/approval/queue.h"
 
 struct loop;
-struct hub;
+struct approvals;
 struct config;
+struct tokens;
 struct egress;
 
 struct connect_target;
@@ -42,14 +43,20 @@ struct egress_config {
 	int (*project_config)(void *userdata, const char *project, const struct config **ret,
 	                      struct cl_error *err);
 	void *project_config_userdata;
+	struct tokens *tokens; /* who may use the CONNECT proxy */
+	/* This supervisor's dashboard and token API, never dialled whatever the policy says
+	 * (0: none). */
+	uint16_t api_ports[2];
+	const char *decisions_dir;  /* the config directory project and global decisions go to */
+	const char *project;        /* the decisions file of an ask of no project; NULL: none */
 	const char *connect_listen; /* "ADDR:PORT" of the CONNECT proxy; NULL: none */
 	const char *hosts_file;     /* consulted before DNS for upstream names; NULL: none */
 	bool real_ip;               /* answer the agent's DNS with real addresses, not fake ones */
 	bool verbose;
 };
 
-int egress_new(struct loop *loop, struct hub *hub, const struct egress_config *config,
-               struct egress **ret, struct cl_error *err);
+int egress_new(struct loop *loop, struct approvals *approvals, const struct egress_config *config,
+               struct cl_error *err, struct egress **ret);
 /* Resets every connection and removes what it installed. NULL is fine. */
 void egress_free(struct egress *eg);
 
@@ -71,14 +78,6 @@ int egress_detach(struct egress *eg, const char *key);
  * this host's loopback. */
 int egress_attach_cgroup(struct egress *eg, int cgroup_fd, const char *sandbox, const char *project,
                          const uint16_t *refused, size_t n_refused, struct cl_error *err);
-
-/* The queue decided domain items: release or refuse their held connections. */
-void egress_on_resolution(struct egress *eg, const struct queue_resolution *res);
-/* A person's decision with scope session (for SANDBOX's connections), project (PROJECT's) or
- * global (everyone's): VALUE (a domain, or a pattern when IS_PATTERN) is allowed or denied for
- * later connections from now on. */
-void egress_add_rule(struct egress *eg, const char *sandbox, const char *project,
-                     enum queue_scope scope, bool allow, const char *value, bool is_pattern);
 
 /* The port of the CONNECT proxy (0: none). */
 unsigned egress_connect_port(const struct egress *eg);

@@ -23,7 +23,7 @@
 #include "supervisor/policy/config.h"
 #include "supervisor/exec/deny_ids.h"
 #include "supervisor/policy/exec_decision.h"
-#include "supervisor/approval/hub.h"
+#include "supervisor/approval/approvals.h"
 #include "base/loop.h"
 #include "base/say.h"
 #include "supervisor/approval/metrics.h"
@@ -62,8 +62,8 @@ struct pending_exec {
 
 struct exec_guard {
 	struct loop *loop;
-	struct hub *hub;
-	struct queue *queue;
+	struct approval_source *approvals; /* this guard's asks */
+	struct metrics *metrics;
 	struct notifier *notifier;
 	const struct config *config;
 	struct backstop *backstop;
@@ -137,10 +137,7 @@ static void audit_verdict(struct exec_guard *eg, const struct exec_target *t, co
 		format_rule(res, rule, sizeof(rule));
 		rec.rule = rule;
 	}
-	if (verdict == AUDIT_ALLOW || verdict == AUDIT_DENY)
-		metrics_count_decision(hub_metrics(eg->hub), "exec",
-		                       audit_verdict_to_string(verdict), "policy");
-	hub_audit(eg->hub, &rec);
+	approvals_verdict(eg->approvals, &rec);
 }
 
 /* ---- pending execs and session answers --------------------------------------------------- */
@@ -272,40 +269,44 @@ static int answer(struct exec_guard *eg, uint64_t id, bool allow, const struct e
 	return refused;
 }
 
-/* The queue decided exec items: answer their waiting notifications. */
-void exec_guard_on_resolution(struct exec_guard *eg, const struct queue_resolution *res)
+/* The queue decided an exec item: answer this guard's notifications waiting on it. */
+static void on_resolved(void *userdata, const struct queue_item *item, const uint64_t *cookies,
+                        size_t n)
 {
-	bool allow = res->item->state == QUEUE_STATE_APPROVED;
+	struct exec_guard *eg = userdata;
+	bool allow = item->state == QUEUE_STATE_APPROVED;
 
-	for (size_t i = 0; i < res->n_waiters; i++) {
-		struct pending_exec *p = pending_find(eg, res->waiters[i].cookie);
+	for (size_t i = 0; i < n; i++) {
+		struct pending_exec *p = pending_find(eg, cookies[i]);
 
 		if (!p)
 			continue;
-		if (allow && res->item->scope == QUEUE_SCOPE_SESSION)
+		if (allow && item->scope == QUEUE_SCOPE_SESSION)
 			session_add(eg, p->session_key);
-		if (!allow && res->item->state != QUEUE_STATE_CANCELLED)
+		if (!allow && item->state != QUEUE_STATE_CANCELLED)
 			recent_denial_add(eg, p->session_key, p->pid);
 		answer(eg, p->cookie, allow, &p->files);
 		pending_remove(eg, p);
 	}
-	if (res->item->state == QUEUE_STATE_DENIED || res->item->state == QUEUE_STATE_TIMED_OUT)
-		say("exec %s %s: %s", res->item->exe ? res->item->exe : res->item->summary,
-		    queue_state_to_string(res->item->state), res->item->reason);
+	if (item->state == QUEUE_STATE_DENIED || item->state == QUEUE_STATE_TIMED_OUT)
+		say("exec %s %s: %s", item->exe ? item->exe : item->summary,
+		    queue_state_to_string(item->state), item->reason);
 }
 
 /* With NOW_MS: cancel waiters whose process died (or left the syscall). Either way, say when
  * to look again: soon while execs wait. */
-uint64_t exec_guard_tick(struct exec_guard *eg, uint64_t now_ms)
+static uint64_t on_tick(void *userdata, uint64_t now_ms)
 {
+	struct exec_guard *eg = userdata;
+
 	if (now_ms != UINT64_MAX) {
 		for (size_t i = 0; i < eg->n_pending;) {
 			uint64_t cookie = eg->pending[i].cookie;
 
 			if (notifier_id_valid(eg->notifier, cookie) == 0) {
-				queue_cancel_waiter(eg->queue, 0, cookie, now_ms);
-				if (eg->n_pending > i && eg->pending[i].cookie == cookie)
-					pending_remove(eg, &eg->pending[i]);
+				/* Its own resolution (the last waiter gone) carries no waiter. */
+				pending_remove(eg, &eg->pending[i]);
+				(void)approvals_withdraw(eg->approvals, cookie);
 				continue;
 			}
 			i++;
@@ -314,6 +315,11 @@ uint64_t exec_guard_tick(struct exec_guard *eg, uint64_t now_ms)
 	}
 	return eg->n_pending > 0 ? loop_now_ms() + LIVENESS_INTERVAL_MS : UINT64_MAX;
 }
+
+static const struct approval_source_ops exec_source_ops = {
+        .resolved = on_resolved,
+        .tick = on_tick,
+};
 
 /* ---- one exec ---------------------------------------------------------------------------- */
 
@@ -425,7 +431,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		};
 
 		say("exec by pid %d denied: %s", req->pid, err.msg);
-		hub_audit(eg->hub, &rec);
+		approvals_verdict(eg->approvals, &rec);
 		notifier_deny(eg->notifier, req->id, EACCES);
 		return;
 	}
@@ -558,7 +564,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		}
 		r = pending_add(eg, req->id, t->pid, &files, session_key);
 		if (r >= 0)
-			r = queue_add(eg->queue, &qr, loop_now_ms(), NULL);
+			r = approvals_ask(eg->approvals, &qr, NULL);
 		if (r < 0) {
 			const char *why = r == -ENOMEM ? "out of memory" : queue_strerror(r);
 			struct pending_exec *p = pending_find(eg, req->id);
@@ -571,7 +577,8 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 			return;
 		}
 	}
-	hub_drain(eg->hub);
+	/* While it waits, its process is watched (on_tick). */
+	approvals_schedule(eg->approvals);
 }
 
 /* A connect: remember who went where, and let it go at once. Netfilter and the proxy
@@ -644,7 +651,7 @@ static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdat
 		trace_exec_phase(TRACE_EXEC_RECEIVE);
 		if (r == 0) {
 			eg->notifications++;
-			hub_metrics(eg->hub)->notifications++;
+			eg->metrics->notifications++;
 			if (req.data.nr == SYS_execve || req.data.nr == SYS_execveat)
 				handle_exec(eg, &req);
 			else if (req.data.nr == SYS_connect)
@@ -668,7 +675,7 @@ static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdat
 
 /* ---- life cycle -------------------------------------------------------------------------- */
 
-int exec_guard_new(struct loop *loop, struct hub *hub, int listener_fd,
+int exec_guard_new(struct loop *loop, struct approvals *approvals, int listener_fd,
                    const struct exec_guard_config *config, struct exec_guard **ret)
 {
 	struct exec_guard *eg = calloc(1, sizeof(*eg));
@@ -679,8 +686,7 @@ int exec_guard_new(struct loop *loop, struct hub *hub, int listener_fd,
 		return -ENOMEM;
 	}
 	eg->loop = loop;
-	eg->hub = hub;
-	eg->queue = hub_queue(hub);
+	eg->metrics = approvals_metrics(approvals);
 	eg->config = config->config;
 	eg->backstop = config->backstop;
 	eg->cgroup_id = config->cgroup_id;
@@ -695,6 +701,12 @@ int exec_guard_new(struct loop *loop, struct hub *hub, int listener_fd,
 		close(listener_fd);
 		exec_guard_free(eg);
 		return -ENOMEM;
+	}
+	r = approvals_register(approvals, &exec_source_ops, eg, &eg->approvals);
+	if (r < 0) {
+		close(listener_fd);
+		exec_guard_free(eg);
+		return r;
 	}
 	r = notifier_new(listener_fd, &eg->notifier);
 	if (r < 0) {
@@ -718,10 +730,9 @@ void exec_guard_free(struct exec_guard *eg)
 	if (!eg)
 		return;
 	/* Whatever still waits is cancelled; closing the listener fails its syscalls. */
-	for (size_t i = 0; i < eg->n_pending; i++) {
-		queue_cancel_waiter(eg->queue, 0, eg->pending[i].cookie, loop_now_ms());
+	approvals_unregister(eg->approvals);
+	for (size_t i = 0; i < eg->n_pending; i++)
 		free(eg->pending[i].session_key);
-	}
 	free(eg->pending);
 	if (eg->listening)
 		loop_del_fd(eg->loop, notifier_fd(eg->notifier));

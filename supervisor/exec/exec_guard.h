@@ -9,12 +9,12 @@
  *   view (reached through another mount namespace, view.h) is refused:
  *     allow → approve the file's (dev, ino) in the backstop(s), then CONTINUE
  *     deny  → EACCES, logged with the rule
- *     ask   → the approval queue (hub.h); the syscall stays blocked until a decision, the
- *             timeout, or the death of the process.
+ *     ask   → the approvals service (approvals.h), where the guard is a source of its own;
+ *             the syscall stays blocked until a decision, the timeout, or the death of the
+ *             process (watched on the service's ticks).
  * Every verdict and decision is one audit-log line. "Always" answers (scope session) and a
- * denial of a moment ago settle a repeated ask without asking again.
- *
- * The owner forwards the hub's exec resolutions and ticks (several guards may share a hub). */
+ * denial of a moment ago settle a repeated ask without asking again. Several guards (a
+ * container's exec sessions) may share one service: each hears its own waiters only. */
 #ifndef CLOISTER_EXEC_GUARD_H
 #define CLOISTER_EXEC_GUARD_H
 
@@ -25,7 +25,7 @@
 #include "supervisor/approval/queue.h"
 
 struct loop;
-struct hub;
+struct approvals;
 struct config;
 struct backstop;
 struct ptrace_backstop;
@@ -49,18 +49,14 @@ struct exec_guard_config {
 	void *gone_userdata;
 };
 
-/* Serve the seccomp LISTENER_FD (taken over, closed on failure too) on LOOP. */
-int exec_guard_new(struct loop *loop, struct hub *hub, int listener_fd,
+/* Serve the seccomp LISTENER_FD (taken over, closed on failure too) on LOOP; its asks go to
+ * APPROVALS. */
+int exec_guard_new(struct loop *loop, struct approvals *approvals, int listener_fd,
                    const struct exec_guard_config *config, struct exec_guard **ret);
 /* Cancels its waiting asks (the queue's resolutions have no waiter left to answer) and
  * closes the listener, which fails the syscalls still blocked. NULL is fine. */
 void exec_guard_free(struct exec_guard *eg);
 
-/* Answer the waiters of an exec resolution that are this guard's; others are ignored. */
-void exec_guard_on_resolution(struct exec_guard *eg, const struct queue_resolution *res);
-/* hub_tick_fn's convention: with NOW_MS, cancel waiters whose process died; returns when the
- * next check is due (UINT64_MAX: nothing waits). */
-uint64_t exec_guard_tick(struct exec_guard *eg, uint64_t now_ms);
 /* From now on asks are denied without asking (the agent is being terminated). */
 void exec_guard_set_terminating(struct exec_guard *eg, bool terminating);
 

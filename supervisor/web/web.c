@@ -16,6 +16,7 @@
 #include "base/cleanup.h"
 #include "protocol/json_strict.h"
 #include "protocol/quote.h"
+#include "supervisor/approval/approvals.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/decisions.h"
 #include "supervisor/policy/domain.h"
@@ -36,9 +37,6 @@
 #define LOG_BACKLOG_BYTES    (64 * 1024)
 #define MAX_SANDBOXES_LISTED 64
 #define RECENT_LISTED        10
-/* Cookies of hostexec waiters: the top bit keeps them apart from seccomp notification ids in
- * practice, and the queue refuses a duplicate anyway. */
-#define COOKIE_BASE (UINT64_C(1) << 63)
 
 enum stream_kind {
 	STREAM_EVENTS,
@@ -85,7 +83,9 @@ struct running {
 
 struct web {
 	struct loop *loop;
-	struct queue *queue;
+	struct approvals *approvals;
+	const struct queue *queue;        /* approvals_queue(): read only */
+	struct approval_source *hostexec; /* POST /request asks */
 	struct tokens *tokens;
 	struct labels *labels; /* branch and agent per sandbox, for /pending */
 	struct metrics *metrics;
@@ -100,6 +100,7 @@ struct web {
 	uint64_t next_cookie;
 	struct running *running;
 	struct loop_timer *approvers_timer;
+	bool observing;
 	bool freeing;
 	struct loop_timer *heartbeat;
 	char origins[3][64];
@@ -351,12 +352,6 @@ static const char *path_arg(const char *path, const char *prefix)
 	return path + n;
 }
 
-static void changed(struct web *web)
-{
-	if (web->ops->queue_changed)
-		web->ops->queue_changed(web->userdata);
-}
-
 /* ---- JSON of queue items ----------------------------------------------------------------- */
 
 static bool is_command(enum queue_kind kind)
@@ -436,13 +431,13 @@ static cJSON *decided_json(const struct web *web, const struct queue_item *item,
 
 /* ---- event streams ----------------------------------------------------------------------- */
 
+/* Open event streams are people who can answer (approvals.h). */
 static int on_approvers_timer(struct loop *loop, void *userdata)
 {
 	struct web *web = userdata;
 
 	web->approvers_timer = NULL;
-	if (web->ops->approvers_changed)
-		web->ops->approvers_changed(web->userdata, web->n_events);
+	approvals_set_approvers(web->approvals, APPROVER_DASHBOARD, web->n_events);
 	return 0;
 }
 
@@ -463,11 +458,11 @@ static void stream_drop(struct stream_client *c, bool end)
 		http_exchange_set_gone(c->ex, NULL, NULL);
 		http_stream_end(c->ex);
 	}
-	/* Not from here: a drop can happen while broadcast() walks the list, and the owner may
-	 * drain the queue, which broadcasts again. */
-	if (c->kind == STREAM_EVENTS && web->ops->approvers_changed && !web->approvers_timer &&
-	    !web->freeing)
-		loop_add_timer(web->loop, 0, on_approvers_timer, web, &web->approvers_timer);
+	/* Not from here: a drop can happen while broadcast() walks the list, and a change of
+	 * approvers may decide asks, which broadcasts again. */
+	if (c->kind == STREAM_EVENTS && !web->approvers_timer && !web->freeing &&
+	    loop_add_timer(web->loop, 0, on_approvers_timer, web, &web->approvers_timer) < 0)
+		web->approvers_timer = NULL; /* counted again when the next stream comes or goes */
 	free(c->filter);
 	free(c);
 }
@@ -591,18 +586,20 @@ static struct stream_client *stream_open(struct web *web, struct http_exchange *
 	/* Tell EventSource how soon to reconnect, and flush the headers now. */
 	if (!stream_send(c, "retry: 2000\n\n", 13))
 		return NULL;
-	if (kind == STREAM_EVENTS && web->ops->approvers_changed)
-		web->ops->approvers_changed(web->userdata, web->n_events);
+	if (kind == STREAM_EVENTS)
+		approvals_set_approvers(web->approvals, APPROVER_DASHBOARD, web->n_events);
 	return c;
 }
 
-void web_on_event(struct web *web, const struct queue_event *ev)
+/* Every queue event, to the /events streams. */
+static void on_queue_event(void *userdata, const struct queue_event *ev)
 {
+	struct web *web = userdata;
 	int64_t off = wall_offset_ms();
 	cJSON *o;
 	_cleanup_free_ char *text = NULL;
 
-	if (!web || !web->n_events)
+	if (!web->n_events)
 		return;
 	if (ev->type == QUEUE_EVENT_ADDED) {
 		if (ev->state != QUEUE_STATE_PENDING)
@@ -904,6 +901,7 @@ static void handle_decide(struct web *web, struct http_exchange *ex, const char 
 	_cleanup_cjson_ cJSON *body = NULL;
 	const cJSON *reason;
 	char idcopy[QUEUE_ID_LEN + 1];
+	struct approval_decision d;
 	int r;
 
 	if (!it || !is_command(it->kind)) {
@@ -919,12 +917,15 @@ static void handle_decide(struct web *web, struct http_exchange *ex, const char 
 		return;
 	}
 	snprintf(idcopy, sizeof(idcopy), "%s", id);
-	r = queue_decide(web->queue, idcopy, allow, QUEUE_SCOPE_ONCE,
-	                 http_exchange_header(ex, "Origin") ? "web" : "cli",
-	                 cJSON_IsString(reason) && *reason->valuestring
-	                         ? reason->valuestring
-	                         : (allow ? NULL : "Command denied by user"),
-	                 loop_now_ms());
+	d = (struct approval_decision){
+	        .allow = allow,
+	        .scope = QUEUE_SCOPE_ONCE,
+	        .by = http_exchange_header(ex, "Origin") ? "web" : "cli",
+	        .reason = cJSON_IsString(reason) && *reason->valuestring
+	                          ? reason->valuestring
+	                          : (allow ? NULL : "Command denied by user"),
+	};
+	r = approvals_decide(web->approvals, idcopy, &d, NULL);
 	if (r == -EALREADY) {
 		cJSON *o = cJSON_CreateObject();
 
@@ -946,7 +947,6 @@ static void handle_decide(struct web *web, struct http_exchange *ex, const char 
 	cJSON_AddStringToObject(o, "status", allow ? "approved" : "denied");
 	cJSON_AddStringToObject(o, "id", idcopy);
 	respond_json(ex, 200, o);
-	changed(web);
 }
 
 /* api.example.com → *.example.com; NULL for an address, a name that is not a DNS name, or
@@ -992,6 +992,7 @@ static void handle_decide_domain(struct web *web, struct http_exchange *ex, cons
 	struct cl_error err = {0};
 	bool persisted_err = false;
 	char idcopy[QUEUE_ID_LEN + 1];
+	struct approval_decision d;
 	int r;
 
 	if (!it) {
@@ -1033,19 +1034,21 @@ static void handle_decide_domain(struct web *web, struct http_exchange *ex, cons
 			return;
 		}
 	}
-	/* The owner keeps session decisions in memory and writes project and global ones; a
-	 * wildcard's pattern is known only here, so every scope but once goes to it. */
-	if (scope != QUEUE_SCOPE_ONCE && web->ops->persist_domain) {
-		r = web->ops->persist_domain(web->userdata, it, allow, scope,
-		                             pattern ? pattern : host, pattern != NULL, &err);
-		persisted_err = r < 0;
-		if (persisted_err && !err.msg[0])
-			snprintf(err.msg, sizeof(err.msg), "%s", strerror(-r));
-	}
+	/* The source that asked (egress) keeps session decisions in memory and writes project
+	 * and global ones; a wildcard's pattern is known only here, so it goes with them. */
+	d = (struct approval_decision){
+	        .allow = allow,
+	        .scope = scope,
+	        .by = http_exchange_header(ex, "Origin") ? "web" : "cli",
+	        .reason = allow ? NULL : "Domain denied by user",
+	        .value = scope == QUEUE_SCOPE_ONCE ? NULL
+	                 : pattern                 ? pattern
+	                                           : host,
+	        .is_pattern = pattern != NULL,
+	};
 	snprintf(idcopy, sizeof(idcopy), "%s", id);
-	r = queue_decide(web->queue, idcopy, allow, scope,
-	                 http_exchange_header(ex, "Origin") ? "web" : "cli",
-	                 allow ? NULL : "Domain denied by user", loop_now_ms());
+	r = approvals_decide(web->approvals, idcopy, &d, &err);
+	persisted_err = r == 1;
 	if (r < 0) {
 		respond_error(ex, r == -ENOENT ? 404 : 409,
 		              r == -ENOENT ? "domain request not found"
@@ -1061,7 +1064,6 @@ static void handle_decide_domain(struct web *web, struct http_exchange *ex, cons
 	if (persisted_err)
 		cJSON_AddStringToObject(o, "persistence_error", err.msg);
 	respond_json(ex, 200, o);
-	changed(web);
 }
 
 static void handle_sandbox_action(struct web *web, struct http_exchange *ex, const char *rest)
@@ -1106,7 +1108,6 @@ static void handle_sandbox_action(struct web *web, struct http_exchange *ex, con
 	                                                    : "killed");
 	cJSON_AddStringToObject(o, "name", name);
 	respond_json(ex, 200, o);
-	changed(web);
 }
 
 static const struct web_asset *find_asset(const char *path)
@@ -1359,9 +1360,12 @@ static void on_call_gone(void *userdata, struct http_exchange *ex)
 			abandon_run(c->rc);
 		return;
 	}
-	if (queue_cancel_waiter(c->web->queue, 0, c->cookie, loop_now_ms()) >= 0)
-		changed(c->web);
+	/* Out of the list first: the withdrawal cannot answer it any more. */
+	struct web *web = c->web;
+	uint64_t cookie = c->cookie;
+
 	call_free(c);
+	(void)approvals_withdraw(web->hostexec, cookie);
 }
 
 static void respond_command(struct http_exchange *ex, const char *status, const char *pattern,
@@ -1549,16 +1553,16 @@ static void format_go_duration(uint64_t ms, char *buf, size_t size)
 		snprintf(buf, size, "%ss", secs);
 }
 
-void web_on_resolution(struct web *web, const struct queue_resolution *res)
+/* The queue decided a hostexec item: answer the requests waiting on it. */
+static void on_hostexec_resolved(void *userdata, const struct queue_item *it,
+                                 const uint64_t *cookies, size_t n)
 {
-	const struct queue_item *it = res->item;
+	struct web *web = userdata;
 
-	if (!web || it->kind != QUEUE_KIND_HOSTEXEC)
-		return;
-	for (size_t i = 0; i < res->n_waiters; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct hostexec_call *c;
 
-		for (c = web->calls; c && c->cookie != res->waiters[i].cookie; c = c->next)
+		for (c = web->calls; c && c->cookie != cookies[i]; c = c->next)
 			;
 		if (!c || c->running)
 			continue;
@@ -1689,7 +1693,7 @@ static void on_request(void *userdata, struct http_exchange *ex)
 		return;
 	}
 	c->web = web;
-	c->cookie = COOKIE_BASE | web->next_cookie++;
+	c->cookie = web->next_cookie++;
 	c->argc = argc;
 	c->argv = calloc(argc + 1, sizeof(char *));
 	c->workdir = who->worktree ? strdup(who->worktree) : NULL;
@@ -1708,16 +1712,15 @@ static void on_request(void *userdata, struct http_exchange *ex)
 		return;
 	}
 	qr.cookie = c->cookie;
-	r = queue_add(web->queue, &qr, loop_now_ms(), NULL);
-	if (r < 0) {
-		call_free(c);
-		respond_command(ex, "denied", NULL, queue_strerror(r));
-		return;
-	}
+	/* Waiting before the ask: a fallback's decision (QUEUE_ADD_DECIDED) answers at once. */
 	c->ex = ex;
 	http_exchange_set_gone(ex, on_call_gone, c);
-	/* The owner drains: a fallback decision (QUEUE_ADD_DECIDED) answers at once. */
-	changed(web);
+	r = approvals_ask(web->hostexec, &qr, NULL);
+	if (r < 0) {
+		http_exchange_set_gone(ex, NULL, NULL);
+		call_free(c);
+		respond_command(ex, "denied", NULL, queue_strerror(r));
+	}
 }
 
 /* ---- life cycle -------------------------------------------------------------------------- */
@@ -1742,9 +1745,17 @@ static int start_server(struct web *web, const struct web_listen *l, http_handle
 	return r;
 }
 
-int web_new(struct loop *loop, struct queue *queue, struct tokens *tokens, struct metrics *metrics,
+static const struct approvals_observer_ops web_observer_ops = {
+        .event = on_queue_event,
+};
+
+static const struct approval_source_ops hostexec_source_ops = {
+        .resolved = on_hostexec_resolved,
+};
+
+int web_new(struct loop *loop, struct approvals *approvals, struct tokens *tokens,
             const struct web_config *config, const struct web_ops *ops, void *userdata,
-            struct web **ret, struct cl_error *err)
+            struct cl_error *err, struct web **ret)
 {
 	struct web *web = calloc(1, sizeof(*web));
 	uint16_t port;
@@ -1753,17 +1764,23 @@ int web_new(struct loop *loop, struct queue *queue, struct tokens *tokens, struc
 	if (!web)
 		return -ENOMEM;
 	web->loop = loop;
-	web->queue = queue;
+	web->approvals = approvals;
+	web->queue = approvals_queue(approvals);
 	web->tokens = tokens;
-	web->metrics = metrics;
+	web->metrics = approvals_metrics(approvals);
 	web->config = *config;
 	web->ops = ops;
 	web->userdata = userdata;
 	r = labels_new(&web->labels);
+	if (r >= 0)
+		r = approvals_register(approvals, &hostexec_source_ops, web, &web->hostexec);
+	if (r >= 0)
+		r = approvals_observe(approvals, &web_observer_ops, web);
 	if (r < 0) {
 		web_free(web);
-		return cl_error_set(err, r, "out of memory");
+		return cl_error_set(err, r, "%s", strerror(-r));
 	}
+	web->observing = true;
 	if (!web->config.heartbeat_ms)
 		web->config.heartbeat_ms = DEFAULT_HEARTBEAT_MS;
 	if (!web->config.hostexec_timeout_ms)
@@ -1807,6 +1824,12 @@ void web_free(struct web *web)
 		stream_drop(web->streams, false);
 	while (web->calls)
 		call_free(web->calls);
+	/* Its asks go with it; the dashboards it served answer no more. */
+	approvals_unregister(web->hostexec);
+	if (web->observing) {
+		approvals_unobserve(web->approvals, &web_observer_ops, web);
+		approvals_set_approvers(web->approvals, APPROVER_DASHBOARD, 0);
+	}
 	while (web->running) {
 		struct running *r = web->running;
 

@@ -14,9 +14,9 @@
  * token (CSRF). Bodies are bounded and parsed strictly; errors are {"error": "..."} with a
  * 4xx.
  *
- * The queue stays the owner's: web decides items in it and calls ops->queue_changed so the
- * owner drains resolutions and events, and hands hostexec resolutions and every event back
- * through web_on_resolution / web_on_event. */
+ * Decisions go through the approvals service (approvals.h); web observes its events (the
+ * /events streams), counts its open event streams as approvers, and is the source of the
+ * request server's asks. */
 #ifndef CLOISTER_WEB_H
 #define CLOISTER_WEB_H
 
@@ -27,9 +27,9 @@
 #include "supervisor/approval/queue.h"
 
 struct loop;
+struct approvals;
 struct config;
 struct tokens;
-struct metrics;
 struct web;
 struct cJSON;
 
@@ -57,16 +57,6 @@ struct web_ops {
 	int (*sandbox_action)(void *userdata, const char *name, const char *action);
 	/* Fill OUT with up to MAX sandboxes; returns how many. */
 	unsigned (*sandboxes)(void *userdata, struct web_sandbox_info *out, unsigned max);
-	/* Something was decided or added through HTTP: drain the queue now. */
-	void (*queue_changed)(void *userdata);
-	/* Event-stream clients came or went: COUNT dashboards are attached. */
-	void (*approvers_changed)(void *userdata, unsigned count);
-	/* A domain decision with scope session, project or global: VALUE is a domain, or a
-	 * pattern when IS_PATTERN. The owner applies it at once and writes project and global
-	 * ones under proxy.allow / proxy.deny. 0, or -errno with a message (persistence_error). */
-	int (*persist_domain)(void *userdata, const struct queue_item *item, bool allow,
-	                      enum queue_scope scope, const char *value, bool is_pattern,
-	                      struct cl_error *err);
 	/* Run ARGV (hostexec) for CLOISTER in WORKDIR (may be NULL); call DONE once, later or
 	 * at once. 0, or -errno when it could not start (DONE is then not called). */
 	int (*run_command)(void *userdata, const char *const *argv, size_t argc,
@@ -100,9 +90,9 @@ struct web_config {
 	uint64_t heartbeat_ms;        /* SSE heartbeat; 0: 30 s */
 };
 
-int web_new(struct loop *loop, struct queue *queue, struct tokens *tokens, struct metrics *metrics,
+int web_new(struct loop *loop, struct approvals *approvals, struct tokens *tokens,
             const struct web_config *config, const struct web_ops *ops, void *userdata,
-            struct web **ret, struct cl_error *err);
+            struct cl_error *err, struct web **ret);
 void web_free(struct web *web);
 
 /* The actual ports (after a fallback); 0 when disabled. */
@@ -111,10 +101,6 @@ uint16_t web_tokens_port(const struct web *web);
 uint16_t web_request_port(const struct web *web);
 unsigned web_event_clients(const struct web *web);
 
-/* Feed every queue event (SSE) and the resolutions of hostexec items (answers the blocked
- * POST /request). Other kinds are ignored. */
-void web_on_event(struct web *web, const struct queue_event *ev);
-void web_on_resolution(struct web *web, const struct queue_resolution *res);
 /* One audit line (ending in "\n") for SANDBOX, for the /logs streams. */
 void web_on_audit_line(struct web *web, const char *sandbox, const char *line, size_t len);
 

@@ -27,7 +27,7 @@
 #include "supervisor/policy/config.h"
 #include "supervisor/web/http_client.h"
 #include "base/loop.h"
-#include "supervisor/approval/metrics.h"
+#include "supervisor/approval/approvals.h"
 #include "supervisor/approval/queue.h"
 #include "supervisor/approval/tokens.h"
 #include "supervisor/web/web.h"
@@ -61,31 +61,14 @@ static double median(double *v, int n)
 
 /* ---- an in-process server in a child ----------------------------------------------------- */
 
-struct child_server {
-	struct queue *queue;
-};
-
-static void drain(void *userdata);
-
-static struct web *child_web;
-
-static void drain(void *userdata)
+/* The child's asks: they wait until the end, nobody hears them. */
+static void on_resolved(void *userdata, const struct queue_item *item, const uint64_t *cookies,
+                        size_t n)
 {
-	struct child_server *cs = userdata;
-	struct queue_resolution res;
-	struct queue_event ev;
-
-	while (queue_pop_resolution(cs->queue, &res) == 1) {
-		web_on_resolution(child_web, &res);
-		queue_resolution_release(&res);
-	}
-	while (queue_pop_event(cs->queue, &ev) == 1) {
-		web_on_event(child_web, &ev);
-		queue_event_release(&ev);
-	}
 }
 
-static const struct web_ops child_ops = {.queue_changed = drain};
+static const struct approval_source_ops child_source = {.resolved = on_resolved};
+static const struct web_ops child_ops = {0};
 
 /* Fork a server with N_ITEMS pending exec asks; its approval and request ports are written to
  * *ret_ports. Returns the child's pid or -1. */
@@ -105,24 +88,24 @@ static pid_t start_server(int n_items, uint16_t ret_ports[2])
 		struct config_sources src = {
 		        .global = {"bench.yaml", yaml, sizeof(yaml) - 1, true}};
 		struct config_load_options lo = {0};
-		struct queue_config qc;
-		struct child_server cs = {0};
+		struct approvals_config ac = {0};
+		struct approvals *approvals = NULL;
+		struct approval_source *asks = NULL;
+		struct web *web = NULL;
 		struct config *config = NULL;
 		struct tokens *tokens = NULL;
-		struct metrics metrics = {0};
 		struct loop *loop = NULL;
 		struct cl_error err = {""};
 		struct web_config wc = {.api_token = API_TOKEN};
 		uint16_t ports[2];
 
-		queue_config_init(&qc);
-		qc.max_pending_per_sandbox = qc.max_pending_total = 4096;
-		if (getrandom(qc.id_key, sizeof(qc.id_key), 0) != sizeof(qc.id_key))
-			_exit(1);
-		if (loop_new(&loop) < 0 || queue_new(&qc, &cs.queue) < 0 ||
+		queue_config_init(&ac.queue);
+		ac.queue.max_pending_per_sandbox = ac.queue.max_pending_total = 4096;
+		if (loop_new(&loop) < 0 || approvals_new(loop, &ac, &approvals) < 0 ||
+		    approvals_register(approvals, &child_source, NULL, &asks) < 0 ||
 		    tokens_new(&tokens) < 0 || config_load(&src, &lo, &config, &err) < 0)
 			_exit(1);
-		queue_set_approvers(cs.queue, 1, loop_now_ms());
+		approvals_set_approvers(approvals, APPROVER_CLI, 1);
 		tokens_register(tokens, BENCH_TOKEN, "bench", NULL, NULL);
 		wc.config = config;
 		wc.tokens.disabled = true;
@@ -142,14 +125,12 @@ static pid_t start_server(int n_items, uint16_t ret_ports[2])
 
 			snprintf(arg, sizeof(arg), "%d", i);
 			snprintf(summary, sizeof(summary), "tool --item %d", i);
-			queue_add(cs.queue, &qr, loop_now_ms(), NULL);
+			approvals_ask(asks, &qr, NULL);
 		}
-		drain(&cs);
-		if (web_new(loop, cs.queue, tokens, &metrics, &wc, &child_ops, &cs, &child_web,
-		            &err) < 0)
+		if (web_new(loop, approvals, tokens, &wc, &child_ops, NULL, &err, &web) < 0)
 			_exit(1);
-		ports[0] = web_approval_port(child_web);
-		ports[1] = web_request_port(child_web);
+		ports[0] = web_approval_port(web);
+		ports[1] = web_request_port(web);
 		if (write(pipefd[1], ports, sizeof(ports)) != sizeof(ports))
 			_exit(1);
 		close(pipefd[1]);

@@ -33,6 +33,7 @@
 #include "supervisor/policy/config.h"
 #include "supervisor/web/http_client.h"
 #include "base/loop.h"
+#include "supervisor/approval/approvals.h"
 #include "supervisor/approval/metrics.h"
 #include "supervisor/approval/queue.h"
 #include "supervisor/approval/tokens.h"
@@ -72,17 +73,15 @@ struct pending_run {
 
 struct fx {
 	struct loop *loop;
-	struct queue *queue;
+	struct approvals *ap;
+	const struct queue *queue;   /* approvals_queue(ap) */
+	struct approval_source *src; /* the test's asks (add_item) */
 	struct tokens *tokens;
-	struct metrics metrics;
 	struct config *config;
 	struct web *web;
 	struct web_ops ops;
 	int efd;
 	uint64_t hostexec_timeout_ms;
-	unsigned sse_clients;
-	unsigned approvers_calls;
-	struct loop_timer *tick;
 
 	/* run_command */
 	enum run_mode run_mode;
@@ -94,7 +93,7 @@ struct fx {
 	unsigned n_pending;
 	struct loop_timer *run_timer;
 
-	/* persist_domain */
+	/* the decided hook of the test's source, for decisions with a wider scope */
 	bool persist_fail;
 	int persists;
 	bool p_allow;
@@ -107,7 +106,7 @@ struct fx {
 	char action[32];
 	char action_name[64];
 
-	/* the queue events the owner drained, as "added:ID " / "removed:ID:STATE " */
+	/* the queue events observed, as "added:ID " / "removed:ID:STATE " */
 	char events[8192];
 
 	char aurl[64], turl[64], rurl[64];
@@ -120,63 +119,25 @@ struct fx {
 	bool pred_met;
 };
 
-/* ---- the owner's side: web_ops ------------------------------------------------------------ */
+/* ---- the owner's side: web_ops, and a source of asks ----------------------------------------- */
 
-static void fx_drain(struct fx *fx);
-
-static int on_tick(struct loop *loop, void *userdata)
+static void on_event(void *userdata, const struct queue_event *ev)
 {
 	struct fx *fx = userdata;
+	size_t n = strlen(fx->events);
 
-	fx->tick = NULL;
-	queue_tick(fx->queue, loop_now_ms());
-	fx_drain(fx);
-	return 0;
+	if (ev->type == QUEUE_EVENT_ADDED)
+		snprintf(fx->events + n, sizeof(fx->events) - n, "added:%s ", ev->item->id);
+	else
+		snprintf(fx->events + n, sizeof(fx->events) - n, "removed:%s:%s ", ev->item->id,
+		         queue_state_to_string(ev->state));
 }
 
-static void fx_drain(struct fx *fx)
+static const struct approvals_observer_ops observer_ops = {.event = on_event};
+
+static void on_resolved(void *userdata, const struct queue_item *item, const uint64_t *cookies,
+                        size_t n)
 {
-	struct queue_resolution res;
-	struct queue_event ev;
-	uint64_t next;
-
-	while (queue_pop_resolution(fx->queue, &res) == 1) {
-		web_on_resolution(fx->web, &res);
-		queue_resolution_release(&res);
-	}
-	while (queue_pop_event(fx->queue, &ev) == 1) {
-		size_t n = strlen(fx->events);
-
-		if (ev.type == QUEUE_EVENT_ADDED)
-			snprintf(fx->events + n, sizeof(fx->events) - n, "added:%s ", ev.item->id);
-		else
-			snprintf(fx->events + n, sizeof(fx->events) - n, "removed:%s:%s ",
-			         ev.item->id, queue_state_to_string(ev.state));
-		web_on_event(fx->web, &ev);
-		queue_event_release(&ev);
-	}
-	if (fx->tick)
-		loop_cancel_timer(fx->loop, fx->tick);
-	fx->tick = NULL;
-	next = queue_next_deadline(fx->queue);
-	if (next != UINT64_MAX)
-		assert_int_equal(loop_add_timer(fx->loop, next, on_tick, fx, &fx->tick), 0);
-}
-
-static void op_queue_changed(void *userdata)
-{
-	fx_drain(userdata);
-}
-
-static void op_approvers_changed(void *userdata, unsigned count)
-{
-	struct fx *fx = userdata;
-
-	fx->sse_clients = count;
-	fx->approvers_calls++;
-	/* The CLI counts as one permanent approver, as with `run --ask web`. */
-	queue_set_approvers(fx->queue, count + 1, loop_now_ms());
-	fx_drain(fx);
 }
 
 static int op_sandbox_action(void *userdata, const char *name, const char *action)
@@ -204,22 +165,29 @@ static unsigned op_sandboxes(void *userdata, struct web_sandbox_info *out, unsig
 	return 1;
 }
 
-static int op_persist_domain(void *userdata, const struct queue_item *item, bool allow,
-                             enum queue_scope scope, const char *value, bool is_pattern,
-                             struct cl_error *err)
+/* What egress does with a decision that names what it covers: the test records it. */
+static int on_decided(void *userdata, const struct queue_item *item,
+                      const struct approval_decision *d, struct cl_error *err)
 {
 	struct fx *fx = userdata;
 
+	if (!d->value)
+		return 0;
 	fx->persists++;
-	fx->p_allow = allow;
-	fx->p_scope = scope;
-	fx->p_is_pattern = is_pattern;
-	snprintf(fx->p_value, sizeof(fx->p_value), "%s", value);
+	fx->p_allow = d->allow;
+	fx->p_scope = d->scope;
+	fx->p_is_pattern = d->is_pattern;
+	snprintf(fx->p_value, sizeof(fx->p_value), "%s", d->value);
 	snprintf(fx->p_id, sizeof(fx->p_id), "%s", item->id);
 	if (fx->persist_fail)
 		return cl_error_set(err, -EROFS, "decisions file is read-only");
 	return 0;
 }
+
+static const struct approval_source_ops source_ops = {
+        .resolved = on_resolved,
+        .decided = on_decided,
+};
 
 static int on_run_timer(struct loop *loop, void *userdata)
 {
@@ -298,7 +266,7 @@ static int on_efd(struct loop *loop, int fd, uint32_t events, void *userdata)
 static struct fx *fx_open(uint64_t hostexec_timeout_ms, bool with_run_command)
 {
 	struct fx *fx = calloc(1, sizeof(*fx));
-	struct queue_config qc;
+	struct approvals_config ac = {0};
 	struct config_sources src = {
 	        .global = {.name = "config.yaml",
 	                   .data = config_text,
@@ -318,9 +286,6 @@ static struct fx *fx_open(uint64_t hostexec_timeout_ms, bool with_run_command)
 	fx->ops = (struct web_ops){
 	        .sandbox_action = op_sandbox_action,
 	        .sandboxes = op_sandboxes,
-	        .queue_changed = op_queue_changed,
-	        .approvers_changed = op_approvers_changed,
-	        .persist_domain = op_persist_domain,
 	        .run_command = with_run_command ? op_run_command : NULL,
 	};
 	fx->hostexec_timeout_ms = hostexec_timeout_ms;
@@ -329,11 +294,14 @@ static struct fx *fx_open(uint64_t hostexec_timeout_ms, bool with_run_command)
 	assert_true(fx->efd >= 0);
 	assert_int_equal(loop_add_fd(fx->loop, fx->efd, EPOLLIN, on_efd, fx), 0);
 
-	queue_config_init(&qc);
-	qc.timeout_ms[QUEUE_KIND_HOSTEXEC] = hostexec_timeout_ms;
-	assert_int_equal(getrandom(qc.id_key, sizeof(qc.id_key), 0), (ssize_t)sizeof(qc.id_key));
-	assert_int_equal(queue_new(&qc, &fx->queue), 0);
-	queue_set_approvers(fx->queue, 1, loop_now_ms());
+	queue_config_init(&ac.queue);
+	ac.queue.timeout_ms[QUEUE_KIND_HOSTEXEC] = hostexec_timeout_ms;
+	assert_int_equal(approvals_new(fx->loop, &ac, &fx->ap), 0);
+	fx->queue = approvals_queue(fx->ap);
+	assert_int_equal(approvals_observe(fx->ap, &observer_ops, fx), 0);
+	assert_int_equal(approvals_register(fx->ap, &source_ops, fx, &fx->src), 0);
+	/* The CLI counts as one permanent approver, as with `run --ask web`. */
+	approvals_set_approvers(fx->ap, APPROVER_CLI, 1);
 
 	assert_int_equal(tokens_new(&fx->tokens), 0);
 	assert_int_equal(tokens_register(fx->tokens, CTOKEN, "sb1", "proj", WORKTREE), 0);
@@ -341,8 +309,7 @@ static struct fx *fx_open(uint64_t hostexec_timeout_ms, bool with_run_command)
 	if (config_load(&src, &opts, &fx->config, &err) < 0)
 		fail_msg("config: %s", err.msg);
 	wc.config = fx->config;
-	r = web_new(fx->loop, fx->queue, fx->tokens, &fx->metrics, &wc, &fx->ops, fx, &fx->web,
-	            &err);
+	r = web_new(fx->loop, fx->ap, fx->tokens, &wc, &fx->ops, fx, &err, &fx->web);
 	if (r < 0)
 		fail_msg("web_new: %s", err.msg);
 	fx->aport = web_approval_port(fx->web);
@@ -363,19 +330,9 @@ static void fx_close(struct fx *fx)
 	web_free(fx->web);
 	fx->web = NULL;
 	/* Owed command completions have nowhere to go after web_free; they are not called. */
-	if (fx->tick)
-		loop_cancel_timer(fx->loop, fx->tick);
-	fx->tick = NULL;
-	{
-		struct queue_resolution res;
-		struct queue_event ev;
-
-		while (queue_pop_resolution(fx->queue, &res) == 1)
-			queue_resolution_release(&res);
-		while (queue_pop_event(fx->queue, &ev) == 1)
-			queue_event_release(&ev);
-	}
-	queue_free(fx->queue);
+	approvals_unregister(fx->src);
+	approvals_unobserve(fx->ap, &observer_ops, fx);
+	approvals_free(fx->ap);
 	tokens_free(fx->tokens);
 	config_free(fx->config);
 	loop_free(fx->loop);
@@ -649,8 +606,7 @@ static void add_item(struct fx *fx, enum queue_kind kind, const char *summary, c
 		rq.pid = 1234;
 		rq.uid = 1000;
 	}
-	assert_int_equal(queue_add(fx->queue, &rq, loop_now_ms(), id), QUEUE_ADD_NEW);
-	fx_drain(fx);
+	assert_int_equal(approvals_ask(fx->src, &rq, id), QUEUE_ADD_NEW);
 }
 
 /* "2024-01-15T14:32:05Z", within a minute of now. */
@@ -885,8 +841,7 @@ static void test_pending_shapes(void **state)
 	cJSON_Delete(o);
 
 	/* Empty lists are [] rather than absent. */
-	queue_cancel_sandbox(fx->queue, "sb1", NULL, loop_now_ms());
-	fx_drain(fx);
+	approvals_cancel_sandbox(fx->ap, "sb1", NULL);
 	assert_int_equal(http(fx, fx->aurl, "GET", "/pending-domains", BEARER, NULL, &o), 200);
 	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(o, "requests")), 0);
 	cJSON_Delete(o);
@@ -1446,7 +1401,7 @@ static void test_request_auto_and_policy_denied(void **state)
 	cJSON_Delete(o);
 
 	/* Metrics counted the policy's verdicts. */
-	assert_true(fx->metrics.n_series >= 2);
+	assert_true(approvals_metrics(fx->ap)->n_series >= 2);
 }
 
 static void test_request_no_executor(void **state)
@@ -1662,7 +1617,7 @@ static void test_request_fallback_when_nobody_answers(void **state)
 	cJSON *o;
 
 	/* No approver attached: ask_fallback (deny) decides at once. */
-	queue_set_approvers(fx->queue, 0, loop_now_ms());
+	approvals_set_approvers(fx->ap, APPROVER_CLI, 0);
 	assert_int_equal(
 	        http(fx, fx->rurl, "POST", "/request", XTOKEN, "{\"args\":[\"make\"]}", &o), 200);
 	assert_string_equal(str_of(o, "status"), "denied");
@@ -1747,8 +1702,9 @@ static bool wait_sse(struct fx *fx, struct sse *s, const char *needle)
 
 static bool clients_are(struct fx *fx, void *arg)
 {
+	/* Counted by web and reported to the approvals service (the CLI is one more). */
 	return web_event_clients(fx->web) == *(unsigned *)arg &&
-	       fx->sse_clients == *(unsigned *)arg;
+	       queue_approvers(fx->queue) == *(unsigned *)arg + 1;
 }
 
 /* The JSON of the first "event: NAME" whose data mentions ID. */
@@ -1802,10 +1758,13 @@ static void test_sse_events(void **state)
 	assert_true(wait_sse(fx, &s1, id2));
 	snprintf(path, sizeof(path), "/approve/%s", id1);
 	assert_int_equal(http(fx, fx->aurl, "POST", path, BEARER, NULL, NULL), 200);
-	assert_int_equal(
-	        queue_decide(fx->queue, id2, false, QUEUE_SCOPE_ONCE, "tty", "no", loop_now_ms()),
-	        0);
-	fx_drain(fx);
+	assert_int_equal(approvals_decide(fx->ap, id2,
+	                                  &(struct approval_decision){.allow = false,
+	                                                              .scope = QUEUE_SCOPE_ONCE,
+	                                                              .by = "tty",
+	                                                              .reason = "no"},
+	                                  NULL),
+	                 0);
 	assert_true(wait_sse(fx, &s1, "\"status\":\"denied\""));
 
 	p_retry = (size_t)(strstr(s1.buf, "retry: ") - s1.buf);
