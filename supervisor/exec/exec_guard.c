@@ -22,6 +22,7 @@
 #include "supervisor/approval/audit_log.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/exec/deny_ids.h"
+#include "supervisor/exec/exec_verdict.h"
 #include "supervisor/policy/exec_decision.h"
 #include "supervisor/approval/approvals.h"
 #include "base/loop.h"
@@ -33,12 +34,6 @@
 
 /* While asks are pending, how often to check that their processes are still alive. */
 #define LIVENESS_INTERVAL_MS 200
-/* Bound on "always" answers kept for the session. */
-#define SESSION_MAX 4096
-/* A shell whose exec was refused tries the next PATH entry (/usr/bin/x, then /bin/x): the same
- * process asking the same thing again this soon gets the same answer instead of a new ask. */
-#define RECENT_DENIALS   16
-#define RECENT_DENIAL_MS 3000
 /* Connects remembered for attribution, and for how long. */
 #define CONNECTS_KEPT   256
 #define CONNECT_KEEP_MS 10000
@@ -80,14 +75,7 @@ struct exec_guard {
 
 	struct pending_exec *pending;
 	size_t n_pending, cap_pending;
-	char **session; /* "real path\ncanonical command" answered "always" */
-	size_t n_session;
-	struct {
-		char *key;
-		pid_t pid;
-		uint64_t until_ms;
-	} recent_denials[RECENT_DENIALS];
-	unsigned next_recent_denial;
+	struct exec_answers *answers; /* "always", and denials of a moment ago */
 	uint64_t notifications;
 	struct {
 		uint64_t time_ms;
@@ -181,54 +169,6 @@ static void pending_remove(struct exec_guard *eg, struct pending_exec *p)
 	*p = eg->pending[--eg->n_pending];
 }
 
-static bool session_allows(const struct exec_guard *eg, const char *key)
-{
-	for (size_t i = 0; i < eg->n_session; i++)
-		if (strcmp(eg->session[i], key) == 0)
-			return true;
-	return false;
-}
-
-static void session_add(struct exec_guard *eg, const char *key)
-{
-	char **grown;
-
-	if (session_allows(eg, key) || eg->n_session >= SESSION_MAX)
-		return;
-	grown = reallocarray(eg->session, eg->n_session + 1, sizeof(*grown));
-	if (!grown)
-		return;
-	eg->session = grown;
-	eg->session[eg->n_session] = strdup(key);
-	if (eg->session[eg->n_session])
-		eg->n_session++;
-}
-
-static void recent_denial_add(struct exec_guard *eg, const char *key, pid_t pid)
-{
-	unsigned i = eg->next_recent_denial++ % RECENT_DENIALS;
-	char *copy = strdup(key);
-
-	if (!copy)
-		return;
-	free(eg->recent_denials[i].key);
-	eg->recent_denials[i].key = copy;
-	eg->recent_denials[i].pid = pid;
-	eg->recent_denials[i].until_ms = loop_now_ms() + RECENT_DENIAL_MS;
-}
-
-static bool recently_denied(const struct exec_guard *eg, const char *key, pid_t pid)
-{
-	uint64_t now = loop_now_ms();
-
-	for (unsigned i = 0; i < RECENT_DENIALS; i++)
-		if (eg->recent_denials[i].key && eg->recent_denials[i].pid == pid &&
-		    eg->recent_denials[i].until_ms > now &&
-		    strcmp(eg->recent_denials[i].key, key) == 0)
-			return true;
-	return false;
-}
-
 /* ---- answering --------------------------------------------------------------------------- */
 
 /* Tell the backstop which files this exec may run; an exec it cannot vouch for is refused. */
@@ -282,9 +222,11 @@ static void on_resolved(void *userdata, const struct queue_item *item, const uin
 		if (!p)
 			continue;
 		if (allow && item->scope == QUEUE_SCOPE_SESSION)
-			session_add(eg, p->session_key);
+			exec_answers_allow_always(eg->answers, p->session_key);
+		/* A shell whose exec was refused tries the next PATH entry (/usr/bin/x, then
+		 * /bin/x): the same process asking again this soon gets the same answer. */
 		if (!allow && item->state != QUEUE_STATE_CANCELLED)
-			recent_denial_add(eg, p->session_key, p->pid);
+			exec_answers_denied(eg->answers, p->session_key, p->pid, loop_now_ms());
 		answer(eg, p->cookie, allow, &p->files);
 		pending_remove(eg, p);
 	}
@@ -353,49 +295,6 @@ static int decide_alias(struct exec_guard *eg, const struct exec_file *f, const 
 	if (!alias || (f->real_path && strcmp(alias, f->real_path) == 0))
 		return 0;
 	return exec_decide_alias(eg->config, alias, argv, argc, truncated, res, err);
-}
-
-/* Why F (the program, or a script's interpreter: WHAT) may not run for being another file in
- * the sandbox's own view than in the process's, into BUF; false when it is the same file. */
-static bool view_mismatch(const struct exec_file *f, const char *what, char *buf, size_t size)
-{
-	const char *name = f->real_path ? f->real_path : "(a file without a name)";
-
-	switch (f->view) {
-	case EXEC_VIEW_UNCHECKED:
-	case EXEC_VIEW_SAME:
-		return false;
-	case EXEC_VIEW_OTHER:
-		snprintf(buf, size, "%s%.300s is another file in this process's mount namespace",
-		         what, name);
-		return true;
-	case EXEC_VIEW_ABSENT:
-		snprintf(buf, size,
-		         "%s%.300s exists only in this process's mount namespace, not in the "
-		         "sandbox's (%s)",
-		         what, name, strerror(f->view_error));
-		return true;
-	}
-	return true;
-}
-
-/* Turn *RES into a denial when the file, or a script's interpreter, fails the view check. */
-static void view_refusal(const struct exec_target *t, struct policy_result *res)
-{
-	char why[400];
-
-	if (!view_mismatch(&t->file, "", why, sizeof(why)) &&
-	    !(t->script && view_mismatch(&t->interp_file, "the interpreter ", why, sizeof(why))))
-		return;
-	res->verdict = POLICY_DENY;
-	res->fallback = POLICY_DENY;
-	res->by_deny_rule = false;
-	res->origin.file = NULL;
-	snprintf(res->rule, sizeof(res->rule), "%s", why);
-	snprintf(res->reason, sizeof(res->reason),
-	         "%s: a file mounted over a name in a namespace of its own is not the file the "
-	         "policy allows under that name",
-	         why);
 }
 
 static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
@@ -478,36 +377,13 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		notifier_deny(eg->notifier, req->id, EACCES);
 		return;
 	}
-	/* Whatever the policy would allow or ask about must be the file at its name in the
-	 * sandbox's own view, not one the agent mounted there in a namespace of its own. */
-	if (res.verdict != POLICY_DENY)
-		view_refusal(t, &res);
+	/* An ask is known by its file and command: what a person answers is kept by that. */
+	if (res.verdict == POLICY_ASK && asprintf(&session_key, "%s\n%s", exe, res.subject) < 0) {
+		notifier_deny(eg->notifier, req->id, EACCES);
+		return;
+	}
+	exec_verdict_rewrite(t, eg->answers, session_key, eg->terminating, loop_now_ms(), &res);
 	exec_files_from_target(t, &files);
-
-	/* Only an ask can be settled by an earlier answer: "always" in this session, or a denial
-	 * a moment ago (a shell retrying the next PATH entry). Allowed execs skip the lookup. */
-	if (res.verdict == POLICY_ASK) {
-		if (asprintf(&session_key, "%s\n%s", exe, res.subject) < 0) {
-			notifier_deny(eg->notifier, req->id, EACCES);
-			return;
-		}
-		if (session_allows(eg, session_key)) {
-			res.verdict = POLICY_ALLOW;
-			snprintf(res.rule, sizeof(res.rule), "session: allowed always by a person");
-			res.origin.file = NULL;
-		} else if (recently_denied(eg, session_key, t->pid)) {
-			res.verdict = POLICY_DENY;
-			snprintf(res.rule, sizeof(res.rule),
-			         "the same exec was denied a moment ago");
-			res.origin.file = NULL;
-		}
-	}
-
-	if (res.verdict == POLICY_ASK && eg->terminating) {
-		res.verdict = POLICY_DENY;
-		snprintf(res.rule, sizeof(res.rule), "the agent is being terminated");
-		res.origin.file = NULL;
-	}
 
 	trace_exec_phase(TRACE_EXEC_DECIDE);
 	switch (res.verdict) {
@@ -702,7 +578,9 @@ int exec_guard_new(struct loop *loop, struct approvals *approvals, int listener_
 		exec_guard_free(eg);
 		return -ENOMEM;
 	}
-	r = approvals_register(approvals, &exec_source_ops, eg, &eg->approvals);
+	r = exec_answers_new(&eg->answers);
+	if (r >= 0)
+		r = approvals_register(approvals, &exec_source_ops, eg, &eg->approvals);
 	if (r < 0) {
 		close(listener_fd);
 		exec_guard_free(eg);
@@ -737,11 +615,7 @@ void exec_guard_free(struct exec_guard *eg)
 	if (eg->listening)
 		loop_del_fd(eg->loop, notifier_fd(eg->notifier));
 	notifier_free(eg->notifier);
-	for (size_t i = 0; i < eg->n_session; i++)
-		free(eg->session[i]);
-	free(eg->session);
-	for (unsigned i = 0; i < RECENT_DENIALS; i++)
-		free(eg->recent_denials[i].key);
+	exec_answers_free(eg->answers);
 	free(eg->name);
 	free(eg->project);
 	free(eg);
