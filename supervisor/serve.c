@@ -27,6 +27,7 @@
 #include "base/say.h"
 #include "supervisor/approval/metrics.h"
 #include "supervisor/policy/policy.h"
+#include "supervisor/hostexec/shim_calls.h"
 #include "supervisor/hostexec/shim_server.h"
 #include "supervisor/approval/tokens.h"
 
@@ -49,14 +50,6 @@ struct serve_options {
 	int64_t audit_rate, audit_burst; /* hub_options' */
 	bool no_shim;
 	bool verbose;
-};
-
-/* A shim call waiting in the queue. */
-struct shim_ask {
-	struct shim_call *call;
-	uint64_t call_id;
-	uint64_t cookie;
-	struct shim_ask *next;
 };
 
 /* A container runc started with our seccomp profile: one guard per listener (its create,
@@ -85,193 +78,17 @@ struct serve {
 	struct project_config *project_configs;
 	struct loop *loop;
 	struct hub *hub;
-	struct approvals *approvals;      /* the hub's */
-	struct approval_source *shim_src; /* shim calls' asks */
+	struct approvals *approvals; /* the hub's */
+	struct shim_calls *shim_calls;
 	struct shim_server *shim;
-	struct shim_ask *asks;
 	struct oci_agent *oci;
 	struct oci_hook_server *hooks;
 	struct egress *egress;
 	struct container *containers;
 	char *config_dir;
-	uint64_t next_cookie; /* of shim asks */
 	char shim_token[TOKEN_MAX_LEN + 1];
 	uint64_t started_wall_ms;
 };
-
-/* ---- shim calls -------------------------------------------------------------------------- */
-
-static void audit_shim(struct serve *sv, const struct shim_call_info *info,
-                       const struct policy_result *pr, enum audit_verdict verdict)
-{
-	const struct cl_exec_request *rq = info->request;
-	struct audit_record rec = {
-	        .time_ms = audit_log_now_ms(),
-	        .sandbox = sv->opt.name,
-	        .project = sv->opt.project,
-	        .kind = "shim",
-	        .pid = info->peer_pid > 0 ? info->peer_pid : -1,
-	        .uid = info->uid,
-	        .exe = rq->tool,
-	        .argv = (const char *const *)rq->argv,
-	        .argc = rq->argc,
-	        .cwd = rq->cwd,
-	        .summary = info->command,
-	        .verdict = verdict,
-	        .rule = pr->rule[0] ? pr->rule : NULL,
-	        .decided_by = "policy",
-	        .latency_ms = -1,
-	        .reason = pr->reason,
-	        .automatic = true,
-	};
-
-	approvals_verdict(sv->shim_src, &rec);
-}
-
-/* The dashboard's Cancel for a running shim call. */
-static void cancel_shim(void *userdata, uint64_t call_id)
-{
-	struct serve *sv = userdata;
-
-	shim_server_cancel(sv->shim, call_id);
-}
-
-/* An allowed call starts running: list it so the dashboard can cancel it. */
-static void shim_allow(struct serve *sv, struct shim_call *call, uint64_t call_id,
-                       const char *command)
-{
-	web_running_add(hub_web(sv->hub), "shim", sv->opt.name, command, cancel_shim, sv, call_id,
-	                NULL);
-	shim_call_answer(call, SHIM_ALLOW, NULL);
-}
-
-static void on_shim_finished(void *userdata, uint64_t id, int32_t status)
-{
-	struct serve *sv = userdata;
-	char text[32];
-
-	snprintf(text, sizeof(text), "exit %d", (int)status);
-	web_running_remove(hub_web(sv->hub), cancel_shim, id, text);
-}
-
-static struct shim_ask *ask_take(struct serve *sv, bool (*match)(const struct shim_ask *, uint64_t),
-                                 uint64_t key)
-{
-	for (struct shim_ask **p = &sv->asks; *p; p = &(*p)->next) {
-		if (match(*p, key)) {
-			struct shim_ask *a = *p;
-
-			*p = a->next;
-			return a;
-		}
-	}
-	return NULL;
-}
-
-static bool by_cookie(const struct shim_ask *a, uint64_t cookie)
-{
-	return a->cookie == cookie;
-}
-
-static bool by_call_id(const struct shim_ask *a, uint64_t id)
-{
-	return a->call_id == id;
-}
-
-static void on_shim_decide(void *userdata, struct shim_call *call,
-                           const struct shim_call_info *info)
-{
-	struct serve *sv = userdata;
-	const struct cl_exec_request *rq = info->request;
-	struct policy_result pr;
-	struct cl_error err = {""};
-	struct shim_ask *ask;
-	struct queue_request qr;
-	int r;
-
-	if (policy_check_hostexec(sv->config, info->command, &pr, &err) < 0) {
-		shim_call_answer(call, SHIM_DENY, err.msg[0] ? err.msg : "policy error");
-		return;
-	}
-	if (pr.verdict == POLICY_ALLOW) {
-		audit_shim(sv, info, &pr, AUDIT_ALLOW);
-		shim_allow(sv, call, info->id, info->command);
-		return;
-	}
-	if (pr.verdict == POLICY_DENY) {
-		audit_shim(sv, info, &pr, AUDIT_DENY);
-		shim_call_answer(call, SHIM_DENY, "Command doesn't match allowlist");
-		return;
-	}
-	ask = calloc(1, sizeof(*ask));
-	if (!ask) {
-		shim_call_answer(call, SHIM_DENY, "out of memory");
-		return;
-	}
-	ask->call = call;
-	ask->call_id = info->id;
-	ask->cookie = sv->next_cookie++;
-	qr = (struct queue_request){
-	        .kind = QUEUE_KIND_SHIM,
-	        .sandbox = sv->opt.name,
-	        .project = sv->opt.project,
-	        .summary = info->command,
-	        .exe = rq->tool,
-	        .argv = (const char *const *)rq->argv,
-	        .argc = rq->argc,
-	        .cwd = rq->cwd,
-	        .pid = info->peer_pid > 0 ? info->peer_pid : -1,
-	        .uid = info->uid,
-	        .cookie = ask->cookie,
-	};
-	/* Pending before the ask: the fallback may decide inside it. */
-	shim_call_answer(call, SHIM_PENDING, NULL);
-	ask->next = sv->asks;
-	sv->asks = ask;
-	r = approvals_ask(sv->shim_src, &qr, NULL);
-	if (r < 0) {
-		free(ask_take(sv, by_cookie, ask->cookie));
-		shim_call_answer(call, SHIM_DENY, queue_strerror(r));
-	}
-}
-
-static void on_shim_cancelled(void *userdata, struct shim_call *call, uint64_t id)
-{
-	struct serve *sv = userdata;
-	struct shim_ask *a = ask_take(sv, by_call_id, id);
-
-	if (!a)
-		return;
-	(void)approvals_withdraw(sv->shim_src, a->cookie);
-	free(a);
-}
-
-static void on_shim_resolved(void *userdata, const struct queue_item *item, const uint64_t *cookies,
-                             size_t n)
-{
-	struct serve *sv = userdata;
-	bool allow = item->state == QUEUE_STATE_APPROVED;
-
-	for (size_t i = 0; i < n; i++) {
-		struct shim_ask *a = ask_take(sv, by_cookie, cookies[i]);
-
-		if (!a)
-			continue;
-		if (allow) {
-			shim_allow(sv, a->call, a->call_id, item->summary);
-			free(a);
-			continue;
-		}
-		shim_call_answer(
-		        a->call, SHIM_DENY,
-		        item->state == QUEUE_STATE_TIMED_OUT
-		                ? "no approval in time"
-		                : (item->reason ? item->reason : "Command denied by user"));
-		free(a);
-	}
-}
-
-static const struct approval_source_ops shim_source_ops = {.resolved = on_shim_resolved};
 
 /* ---- containers (OCI seccomp agent) ------------------------------------------------------ */
 
@@ -760,11 +577,6 @@ static int start_shim(struct serve *sv)
 	        .strategy = sv->opt.strategy,
 	        .target_pid = sv->opt.target_pid,
 	};
-	static const struct shim_server_ops ops = {
-	        .decide = on_shim_decide,
-	        .cancelled = on_shim_cancelled,
-	        .finished = on_shim_finished,
-	};
 	struct cl_error err = {""};
 	int r;
 
@@ -788,11 +600,16 @@ static int start_shim(struct serve *sv)
 	/* The socket's directory, as the default path needs it. */
 	if (sc.unix_path && !strncmp(sc.unix_path, "/var/run/cloister/", 18))
 		(void)mkdir("/var/run/cloister", 0755);
-	r = shim_server_new(sv->loop, &sc, &ops, sv, &err, &sv->shim);
+	/* Decided like hostexec requests (shim_calls.h). */
+	r = shim_calls_new(hub_hostexec(sv->hub), sv->opt.name, sv->opt.project, &sv->shim_calls);
+	if (r < 0)
+		return r;
+	r = shim_server_new(sv->loop, &sc, &shim_calls_ops, sv->shim_calls, &err, &sv->shim);
 	if (r < 0) {
 		fprintf(stderr, PROG ": serve: shim listener: %s\n", err.msg);
 		return r;
 	}
+	shim_calls_set_server(sv->shim_calls, sv->shim);
 	if (sv->opt.verbose || isatty(STDERR_FILENO)) {
 		if (sc.unix_path)
 			say("shims: unix socket %s", sc.unix_path);
@@ -849,9 +666,6 @@ int serve_main(int argc, char **argv)
 	}
 	if (r >= 0) {
 		sv.approvals = hub_approvals(sv.hub);
-		r = approvals_register(sv.approvals, &shim_source_ops, &sv, &sv.shim_src);
-	}
-	if (r >= 0) {
 		{
 			const struct web *web = hub_web(sv.hub);
 			struct egress_config ec = {
@@ -930,13 +744,7 @@ int serve_main(int argc, char **argv)
 	shim_server_free(sv.shim);
 	egress_free(sv.egress);
 	sv.egress = NULL;
-	while (sv.asks) {
-		struct shim_ask *a = sv.asks;
-
-		sv.asks = a->next;
-		free(a);
-	}
-	approvals_unregister(sv.shim_src);
+	shim_calls_free(sv.shim_calls);
 	hub_free(sv.hub);
 	loop_free(sv.loop);
 	project_configs_free(&sv);

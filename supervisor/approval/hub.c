@@ -19,6 +19,7 @@
 #include "supervisor/policy/decisions.h"
 #include "supervisor/policy/domain.h"
 #include "supervisor/hostexec/executor_client.h"
+#include "supervisor/hostexec/hostexec.h"
 #include "base/loop.h"
 #include "base/say.h"
 #include "supervisor/approval/metrics.h"
@@ -37,6 +38,7 @@ struct hub {
 	struct approvals *approvals;
 	struct tokens *tokens;
 	struct web *web;
+	struct hostexec *hostexec;
 	struct executor *executor;
 	char *api_info_path;
 	char api_token[2 * API_TOKEN_BYTES + 1];
@@ -79,78 +81,9 @@ static unsigned web_sandboxes(void *userdata, struct web_sandbox_info *out, unsi
 	return hub->owner->sandboxes(hub->owner_userdata, out, max);
 }
 
-struct command_job {
-	web_command_done_fn done;
-	void *done_userdata;
-	struct executor_job *job;
-};
-
-static void on_command_done(struct cl_executor_response *resp, void *userdata)
-{
-	struct command_job *job = userdata;
-	struct web_command_result res = {
-	        .status = resp->status == CL_EXECUTOR_COMPLETED ? "completed"
-	                  : resp->status == CL_EXECUTOR_TIMEOUT ? "timeout"
-	                                                        : "error",
-	        .exit_code = resp->exit_code,
-	        .stdout_text = resp->stdout_text,
-	        .stderr_text = resp->stderr_text,
-	        .error = resp->error,
-	};
-
-	job->done(job->done_userdata, &res);
-	cl_executor_response_free(resp);
-	free(job);
-}
-
-/* An approved hostexec command: to the executor, without a shell. */
-static int web_run_command(void *userdata, const char *const *argv, size_t argc,
-                           const char *workdir, uint64_t timeout_ms, web_command_done_fn done,
-                           void *done_userdata, void **ret_job)
-{
-	struct hub *hub = userdata;
-	struct cl_executor_request req = {
-	        .command = (char *)argv[0],
-	        .args = (char **)argv + 1,
-	        .argc = argc - 1,
-	        .workdir = (char *)workdir,
-	        .timeout_ms = timeout_ms > CL_EXECUTOR_TIMEOUT_MAX_MS ? CL_EXECUTOR_TIMEOUT_MAX_MS
-	                      : timeout_ms                            ? (uint32_t)timeout_ms
-	                                   : CL_EXECUTOR_TIMEOUT_DEFAULT_MS,
-	};
-	struct command_job *job;
-	int r;
-
-	if (!hub->executor || argc == 0)
-		return -ENOSYS;
-	job = calloc(1, sizeof(*job));
-	if (!job)
-		return -ENOMEM;
-	job->done = done;
-	job->done_userdata = done_userdata;
-	r = executor_submit(hub->executor, &req, on_command_done, job, &job->job);
-	if (r < 0) {
-		free(job);
-		return r;
-	}
-	*ret_job = job;
-	return r;
-}
-
-static void web_cancel_command(void *userdata, void *jobp)
-{
-	struct command_job *job = jobp;
-
-	/* Its callback is never called now: the job's wrapper goes here. */
-	executor_job_cancel(job->job);
-	free(job);
-}
-
 static const struct web_ops hub_web_ops = {
         .sandbox_action = web_sandbox_action,
         .sandboxes = web_sandboxes,
-        .run_command = web_run_command,
-        .cancel_command = web_cancel_command,
 };
 
 static void random_hex(char *out, size_t bytes)
@@ -233,12 +166,23 @@ static int setup_executor(struct hub *hub)
 	return r;
 }
 
+/* Host commands: decided by the hostexec front end, run by the executor (none without web). */
+static int setup_hostexec(struct hub *hub)
+{
+	struct hostexec_config hc = {
+	        .config = hub->opt.config,
+	        .executor = hub->executor,
+	        .command_timeout_ms = hub->opt.config->request.timeout_ms,
+	};
+
+	return hostexec_new(hub->loop, hub->approvals, &hc, &hub->hostexec);
+}
+
 static int setup_web(struct hub *hub)
 {
 	struct web_config wc = {
 	        .port_fallback = true,
 	        .api_token = hub->api_token,
-	        .config = hub->opt.config,
 	        .audit_path = audit_log_file(hub->audit),
 	};
 	const char *defaults[3] = {"127.0.0.1:9999", "127.0.0.1:9997", "127.0.0.1:9998"};
@@ -261,8 +205,6 @@ static int setup_web(struct hub *hub)
 			return -EINVAL;
 		}
 	}
-	if (hub->opt.config->request.timeout_ms)
-		wc.hostexec_timeout_ms = hub->opt.config->request.timeout_ms;
 	/* The API token is the user's dashboard secret, shared by their supervisors (a dashboard
 	 * that logged in keeps working across restarts); the directory is hidden from sandboxes. */
 	r = api_info_dir(&dir);
@@ -277,10 +219,12 @@ static int setup_web(struct hub *hub)
 	if (!hub->cloister_token[0])
 		return -EIO;
 	r = setup_executor(hub);
+	if (r >= 0)
+		r = setup_hostexec(hub);
 	if (r < 0)
 		return r;
-	r = web_new(hub->loop, hub->approvals, hub->tokens, &wc, &hub_web_ops, hub, &err,
-	            &hub->web);
+	r = web_new(hub->loop, hub->approvals, hub->hostexec, hub->tokens, &wc, &hub_web_ops, hub,
+	            &err, &hub->web);
 	if (r < 0) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return r;
@@ -358,12 +302,10 @@ int hub_new(struct loop *loop, const struct hub_options *opts, const struct hub_
 		return r;
 	}
 	audit_log_set_sink(hub->audit, on_audit_line, hub);
-	if (!opts->no_web) {
-		r = setup_web(hub);
-		if (r < 0) {
-			hub_free(hub);
-			return r;
-		}
+	r = opts->no_web ? setup_hostexec(hub) : setup_web(hub);
+	if (r < 0) {
+		hub_free(hub);
+		return r;
 	}
 	/* --ask web and serve: asks wait for the dashboard or the CLI client, who may come. */
 	if (opts->always_attended && hub->web)
@@ -379,10 +321,12 @@ void hub_free(struct hub *hub)
 	/* Every count still pending, while the log and its streams are there; what comes later
 	 * is written whole. */
 	audit_log_flush(hub->audit);
-	/* Jobs first: their callbacks point into web's calls. */
-	executor_free(hub->executor);
+	/* Web first: its requests wait on hostexec's asks and runs, which wait on executor
+	 * jobs. */
 	web_free(hub->web);
 	hub->web = NULL;
+	hostexec_free(hub->hostexec);
+	executor_free(hub->executor);
 	audit_log_set_sink(hub->audit, NULL, NULL);
 	tokens_free(hub->tokens);
 	approvals_free(hub->approvals);
@@ -397,6 +341,11 @@ void hub_free(struct hub *hub)
 struct approvals *hub_approvals(struct hub *hub)
 {
 	return hub->approvals;
+}
+
+struct hostexec *hub_hostexec(struct hub *hub)
+{
+	return hub->hostexec;
 }
 
 struct tokens *hub_tokens(struct hub *hub)

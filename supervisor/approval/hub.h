@@ -56,6 +56,7 @@ int hub_new(struct loop *loop, const struct hub_options *opts, const struct hub_
 void hub_free(struct hub *hub);
 
 struct approvals *hub_approvals(struct hub *hub);
+struct hostexec *hub_hostexec(struct hub *hub);
 struct tokens *hub_tokens(struct hub *hub);
 struct web *hub_web(struct hub *hub);
 /* The audit log's directory, or NULL when there is none. */

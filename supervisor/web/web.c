@@ -17,6 +17,7 @@
 #include "protocol/json_strict.h"
 #include "protocol/quote.h"
 #include "supervisor/approval/approvals.h"
+#include "supervisor/hostexec/hostexec.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/decisions.h"
 #include "supervisor/policy/domain.h"
@@ -30,7 +31,6 @@
 #include "supervisor/web/web_assets.h"
 
 #define DEFAULT_HEARTBEAT_MS 30000
-#define DEFAULT_COMMAND_MS   (5 * 60 * 1000)
 #define JSON_MAX_DEPTH       8
 #define JSON_MAX_VALUES      20000
 #define MAX_EVENT_CLIENTS    256
@@ -51,41 +51,27 @@ struct stream_client {
 	struct stream_client *prev, *next;
 };
 
-/* A POST /request waiting for a human, then for its command. */
-struct run_ctx;
-static void abandon_run(struct run_ctx *rc);
-
-struct hostexec_call {
+/* A POST /request: decided by the hostexec front end, waiting for a person, then for its
+ * command. */
+struct request {
 	struct web *web;
-	char *sandbox;
-	struct run_ctx *rc;       /* while its command runs */
 	struct http_exchange *ex; /* NULL once the client is gone */
-	uint64_t cookie;
+	char *sandbox;
 	char **argv;
 	size_t argc;
 	char *workdir;
-	bool running; /* the command runs: the queue is done with it */
-	struct hostexec_call *prev, *next;
-};
-
-/* A command running now, which the dashboard may cancel. */
-struct running {
-	char id[QUEUE_ID_LEN + 1];
-	char kind[16];
-	char *sandbox;
-	char *summary;
-	int64_t started_wall_ms;
-	web_cancel_fn fn;
-	void *userdata;
-	uint64_t handle;
-	struct running *next;
+	struct hostexec_ask *ask; /* while a person is asked */
+	struct hostexec_run *run; /* while its command runs */
+	char status[16];          /* "auto_approved", "approved" */
+	char pattern[512];
+	struct request *prev, *next;
 };
 
 struct web {
 	struct loop *loop;
 	struct approvals *approvals;
-	const struct queue *queue;        /* approvals_queue(): read only */
-	struct approval_source *hostexec; /* POST /request asks */
+	const struct queue *queue; /* approvals_queue(): read only */
+	struct hostexec *hostexec; /* requests and the running list */
 	struct tokens *tokens;
 	struct labels *labels; /* branch and agent per sandbox, for /pending */
 	struct metrics *metrics;
@@ -96,9 +82,7 @@ struct web {
 	struct stream_client *streams;
 	unsigned n_events; /* STREAM_EVENTS clients */
 	unsigned n_streams;
-	struct hostexec_call *calls;
-	uint64_t next_cookie;
-	struct running *running;
+	struct request *requests;
 	struct loop_timer *approvers_timer;
 	bool observing;
 	bool freeing;
@@ -693,9 +677,11 @@ static void send_log_backlog(struct web *web, struct stream_client *c)
 
 /* ---- running commands ------------------------------------------------------------------ */
 
-static void running_event(struct web *web, const char *event, const struct running *r,
-                          const char *status)
+/* A listed command started or ended: the dashboards hear it. */
+static void on_running_event(void *userdata, const char *event, const struct hostexec_running *r,
+                             const char *status)
 {
+	struct web *web = userdata;
 	cJSON *o = cJSON_CreateObject();
 	_cleanup_free_ char *text = NULL;
 
@@ -713,64 +699,13 @@ static void running_event(struct web *web, const char *event, const struct runni
 		broadcast(web, STREAM_EVENTS, NULL, event, text, strlen(text));
 }
 
-int web_running_add(struct web *web, const char *kind, const char *sandbox, const char *summary,
-                    web_cancel_fn fn, void *userdata, uint64_t handle, char *ret_id)
-{
-	struct running *r;
-	uint8_t raw[QUEUE_ID_LEN / 2];
-
-	if (!web)
-		return 0;
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	r->sandbox = strdup(sandbox ? sandbox : "");
-	r->summary = strdup(summary ? summary : "");
-	if (!r->sandbox || !r->summary || getrandom(raw, sizeof(raw), 0) != sizeof(raw)) {
-		free(r->sandbox);
-		free(r->summary);
-		free(r);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(r->id + 2 * i, 3, "%02x", raw[i]);
-	snprintf(r->kind, sizeof(r->kind), "%s", kind);
-	r->started_wall_ms = (int64_t)loop_now_ms() + wall_offset_ms();
-	r->fn = fn;
-	r->userdata = userdata;
-	r->handle = handle;
-	r->next = web->running;
-	web->running = r;
-	running_event(web, "command-started", r, NULL);
-	if (ret_id)
-		memcpy(ret_id, r->id, sizeof(r->id));
-	return 0;
-}
-
-void web_running_remove(struct web *web, web_cancel_fn fn, uint64_t handle, const char *status)
-{
-	if (!web)
-		return;
-	for (struct running **p = &web->running; *p; p = &(*p)->next) {
-		struct running *r = *p;
-
-		if (r->fn != fn || r->handle != handle)
-			continue;
-		*p = r->next;
-		running_event(web, "command-finished", r, status);
-		free(r->sandbox);
-		free(r->summary);
-		free(r);
-		return;
-	}
-}
-
 static void handle_running(struct web *web, struct http_exchange *ex)
 {
 	cJSON *o = cJSON_CreateObject();
 	cJSON *arr = cJSON_AddArrayToObject(o, "running");
 
-	for (struct running *r = web->running; r; r = r->next) {
+	for (const struct hostexec_running *r = hostexec_running_first(web->hostexec); r;
+	     r = hostexec_running_next(r)) {
 		cJSON *it = cJSON_CreateObject();
 		char ts[32];
 
@@ -787,20 +722,17 @@ static void handle_running(struct web *web, struct http_exchange *ex)
 
 static void handle_cancel(struct web *web, struct http_exchange *ex, const char *id)
 {
-	struct running *r;
+	char idcopy[QUEUE_ID_LEN + 1];
 
-	for (r = web->running; r && strcmp(r->id, id); r = r->next)
-		;
-	if (!r) {
+	snprintf(idcopy, sizeof(idcopy), "%s", id);
+	if (strlen(id) > QUEUE_ID_LEN || hostexec_running_cancel(web->hostexec, idcopy) < 0) {
 		respond_error(ex, 404, "no running command with that id");
 		return;
 	}
 	cJSON *o = cJSON_CreateObject();
 
 	cJSON_AddStringToObject(o, "status", "cancelled");
-	cJSON_AddStringToObject(o, "id", id);
-	/* The owner ends it; its web_running_remove() takes it off the list. */
-	r->fn(r->userdata, r->handle);
+	cJSON_AddStringToObject(o, "id", idcopy);
 	respond_json(ex, 200, o);
 }
 
@@ -1330,17 +1262,17 @@ static void on_tokens(void *userdata, struct http_exchange *ex)
 
 /* ---- request server (hostexec) ----------------------------------------------------------- */
 
-static void call_free(struct hostexec_call *c)
+static void request_free(struct request *c)
 {
 	struct web *web = c->web;
 
 	if (c->prev)
 		c->prev->next = c->next;
-	else if (web->calls == c)
-		web->calls = c->next;
+	else if (web->requests == c)
+		web->requests = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
-	for (size_t i = 0; i < c->argc; i++)
+	for (size_t i = 0; c->argv && i < c->argc; i++)
 		free(c->argv[i]);
 	free(c->argv);
 	free(c->workdir);
@@ -1348,24 +1280,16 @@ static void call_free(struct hostexec_call *c)
 	free(c);
 }
 
-static void on_call_gone(void *userdata, struct http_exchange *ex)
+/* The client hung up: what it waits for is withdrawn, and a command it started stops (an agent
+ * must not leave host processes running by hanging up again and again). */
+static void on_request_gone(void *userdata, struct http_exchange *ex)
 {
-	struct hostexec_call *c = userdata;
+	struct request *c = userdata;
 
 	c->ex = NULL;
-	if (c->running) {
-		/* Its command stops: an agent must not leave host processes running by hanging
-		 * up again and again. */
-		if (c->rc)
-			abandon_run(c->rc);
-		return;
-	}
-	/* Out of the list first: the withdrawal cannot answer it any more. */
-	struct web *web = c->web;
-	uint64_t cookie = c->cookie;
-
-	call_free(c);
-	(void)approvals_withdraw(web->hostexec, cookie);
+	hostexec_withdraw(c->ask);
+	hostexec_run_abandon(c->run);
+	request_free(c);
 }
 
 static void respond_command(struct http_exchange *ex, const char *status, const char *pattern,
@@ -1381,38 +1305,32 @@ static void respond_command(struct http_exchange *ex, const char *status, const 
 	respond_json(ex, 200, o);
 }
 
-struct run_ctx {
-	struct web *web;
-	struct hostexec_call *call; /* NULL for an auto-approved command */
-	struct http_exchange *ex;   /* auto-approved: the exchange (gone callback points here) */
-	void *job;                  /* ops->run_command's, for ops->cancel_command */
-	char status[16];
-	char pattern[512];
-};
-
-static void cancel_hostexec(void *userdata, uint64_t handle);
-
-/* The client of an auto-approved command went away: nobody wants its result. */
-static void on_auto_gone(void *userdata, struct http_exchange *ex)
+/* Answer C's client (if it is still there) and forget C. */
+static void request_answer(struct request *c, const char *status, const char *reason)
 {
-	struct run_ctx *rc = userdata;
-
-	rc->ex = NULL;
-	abandon_run(rc);
+	if (c->ex) {
+		http_exchange_set_gone(c->ex, NULL, NULL);
+		respond_command(c->ex, status, NULL, reason);
+	}
+	request_free(c);
 }
 
-static void on_command_done(void *userdata, const struct web_command_result *res)
+static void on_run_done(void *userdata, const struct hostexec_result *res)
 {
-	struct run_ctx *rc = userdata;
-	struct http_exchange *ex = rc->call ? rc->call->ex : rc->ex;
+	struct request *c = userdata;
 	cJSON *o;
 
-	if (ex) {
+	c->run = NULL;
+	if (!strcmp(res->status, "cancelled")) {
+		request_answer(c, "error", "Command cancelled by user");
+		return;
+	}
+	if (c->ex) {
 		o = cJSON_CreateObject();
 		if (!strcmp(res->status, "completed")) {
-			cJSON_AddStringToObject(o, "status", rc->status);
-			if (rc->pattern[0])
-				cJSON_AddStringToObject(o, "pattern", rc->pattern);
+			cJSON_AddStringToObject(o, "status", c->status);
+			if (c->pattern[0])
+				cJSON_AddStringToObject(o, "pattern", c->pattern);
 			cJSON_AddNumberToObject(o, "exit_code", res->exit_code);
 			cJSON_AddStringToObject(o, "stdout",
 			                        res->stdout_text ? res->stdout_text : "");
@@ -1434,94 +1352,28 @@ static void on_command_done(void *userdata, const struct web_command_result *res
 			cJSON_AddStringToObject(o, "reason",
 			                        res->error ? res->error : "execution failed");
 		}
-		http_exchange_set_gone(ex, NULL, NULL);
-		respond_json(ex, 200, o);
+		http_exchange_set_gone(c->ex, NULL, NULL);
+		respond_json(c->ex, 200, o);
 	}
-	web_running_remove(rc->web, cancel_hostexec, (uint64_t)(uintptr_t)rc, res->status);
-	if (rc->call)
-		call_free(rc->call);
-	free(rc);
+	request_free(c);
 }
 
-/* Stop RC's command (its done callback never comes) and free what it held. Without a way to
- * cancel, the command runs to its end and on_command_done frees it instead. */
-static void abandon_run(struct run_ctx *rc)
+/* An approved request: its command runs, the client waits for the result. */
+static void request_run(struct request *c, const char *status, const char *pattern)
 {
-	struct web *web = rc->web;
-
-	if (!web->ops->cancel_command || !rc->job)
-		return;
-	web->ops->cancel_command(web->userdata, rc->job);
-	web_running_remove(web, cancel_hostexec, (uint64_t)(uintptr_t)rc, "cancelled");
-	if (rc->call)
-		call_free(rc->call);
-	free(rc);
-}
-
-/* The dashboard's Cancel: the command is stopped, the blocked client hears so. */
-static void cancel_hostexec(void *userdata, uint64_t handle)
-{
-	struct run_ctx *rc = (struct run_ctx *)(uintptr_t)handle;
-	struct http_exchange *ex = rc->call ? rc->call->ex : rc->ex;
-
-	if (ex) {
-		http_exchange_set_gone(ex, NULL, NULL);
-		respond_command(ex, "error", NULL, "Command cancelled by user");
-	}
-	abandon_run(rc);
-}
-
-static void run_approved(struct web *web, struct http_exchange *ex, struct hostexec_call *call,
-                         const char *const *argv, size_t argc, const char *workdir,
-                         const char *status, const char *pattern)
-{
-	struct run_ctx *rc;
 	int r;
 
-	if (!web->ops->run_command) {
-		respond_command(ex, "error", NULL, "command execution not configured");
-		if (call)
-			call_free(call);
-		return;
-	}
-	rc = calloc(1, sizeof(*rc));
-	if (!rc) {
-		respond_command(ex, "error", NULL, "out of memory");
-		if (call)
-			call_free(call);
-		return;
-	}
-	rc->web = web;
-	rc->call = call;
-	snprintf(rc->status, sizeof(rc->status), "%s", status);
-	snprintf(rc->pattern, sizeof(rc->pattern), "%s", pattern ? pattern : "");
-	if (call) {
-		call->running = true;
-		call->rc = rc;
-	} else {
-		rc->ex = ex;
-		http_exchange_set_gone(ex, on_auto_gone, rc);
-	}
-	r = web->ops->run_command(web->userdata, argv, argc, workdir,
-	                          web->config.hostexec_timeout_ms, on_command_done, rc, &rc->job);
-	if (r >= 0 && web->ops->cancel_command) {
-		_cleanup_free_ char *cmd = NULL;
-
-		/* Cancellable from the dashboard while it runs (best effort: not listing it only
-		 * takes the button away). */
-		if (cl_quote_strv(argv, argc, NULL, &cmd) >= 0)
-			web_running_add(web, "hostexec", call ? call->sandbox : "hostexec", cmd,
-			                cancel_hostexec, web, (uint64_t)(uintptr_t)rc, NULL);
-	}
-	if (r < 0) {
+	snprintf(c->status, sizeof(c->status), "%s", status);
+	snprintf(c->pattern, sizeof(c->pattern), "%s", pattern ? pattern : "");
+	r = hostexec_run(c->web->hostexec, c->sandbox, (const char *const *)c->argv, c->argc,
+	                 c->workdir, on_run_done, c, &c->run);
+	if (r == -ENOSYS) {
+		request_answer(c, "error", "command execution not configured");
+	} else if (r < 0) {
 		char msg[128];
 
 		snprintf(msg, sizeof(msg), "cannot run the command: %s", strerror(-r));
-		http_exchange_set_gone(ex, NULL, NULL);
-		respond_command(ex, "error", NULL, msg);
-		if (call)
-			call_free(call);
-		free(rc);
+		request_answer(c, "error", msg);
 	}
 }
 
@@ -1553,42 +1405,67 @@ static void format_go_duration(uint64_t ms, char *buf, size_t size)
 		snprintf(buf, size, "%ss", secs);
 }
 
-/* The queue decided a hostexec item: answer the requests waiting on it. */
-static void on_hostexec_resolved(void *userdata, const struct queue_item *it,
-                                 const uint64_t *cookies, size_t n)
+/* The front end's answer, at once or once a person answered. */
+static void request_decided(struct request *c, const struct hostexec_answer *a)
 {
-	struct web *web = userdata;
+	char d[80], reason[128];
 
-	for (size_t i = 0; i < n; i++) {
-		struct hostexec_call *c;
-
-		for (c = web->calls; c && c->cookie != cookies[i]; c = c->next)
-			;
-		if (!c || c->running)
-			continue;
-		if (!c->ex) {
-			call_free(c);
-			continue;
-		}
-		if (it->state == QUEUE_STATE_APPROVED) {
-			run_approved(web, c->ex, c, (const char *const *)c->argv, c->argc,
-			             c->workdir, "approved", NULL);
-			continue;
-		}
-		http_exchange_set_gone(c->ex, NULL, NULL);
-		if (it->state == QUEUE_STATE_TIMED_OUT) {
-			char d[80], reason[128];
-
-			format_go_duration(it->deadline_ms - it->created_ms, d, sizeof(d));
-			snprintf(reason, sizeof(reason), "No approval within %s", d);
-			respond_command(c->ex, "timeout", NULL, reason);
-		} else {
-			respond_command(c->ex, "denied", NULL,
-			                it->reason && *it->reason ? it->reason
-			                                          : "Command denied by user");
-		}
-		call_free(c);
+	switch (a->verdict) {
+	case HOSTEXEC_ALLOWED:
+		request_run(c, "auto_approved", a->pattern);
+		return;
+	case HOSTEXEC_APPROVED:
+		request_run(c, "approved", NULL);
+		return;
+	case HOSTEXEC_TIMED_OUT:
+		format_go_duration(a->waited_ms, d, sizeof(d));
+		snprintf(reason, sizeof(reason), "No approval within %s", d);
+		request_answer(c, "timeout", reason);
+		return;
+	case HOSTEXEC_DENIED:
+	case HOSTEXEC_PENDING:
+		break;
 	}
+	request_answer(c, "denied", a->reason);
+}
+
+static void on_answer(void *userdata, const struct hostexec_answer *a)
+{
+	struct request *c = userdata;
+
+	c->ask = NULL;
+	request_decided(c, a);
+}
+
+/* C with a copy of what it runs, listed, its client watched; NULL when out of memory. */
+static struct request *request_new(struct web *web, struct http_exchange *ex,
+                                   const struct token_entry *who, const char *const *argv,
+                                   size_t argc)
+{
+	struct request *c = calloc(1, sizeof(*c));
+	size_t i = 0;
+
+	if (!c)
+		return NULL;
+	c->web = web;
+	c->argc = argc;
+	c->argv = calloc(argc + 1, sizeof(char *));
+	c->workdir = who->worktree ? strdup(who->worktree) : NULL;
+	c->sandbox = strdup(who->cloister);
+	for (i = 0; c->argv && i < argc; i++)
+		if (!(c->argv[i] = strdup(argv[i])))
+			break;
+	c->next = web->requests;
+	if (c->next)
+		c->next->prev = c;
+	web->requests = c;
+	if (!c->argv || !c->sandbox || i < argc || (who->worktree && !c->workdir)) {
+		request_free(c);
+		return NULL;
+	}
+	c->ex = ex;
+	http_exchange_set_gone(ex, on_request_gone, c);
+	return c;
 }
 
 static void on_request(void *userdata, struct http_exchange *ex)
@@ -1599,10 +1476,12 @@ static void on_request(void *userdata, struct http_exchange *ex)
 	const cJSON *args_j;
 	_cleanup_free_ char *command = NULL;
 	_cleanup_free_ const char **argv = NULL;
-	struct policy_result pr;
 	struct cl_error err = {0};
+	struct hostexec_answer answer;
+	struct request *c;
 	size_t argc, i = 0;
 	const cJSON *a;
+	int r;
 
 	/* Containers and scripts call here, never a browser. */
 	if (http_exchange_header(ex, "Origin")) {
@@ -1657,70 +1536,33 @@ static void on_request(void *userdata, struct http_exchange *ex)
 		respond_error(ex, 400, err.msg[0] ? err.msg : "invalid args");
 		return;
 	}
-	if (policy_check_hostexec(web->config.config, command, &pr, &err) < 0) {
-		respond_error(ex, 500, err.msg[0] ? err.msg : "policy error");
-		return;
-	}
-	if (pr.verdict == POLICY_ALLOW) {
-		metrics_count_decision(web->metrics, "hostexec", "allow", "policy");
-		run_approved(web, ex, NULL, argv, argc, who->worktree, "auto_approved", pr.pattern);
-		return;
-	}
-	if (pr.verdict == POLICY_DENY) {
-		metrics_count_decision(web->metrics, "hostexec", "deny", "policy");
-		respond_command(ex, "denied", NULL, "Command doesn't match allowlist");
-		return;
-	}
-
-	/* Manual approval: the request blocks until a human decides. */
-	struct hostexec_call *c = calloc(1, sizeof(*c));
-	struct queue_request qr = {
-	        .kind = QUEUE_KIND_HOSTEXEC,
-	        .sandbox = who->cloister,
-	        .project = who->project,
-	        .summary = command,
-	        .argv = argv,
-	        .argc = argc,
-	        .cwd = who->worktree,
-	        .pid = -1,
-	        .uid = -1,
-	        .allowlist_matched = false,
-	};
-	int r;
-
+	c = request_new(web, ex, who, argv, argc);
 	if (!c) {
 		respond_error(ex, 500, "out of memory");
 		return;
 	}
-	c->web = web;
-	c->cookie = web->next_cookie++;
-	c->argc = argc;
-	c->argv = calloc(argc + 1, sizeof(char *));
-	c->workdir = who->worktree ? strdup(who->worktree) : NULL;
-	c->sandbox = strdup(who->cloister);
-	for (i = 0; c->argv && i < argc; i++)
-		if (!(c->argv[i] = strdup(argv[i])))
-			break;
-	c->web = web;
-	c->next = web->calls;
-	if (c->next)
-		c->next->prev = c;
-	web->calls = c;
-	if (!c->argv || i < argc || (who->worktree && !c->workdir)) {
-		call_free(c);
-		respond_error(ex, 500, "out of memory");
-		return;
-	}
-	qr.cookie = c->cookie;
-	/* Waiting before the ask: a fallback's decision (QUEUE_ADD_DECIDED) answers at once. */
-	c->ex = ex;
-	http_exchange_set_gone(ex, on_call_gone, c);
-	r = approvals_ask(web->hostexec, &qr, NULL);
+	/* The request blocks until the front end answers: at once, or once a person decided. */
+	r = hostexec_decide(web->hostexec,
+	                    &(struct hostexec_call){
+	                            .kind = QUEUE_KIND_HOSTEXEC,
+	                            .sandbox = who->cloister,
+	                            .project = who->project,
+	                            .command = command,
+	                            .argv = argv,
+	                            .argc = argc,
+	                            .cwd = who->worktree,
+	                            .pid = -1,
+	                            .uid = -1,
+	                    },
+	                    on_answer, c, &err, &answer, &c->ask);
 	if (r < 0) {
 		http_exchange_set_gone(ex, NULL, NULL);
-		call_free(c);
-		respond_command(ex, "denied", NULL, queue_strerror(r));
+		request_free(c);
+		respond_error(ex, 500, err.msg[0] ? err.msg : "policy error");
+		return;
 	}
+	if (answer.verdict != HOSTEXEC_PENDING)
+		request_decided(c, &answer);
 }
 
 /* ---- life cycle -------------------------------------------------------------------------- */
@@ -1749,13 +1591,9 @@ static const struct approvals_observer_ops web_observer_ops = {
         .event = on_queue_event,
 };
 
-static const struct approval_source_ops hostexec_source_ops = {
-        .resolved = on_hostexec_resolved,
-};
-
-int web_new(struct loop *loop, struct approvals *approvals, struct tokens *tokens,
-            const struct web_config *config, const struct web_ops *ops, void *userdata,
-            struct cl_error *err, struct web **ret)
+int web_new(struct loop *loop, struct approvals *approvals, struct hostexec *hostexec,
+            struct tokens *tokens, const struct web_config *config, const struct web_ops *ops,
+            void *userdata, struct cl_error *err, struct web **ret)
 {
 	struct web *web = calloc(1, sizeof(*web));
 	uint16_t port;
@@ -1766,6 +1604,7 @@ int web_new(struct loop *loop, struct approvals *approvals, struct tokens *token
 	web->loop = loop;
 	web->approvals = approvals;
 	web->queue = approvals_queue(approvals);
+	web->hostexec = hostexec;
 	web->tokens = tokens;
 	web->metrics = approvals_metrics(approvals);
 	web->config = *config;
@@ -1773,18 +1612,15 @@ int web_new(struct loop *loop, struct approvals *approvals, struct tokens *token
 	web->userdata = userdata;
 	r = labels_new(&web->labels);
 	if (r >= 0)
-		r = approvals_register(approvals, &hostexec_source_ops, web, &web->hostexec);
-	if (r >= 0)
 		r = approvals_observe(approvals, &web_observer_ops, web);
 	if (r < 0) {
 		web_free(web);
 		return cl_error_set(err, r, "%s", strerror(-r));
 	}
 	web->observing = true;
+	hostexec_set_listener(hostexec, on_running_event, web);
 	if (!web->config.heartbeat_ms)
 		web->config.heartbeat_ms = DEFAULT_HEARTBEAT_MS;
-	if (!web->config.hostexec_timeout_ms)
-		web->config.hostexec_timeout_ms = DEFAULT_COMMAND_MS;
 	r = start_server(web, &config->approval, on_approval, &web->approval, "approval server",
 	                 err);
 	if (r >= 0)
@@ -1816,27 +1652,20 @@ void web_free(struct web *web)
 		loop_cancel_timer(web->loop, web->heartbeat);
 	if (web->approvers_timer)
 		loop_cancel_timer(web->loop, web->approvers_timer);
-	/* Servers end their exchanges: streams and calls are freed by their gone callbacks. */
+	/* Servers end their exchanges: streams and requests are freed by their gone callbacks
+	 * (a request's ask is withdrawn, its command stopped). */
 	http_server_free(web->request_srv);
 	http_server_free(web->token_srv);
 	http_server_free(web->approval);
 	while (web->streams)
 		stream_drop(web->streams, false);
-	while (web->calls)
-		call_free(web->calls);
-	/* Its asks go with it; the dashboards it served answer no more. */
-	approvals_unregister(web->hostexec);
+	while (web->requests)
+		on_request_gone(web->requests, NULL);
+	/* The dashboards it served answer and listen no more. */
 	if (web->observing) {
 		approvals_unobserve(web->approvals, &web_observer_ops, web);
 		approvals_set_approvers(web->approvals, APPROVER_DASHBOARD, 0);
-	}
-	while (web->running) {
-		struct running *r = web->running;
-
-		web->running = r->next;
-		free(r->sandbox);
-		free(r->summary);
-		free(r);
+		hostexec_set_listener(web->hostexec, NULL, NULL);
 	}
 	labels_free(web->labels);
 	free(web);

@@ -15,8 +15,8 @@
  * 4xx.
  *
  * Decisions go through the approvals service (approvals.h); web observes its events (the
- * /events streams), counts its open event streams as approvers, and is the source of the
- * request server's asks. */
+ * /events streams) and counts its open event streams as approvers. A POST /request is decided
+ * and run by the hostexec front end (hostexec.h), whose running commands /running lists. */
 #ifndef CLOISTER_WEB_H
 #define CLOISTER_WEB_H
 
@@ -28,6 +28,7 @@
 
 struct loop;
 struct approvals;
+struct hostexec;
 struct config;
 struct tokens;
 struct web;
@@ -41,35 +42,12 @@ struct web_sandbox_info {
 	uint64_t started_ms; /* wall clock */
 };
 
-/* The outcome of a host command, as the executor reports it. */
-struct web_command_result {
-	const char *status; /* "completed", "timeout", "error" */
-	int exit_code;
-	const char *stdout_text;
-	const char *stderr_text;
-	const char *error;
-};
-
-typedef void (*web_command_done_fn)(void *done_userdata, const struct web_command_result *result);
-
 struct web_ops {
 	/* ACTION is "pause", "resume" or "kill". 0, -ENOENT (no such sandbox), other -errno. */
 	int (*sandbox_action)(void *userdata, const char *name, const char *action);
 	/* Fill OUT with up to MAX sandboxes; returns how many. */
 	unsigned (*sandboxes)(void *userdata, struct web_sandbox_info *out, unsigned max);
-	/* Run ARGV (hostexec) for CLOISTER in WORKDIR (may be NULL); call DONE once, later or
-	 * at once. 0, or -errno when it could not start (DONE is then not called). */
-	int (*run_command)(void *userdata, const char *const *argv, size_t argc,
-	                   const char *workdir, uint64_t timeout_ms, web_command_done_fn done,
-	                   void *done_userdata, void **ret_job);
-	/* Stop JOB (from run_command): DONE is then never called. May be NULL. */
-	void (*cancel_command)(void *userdata, void *job);
 };
-
-/* Commands that run now (approved hostexec requests, shim calls) are listed on GET /running
- * and cancelled with POST /cancel/{id}; "command-started" / "command-finished" events tell
- * the dashboard. */
-typedef void (*web_cancel_fn)(void *userdata, uint64_t handle);
 
 struct web_listen {
 	const char *address; /* NULL: 127.0.0.1 */
@@ -84,15 +62,13 @@ struct web_config {
 	bool port_fallback;     /* a taken port is replaced by any free one */
 	const char *api_token;  /* required for state changes without an Origin */
 	const char *audit_path; /* for /logs; NULL: no backlog */
-	const struct config
-	        *config; /* hostexec patterns, timeouts; may change with web_set_config */
-	uint64_t hostexec_timeout_ms; /* how long a hostexec command may run; 0: 5 min */
-	uint64_t heartbeat_ms;        /* SSE heartbeat; 0: 30 s */
+	uint64_t heartbeat_ms;  /* SSE heartbeat; 0: 30 s */
 };
 
-int web_new(struct loop *loop, struct approvals *approvals, struct tokens *tokens,
-            const struct web_config *config, const struct web_ops *ops, void *userdata,
-            struct cl_error *err, struct web **ret);
+/* Requests are decided and run by HOSTEXEC, which must outlive WEB. */
+int web_new(struct loop *loop, struct approvals *approvals, struct hostexec *hostexec,
+            struct tokens *tokens, const struct web_config *config, const struct web_ops *ops,
+            void *userdata, struct cl_error *err, struct web **ret);
 void web_free(struct web *web);
 
 /* The actual ports (after a fallback); 0 when disabled. */
@@ -103,13 +79,6 @@ unsigned web_event_clients(const struct web *web);
 
 /* One audit line (ending in "\n") for SANDBOX, for the /logs streams. */
 void web_on_audit_line(struct web *web, const char *sandbox, const char *line, size_t len);
-
-/* List a running command; FN(USERDATA, HANDLE) cancels it. *ret_id (QUEUE_ID_LEN + 1
- * bytes, may be NULL) names it on the API. 0 or -ENOMEM. */
-int web_running_add(struct web *web, const char *kind, const char *sandbox, const char *summary,
-                    web_cancel_fn fn, void *userdata, uint64_t handle, char *ret_id);
-/* It ended (STATUS: "completed", "cancelled", …): drop it. Unknown ones are ignored. */
-void web_running_remove(struct web *web, web_cancel_fn fn, uint64_t handle, const char *status);
 
 /* The JSON object of a queue item as /pending shows it (guardian-api.md fields plus kind,
  * pid, exe, cwd, args, interpreter, expires). WALL_OFFSET_MS turns the queue's monotonic

@@ -28,6 +28,7 @@
 #include "supervisor/web/http_client.h"
 #include "base/loop.h"
 #include "supervisor/approval/approvals.h"
+#include "supervisor/hostexec/hostexec.h"
 #include "supervisor/approval/queue.h"
 #include "supervisor/approval/tokens.h"
 #include "supervisor/web/web.h"
@@ -92,6 +93,7 @@ static pid_t start_server(int n_items, uint16_t ret_ports[2])
 		struct approvals *approvals = NULL;
 		struct approval_source *asks = NULL;
 		struct web *web = NULL;
+		struct hostexec *hostexec = NULL;
 		struct config *config = NULL;
 		struct tokens *tokens = NULL;
 		struct loop *loop = NULL;
@@ -107,7 +109,6 @@ static pid_t start_server(int n_items, uint16_t ret_ports[2])
 			_exit(1);
 		approvals_set_approvers(approvals, APPROVER_CLI, 1);
 		tokens_register(tokens, BENCH_TOKEN, "bench", NULL, NULL);
-		wc.config = config;
 		wc.tokens.disabled = true;
 		for (int i = 0; i < n_items; i++) {
 			char summary[64], arg[32];
@@ -127,7 +128,10 @@ static pid_t start_server(int n_items, uint16_t ret_ports[2])
 			snprintf(summary, sizeof(summary), "tool --item %d", i);
 			approvals_ask(asks, &qr, NULL);
 		}
-		if (web_new(loop, approvals, tokens, &wc, &child_ops, NULL, &err, &web) < 0)
+		if (hostexec_new(loop, approvals, &(struct hostexec_config){.config = config},
+		                 &hostexec) < 0 ||
+		    web_new(loop, approvals, hostexec, tokens, &wc, &child_ops, NULL, &err, &web) <
+		            0)
 			_exit(1);
 		ports[0] = web_approval_port(web);
 		ports[1] = web_request_port(web);

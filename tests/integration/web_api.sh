@@ -12,7 +12,7 @@ set -u
 . "$(dirname "$0")/../lib/run_common.sh"
 
 run_needs_root 94
-tap_plan 94
+tap_plan 98
 
 # Our own runtime directory: the CLI client finds this supervisor and no other.
 XDG_RUNTIME_DIR=$TMP/xdg
@@ -209,6 +209,17 @@ fi
 hostexec '["rm","-rf","/"]' "$TMP/nomatch"
 tap_is "$(cat "$TMP/nomatch")" '{"status":"denied","reason":"Command doesn'"'"'t match allowlist"}' \
 	"no pattern matches: denied at once"
+
+# Every verdict of the policy is one audit line, as for execs: the auto-approval with its
+# rule, the refusal with its reason.
+line=$(grep -F '"summary":"echo hello"' "$AUDIT" | grep -F '"kind":"hostexec"')
+tap_like "$line" '"sandbox":"webapi-ext","project":"proj",.*"argv":\["echo","hello"\],.*"verdict":"allow","rule":"hostexec.auto_approve\[0\].*"decided_by":"policy"' \
+	"the auto-approved request is one audit line: kind hostexec, verdict allow, its rule" "$line"
+tap_is "$(printf '%s\n' "$line" | grep -c .)" 1 "... one line, not more"
+line=$(grep -F '"summary":"rm -rf /"' "$AUDIT")
+tap_like "$line" '"kind":"hostexec",.*"verdict":"deny",.*"decided_by":"policy"' \
+	"the refused request is one audit line: verdict deny" "$line"
+tap_is "$(printf '%s\n' "$line" | grep -c .)" 1 "... one line, not more"
 
 hostexec '["printf","%s","x y"]' "$TMP/approved" &
 bg1=$!

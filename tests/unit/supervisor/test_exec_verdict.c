@@ -36,7 +36,9 @@ static struct exec_target target(pid_t pid)
 {
 	return (struct exec_target){
 	        .pid = pid,
-	        .file = {.exists = true, .executable = true, .view = EXEC_VIEW_SAME,
+	        .file = {.exists = true,
+	                 .executable = true,
+	                 .view = EXEC_VIEW_SAME,
 	                 .real_path = (char *)"/usr/bin/curl"},
 	};
 }
@@ -71,8 +73,8 @@ static void test_the_view_check_denies_a_file_mounted_over_its_name(void **state
 		t.file.view = cases[i].file;
 		t.file.view_error = ENOENT;
 		t.script = cases[i].script;
-		t.interp_file = (struct exec_file){.exists = true, .view = cases[i].interp,
-		                                   .real_path = (char *)"/bin/sh"};
+		t.interp_file = (struct exec_file){
+		        .exists = true, .view = cases[i].interp, .real_path = (char *)"/bin/sh"};
 		r.by_deny_rule = true;
 		exec_verdict_rewrite(&t, NULL, cases[i].in == POLICY_ASK ? KEY : NULL, false, 0,
 		                     &r);

@@ -34,6 +34,7 @@
 #include "supervisor/web/http_client.h"
 #include "base/loop.h"
 #include "supervisor/approval/approvals.h"
+#include "supervisor/hostexec/hostexec.h"
 #include "supervisor/approval/metrics.h"
 #include "supervisor/approval/queue.h"
 #include "supervisor/approval/tokens.h"
@@ -60,13 +61,13 @@ static const char config_text[] = "hostexec:\n"
 
 enum run_mode {
 	RUN_OK,      /* completed, exit 3, stdout "ran ARGV", stderr "err" */
-	RUN_FAIL,    /* run_command returns -EIO */
+	RUN_FAIL,    /* the runner's run returns -EIO */
 	RUN_TIMEOUT, /* the command times out */
 	RUN_ERROR,   /* the executor reports an error */
 };
 
 struct pending_run {
-	web_command_done_fn done;
+	hostexec_done_fn done;
 	void *done_userdata;
 	char argv[256];
 };
@@ -79,11 +80,12 @@ struct fx {
 	struct tokens *tokens;
 	struct config *config;
 	struct web *web;
+	struct hostexec *hostexec;
 	struct web_ops ops;
 	int efd;
 	uint64_t hostexec_timeout_ms;
 
-	/* run_command */
+	/* the runner */
 	enum run_mode run_mode;
 	int runs;
 	char run_argv[256];
@@ -200,7 +202,7 @@ static int on_run_timer(struct loop *loop, void *userdata)
 	fx->n_pending = 0;
 	for (unsigned i = 0; i < n; i++) {
 		char out[300];
-		struct web_command_result res = {
+		struct hostexec_result res = {
 		        .status = "completed",
 		        .exit_code = 3,
 		        .stdout_text = out,
@@ -221,7 +223,7 @@ static int on_run_timer(struct loop *loop, void *userdata)
 }
 
 static int op_run_command(void *userdata, const char *const *argv, size_t argc, const char *workdir,
-                          uint64_t timeout_ms, web_command_done_fn done, void *done_userdata,
+                          uint64_t timeout_ms, hostexec_done_fn done, void *done_userdata,
                           void **ret_job)
 {
 	struct fx *fx = userdata;
@@ -277,7 +279,6 @@ static struct fx *fx_open(uint64_t hostexec_timeout_ms, bool with_run_command)
 	struct cl_error err = {""};
 	struct web_config wc = {
 	        .api_token = API_TOKEN,
-	        .hostexec_timeout_ms = 7000,
 	        .heartbeat_ms = HEARTBEAT,
 	};
 	int r;
@@ -286,7 +287,6 @@ static struct fx *fx_open(uint64_t hostexec_timeout_ms, bool with_run_command)
 	fx->ops = (struct web_ops){
 	        .sandbox_action = op_sandbox_action,
 	        .sandboxes = op_sandboxes,
-	        .run_command = with_run_command ? op_run_command : NULL,
 	};
 	fx->hostexec_timeout_ms = hostexec_timeout_ms;
 	assert_int_equal(loop_new(&fx->loop), 0);
@@ -308,8 +308,17 @@ static struct fx *fx_open(uint64_t hostexec_timeout_ms, bool with_run_command)
 
 	if (config_load(&src, &opts, &fx->config, &err) < 0)
 		fail_msg("config: %s", err.msg);
-	wc.config = fx->config;
-	r = web_new(fx->loop, fx->ap, fx->tokens, &wc, &fx->ops, fx, &err, &fx->web);
+	/* Requests run through the test's runner (no cancel: nothing is listed as running). */
+	static const struct hostexec_runner runner = {.run = op_run_command};
+	struct hostexec_config hc = {
+	        .config = fx->config,
+	        .runner = with_run_command ? &runner : NULL,
+	        .runner_userdata = fx,
+	        .command_timeout_ms = 7000,
+	};
+
+	assert_int_equal(hostexec_new(fx->loop, fx->ap, &hc, &fx->hostexec), 0);
+	r = web_new(fx->loop, fx->ap, fx->hostexec, fx->tokens, &wc, &fx->ops, fx, &err, &fx->web);
 	if (r < 0)
 		fail_msg("web_new: %s", err.msg);
 	fx->aport = web_approval_port(fx->web);
@@ -329,6 +338,7 @@ static void fx_close(struct fx *fx)
 		loop_cancel_timer(fx->loop, fx->run_timer);
 	web_free(fx->web);
 	fx->web = NULL;
+	hostexec_free(fx->hostexec);
 	/* Owed command completions have nowhere to go after web_free; they are not called. */
 	approvals_unregister(fx->src);
 	approvals_unobserve(fx->ap, &observer_ops, fx);
@@ -1342,7 +1352,7 @@ static void test_request_auto_and_policy_denied(void **state)
 	assert_int_equal(fx->runs, 1);
 	assert_string_equal(fx->run_argv, "echo hello");
 	assert_string_equal(fx->run_workdir, WORKTREE); /* the token's worktree */
-	assert_int_equal(fx->run_timeout_ms, 7000);     /* web_config.hostexec_timeout_ms */
+	assert_int_equal(fx->run_timeout_ms, 7000);     /* hostexec_config.command_timeout_ms */
 	assert_int_equal(queue_count(fx->queue), 0);    /* never queued */
 
 	/* args are authoritative: a "cmd" that matches an auto pattern changes nothing. */
