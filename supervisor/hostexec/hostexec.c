@@ -35,9 +35,9 @@ struct hostexec_run {
 	struct hostexec *hx;
 	hostexec_done_fn done;
 	void *userdata;
-	void *job;       /* the runner's */
-	bool listed;     /* on the running list */
-	bool abandoned;  /* the runner could not stop it: its end is dropped */
+	void *job;      /* the runner's */
+	bool listed;    /* on the running list */
+	bool abandoned; /* the runner could not stop it: its end is dropped */
 	struct hostexec_run *prev, *next;
 };
 
@@ -205,8 +205,8 @@ int hostexec_decide(struct hostexec *hx, const struct hostexec_call *call, hoste
 	ask->deciding = false;
 	if (r < 0) {
 		snprintf(hx->reason, sizeof(hx->reason), "%s", queue_strerror(r));
-		*ret_answer = (struct hostexec_answer){.verdict = HOSTEXEC_DENIED,
-		                                       .reason = hx->reason};
+		*ret_answer =
+		        (struct hostexec_answer){.verdict = HOSTEXEC_DENIED, .reason = hx->reason};
 		ask_free(ask);
 		return 0;
 	}
@@ -406,8 +406,9 @@ int hostexec_run(struct hostexec *hx, const char *sandbox, const char *const *ar
 		/* Cancellable from the dashboard while it runs (best effort: not listing it only
 		 * takes the button away). */
 		if (cl_quote_strv(argv, argc, NULL, &cmd) >= 0)
-			run->listed = hostexec_running_add(hx, "hostexec", sandbox, cmd, cancel_listed,
-			                                   hx, (uint64_t)(uintptr_t)run, NULL) >= 0;
+			run->listed =
+			        hostexec_running_add(hx, "hostexec", sandbox, cmd, cancel_listed,
+			                             hx, (uint64_t)(uintptr_t)run, NULL) >= 0;
 	}
 	*ret_run = run;
 	return 0;
@@ -431,7 +432,8 @@ void hostexec_run_abandon(struct hostexec_run *run)
 	run_free(run);
 }
 
-/* ---- the executor as the runner --------------------------------------------------------------- */
+/* ---- the executor as the runner ---------------------------------------------------------------
+ */
 
 struct executor_run {
 	hostexec_done_fn done;

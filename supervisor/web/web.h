@@ -32,7 +32,6 @@ struct hostexec;
 struct config;
 struct tokens;
 struct web;
-struct cJSON;
 
 struct web_sandbox_info {
 	const char *name;
@@ -79,13 +78,6 @@ unsigned web_event_clients(const struct web *web);
 
 /* One audit line (ending in "\n") for SANDBOX, for the /logs streams. */
 void web_on_audit_line(struct web *web, const char *sandbox, const char *line, size_t len);
-
-/* The JSON object of a queue item as /pending shows it (guardian-api.md fields plus kind,
- * pid, exe, cwd, args, interpreter, expires). WALL_OFFSET_MS turns the queue's monotonic
- * times into wall-clock ones. A command's branch and agent come from LABELS (NULL: ""). */
-struct labels;
-struct cJSON *web_item_json(const struct queue_item *item, int64_t wall_offset_ms,
-                            const struct labels *labels);
 
 /* SANDBOX's branch and agent in /pending ("main", "claude"); NULL or "": unknown. A cloister
  * registered through POST /tokens with a worktree gets that worktree's branch by itself. WEB
