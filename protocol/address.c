@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 static int bad(struct cl_error *err, const char *why)
@@ -104,4 +105,98 @@ int cl_address_parse_listen(const char *s, struct cl_error *err, struct sockaddr
                             socklen_t *ret_len)
 {
 	return parse(s, true, err, ret_addr, ret_len);
+}
+
+int cl_address_parse_local(const char *s, struct cl_error *err, struct sockaddr_storage *ret_addr,
+                           socklen_t *ret_len)
+{
+	char full[CL_ADDRESS_MAX + 16];
+
+	/* Without an address: loopback. */
+	if (s && (s[0] == ':' || (s[0] && strspn(s, "0123456789") == strlen(s)))) {
+		snprintf(full, sizeof(full), "127.0.0.1%s%.*s", s[0] == ':' ? "" : ":",
+		         CL_ADDRESS_MAX, s);
+		s = full;
+	}
+	return parse(s, true, err, ret_addr, ret_len);
+}
+
+int cl_address_split(const char *s, struct cl_error *err, char *ret_host, size_t size,
+                     uint16_t *ret_port)
+{
+	const char *host = s, *colon;
+	size_t hlen;
+	unsigned port;
+
+	if (!s || !*s)
+		return cl_error_set(err, -EINVAL, "expected HOST:PORT: empty");
+	colon = strrchr(s, ':');
+	if (!colon)
+		return cl_error_set(err, -EINVAL, "expected HOST:PORT: no port");
+	hlen = (size_t)(colon - s);
+	if (s[0] == '[') {
+		if (hlen < 2 || s[hlen - 1] != ']')
+			return cl_error_set(err, -EINVAL, "expected [V6]:PORT");
+		host++;
+		hlen -= 2;
+	}
+	if (hlen == 0 || hlen >= size)
+		return cl_error_set(err, -EINVAL, "expected HOST:PORT: %s host",
+		                    hlen ? "too long a" : "no");
+	if (parse_port(colon + 1, false, &port) < 0)
+		return cl_error_set(err, -EINVAL, "expected HOST:PORT: port not in 1..65535");
+	memcpy(ret_host, host, hlen);
+	ret_host[hlen] = '\0';
+	*ret_port = (uint16_t)port;
+	return 0;
+}
+
+uint16_t cl_address_port(const struct sockaddr_storage *addr)
+{
+	if (addr->ss_family == AF_INET6) {
+		struct sockaddr_in6 a6;
+
+		memcpy(&a6, addr, sizeof(a6));
+		return ntohs(a6.sin6_port);
+	}
+	struct sockaddr_in a4;
+
+	memcpy(&a4, addr, sizeof(a4));
+	return ntohs(a4.sin_port);
+}
+
+void cl_address_set_port(struct sockaddr_storage *addr, uint16_t port)
+{
+	if (addr->ss_family == AF_INET6) {
+		struct sockaddr_in6 a6;
+
+		memcpy(&a6, addr, sizeof(a6));
+		a6.sin6_port = htons(port);
+		memcpy(addr, &a6, sizeof(a6));
+	} else {
+		struct sockaddr_in a4;
+
+		memcpy(&a4, addr, sizeof(a4));
+		a4.sin_port = htons(port);
+		memcpy(addr, &a4, sizeof(a4));
+	}
+}
+
+void cl_address_format(const struct sockaddr_storage *addr, char *buf, size_t size)
+{
+	char text[INET6_ADDRSTRLEN] = "?";
+
+	if (addr->ss_family == AF_INET6) {
+		struct sockaddr_in6 a6;
+
+		memcpy(&a6, addr, sizeof(a6));
+		inet_ntop(AF_INET6, &a6.sin6_addr, text, sizeof(text));
+		snprintf(buf, size, "[%s]:%u", text, (unsigned)ntohs(a6.sin6_port));
+		return;
+	}
+	struct sockaddr_in a4;
+
+	memcpy(&a4, addr, sizeof(a4));
+	inet_ntop(AF_INET, &a4.sin_addr, text, sizeof(text));
+	snprintf(buf, size, "%s:%u", text, (unsigned)ntohs(a4.sin_port));
 }

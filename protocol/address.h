@@ -6,6 +6,8 @@
 #ifndef CLOISTER_ADDRESS_H
 #define CLOISTER_ADDRESS_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #include "base/error.h"
@@ -22,5 +24,24 @@ int cl_address_parse(const char *s, struct cl_error *err, struct sockaddr_storag
 /* The same for an address to listen on, where port 0 (any free port) is allowed. */
 int cl_address_parse_listen(const char *s, struct cl_error *err, struct sockaddr_storage *ret_addr,
                             socklen_t *ret_len);
+
+/* A local listener as the supervisor's options write it (--listen-approval, proxy.listen …):
+ * "ADDR:PORT", "[V6]:PORT", or without the address (":PORT", "PORT"), which stays on
+ * 127.0.0.1 (Cloister's ":9998" means every interface in Go: here an address beyond loopback
+ * must be written out). Port 0 is any free port. */
+int cl_address_parse_local(const char *s, struct cl_error *err, struct sockaddr_storage *ret_addr,
+                           socklen_t *ret_len);
+
+/* "HOST:PORT" or "[V6]:PORT" split, HOST a name or a numeric address (not resolved here), not
+ * empty, PORT 1..65535; HOST into RET_HOST (SIZE bytes, brackets gone). -EINVAL with why. */
+int cl_address_split(const char *s, struct cl_error *err, char *ret_host, size_t size,
+                     uint16_t *ret_port);
+
+/* ADDR's port, and ADDR's port set (AF_INET or AF_INET6). */
+uint16_t cl_address_port(const struct sockaddr_storage *addr);
+void cl_address_set_port(struct sockaddr_storage *addr, uint16_t port);
+
+/* ADDR as "127.0.0.1:9999" or "[::1]:9999" into BUF (CL_ADDRESS_MAX bytes suffice). */
+void cl_address_format(const struct sockaddr_storage *addr, char *buf, size_t size);
 
 #endif

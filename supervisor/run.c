@@ -159,18 +159,11 @@ static int refused_ports(struct run *run, uint16_t *ports, size_t *ret_n)
 	const struct web *web = hub_web(run->hub);
 	uint16_t keep[2] = {web ? web_request_port(web) : 0,
 	                    (uint16_t)egress_connect_port(run->egress)};
-	uint16_t own[3] = {web ? web_approval_port(web) : 0, web ? web_tokens_port(web) : 0, 0};
-	const char *colon = run->opt.executor ? strrchr(run->opt.executor, ':') : NULL;
+	uint16_t own[3] = {web ? web_approval_port(web) : 0, web ? web_tokens_port(web) : 0,
+	                   hub_executor_port(run->hub)};
 	size_t n = 0, k = 0, dropped = 0;
 	int r;
 
-	if (colon) {
-		char *end;
-		unsigned long port = strtoul(colon + 1, &end, 10);
-
-		if (!*end && port <= 65535)
-			own[2] = (uint16_t)port;
-	}
 	r = peer_listeners_scan("/proc", PEER_LISTENERS_EXE, geteuid(), ports, MAX_REFUSED, &n,
 	                        &dropped);
 	if (r < 0)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "protocol/address.h"
 #include "supervisor/web/api_info.h"
 #include "supervisor/approval/approvals.h"
 #include "supervisor/approval/audit_log.h"
@@ -43,7 +44,7 @@ struct hub {
 	char *api_info_path;
 	char api_token[2 * API_TOKEN_BYTES + 1];
 	char cloister_token[2 * API_TOKEN_BYTES + 1];
-	char listen_addr[3][64];
+	uint16_t executor_port; /* --executor's; 0: in this process */
 };
 
 /* ---- audit ------------------------------------------------------------------------------- */
@@ -99,65 +100,24 @@ static void random_hex(char *out, size_t bytes)
 	explicit_bzero(raw, sizeof(raw));
 }
 
-/* "ADDR:PORT", "[V6]:PORT", ":PORT", "PORT" or "off" into L; ADDR must be numeric. */
-static int parse_listen(const char *text, struct web_listen *l, char *addr_buf, size_t size)
-{
-	const char *colon = strrchr(text, ':');
-	char *end;
-	unsigned long port;
-
-	if (!strcmp(text, "off")) {
-		l->disabled = true;
-		return 0;
-	}
-	if (colon) {
-		const char *a = text;
-		size_t n = (size_t)(colon - text);
-
-		if (a[0] == '[' && n >= 2 && a[n - 1] == ']') {
-			a++;
-			n -= 2;
-		}
-		if (n >= size)
-			return -EINVAL;
-		/* ":9998" (Cloister's default, all interfaces in Go) stays on loopback here: an
-		 * address to listen on beyond it must be written out. */
-		memcpy(addr_buf, a, n);
-		addr_buf[n] = '\0';
-		l->address = n ? addr_buf : NULL;
-		text = colon + 1;
-	}
-	errno = 0;
-	port = strtoul(text, &end, 10);
-	if (errno || *end || end == text || port > 65535)
-		return -EINVAL;
-	l->port = (uint16_t)port;
-	return 0;
-}
-
 static int setup_executor(struct hub *hub)
 {
 	struct cl_error err = {""};
+	const char *secret = getenv("CLOISTER_EXECUTOR_SECRET");
+	char host[256];
 	int r;
 
 	if (!hub->opt.executor)
 		return executor_new_local(hub->loop, &hub->executor);
-
 	/* A separate `cloister-supervisor executor`, e.g. outside a container. */
-	const char *colon = strrchr(hub->opt.executor, ':');
-	const char *secret = getenv("CLOISTER_EXECUTOR_SECRET");
-	_cleanup_free_ char *host = NULL;
-	unsigned long port = colon ? strtoul(colon + 1, NULL, 10) : 0;
-
-	if (!colon || port == 0 || port > 65535 || !secret || !*secret) {
+	if (cl_address_split(hub->opt.executor, NULL, host, sizeof(host), &hub->executor_port) <
+	            0 ||
+	    !secret || !*secret) {
 		fprintf(stderr, PROG ": --executor needs HOST:PORT and the secret in "
 		                     "CLOISTER_EXECUTOR_SECRET\n");
 		return -EINVAL;
 	}
-	host = strndup(hub->opt.executor, (size_t)(colon - hub->opt.executor));
-	if (!host)
-		return -ENOMEM;
-	r = executor_new_remote(hub->loop, host, (uint16_t)port, secret, &err, &hub->executor);
+	r = executor_new_remote(hub->loop, host, hub->executor_port, secret, &err, &hub->executor);
 	/* What runs under us must not inherit the executor's secret. */
 	unsetenv("CLOISTER_EXECUTOR_SECRET");
 	if (r < 0)
@@ -199,8 +159,9 @@ static int setup_web(struct hub *hub)
 	for (int i = 0; i < 3; i++) {
 		const char *text = hub->opt.listen[i] ? hub->opt.listen[i] : defaults[i];
 
-		if (parse_listen(text, ls[i], hub->listen_addr[i], sizeof(hub->listen_addr[i])) <
-		    0) {
+		ls[i]->disabled = !strcmp(text, "off");
+		if (!ls[i]->disabled &&
+		    cl_address_parse_local(text, NULL, &ls[i]->addr, &ls[i]->len) < 0) {
 			fprintf(stderr, PROG ": cannot listen on \"%s\": not ADDR:PORT\n", text);
 			return -EINVAL;
 		}
@@ -244,11 +205,11 @@ static int setup_web(struct hub *hub)
 		snprintf(info.tokens_url, sizeof(info.tokens_url), "http://127.0.0.1:%u",
 		         web_tokens_port(hub->web));
 	if (web_request_port(hub->web)) {
-		const char *a = wc.request.address ? wc.request.address : "127.0.0.1";
-		bool v6 = strchr(a, ':') != NULL;
+		char where[CL_ADDRESS_MAX];
 
-		snprintf(info.request_url, sizeof(info.request_url), "http://%s%s%s:%u",
-		         v6 ? "[" : "", a, v6 ? "]" : "", web_request_port(hub->web));
+		cl_address_set_port(&wc.request.addr, web_request_port(hub->web));
+		cl_address_format(&wc.request.addr, where, sizeof(where));
+		snprintf(info.request_url, sizeof(info.request_url), "http://%s", where);
 	}
 	snprintf(info.token, sizeof(info.token), "%s", hub->api_token);
 	snprintf(info.name, sizeof(info.name), "%s", hub->opt.name);
@@ -361,6 +322,11 @@ struct web *hub_web(struct hub *hub)
 const char *hub_audit_dir(const struct hub *hub)
 {
 	return audit_log_dir(hub->audit);
+}
+
+uint16_t hub_executor_port(const struct hub *hub)
+{
+	return hub->executor_port;
 }
 
 const char *hub_cloister_token(const struct hub *hub)

@@ -61,6 +61,8 @@ struct tokens *hub_tokens(struct hub *hub);
 struct web *hub_web(struct hub *hub);
 /* The audit log's directory, or NULL when there is none. */
 const char *hub_audit_dir(const struct hub *hub);
+/* The port of --executor HOST:PORT (0: the executor runs in this process). */
+uint16_t hub_executor_port(const struct hub *hub);
 /* This run's cloister token (registered for the request server), hex. */
 const char *hub_cloister_token(const struct hub *hub);
 

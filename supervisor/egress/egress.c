@@ -18,6 +18,8 @@
 #include "netfilter/nft_egress.h"
 #include "notifier/target.h"
 #include "base/cleanup.h"
+#include "base/tcp_listen.h"
+#include "protocol/address.h"
 #include "supervisor/approval/audit.h"
 #include "supervisor/approval/audit_log.h"
 #include "supervisor/policy/config.h"
@@ -452,45 +454,22 @@ static const struct approval_source_ops egress_source_ops = {
 
 static int listen_connect(struct egress *eg, const char *text, struct cl_error *err)
 {
-	struct sockaddr_in sin = {.sin_family = AF_INET};
-	const char *colon = strrchr(text, ':');
-	char addr[64];
-	unsigned long port;
-	char *end;
-	int one = 1, fd;
-	socklen_t len = sizeof(sin);
+	struct sockaddr_storage ss;
+	socklen_t len;
+	/* As the dashboard does: a port another supervisor has is replaced by a free one. */
+	struct tcp_listen_options lo = {.backlog = 512, .v6only = true, .port_fallback = true};
+	uint16_t port;
+	int r;
 
-	if (!colon || (size_t)(colon - text) >= sizeof(addr))
+	if (cl_address_parse_local(text, NULL, &ss, &len) < 0)
 		return cl_error_set(err, -EINVAL, "CONNECT proxy: \"%s\" is not ADDR:PORT", text);
-	memcpy(addr, text, (size_t)(colon - text));
-	addr[colon - text] = '\0';
-	port = strtoul(colon + 1, &end, 10);
-	if (*end || port > 65535 ||
-	    inet_pton(AF_INET, addr[0] ? addr : "127.0.0.1", &sin.sin_addr) != 1)
-		return cl_error_set(err, -EINVAL, "CONNECT proxy: \"%s\" is not ADDR:PORT", text);
-	sin.sin_port = htons((uint16_t)port);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return cl_error_set(err, -errno, "CONNECT proxy: socket: %m");
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	int bound = bind(fd, (struct sockaddr *)&sin, sizeof(sin));
-
-	if (bound < 0 && errno == EADDRINUSE && sin.sin_port != 0) {
-		/* As the dashboard does: another supervisor has the port; take a free one. */
-		say("CONNECT proxy: %s is taken, using a free port", text);
-		sin.sin_port = 0;
-		bound = bind(fd, (struct sockaddr *)&sin, sizeof(sin));
-	}
-	if (bound < 0 || listen(fd, 512) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&sin, &len) < 0) {
-		int r = -errno;
-
-		close(fd);
+	r = tcp_listen(&ss, len, &lo, &eg->connect_fd, &port);
+	if (r < 0)
 		return cl_error_set(err, r, "CONNECT proxy on %s: %s", text, strerror(-r));
-	}
-	eg->connect_fd = fd;
-	eg->connect_port = ntohs(sin.sin_port);
-	return proxy_add_connect(eg->proxy, fd);
+	if (cl_address_port(&ss) && port != cl_address_port(&ss))
+		say("CONNECT proxy: %s is taken, using a free port", text);
+	eg->connect_port = port;
+	return proxy_add_connect(eg->proxy, eg->connect_fd);
 }
 
 int egress_new(struct loop *loop, struct approvals *approvals, const struct egress_config *config,

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/tcp_listen.h"
 #include "base/say.h"
 #include "protocol/json_strict.h"
 #include "protocol/message.h"
@@ -485,10 +486,13 @@ static int on_listen(struct loop *loop, int fd, uint32_t events, void *userdata)
 int executor_server_new(struct loop *loop, const struct executor_server_options *opt,
                         struct cl_error *err, struct executor_server **ret)
 {
-	struct sockaddr_in addr = {.sin_family = AF_INET};
-	socklen_t alen = sizeof(addr);
+	struct sockaddr_in addr = {.sin_family = AF_INET,
+	                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	                           .sin_port = htons(opt->port)};
+	struct sockaddr_storage ss = {0};
+	struct tcp_listen_options lo = {.backlog = 128};
 	struct executor_server *s;
-	int one = 1, r;
+	int r;
 	size_t slen;
 
 	if (!opt || !opt->secret)
@@ -512,24 +516,13 @@ int executor_server_new(struct loop *loop, const struct executor_server_options 
 		executor_server_free(s);
 		return cl_error_set(err, -ENOMEM, "out of memory");
 	}
-	s->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (s->listen_fd < 0) {
-		r = -errno;
-		executor_server_free(s);
-		return cl_error_set(err, r, "executor: socket: %s", strerror(-r));
-	}
-	setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	addr.sin_port = htons(opt->port);
-	if (bind(s->listen_fd, (struct sockaddr *)&addr, sizeof(addr)) < 0 ||
-	    listen(s->listen_fd, 128) < 0 ||
-	    getsockname(s->listen_fd, (struct sockaddr *)&addr, &alen) < 0) {
-		r = -errno;
+	memcpy(&ss, &addr, sizeof(addr));
+	r = tcp_listen(&ss, sizeof(addr), &lo, &s->listen_fd, &s->port);
+	if (r < 0) {
 		executor_server_free(s);
 		return cl_error_set(err, r, "executor: listen on 127.0.0.1:%u: %s",
 		                    (unsigned)opt->port, strerror(-r));
 	}
-	s->port = ntohs(addr.sin_port);
 	set_listening(s, true);
 	if (!s->listening) {
 		executor_server_free(s);

@@ -19,6 +19,7 @@
 
 #include "protocol/address.h"
 #include "base/cleanup.h"
+#include "base/tcp_listen.h"
 #include "protocol/frame.h"
 #include "protocol/quote.h"
 #include "supervisor/hostexec/command.h"
@@ -93,7 +94,7 @@ struct shim_server {
 	void *userdata;
 	int unix_fd;
 	int tcp_fd;
-	unsigned tcp_port;
+	uint16_t tcp_port;
 	struct shim_call *calls;
 	size_t ncalls;
 	uint64_t next_id;
@@ -1015,28 +1016,18 @@ static int listen_unix(struct shim_server *s, struct cl_error *err)
 static int listen_tcp(struct shim_server *s, struct cl_error *err)
 {
 	struct sockaddr_storage ss;
-	_cleanup_close_ int fd = -EBADF;
+	struct tcp_listen_options lo = {.backlog = 64};
 	socklen_t len;
-	int r, one = 1;
+	int r;
 
 	r = cl_address_parse_listen(s->config.tcp_listen, err, &ss, &len);
 	if (r < 0) {
 		cl_error_prefix(err, "shim TCP listener");
 		return r;
 	}
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return cl_error_set(err, -errno, "socket: %s", strerror(errno));
-	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&ss, len) < 0 || listen(fd, 64) < 0)
-		return cl_error_set(err, -errno, "listen on %s: %s", s->config.tcp_listen,
-		                    strerror(errno));
-	len = sizeof(ss);
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
-		return cl_error_set(err, -errno, "getsockname: %s", strerror(errno));
-	s->tcp_port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-	                                            : ((struct sockaddr_in6 *)&ss)->sin6_port);
-	s->tcp_fd = TAKE_FD(fd);
+	r = tcp_listen(&ss, len, &lo, &s->tcp_fd, &s->tcp_port);
+	if (r < 0)
+		return cl_error_set(err, r, "listen on %s: %s", s->config.tcp_listen, strerror(-r));
 	return 0;
 }
 

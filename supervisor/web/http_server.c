@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/tcp_listen.h"
+#include "protocol/address.h"
 #include "base/loop.h"
 
 #define DEFAULT_MAX_CONNECTIONS 512
@@ -397,55 +399,19 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 
 /* ---- public ------------------------------------------------------------------------------ */
 
-static int make_listener(const char *address, uint16_t port, int *ret_fd, uint16_t *ret_port)
-{
-	struct sockaddr_storage ss = {0};
-	socklen_t len;
-	_cleanup_close_ int fd = -EBADF;
-	int one = 1;
-
-	if (inet_pton(AF_INET, address, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
-		struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
-
-		sin->sin_family = AF_INET;
-		sin->sin_port = htons(port);
-		len = sizeof(*sin);
-	} else if (inet_pton(AF_INET6, address, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
-		struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
-
-		sin6->sin6_family = AF_INET6;
-		sin6->sin6_port = htons(port);
-		len = sizeof(*sin6);
-	} else {
-		return -EINVAL;
-	}
-	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -errno;
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
-		return -errno;
-	if (ss.ss_family == AF_INET6 &&
-	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&ss, len) < 0)
-		return -errno;
-	if (listen(fd, 128) < 0)
-		return -errno;
-	len = sizeof(ss);
-	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
-		return -errno;
-	*ret_port = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
-	                                          : ((struct sockaddr_in6 *)&ss)->sin6_port);
-	*ret_fd = TAKE_FD(fd);
-	return 0;
-}
-
 int http_server_new(struct loop *loop, const struct http_server_config *config,
                     http_handler_fn handler, void *userdata, struct http_server **ret)
 {
 	struct http_server *srv;
 	const union MHD_DaemonInfo *info;
-	const char *address = config->address ? config->address : "127.0.0.1";
+	struct sockaddr_storage loopback;
+	const struct sockaddr_storage *addr = config->addr;
+	socklen_t addr_len = config->addr_len;
+	struct tcp_listen_options lo = {
+	        .backlog = 128,
+	        .v6only = true,
+	        .port_fallback = config->port_fallback,
+	};
 	int fd = -EBADF;
 	int r;
 
@@ -466,15 +432,22 @@ int http_server_new(struct loop *loop, const struct http_server_config *config,
 	if (!srv->config.idle_timeout_s)
 		srv->config.idle_timeout_s = DEFAULT_IDLE_TIMEOUT_S;
 
-	r = make_listener(address, config->port, &fd, &srv->port);
-	if (r == -EADDRINUSE && config->port_fallback && config->port != 0)
-		r = make_listener(address, 0, &fd, &srv->port);
+	if (!addr) {
+		(void)cl_address_parse_local("0", NULL, &loopback, &addr_len);
+		addr = &loopback;
+	}
+	r = tcp_listen(addr, addr_len, &lo, &fd, &srv->port);
 	if (r < 0) {
 		free(srv);
 		return r;
 	}
-	snprintf(srv->authority, sizeof(srv->authority), strchr(address, ':') ? "[%s]:%u" : "%s:%u",
-	         address, (unsigned)srv->port);
+	{
+		struct sockaddr_storage bound = *addr;
+
+		/* The address asked for, with the port the kernel gave. */
+		cl_address_set_port(&bound, srv->port);
+		cl_address_format(&bound, srv->authority, sizeof(srv->authority));
+	}
 
 	srv->daemon = MHD_start_daemon(
 	        MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME, 0, NULL, NULL, on_request, srv,

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 struct loop;
 struct http_server;
@@ -32,9 +33,9 @@ typedef void (*http_handler_fn)(void *userdata, struct http_exchange *ex);
 typedef void (*http_gone_fn)(void *userdata, struct http_exchange *ex);
 
 struct http_server_config {
-	const char *address;      /* numeric IPv4 or IPv6 address; NULL: 127.0.0.1 */
-	uint16_t port;            /* 0: any free port */
-	bool port_fallback;       /* when PORT is taken, take any free port instead of failing */
+	const struct sockaddr_storage *addr; /* where, port 0: any free one; NULL: 127.0.0.1:0 */
+	socklen_t addr_len;
+	bool port_fallback;       /* when the port is taken, take any free one instead of failing */
 	unsigned max_connections; /* 0: 512 */
 	size_t max_body;          /* 0: 64 KiB */
 	size_t max_stream_queue;  /* bytes queued per stream client; 0: 256 KiB */

@@ -12,6 +12,7 @@
 
 #include "base/cleanup.h"
 #include "base/loop.h"
+#include "protocol/address.h"
 #include "protocol/json_strict.h"
 #include "supervisor/approval/approvals.h"
 #include "supervisor/approval/labels.h"
@@ -275,19 +276,22 @@ static int start_server(struct web *web, const struct web_listen *l, http_handle
                         struct http_server **ret, const char *what, struct cl_error *err)
 {
 	struct http_server_config hc = {
-	        .address = l->address,
-	        .port = l->port,
+	        .addr = l->len ? &l->addr : NULL,
+	        .addr_len = l->len,
 	        .port_fallback = web->config.port_fallback,
 	        .max_body = 1024 * 1024,
 	};
+	char where[CL_ADDRESS_MAX] = "127.0.0.1:0";
 	int r;
 
 	if (l->disabled)
 		return 0;
 	r = http_server_new(web->loop, &hc, fn, web, ret);
-	if (r < 0)
-		cl_error_set(err, r, "%s on %s:%u: %s", what, hc.address ? hc.address : "127.0.0.1",
-		             (unsigned)hc.port, strerror(-r));
+	if (r < 0) {
+		if (l->len)
+			cl_address_format(&l->addr, where, sizeof(where));
+		cl_error_set(err, r, "%s on %s: %s", what, where, strerror(-r));
+	}
 	return r;
 }
 

@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "base/error.h"
 #include "supervisor/approval/queue.h"
@@ -49,8 +50,9 @@ struct web_ops {
 };
 
 struct web_listen {
-	const char *address; /* NULL: 127.0.0.1 */
-	uint16_t port;       /* 0: any free port (guardian-api.md's are 9999, 9997, 9998) */
+	struct sockaddr_storage addr; /* port 0: any free one (guardian-api.md's are 9999, 9997,
+	                               * 9998) */
+	socklen_t len;                /* 0: 127.0.0.1, any free port */
 	bool disabled;
 };
 

@@ -81,7 +81,7 @@ cJSON *web_item_json(const struct queue_item *item, int64_t wall_offset,
 }
 
 static cJSON *web_decided_json(const struct web *web, const struct queue_item *item,
-                           int64_t wall_offset)
+                               int64_t wall_offset)
 {
 	cJSON *o = web_item_json(item, wall_offset, web->labels);
 	char ts[32];
@@ -269,7 +269,7 @@ static void handle_decide(struct web *web, struct http_exchange *ex, const char 
 	}
 	if (r < 0) {
 		web_respond_error(ex, r == -ENOENT ? 404 : 500,
-		              r == -ENOENT ? "request not found" : strerror(-r));
+		                  r == -ENOENT ? "request not found" : strerror(-r));
 		return;
 	}
 	cJSON *o = cJSON_CreateObject();
@@ -360,7 +360,7 @@ static void handle_decide_domain(struct web *web, struct http_exchange *ex, cons
 		pattern = wildcard_of(host);
 		if (!pattern) {
 			web_respond_error(ex, 400,
-			              "no wildcard for a domain of fewer than three labels");
+			                  "no wildcard for a domain of fewer than three labels");
 			return;
 		}
 	}
@@ -381,8 +381,8 @@ static void handle_decide_domain(struct web *web, struct http_exchange *ex, cons
 	persisted_err = r == 1;
 	if (r < 0) {
 		web_respond_error(ex, r == -ENOENT ? 404 : 409,
-		              r == -ENOENT ? "domain request not found"
-		                           : "request already decided");
+		                  r == -ENOENT ? "domain request not found"
+		                               : "request already decided");
 		return;
 	}
 	cJSON *o = cJSON_CreateObject();
@@ -538,4 +538,3 @@ void web_on_approval(void *userdata, struct http_exchange *ex)
 	http_exchange_add_header(ex, "Allow", "GET, POST");
 	web_respond_error(ex, 405, "method not allowed");
 }
-

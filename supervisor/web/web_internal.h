@@ -81,7 +81,7 @@ bool web_is_command(enum queue_kind kind);
  * pid, exe, cwd, args, interpreter, expires). WALL_OFFSET_MS turns the queue's monotonic
  * times into wall-clock ones. A command's branch and agent come from LABELS (NULL: ""). */
 cJSON *web_item_json(const struct queue_item *item, int64_t wall_offset_ms,
-                            const struct labels *labels);
+                     const struct labels *labels);
 
 /* ---- web_stream.c ---------------------------------------------------------------------------- */
 

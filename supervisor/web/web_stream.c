@@ -114,8 +114,8 @@ static char *sse_format(const char *event, const char *data, size_t len, size_t 
 	return out;
 }
 
-static void web_broadcast(struct web *web, enum stream_kind kind, const char *filter, const char *event,
-                      const char *data, size_t len)
+static void web_broadcast(struct web *web, enum stream_kind kind, const char *filter,
+                          const char *event, const char *data, size_t len)
 {
 	size_t mlen;
 	_cleanup_free_ char *msg = sse_format(event, data, len, &mlen);
@@ -148,7 +148,7 @@ int web_on_heartbeat(struct loop *loop, void *userdata)
 }
 
 struct stream_client *web_stream_open(struct web *web, struct http_exchange *ex,
-                                         enum stream_kind kind)
+                                      enum stream_kind kind)
 {
 	struct stream_client *c;
 
@@ -209,8 +209,8 @@ void web_on_queue_event(void *userdata, const struct queue_event *ev)
 			cJSON_AddStringToObject(o, "cloister", ev->item->sandbox);
 			cJSON_AddStringToObject(o, "project",
 			                        ev->item->project ? ev->item->project : "");
-			cJSON_AddStringToObject(o, "type",
-			                        web_is_command(ev->item->kind) ? "command" : "domain");
+			cJSON_AddStringToObject(
+			        o, "type", web_is_command(ev->item->kind) ? "command" : "domain");
 			cJSON_AddStringToObject(o, "kind", queue_kind_to_string(ev->item->kind));
 			cJSON_AddStringToObject(o, "status", queue_state_to_string(ev->state));
 			cJSON_AddStringToObject(o, "summary", ev->item->summary);
@@ -226,8 +226,8 @@ void web_on_queue_event(void *userdata, const struct queue_event *ev)
 	cJSON_Delete(o);
 	if (text)
 		web_broadcast(web, STREAM_EVENTS, NULL,
-		          ev->type == QUEUE_EVENT_ADDED ? "request-added" : "request-removed", text,
-		          strlen(text));
+		              ev->type == QUEUE_EVENT_ADDED ? "request-added" : "request-removed",
+		              text, strlen(text));
 }
 
 void web_on_audit_line(struct web *web, const char *sandbox, const char *line, size_t len)
@@ -290,7 +290,7 @@ void web_send_log_backlog(struct web *web, struct stream_client *c)
 
 /* A listed command started or ended: the dashboards hear it. */
 void web_on_running_event(void *userdata, const char *event, const struct hostexec_running *r,
-                             const char *status)
+                          const char *status)
 {
 	struct web *web = userdata;
 	cJSON *o = cJSON_CreateObject();

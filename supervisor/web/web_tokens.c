@@ -88,7 +88,7 @@ void web_on_tokens(void *userdata, struct http_exchange *ex)
 		}
 		if (r < 0) {
 			web_respond_error(ex, r == -ENOSPC ? 507 : 500,
-			              r == -ENOSPC ? "too many tokens" : strerror(-r));
+			                  r == -ENOSPC ? "too many tokens" : strerror(-r));
 			return;
 		}
 		cJSON *o = cJSON_CreateObject();
@@ -131,4 +131,3 @@ void web_on_tokens(void *userdata, struct http_exchange *ex)
 	}
 	web_respond_error(ex, 404, "not found");
 }
-
