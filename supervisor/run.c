@@ -47,7 +47,7 @@
 #include "supervisor/policy/env_scrub.h"
 #include "supervisor/exec/exec_guard.h"
 #include "supervisor/approval/approvals.h"
-#include "supervisor/approval/hub.h"
+#include "supervisor/frontend.h"
 #include "supervisor/approval/labels.h"
 #include "supervisor/approval/metrics.h"
 #include "supervisor/egress/peer_listeners.h"

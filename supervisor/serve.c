@@ -22,7 +22,7 @@
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/config_files.h"
 #include "supervisor/approval/approvals.h"
-#include "supervisor/approval/hub.h"
+#include "supervisor/frontend.h"
 #include "base/loop.h"
 #include "base/say.h"
 #include "supervisor/approval/metrics.h"

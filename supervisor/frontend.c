@@ -1,5 +1,5 @@
 /* The queue's surroundings shared by `run` and `serve`; see hub.h. */
-#include "supervisor/approval/hub.h"
+#include "supervisor/frontend.h"
 
 #include <errno.h>
 #include <limits.h>
