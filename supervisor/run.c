@@ -1,60 +1,49 @@
-/* `run`: a sandbox of our own around the agent, its exec interception (exec_guard.h), the
- * terminal approver and the queue's surroundings (hub.h: audit log, dashboard, APIs), wired
- * into one event loop. Exits with the agent's status. */
+/* `run`: a sandbox of our own around the agent, its exec interception (exec_guard.h) with its
+ * backstop (backstops.h), its terminal (terminal.h) and what run shares with serve
+ * (frontend.h: the approvals service, audit log, dashboard and APIs, egress), wired into one
+ * event loop. Exits with the agent's status. */
 #include "supervisor/run.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/random.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "bpf/backstop.h"
+#include "base/cleanup.h"
+#include "base/dirs.h"
+#include "base/error.h"
+#include "base/loop.h"
+#include "base/say.h"
+#include "base/trace_timing.h"
 #include "notifier/filter.h"
 #include "notifier/notify.h"
 #include "notifier/view.h"
-#include "base/cleanup.h"
-#include "base/error.h"
-#include "supervisor/web/api_info.h"
-#include "supervisor/approval/audit.h"
+#include "supervisor/approval/approvals.h"
 #include "supervisor/approval/audit_log.h"
-#include "supervisor/approval/audit_limit.h"
+#include "supervisor/approval/labels.h"
+#include "supervisor/approval/worktree.h"
 #include "supervisor/cli_policy.h"
-#include "supervisor/policy/config.h"
-#include "supervisor/policy/config_files.h"
+#include "supervisor/egress/egress.h"
+#include "supervisor/egress/peer_listeners.h"
+#include "supervisor/exec/backstops.h"
 #include "supervisor/exec/deny_ids.h"
-#include "base/loop.h"
-#include "base/dirs.h"
-#include "base/say.h"
-#include "supervisor/tty/pty_relay.h"
-#include "supervisor/approval/queue.h"
+#include "supervisor/exec/exec_guard.h"
+#include "supervisor/frontend.h"
+#include "supervisor/policy/config.h"
+#include "supervisor/policy/env_scrub.h"
 #include "supervisor/sandbox/run_confine.h"
 #include "supervisor/sandbox/sandbox.h"
-#include "supervisor/tty/tty_approver.h"
-#include "supervisor/egress/egress.h"
-#include "supervisor/policy/env_scrub.h"
-#include "supervisor/exec/exec_guard.h"
-#include "supervisor/approval/approvals.h"
-#include "supervisor/frontend.h"
-#include "supervisor/approval/labels.h"
-#include "supervisor/approval/metrics.h"
-#include "supervisor/egress/peer_listeners.h"
-#include "supervisor/exec/ptrace_backstop.h"
-#include "base/trace_timing.h"
+#include "supervisor/tty/terminal.h"
+#include "supervisor/web/api_info.h"
 #include "supervisor/web/web.h"
-#include "supervisor/approval/worktree.h"
 
 /* After passing SIGTERM/SIGHUP on, how long the agent has before everything is killed. */
 #define TERMINATE_GRACE_MS 5000
@@ -67,29 +56,20 @@ enum ask_mode {
 };
 
 struct options {
-	const char *config_dir;
-	const char *project;
-	const char *name;
+	struct frontend_options common; /* what serve takes too */
 	const char *ask_tty_path;
 	enum ask_mode ask;
-	uint64_t ask_timeout_ms;
 	bool lenient;
-	bool verbose;
 	bool require_backstop;
 	bool no_backstop;          /* run without an exec backstop: the user accepts the race */
 	bool allow_nested_sandbox; /* the agent may make user and mount namespaces of its own */
 	bool no_web;
-	const char *listen[3]; /* approval, tokens, request: "ADDR:PORT" */
-	const char *executor;  /* "HOST:PORT" of a `cloister-supervisor executor`, or NULL */
-	bool net_none;         /* --net none: loopback only, no egress at all */
-	bool net_host;         /* --net host: the host's network, eBPF redirect on the cgroup */
-	bool real_ip;          /* --real-ip: the agent's DNS gets real addresses */
-	const char *hosts_file;
-	const char *listen_proxy;               /* the CONNECT proxy, off by default for run */
+	bool net_none; /* --net none: loopback only, no egress at all */
+	bool net_host; /* --net host: the host's network, eBPF redirect on the cgroup */
+	bool real_ip;  /* --real-ip: the agent's DNS gets real addresses */
 	const char *keep_env[RUN_KEEP_ENV_MAX]; /* --keep-env NAME */
 	size_t n_keep_env;
-	bool allow_abstract_sockets;     /* --net host without Landlock's abstract socket scope */
-	int64_t audit_rate, audit_burst; /* hub_options' */
+	bool allow_abstract_sockets; /* --net host without Landlock's abstract socket scope */
 	char **agent_argv;
 };
 
@@ -100,22 +80,18 @@ struct run {
 	char *config_dir; /* read-only inside the sandbox, like the audit log's directory */
 	char *audit_dir;  /* read-only inside the sandbox */
 	struct loop *loop;
-	struct hub *hub; /* the queue, audit log, dashboard and APIs */
+	struct frontend_setup setup;
+	struct frontend *fe;         /* the approvals service, audit log, dashboard and APIs */
+	struct approvals *approvals; /* the front end's */
 	struct sandbox *sandbox;
-	struct exec_guard *guard; /* its execs */
-	struct egress *egress;    /* its connections */
-	bool net_ready;           /* the netns got its rules and listeners */
-	struct backstop *backstop;
-	uint64_t cgroup_id;
-	struct ptrace_backstop *ptrace; /* the backstop without root (or without eBPF) */
-	struct exec_view *view;         /* the sandbox's own view, for the identity check */
-	struct deny_ids *deny_ids;      /* deny rules' files, by identity */
-	struct approvals *approvals;    /* the hub's */
-	struct pty_relay *relay; /* the user's terminal and the agent's pty, when we have one */
-	struct tty_approver *tty;
-	bool tty_watched;
-	struct loop_timer *tty_timer;
-	struct loop_timer *terminate;
+	struct exec_guard *guard;     /* its execs */
+	struct backstops *backstops;  /* their backstop */
+	struct exec_view *view;       /* the sandbox's own view, for the identity check */
+	struct deny_ids *deny_ids;    /* deny rules' files, by identity */
+	struct egress *egress;        /* its connections */
+	bool net_ready;               /* the netns got its rules and listeners */
+	struct terminal *terminal;    /* the user's, relayed, and the prompts */
+	struct loop_timer *terminate; /* the grace after an ending signal */
 
 	bool paused; /* by the dashboard's kill switch */
 	uint64_t started_wall_ms;
@@ -126,17 +102,8 @@ struct run {
 	int exit_code;
 };
 
-/* ---- the terminal approver ---------------------------------------------------------------- */
-
-/* Who can answer on this side: the terminal while it is there (dashboards count themselves). */
-static void update_approvers(struct run *run)
-{
-	approvals_set_approvers(run->approvals, APPROVER_TTY,
-	                        run->tty && !tty_approver_gone(run->tty) ? 1 : 0);
-}
-
-/* Watch the terminal only while a prompt waits: otherwise its input belongs to the agent. */
-static void tty_update_watch(struct run *run);
+/* ---- the network ------------------------------------------------------------------------------
+ */
 
 /* Up to REDIRECT_MAX_REFUSED ports: leave room for ours after the scan's. */
 #define MAX_REFUSED 240
@@ -156,11 +123,11 @@ static void add_port(uint16_t *ports, size_t *n, uint16_t port)
  * would reach what it missed. */
 static int refused_ports(struct run *run, uint16_t *ports, size_t *ret_n)
 {
-	const struct web *web = hub_web(run->hub);
+	const struct web *web = frontend_web(run->fe);
 	uint16_t keep[2] = {web ? web_request_port(web) : 0,
 	                    (uint16_t)egress_connect_port(run->egress)};
 	uint16_t own[3] = {web ? web_approval_port(web) : 0, web ? web_tokens_port(web) : 0,
-	                   hub_executor_port(run->hub)};
+	                   frontend_executor_port(run->fe)};
 	size_t n = 0, k = 0, dropped = 0;
 	int r;
 
@@ -203,16 +170,17 @@ static int setup_network(void *userdata, int netns_fd, int cgroup_fd, struct cl_
 		if (r < 0)
 			return cl_error_set(err, r, "--net host: listing Cloister's listeners: %s",
 			                    strerror(-r));
-		if (run->opt.verbose)
+		if (run->opt.common.verbose)
 			say("--net host: %zu of Cloister's ports refused to the agent", n_refused);
 		r = egress_attach_cgroup(run->egress, cgroup_fd, run->sandbox_name,
-		                         run->opt.project, refused, n_refused, &why);
+		                         run->opt.common.project, refused, n_refused, &why);
 		if (r < 0)
 			return cl_error_set(err, r, "--net host: %s", why.msg);
 		run->net_ready = true;
 		return 0;
 	}
-	r = egress_attach_netns(run->egress, netns_fd, run->sandbox_name, run->opt.project, &why);
+	r = egress_attach_netns(run->egress, netns_fd, run->sandbox_name, run->opt.common.project,
+	                        &why);
 	if (r < 0) {
 		/* Without rules the netns still has no way out: fail closed, say so. */
 		say("warning: no network for the agent: %s", why.msg);
@@ -222,180 +190,12 @@ static int setup_network(void *userdata, int netns_fd, int cgroup_fd, struct cl_
 	return 0;
 }
 
-/* After every drain: the terminal prompt follows the queue. */
-static void on_drained(void *userdata)
+static int who_connected(void *userdata, const struct sockaddr_storage *dst,
+                         struct connect_target *ret)
 {
-	struct run *run = userdata;
+	const struct run *run = userdata;
 
-	if (run->tty) {
-		tty_approver_sync(run->tty, approvals_queue(run->approvals), loop_now_ms());
-		tty_update_watch(run);
-	}
-}
-
-static const struct approvals_observer_ops tty_observer_ops = {.drained = on_drained};
-
-static void tty_apply(struct run *run, int r, const struct tty_decision *d)
-{
-	if (r == TTY_APPROVER_DECIDED) {
-		struct approval_decision ad = {
-		        .allow = d->allow,
-		        .scope = d->scope,
-		        .by = "tty",
-		        .reason = d->allow ? NULL : "Command denied by user",
-		};
-
-		/* An answer to a prompt of an item decided meanwhile is harmless. */
-		(void)approvals_decide(run->approvals, d->id, &ad, NULL);
-	} else if (r == TTY_APPROVER_GONE) {
-		say("the terminal is gone; only the dashboard can answer from now on");
-		update_approvers(run);
-	}
-	/* The prompt follows even when nothing changed (a key that showed the details). */
-	on_drained(run);
-}
-
-static int on_tty_readable(struct loop *loop, int fd, uint32_t events, void *userdata)
-{
-	struct run *run = userdata;
-	struct tty_decision d;
-
-	tty_apply(run,
-	          tty_approver_on_readable(run->tty, approvals_queue(run->approvals), loop_now_ms(),
-	                                   &d),
-	          &d);
-	return 0;
-}
-
-/* Keys the relay read while a prompt was up. */
-static void on_relay_keys(void *userdata, const char *keys, size_t n)
-{
-	struct run *run = userdata;
-	struct tty_decision d;
-
-	if (run->tty)
-		tty_apply(run,
-		          tty_approver_on_keys(run->tty, approvals_queue(run->approvals),
-		                               loop_now_ms(), keys, n, &d),
-		          &d);
-}
-
-static void on_relay_gone(void *userdata)
-{
-	struct run *run = userdata;
-
-	if (run->tty && !tty_approver_gone(run->tty)) {
-		tty_approver_set_gone(run->tty);
-		tty_apply(run, TTY_APPROVER_GONE, NULL);
-	}
-}
-
-static int on_tty_timer(struct loop *loop, void *userdata)
-{
-	struct run *run = userdata;
-
-	run->tty_timer = NULL;
-	if (run->tty)
-		tty_approver_tick(run->tty, loop_now_ms());
-	tty_update_watch(run);
-	return 0;
-}
-
-static void tty_update_watch(struct run *run)
-{
-	bool want = run->tty && tty_approver_fd(run->tty) >= 0 && tty_approver_active(run->tty) &&
-	            !tty_approver_gone(run->tty);
-	uint64_t next = run->tty ? tty_approver_next_deadline(run->tty) : UINT64_MAX;
-
-	/* The prompt's key guard. */
-	if (run->tty_timer) {
-		loop_cancel_timer(run->loop, run->tty_timer);
-		run->tty_timer = NULL;
-	}
-	if (next != UINT64_MAX)
-		(void)loop_add_timer(run->loop, next, on_tty_timer, run, &run->tty_timer);
-	if (want == run->tty_watched)
-		return;
-	if (want)
-		run->tty_watched = loop_add_fd(run->loop, tty_approver_fd(run->tty), EPOLLIN,
-		                               on_tty_readable, run) == 0;
-	else
-		run->tty_watched = loop_del_fd(run->loop, tty_approver_fd(run->tty)) < 0;
-}
-
-/* ---- the backstop's reports --------------------------------------------------------------- */
-
-static int on_backstop_event(const struct backstop_event *ev, void *userdata)
-{
-	struct run *run = userdata;
-	const char *what = ev->action == BACKSTOP_DENIED   ? "refused"
-	                   : ev->action == BACKSTOP_KILLED ? "killed"
-	                                                   : "FAILED to kill";
-	char reason[256];
-	struct audit_record rec = {
-	        .time_ms = audit_log_now_ms(),
-	        .sandbox = run->sandbox_name,
-	        .project = run->opt.project,
-	        .kind = "exec",
-	        .pid = ev->pid,
-	        .uid = -1,
-	        .exe = ev->filename[0] ? ev->filename : NULL,
-	        .verdict = AUDIT_DENY,
-	        .rule = "backstop",
-	        .decided_by = "backstop",
-	        .latency_ms = -1,
-	        .reason = reason,
-	};
-
-	if (ev->action == BACKSTOP_KILLED && ev->error)
-		snprintf(reason, sizeof(reason), "the file executed could not be inspected (%s)",
-		         strerror(-ev->error));
-	else
-		snprintf(reason, sizeof(reason),
-		         "the file executed (dev %u:%u inode %llu) was not the one approved",
-		         major(ev->st_dev), minor(ev->st_dev), (unsigned long long)ev->st_ino);
-	say("backstop %s pid %d (%s) exec of %s: %s", what, ev->pid, ev->comm,
-	    ev->filename[0] ? ev->filename : "a file it may not read", reason);
-	hub_audit(run->hub, &rec);
-	return 0;
-}
-
-static int on_backstop(struct loop *loop, int fd, uint32_t events, void *userdata)
-{
-	struct run *run = userdata;
-
-	backstop_consume_events(run->backstop, on_backstop_event, run);
-	return 0;
-}
-
-static int on_ptrace_backstop(struct loop *loop, int fd, uint32_t events, void *userdata)
-{
-	struct run *run = userdata;
-
-	ptrace_backstop_consume_events(run->ptrace, on_backstop_event, run);
-	if (events & (EPOLLHUP | EPOLLERR))
-		loop_del_fd(loop, fd); /* the tracer is gone, and with it every traced process */
-	return 0;
-}
-
-/* sandbox_start's hook: the agent waits for us; the ptrace backstop seizes it first. */
-static int agent_forked(void *userdata, pid_t agent, struct cl_error *err)
-{
-	struct run *run = userdata;
-	struct cl_error why = {""};
-	int r;
-
-	if (!run->ptrace)
-		return 0;
-	r = ptrace_backstop_seize(run->ptrace, agent, &why);
-	if (r < 0)
-		return cl_error_set(
-		        err, r,
-		        "no exec backstop (%s%s): refusing to start; --no-backstop runs "
-		        "without one, accepting that a racing agent may run a file other "
-		        "than the one approved",
-		        why.msg, r == -EPERM ? "; is something tracing it already?" : "");
-	return 0;
+	return run->guard ? exec_guard_who_connected(run->guard, dst, ret) : -ENOENT;
 }
 
 /* ---- the sandbox ------------------------------------------------------------------------- */
@@ -405,6 +205,14 @@ static void cancel_for_termination(struct run *run)
 {
 	approvals_cancel_sandbox(run->approvals, run->sandbox_name,
 	                         "the agent is being terminated");
+}
+
+/* From now on asks are denied without asking. */
+static void set_terminating(struct run *run)
+{
+	run->terminating = true;
+	if (run->guard)
+		exec_guard_set_terminating(run->guard, true);
 }
 
 /* The agent stopped. Ctrl-Z (or a SIGSTOP): stop with it, so the user's shell gets the
@@ -417,8 +225,8 @@ static void on_agent_stopped(struct run *run, int sig)
 {
 	bool own_tty = sig == SIGTTIN || sig == SIGTTOU;
 
-	if (!run->terminating && !own_tty && !(run->tty && tty_approver_active(run->tty)))
-		(void)pty_relay_suspend(run->relay, sig); /* returns once `fg` (or `bg`) came */
+	if (!run->terminating && !own_tty && !terminal_prompting(run->terminal))
+		terminal_suspend(run->terminal, sig); /* returns once `fg` (or `bg`) came */
 	/* The agent goes on in its pty's foreground: that terminal is its own. */
 	sandbox_continue(run->sandbox, true);
 }
@@ -466,8 +274,7 @@ static int on_signal(struct loop *loop, int sig, void *userdata)
 	bool ending = sig == SIGTERM || sig == SIGHUP;
 
 	if (sig == SIGWINCH || sig == SIGCONT) {
-		if (run->relay)
-			pty_relay_signal(run->relay, sig);
+		terminal_signal(run->terminal, sig);
 		return 0;
 	}
 	if (sig == SIGINT || sig == SIGQUIT || sig == SIGTSTP) {
@@ -482,21 +289,20 @@ static int on_signal(struct loop *loop, int sig, void *userdata)
 		 * that passes the signal on too: thaw them. The ask it waits for is cancelled only
 		 * once the init says the signal is pending in the agent (SANDBOX_SIGNALLED), or
 		 * the agent, denied its exec, could go on before the signal reaches it. */
-		run->terminating = true;
+		set_terminating(run);
 		run->ending_signal = sig;
-		if (run->guard)
-			exec_guard_set_terminating(run->guard, true);
-		if (run->tty)
-			tty_approver_unfreeze(run->tty);
+		terminal_unfreeze(run->terminal);
 		/* Paused from the dashboard: it must run to end gracefully. */
 		if (run->paused && sandbox_pause(run->sandbox, false) >= 0)
 			run->paused = false;
 	}
 	if (sandbox_signal(run->sandbox, sig) < 0 && ending)
 		cancel_for_termination(run);
-	if ((sig == SIGTERM || sig == SIGHUP) && !run->terminate)
-		loop_add_timer(loop, loop_now_ms() + TERMINATE_GRACE_MS, on_terminate_timeout, run,
-		               &run->terminate);
+	/* Without the timer, the agent may take as long as it likes to end. */
+	if (ending && !run->terminate &&
+	    loop_add_timer(loop, loop_now_ms() + TERMINATE_GRACE_MS, on_terminate_timeout, run,
+	                   &run->terminate) < 0)
+		run->terminate = NULL;
 	return 0;
 }
 
@@ -506,19 +312,19 @@ static int install_filter(void *userdata, int *ret_listener_fd)
 	/* With egress, connects are notified too: to name the process on a domain card. */
 	struct notifier_filter_opts fo = {
 	        .notify_connect = run->egress != NULL,
-	        .refuse_untraced = run->ptrace != NULL,
+	        .refuse_untraced = backstops_ptrace(run->backstops) != NULL,
 	        .allow_nested_sandbox = run->opt.allow_nested_sandbox,
 	};
 
 	return notifier_filter_install(&fo, NULL, ret_listener_fd);
 }
 
-static int who_connected(void *userdata, const struct sockaddr_storage *dst,
-                         struct connect_target *ret)
+/* sandbox_start's hook: the agent waits for us; the ptrace backstop seizes it first. */
+static int agent_forked(void *userdata, pid_t agent, struct cl_error *err)
 {
-	const struct run *run = userdata;
+	struct run *run = userdata;
 
-	return run->guard ? exec_guard_who_connected(run->guard, dst, ret) : -ENOENT;
+	return backstops_seize(run->backstops, agent, err);
 }
 
 static int pause_sandbox(void *userdata, bool paused)
@@ -552,9 +358,7 @@ static int owner_sandbox_action(void *userdata, const char *name, const char *ac
 		return -ENOENT;
 	if (!strcmp(action, "kill")) {
 		say("sandbox \"%s\" killed from the dashboard", name);
-		run->terminating = true;
-		if (run->guard)
-			exec_guard_set_terminating(run->guard, true);
+		set_terminating(run);
 		approvals_cancel_sandbox(run->approvals, run->sandbox_name,
 		                         "the sandbox was killed");
 		return sandbox_kill(run->sandbox);
@@ -576,7 +380,7 @@ static unsigned owner_sandboxes(void *userdata, struct web_sandbox_info *out, un
 		return 0;
 	out[0] = (struct web_sandbox_info){
 	        .name = run->sandbox_name,
-	        .project = run->opt.project,
+	        .project = run->opt.common.project,
 	        .state = run->exited   ? "stopped"
 	                 : run->paused ? "paused"
 	                               : "running",
@@ -586,7 +390,7 @@ static unsigned owner_sandboxes(void *userdata, struct web_sandbox_info *out, un
 	return 1;
 }
 
-static const struct hub_owner_ops run_owner_ops = {
+static const struct frontend_owner_ops run_owner_ops = {
         .sandbox_action = owner_sandbox_action,
         .sandboxes = owner_sandboxes,
 };
@@ -655,75 +459,46 @@ static void usage(FILE *out)
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	enum {
-		OPT_CONFIG_DIR = 256,
-		OPT_PROJECT,
-		OPT_NAME,
-		OPT_ASK,
+		OPT_ASK = 256,
 		OPT_ASK_TTY,
-		OPT_TIMEOUT,
 		OPT_REQUIRE_BACKSTOP,
 		OPT_NO_BACKSTOP,
 		OPT_ALLOW_NESTED_SANDBOX,
 		OPT_LENIENT,
-		OPT_LISTEN_APPROVAL,
-		OPT_LISTEN_TOKENS,
-		OPT_LISTEN_REQUEST,
 		OPT_NO_WEB,
-		OPT_EXECUTOR,
 		OPT_NET,
 		OPT_REAL_IP,
-		OPT_HOSTS,
-		OPT_LISTEN_PROXY,
 		OPT_KEEP_ENV,
 		OPT_ALLOW_ABSTRACT_SOCKETS,
-		OPT_AUDIT_RATE,
-		OPT_AUDIT_BURST,
 	};
 	static const struct option longopts[] = {
-	        {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
-	        {"project", required_argument, NULL, OPT_PROJECT},
-	        {"name", required_argument, NULL, OPT_NAME},
+	        FRONTEND_LONGOPTS,
 	        {"ask", required_argument, NULL, OPT_ASK},
 	        {"ask-tty", required_argument, NULL, OPT_ASK_TTY},
-	        {"ask-timeout", required_argument, NULL, OPT_TIMEOUT},
 	        {"require-backstop", no_argument, NULL, OPT_REQUIRE_BACKSTOP},
 	        {"no-backstop", no_argument, NULL, OPT_NO_BACKSTOP},
 	        {"allow-nested-sandbox", no_argument, NULL, OPT_ALLOW_NESTED_SANDBOX},
 	        {"lenient", no_argument, NULL, OPT_LENIENT},
-	        {"listen-approval", required_argument, NULL, OPT_LISTEN_APPROVAL},
-	        {"listen-tokens", required_argument, NULL, OPT_LISTEN_TOKENS},
-	        {"listen-request", required_argument, NULL, OPT_LISTEN_REQUEST},
 	        {"no-web", no_argument, NULL, OPT_NO_WEB},
-	        {"executor", required_argument, NULL, OPT_EXECUTOR},
 	        {"net", required_argument, NULL, OPT_NET},
 	        {"real-ip", no_argument, NULL, OPT_REAL_IP},
-	        {"hosts", required_argument, NULL, OPT_HOSTS},
-	        {"listen-proxy", required_argument, NULL, OPT_LISTEN_PROXY},
 	        {"keep-env", required_argument, NULL, OPT_KEEP_ENV},
 	        {"allow-abstract-sockets", no_argument, NULL, OPT_ALLOW_ABSTRACT_SOCKETS},
-	        {"audit-rate", required_argument, NULL, OPT_AUDIT_RATE},
-	        {"audit-burst", required_argument, NULL, OPT_AUDIT_BURST},
-	        {"verbose", no_argument, NULL, 'v'},
-	        {"quiet", no_argument, NULL, 'q'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
-	int c;
+	int c, r;
 
 	o->ask = ASK_AUTO;
-	o->ask_timeout_ms = 5 * 60 * 1000;
+	o->common.ask_timeout_ms = 5 * 60 * 1000;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+vqh", longopts, NULL)) != -1) {
+		r = frontend_parse_option(&o->common, "run", c, optarg);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			continue;
 		switch (c) {
-		case OPT_CONFIG_DIR:
-			o->config_dir = optarg;
-			break;
-		case OPT_PROJECT:
-			o->project = optarg;
-			break;
-		case OPT_NAME:
-			o->name = optarg;
-			break;
 		case OPT_ASK:
 			if (strcmp(optarg, "tty") == 0)
 				o->ask = ASK_TTY;
@@ -742,17 +517,6 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->ask = ASK_TTY;
 			o->ask_tty_path = optarg;
 			break;
-		case OPT_TIMEOUT:
-			if (config_parse_duration(optarg, &o->ask_timeout_ms) < 0 ||
-			    o->ask_timeout_ms == 0) {
-				fprintf(stderr,
-				        PROG
-				        ": run: --ask-timeout: \"%s\" is not a duration like 30s "
-				        "or 5m\n",
-				        optarg);
-				return -EINVAL;
-			}
-			break;
 		case OPT_REQUIRE_BACKSTOP:
 			o->require_backstop = true;
 			break;
@@ -765,16 +529,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_LENIENT:
 			o->lenient = true;
 			break;
-		case OPT_LISTEN_APPROVAL:
-		case OPT_LISTEN_TOKENS:
-		case OPT_LISTEN_REQUEST:
-			o->listen[c - OPT_LISTEN_APPROVAL] = optarg;
-			break;
 		case OPT_NO_WEB:
 			o->no_web = true;
-			break;
-		case OPT_EXECUTOR:
-			o->executor = optarg;
 			break;
 		case OPT_NET:
 			if (strcmp(optarg, "none") && strcmp(optarg, "proxy") &&
@@ -787,12 +543,6 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_REAL_IP:
 			o->real_ip = true;
-			break;
-		case OPT_HOSTS:
-			o->hosts_file = optarg;
-			break;
-		case OPT_LISTEN_PROXY:
-			o->listen_proxy = optarg;
 			break;
 		case OPT_KEEP_ENV:
 			if (!optarg[0] || strchr(optarg, '=') ||
@@ -816,25 +566,6 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_ALLOW_ABSTRACT_SOCKETS:
 			o->allow_abstract_sockets = true;
 			break;
-		case OPT_AUDIT_RATE:
-		case OPT_AUDIT_BURST:
-			if (audit_limit_parse(optarg, c == OPT_AUDIT_RATE,
-			                      c == OPT_AUDIT_RATE ? &o->audit_rate
-			                                          : &o->audit_burst) < 0) {
-				fprintf(stderr,
-				        PROG ": run: --audit-%s takes a number of lines (1 to "
-				             "1000000)%s, not \"%s\"\n",
-				        c == OPT_AUDIT_RATE ? "rate" : "burst",
-				        c == OPT_AUDIT_RATE ? " or off" : "", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'v':
-			o->verbose = true;
-			break;
-		case 'q':
-			say_set_quiet(true);
-			break;
 		case 'h':
 			usage(stdout);
 			return 1;
@@ -851,46 +582,24 @@ static int parse_options(int argc, char **argv, struct options *o)
 		fprintf(stderr, PROG ": run: --no-backstop and --require-backstop contradict\n");
 		return -EINVAL;
 	}
-	o->agent_argv = argv + optind;
-	return 0;
-}
+	if (o->ask_tty_path) {
+		/* A prompt nobody can see would only wait for the fallback: refuse it up front. */
+		int fd = open(o->ask_tty_path, O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+		bool ok = fd >= 0 && isatty(fd);
 
-/* ---- setup and teardown ------------------------------------------------------------------ */
-
-static int load_config(struct run *run)
-{
-	_cleanup_free_ char *dir = NULL;
-	struct config_load_options lo = {.lenient = run->opt.lenient};
-	struct cl_error err = {""};
-	int r;
-
-	r = config_files_dir(run->opt.config_dir, getenv("XDG_CONFIG_HOME"), getenv("HOME"), &dir,
-	                     &err);
-	if (r >= 0)
-		r = config_load_dir(dir, run->opt.project, &lo, &run->config, &err);
-	if (r < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		return CLI_EXIT_CONFIG;
-	}
-	for (size_t i = 0; i < run->config->n_warnings; i++)
-		fprintf(stderr, PROG ": warning: %s\n", run->config->warnings[i]);
-	/* A relative --config-dir is taken from here, once: the directory is created, mounted
-	 * read-only for the agent and written by decisions by that one absolute name. */
-	if (dir[0] != '/') {
-		char cwd[PATH_MAX];
-		char *abs = NULL;
-
-		if (!getcwd(cwd, sizeof(cwd)) || asprintf(&abs, "%s/%s", cwd, dir) < 0) {
-			fprintf(stderr, PROG ": --config-dir %s: cannot make it absolute: %m\n",
-			        dir);
-			return CLI_EXIT_CONFIG;
+		if (fd >= 0)
+			close(fd);
+		if (!ok) {
+			fprintf(stderr, PROG ": run: --ask-tty %s: not a terminal we can open\n",
+			        o->ask_tty_path);
+			return -EINVAL;
 		}
-		free(dir);
-		dir = abs;
 	}
-	run->config_dir = TAKE_PTR(dir);
-	return 0;
+	o->agent_argv = argv + optind;
+	return frontend_check_options(&o->common, "run");
 }
+
+/* ---- setting up, step by step ------------------------------------------------------------ */
 
 static enum queue_fallback fallback_of(enum exec_security s)
 {
@@ -924,7 +633,7 @@ static bool config_base_exists(const struct run *run)
 	const char *base = getenv("XDG_CONFIG_HOME");
 	struct stat st;
 
-	if (run->opt.config_dir) {
+	if (run->opt.common.config_dir) {
 		parent = strdup(run->config_dir);
 		if (!parent || !strrchr(parent, '/'))
 			return false;
@@ -936,240 +645,99 @@ static bool config_base_exists(const struct run *run)
 	return base && stat(base, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-static void setup_approver(struct run *run)
+/* The loop and what run shares with serve: the approvals service, the audit log, the
+ * dashboard and APIs; /pending names the agent and the branch it works on. */
+static int start_frontend(struct run *run, struct cl_error *err)
 {
-	struct tty_approver_config tc = {
-	        .tty_path = run->opt.ask_tty_path,
-	        .userdata = run,
-	        .epoll_fd = -1,
-	};
-	int r;
-
-	if (run->opt.ask == ASK_NONE || run->opt.ask == ASK_WEB)
-		return;
-	/* The terminal when there is one: ours, which the agent's output goes through. */
-	if (run->opt.ask == ASK_AUTO && !(run->relay && pty_relay_has_input(run->relay)))
-		return;
-	if (!tc.tty_path && run->relay) {
-		tc.relay = run->relay;
-		/* Paused where the launcher can (not needed for safety: the agent cannot reach the
-		 * prompt; it keeps the agent from running on while a person reads). */
-		tc.pause = pause_sandbox;
-	} else if (!tc.tty_path) {
-		/* No terminal for the agent: our controlling terminal is the prompt's alone. */
-		tc.tty_path = "/dev/tty";
-	}
-	r = tty_approver_new(&tc, &run->tty);
-	if (r < 0) {
-		run->tty = NULL;
-		say("no terminal to ask on (%s): exec.ask_fallback (%s) decides asks", strerror(-r),
-		    exec_security_to_string(run->config->exec.ask_fallback));
-		return;
-	}
-	update_approvers(run);
-}
-
-/* say() lines for the user's terminal, while the relay owns it. */
-static void say_through_relay(void *userdata, const char *line)
-{
-	pty_relay_notice(userdata, line);
-}
-
-static void teardown(struct run *run)
-{
-	if (run->approvals && run->sandbox_name)
-		approvals_cancel_sandbox(run->approvals, run->sandbox_name, NULL);
-	if (run->backstop && run->cgroup_id)
-		backstop_remove_sandbox(run->backstop, run->cgroup_id);
-	exec_guard_free(run->guard);
-	run->guard = NULL;
-	/* Before the init dies: the last reference to the sandbox's mount namespace pays for
-	 * tearing it down (an RCU grace period), and that should be the init's exit, not us. */
-	exec_view_free(run->view);
-	run->view = NULL;
-	trace_timing_mark("teardown: queue, exec guard");
-	egress_free(run->egress);
-	run->egress = NULL;
-	trace_timing_mark("teardown: egress");
-	if (run->approvals)
-		approvals_unobserve(run->approvals, &tty_observer_ops, run);
-	hub_free(run->hub);
-	run->hub = NULL;
-	run->approvals = NULL;
-	tty_approver_free(run->tty);
-	if (run->tty_timer)
-		loop_cancel_timer(run->loop, run->tty_timer);
-	trace_timing_mark("teardown: hub");
-	sandbox_free(run->sandbox);
-	trace_timing_mark("teardown: sandbox (kill, cgroup)");
-	/* After the sandbox: its pty is closed, what it wrote last is read to the end. */
-	say_set_sink(NULL, NULL);
-	pty_relay_free(run->relay);
-	run->relay = NULL;
-	trace_timing_mark("teardown: terminal");
-	backstop_free(run->backstop);
-	ptrace_backstop_free(run->ptrace);
-	trace_timing_mark("teardown: backstop detach");
-	deny_ids_free(run->deny_ids);
-	loop_free(run->loop);
-	config_free(run->config);
-	free(run->sandbox_name);
-	free(run->config_dir);
-	free(run->audit_dir);
-}
-
-/* Before the agent runs (every approval must reach the backstop): the eBPF backstop where it
- * loads (root), else the ptrace one; without either, no start unless --no-backstop says the
- * user accepts the race. The ptrace tracer is forked here, while we have a single thread. */
-static int open_backstop(struct run *run)
-{
-	struct cl_error err = {""}, perr = {""};
-	int r;
-
-	if (run->opt.no_backstop) {
-		say("warning: --no-backstop: no exec backstop; a racing multi-threaded agent could "
-		    "run a file other than the one approved");
-		return 0;
-	}
-	/* Only root: the eBPF backstop checks the sandbox's cgroup, which a non-root run may not
-	 * get (no delegated subtree), and that is known only once the sandbox runs. */
-	if (geteuid() == 0) {
-		r = backstop_open(&run->backstop, &err);
-		/* Loading parsed the kernel's BTF (megabytes, freed by now): give that back. */
-		malloc_trim(0);
-		trace_timing_mark("backstop open, load, attach");
-	} else {
-		r = cl_error_set(&err, -EPERM, "the eBPF backstop needs root");
-	}
-	if (r >= 0)
-		return 0;
-	run->backstop = NULL;
-	if (run->opt.require_backstop) {
-		fprintf(stderr, PROG ": run: no exec backstop: %s\n", err.msg);
-		return -EPERM;
-	}
-	r = ptrace_backstop_start(&run->ptrace, &perr);
-	trace_timing_mark("ptrace backstop (tracer forked)");
-	if (r >= 0) {
-		if (run->opt.verbose)
-			say("no eBPF exec backstop (%s): the ptrace one instead", err.msg);
-		return 0;
-	}
-	run->ptrace = NULL;
-	fprintf(stderr,
-	        PROG ": run: no exec backstop (%s; %s): refusing to start; --no-backstop runs "
-	             "without one, accepting that a racing agent may run a file other than the "
-	             "one approved\n",
-	        err.msg, perr.msg);
-	return -EPERM;
-}
-
-static int start(struct run *run)
-{
-	_cleanup_(env_scrub_freep) char **envp = NULL;
-	_cleanup_(sandbox_confine_freep) struct sandbox_confine *confine = NULL;
-	_cleanup_free_ char *api_dir = NULL;
-	const char *run_dir = NULL;
-	struct cl_error err = {""};
-	sigset_t sigs;
+	char branch[LABELS_VALUE_MAX] = "";
+	const char *agent = strrchr(run->opt.agent_argv[0], '/');
 	int r;
 
 	r = loop_new(&run->loop);
 	if (r < 0)
-		return r;
+		return cl_error_set(err, r, "run: the event loop: %s", strerror(-r));
 	run->started_wall_ms = audit_log_now_ms();
-	{
-		struct hub_options ho = {
-		        .config = run->config,
-		        .name = run->sandbox_name,
-		        .config_dir = run->config_dir,
-		        .project = run->opt.project,
-		        .exec_timeout_ms = run->opt.ask_timeout_ms,
-		        .exec_fallback = fallback_of(run->config->exec.ask_fallback),
-		        .no_web = run->opt.no_web,
-		        .listen = {run->opt.listen[0], run->opt.listen[1], run->opt.listen[2]},
-		        .executor = run->opt.executor,
-		        .always_attended = run->opt.ask == ASK_WEB,
-		        .audit_rate = run->opt.audit_rate,
-		        .audit_burst = run->opt.audit_burst,
-		        .verbose = run->opt.verbose,
-		};
-
-		r = hub_new(run->loop, &ho, &run_owner_ops, run, &run->hub);
-		if (r < 0)
-			return -EPERM; /* already said why */
-		trace_timing_mark("hub (queue, audit, web)");
-	}
-	run->approvals = hub_approvals(run->hub);
-	{
-		/* /pending names the agent and the branch it works on (the worktree is our cwd). */
-		char branch[LABELS_VALUE_MAX] = "";
-		const char *agent = strrchr(run->opt.agent_argv[0], '/');
-
-		(void)worktree_git_branch(".", branch, sizeof(branch));
-		(void)web_set_labels(hub_web(run->hub), run->sandbox_name, branch,
-		                     agent ? agent + 1 : run->opt.agent_argv[0]);
-	}
-	if (!run->opt.net_none) {
-		const struct web *web = hub_web(run->hub);
-		struct egress_config ec = {
-		        .config = run->config,
-		        .who = who_connected,
-		        .who_userdata = run,
-		        .tokens = hub_tokens(run->hub),
-		        .api_ports = {web ? web_approval_port(web) : 0,
-		                      web ? web_tokens_port(web) : 0},
-		        .decisions_dir = run->config_dir,
-		        .project = run->opt.project,
-		        .connect_listen = run->opt.listen_proxy,
-		        .hosts_file = run->opt.hosts_file,
-		        .real_ip = run->opt.real_ip,
-		        .verbose = run->opt.verbose,
-		};
-
-		r = egress_new(run->loop, run->approvals, &ec, &err, &run->egress);
-		if (r < 0) {
-			if (run->opt.listen_proxy || run->opt.hosts_file) {
-				fprintf(stderr, PROG ": run: %s\n", err.msg);
-				return -EPERM;
-			}
-			say("warning: no egress proxy (%s): the agent gets no network", err.msg);
-			run->egress = NULL;
-		} else if (egress_connect_port(run->egress) &&
-		           (run->opt.verbose || isatty(STDERR_FILENO))) {
-			say("CONNECT proxy at 127.0.0.1:%u", egress_connect_port(run->egress));
-		}
-	}
-	if (run->egress)
-		trace_timing_mark("egress (proxy, resolver)");
-	r = approvals_observe(run->approvals, &tty_observer_ops, run);
+	run->setup = (struct frontend_setup){
+	        .config = run->config,
+	        .name = run->sandbox_name,
+	        .config_dir = run->config_dir,
+	        .exec_fallback = fallback_of(run->config->exec.ask_fallback),
+	        .no_web = run->opt.no_web,
+	        .always_attended = run->opt.ask == ASK_WEB,
+	};
+	r = frontend_new(run->loop, &run->opt.common, &run->setup, &run_owner_ops, run, err,
+	                 &run->fe);
 	if (r < 0)
 		return r;
-	run->audit_dir = hub_audit_dir(run->hub) ? strdup(hub_audit_dir(run->hub)) : NULL;
+	trace_timing_mark("front end (approvals, audit, web)");
+	run->approvals = frontend_approvals(run->fe);
+	/* The worktree is our cwd. */
+	(void)worktree_git_branch(".", branch, sizeof(branch));
+	(void)web_set_labels(frontend_web(run->fe), run->sandbox_name, branch,
+	                     agent ? agent + 1 : run->opt.agent_argv[0]);
+	if (frontend_audit_dir(run->fe) && !(run->audit_dir = strdup(frontend_audit_dir(run->fe))))
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	return 0;
+}
 
-	r = open_backstop(run);
-	if (r < 0)
-		return r;
-	{
-		struct cl_error derr = {""};
+/* Egress, unless --net none: without it the agent gets no network, which is fatal only when
+ * an option asked for what egress alone gives. */
+static int start_egress(struct run *run, struct cl_error *err)
+{
+	struct egress_config ec = {
+	        .who = who_connected,
+	        .who_userdata = run,
+	        .real_ip = run->opt.real_ip,
+	};
+	struct cl_error why = {""};
+	int r;
 
-		r = deny_ids_new(run->config, &run->deny_ids, &derr);
-		if (r < 0) {
-			fprintf(stderr, PROG ": run: %s\n", derr.msg);
-			return -EPERM;
-		}
-		if (deny_ids_truncated(run->deny_ids))
-			say("warning: exec.deny's path rules name more than %d files: the others "
-			    "are denied by name only, not as hard links",
-			    DENY_IDS_MAX);
-		trace_timing_mark("deny rules' files");
+	if (run->opt.net_none)
+		return 0;
+	r = frontend_egress_new(run->fe, &ec, &why, &run->egress);
+	if (r < 0) {
+		run->egress = NULL;
+		if (run->opt.common.listen_proxy || run->opt.common.hosts_file)
+			return cl_error_set(err, r, "run: %s", why.msg);
+		say("warning: no egress proxy (%s): the agent gets no network", why.msg);
+		return 0;
 	}
+	trace_timing_mark("egress (proxy, resolver)");
+	return 0;
+}
 
-	if (api_info_dir(&api_dir) >= 0 && strrchr(api_dir, '/'))
-		*strrchr(api_dir, '/') = '\0'; /* …/cloister: the api files and the secret */
-	run_dir = api_dir;
-	/* The agent may not rewrite the policy it runs under (nor the next run's): the config
-	 * directory must exist to be mounted read-only over, so an absent one is created. */
+/* Before the agent runs: its exec backstop (every approval must reach it), and the deny
+ * rules' files by identity. */
+static int start_exec_checks(struct run *run, struct cl_error *err)
+{
+	struct backstops_options bo = {
+	        .none = run->opt.no_backstop,
+	        .require = run->opt.require_backstop,
+	        .verbose = run->opt.common.verbose,
+	};
+	struct cl_error why = {""};
+	int r;
+
+	r = backstops_open(&bo, &why, &run->backstops);
+	if (r < 0)
+		return cl_error_set(err, r, "run: %s", why.msg);
+	r = deny_ids_new(run->config, &run->deny_ids, &why);
+	if (r < 0)
+		return cl_error_set(err, r, "run: %s", why.msg);
+	if (deny_ids_truncated(run->deny_ids))
+		say("warning: exec.deny's path rules name more than %d files: the others are "
+		    "denied by name only, not as hard links",
+		    DENY_IDS_MAX);
+	trace_timing_mark("deny rules' files");
+	return 0;
+}
+
+/* The agent may not rewrite the policy it runs under (nor the next run's): the config
+ * directory must exist to be mounted read-only over, so an absent one is created. */
+static void make_config_dir(struct run *run)
+{
+	int r;
+
 	if (run->config_dir && !config_base_exists(run))
 		say("warning: %s cannot be created (its base directory is missing): the agent "
 		    "could create a config there",
@@ -1177,46 +745,65 @@ static int start(struct run *run)
 	else if (run->config_dir && (r = dirs_make(run->config_dir, 0700)) < 0)
 		say("warning: cannot create %s (%s): the agent could create a config there",
 		    run->config_dir, strerror(-r));
-	/* A terminal among our fds: the agent gets a pty of its own, which we relay. */
-	r = pty_relay_open(&run->relay);
-	if (r < 0 && r != -ENOTTY) {
-		fprintf(stderr, PROG ": run: the terminal: %s\n", strerror(-r));
-		return -EPERM;
-	}
+}
+
+/* The sandbox, with the agent forked in it: its environment scrubbed, its confinement
+ * planned, the config and audit directories read-only, the API files hidden. */
+static int start_sandbox(struct run *run, struct cl_error *err)
+{
+	_cleanup_(env_scrub_freep) char **envp = NULL;
+	_cleanup_(sandbox_confine_freep) struct sandbox_confine *confine = NULL;
+	_cleanup_free_ char *run_dir = NULL;
+	struct cl_error why = {""};
+	const char *readonly[3] = {NULL};
+	/* The CLI's API files and the dashboard secret: the agent must not approve its own
+	 * asks. */
+	const char *hidden[2] = {NULL};
+	size_t n_readonly = 0;
+	struct termios modes;
+	struct winsize size;
+	int r;
+
+	if (api_info_dir(&run_dir) >= 0 && strrchr(run_dir, '/'))
+		*strrchr(run_dir, '/') = '\0'; /* …/cloister: the api files and the secret */
+	hidden[0] = run_dir;
 	{
 		struct run_confine_options co = {
 		        .keep_env = run->opt.keep_env,
 		        .n_keep_env = run->opt.n_keep_env,
 		        .host_network = run->opt.net_host,
 		        .allow_abstract_sockets = run->opt.allow_abstract_sockets,
-		        .verbose = run->opt.verbose,
+		        .verbose = run->opt.common.verbose,
 		        .config_dir = run->config_dir,
 		        .audit_dir = run->audit_dir,
 		        .run_dir = run_dir,
 		        .agent_argv = run->opt.agent_argv,
 		};
 
-		r = run_confine_environ(&co, &envp);
+		r = run_confine_environ(&co, &why, &envp);
 		if (r >= 0)
-			r = run_confine_plan(&co, &confine);
+			r = run_confine_plan(&co, &why, &confine);
 		if (r < 0)
-			return -EPERM; /* already said why */
+			return cl_error_set(err, r, "run: %s", why.msg);
 		trace_timing_mark("confinement plan (sockets, environment)");
 	}
+	if (terminal_relays(run->terminal))
+		terminal_agent_modes(run->terminal, &modes, &size);
+	if (run->config_dir && contains_cwd(run->config_dir))
+		say("warning: the config directory %s holds the working directory, so it stays "
+		    "writable for the agent",
+		    run->config_dir);
+	else if (run->config_dir)
+		readonly[n_readonly++] = run->config_dir;
+	if (run->audit_dir)
+		readonly[n_readonly++] = run->audit_dir;
 	{
-		const char *readonly[3] = {NULL};
-		/* The CLI's API files and the dashboard secret: the agent must not approve its own
-		 * asks. */
-		const char *hidden[2] = {run_dir, NULL};
-		size_t n_readonly = 0;
-		struct termios modes;
-		struct winsize size;
 		struct sandbox_opts so = {
 		        .argv = run->opt.agent_argv,
 		        .envp = envp,
 		        .cwd = NULL,
 		        .name = run->sandbox_name,
-		        .pty = run->relay != NULL,
+		        .pty = terminal_relays(run->terminal),
 		        .pty_termios = &modes,
 		        .pty_winsize = &size,
 		        .userns = SANDBOX_USERNS_AUTO,
@@ -1229,116 +816,92 @@ static int start(struct run *run)
 		        .share_network = run->opt.net_host,
 		        .setup_network = setup_network,
 		        .setup_network_userdata = run,
-		        .agent_forked = run->ptrace ? agent_forked : NULL,
+		        .agent_forked = backstops_ptrace(run->backstops) ? agent_forked : NULL,
 		        .agent_forked_userdata = run,
 		};
 
-		if (run->relay)
-			pty_relay_agent_terminal(run->relay, &modes, &size);
-		if (run->config_dir && contains_cwd(run->config_dir))
-			say("warning: the config directory %s holds the working directory, so it "
-			    "stays writable for the agent",
-			    run->config_dir);
-		else if (run->config_dir)
-			readonly[n_readonly++] = run->config_dir;
-		if (run->audit_dir)
-			readonly[n_readonly++] = run->audit_dir;
-		r = sandbox_start(&so, &run->sandbox, &err);
-		if (r < 0) {
-			fprintf(stderr, PROG ": run: %s\n", err.msg);
-			return r;
-		}
-		trace_timing_mark("sandbox started (agent forked)");
+		r = sandbox_start(&so, &run->sandbox, &why);
+		if (r < 0)
+			return cl_error_set(err, r, "run: %s", why.msg);
 	}
-	if (run->relay) {
-		struct pty_relay_ops ops = {
-		        .keys = on_relay_keys, .gone = on_relay_gone, .userdata = run};
+	trace_timing_mark("sandbox started (agent forked)");
+	return 0;
+}
 
-		r = pty_relay_start(run->relay, run->loop, sandbox_take_pty_master(run->sandbox),
-		                    &ops);
-		if (r < 0) {
-			fprintf(stderr, PROG ": run: relaying the terminal: %s\n", strerror(-r));
-			return -EPERM;
-		}
-		if (pty_relay_has_stderr(run->relay))
-			say_set_sink(say_through_relay, run->relay);
-		trace_timing_mark("terminal relay");
-	}
-	run->cgroup_id = sandbox_cgroup_id(run->sandbox);
-	if (run->backstop) {
-		if (!run->cgroup_id) {
-			/* Only a root run loads it, and a root run always has a cgroup. */
-			fprintf(stderr,
-			        PROG ": run: no cgroup for the sandbox, so no exec backstop\n");
-			return -EPERM;
-		}
-		if ((r = backstop_add_sandbox(run->backstop, run->cgroup_id)) < 0) {
-			fprintf(stderr, PROG ": run: backstop: %s\n", strerror(-r));
-			return r;
-		}
-	}
-	{
-		int root_fd, mountinfo_fd;
+/* The running sandbox watched: its terminal relayed (and prompted on), its backstop told of
+ * its cgroup, its execs guarded in its own view, its status and our signals on the loop. */
+static int watch_sandbox(struct run *run, struct cl_error *err)
+{
+	struct terminal_options to = {
+	        .ask = run->opt.ask == ASK_AUTO || run->opt.ask == ASK_TTY,
+	        .ask_if_relayed = run->opt.ask == ASK_AUTO,
+	        .ask_tty_path = run->opt.ask_tty_path,
+	        .pause = pause_sandbox,
+	        .userdata = run,
+	        .fallback = exec_security_to_string(run->config->exec.ask_fallback),
+	};
+	struct cl_error why = {""};
+	int root_fd, mountinfo_fd;
+	sigset_t sigs;
+	int r;
 
-		r = sandbox_take_view(run->sandbox, &root_fd, &mountinfo_fd);
-		if (r >= 0)
-			r = exec_view_new(root_fd, mountinfo_fd, &run->view);
-		if (r < 0) {
-			fprintf(stderr, PROG ": run: the sandbox's view: %s\n", strerror(-r));
-			return r;
-		}
-	}
-
+	r = terminal_start(run->terminal, run->loop, run->approvals,
+	                   terminal_relays(run->terminal) ? sandbox_take_pty_master(run->sandbox)
+	                                                  : -1,
+	                   &to, &why);
+	if (r < 0)
+		return cl_error_set(err, r, "run: %s", why.msg);
+	trace_timing_mark("terminal relay");
+	r = backstops_watch(run->backstops, run->loop, run->approvals,
+	                    sandbox_cgroup_id(run->sandbox), run->sandbox_name,
+	                    run->opt.common.project, &why);
+	if (r < 0)
+		return cl_error_set(err, r, "run: %s", why.msg);
+	r = sandbox_take_view(run->sandbox, &root_fd, &mountinfo_fd);
+	if (r >= 0)
+		r = exec_view_new(root_fd, mountinfo_fd, &run->view);
+	if (r < 0)
+		return cl_error_set(err, r, "run: the sandbox's view: %s", strerror(-r));
 	{
 		struct exec_guard_config gc = {
 		        .name = run->sandbox_name,
-		        .project = run->opt.project,
+		        .project = run->opt.common.project,
 		        .config = run->config,
-		        .backstop = run->backstop,
-		        .cgroup_id = run->cgroup_id,
-		        .ptrace_backstop = run->ptrace,
+		        .backstop = backstops_ebpf(run->backstops),
+		        .cgroup_id = sandbox_cgroup_id(run->sandbox),
+		        .ptrace_backstop = backstops_ptrace(run->backstops),
 		        .view = run->view,
 		        .deny_ids = run->deny_ids,
-		        .verbose = run->opt.verbose,
+		        .verbose = run->opt.common.verbose,
 		};
 
 		r = exec_guard_new(run->loop, run->approvals,
 		                   sandbox_take_listener_fd(run->sandbox), &gc, &run->guard);
 		if (r < 0)
-			return r;
+			return cl_error_set(err, r, "run: the exec guard: %s", strerror(-r));
 	}
 	r = loop_add_fd(run->loop, sandbox_status_fd(run->sandbox), EPOLLIN, on_sandbox_status,
 	                run);
-	if (r < 0)
-		return r;
-	if (run->backstop) {
-		r = loop_add_fd(run->loop, backstop_events_fd(run->backstop), EPOLLIN, on_backstop,
-		                run);
-		if (r < 0)
-			return r;
+	if (r >= 0) {
+		frontend_ending_signals(&sigs);
+		sigaddset(&sigs, SIGQUIT);
+		sigaddset(&sigs, SIGTSTP);
+		sigaddset(&sigs, SIGWINCH);
+		sigaddset(&sigs, SIGCONT);
+		r = loop_add_signals(run->loop, &sigs, on_signal, run);
 	}
-	if (run->ptrace) {
-		r = loop_add_fd(run->loop, ptrace_backstop_events_fd(run->ptrace), EPOLLIN,
-		                on_ptrace_backstop, run);
-		if (r < 0)
-			return r;
-	}
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGHUP);
-	sigaddset(&sigs, SIGQUIT);
-	sigaddset(&sigs, SIGTSTP);
-	sigaddset(&sigs, SIGWINCH);
-	sigaddset(&sigs, SIGCONT);
-	r = loop_add_signals(run->loop, &sigs, on_signal, run);
 	if (r < 0)
-		return r;
-	setup_approver(run);
-	update_approvers(run);
+		return cl_error_set(err, r, "run: the event loop: %s", strerror(-r));
 	trace_timing_mark("exec guard, loop set up");
+	return 0;
+}
 
-	if (run->opt.verbose) {
+/* What -v and a terminal are told once the agent runs. */
+static void say_started(struct run *run)
+{
+	const struct web *web = frontend_web(run->fe);
+
+	if (run->opt.common.verbose) {
 		say("sandbox \"%s\": cgroup %s", run->sandbox_name,
 		    sandbox_cgroup_path(run->sandbox) ? sandbox_cgroup_path(run->sandbox)
 		                                      : "(none)");
@@ -1349,27 +912,83 @@ static int start(struct run *run)
 		            ? "on"
 		            : "unavailable");
 	}
-	if (run->opt.verbose || isatty(STDERR_FILENO))
+	if (run->opt.common.verbose || isatty(STDERR_FILENO))
 		say("sandbox \"%s\": execs decided by policy; backstop: %s; network: %s; "
 		    "asks: %s",
-		    run->sandbox_name,
-		    run->backstop ? backstop_mode_name(run->backstop)
-		    : run->ptrace ? ptrace_backstop_mode_name()
-		                  : "off",
+		    run->sandbox_name, backstops_mode(run->backstops),
 		    !run->net_ready     ? "none"
 		    : run->opt.net_host ? "the host's, TCP and DNS through the proxy (eBPF)"
 		                        : "through the proxy, by domain policy",
-		    run->tty ? (run->opt.ask_tty_path ? run->opt.ask_tty_path : "this terminal")
-		    : hub_web(run->hub) && run->opt.ask == ASK_WEB
-		            ? "the dashboard and the CLI client"
-		    : hub_web(run->hub) ? "an open dashboard, else exec.ask_fallback"
-		                        : "nobody (exec.ask_fallback decides)");
+		    terminal_asks(run->terminal)
+		            ? (run->opt.ask_tty_path ? run->opt.ask_tty_path : "this terminal")
+		    : web && run->opt.ask == ASK_WEB ? "the dashboard and the CLI client"
+		    : web                            ? "an open dashboard, else exec.ask_fallback"
+		                                     : "nobody (exec.ask_fallback decides)");
+}
+
+/* Everything up to the agent running; ERR says what failed, as printed after PROG ": ". */
+static int start(struct run *run, struct cl_error *err)
+{
+	int r;
+
+	r = start_frontend(run, err);
+	if (r >= 0)
+		r = start_egress(run, err);
+	if (r >= 0)
+		r = start_exec_checks(run, err);
+	if (r < 0)
+		return r;
+	make_config_dir(run);
+	r = terminal_open(&run->terminal);
+	if (r < 0)
+		return cl_error_set(err, r, "run: the terminal: %s", strerror(-r));
+	r = start_sandbox(run, err);
+	if (r >= 0)
+		r = watch_sandbox(run, err);
+	if (r < 0)
+		return r;
+	say_started(run);
 	return 0;
+}
+
+static void teardown(struct run *run)
+{
+	if (run->approvals && run->sandbox_name)
+		approvals_cancel_sandbox(run->approvals, run->sandbox_name, NULL);
+	exec_guard_free(run->guard);
+	run->guard = NULL;
+	/* Before the init dies: the last reference to the sandbox's mount namespace pays for
+	 * tearing it down (an RCU grace period), and that should be the init's exit, not us. */
+	exec_view_free(run->view);
+	run->view = NULL;
+	trace_timing_mark("teardown: queue, exec guard");
+	egress_free(run->egress);
+	run->egress = NULL;
+	trace_timing_mark("teardown: egress");
+	terminal_stop_asking(run->terminal);
+	frontend_free(run->fe);
+	run->fe = NULL;
+	run->approvals = NULL;
+	trace_timing_mark("teardown: front end");
+	sandbox_free(run->sandbox);
+	trace_timing_mark("teardown: sandbox (kill, cgroup)");
+	/* After the sandbox: its pty is closed, what it wrote last is read to the end. */
+	terminal_free(run->terminal);
+	trace_timing_mark("teardown: terminal");
+	backstops_free(run->backstops);
+	trace_timing_mark("teardown: backstop detach");
+	deny_ids_free(run->deny_ids);
+	loop_free(run->loop);
+	config_free(run->config);
+	free(run->sandbox_name);
+	free(run->config_dir);
+	free(run->audit_dir);
 }
 
 int run_main(int argc, char **argv)
 {
 	struct run run = {0};
+	struct cl_error err = {""};
 	int r;
 
 	trace_timing_init();
@@ -1383,10 +1002,7 @@ int run_main(int argc, char **argv)
 		 * before the sandbox could be cleaned up. */
 		sigset_t ending;
 
-		sigemptyset(&ending);
-		sigaddset(&ending, SIGINT);
-		sigaddset(&ending, SIGTERM);
-		sigaddset(&ending, SIGHUP);
+		frontend_ending_signals(&ending);
 		sigaddset(&ending, SIGQUIT);
 		/* The terminal's too: a resize or a continue during start-up must reach the relay
 		 * (ignored by default, they would be lost), a Ctrl-Z the agent. */
@@ -1395,40 +1011,24 @@ int run_main(int argc, char **argv)
 		sigaddset(&ending, SIGCONT);
 		sigprocmask(SIG_BLOCK, &ending, NULL);
 	}
-	if (run.opt.project) {
-		struct cl_error err = {""};
-
-		if (config_project_name_check(run.opt.project, &err) < 0) {
-			fprintf(stderr, PROG ": run: --project: %s\n", err.msg);
-			return CLI_EXIT_USAGE;
-		}
+	r = frontend_load_config(&run.opt.common, run.opt.lenient, &err, &run.config,
+	                         &run.config_dir);
+	if (r < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return CLI_EXIT_CONFIG;
 	}
-	if (run.opt.ask_tty_path) {
-		/* A prompt nobody can see would only wait for the fallback: refuse it up front. */
-		int fd = open(run.opt.ask_tty_path, O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
-		bool ok = fd >= 0 && isatty(fd);
-
-		if (fd >= 0)
-			close(fd);
-		if (!ok) {
-			fprintf(stderr, PROG ": run: --ask-tty %s: not a terminal we can open\n",
-			        run.opt.ask_tty_path);
-			return CLI_EXIT_USAGE;
-		}
-	}
-	r = load_config(&run);
-	if (r != 0)
-		return r;
 	trace_timing_mark("options, config");
-	run.sandbox_name = run.opt.name ? strdup(run.opt.name) : default_name();
+	run.sandbox_name = run.opt.common.name ? strdup(run.opt.common.name) : default_name();
 	if (!run.sandbox_name) {
 		teardown(&run);
 		return RUN_EXIT_FAILED;
 	}
 
-	r = start(&run);
+	r = start(&run, &err);
 	if (r < 0) {
-		if (r != -EPERM)
+		if (err.msg[0])
+			fprintf(stderr, PROG ": %s\n", err.msg);
+		else
 			fprintf(stderr, PROG ": run: cannot start the sandbox: %s\n", strerror(-r));
 		teardown(&run);
 		return RUN_EXIT_FAILED;
@@ -1438,7 +1038,7 @@ int run_main(int argc, char **argv)
 	trace_exec_report();
 	if (r < 0)
 		say("run: event loop failed: %s", strerror(-r));
-	if (run.opt.verbose)
+	if (run.opt.common.verbose)
 		say("%llu exec notifications handled",
 		    (unsigned long long)(run.guard ? exec_guard_notifications(run.guard) : 0));
 	teardown(&run);

@@ -32,24 +32,15 @@
 #include "supervisor/approval/tokens.h"
 
 struct serve_options {
-	const char *config_dir;
-	const char *project;
-	const char *name;
+	struct frontend_options common; /* what run takes too */
 	const char *shim_socket;
 	const char *shim_listen;
 	const char *worktree;
-	const char *listen[3];
-	const char *executor;
 	enum shim_strategy strategy;
 	pid_t target_pid;
-	uint64_t ask_timeout_ms;
 	const char *seccomp_socket; /* the OCI listenerPath; NULL: none */
 	const char *hook_socket;    /* the createRuntime hook's socket; NULL: none */
-	const char *listen_proxy;   /* the CONNECT proxy; "off": none */
-	const char *hosts_file;
-	int64_t audit_rate, audit_burst; /* hub_options' */
 	bool no_shim;
-	bool verbose;
 };
 
 /* A container runc started with our seccomp profile: one guard per listener (its create,
@@ -77,8 +68,9 @@ struct serve {
 	struct config *config;
 	struct project_config *project_configs;
 	struct loop *loop;
-	struct hub *hub;
-	struct approvals *approvals; /* the hub's */
+	struct frontend *fe;
+	struct frontend_setup setup;
+	struct approvals *approvals; /* the front end's */
 	struct shim_calls *shim_calls;
 	struct shim_server *shim;
 	struct oci_agent *oci;
@@ -132,7 +124,7 @@ static void on_guard_gone(void *userdata, struct exec_guard *eg)
 /* PROJECT is the daemon's own (--project): its config is sv->config. */
 static bool own_project(const struct serve *sv, const char *project)
 {
-	return sv->opt.project && !strcmp(project, sv->opt.project);
+	return sv->opt.common.project && !strcmp(project, sv->opt.common.project);
 }
 
 static struct container *container_get(struct serve *sv, const struct oci_state *st,
@@ -185,7 +177,7 @@ static void on_container(void *userdata, const struct oci_state *st, const struc
 	        .name = c->name,
 	        .project = c->project,
 	        .config = c->config ? c->config : sv->config,
-	        .verbose = sv->opt.verbose,
+	        .verbose = sv->opt.common.verbose,
 	        .gone = on_guard_gone,
 	        .gone_userdata = sv,
 	};
@@ -301,7 +293,7 @@ static void on_hook_netns(void *userdata, struct oci_hook_request *req, const st
 	int r = -ENOSYS;
 
 	/* A container of no project is the daemon's project's, as for its execs' decisions. */
-	const char *project = id->project[0] ? id->project : sv->opt.project;
+	const char *project = id->project[0] ? id->project : sv->opt.common.project;
 
 	if (!sv->egress)
 		cl_error_set(&err, r, "this supervisor has no egress proxy");
@@ -335,8 +327,8 @@ static unsigned owner_sandboxes(void *userdata, struct web_sandbox_info *out, un
 	if (max == 0)
 		return 0;
 	out[n++] = (struct web_sandbox_info){
-	        .name = sv->opt.name,
-	        .project = sv->opt.project,
+	        .name = sv->opt.common.name,
+	        .project = sv->opt.common.project,
 	        .state = "running",
 	        .pid = sv->opt.target_pid > 0 ? sv->opt.target_pid : -1,
 	        .started_ms = sv->started_wall_ms,
@@ -352,7 +344,7 @@ static unsigned owner_sandboxes(void *userdata, struct web_sandbox_info *out, un
 	return n;
 }
 
-static const struct hub_owner_ops serve_owner_ops = {
+static const struct frontend_owner_ops serve_owner_ops = {
         .sandboxes = owner_sandboxes,
 };
 
@@ -402,71 +394,42 @@ static void usage(FILE *out)
 static int parse_options(int argc, char **argv, struct serve_options *o)
 {
 	enum {
-		OPT_CONFIG_DIR = 256,
-		OPT_PROJECT,
-		OPT_NAME,
-		OPT_WORKTREE,
+		OPT_WORKTREE = 256,
 		OPT_SHIM_SOCKET,
 		OPT_SHIM_LISTEN,
 		OPT_NO_SHIM,
 		OPT_STRATEGY,
 		OPT_TARGET_PID,
-		OPT_TIMEOUT,
-		OPT_LISTEN_APPROVAL,
-		OPT_LISTEN_TOKENS,
-		OPT_LISTEN_REQUEST,
-		OPT_EXECUTOR,
 		OPT_SECCOMP_SOCKET,
 		OPT_HOOK_SOCKET,
-		OPT_LISTEN_PROXY,
-		OPT_HOSTS,
-		OPT_AUDIT_RATE,
-		OPT_AUDIT_BURST,
 	};
 	static const struct option longopts[] = {
-	        {"config-dir", required_argument, NULL, OPT_CONFIG_DIR},
-	        {"project", required_argument, NULL, OPT_PROJECT},
-	        {"name", required_argument, NULL, OPT_NAME},
+	        FRONTEND_LONGOPTS,
 	        {"worktree", required_argument, NULL, OPT_WORKTREE},
 	        {"shim-socket", required_argument, NULL, OPT_SHIM_SOCKET},
 	        {"shim-listen", required_argument, NULL, OPT_SHIM_LISTEN},
 	        {"no-shim", no_argument, NULL, OPT_NO_SHIM},
 	        {"strategy", required_argument, NULL, OPT_STRATEGY},
 	        {"target-pid", required_argument, NULL, OPT_TARGET_PID},
-	        {"ask-timeout", required_argument, NULL, OPT_TIMEOUT},
-	        {"listen-approval", required_argument, NULL, OPT_LISTEN_APPROVAL},
-	        {"listen-tokens", required_argument, NULL, OPT_LISTEN_TOKENS},
-	        {"listen-request", required_argument, NULL, OPT_LISTEN_REQUEST},
-	        {"executor", required_argument, NULL, OPT_EXECUTOR},
 	        {"seccomp-socket", required_argument, NULL, OPT_SECCOMP_SOCKET},
 	        {"hook-socket", required_argument, NULL, OPT_HOOK_SOCKET},
-	        {"listen-proxy", required_argument, NULL, OPT_LISTEN_PROXY},
-	        {"hosts", required_argument, NULL, OPT_HOSTS},
-	        {"audit-rate", required_argument, NULL, OPT_AUDIT_RATE},
-	        {"audit-burst", required_argument, NULL, OPT_AUDIT_BURST},
-	        {"verbose", no_argument, NULL, 'v'},
-	        {"quiet", no_argument, NULL, 'q'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
-	int c;
+	int c, r;
 
-	o->name = "serve";
+	o->common.name = "serve";
+	o->common.listen_proxy = "127.0.0.1:3128";
 	o->shim_socket = SHIM_SERVER_DEFAULT_SOCKET;
 	o->strategy = SHIM_STRATEGY_HOST;
-	o->listen_proxy = "127.0.0.1:3128";
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "vqh", longopts, NULL)) != -1) {
+		r = frontend_parse_option(&o->common, "serve", c, optarg);
+		if (r < 0)
+			return r;
+		if (r > 0)
+			continue;
 		switch (c) {
-		case OPT_CONFIG_DIR:
-			o->config_dir = optarg;
-			break;
-		case OPT_PROJECT:
-			o->project = optarg;
-			break;
-		case OPT_NAME:
-			o->name = optarg;
-			break;
 		case OPT_WORKTREE:
 			o->worktree = optarg;
 			break;
@@ -501,53 +464,11 @@ static int parse_options(int argc, char **argv, struct serve_options *o)
 			o->target_pid = (pid_t)v;
 			break;
 		}
-		case OPT_TIMEOUT:
-			if (config_parse_duration(optarg, &o->ask_timeout_ms) < 0 ||
-			    o->ask_timeout_ms == 0) {
-				fprintf(stderr,
-				        PROG ": serve: --ask-timeout: \"%s\" is not a duration\n",
-				        optarg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_LISTEN_APPROVAL:
-		case OPT_LISTEN_TOKENS:
-		case OPT_LISTEN_REQUEST:
-			o->listen[c - OPT_LISTEN_APPROVAL] = optarg;
-			break;
-		case OPT_EXECUTOR:
-			o->executor = optarg;
-			break;
 		case OPT_SECCOMP_SOCKET:
 			o->seccomp_socket = optarg;
 			break;
 		case OPT_HOOK_SOCKET:
 			o->hook_socket = optarg;
-			break;
-		case OPT_LISTEN_PROXY:
-			o->listen_proxy = optarg;
-			break;
-		case OPT_HOSTS:
-			o->hosts_file = optarg;
-			break;
-		case OPT_AUDIT_RATE:
-		case OPT_AUDIT_BURST:
-			if (audit_limit_parse(optarg, c == OPT_AUDIT_RATE,
-			                      c == OPT_AUDIT_RATE ? &o->audit_rate
-			                                          : &o->audit_burst) < 0) {
-				fprintf(stderr,
-				        PROG ": serve: --audit-%s takes a number of lines (1 to "
-				             "1000000)%s, not \"%s\"\n",
-				        c == OPT_AUDIT_RATE ? "rate" : "burst",
-				        c == OPT_AUDIT_RATE ? " or off" : "", optarg);
-				return -EINVAL;
-			}
-			break;
-		case 'v':
-			o->verbose = true;
-			break;
-		case 'q':
-			say_set_quiet(true);
 			break;
 		case 'h':
 			usage(stdout);
@@ -561,7 +482,7 @@ static int parse_options(int argc, char **argv, struct serve_options *o)
 		usage(stderr);
 		return -EINVAL;
 	}
-	return 0;
+	return frontend_check_options(&o->common, "serve");
 }
 
 static int start_shim(struct serve *sv)
@@ -594,14 +515,15 @@ static int start_shim(struct serve *sv)
 		unsetenv("CLOISTER_TOKEN");
 		sc.token = sv->shim_token;
 		/* The same token names this daemon to the request server. */
-		tokens_register(hub_tokens(sv->hub), sv->shim_token, sv->opt.name, sv->opt.project,
-		                sc.worktree);
+		tokens_register(frontend_tokens(sv->fe), sv->shim_token, sv->opt.common.name,
+		                sv->opt.common.project, sc.worktree);
 	}
 	/* The socket's directory, as the default path needs it. */
 	if (sc.unix_path && !strncmp(sc.unix_path, "/var/run/cloister/", 18))
 		(void)mkdir("/var/run/cloister", 0755);
 	/* Decided like hostexec requests (shim_calls.h). */
-	r = shim_calls_new(hub_hostexec(sv->hub), sv->opt.name, sv->opt.project, &sv->shim_calls);
+	r = shim_calls_new(frontend_hostexec(sv->fe), sv->opt.common.name, sv->opt.common.project,
+	                   &sv->shim_calls);
 	if (r < 0)
 		return r;
 	r = shim_server_new(sv->loop, &sc, &shim_calls_ops, sv->shim_calls, &err, &sv->shim);
@@ -610,7 +532,7 @@ static int start_shim(struct serve *sv)
 		return r;
 	}
 	shim_calls_set_server(sv->shim_calls, sv->shim);
-	if (sv->opt.verbose || isatty(STDERR_FILENO)) {
+	if (sv->opt.common.verbose || isatty(STDERR_FILENO)) {
 		if (sc.unix_path)
 			say("shims: unix socket %s", sc.unix_path);
 		if (sc.tcp_listen)
@@ -622,8 +544,6 @@ static int start_shim(struct serve *sv)
 int serve_main(int argc, char **argv)
 {
 	struct serve sv = {0};
-	_cleanup_free_ char *dir = NULL;
-	struct config_load_options lo = {0};
 	struct cl_error err = {""};
 	sigset_t sigs;
 	int r;
@@ -631,67 +551,38 @@ int serve_main(int argc, char **argv)
 	r = parse_options(argc, argv, &sv.opt);
 	if (r != 0)
 		return r > 0 ? 0 : CLI_EXIT_USAGE;
-	if (sv.opt.project && config_project_name_check(sv.opt.project, &err) < 0) {
-		fprintf(stderr, PROG ": serve: --project: %s\n", err.msg);
-		return CLI_EXIT_USAGE;
-	}
-	r = config_files_dir(sv.opt.config_dir, getenv("XDG_CONFIG_HOME"), getenv("HOME"), &dir,
-	                     &err);
-	if (r >= 0)
-		r = config_load_dir(dir, sv.opt.project, &lo, &sv.config, &err);
-	sv.config_dir = dir;
+	r = frontend_load_config(&sv.opt.common, false, &err, &sv.config, &sv.config_dir);
 	if (r < 0) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return CLI_EXIT_CONFIG;
 	}
 	sv.started_wall_ms = audit_log_now_ms();
+	sv.setup = (struct frontend_setup){
+	        .config = sv.config,
+	        .name = sv.opt.common.name,
+	        .config_dir = sv.config_dir,
+	        .exec_fallback = QUEUE_FALLBACK_DENY,
+	        .always_attended = true,
+	};
 	r = loop_new(&sv.loop);
 	if (r >= 0) {
-		struct hub_options ho = {
-		        .config = sv.config,
-		        .name = sv.opt.name,
-		        .config_dir = dir,
-		        .project = sv.opt.project,
-		        .exec_timeout_ms = sv.opt.ask_timeout_ms,
-		        .exec_fallback = QUEUE_FALLBACK_DENY,
-		        .listen = {sv.opt.listen[0], sv.opt.listen[1], sv.opt.listen[2]},
-		        .executor = sv.opt.executor,
-		        .always_attended = true,
-		        .audit_rate = sv.opt.audit_rate,
-		        .audit_burst = sv.opt.audit_burst,
-		        .verbose = sv.opt.verbose,
-		};
-
-		r = hub_new(sv.loop, &ho, &serve_owner_ops, &sv, &sv.hub);
+		r = frontend_new(sv.loop, &sv.opt.common, &sv.setup, &serve_owner_ops, &sv, &err,
+		                 &sv.fe);
+		if (r < 0)
+			fprintf(stderr, PROG ": %s\n", err.msg);
 	}
 	if (r >= 0) {
-		sv.approvals = hub_approvals(sv.hub);
-		{
-			const struct web *web = hub_web(sv.hub);
-			struct egress_config ec = {
-			        .config = sv.config,
-			        .tokens = hub_tokens(sv.hub),
-			        .api_ports = {web ? web_approval_port(web) : 0,
-			                      web ? web_tokens_port(web) : 0},
-			        .decisions_dir = dir,
-			        .project = sv.opt.project,
-			        .project_config = egress_project_config,
-			        .project_config_userdata = &sv,
-			        .connect_listen = strcmp(sv.opt.listen_proxy, "off")
-			                                  ? sv.opt.listen_proxy
-			                                  : NULL,
-			        .hosts_file = sv.opt.hosts_file,
-			        .verbose = sv.opt.verbose,
-			};
+		struct egress_config ec = {
+		        .project_config = egress_project_config,
+		        .project_config_userdata = &sv,
+		};
 
-			r = egress_new(sv.loop, sv.approvals, &ec, &err, &sv.egress);
-			if (r < 0)
-				fprintf(stderr, PROG ": serve: %s\n", err.msg);
-			else if (egress_connect_port(sv.egress) &&
-			         (sv.opt.verbose || isatty(STDERR_FILENO)))
-				say("CONNECT proxy at 127.0.0.1:%u",
-				    egress_connect_port(sv.egress));
-		}
+		sv.approvals = frontend_approvals(sv.fe);
+		/* Without egress, containers get no netns rules and no CONNECT proxy: the shim
+		 * listener still serves, and without one that failure ends the daemon. */
+		r = frontend_egress_new(sv.fe, &ec, &err, &sv.egress);
+		if (r < 0)
+			fprintf(stderr, PROG ": serve: %s\n", err.msg);
 		if (!sv.opt.no_shim)
 			r = start_shim(&sv);
 	}
@@ -706,7 +597,7 @@ int serve_main(int argc, char **argv)
 		r = oci_agent_new(sv.loop, &oo, &sv.oci, &err);
 		if (r < 0)
 			fprintf(stderr, PROG ": serve: seccomp agent: %s\n", err.msg);
-		else if (sv.opt.verbose || isatty(STDERR_FILENO))
+		else if (sv.opt.common.verbose || isatty(STDERR_FILENO))
 			say("containers: seccomp agent on %s", sv.opt.seccomp_socket);
 	}
 	if (r >= 0 && sv.opt.hook_socket) {
@@ -720,14 +611,11 @@ int serve_main(int argc, char **argv)
 		r = oci_hook_server_new(sv.loop, &ho, &sv.hooks, &err);
 		if (r < 0)
 			fprintf(stderr, PROG ": serve: hook socket: %s\n", err.msg);
-		else if (sv.opt.verbose || isatty(STDERR_FILENO))
+		else if (sv.opt.common.verbose || isatty(STDERR_FILENO))
 			say("containers: egress hook on %s", sv.opt.hook_socket);
 	}
 	if (r >= 0) {
-		sigemptyset(&sigs);
-		sigaddset(&sigs, SIGINT);
-		sigaddset(&sigs, SIGTERM);
-		sigaddset(&sigs, SIGHUP);
+		frontend_ending_signals(&sigs);
 		r = loop_add_signals(sv.loop, &sigs, on_signal, &sv);
 	}
 	if (r >= 0)
@@ -745,10 +633,11 @@ int serve_main(int argc, char **argv)
 	egress_free(sv.egress);
 	sv.egress = NULL;
 	shim_calls_free(sv.shim_calls);
-	hub_free(sv.hub);
+	frontend_free(sv.fe);
 	loop_free(sv.loop);
 	project_configs_free(&sv);
 	config_free(sv.config);
+	free(sv.config_dir);
 	explicit_bzero(sv.shim_token, sizeof(sv.shim_token));
 	return r < 0 ? 1 : 0;
 }

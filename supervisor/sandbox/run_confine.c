@@ -17,17 +17,17 @@ extern char **environ;
  * itself, a script it is given). */
 #define ARGV_PATHS_MAX 64
 
-int run_confine_environ(const struct run_confine_options *o, char ***ret_envp)
+int run_confine_environ(const struct run_confine_options *o, struct cl_error *err, char ***ret_envp)
 {
 	const char *keep[RUN_KEEP_ENV_MAX + 16];
 	struct env_scrub_rules rules = env_scrub_agent_rules;
-	struct cl_error err = {""};
+	struct cl_error why = {""};
 	size_t n = 0, n_keep = 0, dropped = 0, kept = 0;
 	char **env = NULL;
 	int r;
 
 	if (rules.n_keep + o->n_keep_env > ELEMENTSOF(keep))
-		return -E2BIG;
+		return cl_error_set(err, -E2BIG, "too many --keep-env names");
 	for (size_t i = 0; i < rules.n_keep; i++)
 		keep[n_keep++] = rules.keep[i];
 	for (size_t i = 0; i < o->n_keep_env; i++)
@@ -36,11 +36,9 @@ int run_confine_environ(const struct run_confine_options *o, char ***ret_envp)
 	rules.n_keep = n_keep;
 	while (environ[n])
 		n++;
-	r = env_scrub(&rules, environ, n, &err, &env, &kept, &dropped);
-	if (r < 0) {
-		fprintf(stderr, PROG ": run: the agent's %s\n", err.msg);
-		return r;
-	}
+	r = env_scrub(&rules, environ, n, &why, &env, &kept, &dropped);
+	if (r < 0)
+		return cl_error_set(err, r, "the agent's %s", why.msg);
 	if (o->verbose && dropped) {
 		char line[1024];
 		size_t len = 0;
@@ -80,7 +78,8 @@ static const char *scope_names(uint64_t scopes)
 	return "none";
 }
 
-int run_confine_plan(const struct run_confine_options *o, struct sandbox_confine **ret)
+int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
+                     struct sandbox_confine **ret)
 {
 	const char *keep[ARGV_PATHS_MAX + 8], *protect[4];
 	struct sandbox_confine_request req = {
@@ -92,7 +91,6 @@ int run_confine_plan(const struct run_confine_options *o, struct sandbox_confine
 	        .host_network = o->host_network,
 	};
 	struct sandbox_confine_summary sum;
-	struct cl_error err = {""};
 	size_t nk = 0, np = 0;
 	int abi, r;
 
@@ -101,14 +99,13 @@ int run_confine_plan(const struct run_confine_options *o, struct sandbox_confine
 	if (!(req.landlock_scopes & CL_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET)) {
 		/* In a network namespace of its own, the host's abstract sockets are out of reach
 		 * anyway (they belong to a network namespace); on the host's they are not. */
-		if (o->host_network && !o->allow_abstract_sockets) {
-			fprintf(stderr,
-			        PROG ": run: --net host: this kernel's Landlock (ABI %d) cannot "
-			             "keep the agent from the host's abstract unix sockets; "
-			             "--allow-abstract-sockets accepts that\n",
+		if (o->host_network && !o->allow_abstract_sockets)
+			return cl_error_set(
+			        err, -EPERM,
+			        "--net host: this kernel's Landlock (ABI %d) cannot keep "
+			        "the agent from the host's abstract unix sockets; "
+			        "--allow-abstract-sockets accepts that",
 			        abi);
-			return -EPERM;
-		}
 		if (o->verbose || o->host_network)
 			say("warning: no Landlock scopes (ABI %d): %s", abi,
 			    o->host_network ? "the agent can reach the host's abstract unix sockets"
@@ -129,11 +126,9 @@ int run_confine_plan(const struct run_confine_options *o, struct sandbox_confine
 			keep[nk++] = *a;
 	keep[nk] = NULL;
 
-	r = sandbox_confine_prepare(&req, ret, &err);
-	if (r < 0) {
-		fprintf(stderr, PROG ": run: %s\n", err.msg);
-		return -EPERM;
-	}
+	r = sandbox_confine_prepare(&req, ret, err);
+	if (r < 0)
+		return r;
 	if (o->verbose) {
 		sandbox_confine_summarize(*ret, &sum);
 		say("confinement: %s; %zu host unix socket paths covered where visible; %zu "

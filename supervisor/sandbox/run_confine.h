@@ -1,12 +1,13 @@
 /* `run`'s side of the containment: the agent's scrubbed environment, the Landlock decision
  * and the sandbox_confine plan, from run's options. Part of the `run` front end: it says what
- * -v asks for and why it refuses to start. */
+ * -v asks for; why it refuses to start comes back in the error. */
 #ifndef CLOISTER_SUPERVISOR_RUN_CONFINE_H
 #define CLOISTER_SUPERVISOR_RUN_CONFINE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "base/error.h"
 #include "supervisor/sandbox/sandbox_confine.h"
 
 /* At most this many --keep-env names. */
@@ -25,11 +26,14 @@ struct run_confine_options {
 };
 
 /* The caller's environment less env_scrub_agent_rules (the --keep-env names kept), malloc'd,
- * in *ret_envp (free with env_scrub_free()). With -v, the names removed (never the values). */
-int run_confine_environ(const struct run_confine_options *o, char ***ret_envp);
+ * in *ret_envp (free with env_scrub_free()). With -v, the names removed (never the values).
+ * -errno with ERR. */
+int run_confine_environ(const struct run_confine_options *o, struct cl_error *err,
+                        char ***ret_envp);
 
-/* Probe Landlock and build the plan. Refuses (-EPERM, after saying why) --net host without
- * Landlock's abstract socket scope unless --allow-abstract-sockets. */
-int run_confine_plan(const struct run_confine_options *o, struct sandbox_confine **ret);
+/* Probe Landlock and build the plan. Refuses (-EPERM) --net host without Landlock's abstract
+ * socket scope unless --allow-abstract-sockets; -errno with ERR. */
+int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
+                     struct sandbox_confine **ret);
 
 #endif
