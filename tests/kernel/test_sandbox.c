@@ -871,11 +871,13 @@ static int relay_until_exit(struct sandbox *sb, int master, char *out, size_t si
 {
 	struct sandbox_status st = {0};
 	size_t len = 0;
-	bool exited = false;
+	bool exited = false, eof = false;
 	int64_t end = now_ms() + 10000;
 
-	while (now_ms() < end) {
-		struct pollfd p[2] = {{.fd = master, .events = POLLIN},
+	/* The pty's end (EIO once every slave is closed) and the exit status come on two fds in
+	 * either order: wait for both, or the deadline. */
+	while (now_ms() < end && !(exited && eof)) {
+		struct pollfd p[2] = {{.fd = eof ? -1 : master, .events = POLLIN},
 		                      {.fd = sandbox_status_fd(sb), .events = POLLIN}};
 		ssize_t n;
 
@@ -883,12 +885,15 @@ static int relay_until_exit(struct sandbox *sb, int master, char *out, size_t si
 			exited = true;
 		if (poll(p, 2, exited ? 200 : 100) < 0)
 			break;
-		if (!(p[0].revents & (POLLIN | POLLHUP)))
+		if (exited && !(p[0].revents & (POLLIN | POLLHUP)))
+			break; /* exited and drained */
+		if (eof || !(p[0].revents & (POLLIN | POLLHUP)))
 			continue;
 		n = read(master, out + len, size - 1 - len);
 		if (n <= 0)
-			break; /* EIO: every slave closed */
-		len += (size_t)n;
+			eof = true; /* EIO: every slave closed */
+		else
+			len += (size_t)n;
 	}
 	out[len] = '\0';
 	return exited ? st.exit_code : -1;

@@ -6,8 +6,17 @@
 : "${SUPERVISOR:?run through make check (SUPERVISOR is not set)}"
 tap_n=0
 tap_failed=0
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/cloister-test.XXXXXX")
+# Not under /tmp: a sandbox's /tmp is private, and what a test gives its agent must be visible
+# there wherever the run starts. For the same reason the helper programs are copied here when
+# the checkout itself lives under /tmp (a clone in /tmp/x, as CI may make).
+TMP=$(mktemp -d "${TMPDIR:-/var/tmp}/cloister-test.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
+case "${HELPERS:-}" in
+/tmp/*)
+	cp -a "$HELPERS" "$TMP/helpers"
+	HELPERS=$TMP/helpers
+	;;
+esac
 
 tap_plan() { echo "1..$1"; }
 
