@@ -20,7 +20,6 @@ void say_set_sink(say_sink_fn fn, void *userdata);
 
 /* -q: say() prints nothing from now on (false: it prints again). */
 void say_set_quiet(bool quiet);
-bool say_quiet(void);
 
 /* Print "cloister: " FMT "\n" on stderr (or to the sink) unless quiet. The formatted text is
  * escaped (term_escape.h): control characters in the arguments show as "\x1b", "\n"… */

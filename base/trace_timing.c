@@ -64,11 +64,6 @@ void trace_timing_init(void)
 		exec_ns = last_ns;
 }
 
-bool trace_timing_enabled(void)
-{
-	return enabled;
-}
-
 void trace_timing_mark(const char *phase)
 {
 	uint64_t now;

@@ -13,8 +13,6 @@
 /* Read CLOISTER_TRACE_TIMING once; later marks print only when it was "1". */
 void trace_timing_init(void);
 
-bool trace_timing_enabled(void);
-
 /* "PHASE ended": the time since the previous mark (or since init). Thread-safe. */
 void trace_timing_mark(const char *phase);
 

@@ -45,7 +45,8 @@ static size_t load_page(struct remote_mem *m, uint64_t addr, const unsigned char
 	return m->slot[i].len - (size_t)(addr - page_addr);
 }
 
-int remote_mem_read(struct remote_mem *m, uint64_t addr, void *buf, size_t len)
+/* Copy len bytes at addr into buf. Returns 0, or -EFAULT when any of them is unreadable. */
+static int remote_mem_read(struct remote_mem *m, uint64_t addr, void *buf, size_t len)
 {
 	unsigned char *out = buf;
 

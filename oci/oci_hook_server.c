@@ -42,7 +42,9 @@ struct oci_hook_server {
 	unsigned n_reqs;
 };
 
-int oci_check_netns_fd(int fd)
+/* Is fd a network namespace other than ours? 0 yes; -EINVAL another kind of file or
+ * namespace; -EEXIST our own network namespace. */
+static int oci_check_netns_fd(int fd)
 {
 	struct stat st, self;
 	int type = ioctl(fd, NS_GET_NSTYPE);
@@ -108,11 +110,6 @@ void oci_hook_request_reply(struct oci_hook_request *req, int error, const char 
 {
 	send_reply(req->fd, error >= 0, error >= 0 ? NULL : (msg ? msg : strerror(-error)));
 	req_free(req);
-}
-
-pid_t oci_hook_request_peer_pid(const struct oci_hook_request *req)
-{
-	return req->peer_pid;
 }
 
 /* Refuse: tell the hook and the owner. */

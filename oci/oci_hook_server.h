@@ -54,11 +54,4 @@ CL_DEFINE_TRIVIAL_CLEANUP(struct oci_hook_server *, oci_hook_server_free)
  * fails it, msg shown by runc. Frees req (and closes its netns fd). */
 void oci_hook_request_reply(struct oci_hook_request *req, int error, const char *msg);
 
-/* The hook's pid (SO_PEERCRED). */
-pid_t oci_hook_request_peer_pid(const struct oci_hook_request *req);
-
-/* Is fd a network namespace other than ours? 0 yes; -EINVAL another kind of file or
- * namespace; -EEXIST our own network namespace. */
-int oci_check_netns_fd(int fd);
-
 #endif

@@ -19,7 +19,7 @@
 #include "supervisor/policy/exec_decision.h"
 #include "supervisor/policy/policy.h"
 
-void cli_policy_usage(FILE *out)
+static void cli_policy_usage(FILE *out)
 {
 	fputs("usage: " PROG " policy check [OPTIONS] -- CMD [ARGS...]\n"
 	      "       " PROG " policy check [OPTIONS] --domain HOST[:PORT]\n"

@@ -19,6 +19,4 @@
 /* ARGV[0] is "policy". Prints results on stdout, warnings and errors on stderr. */
 int cli_policy(int argc, char **argv);
 
-void cli_policy_usage(FILE *out);
-
 #endif

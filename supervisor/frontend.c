@@ -171,11 +171,6 @@ static void on_audit_line(void *userdata, const char *sandbox, const char *line,
 	web_on_audit_line(fe->web, sandbox, line, len);
 }
 
-void frontend_audit(struct frontend *fe, const struct audit_record *rec)
-{
-	approvals_audit(fe->approvals, rec);
-}
-
 /* ---- web --------------------------------------------------------------------------------- */
 
 static int web_sandbox_action(void *userdata, const char *name, const char *action)

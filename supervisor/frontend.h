@@ -142,9 +142,6 @@ const char *frontend_audit_dir(const struct frontend *fe);
 /* The port of --executor HOST:PORT (0: the executor runs in this process). */
 uint16_t frontend_executor_port(const struct frontend *fe);
 
-/* One audit line that is not a verdict (the backstop's events). */
-void frontend_audit(struct frontend *fe, const struct audit_record *rec);
-
 /* Egress on the front end: EC's command-specific part (who, project_config, real_ip) is the
  * caller's; the front end fills in the config, tokens, the API ports never dialled, the
  * decisions, the CONNECT proxy and the hosts file, and says where the CONNECT proxy is.

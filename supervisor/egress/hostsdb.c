@@ -15,7 +15,8 @@
 
 /* ---- nsswitch.conf (pure) ---------------------------------------------------------------- */
 
-void hostsdb_order_default(struct hostsdb_order *ret)
+/* "files dns", as without an nsswitch.conf. */
+static void hostsdb_order_default(struct hostsdb_order *ret)
 {
 	*ret = (struct hostsdb_order){
 	        .n = 2,

@@ -53,9 +53,6 @@ struct hostsdb_order {
 	char skipped[128];             /* services not used, space-separated ("" none) */
 };
 
-/* "files dns", as without an nsswitch.conf. */
-void hostsdb_order_default(struct hostsdb_order *ret);
-
 /* The order of TEXT's (an nsswitch.conf of LEN bytes) `hosts:` line (pure). -ENOENT, with
  * *ret the default, when there is none. */
 int hostsdb_order_parse(const char *text, size_t len, struct hostsdb_order *ret);

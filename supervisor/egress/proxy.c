@@ -789,11 +789,6 @@ uint64_t proxy_conn_id(const struct proxy_conn *c)
 	return c->id;
 }
 
-size_t proxy_count(const struct proxy *p)
-{
-	return p->n_conns;
-}
-
 /* ---- naming a transparent connection ----------------------------------------------------- */
 
 static void set_port_from(struct proxy_conn *c, const struct sockaddr_storage *ss)

@@ -157,9 +157,6 @@ int proxy_remove_listener(struct proxy *p, int fd);
 int proxy_conn_decide(struct proxy_conn *conn, bool allow, const char *reason);
 uint64_t proxy_conn_id(const struct proxy_conn *conn);
 
-/* Connections open now. */
-size_t proxy_count(const struct proxy *p);
-
 const char *proxy_outcome_to_string(enum proxy_outcome outcome);
 
 /* Is ADDR (sockaddr_in/in6) loopback, unspecified, link-local or a cloud-metadata address?

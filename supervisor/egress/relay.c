@@ -84,11 +84,6 @@ static void fill_stats(const struct relay *r, struct relay_stats *s)
 	s->error = 0;
 }
 
-void relay_get_stats(const struct relay *r, struct relay_stats *ret)
-{
-	fill_stats(r, ret);
-}
-
 static void relay_finish(struct relay *r, enum relay_end end, int error)
 {
 	struct relay_stats st;

@@ -73,7 +73,4 @@ int relay_start(struct loop *loop, int a, int b, const struct relay_options *opt
 /* End the relay now (both sockets reset); DONE is called with RELAY_END_CANCELED. */
 void relay_cancel(struct relay *r);
 
-/* The counts so far. */
-void relay_get_stats(const struct relay *r, struct relay_stats *ret);
-
 #endif

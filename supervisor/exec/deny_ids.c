@@ -271,11 +271,6 @@ const char *deny_ids_find(struct deny_ids *d, dev_t st_dev, ino_t st_ino, nlink_
 	return id ? id->name : NULL;
 }
 
-size_t deny_ids_count(const struct deny_ids *d)
-{
-	return d->n;
-}
-
 bool deny_ids_truncated(const struct deny_ids *d)
 {
 	return d->truncated;

@@ -46,7 +46,6 @@ void deny_ids_free(struct deny_ids *d);
  * cover changed (a few stat calls; see above). */
 const char *deny_ids_find(struct deny_ids *d, dev_t st_dev, ino_t st_ino, nlink_t st_nlink);
 
-size_t deny_ids_count(const struct deny_ids *d);
 /* More files matched than DENY_IDS_MAX: those beyond are matched by name only. */
 bool deny_ids_truncated(const struct deny_ids *d);
 

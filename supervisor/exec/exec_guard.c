@@ -635,13 +635,3 @@ uint64_t exec_guard_notifications(const struct exec_guard *eg)
 {
 	return eg->notifications;
 }
-
-const char *exec_guard_name(const struct exec_guard *eg)
-{
-	return eg->name;
-}
-
-size_t exec_guard_pending(const struct exec_guard *eg)
-{
-	return eg->n_pending;
-}

@@ -70,7 +70,5 @@ int exec_guard_who_connected(const struct exec_guard *eg, const struct sockaddr_
 
 struct notifier *exec_guard_notifier(const struct exec_guard *eg);
 uint64_t exec_guard_notifications(const struct exec_guard *eg);
-const char *exec_guard_name(const struct exec_guard *eg);
-size_t exec_guard_pending(const struct exec_guard *eg);
 
 #endif

@@ -74,26 +74,6 @@ static bool path_is_normal(const char *path)
 	return true;
 }
 
-int policy_exec_command(const char *path, const char *const *argv, size_t argc, char **ret_command,
-                        struct cl_error *err)
-{
-	_cleanup_free_ const char **args = NULL;
-	const char *base = strrchr(path, '/');
-
-	if (argc == 0)
-		return cl_error_set(err, -EINVAL, "no arguments");
-	base = base ? base + 1 : path;
-	if (!*base)
-		return cl_error_set(err, -EINVAL, "executable path \"%s\" has no file name", path);
-	args = calloc(argc, sizeof(*args));
-	if (!args)
-		return cl_error_set(err, -ENOMEM, "out of memory");
-	args[0] = base;
-	for (size_t i = 1; i < argc; i++)
-		args[i] = argv[i];
-	return cl_quote_strv(args, argc, err, ret_command);
-}
-
 static void describe_exec_rule(const struct config_exec_rule *rule, char *buf, size_t size)
 {
 	int n = snprintf(buf, size, "%s[%u]", rule->list, rule->index);

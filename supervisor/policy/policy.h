@@ -108,11 +108,6 @@ int policy_check_domain_in(const struct config *config,
                            const struct policy_session *const *sessions, size_t n, const char *host,
                            struct policy_result *ret, struct cl_error *err);
 
-/* Build the canonical command the exec check shows as its subject (argv[0] replaced by PATH's
- * file name; ARGC ≥ 1); rules may see a second form, see above. *ret_command is malloc'd. */
-int policy_exec_command(const char *path, const char *const *argv, size_t argc, char **ret_command,
-                        struct cl_error *err);
-
 const char *policy_verdict_to_string(enum policy_verdict verdict);
 
 #endif

@@ -554,14 +554,6 @@ int cgroup_create(const char *parent, const char *name, const struct cgroup_owne
 	return 0;
 }
 
-int cgroup_add_pid(struct cgroup *cg, pid_t pid)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%d\n", (int)pid);
-	return write_file_at(cg->dirfd, "cgroup.procs", buf);
-}
-
 static int64_t now_ms(void)
 {
 	struct timespec ts;

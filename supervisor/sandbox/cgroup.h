@@ -109,9 +109,6 @@ int cgroup_dir_fd(const struct cgroup *cg);
  * bpf_get_current_cgroup_id() returns for its processes. */
 uint64_t cgroup_id(const struct cgroup *cg);
 
-/* Move process PID (all its threads) into the leaf. */
-int cgroup_add_pid(struct cgroup *cg, pid_t pid);
-
 /* Freeze (true) or thaw the leaf; with a freeze, wait up to timeout_ms for cgroup.events to say
  * frozen 1 (-ETIMEDOUT otherwise; the freeze request stays in force). */
 int cgroup_freeze(struct cgroup *cg, bool frozen, int timeout_ms);

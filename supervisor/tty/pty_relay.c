@@ -910,11 +910,6 @@ void pty_relay_signal(struct pty_relay *r, int sig)
 	flush(r);
 }
 
-bool pty_relay_foreground(const struct pty_relay *r)
-{
-	return r->foreground;
-}
-
 static bool controlling_foreground(void)
 {
 	_cleanup_close_ int fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);

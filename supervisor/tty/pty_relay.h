@@ -69,9 +69,6 @@ void pty_relay_free(struct pty_relay *r);
  * (we may be in the foreground again: raw mode, input, size). Others are ignored. */
 void pty_relay_signal(struct pty_relay *r, int sig);
 
-/* We own the terminal's foreground (or it is not our controlling terminal: no job control). */
-bool pty_relay_foreground(const struct pty_relay *r);
-
 /* The agent stopped (SIG: SIGTSTP, SIGSTOP…) and the user's shell should get its terminal:
  * relay what the agent wrote before it stopped, restore the terminal's modes and stop our
  * process group with SIG; return once continued, the terminal ours again if we are in the

@@ -506,16 +506,6 @@ uint16_t http_server_port(const struct http_server *srv)
 	return srv->port;
 }
 
-const char *http_server_authority(const struct http_server *srv)
-{
-	return srv->authority;
-}
-
-unsigned http_server_connections(const struct http_server *srv)
-{
-	return srv->connections;
-}
-
 const char *http_exchange_method(const struct http_exchange *ex)
 {
 	return ex->method;
@@ -569,11 +559,6 @@ const char *http_exchange_body(const struct http_exchange *ex, size_t *ret_len)
 	if (ret_len)
 		*ret_len = ex->body_len;
 	return ex->body ? ex->body : "";
-}
-
-void *http_exchange_get_userdata(const struct http_exchange *ex)
-{
-	return ex->srv->userdata;
 }
 
 void http_exchange_set_gone(struct http_exchange *ex, http_gone_fn fn, void *userdata)

@@ -49,10 +49,6 @@ int http_server_new(struct loop *loop, const struct http_server_config *config,
 /* Stops listening, ends every stream and pending exchange (their on_gone runs). NULL is fine. */
 void http_server_free(struct http_server *srv);
 uint16_t http_server_port(const struct http_server *srv);
-/* "127.0.0.1:9999" or "[::1]:9999". */
-const char *http_server_authority(const struct http_server *srv);
-/* Open connections (streams included). */
-unsigned http_server_connections(const struct http_server *srv);
 
 /* The request. Strings stay valid as long as the exchange. */
 const char *http_exchange_method(const struct http_exchange *ex);
@@ -65,7 +61,6 @@ unsigned http_exchange_header_count(const struct http_exchange *ex, const char *
 const char *http_exchange_query(const struct http_exchange *ex, const char *name);
 /* The body, NUL-terminated (an embedded NUL may exist: use *ret_len). */
 const char *http_exchange_body(const struct http_exchange *ex, size_t *ret_len);
-void *http_exchange_get_userdata(const struct http_exchange *ex);
 
 /* Track an exchange the handler keeps: FN runs once when it ends (never from inside
  * http_exchange_respond / http_stream_end called by the owner itself). */
