@@ -12,6 +12,12 @@ run_needs_root 25
 tap_plan 28
 
 CG=$(cgroup2_root)
+# The CLI client (pause) finds supervisors by their API files: ours only, never another
+# checkout's, nor a stale file whose port a supervisor of another test took over since (its
+# token is refused: HTTP 401).
+XDG_RUNTIME_DIR=$TMP/xdg-run
+export XDG_RUNTIME_DIR
+mkdir -m 0700 "$XDG_RUNTIME_DIR"
 write_config <<EOF
 exec:
   security: allowlist
@@ -232,7 +238,7 @@ cp "$CFG/config.yaml" "$U/cfg/config.yaml"
 chown -R "$NOBODY:$NOBODY" "$U"
 as_nobody() {
 	(cd "$U" && timeout -k 5 "$SV_TIMEOUT" setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups \
-		env HOME="$U" XDG_CONFIG_HOME="$U/.config" XDG_STATE_HOME="$U/state" \
+		env -u XDG_RUNTIME_DIR HOME="$U" XDG_CONFIG_HOME="$U/.config" XDG_STATE_HOME="$U/state" \
 		"$U/cloister-supervisor" run --config-dir "$U/cfg" "$@") </dev/null >"$OUT" 2>"$ERR"
 	rc=$?
 }
