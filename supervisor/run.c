@@ -1,7 +1,12 @@
 /* `run`: a sandbox of our own around the agent, its exec interception (exec_guard.h) with its
  * backstop (backstops.h), its terminal (terminal.h) and what run shares with serve
  * (frontend.h: the approvals service, audit log, dashboard and APIs, egress), wired into one
- * event loop. Exits with the agent's status. */
+ * event loop. Exits with the agent's status.
+ *
+ * Over 900 lines on purpose: run's options, its set-up step by step and its ending are one
+ * order of steps around one struct run, in the order they happen. What run shares with serve
+ * is frontend.c; its concerns are in their folders (sandbox/, exec/, egress/, tty/).
+ */
 #include "supervisor/run.h"
 
 #include <errno.h>

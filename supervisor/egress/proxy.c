@@ -8,7 +8,13 @@
  *   DIAL     non-blocking connect to one address after the other
  *   RELAY    handed to relay.c (which owns both fds from then on)
  *   LINGER   CONNECT: an error answer was sent; read and discard until the client closes, so
- *            the close does not reset the answer away */
+ *            the close does not reset the answer away
+ *
+ * Over 900 lines on purpose: one connection's state machine above, over one struct proxy_conn and
+ * its one timer; each part below is one state's handler, and the transitions between them read
+ * best in one file. What is pure is apart already: sniff.c, tls_sni.c, http_head.c, and the
+ * relay once a connection is allowed (relay.c).
+ */
 #include "supervisor/egress/proxy.h"
 
 #include <arpa/inet.h>

@@ -1,4 +1,10 @@
-/* The resolver: see resolver.h. */
+/* The resolver: see resolver.h.
+ *
+ * Over 900 lines on purpose: the agent's DNS server (the last part) and the proxy's host-side
+ * lookups are two users of one cache, one set of upstream queries in flight and one set of bounds,
+ * and the server's real-IP mode answers through the lookups; what is pure is apart already
+ * (dns_msg.c, fakeip.c, hostsdb.c's parsing).
+ */
 #include "supervisor/egress/resolver.h"
 
 #include <arpa/inet.h>

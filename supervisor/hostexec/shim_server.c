@@ -1,3 +1,10 @@
+/* The shim listener: see shim_server.h.
+ *
+ * Over 900 lines on purpose: one call's life on the loop — its request decoded and checked, the
+ * owner's answer, the command run by either strategy, its output streamed back under the cap,
+ * its cancellation — over one struct shim_call that every part touches. What could stand alone is
+ * apart already: command.c (the host strategy's process), shim_spawn.c (the mirror's),
+ * output_cap.c, env_scrub.c, path_boundary.c, and the decisions (hostexec.c). */
 #include "supervisor/hostexec/shim_server.h"
 
 #include <errno.h>

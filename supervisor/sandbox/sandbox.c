@@ -1,3 +1,10 @@
+/* The sandbox launcher: see sandbox.h.
+ *
+ * Over 900 lines on purpose: its two halves, the init in the child of clone3 and the
+ * supervisor's side, are the two ends of one protocol (sandbox_proto.h) and one order of
+ * steps (namespaces, id maps, mounts, the filter, the agent) that each must take in step with
+ * the other; read together they show that order. What is pure is apart already
+ * (sandbox_proto.c, confine_plan.c), and so is the confinement (sandbox_confine.c). */
 #include "supervisor/sandbox/sandbox.h"
 
 #include <dirent.h>

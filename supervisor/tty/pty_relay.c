@@ -1,4 +1,10 @@
-/* The user's terminal and the agent's pty, joined by the supervisor; see pty_relay.h. */
+/* The user's terminal and the agent's pty, joined by the supervisor; see pty_relay.h.
+ *
+ * Over 900 lines on purpose: one relay's state (raw mode, job control, window size, held
+ * output, a prompt on the screen) that every part reads and changes, and the terminal must be
+ * put back from any of them (signals and exit included). What is pure is apart already:
+ * vt_parse.c (the agent's screen mode, keys) and base/term_escape.c.
+ */
 #include "supervisor/tty/pty_relay.h"
 
 #include <errno.h>
