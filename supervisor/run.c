@@ -78,7 +78,7 @@ struct run {
 	struct config *config;
 	char *sandbox_name;
 	char *config_dir; /* read-only inside the sandbox, like the audit log's directory */
-	char *audit_dir;  /* read-only inside the sandbox */
+	char *audit_dir;  /* hidden inside the sandbox */
 	struct loop *loop;
 	struct frontend_setup setup;
 	struct frontend *fe;         /* the approvals service, audit log, dashboard and APIs */
@@ -748,7 +748,7 @@ static void make_config_dir(struct run *run)
 }
 
 /* The sandbox, with the agent forked in it: its environment scrubbed, its confinement
- * planned, the config and audit directories read-only, the API files hidden. */
+ * planned, the config directory read-only, the API files and the audit log hidden. */
 static int start_sandbox(struct run *run, struct cl_error *err)
 {
 	_cleanup_(env_scrub_freep) char **envp = NULL;
@@ -757,16 +757,16 @@ static int start_sandbox(struct run *run, struct cl_error *err)
 	struct cl_error why = {""};
 	const char *readonly[3] = {NULL};
 	/* The CLI's API files and the dashboard secret: the agent must not approve its own
-	 * asks. */
-	const char *hidden[2] = {NULL};
-	size_t n_readonly = 0;
+	 * asks. The audit log: every run's commands, with whatever secrets they carried. */
+	const char *hidden[3] = {NULL};
+	size_t n_readonly = 0, n_hidden = 0;
 	struct termios modes;
 	struct winsize size;
 	int r;
 
 	if (api_info_dir(&run_dir) >= 0 && strrchr(run_dir, '/'))
 		*strrchr(run_dir, '/') = '\0'; /* …/cloister: the api files and the secret */
-	hidden[0] = run_dir;
+	hidden[n_hidden++] = run_dir;
 	{
 		struct run_confine_options co = {
 		        .keep_env = run->opt.keep_env,
@@ -795,8 +795,14 @@ static int start_sandbox(struct run *run, struct cl_error *err)
 		    run->config_dir);
 	else if (run->config_dir)
 		readonly[n_readonly++] = run->config_dir;
-	if (run->audit_dir)
+	if (run->audit_dir && contains_cwd(run->audit_dir)) {
+		say("warning: the audit log's directory %s holds the working directory, so it "
+		    "stays readable for the agent",
+		    run->audit_dir);
 		readonly[n_readonly++] = run->audit_dir;
+	} else if (run->audit_dir) {
+		hidden[n_hidden++] = run->audit_dir;
+	}
 	{
 		struct sandbox_opts so = {
 		        .argv = run->opt.agent_argv,

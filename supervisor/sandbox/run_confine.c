@@ -115,7 +115,7 @@ int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
 	if (o->config_dir)
 		keep[nk++] = protect[np++] = o->config_dir;
 	if (o->audit_dir)
-		keep[nk++] = protect[np++] = o->audit_dir;
+		protect[np++] = o->audit_dir;
 	if (o->run_dir)
 		protect[np++] = o->run_dir;
 	protect[np] = NULL;

@@ -20,7 +20,7 @@ struct run_confine_options {
 	bool allow_abstract_sockets; /* --allow-abstract-sockets */
 	bool verbose;
 	const char *config_dir; /* read-only in the sandbox; its parents pinned (NULL: none) */
-	const char *audit_dir;  /* the same */
+	const char *audit_dir;  /* hidden in the sandbox; its parents pinned (NULL: none) */
 	const char *run_dir;    /* hidden in the sandbox; its parents pinned (NULL: none) */
 	char *const *agent_argv;
 };
