@@ -749,7 +749,10 @@ static int start_exec_checks(struct run *run, struct cl_error *err)
 	return 0;
 }
 
-static void make_one_config_dir(const char *dir, bool explicit)
+/* DIR created if missing. IN_USE: the directory this run reads; for the default one beside
+ * it, a directory we may not create (a HOME that is not ours) needs no word: the agent, with
+ * our uid, may not either. */
+static void make_one_config_dir(const char *dir, bool explicit, bool in_use)
 {
 	int r;
 
@@ -759,7 +762,7 @@ static void make_one_config_dir(const char *dir, bool explicit)
 		say("warning: %s cannot be created (its base directory is missing): the agent "
 		    "could create a config there",
 		    dir);
-	else if ((r = dirs_make(dir, 0700)) < 0)
+	else if ((r = dirs_make(dir, 0700)) < 0 && (in_use || (r != -EACCES && r != -EPERM)))
 		say("warning: cannot create %s (%s): the agent could create a config there", dir,
 		    strerror(-r));
 }
@@ -773,13 +776,14 @@ static void make_config_dir(struct run *run)
 	struct cl_error why = {""};
 	char a[PATH_MAX], b[PATH_MAX];
 
-	make_one_config_dir(run->config_dir, run->opt.common.config_dir != NULL);
+	make_one_config_dir(run->config_dir, run->opt.common.config_dir != NULL, true);
 	if (!run->opt.common.config_dir ||
 	    config_files_dir(NULL, getenv("XDG_CONFIG_HOME"), getenv("HOME"), &dflt, &why) < 0)
 		return;
-	make_one_config_dir(dflt, false);
-	if (run->config_dir && realpath(run->config_dir, a) && realpath(dflt, b) &&
-	    strcmp(a, b) == 0)
+	make_one_config_dir(dflt, false, false);
+	/* One we cannot reach (a HOME that is not ours) the agent cannot reach either. */
+	if (!is_dir(dflt) || (run->config_dir && realpath(run->config_dir, a) &&
+	                      realpath(dflt, b) && strcmp(a, b) == 0))
 		return;
 	run->default_config_dir = TAKE_PTR(dflt);
 }

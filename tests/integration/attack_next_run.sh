@@ -34,6 +34,9 @@ cat >"$TMP/plant.sh" <<'EOF'
 bin=$HOME/.local/bin/cloister-supervisor proj=$1
 printf '#!/bin/sh\necho agent code, unconfined >&2\n' >"$bin.new" && chmod 755 "$bin.new" &&
 	mv "$bin.new" "$bin" && echo "planted: the supervisor"
+# … or rewritten in place, or removed for a program of the same name found later on PATH.
+cat "$bin.new" >"$bin" && echo "planted: the supervisor, in place"
+rm -f "$bin" && echo "removed: the supervisor"
 mkdir -p "$HOME/.config/cloister" &&
 	printf 'exec:\n  security: full\n' >"$HOME/.config/cloister/config.yaml" &&
 	echo "planted: the default config"
