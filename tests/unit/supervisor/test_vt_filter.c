@@ -47,15 +47,18 @@ static void check(const char *in, const char *want)
 		if (n != strlen(want) || memcmp(out, want, n) != 0) {
 			fprintf(stderr, "in:   ");
 			for (const char *p = in; *p; p++)
-				fprintf(stderr, (unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f
-				                        ? "\\x%02x"
-				                        : "%c",
+				fprintf(stderr,
+				        (unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f
+				                ? "\\x%02x"
+				                : "%c",
 				        (unsigned char)*p);
 			fprintf(stderr, "\nout:  ");
 			for (size_t k = 0; k < n; k++)
-				fprintf(stderr, (unsigned char)out[k] < 0x20 || (unsigned char)out[k] >= 0x7f
-				                        ? "\\x%02x"
-				                        : "%c",
+				fprintf(stderr,
+				        (unsigned char)out[k] < 0x20 ||
+				                        (unsigned char)out[k] >= 0x7f
+				                ? "\\x%02x"
+				                : "%c",
 				        (unsigned char)out[k]);
 			fprintf(stderr, " (step %zu)\n", steps[i]);
 			fail();
@@ -74,7 +77,10 @@ static void test_a_screen_passes_as_it_is(void **state)
 	same("caf\xc3\xa9 \xe2\x80\x94 \xf0\x9f\x98\x80 \xc2\xa0nbsp");
 	same("\x1b[1;31mred\x1b[0m \x1b[38;2;255;128;0mrgb\x1b[m");
 	same("\x1b[?1049h\x1b[H\x1b[2J\x1b[10;20Hx\x1b[?25l\x1b[?2004h\x1b[3;20r\x1b[?1049l");
-	same("\x1b" "7\x1b" "8\x1b(B\x1b)0\x0e\x0f\x1b=\x1b>\x1b" "c");
+	same("\x1b"
+	     "7\x1b"
+	     "8\x1b(B\x1b)0\x0e\x0f\x1b=\x1b>\x1b"
+	     "c");
 	same("\x1b]0;my title\x07\x1b]2;other\x1b\\");
 	same("\x1b]8;;https://example.org/\x1b\\link\x1b]8;;\x1b\\");
 	same("\x1b]7;file://host/dir\x07\x1b]133;A\x07");
@@ -87,8 +93,12 @@ static void test_a_screen_passes_as_it_is(void **state)
 
 static void test_the_clipboard_is_out_of_reach(void **state)
 {
-	check("a\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07" "b", "ab");
-	check("a\x1b]52;c;?\x07" "b", "ab");
+	check("a\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07"
+	      "b",
+	      "ab");
+	check("a\x1b]52;c;?\x07"
+	      "b",
+	      "ab");
 	check("a\x1b]52;c;?\x1b\\b", "ab");
 	check("a\x1b]52;;Zm9v\x1b\\b", "ab");
 	/* tmux's passthrough would carry it to the terminal outside tmux. */
@@ -119,20 +129,35 @@ static void test_queries_that_leak_or_act_are_dropped(void **state)
 
 static void test_c1_controls_are_dropped_wherever_text_goes(void **state)
 {
-	check("a\xc2\x9d" "52;c;Zm9v\x07" "b", "a52;c;Zm9v\x07" "b");
-	check("a\xc2\x9b" "21tb", "a21tb");
+	check("a\xc2\x9d"
+	      "52;c;Zm9v\x07"
+	      "b",
+	      "a52;c;Zm9v\x07"
+	      "b");
+	check("a\xc2\x9b"
+	      "21tb",
+	      "a21tb");
 	check("a\x9d\x9b\x90z", "az");
 	/* In a title that passes: a terminal could end the string at U+009C and start another. */
-	check("\x1b]0;t\xc2\x9c\xc2\x9d" "52;c;x\x07", "\x1b]0;t52;c;x\x07");
+	check("\x1b]0;t\xc2\x9c\xc2\x9d"
+	      "52;c;x\x07",
+	      "\x1b]0;t52;c;x\x07");
 	/* Continuation bytes of a character are not controls. */
 	same("\xe2\x80\x9c quotes \xe2\x80\x9d");
 }
 
 static void test_harmless_answers_pass_and_are_noted(void **state)
 {
-	static const char *const queries[] = {"\x1b[c",    "\x1b[>c",   "\x1b[6n",    "\x1b[?6n",
-	                                       "\x1b[>q",   "\x1b[?2026$p", "\x1b[?u", "\x1b[18t",
-	                                       "\x1b" "Z"};
+	static const char *const queries[] = {"\x1b[c",
+	                                      "\x1b[>c",
+	                                      "\x1b[6n",
+	                                      "\x1b[?6n",
+	                                      "\x1b[>q",
+	                                      "\x1b[?2026$p",
+	                                      "\x1b[?u",
+	                                      "\x1b[18t",
+	                                      "\x1b"
+	                                      "Z"};
 	char out[OUT_MAX];
 	bool queried;
 
