@@ -338,9 +338,20 @@ static void set_events(struct pty_relay *r, int fd, uint32_t *registered, uint32
 	*registered = want;
 }
 
+/* How much of the agent's output may be read now: what the filter writes of it (a little more
+ * than it reads, and what it holds: VT_FILTER_OUT_MAX) must fit in the room left. */
+static size_t master_room(struct pty_relay *r)
+{
+	size_t room = buf_room(&r->out), held = vt_filter_held(&r->filter);
+
+	if (room < held + 2 + 5)
+		return 0;
+	return (room - held - 2) * 4 / 5; /* n + n / 4 <= room - held - 2 */
+}
+
 static bool want_master_read(struct pty_relay *r)
 {
-	return !r->master_gone && r->hold != HOLD_ON && buf_room(&r->out) > 0;
+	return !r->master_gone && r->hold != HOLD_ON && master_room(r) > 0;
 }
 
 static bool want_tty_read(struct pty_relay *r)
@@ -572,13 +583,11 @@ static void flush(struct pty_relay *r)
 /* Read what the agent wrote, through the filter; false when there is nothing more now. */
 static bool read_master(struct pty_relay *r)
 {
-	size_t room = buf_room(&r->out), held = vt_filter_held(&r->filter);
+	size_t room = master_room(r);
 	ssize_t n;
 
-	if (r->master_gone || r->hold == HOLD_ON || room < held + 2)
+	if (r->master_gone || r->hold == HOLD_ON || room == 0)
 		return false;
-	/* The filter may write twice what it reads, and what it holds. */
-	room = (room - held) / 2;
 	do
 		n = read(r->master, r->raw_out, room);
 	while (n < 0 && errno == EINTR);
@@ -842,7 +851,7 @@ int pty_relay_open(struct pty_relay **ret)
 	r->master = r->tty = -1;
 	if (buf_init(&r->out, OUT_SIZE, OUT_SIZE) < 0 || buf_init(&r->in, IN_SIZE, IN_SIZE) < 0 ||
 	    buf_init(&r->front, 4096, FRONT_MAX) < 0 ||
-	    buf_init(&r->notices, 1024, NOTICES_MAX) < 0 || !(r->raw_out = malloc(OUT_SIZE / 2)))
+	    buf_init(&r->notices, 1024, NOTICES_MAX) < 0 || !(r->raw_out = malloc(OUT_SIZE)))
 		return -ENOMEM;
 	res = open_own(r, fd, st.st_rdev);
 	if (res < 0)

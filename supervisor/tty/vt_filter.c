@@ -69,6 +69,9 @@ static bool csi_allowed(struct vt_filter *f, const unsigned char *s, size_t len)
 
 	if (i < len - 1 && s[i] >= 0x3c && s[i] <= 0x3f)
 		private_ = s[i++];
+	/* The common case (colours, cursor moves, erasing) needs no parameters read. */
+	if (!strchr("itynhcqpwuxmS", final) || (final == 'm' && private_ != '?'))
+		return true;
 	for (; i < len - 1; i++) {
 		unsigned char c = s[i];
 
@@ -477,6 +480,13 @@ size_t vt_filter_feed(struct vt_filter *f, const void *buf, size_t len, void *ou
 			put(&o, p, (size_t)(q - p));
 			p = q;
 			continue;
+		}
+		/* A CSI's parameters, held as they come, to its final byte. */
+		if (f->state == F_CSI) {
+			while (p < end && *p >= 0x20 && *p <= 0x3f && f->held < VT_FILTER_HOLD_MAX)
+				f->hold[f->held++] = *p++;
+			if (p == end)
+				break;
 		}
 		step(f, *p++, &o);
 	}

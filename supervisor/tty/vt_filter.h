@@ -51,9 +51,13 @@ struct vt_filter {
 
 void vt_filter_init(struct vt_filter *f);
 
-/* Filter LEN bytes of the agent's output into OUT, which has room for 2 * LEN +
- * vt_filter_held(F) bytes (a string cut off by the next sequence is ended with a CAN of our
- * own); returns how many were written there. */
+/* At most this many bytes come out of LEN fed while HELD were held: a string cut off by the
+ * next sequence is ended with a CAN of our own, one for every 4 bytes at most ("] 0 ; ESC"
+ * again and again). */
+#define VT_FILTER_OUT_MAX(len, held) ((len) + (len) / 4 + (held) + 2)
+
+/* Filter LEN bytes of the agent's output into OUT, which has room for
+ * VT_FILTER_OUT_MAX(LEN, vt_filter_held(F)) bytes; returns how many were written there. */
 size_t vt_filter_feed(struct vt_filter *f, const void *buf, size_t len, void *out);
 
 /* Bytes held back, to be written (or dropped) with what comes next. */
