@@ -139,6 +139,17 @@ static int append(struct audit_log *log, const char *line)
 	return -ENOSPC;
 }
 
+/* What a person must know even with -q: the log is not being written, and a decision of
+ * theirs is not in it. */
+#define say_loud(...)                      \
+	do {                               \
+		bool quiet_ = say_quiet(); \
+                                           \
+		say_set_quiet(false);      \
+		say(__VA_ARGS__);          \
+		say_set_quiet(quiet_);     \
+	} while (0)
+
 /* A person decided: the decision must reach someone even when the file does not take it. */
 static bool is_decision(const struct audit_record *rec)
 {
@@ -151,14 +162,14 @@ static void count_lost(struct audit_log *log, const struct audit_record *rec, in
 	if (log->lost == 0) {
 		log->lost_first_ms = audit_log_now_ms();
 		log->lost_error = error;
-		say("audit log %s: cannot write (%s); lines are counted until there is room",
-		    log->path, strerror(-error));
+		say_loud("audit log %s: cannot write (%s); lines are counted until there is room",
+		         log->path, strerror(-error));
 	}
 	log->lost++;
 	if (rec && is_decision(rec))
-		say("audit log: not written: %s %s %s by %s", rec->kind ? rec->kind : "item",
-		    rec->summary ? rec->summary : "", audit_verdict_to_string(rec->verdict),
-		    rec->decided_by ? rec->decided_by : "a person");
+		say_loud("audit log: not written: %s %s %s by %s", rec->kind ? rec->kind : "item",
+		         rec->summary ? rec->summary : "", audit_verdict_to_string(rec->verdict),
+		         rec->decided_by ? rec->decided_by : "a person");
 }
 
 /* The count of lines lost, as one line, once the file takes lines again. 0 when written or
@@ -361,8 +372,8 @@ void audit_log_flush(struct audit_log *log)
 	log->lift = NULL;
 	write_suppressed(log, UINT64_MAX, true);
 	if (log->fd >= 0 && write_lost(log) < 0)
-		say("audit log %s: %llu lines could not be written (%s)", log->path,
-		    (unsigned long long)log->lost, strerror(-log->lost_error));
+		say_loud("audit log %s: %llu lines could not be written (%s)", log->path,
+		         (unsigned long long)log->lost, strerror(-log->lost_error));
 	audit_limit_free(log->automatic);
 	log->automatic = NULL;
 	audit_limit_free(log->asks);
