@@ -58,6 +58,9 @@ TSOCK=cloister-attack-tty-$$
 tmx() { tmux -L "$TSOCK" -f /dev/null "$@"; }
 # shellcheck disable=SC2016 # expanded when the hook runs
 on_exit 'tmux -L "$TSOCK" -f /dev/null kill-server 2>/dev/null; rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$TSOCK"'
+# A session that lasts as long as the test: without it the server exits with the last session
+# killed, and a session started at that moment fails ("server exited unexpectedly").
+tmx new-session -d -s keep -x 20 -y 5 cat
 pane() { tmx capture-pane -p -t "$1"; }
 # shellcheck disable=SC2016 # the arguments of sh -c
 wait_pane() { wait_until "${3:-10}" sh -c 'tmux -L "$1" -f /dev/null capture-pane -p -t "$2" 2>/dev/null | grep -Eq -- "$3"' \
