@@ -7,12 +7,14 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -27,6 +29,9 @@
 #endif
 #ifndef AF_PACKET
 #define AF_PACKET 17
+#endif
+#ifndef AF_MAX
+#define AF_MAX 46
 #endif
 
 /* Every namespace flag. CLONE_NEWTIME exists for unshare (and clone3) only: in clone's flags
@@ -75,6 +80,40 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t action, const char *name, unsi
 	return seccomp_rule_add_array(ctx, action, nr, n_args, args);
 }
 
+/* Whether FAMILY may be opened in the sandbox: only the families the egress path confines
+ * (inet, inet6: the network namespace, netfilter and the cgroup hooks see them), unix (its
+ * paths covered, its abstract names scoped) and netlink (iproute2, glibc's getaddrinfo). */
+static bool family_allowed(unsigned int family)
+{
+	return family == AF_UNIX || family == AF_INET || family == AF_INET6 || family == AF_NETLINK;
+}
+
+/* socket and socketpair in any other family fail as if the kernel lacked it: AF_VSOCK, not
+ * network-namespaced, reaches a VM's host past the proxy; the others (bluetooth, CAN, TIPC,
+ * RDS, AF_ALG, XDP…) are attack surface no agent needs. The kernel reads the family as an
+ * int: comparing the low 32 bits, a negative or unknown number is >= AF_MAX and refused too.
+ * socket(AF_PACKET) keeps its own EPERM rule. */
+static int add_family_rules(scmp_filter_ctx ctx)
+{
+	static const char *const calls[] = {"socket", "socketpair"};
+	int r = 0;
+
+	for (size_t c = 0; r >= 0 && c < ELEMENTSOF(calls); c++) {
+		struct scmp_arg_cmp beyond = SCMP_A0_32(SCMP_CMP_GE, AF_MAX);
+
+		for (unsigned int f = 0; r >= 0 && f < AF_MAX; f++) {
+			struct scmp_arg_cmp is = SCMP_A0_32(SCMP_CMP_EQ, f);
+
+			if (family_allowed(f) || (f == AF_PACKET && c == 0))
+				continue;
+			r = add_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[c], 1, &is);
+		}
+		if (r >= 0)
+			r = add_rule(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[c], 1, &beyond);
+	}
+	return r;
+}
+
 /* What keeps the agent from re-mapping paths and from reaching around the sandbox. */
 static int add_confinement_rules(scmp_filter_ctx ctx, const struct notifier_filter_opts *opts)
 {
@@ -91,6 +130,8 @@ static int add_confinement_rules(scmp_filter_ctx ctx, const struct notifier_filt
 		r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), always[i], 0, NULL);
 	if (r >= 0)
 		r = add_rule(ctx, SCMP_ACT_ERRNO(EPERM), "socket", 1, &packet);
+	if (r >= 0)
+		r = add_family_rules(ctx);
 	if (r < 0 || opts->allow_nested_sandbox)
 		return r;
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(remap); i++)

@@ -21,6 +21,9 @@
  *   keyctl, add_key, request_key  → EPERM (the kernel keyrings are not namespaced: the user's
  *                                   own keys would be readable)
  *   socket(AF_PACKET)             → EPERM (link-layer frames bypass every egress rule)
+ *   socket, socketpair in any family but AF_UNIX, AF_INET, AF_INET6, AF_NETLINK → EAFNOSUPPORT
+ *                                   (an allow-list: AF_VSOCK reaches a VM's host past the
+ *                                   proxy, and no agent needs the rest)
  *   any foreign syscall ABI (i386 via int 0x80, x32) → KILL_PROCESS
  *   with opts.refuse_untraced: clone(CLONE_UNTRACED) → EPERM (clone3 is refused above; libc falls
  *                                   back to clone): a process the ptrace exec backstop would

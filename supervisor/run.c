@@ -43,6 +43,7 @@
 #include "supervisor/exec/exec_guard.h"
 #include "supervisor/frontend.h"
 #include "supervisor/policy/config.h"
+#include "supervisor/policy/config_files.h"
 #include "supervisor/policy/env_scrub.h"
 #include "supervisor/sandbox/run_confine.h"
 #include "supervisor/sandbox/sandbox.h"
@@ -82,8 +83,12 @@ struct run {
 	struct options opt;
 	struct config *config;
 	char *sandbox_name;
-	char *config_dir; /* read-only inside the sandbox, like the audit log's directory */
-	char *audit_dir;  /* read-only inside the sandbox */
+	char *config_dir; /* read-only inside the sandbox */
+	/* With --config-dir, the directory a plain run would read: read-only too, or the agent
+	 * would plant the next plain run's config there. NULL: none, or config_dir itself. */
+	char *default_config_dir;
+	char *audit_dir; /* hidden inside the sandbox */
+	char *exe;       /* our own executable (/proc/self/exe): read-only inside the sandbox */
 	struct loop *loop;
 	struct frontend_setup setup;
 	struct frontend *fe;         /* the approvals service, audit log, dashboard and APIs */
@@ -630,24 +635,36 @@ static bool contains_cwd(const char *dir)
 	return strncmp(cwd, real, n) == 0 && (cwd[n] == '/' || cwd[n] == '\0' || n == 1);
 }
 
-/* The directory the config directory may be created under: --config-dir's parent, else
- * $XDG_CONFIG_HOME or $HOME. Never create a home directory that is not there. */
-static bool config_base_exists(const struct run *run)
+static bool is_dir(const char *path)
 {
-	_cleanup_free_ char *parent = NULL;
-	const char *base = getenv("XDG_CONFIG_HOME");
 	struct stat st;
 
-	if (run->opt.common.config_dir) {
-		parent = strdup(run->config_dir);
-		if (!parent || !strrchr(parent, '/'))
-			return false;
-		*strrchr(parent, '/') = '\0';
-		base = parent[0] ? parent : "/";
-	} else if (!base || base[0] != '/') {
-		base = getenv("HOME");
-	}
-	return base && stat(base, &st) == 0 && S_ISDIR(st.st_mode);
+	return path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Whether DIR's parent is a directory. */
+static bool parent_exists(const char *dir)
+{
+	_cleanup_free_ char *parent = strdup(dir);
+
+	if (!parent || !strrchr(parent, '/'))
+		return false;
+	*strrchr(parent, '/') = '\0';
+	return is_dir(parent[0] ? parent : "/");
+}
+
+/* Whether a config directory may be created: --config-dir's parent must exist; the default
+ * one is created under $XDG_CONFIG_HOME (itself created where its parent exists, as the XDG
+ * spec asks) or $HOME. Never create a home directory that is not there. */
+static bool config_base_exists(const char *dir, bool explicit)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME");
+
+	if (explicit)
+		return parent_exists(dir);
+	if (xdg && xdg[0] == '/')
+		return is_dir(xdg) || parent_exists(xdg);
+	return is_dir(getenv("HOME"));
 }
 
 /* The loop and what run shares with serve: the approvals service, the audit log, the
@@ -737,41 +754,75 @@ static int start_exec_checks(struct run *run, struct cl_error *err)
 	return 0;
 }
 
-/* The agent may not rewrite the policy it runs under (nor the next run's): the config
- * directory must exist to be mounted read-only over, so an absent one is created. */
-static void make_config_dir(struct run *run)
+/* DIR created if missing. IN_USE: the directory this run reads; for the default one beside
+ * it, a directory we may not create (a HOME that is not ours) needs no word: the agent, with
+ * our uid, may not either. */
+static void make_one_config_dir(const char *dir, bool explicit, bool in_use)
 {
 	int r;
 
-	if (run->config_dir && !config_base_exists(run))
+	if (!dir)
+		return;
+	if (!config_base_exists(dir, explicit))
 		say("warning: %s cannot be created (its base directory is missing): the agent "
 		    "could create a config there",
-		    run->config_dir);
-	else if (run->config_dir && (r = dirs_make(run->config_dir, 0700)) < 0)
-		say("warning: cannot create %s (%s): the agent could create a config there",
-		    run->config_dir, strerror(-r));
+		    dir);
+	else if ((r = dirs_make(dir, 0700)) < 0 && (in_use || (r != -EACCES && r != -EPERM)))
+		say("warning: cannot create %s (%s): the agent could create a config there", dir,
+		    strerror(-r));
+}
+
+/* The agent may not rewrite the policy it runs under (nor the next run's, with or without
+ * --config-dir): a config directory must exist to be mounted read-only over, so an absent one
+ * is created. */
+static void make_config_dir(struct run *run)
+{
+	_cleanup_free_ char *dflt = NULL;
+	struct cl_error why = {""};
+	char a[PATH_MAX], b[PATH_MAX];
+
+	make_one_config_dir(run->config_dir, run->opt.common.config_dir != NULL, true);
+	if (!run->opt.common.config_dir ||
+	    config_files_dir(NULL, getenv("XDG_CONFIG_HOME"), getenv("HOME"), &dflt, &why) < 0)
+		return;
+	make_one_config_dir(dflt, false, false);
+	/* One we cannot reach (a HOME that is not ours) the agent cannot reach either. */
+	if (!is_dir(dflt) || (run->config_dir && realpath(run->config_dir, a) &&
+	                      realpath(dflt, b) && strcmp(a, b) == 0))
+		return;
+	run->default_config_dir = TAKE_PTR(dflt);
+}
+
+/* Our own executable, which the next run starts outside the sandbox: renamed over or
+ * rewritten, it would run the agent's code unconfined. */
+static void find_exe(struct run *run)
+{
+	run->exe = realpath("/proc/self/exe", NULL);
+	if (!run->exe)
+		say("warning: cannot resolve /proc/self/exe (%m): the agent could replace "
+		    "this program");
 }
 
 /* The sandbox, with the agent forked in it: its environment scrubbed, its confinement
- * planned, the config and audit directories read-only, the API files hidden. */
+ * planned, the config directory read-only, the API files and the audit log hidden. */
 static int start_sandbox(struct run *run, struct cl_error *err)
 {
 	_cleanup_(env_scrub_freep) char **envp = NULL;
 	_cleanup_(sandbox_confine_freep) struct sandbox_confine *confine = NULL;
 	_cleanup_free_ char *run_dir = NULL;
 	struct cl_error why = {""};
-	const char *readonly[3] = {NULL};
+	const char *readonly[5] = {NULL};
 	/* The CLI's API files and the dashboard secret: the agent must not approve its own
-	 * asks. */
-	const char *hidden[2] = {NULL};
-	size_t n_readonly = 0;
+	 * asks. The audit log: every run's commands, with whatever secrets they carried. */
+	const char *hidden[3] = {NULL};
+	size_t n_readonly = 0, n_hidden = 0;
 	struct termios modes;
 	struct winsize size;
 	int r;
 
 	if (api_info_dir(&run_dir) >= 0 && strrchr(run_dir, '/'))
 		*strrchr(run_dir, '/') = '\0'; /* …/cloister: the api files and the secret */
-	hidden[0] = run_dir;
+	hidden[n_hidden++] = run_dir;
 	{
 		struct run_confine_options co = {
 		        .keep_env = run->opt.keep_env,
@@ -780,6 +831,8 @@ static int start_sandbox(struct run *run, struct cl_error *err)
 		        .allow_abstract_sockets = run->opt.allow_abstract_sockets,
 		        .verbose = run->opt.common.verbose,
 		        .config_dir = run->config_dir,
+		        .default_config_dir = run->default_config_dir,
+		        .exe = run->exe,
 		        .audit_dir = run->audit_dir,
 		        .run_dir = run_dir,
 		        .agent_argv = run->opt.agent_argv,
@@ -800,8 +853,22 @@ static int start_sandbox(struct run *run, struct cl_error *err)
 		    run->config_dir);
 	else if (run->config_dir)
 		readonly[n_readonly++] = run->config_dir;
-	if (run->audit_dir)
+	if (run->default_config_dir && contains_cwd(run->default_config_dir))
+		say("warning: the default config directory %s holds the working directory, so it "
+		    "stays writable for the agent",
+		    run->default_config_dir);
+	else if (run->default_config_dir)
+		readonly[n_readonly++] = run->default_config_dir;
+	if (run->exe)
+		readonly[n_readonly++] = run->exe;
+	if (run->audit_dir && contains_cwd(run->audit_dir)) {
+		say("warning: the audit log's directory %s holds the working directory, so it "
+		    "stays readable for the agent",
+		    run->audit_dir);
 		readonly[n_readonly++] = run->audit_dir;
+	} else if (run->audit_dir) {
+		hidden[n_hidden++] = run->audit_dir;
+	}
 	{
 		struct sandbox_opts so = {
 		        .argv = run->opt.agent_argv,
@@ -944,6 +1011,7 @@ static int start(struct run *run, struct cl_error *err)
 	if (r < 0)
 		return r;
 	make_config_dir(run);
+	find_exe(run);
 	r = terminal_open(&run->terminal);
 	if (r < 0)
 		return cl_error_set(err, r, "run: the terminal: %s", strerror(-r));
@@ -987,7 +1055,9 @@ static void teardown(struct run *run)
 	config_free(run->config);
 	free(run->sandbox_name);
 	free(run->config_dir);
+	free(run->default_config_dir);
 	free(run->audit_dir);
+	free(run->exe);
 }
 
 int run_main(int argc, char **argv)

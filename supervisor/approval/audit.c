@@ -26,6 +26,7 @@ static const char *const verdict_names[] = {
         [AUDIT_TIMED_OUT] = "timed_out",
         [AUDIT_CANCELLED] = "cancelled",
         [AUDIT_SUPPRESSED] = "suppressed",
+        [AUDIT_LOST] = "lost",
 };
 
 const char *audit_verdict_to_string(enum audit_verdict verdict)
@@ -421,6 +422,10 @@ int audit_format_line(const struct audit_record *rec, char **ret_line)
 	if (rec->suppressed > 0) {
 		buf_key(&b, "suppressed");
 		buf_int(&b, rec->suppressed);
+	}
+	if (rec->lost > 0) {
+		buf_key(&b, "lost");
+		buf_int(&b, rec->lost);
 	}
 	buf_put(&b, "}\n", 2);
 	if (b.failed) {

@@ -24,7 +24,8 @@
  * then at most about 64 KiB; a 1 MB argv gives about 5 KiB.
  *
  * A record of SUPPRESSED lines (audit_limit.h) has verdict "suppressed", kind "audit" and
- * ends in "suppressed":N.
+ * ends in "suppressed":N; a record of lines LOST (the file refused them: a full disk) has
+ * verdict "lost", kind "audit" and ends in "lost":N.
  *
  * Pure: the file and the writer on the loop are audit_log.h's. */
 #ifndef CLOISTER_AUDIT_H
@@ -45,6 +46,7 @@ enum audit_verdict {
 	AUDIT_TIMED_OUT,
 	AUDIT_CANCELLED,
 	AUDIT_SUPPRESSED, /* automatic lines left out over the rate (audit_limit.h) */
+	AUDIT_LOST,       /* lines the file did not take (full disk, I/O error) */
 };
 
 #define AUDIT_FIELD_MAX     4096 /* bytes of one string value as written, escapes included */
@@ -89,6 +91,7 @@ struct audit_record {
 	 * never limited. Not written. */
 	bool unanswered_ask;
 	int64_t suppressed; /* AUDIT_SUPPRESSED: how many lines; written when > 0 */
+	int64_t lost;       /* AUDIT_LOST: how many lines; written when > 0 */
 };
 
 /* A record for a queue event: ADDED → "ask", REMOVED → the final state, with decided_by,

@@ -90,6 +90,13 @@ struct audit_log {
 	struct audit_limit_config rate;
 	struct loop_timer *lift; /* when the next suppressed count is due */
 	bool freeing;
+	/* Lines the file refused (a full disk: the agent can fill it) are counted, the file kept
+	 * open, and the count written as one "lost" line before the next line that fits. */
+	uint64_t lost;
+	uint64_t lost_first_ms;
+	int lost_error;
+	bool torn;     /* a short write left the file's last line without its "\n" */
+	bool lost_cut; /* …during this count: the reader is told that line is cut */
 	audit_log_sink_fn sink;
 	void *sink_userdata;
 };
@@ -102,16 +109,120 @@ uint64_t audit_log_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* LINE with one write(2), after a "\n" that ends a line a short write cut. 0, or -errno: then
+ * nothing was written, or only a start (TORN says the file now ends mid-line). */
+static int append(struct audit_log *log, const char *line)
+{
+	_cleanup_free_ char *joined = NULL;
+	size_t len;
+	ssize_t n;
+
+	if (log->torn) {
+		if (asprintf(&joined, "\n%s", line) < 0)
+			return -ENOMEM;
+		line = joined;
+	}
+	len = strlen(line);
+	do
+		n = write(log->fd, line, len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n == len) {
+		log->torn = false;
+		return 0;
+	}
+	if (n > 0)
+		log->torn = log->lost_cut = true;
+	/* A regular file takes only part of a write when its file system or its size limit ran
+	 * out; the next write would say which (ENOSPC, EDQUOT, EFBIG). */
+	return -ENOSPC;
+}
+
+/* What a person must know even with -q: the log is not being written, and a decision of
+ * theirs is not in it. */
+#define say_loud(...)                      \
+	do {                               \
+		bool quiet_ = say_quiet(); \
+                                           \
+		say_set_quiet(false);      \
+		say(__VA_ARGS__);          \
+		say_set_quiet(quiet_);     \
+	} while (0)
+
+/* A person decided: the decision must reach someone even when the file does not take it. */
+static bool is_decision(const struct audit_record *rec)
+{
+	return !rec->automatic && !rec->unanswered_ask &&
+	       (rec->verdict == AUDIT_APPROVED || rec->verdict == AUDIT_DENIED);
+}
+
+static void count_lost(struct audit_log *log, const struct audit_record *rec, int error)
+{
+	if (log->lost == 0) {
+		log->lost_first_ms = audit_log_now_ms();
+		log->lost_error = error;
+		say_loud("audit log %s: cannot write (%s); lines are counted until there is room",
+		         log->path, strerror(-error));
+	}
+	log->lost++;
+	if (rec && is_decision(rec))
+		say_loud("audit log: not written: %s %s %s by %s", rec->kind ? rec->kind : "item",
+		         rec->summary ? rec->summary : "", audit_verdict_to_string(rec->verdict),
+		         rec->decided_by ? rec->decided_by : "a person");
+}
+
+/* The count of lines lost, as one line, once the file takes lines again. 0 when written or
+ * none is owed. */
+static int write_lost(struct audit_log *log)
+{
+	_cleanup_free_ char *line = NULL;
+	char reason[256];
+	struct audit_record rec = {
+	        .time_ms = audit_log_now_ms(),
+	        .kind = "audit",
+	        .pid = -1,
+	        .uid = -1,
+	        .verdict = AUDIT_LOST,
+	        .latency_ms = -1,
+	        .reason = reason,
+	        .lost = (int64_t)log->lost,
+	};
+	int r;
+
+	if (log->lost == 0)
+		return 0;
+	snprintf(reason, sizeof(reason), "%llu lines not written in %.1f s: %s%s",
+	         (unsigned long long)log->lost, (double)(rec.time_ms - log->lost_first_ms) / 1000.0,
+	         strerror(-log->lost_error),
+	         log->lost_cut ? " (the line before this one is the start of one of them)" : "");
+	r = audit_format_line(&rec, &line);
+	if (r >= 0)
+		r = append(log, line);
+	if (r < 0)
+		return r;
+	log->lost = 0;
+	log->lost_cut = false;
+	if (log->sink)
+		log->sink(log->sink_userdata, NULL, line, strlen(line));
+	return 0;
+}
+
 static void write_line(struct audit_log *log, const struct audit_record *rec)
 {
 	_cleanup_free_ char *line = NULL;
+	int r;
 
 	if (log->fd < 0)
 		return;
-	if (audit_format_line(rec, &line) < 0 || audit_log_write(log->fd, line) < 0) {
-		say("audit log: write failed; further lines are lost");
-		cl_closep(&log->fd);
-		log->fd = -EBADF;
+	/* The count of what was lost comes before the lines after it. */
+	r = write_lost(log);
+	if (r >= 0)
+		r = audit_format_line(rec, &line);
+	if (r >= 0)
+		r = append(log, line);
+	if (r < 0) {
+		count_lost(log, rec, r);
 		return;
 	}
 	if (log->sink)
@@ -260,6 +371,9 @@ void audit_log_flush(struct audit_log *log)
 		loop_cancel_timer(log->loop, log->lift);
 	log->lift = NULL;
 	write_suppressed(log, UINT64_MAX, true);
+	if (log->fd >= 0 && write_lost(log) < 0)
+		say_loud("audit log %s: %llu lines could not be written (%s)", log->path,
+		         (unsigned long long)log->lost, strerror(-log->lost_error));
 	audit_limit_free(log->automatic);
 	log->automatic = NULL;
 	audit_limit_free(log->asks);

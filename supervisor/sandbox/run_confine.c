@@ -81,7 +81,7 @@ static const char *scope_names(uint64_t scopes)
 int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
                      struct sandbox_confine **ret)
 {
-	const char *keep[ARGV_PATHS_MAX + 8], *protect[4];
+	const char *keep[ARGV_PATHS_MAX + 8], *protect[8];
 	struct sandbox_confine_request req = {
 	        .keep_visible = keep,
 	        .protect = protect,
@@ -114,8 +114,12 @@ int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
 	}
 	if (o->config_dir)
 		keep[nk++] = protect[np++] = o->config_dir;
+	if (o->default_config_dir)
+		keep[nk++] = protect[np++] = o->default_config_dir;
+	if (o->exe)
+		protect[np++] = o->exe;
 	if (o->audit_dir)
-		keep[nk++] = protect[np++] = o->audit_dir;
+		protect[np++] = o->audit_dir;
 	if (o->run_dir)
 		protect[np++] = o->run_dir;
 	protect[np] = NULL;

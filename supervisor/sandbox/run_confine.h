@@ -20,8 +20,10 @@ struct run_confine_options {
 	bool allow_abstract_sockets; /* --allow-abstract-sockets */
 	bool verbose;
 	const char *config_dir; /* read-only in the sandbox; its parents pinned (NULL: none) */
-	const char *audit_dir;  /* the same */
-	const char *run_dir;    /* hidden in the sandbox; its parents pinned (NULL: none) */
+	const char *default_config_dir; /* the same (--config-dir: the default one) */
+	const char *exe;                /* our executable: read-only, its parents pinned */
+	const char *audit_dir;          /* hidden in the sandbox; its parents pinned (NULL: none) */
+	const char *run_dir;            /* hidden in the sandbox; its parents pinned (NULL: none) */
 	char *const *agent_argv;
 };
 

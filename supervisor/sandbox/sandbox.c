@@ -131,17 +131,23 @@ static void confine_step(const struct sandbox_confine *c,
 }
 
 /* Bind PATH onto itself read-only, so the agent cannot change what is there (the supervisor's
- * own config and audit log). A path that does not exist is skipped: the caller creates what
- * must be protected before starting. */
+ * own config, its executable). A path that does not exist is skipped: the caller creates what
+ * must be protected before starting. A file bound alone is a program (ours): it stays
+ * executable, so the agent can still run it; a directory's files are not. */
 static void bind_readonly(int sock, const char *path)
 {
+	unsigned long noexec = MS_NOEXEC;
+	struct stat st;
+
+	if (stat(path, &st) == 0 && S_ISREG(st.st_mode))
+		noexec = 0;
 	if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) < 0) {
 		if (errno == ENOENT)
 			return;
 		init_fail(sock, -errno, "bind %s: %m", path);
 	}
 	if (mount(NULL, path, NULL,
-	          MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+	          MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | noexec, NULL) < 0)
 		init_fail(sock, -errno, "make %s read-only: %m", path);
 }
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "supervisor/tty/vt_filter.h"
 #include "supervisor/tty/vt_parse.h"
 
 CL_DEFINE_TRIVIAL_CLEANUP(struct pty_relay *, pty_relay_free)
@@ -37,6 +38,7 @@ CL_DEFINE_TRIVIAL_CLEANUP(struct pty_relay *, pty_relay_free)
 #define SUSPEND_DRAIN_MS   500
 #define FOREGROUND_POLL_MS 250 /* in the background: how often to look whether `fg` came */
 #define FREE_DRAIN_MS      1000
+#define ANSWERS_MS         1000 /* at the end: how long the terminal may take to answer */
 
 struct buf {
 	char *data;
@@ -76,6 +78,8 @@ struct pty_relay {
 	uint32_t master_events, tty_events; /* registered with the loop (0: not registered) */
 
 	struct buf out, in, front, notices;
+	char *raw_out;           /* the agent's output as read, before the filter */
+	struct vt_filter filter; /* what of it may reach the terminal */
 	size_t dropped_notices;
 	struct vt_output vt; /* the agent's output as written to the terminal */
 	struct vt_input keys;
@@ -340,9 +344,20 @@ static void set_events(struct pty_relay *r, int fd, uint32_t *registered, uint32
 	*registered = want;
 }
 
+/* How much of the agent's output may be read now: what the filter writes of it (a little more
+ * than it reads, and what it holds: VT_FILTER_OUT_MAX) must fit in the room left. */
+static size_t master_room(struct pty_relay *r)
+{
+	size_t room = buf_room(&r->out), held = vt_filter_held(&r->filter);
+
+	if (room < held + 2 + 5)
+		return 0;
+	return (room - held - 2) * 4 / 5; /* n + n / 4 <= room - held - 2 */
+}
+
 static bool want_master_read(struct pty_relay *r)
 {
-	return !r->master_gone && r->hold != HOLD_ON && buf_room(&r->out) > 0;
+	return !r->master_gone && r->hold != HOLD_ON && master_room(r) > 0;
 }
 
 static bool want_tty_read(struct pty_relay *r)
@@ -571,16 +586,16 @@ static void flush(struct pty_relay *r)
 	update_events(r);
 }
 
-/* Read what the agent wrote; false when there is nothing more now. */
+/* Read what the agent wrote, through the filter; false when there is nothing more now. */
 static bool read_master(struct pty_relay *r)
 {
-	size_t room = buf_room(&r->out);
+	size_t room = master_room(r);
 	ssize_t n;
 
 	if (r->master_gone || r->hold == HOLD_ON || room == 0)
 		return false;
 	do
-		n = read(r->master, r->out.data + r->out.end, room);
+		n = read(r->master, r->raw_out, room);
 	while (n < 0 && errno == EINTR);
 	if (n < 0 && errno == EAGAIN)
 		return false;
@@ -590,7 +605,7 @@ static bool read_master(struct pty_relay *r)
 		buf_clear(&r->in);
 		return false;
 	}
-	r->out.end += (size_t)n;
+	r->out.end += vt_filter_feed(&r->filter, r->raw_out, (size_t)n, r->out.data + r->out.end);
 	redraw_saw(r, (size_t)n);
 	return true;
 }
@@ -718,6 +733,57 @@ static void drain_now(struct pty_relay *r, int ms, bool until_gone)
 	}
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The agent asked the terminal something (vt_filter: queried) and is gone: the answers may
+ * still be on their way, and once the terminal is the shell's again they would be typed at
+ * it. Ask a question of our own that the agent cannot ask (DSR 5, dropped from its output):
+ * a terminal answers in order, so once its "\e[0n" is read every answer before it has come.
+ * Read and drop until then, at most ANSWERS_MS, still in raw mode (nothing echoed), then
+ * flush the terminal's input. */
+static void await_answers(struct pty_relay *r)
+{
+	static const char ask[] = "\x1b[5n", answer[] = "\x1b[0n";
+	size_t sent = 0, matched = 0;
+	int64_t deadline = now_ms() + ANSWERS_MS;
+
+	if (!r->filter.queried || r->tty_gone || !r->readable || !r->raw)
+		return;
+	while (matched < sizeof(answer) - 1) {
+		struct pollfd p = {.fd = r->tty,
+		                   .events = sent < sizeof(ask) - 1 ? POLLOUT : POLLIN};
+		int64_t left = deadline - now_ms();
+		char buf[256];
+		ssize_t n;
+
+		if (left <= 0 || (poll(&p, 1, (int)left) < 0 && errno != EINTR))
+			break;
+		if (sent < sizeof(ask) - 1) {
+			n = write(r->tty, ask + sent, sizeof(ask) - 1 - sent);
+			if (n < 0 && errno != EAGAIN && errno != EINTR)
+				return;
+			sent += n > 0 ? (size_t)n : 0;
+			continue;
+		}
+		n = read(r->tty, buf, sizeof(buf));
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			continue;
+		if (n <= 0)
+			break;
+		for (ssize_t i = 0; i < n && matched < sizeof(answer) - 1; i++)
+			matched = buf[i] == answer[matched] ? matched + 1
+			          : buf[i] == answer[0]     ? 1
+			                                    : 0;
+	}
+	(void)tcflush(r->tty, TCIFLUSH);
+}
+
 /* ---- the public side ------------------------------------------------------------------------ */
 
 /* Our own open file description of the terminal on FD: /dev/tty (our controlling terminal)
@@ -791,7 +857,7 @@ int pty_relay_open(struct pty_relay **ret)
 	r->master = r->tty = -1;
 	if (buf_init(&r->out, OUT_SIZE, OUT_SIZE) < 0 || buf_init(&r->in, IN_SIZE, IN_SIZE) < 0 ||
 	    buf_init(&r->front, 4096, FRONT_MAX) < 0 ||
-	    buf_init(&r->notices, 1024, NOTICES_MAX) < 0)
+	    buf_init(&r->notices, 1024, NOTICES_MAX) < 0 || !(r->raw_out = malloc(OUT_SIZE)))
 		return -ENOMEM;
 	res = open_own(r, fd, st.st_rdev);
 	if (res < 0)
@@ -804,6 +870,7 @@ int pty_relay_open(struct pty_relay **ret)
 		memset(&r->ws, 0, sizeof(r->ws));
 	r->style = prompt_style();
 	vt_output_init(&r->vt);
+	vt_filter_init(&r->filter);
 	*ret = TAKE_PTR(r);
 	return 0;
 }
@@ -870,6 +937,7 @@ void pty_relay_free(struct pty_relay *r)
 			}
 			drain_now(r, FREE_DRAIN_MS / 4, false);
 		}
+		await_answers(r);
 		r->closing = true;
 		if (r->master_events)
 			(void)loop_del_fd(r->loop, r->master);
@@ -895,6 +963,7 @@ void pty_relay_free(struct pty_relay *r)
 	if (r->tty >= 0)
 		close(r->tty);
 	free(r->out.data);
+	free(r->raw_out);
 	free(r->in.data);
 	free(r->front.data);
 	free(r->notices.data);

@@ -8,7 +8,11 @@
  *     failed start, exit(), a fatal signal;
  *   - bytes relayed both ways on the event loop: non-blocking, bounded buffers (a full one
  *     stops reading its source: back-pressure, the agent blocks on its full pty), EOF and
- *     hang-up handled on both sides;
+ *     hang-up handled on both sides; the agent's output through vt_filter.h (no clipboard,
+ *     no reports that leak, no window operations), and at the end, when it asked the
+ *     terminal something, the answers still on their way read and dropped (until the answer
+ *     to a DSR 5 of ours, at most a second) and the terminal's input flushed, so that none is
+ *     typed at the user's shell;
  *   - the window size (SIGWINCH → TIOCSWINSZ on the master), and job control: when the agent
  *     is stopped (Ctrl-Z), pty_relay_suspend() gives the user's shell its terminal back and
  *     stops the supervisor's process group; `fg` resumes both;

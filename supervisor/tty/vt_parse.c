@@ -31,6 +31,7 @@ static void reset_modes(struct vt_output *vt)
 {
 	vt->alt_screen = vt->cursor_hidden = vt->insert_mode = vt->no_autowrap = false;
 	vt->bracketed_paste = vt->colors_changed = false;
+	vt->reports = vt->kitty_keys = false;
 	vt->margin_top = vt->margin_bottom = 0;
 }
 
@@ -76,6 +77,18 @@ static void csi_dispatch(struct vt_output *vt, uint8_t final)
 			case 2004:
 				vt->bracketed_paste = set;
 				break;
+			case 9:
+			case 1000:
+			case 1001:
+			case 1002:
+			case 1003:
+			case 1004:
+			case 1005:
+			case 1006:
+			case 1015:
+			case 1016:
+				vt->reports |= set; /* all are turned off at the end */
+				break;
 			default:
 				break;
 			}
@@ -84,6 +97,8 @@ static void csi_dispatch(struct vt_output *vt, uint8_t final)
 		for (unsigned i = 0; i < vt->n_params; i++)
 			if (vt->params[i] == 4)
 				vt->insert_mode = set;
+	} else if ((vt->private_ == '>' || vt->private_ == '=') && final == 'u') {
+		vt->kitty_keys = true;
 	} else if (vt->private_ == 0 && final == 'r') {
 		uint32_t top = vt->n_params > 0 ? vt->params[0] : 0;
 		uint32_t bottom = vt->n_params > 1 ? vt->params[1] : 0;
@@ -398,6 +413,11 @@ size_t vt_output_agent_gone(const struct vt_output *vt, char *buf, size_t size)
 		add(&o, "\x1b[?25h");
 	if (vt->bracketed_paste)
 		add(&o, "\x1b[?2004l");
+	if (vt->reports)
+		add(&o, "\x1b[?9l\x1b[?1000l\x1b[?1001l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l"
+		        "\x1b[?1006l\x1b[?1015l\x1b[?1016l");
+	if (vt->kitty_keys)
+		add(&o, "\x1b[<999u"); /* pops every entry: the stack is empty, the flags reset */
 	if (o.len)
 		add(&o, "\x1b[0m");
 	return o.len;

@@ -42,7 +42,9 @@ struct vt_output {
 	bool insert_mode;
 	bool no_autowrap;
 	bool bracketed_paste;
-	bool colors_changed;                /* OSC 4/10-19/104/110-119: palette or default colors */
+	bool colors_changed; /* OSC 4/10-19/104/110-119: palette or default colors */
+	bool reports;        /* mouse or focus reporting turned on: the terminal types reports */
+	bool kitty_keys;     /* kitty's keyboard protocol flags pushed or set */
 	uint32_t margin_top, margin_bottom; /* 0: the whole screen */
 	bool at_line_start;                 /* the last character was a newline */
 };
@@ -81,7 +83,9 @@ size_t vt_output_prompt_leave(const struct vt_output *vt, enum vt_prompt_style s
 
 /* The bytes that undo what the agent left behind when it is gone, so that the user's shell
  * does not inherit it: a sequence cut off, the alternate screen, a scroll region, insert mode,
- * no autowrap, a hidden cursor, bracketed paste, attributes. Same contract. */
+ * no autowrap, a hidden cursor, bracketed paste, mouse and focus reports and kitty's keyboard
+ * flags (the terminal would type reports and encoded keys at the shell), attributes. Same
+ * contract. */
 size_t vt_output_agent_gone(const struct vt_output *vt, char *buf, size_t size);
 
 /* After a prompt in STYLE, the agent must redraw its screen (it was on the alternate screen,

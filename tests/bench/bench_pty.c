@@ -1,8 +1,9 @@
-/* bench_pty: the agent's terminal. 64 MiB of text written to a terminal, natively (the writer
- * on a pty, the bench reading its master) vs through `cloister-supervisor run` (the writer on
- * the agent's own pty, the supervisor relaying it to the bench's pty: one pty more, the relay's
- * copy and its escape-sequence tracking). Medians of ROUNDS, in MiB/s. And what the pty costs
- * `run -- true`: on a terminal (devpts mount, pty, relay) vs without one. */
+/* bench_pty: the agent's terminal. 64 MiB of text, plain and coloured, written to a terminal,
+ * natively (the writer on a pty, the bench reading its master) vs through `cloister-supervisor
+ * run` (the writer on the agent's own pty, the supervisor relaying it to the bench's pty: one
+ * pty more, the relay's copy, its filter and its escape-sequence tracking). Medians of ROUNDS, in
+ * MiB/s. And what the pty costs `run -- true`: on a terminal (devpts mount, pty, relay) vs without
+ * one. */
 #include "tests/bench/bench.h"
 
 #include <errno.h>
@@ -21,6 +22,11 @@
 #define ROUNDS 5
 #define BYTES  "67108864"
 #define LINE   "0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ $ ls -l"
+/* The same with colours, as `ls --color` or a TUI writes it: every sequence goes through the
+ * relay's filter (held to its final byte, then judged). */
+#define COLOR_LINE                                                                        \
+	"\\033[1;34m0123456789\\033[0m \\033[38;5;208mabcdefghijklmnopqrstuvwxyz\\033[m " \
+	"\\033[32mABCDEFGHIJKLMNOPQRSTUVWXYZ\\033[0m \\033[7m$ ls -l\\033[27m"
 
 static char tmp[] = "/tmp/cloister-bench-pty.XXXXXX";
 
@@ -167,23 +173,31 @@ void bench_pty(void)
 		      f);
 		fclose(f);
 	}
-	snprintf(cmd, sizeof(cmd), "yes '%s' | head -c %s", LINE, BYTES);
-	for (int i = 0; i < ROUNDS; i++) {
-		n[i] = timed_on_pty(native, &nb);
-		s[i] = timed_on_pty(supervised, &sb);
-		if (n[i] < 0 || s[i] < 0 || nb < 67108864 || sb < 67108864) {
-			printf("pty: failed to measure (native %zu bytes, supervised %zu)\n", nb,
-			       sb);
-			goto out;
+	for (int colors = 0; colors < 2; colors++) {
+		if (colors)
+			snprintf(cmd, sizeof(cmd), "yes \"$(printf '%s')\" | head -c %s",
+			         COLOR_LINE, BYTES);
+		else
+			snprintf(cmd, sizeof(cmd), "yes '%s' | head -c %s", LINE, BYTES);
+		for (int i = 0; i < ROUNDS; i++) {
+			n[i] = timed_on_pty(native, &nb);
+			s[i] = timed_on_pty(supervised, &sb);
+			if (n[i] < 0 || s[i] < 0 || nb < 67108864 || sb < 67108864) {
+				printf("pty: failed to measure (native %zu bytes, supervised "
+				       "%zu)\n",
+				       nb, sb);
+				goto out;
+			}
 		}
+		qsort(n, ROUNDS, sizeof(*n), cmp_double);
+		qsort(s, ROUNDS, sizeof(*s), cmp_double);
+		printf("64 MiB of %s to the terminal: native pty %.0f MiB/s (%.3f s), through "
+		       "run's "
+		       "relay "
+		       "%.0f MiB/s (%.3f s): %.2fx the time\n",
+		       colors ? "coloured text" : "text", 64 / n[ROUNDS / 2], n[ROUNDS / 2],
+		       64 / s[ROUNDS / 2], s[ROUNDS / 2], s[ROUNDS / 2] / n[ROUNDS / 2]);
 	}
-	qsort(n, ROUNDS, sizeof(*n), cmp_double);
-	qsort(s, ROUNDS, sizeof(*s), cmp_double);
-	printf("64 MiB of text to the terminal: native pty %.0f MiB/s (%.3f s), through run's "
-	       "relay "
-	       "%.0f MiB/s (%.3f s): %.2fx the time\n",
-	       64 / n[ROUNDS / 2], n[ROUNDS / 2], 64 / s[ROUNDS / 2], s[ROUNDS / 2],
-	       s[ROUNDS / 2] / n[ROUNDS / 2]);
 	{
 		char *truth[] = {(char *)supervisor,
 		                 "run",

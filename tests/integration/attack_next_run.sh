@@ -1,13 +1,12 @@
 #!/bin/sh
 # Attack: plant something that runs outside the sandbox later, with no allowed exec or
-# connection. `run` protects the config directory it uses and the audit log (read-only,
-# parents pinned); it leaves, as root and as an unprivileged user:
+# connection, as root and as an unprivileged user. What holds (read-only, parents pinned):
 #   - its own executable, when it lives where the agent's uid may write (a root agent: any
-#     directory; a user's: ~/.local/bin, where this test installs it, or a build tree): the
-#     agent renames its program over it, and the next `cloister-supervisor run` runs the
-#     agent's code unconfined;
-#   - the default config directory (~/.config/cloister) when this run uses --config-dir: the
-#     agent plants a config.yaml with `security: full`, which the next plain `run` loads;
+#     directory; a user's: ~/.local/bin, where this test installs it, or a build tree): were it
+#     renamed over, the next `cloister-supervisor run` would run the agent's code unconfined;
+#   - the default config directory (~/.config/cloister) when this run uses --config-dir: a
+#     config.yaml with `security: full` planted there would be the next plain `run`'s.
+# What it leaves (TODO):
 #   - files that other programs run without the user running the agent's code (the
 #     filesystem confinement's job, README "What protects what"): the project's
 #     .git/hooks/pre-commit and .git/config (core.fsmonitor runs at every `git status`), and
@@ -35,6 +34,9 @@ cat >"$TMP/plant.sh" <<'EOF'
 bin=$HOME/.local/bin/cloister-supervisor proj=$1
 printf '#!/bin/sh\necho agent code, unconfined >&2\n' >"$bin.new" && chmod 755 "$bin.new" &&
 	mv "$bin.new" "$bin" && echo "planted: the supervisor"
+# … or rewritten in place, or removed for a program of the same name found later on PATH.
+cat "$bin.new" >"$bin" && echo "planted: the supervisor, in place"
+rm -f "$bin" && echo "removed: the supervisor"
 mkdir -p "$HOME/.config/cloister" &&
 	printf 'exec:\n  security: full\n' >"$HOME/.config/cloister/config.yaml" &&
 	echo "planted: the default config"
@@ -81,11 +83,9 @@ for who in root nobody; do
 	echo "# $who: $(tr '\n' ';' <"$OUT")"
 	tap_is "$rc" 0 "$who: the agent ran" "$(diag)"
 
-	tap_todo "the supervisor's own executable is not protected like its config"
 	cmp -s "$bin" "$SUPERVISOR"
 	tap_ok $? "$who: the supervisor's executable is the same file after the run" \
 		"it now holds: $(head -c 200 "$bin" | tr -d '\000')"
-	tap_todo "with --config-dir, the default config directory is not protected"
 	tap_ok "$(test -e "$home/.config/cloister/config.yaml" && echo 1 || echo 0)" \
 		"$who: no config.yaml planted in the default config directory for the next plain run" \
 		"$(cat "$home/.config/cloister/config.yaml" 2>&1)"

@@ -58,6 +58,9 @@ TSOCK=cloister-attack-tty-$$
 tmx() { tmux -L "$TSOCK" -f /dev/null "$@"; }
 # shellcheck disable=SC2016 # expanded when the hook runs
 on_exit 'tmux -L "$TSOCK" -f /dev/null kill-server 2>/dev/null; rm -f "${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/$TSOCK"'
+# A session that lasts as long as the test: without it the server exits with the last session
+# killed, and a session started at that moment fails ("server exited unexpectedly").
+tmx new-session -d -s keep -x 20 -y 5 cat
 pane() { tmx capture-pane -p -t "$1"; }
 # shellcheck disable=SC2016 # the arguments of sh -c
 wait_pane() { wait_until "${3:-10}" sh -c 'tmux -L "$1" -f /dev/null capture-pane -p -t "$2" 2>/dev/null | grep -Eq -- "$3"' \
@@ -96,11 +99,9 @@ for who in root nobody; do
 	tmx set -g set-clipboard on
 	while tmx delete-buffer 2>/dev/null; do :; done
 	run_in "$s" "$who" sh "$TMP/write.sh"
-	tap_todo "the relay passes OSC 52 (clipboard) to the user's terminal"
 	tap_ok "$(tmx list-buffers -F '#{buffer_sample}' | grep -cF "cloister-clip-$$")" \
 		"$who: the agent cannot set the user's clipboard (OSC 52)" \
 		"tmux's buffers: $(tmx list-buffers)"
-	tap_todo ""
 
 	while tmx delete-buffer 2>/dev/null; do :; done
 	tmx set-buffer "$SECRET"
@@ -108,11 +109,9 @@ for who in root nobody; do
 	run_in "$s" "$who" sh "$TMP/read.sh" "$reply"
 	tap_ok "$(test -e "$reply" && echo 0 || echo 1)" "$who: the agent asked for the clipboard" \
 		"$(pane "$s")"
-	tap_todo "the relay passes OSC 52 (clipboard) to the user's terminal"
 	tap_ok "$(grep -cF "$SECRET64" "$reply" 2>&1)" \
 		"$who: the agent cannot read the user's clipboard (OSC 52 query)" \
 		"the agent read: $(od -c "$reply" 2>&1 | head -n 5)"
-	tap_todo ""
 
 	tmx kill-session -t "$s"
 
@@ -138,11 +137,9 @@ for who in root nobody; do
 		tmx kill-session -t "exit-$who-$try"
 	done
 	tap_is "$ended" 3 "$who: three times, the agent's last output went out and run ended"
-	tap_todo "the terminal's answers to an exiting agent's queries are left for the user's shell"
 	tap_is "$(tr -d ' ' <"$TMP/left-all")" "" \
 		"$who: after run, nothing the terminal answered the agent waits in its input" \
 		"left in the terminal's input: $(cat "$TMP/left-all")"
-	tap_todo ""
 done
 
 tap_done

@@ -919,6 +919,47 @@ static int child_remap_syscalls(void *arg)
 	return bad;
 }
 
+/* Only unix, inet, inet6 and netlink sockets: AF_VSOCK (open outside on this VM), AF_ALG,
+ * AF_XDP, a negative family and socketpair in another family fail with EAFNOSUPPORT. */
+static int child_socket_families(void *arg)
+{
+	static const int refused[] = {AF_VSOCK,        AF_ALG, AF_BLUETOOTH, AF_TIPC,
+	                              44 /* AF_XDP */, AF_MAX, 1000,         -1};
+	int bad = 0, fd, sv[2];
+
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		for (int type = SOCK_STREAM; type <= SOCK_SEQPACKET; type++) {
+			errno = 0;
+			fd = socket(refused[i], type | SOCK_CLOEXEC, 0);
+			if (fd >= 0 || errno != EAFNOSUPPORT)
+				bad |= 1;
+			if (fd >= 0)
+				close(fd);
+		}
+	if (socketpair(AF_VSOCK, SOCK_STREAM, 0, sv) != -1 || errno != EAFNOSUPPORT)
+		bad |= 2;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+		bad |= 4;
+	static const int allowed[][2] = {
+	        {AF_UNIX, SOCK_STREAM}, {AF_INET, SOCK_DGRAM}, {AF_NETLINK, SOCK_DGRAM}};
+	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
+		fd = socket(allowed[i][0], allowed[i][1] | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			bad |= 8;
+		else
+			close(fd);
+	}
+	return bad;
+}
+
+static void test_socket_families_beyond_the_allow_list_are_refused(void **state)
+{
+	struct sandbox sb;
+
+	start(&sb, child_socket_families, NULL);
+	assert_exited(finish(&sb), 0);
+}
+
 static void test_namespaces_and_mounts_are_refused_unless_nested_is_allowed(void **state)
 {
 	struct notifier_filter_opts nested = {.allow_nested_sandbox = true};
@@ -1401,6 +1442,8 @@ int main(void)
 	                test_target_dying_between_poll_and_receive_gives_enoent, guard, unguard),
 	        cmocka_unit_test_setup_teardown(
 	                test_io_uring_userfaultfd_and_nested_listeners_are_refused, guard, unguard),
+	        cmocka_unit_test_setup_teardown(
+	                test_socket_families_beyond_the_allow_list_are_refused, guard, unguard),
 	        cmocka_unit_test_setup_teardown(test_terminal_input_injection_is_refused, guard,
 	                                        unguard),
 	        cmocka_unit_test_setup_teardown(test_foreign_syscall_abi_kills_the_process, guard,

@@ -10,12 +10,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
 
+#include "base/loop.h"
+#include "base/say.h"
 #include "supervisor/approval/audit.h"
 #include "supervisor/approval/audit_log.h"
 
@@ -661,6 +665,92 @@ static void test_concurrent_writers_never_interleave_lines(void **state)
 		assert_int_equal(count[w], LINES);
 }
 
+static char said[4096];
+
+static void catch_say(void *userdata, const char *line)
+{
+	(void)userdata;
+	strncat(said, line, sizeof(said) - strlen(said) - 2);
+	strcat(said, "\n");
+}
+
+static void record_line(struct audit_log *log, enum audit_verdict verdict, const char *summary)
+{
+	struct audit_record rec = {
+	        .time_ms = T0,
+	        .sandbox = "main",
+	        .kind = "exec",
+	        .pid = 1,
+	        .uid = 0,
+	        .summary = summary,
+	        .verdict = verdict,
+	        .decided_by = verdict == AUDIT_APPROVED ? "tty" : "policy",
+	        .latency_ms = -1,
+	};
+
+	audit_log_record(log, &rec);
+}
+
+/* A file that refuses lines (its size limit here, a full disk in life) does not close the
+ * log: the lines are counted, the person told (a decision whole), and the count written
+ * before the next line once there is room, on a line of its own after the cut one. */
+static void test_a_full_file_counts_what_it_lost_and_goes_on(void **state)
+{
+	struct loop *loop = NULL;
+	struct audit_log *log = NULL;
+	struct audit_log_options opts = {.rate = -1};
+	struct rlimit old, small;
+	char path[256], text[8192] = "";
+	struct stat st;
+	FILE *f;
+	size_t n;
+
+	setenv("XDG_STATE_HOME", tmpdir, 1);
+	snprintf(path, sizeof(path), "%s/cloister/audit.log", tmpdir);
+	assert_int_equal(loop_new(&loop), 0);
+	assert_int_equal(audit_log_new(loop, &opts, &log), 0);
+	said[0] = '\0';
+	say_set_sink(catch_say, NULL);
+	say_set_quiet(true); /* -q: a decision lost is still said */
+	record_line(log, AUDIT_ALLOW, "first");
+	assert_int_equal(stat(path, &st), 0);
+	/* Room for the start of the next line only. */
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	small = old;
+	small.rlim_cur = (rlim_t)st.st_size + 10;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+	record_line(log, AUDIT_APPROVED, "curl example.org");
+	record_line(log, AUDIT_ALLOW, "lost too");
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	record_line(log, AUDIT_ALLOW, "after");
+	say_set_sink(NULL, NULL);
+	say_set_quiet(false);
+	audit_log_free(log);
+	loop_free(loop);
+	unsetenv("XDG_STATE_HOME");
+
+	assert_non_null(strstr(said, "cannot write"));
+	assert_non_null(strstr(said, "not written: exec curl example.org approved by tty"));
+	f = fopen(path, "r");
+	assert_non_null(f);
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	/* first, the cut start of the decision, the count, after. */
+	char *cut = strchr(text, '\n') + 1;
+	char *count = strchr(cut, '\n') + 1;
+	char *after = strchr(count, '\n') + 1;
+	assert_int_equal(count - cut, 11);
+	assert_non_null(strstr(count, "\"verdict\":\"lost\""));
+	assert_non_null(strstr(count, "\"lost\":2}\n"));
+	assert_non_null(strstr(count, "the line before this one is the start of one of them"));
+	assert_non_null(strstr(after, "\"summary\":\"after\""));
+	assert_null(strstr(text, "lost too"));
+	assert_int_equal(strchr(after, '\n')[1], '\0');
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -685,6 +775,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_writes_append_from_every_writer, make_tmpdir,
 	                                        remove_tmpdir),
 	        cmocka_unit_test_setup_teardown(test_concurrent_writers_never_interleave_lines,
+	                                        make_tmpdir, remove_tmpdir),
+	        cmocka_unit_test_setup_teardown(test_a_full_file_counts_what_it_lost_and_goes_on,
 	                                        make_tmpdir, remove_tmpdir),
 	};
 

@@ -258,6 +258,14 @@ static void test_what_a_gone_agent_left_is_undone(void **state)
 	assert_non_null(strstr(buf, "\x1b[?25h"));
 	assert_non_null(strstr(buf, "\x1b[?2004l"));
 	assert_non_null(strstr(buf, "\x1b[0m"));
+	assert_null(strstr(buf, "\x1b[?1000l"));
+	/* reports the terminal would type at the shell: mouse, focus; kitty's encoded keys */
+	vt = fed("\x1b[?1002h\x1b[?1006h\x1b[?1004h\x1b[>1u");
+	vt_output_agent_gone(&vt, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "\x1b[?1002l"));
+	assert_non_null(strstr(buf, "\x1b[?1006l"));
+	assert_non_null(strstr(buf, "\x1b[?1004l"));
+	assert_non_null(strstr(buf, "\x1b[<999u"));
 }
 
 static size_t keys_of(struct vt_input *in, const char *typed, char *keys)
