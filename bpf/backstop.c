@@ -189,6 +189,8 @@ static int on_ringbuf_event(void *ctx, void *data, size_t size)
 	ev.cgroup_id = e->cgroup_id;
 	ev.st_dev = backstop_dev_from_kernel(e->dev);
 	ev.st_ino = (ino_t)e->ino;
+	ev.ctime_ns = e->ctime_ns;
+	ev.size = e->size;
 	ev.action = (enum backstop_action)e->action;
 	ev.error = e->error;
 	memcpy(ev.comm, e->comm, sizeof(ev.comm));
@@ -323,6 +325,7 @@ static size_t cache_slot(const struct backstop_abi_key *key, size_t cap)
 
 	h ^= key->ino + 0x7f4a7c159e3779b9ULL + (h << 6) + (h >> 2);
 	h ^= (uint64_t)key->dev * 0xc2b2ae3d27d4eb4fULL;
+	h ^= (key->ctime_ns ^ key->size * 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
 	h ^= h >> 29;
 	return (size_t)h & (cap - 1);
 }
@@ -336,7 +339,8 @@ static bool cache_has(const struct backstop *b, const struct backstop_abi_key *k
 
 		if (k->cgroup_id == 0)
 			return false;
-		if (k->cgroup_id == key->cgroup_id && k->ino == key->ino && k->dev == key->dev)
+		if (k->cgroup_id == key->cgroup_id && k->ino == key->ino && k->dev == key->dev &&
+		    k->ctime_ns == key->ctime_ns && k->size == key->size)
 			return true;
 	}
 }
@@ -385,7 +389,7 @@ static void cache_clear(struct backstop *b)
 }
 
 static int approval_key(uint64_t cgroup_id, dev_t st_dev, ino_t st_ino,
-                        struct backstop_abi_key *ret_key)
+                        const struct backstop_version *v, struct backstop_abi_key *ret_key)
 {
 	uint32_t kdev;
 	int r;
@@ -400,16 +404,19 @@ static int approval_key(uint64_t cgroup_id, dev_t st_dev, ino_t st_ino,
 	ret_key->cgroup_id = cgroup_id;
 	ret_key->dev = kdev;
 	ret_key->ino = st_ino;
+	ret_key->ctime_ns = v->ctime_ns;
+	ret_key->size = v->size;
 	return 0;
 }
 
-int backstop_allow(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino)
+int backstop_allow(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino,
+                   const struct backstop_version *v)
 {
 	struct backstop_abi_key key;
 	__u32 one = 1;
 	int r;
 
-	r = approval_key(cgroup_id, st_dev, st_ino, &key);
+	r = approval_key(cgroup_id, st_dev, st_ino, v, &key);
 	if (r < 0)
 		return r;
 	if (cache_has(b, &key))
@@ -421,12 +428,13 @@ int backstop_allow(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t s
 	return 0;
 }
 
-int backstop_revoke(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino)
+int backstop_revoke(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino,
+                    const struct backstop_version *v)
 {
 	struct backstop_abi_key key;
 	int r;
 
-	r = approval_key(cgroup_id, st_dev, st_ino, &key);
+	r = approval_key(cgroup_id, st_dev, st_ino, v, &key);
 	if (r < 0)
 		return r;
 	cache_clear(b);

@@ -14,8 +14,9 @@
  *
  * What must be approved: the file the exec names, and for a #! script its interpreter (each
  * one of a chain). In tp_btf mode only the final binary (the interpreter) is checked; in LSM
- * mode every stage is. Approvals are by (device, inode): a file replaced under its name is
- * a new inode and needs a new approval.
+ * mode every stage is. Approvals are by (device, inode) and by what changes with the content
+ * (ctime, size): a file replaced under its name is a new inode, a file rewritten in place a
+ * new ctime, and either needs a new approval.
  *
  * libbpf's printing is silenced while probing (a failed probe is expected); the caller's
  * libbpf_set_print setting is restored afterwards. The process needs CAP_BPF/CAP_PERFMON
@@ -24,6 +25,7 @@
 #define CLOISTER_BACKSTOP_H
 
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "base/error.h"
@@ -42,6 +44,21 @@ enum backstop_action {
 	        3, /* tp_btf mode: bpf_send_signal failed (error); the image may run */
 };
 
+/* What changes when a file is rewritten in place (its inode does not): the ctime, which
+ * every write sets to the kernel's clock (a user cannot set it back), in ns since the epoch,
+ * and the size. From statx/stat: backstop_stat_version(). */
+struct backstop_version {
+	uint64_t ctime_ns;
+	uint64_t size;
+};
+
+static inline struct backstop_version backstop_stat_version(const struct stat *st)
+{
+	return (struct backstop_version){.ctime_ns = (uint64_t)st->st_ctim.tv_sec * 1000000000u +
+	                                             (uint64_t)st->st_ctim.tv_nsec,
+	                                 .size = (uint64_t)st->st_size};
+}
+
 #define BACKSTOP_EVENT_COMM_LEN     16
 #define BACKSTOP_EVENT_FILENAME_LEN 128
 
@@ -51,6 +68,8 @@ struct backstop_event {
 	uint64_t cgroup_id;         /* the task's own cgroup: the sandbox or a descendant */
 	dev_t st_dev;               /* user-space encoding, comparable with struct stat */
 	ino_t st_ino;
+	uint64_t ctime_ns; /* the file as it was executed (struct backstop_version) */
+	uint64_t size;
 	enum backstop_action action;
 	int error; /* BACKSTOP_KILL_FAILED: the negative errno of bpf_send_signal */
 	char comm[BACKSTOP_EVENT_COMM_LEN];
@@ -82,12 +101,13 @@ int backstop_add_sandbox(struct backstop *b, uint64_t cgroup_id);
 int backstop_remove_sandbox(struct backstop *b, uint64_t cgroup_id);
 
 /* Approve the file (st_dev, st_ino: from backstop_file_id, or from struct stat where the file
- * system is neither overlayfs nor btrfs) for the sandbox. Idempotent; approving again what is
- * already approved costs no system call (the approvals are remembered in this process: only
- * backstop_allow/revoke/remove_sandbox may write the map).
- * -E2BIG when the approved set is full (65536 files in all sandboxes): the caller must then
- * deny the exec. -EOVERFLOW when st_dev has no kernel encoding (major >= 4096). */
-int backstop_allow(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino);
+ * system is neither overlayfs nor btrfs) with its content's version V for the sandbox. Idempotent;
+ * approving again what is already approved costs no system call (the approvals are remembered in
+ * this process: only backstop_allow/revoke/remove_sandbox may write the map). -E2BIG when the
+ * approved set is full (65536 files in all sandboxes): the caller must then deny the exec.
+ * -EOVERFLOW when st_dev has no kernel encoding (major >= 4096). */
+int backstop_allow(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino,
+                   const struct backstop_version *v);
 
 /* The identity of the file open at fd (O_PATH is enough) as the BPF program sees it: the device
  * of its superblock and its inode number. Use it instead of stat(): on overlayfs and btrfs,
@@ -99,7 +119,8 @@ int backstop_allow(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t s
 int backstop_file_id(int fd, pid_t mount_ns_pid, dev_t *ret_dev, ino_t *ret_ino);
 
 /* Withdraw one approval. -ENOENT if it was not approved. */
-int backstop_revoke(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino);
+int backstop_revoke(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino,
+                    const struct backstop_version *v);
 
 /* An fd that becomes readable (EPOLLIN) when events are waiting. Owned by b. */
 int backstop_events_fd(const struct backstop *b);

@@ -22,11 +22,14 @@ enum backstop_abi_action {
 	BACKSTOP_ABI_KILL_FAILED = 3, /* tp_btf: bpf_send_signal failed (error says why) */
 };
 
-/* Key of the approved set: a file (kernel dev encoding MAJOR<<20|MINOR, inode number)
- * approved for one sandbox cgroup. */
+/* Key of the approved set: a file (kernel dev encoding MAJOR<<20|MINOR, inode number) as it
+ * was when approved (its ctime in ns, its size: what a rewrite in place changes) for one
+ * sandbox cgroup. */
 struct backstop_abi_key {
 	__u64 cgroup_id;
 	__u64 ino;
+	__u64 ctime_ns;
+	__u64 size;
 	__u32 dev;
 	__u32 pad; /* always 0: the key is hashed byte for byte */
 };
@@ -35,6 +38,8 @@ struct backstop_abi_event {
 	__u64 sandbox_cgroup_id; /* the registered sandbox whose approved set missed */
 	__u64 cgroup_id;         /* the task's own cgroup (the sandbox or a descendant) */
 	__u64 ino;
+	__u64 ctime_ns;
+	__u64 size;
 	__u32 dev; /* kernel encoding */
 	__u32 pid; /* thread group id */
 	__u32 action;

@@ -358,6 +358,8 @@ static int describe_file(struct reader *rd, int fd, struct exec_file *f)
 	f->dev = makedev(x.stx_dev_major, x.stx_dev_minor);
 	f->ino = x.stx_ino;
 	f->nlink = x.stx_nlink;
+	f->ctime_ns = (uint64_t)x.stx_ctime.tv_sec * 1000000000u + x.stx_ctime.tv_nsec;
+	f->size = x.stx_size;
 	f->mnt_id = x.stx_mnt_id;
 	r = readlink_alloc(own_fd_entry(rd, fd, self, sizeof(self)), self, &f->real_path);
 	if (r == -ENOMEM)

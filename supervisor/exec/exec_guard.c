@@ -38,13 +38,15 @@
 #define CONNECTS_KEPT   256
 #define CONNECT_KEEP_MS 10000
 
-/* The files an approved exec may run: the program and, for a script, its interpreter. dev is
+/* The files an approved exec may run: the program and, for a script, its interpreter, as they
+ * were read (content version: a file rewritten in place is not the one decided on). dev is
  * the superblock's (the eBPF backstop's view), st_dev what stat says (the ptrace backstop's). */
 struct exec_files {
 	unsigned n;
 	dev_t dev[2];
 	dev_t st_dev[2];
 	ino_t ino[2];
+	struct backstop_version version[2];
 };
 
 /* One blocked exec waiting in the queue (a waiter; several may share one item). */
@@ -179,10 +181,10 @@ static int backstop_approve(struct exec_guard *eg, const struct exec_files *file
 
 		if (eg->backstop && eg->cgroup_id)
 			r = backstop_allow(eg->backstop, eg->cgroup_id, files->dev[i],
-			                   files->ino[i]);
+			                   files->ino[i], &files->version[i]);
 		if (r >= 0 && eg->ptrace_backstop)
 			r = ptrace_backstop_allow(eg->ptrace_backstop, files->st_dev[i],
-			                          files->ino[i]);
+			                          files->ino[i], &files->version[i]);
 		if (r < 0)
 			return r;
 	}
@@ -272,13 +274,36 @@ static void exec_files_from_target(const struct exec_target *t, struct exec_file
 	if (t->file.exists) {
 		ret->dev[ret->n] = backstop_dev_from_kernel(t->file.kdev);
 		ret->st_dev[ret->n] = t->file.dev;
+		ret->version[ret->n] = (struct backstop_version){t->file.ctime_ns, t->file.size};
 		ret->ino[ret->n++] = t->file.ino;
 	}
 	/* The backstop sees the interpreter of a script, not the script. */
 	if (t->script && t->interp_file.exists) {
 		ret->dev[ret->n] = backstop_dev_from_kernel(t->interp_file.kdev);
 		ret->st_dev[ret->n] = t->interp_file.dev;
+		ret->version[ret->n] =
+		        (struct backstop_version){t->interp_file.ctime_ns, t->interp_file.size};
 		ret->ino[ret->n++] = t->interp_file.ino;
+	}
+}
+
+/* The files as one string: identical asks merge only when they name the same files as they
+ * were read, so that one approval never covers a file renamed or rewritten under the name. */
+static void exec_files_identity(const struct exec_files *files, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < files->n && len < size; i++) {
+		int n = snprintf(buf + len, size - len, "%s%u:%u %llu %llu %llu", i ? " " : "",
+		                 major(files->dev[i]), minor(files->dev[i]),
+		                 (unsigned long long)files->ino[i],
+		                 (unsigned long long)files->version[i].ctime_ns,
+		                 (unsigned long long)files->version[i].size);
+
+		if (n < 0)
+			break;
+		len += (size_t)n;
 	}
 }
 
@@ -416,7 +441,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	}
 
 	{
-		char interp[PATH_MAX + 64];
+		char interp[PATH_MAX + 64], identity[256];
 		struct queue_request qr = {
 		        .kind = QUEUE_KIND_EXEC,
 		        .sandbox = eg->name,
@@ -427,12 +452,14 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		        .argc = argc,
 		        .cwd = t->cwd,
 		        .interpreter = NULL,
+		        .identity = identity,
 		        .pid = t->pid,
 		        .uid = t->uid == (uid_t)-1 ? -1 : (int64_t)t->uid,
 		        .allowlist_matched = res.fallback == POLICY_ALLOW,
 		        .cookie = req->id,
 		};
 
+		exec_files_identity(&files, identity, sizeof(identity));
 		if (t->interp) {
 			snprintf(interp, sizeof(interp), "%s%s%s", t->interp,
 			         t->interp_arg ? " " : "", t->interp_arg ? t->interp_arg : "");

@@ -37,6 +37,8 @@
 struct slot {
 	uint64_t dev;
 	uint64_t ino;
+	uint64_t ctime_ns; /* the content's version (struct backstop_version) */
+	uint64_t size;
 	_Atomic uint32_t used;
 	uint32_t pad;
 };
@@ -56,7 +58,7 @@ struct msg {
 	int32_t value; /* MSG_KILLED: the pid */
 	int32_t error; /* MSG_KILLED: 0, or why the file could not be inspected */
 	uint32_t pad;
-	uint64_t dev, ino;
+	uint64_t dev, ino, ctime_ns, size;
 	char comm[BACKSTOP_EVENT_COMM_LEN];
 	char filename[BACKSTOP_EVENT_FILENAME_LEN];
 };
@@ -70,23 +72,31 @@ struct ptrace_backstop {
 	void *userdata;
 };
 
-static size_t slot_of(uint64_t dev, uint64_t ino)
+static size_t slot_of(uint64_t dev, uint64_t ino, const struct backstop_version *v)
 {
 	uint64_t h =
 	        ino * 0x9e3779b97f4a7c15ULL ^ (dev + 0x7f4a7c159e3779b9ULL) * 0xc2b2ae3d27d4eb4fULL;
 
+	h ^= (v->ctime_ns ^ v->size * 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
 	h ^= h >> 31;
 	return (size_t)h & (SLOTS - 1);
 }
 
-static bool shared_has(const struct shared *shm, uint64_t dev, uint64_t ino)
+static bool slot_is(const struct slot *s, uint64_t dev, uint64_t ino,
+                    const struct backstop_version *v)
 {
-	for (size_t i = slot_of(dev, ino);; i = (i + 1) & (SLOTS - 1)) {
+	return s->dev == dev && s->ino == ino && s->ctime_ns == v->ctime_ns && s->size == v->size;
+}
+
+static bool shared_has(const struct shared *shm, uint64_t dev, uint64_t ino,
+                       const struct backstop_version *v)
+{
+	for (size_t i = slot_of(dev, ino, v);; i = (i + 1) & (SLOTS - 1)) {
 		const struct slot *s = &shm->slots[i];
 
 		if (!atomic_load_explicit(&s->used, memory_order_acquire))
 			return false;
-		if (s->dev == dev && s->ino == ino)
+		if (slot_is(s, dev, ino, v))
 			return true;
 	}
 }
@@ -130,13 +140,17 @@ static void tracer_check_exec(const struct shared *shm, pid_t pid)
 	snprintf(dir, sizeof(dir), "/proc/%d", (int)pid);
 	dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd >= 0 && fstatat(dirfd, "exe", &st, 0) == 0) {
-		if (shared_has(shm, st.st_dev, st.st_ino)) {
+		struct backstop_version v = backstop_stat_version(&st);
+
+		if (shared_has(shm, st.st_dev, st.st_ino, &v)) {
 			close(dirfd);
 			ptrace(PTRACE_CONT, pid, 0, 0);
 			return;
 		}
 		m.dev = st.st_dev;
 		m.ino = st.st_ino;
+		m.ctime_ns = v.ctime_ns;
+		m.size = v.size;
 	} else {
 		m.error = errno; /* fail closed: what cannot be checked does not run */
 	}
@@ -282,15 +296,16 @@ int ptrace_backstop_seize(struct ptrace_backstop *pb, pid_t pid, struct cl_error
 	return 0;
 }
 
-int ptrace_backstop_allow(struct ptrace_backstop *pb, dev_t st_dev, ino_t st_ino)
+int ptrace_backstop_allow(struct ptrace_backstop *pb, dev_t st_dev, ino_t st_ino,
+                          const struct backstop_version *v)
 {
 	uint64_t dev = st_dev, ino = st_ino;
 
-	for (size_t i = slot_of(dev, ino);; i = (i + 1) & (SLOTS - 1)) {
+	for (size_t i = slot_of(dev, ino, v);; i = (i + 1) & (SLOTS - 1)) {
 		struct slot *s = &pb->shm->slots[i];
 
 		if (atomic_load_explicit(&s->used, memory_order_relaxed)) {
-			if (s->dev == dev && s->ino == ino)
+			if (slot_is(s, dev, ino, v))
 				return 0;
 			continue;
 		}
@@ -298,6 +313,8 @@ int ptrace_backstop_allow(struct ptrace_backstop *pb, dev_t st_dev, ino_t st_ino
 			return -E2BIG;
 		s->dev = dev;
 		s->ino = ino;
+		s->ctime_ns = v->ctime_ns;
+		s->size = v->size;
 		atomic_store_explicit(&s->used, 1, memory_order_release);
 		pb->n++;
 		return 0;
@@ -330,6 +347,8 @@ int ptrace_backstop_consume_events(struct ptrace_backstop *pb, backstop_event_fn
 		ev.pid = (pid_t)m.value;
 		ev.st_dev = (dev_t)m.dev;
 		ev.st_ino = (ino_t)m.ino;
+		ev.ctime_ns = m.ctime_ns;
+		ev.size = m.size;
 		/* Killed either way; error says the file could not be inspected. */
 		ev.action = BACKSTOP_KILLED;
 		ev.error = -m.error;

@@ -10,7 +10,8 @@
  *   EXITKILL (the tracer's death kills them all: fail closed). At each exec event stop — the new
  *   image is loaded, not one instruction of it has run — the executed file (/proc/PID/exe: the
  *   binary, or a script's interpreter, the file the tp_btf eBPF backstop checks too) must be in
- *   the set of files the supervisor approved (device and inode), or the process is killed.
+ *   the set of files the supervisor approved (device, inode, ctime and size: as it was when
+ *   approved), or the process is killed.
  *
  * The tracer is a process of its own, forked by the supervisor before the sandbox starts (so its
  * waitpid(-1) sees tracees only), dying with it (PDEATHSIG). The approved set is shared memory
@@ -42,9 +43,11 @@ int ptrace_backstop_start(struct ptrace_backstop **ret, struct cl_error *err);
  * descendants. Call before PID execs or forks. Blocks until the tracer answers (bounded). */
 int ptrace_backstop_seize(struct ptrace_backstop *pb, pid_t pid, struct cl_error *err);
 
-/* Approve the file (ST_DEV, ST_INO as stat gives them). Idempotent. -E2BIG when the set is
+/* Approve the file (ST_DEV, ST_INO as stat gives them) with its content's version V (a file
+ * rewritten in place is another version, not approved). Idempotent. -E2BIG when the set is
  * full: the caller must deny the exec. */
-int ptrace_backstop_allow(struct ptrace_backstop *pb, dev_t st_dev, ino_t st_ino);
+int ptrace_backstop_allow(struct ptrace_backstop *pb, dev_t st_dev, ino_t st_ino,
+                          const struct backstop_version *v);
 
 /* Readable (EPOLLIN) when kill reports wait; then ptrace_backstop_consume_events: events of
  * action BACKSTOP_KILLED, with error -errno when the file could not be inspected (killed all the

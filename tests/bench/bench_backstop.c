@@ -141,7 +141,10 @@ static int run_block(const char *plain, const char *sandbox, uint64_t sandbox_id
 	if (time_execs_in(plain, n, &t[1]) < 0)
 		goto out;
 	if (backstop_add_sandbox(b, sandbox_id) < 0 ||
-	    backstop_allow(b, sandbox_id, truebin->st_dev, truebin->st_ino) < 0) {
+	    backstop_allow(b, sandbox_id, truebin->st_dev, truebin->st_ino,
+	                   &(struct backstop_version){truebin->st_ctim.tv_sec * 1000000000ull +
+	                                                      truebin->st_ctim.tv_nsec,
+	                                              truebin->st_size}) < 0) {
 		printf("bench_backstop: skipped: cannot register the sandbox\n");
 		goto out;
 	}

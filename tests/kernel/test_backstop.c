@@ -226,12 +226,24 @@ static void write_script(struct fixture *f, const char *name, const char *interp
 	assert_int_equal(close(fd), 0);
 }
 
+/* The content version of ST (one at a time: the tests are single-threaded). */
+static const struct backstop_version *ver(const struct stat *st)
+{
+	static struct backstop_version v;
+
+	v = backstop_stat_version(st);
+	return &v;
+}
+
+/* Fake files (the full-map test): any version. */
+static const struct backstop_version nover;
+
 static void allow_file(struct fixture *f, uint64_t cg, const char *path)
 {
 	struct stat st;
 
 	assert_int_equal(stat(path, &st), 0);
-	assert_int_equal(backstop_allow(f->b, cg, st.st_dev, st.st_ino), 0);
+	assert_int_equal(backstop_allow(f->b, cg, st.st_dev, st.st_ino, ver(&st)), 0);
 }
 
 static bool exists(const char *path)
@@ -412,8 +424,8 @@ static void test_same_bytes_other_inode_is_not_approved(void **state)
 	/* Revoked, the approved one is stopped too. */
 	struct stat st;
 	assert_int_equal(stat(approved, &st), 0);
-	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino), 0);
-	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino), -ENOENT);
+	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino, ver(&st)), 0);
+	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino, ver(&st)), -ENOENT);
 	assert_stopped(f,
 	               run_in_cgroup(f->cgroups[cg], approved, (char *[]){approved, NULL}, NULL));
 }
@@ -436,7 +448,7 @@ static void test_approving_again_after_revoke_or_removal_reaches_the_kernel(void
 	allow_file(f, id, approved); /* already approved: no map update, still fine */
 	assert_ran_ok(run_in_cgroup(f->cgroups[cg], approved, argv, NULL));
 
-	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino), 0);
+	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino, ver(&st)), 0);
 	assert_stopped(f, run_in_cgroup(f->cgroups[cg], approved, argv, NULL));
 	allow_file(f, id, approved);
 	assert_ran_ok(run_in_cgroup(f->cgroups[cg], approved, argv, NULL));
@@ -479,7 +491,7 @@ static void test_script_checks_its_interpreter(void **state)
 	 * the interpreter at sched_process_exec), LSM checks every stage of the chain. */
 	struct stat st;
 	assert_int_equal(stat(good, &st), 0);
-	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino), 0);
+	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino, ver(&st)), 0);
 	if (backstop_mode(f->b) == BACKSTOP_MODE_TP_BTF) {
 		assert_ran_ok(
 		        run_in_cgroup(f->cgroups[cg], good, (char *[]){good, marker, NULL}, NULL));
@@ -740,12 +752,12 @@ static void test_overlay_files_are_approved_by_superblock_device(void **state)
 
 	/* Approved by stat(): the devices differ, so the exec is still stopped (fail closed). */
 	if (st.st_dev != dev) {
-		assert_int_equal(backstop_allow(f->b, id, st.st_dev, st.st_ino), 0);
+		assert_int_equal(backstop_allow(f->b, id, st.st_dev, st.st_ino, ver(&st)), 0);
 		assert_int_equal(overlay_exec(go[1], result[0]),
 		                 backstop_mode(f->b) == BACKSTOP_MODE_TP_BTF ? 128 + SIGKILL : 127);
 	}
 	/* Approved by backstop_file_id: runs. */
-	assert_int_equal(backstop_allow(f->b, id, dev, ino), 0);
+	assert_int_equal(backstop_allow(f->b, id, dev, ino, ver(&st)), 0);
 	assert_int_equal(overlay_exec(go[1], result[0]), 0);
 
 	close(go[1]);
@@ -820,15 +832,15 @@ static void test_full_maps_are_reported(void **state)
 	/* Fake ids: no cgroup needed to fill the maps. */
 	assert_int_equal(backstop_add_sandbox(f->b, id), 0);
 	for (ino_t ino = 1; ino <= 65536 && r == 0; ino++)
-		r = backstop_allow(f->b, ino % 2 ? id : other, dev, ino);
+		r = backstop_allow(f->b, ino % 2 ? id : other, dev, ino, &nover);
 	assert_int_equal(r, 0);
-	assert_int_equal(backstop_allow(f->b, id, dev, 100000), -E2BIG);
-	assert_int_equal(backstop_allow(f->b, id, dev, 1), 0); /* already there: fine */
+	assert_int_equal(backstop_allow(f->b, id, dev, 100000, &nover), -E2BIG);
+	assert_int_equal(backstop_allow(f->b, id, dev, 1, &nover), 0); /* already there: fine */
 	/* Removing one sandbox frees exactly its approvals. */
 	assert_int_equal(backstop_remove_sandbox(f->b, id), 0);
 	for (ino_t ino = 100000; ino < 100000 + 32768; ino++)
-		assert_int_equal(backstop_allow(f->b, id, dev, ino), 0);
-	assert_int_equal(backstop_allow(f->b, id, dev, 200000), -E2BIG);
+		assert_int_equal(backstop_allow(f->b, id, dev, ino, &nover), 0);
+	assert_int_equal(backstop_allow(f->b, id, dev, 200000, &nover), -E2BIG);
 
 	for (uint64_t s = 1; s <= 64; s++)
 		assert_int_equal(backstop_add_sandbox(f->b, 1000 + s), 0);

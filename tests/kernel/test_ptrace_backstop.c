@@ -118,26 +118,28 @@ static void test_approved_exec_runs_and_another_is_killed_and_reported(void **st
 {
 	struct ptrace_backstop *pb = NULL;
 	struct cl_error err = {""};
+	struct backstop_version tv;
 	struct stat t, f;
 	int status;
 
 	assert_int_equal(stat("/bin/true", &t), 0);
 	assert_int_equal(stat("/bin/false", &f), 0);
+	tv = backstop_stat_version(&t);
 	if (ptrace_backstop_start(&pb, &err) < 0)
 		fail_msg("start: %s", err.msg);
-	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino), 0);
-	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino), 0); /* idempotent */
+	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino, &tv), 0);
+	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino, &tv), 0); /* idempotent */
 	ptrace_backstop_free(pb);
 
 	/* One tracer seizes one process (the agent): a fresh one per case. */
 	assert_int_equal(ptrace_backstop_start(&pb, &err), 0);
-	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino), 0);
+	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino, &tv), 0);
 	status = run_child(pb, exec_true);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	ptrace_backstop_free(pb);
 
 	assert_int_equal(ptrace_backstop_start(&pb, &err), 0);
-	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino), 0);
+	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino, &tv), 0);
 	status = run_child(pb, exec_false);
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	wait_events(pb, &f);
