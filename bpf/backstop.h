@@ -12,6 +12,11 @@
  *   backstop_remove_sandbox()  stop checking, forget its approvals
  *   backstop_free()            detach and unload everything
  *
+ * Besides the file, the arguments: the supervisor says, per exec it lets through, what the
+ * new image's arguments must be (backstop_expect_args); the kernel side checks them where the
+ * old image's threads cannot reach them any more, and stops the exec on a mismatch. In LSM
+ * mode that check is the tp_btf program's (the LSM hook runs before the new image exists).
+ *
  * What must be approved: the file the exec names, and for a #! script its interpreter (each
  * one of a chain). In tp_btf mode only the final binary (the interpreter) is checked; in LSM
  * mode every stage is. Approvals are by (device, inode) and by what changes with the content
@@ -24,6 +29,7 @@
 #ifndef CLOISTER_BACKSTOP_H
 #define CLOISTER_BACKSTOP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -59,6 +65,29 @@ static inline struct backstop_version backstop_stat_version(const struct stat *s
 	                                 .size = (uint64_t)st->st_size};
 }
 
+/* What an approved exec's arguments must be in its new image (see
+ * supervisor/exec/args_digest.h): a keyed hash of LEN bytes of mm->arg_start..arg_end, which
+ * ones by MODE. */
+enum backstop_args_mode {
+	BACKSTOP_ARGS_FULL = 1,   /* the whole area */
+	BACKSTOP_ARGS_PREFIX = 2, /* its first len bytes */
+	BACKSTOP_ARGS_SUFFIX = 3, /* its last len bytes, from a string's start (#! scripts) */
+	BACKSTOP_ARGS_ANY = 4,    /* nothing to compare (a script's argv the notifier cut) */
+};
+
+struct backstop_args {
+	uint64_t hash;
+	uint32_t len;
+	uint32_t mode; /* enum backstop_args_mode */
+};
+
+/* Why an exec was stopped. */
+enum backstop_why {
+	BACKSTOP_WHY_FILE = 0,    /* the file executed was not approved (as it is now) */
+	BACKSTOP_WHY_ARGS = 1,    /* its arguments are not those approved */
+	BACKSTOP_WHY_NO_ARGS = 2, /* nothing approved this exec's arguments (no decision) */
+};
+
 #define BACKSTOP_EVENT_COMM_LEN     16
 #define BACKSTOP_EVENT_FILENAME_LEN 128
 
@@ -71,6 +100,7 @@ struct backstop_event {
 	uint64_t ctime_ns; /* the file as it was executed (struct backstop_version) */
 	uint64_t size;
 	enum backstop_action action;
+	enum backstop_why why;
 	int error; /* BACKSTOP_KILL_FAILED: the negative errno of bpf_send_signal */
 	char comm[BACKSTOP_EVENT_COMM_LEN];
 	char filename[BACKSTOP_EVENT_FILENAME_LEN]; /* the name exec was given (may be truncated) */
@@ -95,6 +125,9 @@ const char *backstop_mode_name(const struct backstop *b);
  * and in its descendants. The cgroup must sit at most 32 levels below the cgroup2 root.
  * Idempotent. -EINVAL for id 0, -E2BIG when 64 sandboxes are registered. */
 int backstop_add_sandbox(struct backstop *b, uint64_t cgroup_id);
+/* The same, checking the files only when !ARGS (for a test of the file check alone: nobody
+ * then decides on arguments, backstop_expect_args). */
+int backstop_add_sandbox_checks(struct backstop *b, uint64_t cgroup_id, bool args);
 
 /* Stop checking cgroup_id and drop all its approvals. -ENOENT if it was not registered
  * (its approvals, if any, are dropped anyway). */
@@ -117,6 +150,16 @@ int backstop_allow(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t s
  * mount_ns_pid (a process in the mount namespace fd was opened through, e.g. the agent when fd
  * was opened via /proc/PID/root; 0 for this process). -ENOENT if the mount is not listed there. */
 int backstop_file_id(int fd, pid_t mount_ns_pid, dev_t *ret_dev, ino_t *ret_ino);
+
+/* The arguments the exec of thread TID (a global thread id: the seccomp notification's pid
+ * as root sees it) must have in its new image; an exec of a registered sandbox's task with
+ * no such expectation is stopped too (fail closed: every exec is decided). Consumed by that
+ * exec; a newer one for the same thread replaces it; the oldest are dropped past 65536. */
+int backstop_expect_args(struct backstop *b, pid_t tid, const struct backstop_args *a);
+
+/* The key of the argument hashes (random per backstop_open, never leaves this process and
+ * the kernel). */
+void backstop_args_key(const struct backstop *b, uint64_t ret_key[2]);
 
 /* Withdraw one approval. -ENOENT if it was not approved. */
 int backstop_revoke(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino,

@@ -21,6 +21,7 @@
 #include "supervisor/approval/audit.h"
 #include "supervisor/approval/audit_log.h"
 #include "supervisor/policy/config.h"
+#include "supervisor/exec/args_digest.h"
 #include "supervisor/exec/deny_ids.h"
 #include "supervisor/exec/exec_verdict.h"
 #include "supervisor/policy/exec_decision.h"
@@ -49,11 +50,18 @@ struct exec_files {
 	struct backstop_version version[2];
 };
 
+/* What the new image's arguments must be, per backstop (each has its own key). */
+struct exec_args {
+	struct backstop_args ebpf;
+	struct backstop_args ptrace;
+};
+
 /* One blocked exec waiting in the queue (a waiter; several may share one item). */
 struct pending_exec {
 	uint64_t cookie; /* the seccomp notification id */
 	pid_t pid;
 	struct exec_files files;
+	struct exec_args args;
 	char *session_key; /* what an "always" answer adds to the session */
 };
 
@@ -141,7 +149,8 @@ static struct pending_exec *pending_find(struct exec_guard *eg, uint64_t cookie)
 }
 
 static int pending_add(struct exec_guard *eg, uint64_t cookie, pid_t pid,
-                       const struct exec_files *files, const char *session_key)
+                       const struct exec_files *files, const struct exec_args *args,
+                       const char *session_key)
 {
 	struct pending_exec *p;
 
@@ -158,6 +167,7 @@ static int pending_add(struct exec_guard *eg, uint64_t cookie, pid_t pid,
 	p->cookie = cookie;
 	p->pid = pid;
 	p->files = *files;
+	p->args = *args;
 	p->session_key = strdup(session_key);
 	if (!p->session_key)
 		return -ENOMEM;
@@ -173,31 +183,37 @@ static void pending_remove(struct exec_guard *eg, struct pending_exec *p)
 
 /* ---- answering --------------------------------------------------------------------------- */
 
-/* Tell the backstop which files this exec may run; an exec it cannot vouch for is refused. */
-static int backstop_approve(struct exec_guard *eg, const struct exec_files *files)
+/* Tell the backstop which files this exec (thread PID) may run and with which arguments; an
+ * exec it cannot vouch for is refused. */
+static int backstop_approve(struct exec_guard *eg, pid_t pid, const struct exec_files *files,
+                            const struct exec_args *args)
 {
-	for (unsigned i = 0; i < files->n; i++) {
-		int r = 0;
+	int r = 0;
 
+	for (unsigned i = 0; i < files->n && r >= 0; i++) {
 		if (eg->backstop && eg->cgroup_id)
 			r = backstop_allow(eg->backstop, eg->cgroup_id, files->dev[i],
 			                   files->ino[i], &files->version[i]);
 		if (r >= 0 && eg->ptrace_backstop)
 			r = ptrace_backstop_allow(eg->ptrace_backstop, files->st_dev[i],
 			                          files->ino[i], &files->version[i]);
-		if (r < 0)
-			return r;
 	}
-	return 0;
+	/* Last, right before the exec is let through: the thread's newest exec is this one. */
+	if (r >= 0 && eg->backstop && eg->cgroup_id)
+		r = backstop_expect_args(eg->backstop, pid, &args->ebpf);
+	if (r >= 0 && eg->ptrace_backstop)
+		r = ptrace_backstop_expect_args(eg->ptrace_backstop, pid, &args->ptrace);
+	return r;
 }
 
 /* Returns 0, or the backstop's -errno when an allow had to become a denial. */
-static int answer(struct exec_guard *eg, uint64_t id, bool allow, const struct exec_files *files)
+static int answer(struct exec_guard *eg, uint64_t id, pid_t pid, bool allow,
+                  const struct exec_files *files, const struct exec_args *args)
 {
 	int r, refused = 0;
 
 	if (allow) {
-		r = backstop_approve(eg, files);
+		r = backstop_approve(eg, pid, files, args);
 		if (r < 0) {
 			say("exec denied: the backstop could not record the approval (%s)",
 			    strerror(-r));
@@ -229,7 +245,7 @@ static void on_resolved(void *userdata, const struct queue_item *item, const uin
 		 * /bin/x): the same process asking again this soon gets the same answer. */
 		if (!allow && item->state != QUEUE_STATE_CANCELLED)
 			exec_answers_denied(eg->answers, p->session_key, p->pid, loop_now_ms());
-		answer(eg, p->cookie, allow, &p->files);
+		answer(eg, p->cookie, p->pid, allow, &p->files, &p->args);
 		pending_remove(eg, p);
 	}
 	if (item->state == QUEUE_STATE_DENIED || item->state == QUEUE_STATE_TIMED_OUT)
@@ -287,6 +303,24 @@ static void exec_files_from_target(const struct exec_target *t, struct exec_file
 	}
 }
 
+/* What the exec's new image must hold as its arguments: the argv read, as decided on. */
+static void exec_args_from_target(const struct exec_guard *eg, const struct exec_target *t,
+                                  struct exec_args *ret)
+{
+	const char *const *argv = (const char *const *)t->argv;
+	uint64_t key[2];
+
+	memset(ret, 0, sizeof(*ret));
+	if (eg->backstop && eg->cgroup_id) {
+		backstop_args_key(eg->backstop, key);
+		args_digest_of_exec(key, argv, t->argc, t->script, t->argv_truncated, &ret->ebpf);
+	}
+	if (eg->ptrace_backstop) {
+		ptrace_backstop_args_key(eg->ptrace_backstop, key);
+		args_digest_of_exec(key, argv, t->argc, t->script, t->argv_truncated, &ret->ptrace);
+	}
+}
+
 /* The files as one string: identical asks merge only when they name the same files as they
  * were read, so that one approval never covers a file renamed or rewritten under the name. */
 static void exec_files_identity(const struct exec_files *files, char *buf, size_t size)
@@ -329,6 +363,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	struct cl_error err = {""};
 	struct policy_result res;
 	struct exec_files files;
+	struct exec_args args;
 	const char *const *argv;
 	const char *exe;
 	size_t argc;
@@ -409,6 +444,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	}
 	exec_verdict_rewrite(t, eg->answers, session_key, eg->terminating, loop_now_ms(), &res);
 	exec_files_from_target(t, &files);
+	exec_args_from_target(eg, t, &args);
 
 	trace_exec_phase(TRACE_EXEC_DECIDE);
 	switch (res.verdict) {
@@ -416,7 +452,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		/* Answer first: the decision is made, and the waiting exec need not also wait for
 		 * the log line. The line follows in this same call, so it is never lost; a backstop
 		 * failure turned the answer into a denial, and the line says so. */
-		if (answer(eg, req->id, true, &files) < 0) {
+		if (answer(eg, req->id, t->pid, true, &files, &args) < 0) {
 			audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_DENY,
 			              "the backstop could not record the approval");
 			return;
@@ -433,7 +469,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		format_rule(&res, rule, sizeof(rule));
 		say("exec %s denied: %s", exe, rule);
 		audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_DENY, NULL);
-		answer(eg, req->id, false, NULL);
+		answer(eg, req->id, t->pid, false, NULL, NULL);
 		return;
 	}
 	case POLICY_ASK:
@@ -465,7 +501,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 			         t->interp_arg ? " " : "", t->interp_arg ? t->interp_arg : "");
 			qr.interpreter = interp;
 		}
-		r = pending_add(eg, req->id, t->pid, &files, session_key);
+		r = pending_add(eg, req->id, t->pid, &files, &args, session_key);
 		if (r >= 0)
 			r = approvals_ask(eg->approvals, &qr, NULL);
 		if (r < 0) {
@@ -476,7 +512,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 				pending_remove(eg, p);
 			say("exec %s denied: %s", exe, why);
 			audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_DENY, why);
-			answer(eg, req->id, false, NULL);
+			answer(eg, req->id, t->pid, false, NULL, NULL);
 			return;
 		}
 	}

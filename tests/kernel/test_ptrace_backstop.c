@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "supervisor/exec/args_digest.h"
 #include "supervisor/exec/ptrace_backstop.h"
 
 static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
@@ -53,18 +54,38 @@ static struct child start_child(void (*fn)(void))
 	return c;
 }
 
-static int run_child(struct ptrace_backstop *pb, void (*fn)(void))
+/* Run fn in a child the tracer seized; the child's exec is expected to have ARGV (as the
+ * supervisor says before it lets an exec through), or nothing when ARGV is NULL. */
+static int run_child_args(struct ptrace_backstop *pb, void (*fn)(void), const char *const *argv,
+                          size_t argc)
 {
 	struct cl_error err = {""};
 	struct child c = start_child(fn);
+	struct backstop_args a;
+	uint64_t key[2];
 	int status;
 
 	if (ptrace_backstop_seize(pb, c.pid, &err) < 0)
 		fail_msg("seize: %s", err.msg);
+	if (argv) {
+		ptrace_backstop_args_key(pb, key);
+		args_digest_of_exec(key, argv, argc, false, false, &a);
+		assert_int_equal(ptrace_backstop_expect_args(pb, c.pid, &a), 0);
+	}
 	assert_int_equal(write(c.go, "g", 1), 1);
 	close(c.go);
 	assert_int_equal(waitpid(c.pid, &status, 0), c.pid);
 	return status;
+}
+
+static void exec_true(void);
+
+/* The child's exec as it is: what exec_true and exec_false run. */
+static int run_child(struct ptrace_backstop *pb, void (*fn)(void))
+{
+	static const char *const true_argv[] = {"true"}, *const false_argv[] = {"false"};
+
+	return run_child_args(pb, fn, fn == exec_true ? true_argv : false_argv, 1);
 }
 
 static void exec_true(void)
@@ -144,6 +165,21 @@ static void test_approved_exec_runs_and_another_is_killed_and_reported(void **st
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	wait_events(pb, &f);
 	assert_int_equal(f.st_nlink, 1000);
+	ptrace_backstop_free(pb);
+
+	/* The approved file with other arguments than decided on, or with none decided: killed. */
+	static const char *const other[] = {"true", "--other"};
+	assert_int_equal(ptrace_backstop_start(&pb, &err), 0);
+	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino, &tv), 0);
+	status = run_child_args(pb, exec_true, other, 2);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	wait_events(pb, &t);
+	assert_int_equal(t.st_nlink, 1000);
+	ptrace_backstop_free(pb);
+	assert_int_equal(ptrace_backstop_start(&pb, &err), 0);
+	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino, &tv), 0);
+	status = run_child_args(pb, exec_true, NULL, 0);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	ptrace_backstop_free(pb);
 }
 
