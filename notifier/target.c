@@ -60,6 +60,8 @@ void exec_target_free(struct exec_target *t)
 		free(t->argv);
 	}
 	exec_file_done(&t->file);
+	if (t->file_fd >= 0)
+		close(t->file_fd);
 	free(t->interp);
 	free(t->interp_arg);
 	exec_file_done(&t->interp_file);
@@ -440,6 +442,7 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
+	t->file_fd = -1;
 	t->id = req->id;
 	t->pid = (pid_t)req->pid;
 	t->dirfd = AT_FDCWD;
@@ -639,6 +642,8 @@ resolved:
 	if (r < 0)
 		return cl_error_set(err, r, "checking notification %llu: %s",
 		                    (unsigned long long)req->id, strerror(-r));
+	if (t->file.exists)
+		t->file_fd = TAKE_FD(filefd);
 	*ret = TAKE_PTR(t);
 	return 0;
 

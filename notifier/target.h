@@ -98,6 +98,8 @@ struct exec_target {
 	bool ids_exact;
 
 	struct exec_file file;
+	int file_fd; /* an O_PATH fd of that file as it was read, -1 when none; exec_target_free
+	              * closes it unless the caller took it (set it to -1) */
 
 	bool script;  /* the file starts with a "#!" line the kernel accepts */
 	char *interp; /* its interpreter (as written) and optional argument; NULL if none */

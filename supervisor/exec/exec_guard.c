@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <netinet/in.h>
@@ -62,6 +64,7 @@ struct pending_exec {
 	pid_t pid;
 	struct exec_files files;
 	struct exec_args args;
+	int fd; /* the file as it was read (O_PATH), to see at approval whether it changed */
 	char *session_key; /* what an "always" answer adds to the session */
 };
 
@@ -148,8 +151,9 @@ static struct pending_exec *pending_find(struct exec_guard *eg, uint64_t cookie)
 	return NULL;
 }
 
+/* Takes *FD (set to -1) once added. */
 static int pending_add(struct exec_guard *eg, uint64_t cookie, pid_t pid,
-                       const struct exec_files *files, const struct exec_args *args,
+                       const struct exec_files *files, const struct exec_args *args, int *fd,
                        const char *session_key)
 {
 	struct pending_exec *p;
@@ -171,12 +175,16 @@ static int pending_add(struct exec_guard *eg, uint64_t cookie, pid_t pid,
 	p->session_key = strdup(session_key);
 	if (!p->session_key)
 		return -ENOMEM;
+	p->fd = *fd;
+	*fd = -1;
 	eg->n_pending++;
 	return 0;
 }
 
 static void pending_remove(struct exec_guard *eg, struct pending_exec *p)
 {
+	if (p->fd >= 0)
+		close(p->fd);
 	free(p->session_key);
 	*p = eg->pending[--eg->n_pending];
 }
@@ -227,6 +235,50 @@ static int answer(struct exec_guard *eg, uint64_t id, pid_t pid, bool allow,
 	return refused;
 }
 
+/* Whether the file P's card was for was written to (or had its inode changed) since it was
+ * read: then what a person approved is not what would run. The backstop would kill it; this
+ * refuses it first, with a reason. */
+static bool changed_while_waiting(const struct pending_exec *p)
+{
+	struct statx x;
+
+	if (p->fd < 0 || p->files.n == 0)
+		return false;
+	if (statx(p->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_CTIME | STATX_SIZE, &x) <
+	    0)
+		return true;
+	return (uint64_t)x.stx_ctime.tv_sec * 1000000000u + x.stx_ctime.tv_nsec !=
+	               p->files.version[0].ctime_ns ||
+	       x.stx_size != p->files.version[0].size;
+}
+
+static void audit_changed(struct exec_guard *eg, const struct queue_item *item,
+                          const struct pending_exec *p)
+{
+	static const char why[] = "the file changed while its card waited: what was approved is "
+	                          "not what would run";
+	struct audit_record rec = {
+	        .time_ms = audit_log_now_ms(),
+	        .sandbox = eg->name,
+	        .project = eg->project,
+	        .kind = "exec",
+	        .pid = p->pid,
+	        .uid = item->uid,
+	        .exe = item->exe,
+	        .argv = (const char *const *)item->argv,
+	        .argc = item->argc,
+	        .cwd = item->cwd,
+	        .verdict = AUDIT_DENY,
+	        .rule = "identity",
+	        .decided_by = "policy",
+	        .latency_ms = -1,
+	        .reason = why,
+	};
+
+	say("exec %s refused: %s", item->exe ? item->exe : item->summary, why);
+	approvals_verdict(eg->approvals, &rec);
+}
+
 /* The queue decided an exec item: answer this guard's notifications waiting on it. */
 static void on_resolved(void *userdata, const struct queue_item *item, const uint64_t *cookies,
                         size_t n)
@@ -239,6 +291,12 @@ static void on_resolved(void *userdata, const struct queue_item *item, const uin
 
 		if (!p)
 			continue;
+		if (allow && changed_while_waiting(p)) {
+			audit_changed(eg, item, p);
+			answer(eg, p->cookie, p->pid, false, NULL, NULL);
+			pending_remove(eg, p);
+			continue;
+		}
 		if (allow && item->scope == QUEUE_SCOPE_SESSION)
 			exec_answers_allow_always(eg->answers, p->session_key);
 		/* A shell whose exec was refused tries the next PATH entry (/usr/bin/x, then
@@ -501,7 +559,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 			         t->interp_arg ? " " : "", t->interp_arg ? t->interp_arg : "");
 			qr.interpreter = interp;
 		}
-		r = pending_add(eg, req->id, t->pid, &files, &args, session_key);
+		r = pending_add(eg, req->id, t->pid, &files, &args, &t->file_fd, session_key);
 		if (r >= 0)
 			r = approvals_ask(eg->approvals, &qr, NULL);
 		if (r < 0) {
@@ -672,8 +730,11 @@ void exec_guard_free(struct exec_guard *eg)
 		return;
 	/* Whatever still waits is cancelled; closing the listener fails its syscalls. */
 	approvals_unregister(eg->approvals);
-	for (size_t i = 0; i < eg->n_pending; i++)
+	for (size_t i = 0; i < eg->n_pending; i++) {
+		if (eg->pending[i].fd >= 0)
+			close(eg->pending[i].fd);
 		free(eg->pending[i].session_key);
+	}
 	free(eg->pending);
 	if (eg->listening)
 		loop_del_fd(eg->loop, notifier_fd(eg->notifier));

@@ -21,7 +21,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=18
+PLAN=20
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
@@ -162,6 +162,11 @@ for who in root nobody; do
 	tap_ok "$([ ! -e "$P/mark" ] && echo 0 || echo 1)" \
 		"$who: the content nobody saw does not run" \
 		"status: $(cat "$P/out" 2>&1); the rewritten program created $P/mark"
+	# Seen at the approval already: refused (EACCES: 126) with the reason, not left to the kill.
+	# (as ran in the background: its audit log is set here.)
+	if [ "$who" = root ]; then AUD=$AUDIT; else AUD=$U/state/cloister/audit.log; fi
+	tap_is "$(cat "$P/out" 2>&1):$(aud_count 'changed while its card waited')" "status 126:1" \
+		"$who: refused at the approval, and the audit log says the file changed" "$(diag)"
 done
 
 # ---- the same rename, laundered through a merged ask -------------------------------------------

@@ -183,6 +183,68 @@ static void test_approved_exec_runs_and_another_is_killed_and_reported(void **st
 	ptrace_backstop_free(pb);
 }
 
+static char tmp_prog[64];
+
+static void exec_tmp_prog(void)
+{
+	char *argv[] = {"prog", NULL};
+
+	execve(tmp_prog, argv, envp);
+}
+
+/* DST gets SRC's content, in place (same inode). */
+static void rewrite(const char *src, const char *dst, int flags)
+{
+	char buf[65536];
+	ssize_t n;
+	int in = open(src, O_RDONLY | O_CLOEXEC),
+	    out = open(dst, O_WRONLY | O_CLOEXEC | flags, 0755);
+
+	assert_true(in >= 0 && out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	close(in);
+	assert_int_equal(close(out), 0);
+}
+
+/* A file rewritten in place keeps its inode, not its ctime: killed; approved as it is now,
+ * it runs. */
+static void test_a_file_rewritten_in_place_is_killed(void **state)
+{
+	static const char *const argv[] = {"prog"};
+	struct ptrace_backstop *pb = NULL;
+	struct cl_error err = {""};
+	struct backstop_version v;
+	struct stat st, now;
+	int status, fd;
+
+	snprintf(tmp_prog, sizeof(tmp_prog), "/tmp/cloister-test-ptrace-XXXXXX");
+	fd = mkstemp(tmp_prog);
+	assert_true(fd >= 0);
+	assert_int_equal(fchmod(fd, 0755), 0);
+	close(fd);
+	rewrite("/bin/true", tmp_prog, O_TRUNC);
+	assert_int_equal(stat(tmp_prog, &st), 0);
+	v = backstop_stat_version(&st);
+	rewrite("/bin/false", tmp_prog, O_TRUNC);
+	assert_int_equal(stat(tmp_prog, &now), 0);
+	assert_true(now.st_ino == st.st_ino);
+
+	assert_int_equal(ptrace_backstop_start(&pb, &err), 0);
+	assert_int_equal(ptrace_backstop_allow(pb, st.st_dev, st.st_ino, &v), 0);
+	status = run_child_args(pb, exec_tmp_prog, argv, 1);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ptrace_backstop_free(pb);
+
+	v = backstop_stat_version(&now);
+	assert_int_equal(ptrace_backstop_start(&pb, &err), 0);
+	assert_int_equal(ptrace_backstop_allow(pb, now.st_dev, now.st_ino, &v), 0);
+	status = run_child_args(pb, exec_tmp_prog, argv, 1);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1); /* false ran */
+	ptrace_backstop_free(pb);
+	unlink(tmp_prog);
+}
+
 static void test_a_grandchild_is_followed(void **state)
 {
 	struct ptrace_backstop *pb = NULL;
@@ -243,6 +305,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_approved_exec_runs_and_another_is_killed_and_reported),
+	        cmocka_unit_test(test_a_file_rewritten_in_place_is_killed),
 	        cmocka_unit_test(test_a_grandchild_is_followed),
 	        cmocka_unit_test(test_the_tracers_death_kills_its_tracees),
 	        cmocka_unit_test(test_a_process_traced_already_cannot_be_seized),
