@@ -13,8 +13,9 @@
 #define BACKSTOP_MAX_LEVELS    32
 #define BACKSTOP_RINGBUF_BYTES (256 * 1024)
 /* Execs let through, by thread, waiting for their new image (LRU: an exec that failed after
- * the supervisor let it through leaves its entry behind, dropped first). */
-#define BACKSTOP_MAX_EXPECTED 65536
+ * the supervisor let it through leaves its entry behind, dropped first). An LRU map is
+ * preallocated: 8192 execs in flight at once is far more than a sandbox has. */
+#define BACKSTOP_MAX_EXPECTED 8192
 /* Bytes of arguments hashed at most: the notifier reads 1 MiB at most (EXEC_MAX_ARGV_BYTES). */
 #define BACKSTOP_ARGS_MAX     (1024 * 1024)
 #define BACKSTOP_ARGS_CHUNK   4096
