@@ -2,8 +2,9 @@
  *
  * The supervisor reads an exec's path from the agent's memory and answers CONTINUE; a second
  * thread of the agent can rewrite the path before the kernel reads it. So the supervisor also
- * records, per sandbox cgroup, the (device, inode) of every file it allowed, and this program
- * checks the file the kernel really executes against that set, for every task whose cgroup is a
+ * records, per sandbox cgroup, the (device, inode, ctime, size) of every file it allowed, and
+ * this program checks the file the kernel really executes against that set (a file rewritten
+ * in place keeps its inode, not its ctime), for every task whose cgroup is a
  * registered sandbox or a descendant of one.
  *
  * Two programs, one loaded (the loader probes in this order):
@@ -13,6 +14,14 @@
  *                  return to user space; SIGKILL is then delivered on that return, so the new
  *                  image never runs an instruction. bprm->file is the final binary (the
  *                  interpreter of a #! script: binfmt_script swaps it in).
+ *
+ * The arguments: the supervisor decided on the argv it read, which another thread of the agent
+ * can rewrite before the kernel copies it. At sched_process_exec the new image's arguments are
+ * in its own memory (mm->arg_start..arg_end), out of the old threads' reach: backstop_exec
+ * hashes them (SipHash-2-4 under a key only the supervisor and this program know) and stops
+ * the exec unless they are what the supervisor expected for the thread that called exec
+ * (expected, filled before it let the exec through; consumed here). In LSM mode backstop_exec
+ * is attached too, for this check only.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -25,7 +34,7 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-/* Registered sandbox cgroup ids (value unused, 1). */
+/* Registered sandbox cgroup ids → what is checked (BACKSTOP_ABI_SANDBOX_*). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, BACKSTOP_MAX_SANDBOXES);
@@ -49,11 +58,40 @@ struct {
 	__uint(max_entries, BACKSTOP_RINGBUF_BYTES);
 } events SEC(".maps");
 
+/* Set by the loader before load: the key of the argument hashes, and whether backstop_exec
+ * checks the file too (tp_btf mode) or only the arguments (LSM mode). */
+const volatile __u64 args_key[2] = {0, 0};
+const volatile bool tp_checks_file = true;
+
+/* Thread id (global) of an exec the supervisor let through → what its arguments must be. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, BACKSTOP_MAX_EXPECTED);
+	__type(key, __u32);
+	__type(value, struct backstop_abi_args);
+} expected SEC(".maps");
+
+/* One chunk of arguments read from the new image. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64[BACKSTOP_ARGS_CHUNK / 8]);
+} chunk_buf SEC(".maps");
+
 /* Events lost because the ring buffer was full (an exec storm); the supervisor reports it. */
 __u64 events_dropped = 0;
 
-static __always_inline void report(struct linux_binprm *bprm, __u64 sandbox, __u32 dev, __u64 ino,
-                                   __u32 action, __s32 error)
+/* A file as the approved set knows it: where it is and what it holds (see backstop_abi.h). */
+struct file_id {
+	__u64 ino;
+	__u64 ctime_ns;
+	__u64 size;
+	__u32 dev;
+};
+
+static __always_inline void report(struct linux_binprm *bprm, __u64 sandbox,
+                                   const struct file_id *f, __u32 action, __s32 error, __u32 why)
 {
 	struct backstop_abi_event *ev;
 	const char *filename;
@@ -65,11 +103,15 @@ static __always_inline void report(struct linux_binprm *bprm, __u64 sandbox, __u
 	}
 	ev->sandbox_cgroup_id = sandbox;
 	ev->cgroup_id = bpf_get_current_cgroup_id();
-	ev->ino = ino;
-	ev->dev = dev;
+	ev->ino = f->ino;
+	ev->ctime_ns = f->ctime_ns;
+	ev->size = f->size;
+	ev->dev = f->dev;
 	ev->pid = bpf_get_current_pid_tgid() >> 32;
 	ev->action = action;
 	ev->error = error;
+	ev->why = why;
+	ev->pad = 0;
 	bpf_get_current_comm(ev->comm, sizeof(ev->comm));
 	filename = BPF_CORE_READ(bprm, filename);
 	if (bpf_probe_read_kernel_str(ev->filename, sizeof(ev->filename), filename) < 0)
@@ -80,9 +122,10 @@ static __always_inline void report(struct linux_binprm *bprm, __u64 sandbox, __u
 /* Returns the first registered sandbox (scanning from the root down) that has not approved
  * (dev, ino), 0 when every registered ancestor approved it or none is registered. Every
  * registered ancestor must approve: a sandbox nested in a sandbox answers to both. */
-static __always_inline __u64 unapproved_sandbox(__u32 dev, __u64 ino)
+static __always_inline __u64 unapproved_sandbox(const struct file_id *f)
 {
-	struct backstop_abi_key key = {.ino = ino, .dev = dev};
+	struct backstop_abi_key key = {
+	        .ino = f->ino, .ctime_ns = f->ctime_ns, .size = f->size, .dev = f->dev};
 
 	for (int level = 1; level <= BACKSTOP_MAX_LEVELS; level++) {
 		__u64 id = bpf_get_current_ancestor_cgroup_id(level);
@@ -98,43 +141,224 @@ static __always_inline __u64 unapproved_sandbox(__u32 dev, __u64 ino)
 	return 0;
 }
 
-static __always_inline void file_id(struct file *file, __u32 *dev, __u64 *ino)
+/* Kernels before 6.11 kept the ctime as one timespec64 (__i_ctime from 6.6, i_ctime before). */
+struct inode___ts {
+	struct timespec64 __i_ctime;
+} __attribute__((preserve_access_index));
+struct inode___old {
+	struct timespec64 i_ctime;
+} __attribute__((preserve_access_index));
+
+/* Multigrain timestamps (6.13) keep a flag in the top bit of i_ctime_nsec (I_CTIME_QUERIED);
+ * stat() masks it, so must we. */
+#define CTIME_NSEC_MASK 0x7fffffffu
+
+static __always_inline void file_id(struct file *file, struct file_id *f)
 {
 	struct inode *inode = BPF_CORE_READ(file, f_inode);
+	__u64 sec, nsec;
 
-	*ino = BPF_CORE_READ(inode, i_ino);
-	*dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	f->ino = BPF_CORE_READ(inode, i_ino);
+	f->dev = BPF_CORE_READ(inode, i_sb, s_dev);
+	f->size = BPF_CORE_READ(inode, i_size);
+	if (bpf_core_field_exists(inode->i_ctime_sec)) {
+		sec = BPF_CORE_READ(inode, i_ctime_sec);
+		nsec = BPF_CORE_READ(inode, i_ctime_nsec) & CTIME_NSEC_MASK;
+	} else if (bpf_core_field_exists(((struct inode___ts *)inode)->__i_ctime)) {
+		sec = BPF_CORE_READ((struct inode___ts *)inode, __i_ctime.tv_sec);
+		nsec = BPF_CORE_READ((struct inode___ts *)inode, __i_ctime.tv_nsec);
+	} else {
+		sec = BPF_CORE_READ((struct inode___old *)inode, i_ctime.tv_sec);
+		nsec = BPF_CORE_READ((struct inode___old *)inode, i_ctime.tv_nsec);
+	}
+	f->ctime_ns = sec * 1000000000ull + nsec;
 }
 
 SEC("lsm/bprm_check_security")
 int BPF_PROG(backstop_lsm, struct linux_binprm *bprm, int ret)
 {
-	__u64 sandbox, ino;
-	__u32 dev;
+	struct file_id f;
+	__u64 sandbox;
 
 	if (ret)
 		return ret;
-	file_id(BPF_CORE_READ(bprm, file), &dev, &ino);
-	sandbox = unapproved_sandbox(dev, ino);
+	file_id(BPF_CORE_READ(bprm, file), &f);
+	sandbox = unapproved_sandbox(&f);
 	if (!sandbox)
 		return 0;
-	report(bprm, sandbox, dev, ino, BACKSTOP_ABI_DENIED, -EPERM);
+	report(bprm, sandbox, &f, BACKSTOP_ABI_DENIED, -EPERM, BACKSTOP_ABI_WHY_FILE);
 	return -EPERM;
+}
+
+/* The first registered sandbox among the task's cgroup and its ancestors whose execs'
+ * arguments are checked, 0 when none. */
+static __always_inline __u64 args_sandbox(void)
+{
+	for (int level = 1; level <= BACKSTOP_MAX_LEVELS; level++) {
+		__u64 id = bpf_get_current_ancestor_cgroup_id(level);
+		__u32 *checks;
+
+		if (id == 0)
+			break;
+		checks = bpf_map_lookup_elem(&sandboxes, &id);
+		if (checks && (*checks & BACKSTOP_ABI_SANDBOX_ARGS))
+			return id;
+	}
+	return 0;
+}
+
+/* ---- the arguments: SipHash-2-4, word by word (see supervisor/exec/args_digest.h) --------- */
+
+struct sip {
+	__u64 v0, v1, v2, v3;
+};
+
+#define ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+
+static __always_inline void sipround(struct sip *s)
+{
+	s->v0 += s->v1, s->v1 = ROTL(s->v1, 13), s->v1 ^= s->v0, s->v0 = ROTL(s->v0, 32);
+	s->v2 += s->v3, s->v3 = ROTL(s->v3, 16), s->v3 ^= s->v2;
+	s->v0 += s->v3, s->v3 = ROTL(s->v3, 21), s->v3 ^= s->v0;
+	s->v2 += s->v1, s->v1 = ROTL(s->v1, 17), s->v1 ^= s->v2, s->v2 = ROTL(s->v2, 32);
+}
+
+static __always_inline void sip_block(struct sip *s, __u64 m)
+{
+	s->v3 ^= m;
+	sipround(s);
+	sipround(s);
+	s->v0 ^= m;
+}
+
+struct hash_ctx {
+	struct sip s;
+	__u64 start; /* user address of the first byte */
+	__u64 len;   /* bytes to hash */
+	__u64 tail;  /* the last len % 8 bytes, little-endian */
+	__u32 failed;
+};
+
+/* bpf_loop callback: hash chunk I (BACKSTOP_ARGS_CHUNK bytes, a multiple of 8, so words line
+ * up across chunks). 0 goes on, 1 stops. */
+static long hash_chunk(__u64 i, void *data)
+{
+	struct hash_ctx *c = data;
+	__u64 off = i * BACKSTOP_ARGS_CHUNK, n;
+	__u32 zero = 0;
+	__u64 *buf = bpf_map_lookup_elem(&chunk_buf, &zero);
+
+	if (!buf || off >= c->len) {
+		c->failed = !buf;
+		return 1;
+	}
+	n = c->len - off;
+	if (n > BACKSTOP_ARGS_CHUNK)
+		n = BACKSTOP_ARGS_CHUNK;
+	if (bpf_probe_read_user(buf, n, (const void *)(c->start + off)) < 0) {
+		c->failed = 1;
+		return 1;
+	}
+	for (__u32 j = 0; j < BACKSTOP_ARGS_CHUNK / 8; j++) {
+		if ((j + 1) * 8 > n)
+			break;
+		sip_block(&c->s, buf[j]);
+	}
+	if (n % 8)
+		c->tail = buf[(n / 8) & (BACKSTOP_ARGS_CHUNK / 8 - 1)] &
+		          ((1ull << (8 * (n % 8))) - 1);
+	return 0;
+}
+
+/* BACKSTOP_ABI_WHY_* when the new image's arguments are not what the supervisor expected for
+ * the thread OLD_PID that called exec, -1 when they are. */
+static __always_inline int args_mismatch(struct task_struct *p, pid_t old_pid)
+{
+	struct hash_ctx c = {};
+	struct backstop_abi_args want, *e;
+	__u32 tid = (__u32)old_pid;
+	__u64 a, z, h;
+	struct mm_struct *mm;
+
+	e = bpf_map_lookup_elem(&expected, &tid);
+	if (!e)
+		return BACKSTOP_ABI_WHY_NO_ARGS;
+	want = *e;
+	bpf_map_delete_elem(&expected, &tid); /* one exec, one check */
+	if (want.mode == BACKSTOP_ABI_ARGS_ANY)
+		return -1;
+	mm = BPF_CORE_READ(p, mm);
+	a = BPF_CORE_READ(mm, arg_start);
+	z = BPF_CORE_READ(mm, arg_end);
+	if (z < a || want.len > BACKSTOP_ARGS_MAX)
+		return BACKSTOP_ABI_WHY_ARGS;
+	c.start = a;
+	switch (want.mode) {
+	case BACKSTOP_ABI_ARGS_FULL:
+		if (z - a != want.len)
+			return BACKSTOP_ABI_WHY_ARGS;
+		break;
+	case BACKSTOP_ABI_ARGS_PREFIX:
+		if (z - a < want.len)
+			return BACKSTOP_ABI_WHY_ARGS;
+		break;
+	case BACKSTOP_ABI_ARGS_SUFFIX: {
+		char before = 0;
+
+		if (z - a < want.len)
+			return BACKSTOP_ABI_WHY_ARGS;
+		c.start = z - want.len;
+		/* At a string boundary: the suffix's first string is a whole one. */
+		if (z - a > want.len &&
+		    (bpf_probe_read_user(&before, 1, (const void *)(c.start - 1)) < 0 || before))
+			return BACKSTOP_ABI_WHY_ARGS;
+		break;
+	}
+	default:
+		return BACKSTOP_ABI_WHY_ARGS;
+	}
+	c.len = want.len;
+	c.s.v0 = args_key[0] ^ 0x736f6d6570736575ULL;
+	c.s.v1 = args_key[1] ^ 0x646f72616e646f6dULL;
+	c.s.v2 = args_key[0] ^ 0x6c7967656e657261ULL;
+	c.s.v3 = args_key[1] ^ 0x7465646279746573ULL;
+	bpf_loop((c.len + BACKSTOP_ARGS_CHUNK - 1) / BACKSTOP_ARGS_CHUNK, hash_chunk, &c, 0);
+	if (c.failed)
+		return BACKSTOP_ABI_WHY_ARGS;
+	sip_block(&c.s, (c.len << 56) | c.tail);
+	c.s.v2 ^= 0xff;
+	sipround(&c.s);
+	sipround(&c.s);
+	sipround(&c.s);
+	sipround(&c.s);
+	h = c.s.v0 ^ c.s.v1 ^ c.s.v2 ^ c.s.v3;
+	return h == want.hash ? -1 : BACKSTOP_ABI_WHY_ARGS;
 }
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(backstop_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	__u64 sandbox, ino;
-	__u32 dev;
+	struct file_id f;
+	__u64 sandbox;
+	int why = -1;
 	long err;
 
-	file_id(BPF_CORE_READ(bprm, file), &dev, &ino);
-	sandbox = unapproved_sandbox(dev, ino);
-	if (!sandbox)
-		return 0;
+	file_id(BPF_CORE_READ(bprm, file), &f);
+	if (tp_checks_file) {
+		sandbox = unapproved_sandbox(&f);
+		if (sandbox)
+			why = BACKSTOP_ABI_WHY_FILE;
+	}
+	if (why < 0) {
+		sandbox = args_sandbox();
+		if (!sandbox)
+			return 0;
+		why = args_mismatch(p, old_pid);
+		if (why < 0)
+			return 0;
+	}
 	err = bpf_send_signal(SIGKILL);
-	report(bprm, sandbox, dev, ino, err ? BACKSTOP_ABI_KILL_FAILED : BACKSTOP_ABI_KILLED,
-	       (__s32)err);
+	report(bprm, sandbox, &f, err ? BACKSTOP_ABI_KILL_FAILED : BACKSTOP_ABI_KILLED, (__s32)err,
+	       (__u32)why);
 	return 0;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
@@ -26,6 +27,15 @@
 
 _Static_assert(BACKSTOP_EVENT_COMM_LEN == BACKSTOP_COMM_LEN, "comm length");
 _Static_assert(BACKSTOP_EVENT_FILENAME_LEN == BACKSTOP_FILENAME_LEN, "filename length");
+_Static_assert(BACKSTOP_ARGS_FULL == BACKSTOP_ABI_ARGS_FULL &&
+                       BACKSTOP_ARGS_PREFIX == BACKSTOP_ABI_ARGS_PREFIX &&
+                       BACKSTOP_ARGS_SUFFIX == BACKSTOP_ABI_ARGS_SUFFIX &&
+                       BACKSTOP_ARGS_ANY == BACKSTOP_ABI_ARGS_ANY,
+               "argument modes");
+_Static_assert(BACKSTOP_WHY_FILE == BACKSTOP_ABI_WHY_FILE &&
+                       BACKSTOP_WHY_ARGS == BACKSTOP_ABI_WHY_ARGS &&
+                       BACKSTOP_WHY_NO_ARGS == BACKSTOP_ABI_WHY_NO_ARGS,
+               "reasons");
 
 struct backstop {
 	struct backstop_bpf *skel;
@@ -42,6 +52,7 @@ struct backstop {
 	struct backstop_abi_key *cache;
 	size_t cache_cap; /* a power of two, or 0 */
 	size_t cache_used;
+	uint64_t args_key[2]; /* also in the program's rodata */
 };
 
 static void cache_clear(struct backstop *b);
@@ -75,8 +86,8 @@ static const char *mode_names[] = {
 };
 
 /* Load only the program of mode and attach it. On failure, why says what failed. */
-static int backstop_try_mode(enum backstop_mode mode, struct backstop_bpf **ret_skel, char *why,
-                             size_t why_len)
+static int backstop_try_mode(enum backstop_mode mode, const uint64_t key[2],
+                             struct backstop_bpf **ret_skel, char *why, size_t why_len)
 {
 	struct backstop_bpf *skel;
 	struct bpf_program *prog;
@@ -92,7 +103,10 @@ static int backstop_try_mode(enum backstop_mode mode, struct backstop_bpf **ret_
 		return r;
 	}
 	bpf_program__set_autoload(skel->progs.backstop_lsm, mode == BACKSTOP_MODE_LSM);
-	bpf_program__set_autoload(skel->progs.backstop_exec, mode == BACKSTOP_MODE_TP_BTF);
+	/* Loaded in both modes: in LSM mode it checks the arguments only. */
+	skel->rodata->tp_checks_file = mode == BACKSTOP_MODE_TP_BTF;
+	skel->rodata->args_key[0] = key[0];
+	skel->rodata->args_key[1] = key[1];
 	r = backstop_bpf__load(skel);
 	if (r < 0) {
 		snprintf(why, why_len, "load: %s%s%s", strerror(-r), probe_msg[0] ? " — " : "",
@@ -114,6 +128,16 @@ static int backstop_try_mode(enum backstop_mode mode, struct backstop_bpf **ret_
 		skel->links.backstop_lsm = link;
 	else
 		skel->links.backstop_exec = link;
+	if (mode == BACKSTOP_MODE_LSM) {
+		link = bpf_program__attach(skel->progs.backstop_exec);
+		if (!link) {
+			r = -errno;
+			snprintf(why, why_len, "attach (arguments): %s", strerror(-r));
+			backstop_bpf__destroy(skel);
+			return r;
+		}
+		skel->links.backstop_exec = link;
+	}
 	*ret_skel = skel;
 	return 0;
 }
@@ -189,7 +213,10 @@ static int on_ringbuf_event(void *ctx, void *data, size_t size)
 	ev.cgroup_id = e->cgroup_id;
 	ev.st_dev = backstop_dev_from_kernel(e->dev);
 	ev.st_ino = (ino_t)e->ino;
+	ev.ctime_ns = e->ctime_ns;
+	ev.size = e->size;
 	ev.action = (enum backstop_action)e->action;
+	ev.why = (enum backstop_why)e->why;
 	ev.error = e->error;
 	memcpy(ev.comm, e->comm, sizeof(ev.comm));
 	ev.comm[sizeof(ev.comm) - 1] = '\0';
@@ -206,8 +233,11 @@ int backstop_open(struct backstop **ret, struct cl_error *err)
 	libbpf_print_fn_t saved_print;
 	enum backstop_mode mode = 0;
 	struct backstop *b;
+	uint64_t key[2];
 	int r = -ENOSYS;
 
+	if (getrandom(key, sizeof(key), 0) != sizeof(key))
+		return cl_error_set(err, -EIO, "exec backstop: getrandom failed");
 	saved_print = libbpf_set_print(probe_print);
 	/* A kernel that refuses even the smallest LSM program: tp_btf first, and the LSM
 	 * skeleton only if tp_btf fails too (the probe is a hint, never the last word). */
@@ -227,7 +257,7 @@ int backstop_open(struct backstop **ret, struct cl_error *err)
 			break;
 		if (k == 0 && lsm_refused)
 			continue;
-		r = backstop_try_mode(order[i], &skel, why[i], sizeof(why[i]));
+		r = backstop_try_mode(order[i], key, &skel, why[i], sizeof(why[i]));
 		if (r >= 0) {
 			mode = order[i];
 			break;
@@ -249,6 +279,8 @@ int backstop_open(struct backstop **ret, struct cl_error *err)
 	}
 	b->skel = skel;
 	b->mode = mode;
+	b->args_key[0] = key[0];
+	b->args_key[1] = key[1];
 	b->rb = ring_buffer__new(bpf_map__fd(skel->maps.events), on_ringbuf_event, b, NULL);
 	if (!b->rb) {
 		r = -errno;
@@ -279,14 +311,19 @@ const char *backstop_mode_name(const struct backstop *b)
 	return mode_names[b->mode];
 }
 
-int backstop_add_sandbox(struct backstop *b, uint64_t cgroup_id)
+int backstop_add_sandbox_checks(struct backstop *b, uint64_t cgroup_id, bool args)
 {
 	__u64 key = cgroup_id;
-	__u32 one = 1;
+	__u32 checks = BACKSTOP_ABI_SANDBOX_FILES | (args ? BACKSTOP_ABI_SANDBOX_ARGS : 0);
 
 	if (cgroup_id == 0)
 		return -EINVAL;
-	return bpf_map_update_elem(bpf_map__fd(b->skel->maps.sandboxes), &key, &one, BPF_ANY);
+	return bpf_map_update_elem(bpf_map__fd(b->skel->maps.sandboxes), &key, &checks, BPF_ANY);
+}
+
+int backstop_add_sandbox(struct backstop *b, uint64_t cgroup_id)
+{
+	return backstop_add_sandbox_checks(b, cgroup_id, true);
 }
 
 int backstop_remove_sandbox(struct backstop *b, uint64_t cgroup_id)
@@ -323,6 +360,7 @@ static size_t cache_slot(const struct backstop_abi_key *key, size_t cap)
 
 	h ^= key->ino + 0x7f4a7c159e3779b9ULL + (h << 6) + (h >> 2);
 	h ^= (uint64_t)key->dev * 0xc2b2ae3d27d4eb4fULL;
+	h ^= (key->ctime_ns ^ key->size * 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
 	h ^= h >> 29;
 	return (size_t)h & (cap - 1);
 }
@@ -336,7 +374,8 @@ static bool cache_has(const struct backstop *b, const struct backstop_abi_key *k
 
 		if (k->cgroup_id == 0)
 			return false;
-		if (k->cgroup_id == key->cgroup_id && k->ino == key->ino && k->dev == key->dev)
+		if (k->cgroup_id == key->cgroup_id && k->ino == key->ino && k->dev == key->dev &&
+		    k->ctime_ns == key->ctime_ns && k->size == key->size)
 			return true;
 	}
 }
@@ -385,7 +424,7 @@ static void cache_clear(struct backstop *b)
 }
 
 static int approval_key(uint64_t cgroup_id, dev_t st_dev, ino_t st_ino,
-                        struct backstop_abi_key *ret_key)
+                        const struct backstop_version *v, struct backstop_abi_key *ret_key)
 {
 	uint32_t kdev;
 	int r;
@@ -400,16 +439,19 @@ static int approval_key(uint64_t cgroup_id, dev_t st_dev, ino_t st_ino,
 	ret_key->cgroup_id = cgroup_id;
 	ret_key->dev = kdev;
 	ret_key->ino = st_ino;
+	ret_key->ctime_ns = v->ctime_ns;
+	ret_key->size = v->size;
 	return 0;
 }
 
-int backstop_allow(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino)
+int backstop_allow(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino,
+                   const struct backstop_version *v)
 {
 	struct backstop_abi_key key;
 	__u32 one = 1;
 	int r;
 
-	r = approval_key(cgroup_id, st_dev, st_ino, &key);
+	r = approval_key(cgroup_id, st_dev, st_ino, v, &key);
 	if (r < 0)
 		return r;
 	if (cache_has(b, &key))
@@ -421,16 +463,34 @@ int backstop_allow(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t s
 	return 0;
 }
 
-int backstop_revoke(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino)
+int backstop_revoke(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t st_ino,
+                    const struct backstop_version *v)
 {
 	struct backstop_abi_key key;
 	int r;
 
-	r = approval_key(cgroup_id, st_dev, st_ino, &key);
+	r = approval_key(cgroup_id, st_dev, st_ino, v, &key);
 	if (r < 0)
 		return r;
 	cache_clear(b);
 	return bpf_map_delete_elem(bpf_map__fd(b->skel->maps.approved), &key);
+}
+
+int backstop_expect_args(struct backstop *b, pid_t tid, const struct backstop_args *a)
+{
+	struct backstop_abi_args v = {.hash = a->hash, .len = a->len, .mode = a->mode};
+	__u32 key = (__u32)tid;
+
+	if (tid <= 0 || a->mode < BACKSTOP_ARGS_FULL || a->mode > BACKSTOP_ARGS_ANY ||
+	    a->len > BACKSTOP_ARGS_MAX)
+		return -EINVAL;
+	return bpf_map_update_elem(bpf_map__fd(b->skel->maps.expected), &key, &v, BPF_ANY);
+}
+
+void backstop_args_key(const struct backstop *b, uint64_t ret_key[2])
+{
+	ret_key[0] = b->args_key[0];
+	ret_key[1] = b->args_key[1];
 }
 
 int backstop_events_fd(const struct backstop *b)

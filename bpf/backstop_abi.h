@@ -12,8 +12,15 @@
  * sit at most this deep; its descendants may sit at any depth (the scan is from the top). */
 #define BACKSTOP_MAX_LEVELS    32
 #define BACKSTOP_RINGBUF_BYTES (256 * 1024)
-#define BACKSTOP_COMM_LEN      16
-#define BACKSTOP_FILENAME_LEN  128
+/* Execs let through, by thread, waiting for their new image (LRU: an exec that failed after
+ * the supervisor let it through leaves its entry behind, dropped first). An LRU map is
+ * preallocated: 8192 execs in flight at once is far more than a sandbox has. */
+#define BACKSTOP_MAX_EXPECTED 8192
+/* Bytes of arguments hashed at most: the notifier reads 1 MiB at most (EXEC_MAX_ARGV_BYTES). */
+#define BACKSTOP_ARGS_MAX     (1024 * 1024)
+#define BACKSTOP_ARGS_CHUNK   4096
+#define BACKSTOP_COMM_LEN     16
+#define BACKSTOP_FILENAME_LEN 128
 
 /* What the kernel side did about an exec of a file not approved for its sandbox. */
 enum backstop_abi_action {
@@ -22,23 +29,50 @@ enum backstop_abi_action {
 	BACKSTOP_ABI_KILL_FAILED = 3, /* tp_btf: bpf_send_signal failed (error says why) */
 };
 
-/* Key of the approved set: a file (kernel dev encoding MAJOR<<20|MINOR, inode number)
- * approved for one sandbox cgroup. */
+/* What a registered sandbox's execs are checked for (the sandboxes map's value). */
+#define BACKSTOP_ABI_SANDBOX_FILES 1
+#define BACKSTOP_ABI_SANDBOX_ARGS  2
+
+/* Key of the approved set: a file (kernel dev encoding MAJOR<<20|MINOR, inode number) as it
+ * was when approved (its ctime in ns, its size: what a rewrite in place changes) for one
+ * sandbox cgroup. */
 struct backstop_abi_key {
 	__u64 cgroup_id;
 	__u64 ino;
+	__u64 ctime_ns;
+	__u64 size;
 	__u32 dev;
 	__u32 pad; /* always 0: the key is hashed byte for byte */
 };
+
+/* What the exec of a thread must find as its new image's arguments (struct backstop_args). */
+struct backstop_abi_args {
+	__u64 hash;
+	__u32 len;
+	__u32 mode;
+};
+
+#define BACKSTOP_ABI_ARGS_FULL   1
+#define BACKSTOP_ABI_ARGS_PREFIX 2
+#define BACKSTOP_ABI_ARGS_SUFFIX 3
+#define BACKSTOP_ABI_ARGS_ANY    4
+
+#define BACKSTOP_ABI_WHY_FILE    0
+#define BACKSTOP_ABI_WHY_ARGS    1
+#define BACKSTOP_ABI_WHY_NO_ARGS 2
 
 struct backstop_abi_event {
 	__u64 sandbox_cgroup_id; /* the registered sandbox whose approved set missed */
 	__u64 cgroup_id;         /* the task's own cgroup (the sandbox or a descendant) */
 	__u64 ino;
+	__u64 ctime_ns;
+	__u64 size;
 	__u32 dev; /* kernel encoding */
 	__u32 pid; /* thread group id */
 	__u32 action;
 	__s32 error;
+	__u32 why; /* enum backstop_why */
+	__u32 pad;
 	char comm[BACKSTOP_COMM_LEN];
 	char filename[BACKSTOP_FILENAME_LEN]; /* bprm->filename: the name exec was given */
 };

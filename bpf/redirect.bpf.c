@@ -20,6 +20,14 @@
  *   recvmsg4/6       a resolver answer is reported as coming from the address the query went
  *                    to (resolvers compare the two)
  *   getpeername4/6   the agent sees the original peer, not our listener
+ *   bind4/6          the agent listens on loopback only: a bind to the wildcard address
+ *                    (0.0.0.0, ::, ::ffff:0.0.0.0) is made to loopback (127.0.0.1, ::1,
+ *                    ::ffff:127.0.0.1), a bind to any other address but loopback fails with
+ *                    EPERM; a peer elsewhere on the network never finds its listeners
+ *   skb ingress      and what no bind names (listen() or a datagram on an unbound socket binds
+ *                    the wildcard address without the bind hook) receives nothing that came in
+ *                    on another interface than loopback: every connection of the agent's goes
+ *                    to the proxy or a service on loopback, so nothing it needs comes that way
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -28,6 +36,8 @@
 
 #define SOCK_STREAM 1
 #define SOCK_DGRAM  2
+/* The loopback device's index in every network namespace (LOOPBACK_IFINDEX). */
+#define LOOPBACK_IFINDEX 1
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -367,4 +377,49 @@ int redirect_sockops(struct bpf_sock_ops *skops)
 	else
 		bpf_map_delete_elem(&by_peer, &key); /* an older connection's, now stale */
 	return 1;
+}
+
+/* Binds: loopback stays, the wildcard becomes loopback (a dev server bound to 0.0.0.0 keeps
+ * working for the host), anything else is refused: the host's own addresses are reachable from
+ * the network, which the agent must not serve. */
+SEC("cgroup/bind4")
+int redirect_bind4(struct bpf_sock_addr *ctx)
+{
+	__u32 ip = ctx->user_ip4;
+
+	if (loopback4(ip))
+		return 1;
+	if (ip != 0)
+		return 0;
+	ctx->user_ip4 = bpf_htonl(0x7f000001);
+	return 1;
+}
+
+SEC("cgroup/bind6")
+int redirect_bind6(struct bpf_sock_addr *ctx)
+{
+	__u32 ip[4];
+
+	read_ip6(ctx, ip);
+	if (loopback6(ip))
+		return 1;
+	if (ip[0] != 0 || ip[1] != 0)
+		return 0;
+	if (ip[2] == 0 && ip[3] == 0) { /* :: */
+		ctx->user_ip6[3] = bpf_htonl(1);
+		return 1;
+	}
+	if (ip[2] == bpf_htonl(0xffff) && ip[3] == 0) { /* ::ffff:0.0.0.0 */
+		ctx->user_ip6[3] = bpf_htonl(0x7f000001);
+		return 1;
+	}
+	return 0;
+}
+
+/* A packet for one of the sandbox's sockets that did not come in on loopback is dropped: the
+ * listener listen() bound to the wildcard address by itself, an unbound UDP socket's port. */
+SEC("cgroup_skb/ingress")
+int redirect_ingress(struct __sk_buff *skb)
+{
+	return skb->ingress_ifindex == LOOPBACK_IFINDEX ? 1 : 0;
 }

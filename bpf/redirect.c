@@ -18,7 +18,7 @@
 
 _Static_assert(REDIRECT_AF_INET == AF_INET && REDIRECT_AF_INET6 == AF_INET6, "families");
 
-#define REDIRECT_PROGS 11
+#define REDIRECT_PROGS 14
 
 struct redirect {
 	struct redirect_bpf *skel;
@@ -39,6 +39,9 @@ static void programs(struct redirect_bpf *skel, struct bpf_program *out[REDIRECT
 	out[n++] = skel->progs.redirect_recvmsg6;
 	out[n++] = skel->progs.redirect_getpeername4;
 	out[n++] = skel->progs.redirect_getpeername6;
+	out[n++] = skel->progs.redirect_bind4;
+	out[n++] = skel->progs.redirect_bind6;
+	out[n++] = skel->progs.redirect_ingress;
 	/* sockops last: it files what connect4/6 kept, so those must be in place. */
 	out[n++] = skel->progs.redirect_sockops;
 	out[n] = NULL;

@@ -11,6 +11,10 @@
  *   other UDP to anything but loopback    → EPERM
  *   sockets other than TCP and UDP (raw, ICMP ping, SCTP, MPTCP…) → socket() fails with EPERM
  *   the agent's getpeername() and a resolver answer's source show the original address
+ *   bind to 0.0.0.0 / :: / ::ffff:0.0.0.0 → made to loopback; to another non-loopback
+ *   address → EPERM; and the sandbox's sockets receive only what came in on loopback (what
+ *   listen() or an unbound UDP socket binds to the wildcard by itself): nobody on the network
+ *   reaches the agent's listeners
  *
  * How the proxy finds where a connection was going: connect4/6 keep the original destination
  * in the socket's local storage; a sockops program, when the client's local port is bound and

@@ -60,6 +60,8 @@ void exec_target_free(struct exec_target *t)
 		free(t->argv);
 	}
 	exec_file_done(&t->file);
+	if (t->file_fd >= 0)
+		close(t->file_fd);
 	free(t->interp);
 	free(t->interp_arg);
 	exec_file_done(&t->interp_file);
@@ -358,6 +360,8 @@ static int describe_file(struct reader *rd, int fd, struct exec_file *f)
 	f->dev = makedev(x.stx_dev_major, x.stx_dev_minor);
 	f->ino = x.stx_ino;
 	f->nlink = x.stx_nlink;
+	f->ctime_ns = (uint64_t)x.stx_ctime.tv_sec * 1000000000u + x.stx_ctime.tv_nsec;
+	f->size = x.stx_size;
 	f->mnt_id = x.stx_mnt_id;
 	r = readlink_alloc(own_fd_entry(rd, fd, self, sizeof(self)), self, &f->real_path);
 	if (r == -ENOMEM)
@@ -438,6 +442,7 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
+	t->file_fd = -1;
 	t->id = req->id;
 	t->pid = (pid_t)req->pid;
 	t->dirfd = AT_FDCWD;
@@ -637,6 +642,8 @@ resolved:
 	if (r < 0)
 		return cl_error_set(err, r, "checking notification %llu: %s",
 		                    (unsigned long long)req->id, strerror(-r));
+	if (t->file.exists)
+		t->file_fd = TAKE_FD(filefd);
 	*ret = TAKE_PTR(t);
 	return 0;
 

@@ -51,6 +51,11 @@ struct exec_file {
 	dev_t dev; /* st_dev as user space sees it */
 	ino_t ino;
 	nlink_t nlink;
+	/* What changes with the content, which (dev, ino) does not: a file rewritten in place
+	 * keeps its inode but gets a new ctime (the kernel's own clock; a user cannot set it
+	 * back) and usually a new size. ctime in ns since the epoch. */
+	uint64_t ctime_ns;
+	uint64_t size;
 	uint32_t kdev;   /* the executing superblock's dev in the kernel's internal encoding:
 	                  * what BPF reads from inode->i_sb->s_dev. Not always st_dev: on
 	                  * overlayfs and btrfs it comes from the file's mount (mountinfo) */
@@ -93,6 +98,8 @@ struct exec_target {
 	bool ids_exact;
 
 	struct exec_file file;
+	int file_fd; /* an O_PATH fd of that file as it was read, -1 when none; exec_target_free
+	              * closes it unless the caller took it (set it to -1) */
 
 	bool script;  /* the file starts with a "#!" line the kernel accepts */
 	char *interp; /* its interpreter (as written) and optional argument; NULL if none */

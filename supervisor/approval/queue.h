@@ -18,7 +18,9 @@
  * unique in the whole queue; owners need not coordinate their cookies.
  *
  * Merging. Asks are identical when everything a person would be shown is identical: kind,
- * sandbox, project, summary, exe, argv, cwd, interpreter and uid (the pid may differ). An
+ * sandbox, project, summary, exe, argv, cwd, interpreter and uid (the pid may differ), and
+ * so is what the decision stands for beyond that (identity: an exec's file as it was read,
+ * so a file renamed or rewritten under the same name is a card of its own). An
  * identical ask from the same sandbox joins the pending item as one more waiter (of any
  * owner) instead of making a new item; a decision answers every waiter.
  *
@@ -127,6 +129,7 @@ struct queue_request {
 	size_t argc;
 	const char *cwd;         /* optional */
 	const char *interpreter; /* optional: a script's #! line */
+	const char *identity;    /* optional: what else must match to merge (see Merging) */
 	int64_t pid;             /* -1: unknown */
 	int64_t uid;             /* -1: unknown */
 	bool allowlist_matched;  /* an allow rule matched: what ask_fallback=allowlist needs */
@@ -154,6 +157,7 @@ struct queue_item {
 	size_t argc;
 	char *cwd;
 	char *interpreter;
+	char *identity;
 	int64_t pid; /* of the first asker */
 	int64_t uid;
 	bool allowlist_matched;

@@ -302,20 +302,24 @@ static bool on_allow_restricted(void *userdata, const struct proxy_conn_info *in
 
 /* TAG is the sandbox string of the attachment whose listener the query came through
  * (serve_listeners): compared by address only, so a detached one's is never read. */
-static bool on_name_allowed(void *userdata, const void *tag, const char *name)
+static enum resolver_name on_name_allowed(void *userdata, const void *tag, const char *name)
 {
 	struct egress *eg = userdata;
 	struct policy_result pr;
 
-	/* A name every port of which is denied to the asking sandbox gets NXDOMAIN; the rest
-	 * are decided per connection (ports matter there). A query from no known sandbox (it
-	 * was detached meanwhile), or a policy that cannot decide, gets nothing. */
-	for (unsigned i = 0; tag && i < eg->n_att; i++)
-		if (eg->att[i].sandbox == tag)
-			return check_domain(eg, eg->att[i].sandbox, eg->att[i].project, name, &pr,
-			                    NULL) == 0 &&
-			       pr.verdict != POLICY_DENY;
-	return false;
+	/* A name every port of which is denied to the asking sandbox gets NXDOMAIN; one the
+	 * policy allows may be looked up; the rest are asked per connection (ports matter
+	 * there), so nothing of them leaves the machine before that. A query from no known
+	 * sandbox (it was detached meanwhile), or a policy that cannot decide, gets nothing. */
+	for (unsigned i = 0; tag && i < eg->n_att; i++) {
+		if (eg->att[i].sandbox != tag)
+			continue;
+		if (check_domain(eg, eg->att[i].sandbox, eg->att[i].project, name, &pr, NULL) < 0 ||
+		    pr.verdict == POLICY_DENY)
+			return RESOLVER_NAME_DENY;
+		return pr.verdict == POLICY_ALLOW ? RESOLVER_NAME_LOOKUP : RESOLVER_NAME_LOCAL;
+	}
+	return RESOLVER_NAME_DENY;
 }
 
 static const struct proxy_ops egress_proxy_ops = {

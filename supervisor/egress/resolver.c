@@ -943,6 +943,7 @@ static int handle_query(struct resolver *r, const uint8_t *msg, size_t len, int 
 	struct dns_query q;
 	struct dns_addrs addrs;
 	struct agent_query *aq;
+	enum resolver_name verdict;
 	int e;
 
 	if (dns_query_parse(msg, len, &q, NULL) < 0) {
@@ -957,8 +958,11 @@ static int handle_query(struct resolver *r, const uint8_t *msg, size_t len, int 
 		answer(r, &q, DNS_RCODE_REFUSED, NULL, 0, 0, udp_fd, peer, peer_len, c);
 		return 0;
 	}
-	if (r->ops.name_allowed &&
-	    !r->ops.name_allowed(r->userdata, c ? c->tag : served_tag(r, udp_fd), q.name)) {
+	verdict = r->ops.name_allowed
+	                  ? r->ops.name_allowed(r->userdata, c ? c->tag : served_tag(r, udp_fd),
+	                                        q.name)
+	                  : RESOLVER_NAME_LOOKUP;
+	if (verdict == RESOLVER_NAME_DENY) {
 		answer(r, &q, DNS_RCODE_NXDOMAIN, NULL, 0, NEG_TTL_S, udp_fd, peer, peer_len, c);
 		return 0;
 	}
@@ -966,7 +970,10 @@ static int handle_query(struct resolver *r, const uint8_t *msg, size_t len, int 
 		answer(r, &q, DNS_RCODE_NOERROR, NULL, 0, NEG_TTL_S, udp_fd, peer, peer_len, c);
 		return 0;
 	}
-	if (r->cfg.fake_ip) {
+	/* Real-IP mode too answers a name nobody allowed yet with a fake address: a lookup
+	 * would carry the name (and whatever the agent put in it) to the host's DNS server and
+	 * beyond before any approval. The proxy looks it up once the connection is allowed. */
+	if (r->cfg.fake_ip || verdict != RESOLVER_NAME_LOOKUP) {
 		struct dns_addr a[2] = {{.family = AF_INET}, {.family = AF_INET6}};
 
 		if (fakeip_assign(r->fake, q.name, &a[0].v4, &a[1].v6) < 0) {

@@ -7,8 +7,11 @@
  *   - fake-IP mode (default): an address from fakeip.h, so that whatever protocol a TCP
  *     connection speaks, the proxy knows the name it was for and decides on it; nothing
  *     about the name leaves the machine before a connection to it is allowed;
- *   - real-IP mode: the host-side lookup below, answered with the real addresses, each
- *     recorded as belonging to the name (so connections to it are named too).
+ *   - real-IP mode: for a name the policy allows, the host-side lookup below, answered with
+ *     the real addresses, each recorded as belonging to the name (so connections to it are
+ *     named too); a name it does not list (an ask at connect) gets a fake address as in
+ *     fake-IP mode, so it is looked up only once a connection to it is allowed: a name is
+ *     never sent to the host's DNS before the policy or a person allowed it.
  * Other question types get an empty answer (NODATA): no TXT, no MX, nothing to tunnel through.
  *
  * For the proxy: host-side lookups that never block, from the host's own sources in the
@@ -51,10 +54,17 @@ struct resolver_config {
 
 void resolver_config_init(struct resolver_config *cfg);
 
+/* What the agent's DNS server does with a name. */
+enum resolver_name {
+	RESOLVER_NAME_DENY,   /* NXDOMAIN */
+	RESOLVER_NAME_LOOKUP, /* allowed: real-IP mode may look it up on the host */
+	RESOLVER_NAME_LOCAL,  /* neither (an ask at connect): answered from here, never upstream */
+};
+
 struct resolver_ops {
-	/* May the agent learn an address for NAME (normalised)? false → NXDOMAIN. TAG is the
-	 * one the query's socket was served with. A NULL callback allows every name. */
-	bool (*name_allowed)(void *userdata, const void *tag, const char *name);
+	/* What may the agent learn of NAME (normalised)? TAG is the one the query's socket was
+	 * served with. A NULL callback looks up every name. */
+	enum resolver_name (*name_allowed)(void *userdata, const void *tag, const char *name);
 };
 
 struct resolver;

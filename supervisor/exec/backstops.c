@@ -117,13 +117,24 @@ static int on_event(const struct backstop_event *ev, void *userdata)
 	        .reason = reason,
 	};
 
-	if (ev->action == BACKSTOP_KILLED && ev->error)
+	if (ev->why == BACKSTOP_WHY_ARGS)
+		snprintf(reason, sizeof(reason),
+		         "its arguments were not those approved (rewritten after the check)%s%s",
+		         ev->error ? ": " : "", ev->error ? strerror(-ev->error) : "");
+	else if (ev->why == BACKSTOP_WHY_NO_ARGS)
+		snprintf(reason, sizeof(reason), "no decision let this exec through");
+	else if (ev->action == BACKSTOP_KILLED && ev->error)
 		snprintf(reason, sizeof(reason), "the file executed could not be inspected (%s)",
 		         strerror(-ev->error));
 	else
 		snprintf(reason, sizeof(reason),
-		         "the file executed (dev %u:%u inode %llu) was not the one approved",
-		         major(ev->st_dev), minor(ev->st_dev), (unsigned long long)ev->st_ino);
+		         "the file executed (dev %u:%u inode %llu, ctime %llu.%09llu, %llu bytes) "
+		         "was "
+		         "not one approved, or changed since",
+		         major(ev->st_dev), minor(ev->st_dev), (unsigned long long)ev->st_ino,
+		         (unsigned long long)(ev->ctime_ns / 1000000000u),
+		         (unsigned long long)(ev->ctime_ns % 1000000000u),
+		         (unsigned long long)ev->size);
 	say("backstop %s pid %d (%s) exec of %s: %s", what, ev->pid, ev->comm,
 	    ev->filename[0] ? ev->filename : "a file it may not read", reason);
 	approvals_audit(b->approvals, &rec);

@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <netinet/in.h>
@@ -21,6 +23,7 @@
 #include "supervisor/approval/audit.h"
 #include "supervisor/approval/audit_log.h"
 #include "supervisor/policy/config.h"
+#include "supervisor/exec/args_digest.h"
 #include "supervisor/exec/deny_ids.h"
 #include "supervisor/exec/exec_verdict.h"
 #include "supervisor/policy/exec_decision.h"
@@ -38,13 +41,21 @@
 #define CONNECTS_KEPT   256
 #define CONNECT_KEEP_MS 10000
 
-/* The files an approved exec may run: the program and, for a script, its interpreter. dev is
+/* The files an approved exec may run: the program and, for a script, its interpreter, as they
+ * were read (content version: a file rewritten in place is not the one decided on). dev is
  * the superblock's (the eBPF backstop's view), st_dev what stat says (the ptrace backstop's). */
 struct exec_files {
 	unsigned n;
 	dev_t dev[2];
 	dev_t st_dev[2];
 	ino_t ino[2];
+	struct backstop_version version[2];
+};
+
+/* What the new image's arguments must be, per backstop (each has its own key). */
+struct exec_args {
+	struct backstop_args ebpf;
+	struct backstop_args ptrace;
 };
 
 /* One blocked exec waiting in the queue (a waiter; several may share one item). */
@@ -52,6 +63,8 @@ struct pending_exec {
 	uint64_t cookie; /* the seccomp notification id */
 	pid_t pid;
 	struct exec_files files;
+	struct exec_args args;
+	int fd; /* the file as it was read (O_PATH), to see at approval whether it changed */
 	char *session_key; /* what an "always" answer adds to the session */
 };
 
@@ -138,8 +151,10 @@ static struct pending_exec *pending_find(struct exec_guard *eg, uint64_t cookie)
 	return NULL;
 }
 
+/* Takes *FD (set to -1) once added. */
 static int pending_add(struct exec_guard *eg, uint64_t cookie, pid_t pid,
-                       const struct exec_files *files, const char *session_key)
+                       const struct exec_files *files, const struct exec_args *args, int *fd,
+                       const char *session_key)
 {
 	struct pending_exec *p;
 
@@ -156,46 +171,57 @@ static int pending_add(struct exec_guard *eg, uint64_t cookie, pid_t pid,
 	p->cookie = cookie;
 	p->pid = pid;
 	p->files = *files;
+	p->args = *args;
 	p->session_key = strdup(session_key);
 	if (!p->session_key)
 		return -ENOMEM;
+	p->fd = *fd;
+	*fd = -1;
 	eg->n_pending++;
 	return 0;
 }
 
 static void pending_remove(struct exec_guard *eg, struct pending_exec *p)
 {
+	if (p->fd >= 0)
+		close(p->fd);
 	free(p->session_key);
 	*p = eg->pending[--eg->n_pending];
 }
 
 /* ---- answering --------------------------------------------------------------------------- */
 
-/* Tell the backstop which files this exec may run; an exec it cannot vouch for is refused. */
-static int backstop_approve(struct exec_guard *eg, const struct exec_files *files)
+/* Tell the backstop which files this exec (thread PID) may run and with which arguments; an
+ * exec it cannot vouch for is refused. */
+static int backstop_approve(struct exec_guard *eg, pid_t pid, const struct exec_files *files,
+                            const struct exec_args *args)
 {
-	for (unsigned i = 0; i < files->n; i++) {
-		int r = 0;
+	int r = 0;
 
+	for (unsigned i = 0; i < files->n && r >= 0; i++) {
 		if (eg->backstop && eg->cgroup_id)
 			r = backstop_allow(eg->backstop, eg->cgroup_id, files->dev[i],
-			                   files->ino[i]);
+			                   files->ino[i], &files->version[i]);
 		if (r >= 0 && eg->ptrace_backstop)
 			r = ptrace_backstop_allow(eg->ptrace_backstop, files->st_dev[i],
-			                          files->ino[i]);
-		if (r < 0)
-			return r;
+			                          files->ino[i], &files->version[i]);
 	}
-	return 0;
+	/* Last, right before the exec is let through: the thread's newest exec is this one. */
+	if (r >= 0 && eg->backstop && eg->cgroup_id)
+		r = backstop_expect_args(eg->backstop, pid, &args->ebpf);
+	if (r >= 0 && eg->ptrace_backstop)
+		r = ptrace_backstop_expect_args(eg->ptrace_backstop, pid, &args->ptrace);
+	return r;
 }
 
 /* Returns 0, or the backstop's -errno when an allow had to become a denial. */
-static int answer(struct exec_guard *eg, uint64_t id, bool allow, const struct exec_files *files)
+static int answer(struct exec_guard *eg, uint64_t id, pid_t pid, bool allow,
+                  const struct exec_files *files, const struct exec_args *args)
 {
 	int r, refused = 0;
 
 	if (allow) {
-		r = backstop_approve(eg, files);
+		r = backstop_approve(eg, pid, files, args);
 		if (r < 0) {
 			say("exec denied: the backstop could not record the approval (%s)",
 			    strerror(-r));
@@ -207,6 +233,50 @@ static int answer(struct exec_guard *eg, uint64_t id, bool allow, const struct e
 	if (r < 0 && r != -ENOENT)
 		say("answering an exec failed: %s", strerror(-r));
 	return refused;
+}
+
+/* Whether the file P's card was for was written to (or had its inode changed) since it was
+ * read: then what a person approved is not what would run. The backstop would kill it; this
+ * refuses it first, with a reason. */
+static bool changed_while_waiting(const struct pending_exec *p)
+{
+	struct statx x;
+
+	if (p->fd < 0 || p->files.n == 0)
+		return false;
+	if (statx(p->fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_CTIME | STATX_SIZE, &x) <
+	    0)
+		return true;
+	return (uint64_t)x.stx_ctime.tv_sec * 1000000000u + x.stx_ctime.tv_nsec !=
+	               p->files.version[0].ctime_ns ||
+	       x.stx_size != p->files.version[0].size;
+}
+
+static void audit_changed(struct exec_guard *eg, const struct queue_item *item,
+                          const struct pending_exec *p)
+{
+	static const char why[] = "the file changed while its card waited: what was approved is "
+	                          "not what would run";
+	struct audit_record rec = {
+	        .time_ms = audit_log_now_ms(),
+	        .sandbox = eg->name,
+	        .project = eg->project,
+	        .kind = "exec",
+	        .pid = p->pid,
+	        .uid = item->uid,
+	        .exe = item->exe,
+	        .argv = (const char *const *)item->argv,
+	        .argc = item->argc,
+	        .cwd = item->cwd,
+	        .verdict = AUDIT_DENY,
+	        .rule = "identity",
+	        .decided_by = "policy",
+	        .latency_ms = -1,
+	        .reason = why,
+	};
+
+	say("exec %s refused: %s", item->exe ? item->exe : item->summary, why);
+	approvals_verdict(eg->approvals, &rec);
 }
 
 /* The queue decided an exec item: answer this guard's notifications waiting on it. */
@@ -221,13 +291,19 @@ static void on_resolved(void *userdata, const struct queue_item *item, const uin
 
 		if (!p)
 			continue;
+		if (allow && changed_while_waiting(p)) {
+			audit_changed(eg, item, p);
+			answer(eg, p->cookie, p->pid, false, NULL, NULL);
+			pending_remove(eg, p);
+			continue;
+		}
 		if (allow && item->scope == QUEUE_SCOPE_SESSION)
 			exec_answers_allow_always(eg->answers, p->session_key);
 		/* A shell whose exec was refused tries the next PATH entry (/usr/bin/x, then
 		 * /bin/x): the same process asking again this soon gets the same answer. */
 		if (!allow && item->state != QUEUE_STATE_CANCELLED)
 			exec_answers_denied(eg->answers, p->session_key, p->pid, loop_now_ms());
-		answer(eg, p->cookie, allow, &p->files);
+		answer(eg, p->cookie, p->pid, allow, &p->files, &p->args);
 		pending_remove(eg, p);
 	}
 	if (item->state == QUEUE_STATE_DENIED || item->state == QUEUE_STATE_TIMED_OUT)
@@ -272,13 +348,54 @@ static void exec_files_from_target(const struct exec_target *t, struct exec_file
 	if (t->file.exists) {
 		ret->dev[ret->n] = backstop_dev_from_kernel(t->file.kdev);
 		ret->st_dev[ret->n] = t->file.dev;
+		ret->version[ret->n] = (struct backstop_version){t->file.ctime_ns, t->file.size};
 		ret->ino[ret->n++] = t->file.ino;
 	}
 	/* The backstop sees the interpreter of a script, not the script. */
 	if (t->script && t->interp_file.exists) {
 		ret->dev[ret->n] = backstop_dev_from_kernel(t->interp_file.kdev);
 		ret->st_dev[ret->n] = t->interp_file.dev;
+		ret->version[ret->n] =
+		        (struct backstop_version){t->interp_file.ctime_ns, t->interp_file.size};
 		ret->ino[ret->n++] = t->interp_file.ino;
+	}
+}
+
+/* What the exec's new image must hold as its arguments: the argv read, as decided on. */
+static void exec_args_from_target(const struct exec_guard *eg, const struct exec_target *t,
+                                  struct exec_args *ret)
+{
+	const char *const *argv = (const char *const *)t->argv;
+	uint64_t key[2];
+
+	memset(ret, 0, sizeof(*ret));
+	if (eg->backstop && eg->cgroup_id) {
+		backstop_args_key(eg->backstop, key);
+		args_digest_of_exec(key, argv, t->argc, t->script, t->argv_truncated, &ret->ebpf);
+	}
+	if (eg->ptrace_backstop) {
+		ptrace_backstop_args_key(eg->ptrace_backstop, key);
+		args_digest_of_exec(key, argv, t->argc, t->script, t->argv_truncated, &ret->ptrace);
+	}
+}
+
+/* The files as one string: identical asks merge only when they name the same files as they
+ * were read, so that one approval never covers a file renamed or rewritten under the name. */
+static void exec_files_identity(const struct exec_files *files, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < files->n && len < size; i++) {
+		int n = snprintf(buf + len, size - len, "%s%u:%u %llu %llu %llu", i ? " " : "",
+		                 major(files->dev[i]), minor(files->dev[i]),
+		                 (unsigned long long)files->ino[i],
+		                 (unsigned long long)files->version[i].ctime_ns,
+		                 (unsigned long long)files->version[i].size);
+
+		if (n < 0)
+			break;
+		len += (size_t)n;
 	}
 }
 
@@ -304,6 +421,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	struct cl_error err = {""};
 	struct policy_result res;
 	struct exec_files files;
+	struct exec_args args;
 	const char *const *argv;
 	const char *exe;
 	size_t argc;
@@ -384,6 +502,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	}
 	exec_verdict_rewrite(t, eg->answers, session_key, eg->terminating, loop_now_ms(), &res);
 	exec_files_from_target(t, &files);
+	exec_args_from_target(eg, t, &args);
 
 	trace_exec_phase(TRACE_EXEC_DECIDE);
 	switch (res.verdict) {
@@ -391,7 +510,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		/* Answer first: the decision is made, and the waiting exec need not also wait for
 		 * the log line. The line follows in this same call, so it is never lost; a backstop
 		 * failure turned the answer into a denial, and the line says so. */
-		if (answer(eg, req->id, true, &files) < 0) {
+		if (answer(eg, req->id, t->pid, true, &files, &args) < 0) {
 			audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_DENY,
 			              "the backstop could not record the approval");
 			return;
@@ -408,7 +527,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		format_rule(&res, rule, sizeof(rule));
 		say("exec %s denied: %s", exe, rule);
 		audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_DENY, NULL);
-		answer(eg, req->id, false, NULL);
+		answer(eg, req->id, t->pid, false, NULL, NULL);
 		return;
 	}
 	case POLICY_ASK:
@@ -416,7 +535,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	}
 
 	{
-		char interp[PATH_MAX + 64];
+		char interp[PATH_MAX + 64], identity[256];
 		struct queue_request qr = {
 		        .kind = QUEUE_KIND_EXEC,
 		        .sandbox = eg->name,
@@ -427,18 +546,20 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		        .argc = argc,
 		        .cwd = t->cwd,
 		        .interpreter = NULL,
+		        .identity = identity,
 		        .pid = t->pid,
 		        .uid = t->uid == (uid_t)-1 ? -1 : (int64_t)t->uid,
 		        .allowlist_matched = res.fallback == POLICY_ALLOW,
 		        .cookie = req->id,
 		};
 
+		exec_files_identity(&files, identity, sizeof(identity));
 		if (t->interp) {
 			snprintf(interp, sizeof(interp), "%s%s%s", t->interp,
 			         t->interp_arg ? " " : "", t->interp_arg ? t->interp_arg : "");
 			qr.interpreter = interp;
 		}
-		r = pending_add(eg, req->id, t->pid, &files, session_key);
+		r = pending_add(eg, req->id, t->pid, &files, &args, &t->file_fd, session_key);
 		if (r >= 0)
 			r = approvals_ask(eg->approvals, &qr, NULL);
 		if (r < 0) {
@@ -449,7 +570,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 				pending_remove(eg, p);
 			say("exec %s denied: %s", exe, why);
 			audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_DENY, why);
-			answer(eg, req->id, false, NULL);
+			answer(eg, req->id, t->pid, false, NULL, NULL);
 			return;
 		}
 	}
@@ -609,8 +730,11 @@ void exec_guard_free(struct exec_guard *eg)
 		return;
 	/* Whatever still waits is cancelled; closing the listener fails its syscalls. */
 	approvals_unregister(eg->approvals);
-	for (size_t i = 0; i < eg->n_pending; i++)
+	for (size_t i = 0; i < eg->n_pending; i++) {
+		if (eg->pending[i].fd >= 0)
+			close(eg->pending[i].fd);
 		free(eg->pending[i].session_key);
+	}
 	free(eg->pending);
 	if (eg->listening)
 		loop_del_fd(eg->loop, notifier_fd(eg->notifier));

@@ -10,7 +10,10 @@
  *   EXITKILL (the tracer's death kills them all: fail closed). At each exec event stop — the new
  *   image is loaded, not one instruction of it has run — the executed file (/proc/PID/exe: the
  *   binary, or a script's interpreter, the file the tp_btf eBPF backstop checks too) must be in
- *   the set of files the supervisor approved (device and inode), or the process is killed.
+ *   the set of files the supervisor approved (device, inode, ctime and size: as it was when
+ *   approved), or the process is killed; and its arguments (mm->arg_start..arg_end, read through
+ *   /proc/PID/mem) must be those the supervisor decided on for the thread that called exec
+ *   (ptrace_backstop_expect_args), or the process is killed.
  *
  * The tracer is a process of its own, forked by the supervisor before the sandbox starts (so its
  * waitpid(-1) sees tracees only), dying with it (PDEATHSIG). The approved set is shared memory
@@ -42,9 +45,19 @@ int ptrace_backstop_start(struct ptrace_backstop **ret, struct cl_error *err);
  * descendants. Call before PID execs or forks. Blocks until the tracer answers (bounded). */
 int ptrace_backstop_seize(struct ptrace_backstop *pb, pid_t pid, struct cl_error *err);
 
-/* Approve the file (ST_DEV, ST_INO as stat gives them). Idempotent. -E2BIG when the set is
+/* Approve the file (ST_DEV, ST_INO as stat gives them) with its content's version V (a file
+ * rewritten in place is another version, not approved). Idempotent. -E2BIG when the set is
  * full: the caller must deny the exec. */
-int ptrace_backstop_allow(struct ptrace_backstop *pb, dev_t st_dev, ino_t st_ino);
+int ptrace_backstop_allow(struct ptrace_backstop *pb, dev_t st_dev, ino_t st_ino,
+                          const struct backstop_version *v);
+
+/* The arguments the exec of thread TID (as this process's pid namespace numbers it: the
+ * seccomp notification's pid) must have in its new image (see backstop_expect_args): an exec
+ * of an approved file whose arguments differ, or with no expectation, is killed. Under the
+ * key of ptrace_backstop_args_key. -EINVAL for a bad TID or mode. */
+int ptrace_backstop_expect_args(struct ptrace_backstop *pb, pid_t tid,
+                                const struct backstop_args *a);
+void ptrace_backstop_args_key(const struct ptrace_backstop *pb, uint64_t ret_key[2]);
 
 /* Readable (EPOLLIN) when kill reports wait; then ptrace_backstop_consume_events: events of
  * action BACKSTOP_KILLED, with error -errno when the file could not be inspected (killed all the

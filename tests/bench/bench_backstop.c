@@ -1,7 +1,9 @@
 /* Exec overhead of the exec backstop: 2000 fork+exec+wait of /bin/true in each of
  *   - no backstop loaded (baseline),
  *   - backstop attached, in a cgroup that is not a sandbox (what every other process pays),
- *   - a registered sandbox with /bin/true approved (what the agent pays).
+ *   - a registered sandbox with /bin/true approved (what the agent pays), each exec's
+ *     arguments expected as the supervisor expects them (one map update from the exec'ing
+ *     child, then the kernel side's hash of the new image's arguments).
  * The 2000 are run as 10 interleaved blocks of 200 (baseline, attached, sandbox, baseline…) so
  * that load from other processes drifting over the run hits the three alike; wall and CPU time
  * are printed per exec and as ratios to the baseline. The program's own run time per exec, from
@@ -24,6 +26,7 @@
 #include <linux/bpf.h>
 
 #include "bpf/backstop.h"
+#include "supervisor/exec/args_digest.h"
 #include "tests/bench/bench.h"
 
 #define BENCH_EXECS  2000
@@ -55,9 +58,14 @@ static double cpu_seconds(void)
 }
 
 /* Run n fork+exec+wait of /bin/true from a child moved into cgroup and add the time taken to
- * *total. Returns 0, or -1 on any failure. */
-static int time_execs_in(const char *cgroup, int n, struct timing *total)
+ * *total; with EXPECT, each exec's arguments are expected there first. Returns 0, or -1 on any
+ * failure. */
+static int time_execs_in(const char *cgroup, int n, struct backstop *expect, struct timing *total)
 {
+	static const char *const argv[] = {"true"};
+	struct backstop_args args;
+	uint64_t key[2];
+
 	char procs[PATH_MAX];
 	int pipefd[2], status, r = 0;
 	struct timing t;
@@ -65,6 +73,10 @@ static int time_execs_in(const char *cgroup, int n, struct timing *total)
 
 	if (snprintf(procs, sizeof(procs), "%s/cgroup.procs", cgroup) >= (int)sizeof(procs))
 		return -1;
+	if (expect) {
+		backstop_args_key(expect, key);
+		args_digest_of_exec(key, argv, 1, false, false, &args);
+	}
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return -1;
 	runner = fork();
@@ -88,6 +100,8 @@ static int time_execs_in(const char *cgroup, int n, struct timing *total)
 			if (pid < 0)
 				_exit(1);
 			if (pid == 0) {
+				if (expect && backstop_expect_args(expect, getpid(), &args) < 0)
+					_exit(126);
 				execl("/bin/true", "true", (char *)NULL);
 				_exit(127);
 			}
@@ -128,7 +142,7 @@ static int run_block(const char *plain, const char *sandbox, uint64_t sandbox_id
 	struct backstop *b = NULL;
 	int r;
 
-	if (time_execs_in(plain, n, &t[0]) < 0)
+	if (time_execs_in(plain, n, NULL, &t[0]) < 0)
 		return -1;
 	r = backstop_open(&b, &err);
 	if (r < 0) {
@@ -138,14 +152,17 @@ static int run_block(const char *plain, const char *sandbox, uint64_t sandbox_id
 	if (first)
 		printf("bench_backstop: mode %s\n", backstop_mode_name(b));
 	r = -1;
-	if (time_execs_in(plain, n, &t[1]) < 0)
+	if (time_execs_in(plain, n, NULL, &t[1]) < 0)
 		goto out;
 	if (backstop_add_sandbox(b, sandbox_id) < 0 ||
-	    backstop_allow(b, sandbox_id, truebin->st_dev, truebin->st_ino) < 0) {
+	    backstop_allow(b, sandbox_id, truebin->st_dev, truebin->st_ino,
+	                   &(struct backstop_version){truebin->st_ctim.tv_sec * 1000000000ull +
+	                                                      truebin->st_ctim.tv_nsec,
+	                                              truebin->st_size}) < 0) {
 		printf("bench_backstop: skipped: cannot register the sandbox\n");
 		goto out;
 	}
-	if (time_execs_in(sandbox, n, &t[2]) < 0)
+	if (time_execs_in(sandbox, n, b, &t[2]) < 0)
 		goto out;
 	if (first) {
 		/* Statistics cost a little themselves: taken in a loop of their own. */
@@ -153,7 +170,7 @@ static int run_block(const char *plain, const char *sandbox, uint64_t sandbox_id
 		uint64_t run_ns = 0, run_cnt = 0;
 		int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 
-		if (stats_fd >= 0 && time_execs_in(sandbox, n, &unused) == 0 &&
+		if (stats_fd >= 0 && time_execs_in(sandbox, n, b, &unused) == 0 &&
 		    backstop_prog_stats(b, &run_ns, &run_cnt) == 0 && run_cnt > 0)
 			printf("bench_backstop: program run time %.3f us per exec (%llu runs)\n",
 			       (double)run_ns / (double)run_cnt / 1e3, (unsigned long long)run_cnt);

@@ -4,16 +4,20 @@
 # The eBPF hooks decide what the agent connects to and sends, not what it accepts, so a peer
 # (here: a network namespace of the test joined by a veth pair, as a machine on the LAN would
 # be) reaches a listener the agent bound on 0.0.0.0, on [::] and on the host's own address,
-# and reads what the agent sends back over the accepted connection. What must hold: the agent
-# listens on loopback only (its dev servers keep working there; a case checks that). Root
-# only: --net host needs root. Prints TAP.
+# and reads what the agent sends back over the accepted connection; and a listener that was
+# never bound (listen() binds the wildcard address itself, past any bind hook). What must
+# hold: the agent listens on loopback only (its dev servers keep working there; a case checks
+# that). Without root there is no eBPF (kernel.unprivileged_bpf_disabled) and so no bind hook:
+# --net host must then refuse to start, which the last case checks as nobody. Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 # shellcheck source=tests/lib/server_ns.sh
 . "$(dirname "$0")/../lib/server_ns.sh"
+# shellcheck source=tests/lib/confine_common.sh
+. "$(dirname "$0")/../lib/confine_common.sh"
 
-PLAN=5
+PLAN=7
 run_needs_root $PLAN
 run_needs_tools $PLAN python3 ip
 tap_plan $PLAN
@@ -37,7 +41,8 @@ def serve(i, addr):
     s = socket.socket(fam, socket.SOCK_STREAM)
     if fam == socket.AF_INET6:
         s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-    s.bind((addr, 0))
+    if addr != "unbound":
+        s.bind((addr, 0))
     s.listen(4)
     with open("%s/port-%d" % (out, i), "w") as f:
         f.write(str(s.getsockname()[1]))
@@ -81,14 +86,13 @@ client() {
 port() { cat "$R/port-$1" 2>/dev/null; }
 
 (cd "$TMP" && exec timeout -k 5 40 "$SUPERVISOR" run --config-dir "$CFG" --net host --ask none \
-	-- /usr/bin/python3 "$TMP/listen.py" "$R" 0.0.0.0 :: "$HOST4" 127.0.0.1) \
+	-- /usr/bin/python3 "$TMP/listen.py" "$R" 0.0.0.0 :: "$HOST4" 127.0.0.1 unbound) \
 	</dev/null >"$OUT" 2>"$ERR" &
 svpid=$!
 on_exit "kill $svpid 2>/dev/null"
 wait_exists 20 "$R/ready"
 tap_ok $? "the agent runs its listeners on the host's network" "$(diag)"
 
-tap_todo "--net host: what the agent accepts is not confined (no bind hook): a way in and out"
 # not_reached ANSWER: 0 unless the agent answered.
 not_reached() { case $1 in agent-data*) echo 1 ;; *) echo 0 ;; esac; }
 got=$(client ns "$HOST4" "$(port 0)")
@@ -98,10 +102,21 @@ got=$(client ns "$HOST6" "$(port 1)")
 tap_ok "$(not_reached "$got")" "nor its listener on [::] (through $HOST6)" "got: $got"
 got=$(client ns "$HOST4" "$(port 2)")
 tap_ok "$(not_reached "$got")" "nor one bound on the host's own address $HOST4" "got: $got"
-tap_todo ""
+got=$(client ns "$HOST4" "$(port 4)")
+tap_ok "$(not_reached "$got")" \
+	"nor a listener never bound (listen() picks 0.0.0.0 and a port; port $(port 4))" "got: $got"
 tap_is "$(client local 127.0.0.1 "$(port 3)")" "agent-data:hello" \
 	"the agent's listener on loopback still serves the host (a dev server)"
 kill "$svpid" 2>/dev/null
 wait "$svpid" 2>/dev/null
+
+# Without root: no hook to confine binds with, so no run on the host's network at all.
+nobody_setup
+mkdir -p "$U/w"
+chown "$NOBODY:$NOBODY" "$U/w"
+SV_TIMEOUT=20 sv_nobody --net host --ask none -- /bin/sh -c "echo ran >$U/w/ran"
+tap_ok "$([ "$rc" != 0 ] && [ ! -e "$U/w/ran" ] && grep -q -- '--net host' "$ERR" && echo 0 ||
+	echo 1)" "nobody: --net host refuses to start (no eBPF to confine binds without root)" \
+	"$(diag)"
 
 tap_done

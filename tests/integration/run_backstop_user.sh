@@ -137,9 +137,11 @@ for who in root nobody; do
 	done
 	wait $bg
 	if [ "$who" = root ]; then AUD=$AUDIT; else AUD=$U/state/cloister/audit.log; fi
-	tap_is "$approved:$(cat "$P/out" 2>&1)$(test -e "$P/mark" && echo ' RAN')" "0:status 137" \
-		"$who: swapped during the ask: what was approved is not what runs, so it is killed" "$(diag)"
-	tap_is "$(aud_count '"decided_by":"backstop"')" 1 "$who: swapped during the ask: the kill is in the audit log"
+	# The file renamed over lost its name (a new ctime): the approval sees it and refuses
+	# (EACCES, 126) before the backstop would have to kill what ran (137).
+	tap_is "$approved:$(cat "$P/out" 2>&1)$(test -e "$P/mark" && echo ' RAN')" "0:status 126" \
+		"$who: swapped during the ask: what was approved is not what would run, so it is refused" "$(diag)"
+	tap_is "$(aud_count 'changed while its card waited')" 1 "$who: swapped during the ask: the refusal is in the audit log"
 done
 
 # ---- no backstop: refuse to start, unless --no-backstop ----

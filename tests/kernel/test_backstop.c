@@ -33,6 +33,7 @@
 
 #include "bpf/backstop.h"
 #include "base/cleanup.h"
+#include "supervisor/exec/args_digest.h"
 
 #define MAX_CGROUPS 4
 
@@ -137,6 +138,13 @@ static void find_helpers(char *buf)
 	path_join(buf, exe, "../helpers");
 }
 
+/* What run_in_cgroup's child tells the backstop about its own exec's arguments, as the
+ * supervisor does before it lets an exec through: the argv it execs (the default), other
+ * arguments than it execs, or nothing. */
+enum expect { EXPECT_SAME, EXPECT_OTHER, EXPECT_NOTHING };
+static struct backstop *expect_b;
+static enum expect expect_how = EXPECT_SAME;
+
 static int setup(void **state)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
@@ -160,6 +168,7 @@ static int setup(void **state)
 		f->skip_reason = "the exec backstop loads in neither mode here (see above)";
 		return 0;
 	}
+	expect_b = f->b;
 	snprintf(f->tmpdir, sizeof(f->tmpdir), "/tmp/cloister-test-backstop-XXXXXX");
 	if (!mkdtemp(f->tmpdir))
 		return -1;
@@ -213,6 +222,24 @@ static void copy_file(struct fixture *f, const char *src, const char *name, char
 	assert_int_equal(close(out), 0);
 }
 
+/* DST's content replaced by SRC's, in place (same inode). */
+static void rewrite_file(const char *src, const char *dst)
+{
+	char buf[65536];
+	ssize_t n;
+	int in, out;
+
+	in = open(src, O_RDONLY | O_CLOEXEC);
+	assert_true(in >= 0);
+	out = open(dst, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	assert_true(out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	assert_int_equal(n, 0);
+	close(in);
+	assert_int_equal(close(out), 0);
+}
+
 static void write_script(struct fixture *f, const char *name, const char *interp, char *ret_path)
 {
 	char text[PATH_MAX + 16];
@@ -226,12 +253,24 @@ static void write_script(struct fixture *f, const char *name, const char *interp
 	assert_int_equal(close(fd), 0);
 }
 
+/* The content version of ST (one at a time: the tests are single-threaded). */
+static const struct backstop_version *ver(const struct stat *st)
+{
+	static struct backstop_version v;
+
+	v = backstop_stat_version(st);
+	return &v;
+}
+
+/* Fake files (the full-map test): any version. */
+static const struct backstop_version nover;
+
 static void allow_file(struct fixture *f, uint64_t cg, const char *path)
 {
 	struct stat st;
 
 	assert_int_equal(stat(path, &st), 0);
-	assert_int_equal(backstop_allow(f->b, cg, st.st_dev, st.st_ino), 0);
+	assert_int_equal(backstop_allow(f->b, cg, st.st_dev, st.st_ino, ver(&st)), 0);
 }
 
 static bool exists(const char *path)
@@ -244,6 +283,39 @@ static bool exists(const char *path)
 /* Fork a child that moves itself into cgroup, then execs path with argv. Returns its wait
  * status; *ret_pid (if not NULL) is its pid. The child exits 126 if the exec fails with EPERM
  * (LSM mode's denial), 127 otherwise, 125 if it could not enter the cgroup. */
+
+static bool is_script(const char *path)
+{
+	char head[2] = "";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	bool script = fd >= 0 && read(fd, head, 2) == 2 && head[0] == '#' && head[1] == '!';
+
+	if (fd >= 0)
+		close(fd);
+	return script;
+}
+
+static void expect_own_args(const char *path, char *const argv[])
+{
+	static const char *const other[] = {"not", "these", "arguments"};
+	struct backstop_args a;
+	uint64_t key[2];
+	size_t argc = 0;
+
+	if (!expect_b || expect_how == EXPECT_NOTHING)
+		return;
+	while (argv[argc])
+		argc++;
+	backstop_args_key(expect_b, key);
+	if (expect_how == EXPECT_OTHER)
+		args_digest_of_exec(key, other, 3, is_script(path), false, &a);
+	else
+		args_digest_of_exec(key, (const char *const *)argv, argc, is_script(path), false,
+		                    &a);
+	if (backstop_expect_args(expect_b, getpid(), &a) < 0)
+		_exit(124);
+}
+
 static int run_in_cgroup(const char *cgroup, const char *path, char *const argv[], pid_t *ret_pid)
 {
 	char procs[PATH_MAX];
@@ -260,6 +332,7 @@ static int run_in_cgroup(const char *cgroup, const char *path, char *const argv[
 
 		if (write(fd, "0", 1) != 1)
 			_exit(125);
+		expect_own_args(path, argv);
 		execve(path, argv, envp);
 		_exit(errno == EPERM ? 126 : 127);
 	}
@@ -291,6 +364,14 @@ static void assert_stopped(struct fixture *f, int status)
 			         WIFEXITED(status) ? "exit" : "signal",
 			         WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 	}
+}
+
+/* Killed after the exec, in either mode (the arguments are checked at sched_process_exec). */
+static void assert_killed(int status)
+{
+	if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+		fail_msg("expected SIGKILL, got %s %d", WIFEXITED(status) ? "exit" : "signal",
+		         WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 }
 
 /* Whether a minimal BPF LSM program loads and attaches here, independently of backstop.c. */
@@ -412,8 +493,8 @@ static void test_same_bytes_other_inode_is_not_approved(void **state)
 	/* Revoked, the approved one is stopped too. */
 	struct stat st;
 	assert_int_equal(stat(approved, &st), 0);
-	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino), 0);
-	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino), -ENOENT);
+	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino, ver(&st)), 0);
+	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino, ver(&st)), -ENOENT);
 	assert_stopped(f,
 	               run_in_cgroup(f->cgroups[cg], approved, (char *[]){approved, NULL}, NULL));
 }
@@ -436,7 +517,7 @@ static void test_approving_again_after_revoke_or_removal_reaches_the_kernel(void
 	allow_file(f, id, approved); /* already approved: no map update, still fine */
 	assert_ran_ok(run_in_cgroup(f->cgroups[cg], approved, argv, NULL));
 
-	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino), 0);
+	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino, ver(&st)), 0);
 	assert_stopped(f, run_in_cgroup(f->cgroups[cg], approved, argv, NULL));
 	allow_file(f, id, approved);
 	assert_ran_ok(run_in_cgroup(f->cgroups[cg], approved, argv, NULL));
@@ -479,7 +560,7 @@ static void test_script_checks_its_interpreter(void **state)
 	 * the interpreter at sched_process_exec), LSM checks every stage of the chain. */
 	struct stat st;
 	assert_int_equal(stat(good, &st), 0);
-	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino), 0);
+	assert_int_equal(backstop_revoke(f->b, id, st.st_dev, st.st_ino, ver(&st)), 0);
 	if (backstop_mode(f->b) == BACKSTOP_MODE_TP_BTF) {
 		assert_ran_ok(
 		        run_in_cgroup(f->cgroups[cg], good, (char *[]){good, marker, NULL}, NULL));
@@ -616,6 +697,90 @@ static void test_events_name_pid_cgroup_and_file(void **state)
 	assert_true(backstop_events_dropped(f->b) == 0);
 }
 
+/* The arguments: an approved file runs only with the arguments the supervisor expected for
+ * the exec (long ones too: the kernel side hashes them chunk by chunk), and an exec nobody
+ * let through is stopped (fail closed). Killed after the exec (the check needs the new
+ * image), in both modes. */
+static void test_arguments_other_than_expected_are_stopped(void **state)
+{
+	struct fixture *f = fixture_or_skip(state);
+	size_t cg = make_cgroup(f, NULL);
+	uint64_t id = cgroup_id_of(f->cgroups[cg]);
+	char marker_bin[PATH_MAX], marker[PATH_MAX], script[PATH_MAX];
+	static char longarg[10000];
+	struct collected c = {.n = 0};
+	struct pollfd pfd;
+
+	path_join(script, f->helpers, "marker");
+	copy_file(f, script, "m", marker_bin);
+	path_join(marker, f->tmpdir, "ran");
+	write_script(f, "args.sh", marker_bin, script);
+	assert_int_equal(backstop_add_sandbox(f->b, id), 0);
+	allow_file(f, id, marker_bin);
+	allow_file(f, id, script);
+	assert_int_equal(backstop_consume_events(f->b, collect, &c), 0);
+
+	/* As expected: runs (a short argv, one over a chunk, a script's). */
+	assert_ran_ok(run_in_cgroup(f->cgroups[cg], marker_bin,
+	                            (char *[]){marker_bin, marker, NULL}, NULL));
+	assert_true(exists(marker));
+	assert_int_equal(unlink(marker), 0);
+	memset(longarg, 'x', sizeof(longarg) - 1);
+	assert_ran_ok(run_in_cgroup(f->cgroups[cg], marker_bin,
+	                            (char *[]){marker_bin, longarg, marker, NULL}, NULL));
+	assert_true(exists(marker));
+	assert_int_equal(unlink(marker), 0);
+	assert_ran_ok(
+	        run_in_cgroup(f->cgroups[cg], script, (char *[]){script, marker, NULL}, NULL));
+	assert_true(exists(marker));
+	assert_int_equal(unlink(marker), 0);
+
+	/* Other arguments than expected, or none expected: killed before the first instruction. */
+	expect_how = EXPECT_OTHER;
+	assert_killed(run_in_cgroup(f->cgroups[cg], marker_bin,
+	                            (char *[]){marker_bin, marker, NULL}, NULL));
+	assert_killed(
+	        run_in_cgroup(f->cgroups[cg], script, (char *[]){script, marker, NULL}, NULL));
+	expect_how = EXPECT_NOTHING;
+	assert_killed(run_in_cgroup(f->cgroups[cg], marker_bin,
+	                            (char *[]){marker_bin, marker, NULL}, NULL));
+	expect_how = EXPECT_SAME;
+	assert_false(exists(marker));
+	pfd = (struct pollfd){.fd = backstop_events_fd(f->b), .events = POLLIN};
+	assert_int_equal(poll(&pfd, 1, 2000), 1);
+	assert_int_equal(backstop_consume_events(f->b, collect, &c), 3);
+	assert_int_equal(c.ev[0].why, BACKSTOP_WHY_ARGS);
+	assert_int_equal(c.ev[1].why, BACKSTOP_WHY_ARGS);
+	assert_int_equal(c.ev[2].why, BACKSTOP_WHY_NO_ARGS);
+}
+
+/* A file rewritten in place keeps its inode, not its ctime: the approval of what it held does
+ * not cover what it holds now. */
+static void test_file_rewritten_in_place_is_not_approved(void **state)
+{
+	struct fixture *f = fixture_or_skip(state);
+	size_t cg = make_cgroup(f, NULL);
+	uint64_t id = cgroup_id_of(f->cgroups[cg]);
+	char prog[PATH_MAX], marker[PATH_MAX], marker_bin[PATH_MAX];
+	struct stat before, after;
+
+	copy_file(f, "/bin/true", "prog", prog);
+	path_join(marker, f->tmpdir, "ran");
+	assert_int_equal(backstop_add_sandbox(f->b, id), 0);
+	allow_file(f, id, prog);
+	assert_int_equal(stat(prog, &before), 0);
+	path_join(marker_bin, f->helpers, "marker");
+	rewrite_file(marker_bin, prog); /* same name, same inode, new content */
+	assert_int_equal(stat(prog, &after), 0);
+	assert_true(after.st_ino == before.st_ino);
+	assert_stopped(f,
+	               run_in_cgroup(f->cgroups[cg], prog, (char *[]){prog, marker, NULL}, NULL));
+	assert_false(exists(marker));
+	allow_file(f, id, prog); /* approved as it is now: runs */
+	assert_ran_ok(run_in_cgroup(f->cgroups[cg], prog, (char *[]){prog, marker, NULL}, NULL));
+	assert_true(exists(marker));
+}
+
 struct overlay_paths {
 	char l[PATH_MAX], u[PATH_MAX], up[PATH_MAX], wk[PATH_MAX], m[PATH_MAX], bin[PATH_MAX];
 	char opts[4 * PATH_MAX];
@@ -697,7 +862,8 @@ static void test_overlay_files_are_approved_by_superblock_device(void **state)
 	assert_int_equal(mkdir(op.u, 0755), 0);
 	assert_int_equal(mkdir(op.m, 0755), 0);
 	copy_file(f, "/bin/true", "l/true", lower_true);
-	assert_int_equal(backstop_add_sandbox(f->b, id), 0);
+	/* The file check alone: nobody decides on the arguments here. */
+	assert_int_equal(backstop_add_sandbox_checks(f->b, id, false), 0);
 	path_join(procs, f->cgroups[cg], "cgroup.procs");
 	procs_fd = open(procs, O_WRONLY | O_CLOEXEC);
 	assert_true(procs_fd >= 0);
@@ -740,12 +906,12 @@ static void test_overlay_files_are_approved_by_superblock_device(void **state)
 
 	/* Approved by stat(): the devices differ, so the exec is still stopped (fail closed). */
 	if (st.st_dev != dev) {
-		assert_int_equal(backstop_allow(f->b, id, st.st_dev, st.st_ino), 0);
+		assert_int_equal(backstop_allow(f->b, id, st.st_dev, st.st_ino, ver(&st)), 0);
 		assert_int_equal(overlay_exec(go[1], result[0]),
 		                 backstop_mode(f->b) == BACKSTOP_MODE_TP_BTF ? 128 + SIGKILL : 127);
 	}
 	/* Approved by backstop_file_id: runs. */
-	assert_int_equal(backstop_allow(f->b, id, dev, ino), 0);
+	assert_int_equal(backstop_allow(f->b, id, dev, ino, ver(&st)), 0);
 	assert_int_equal(overlay_exec(go[1], result[0]), 0);
 
 	close(go[1]);
@@ -820,15 +986,15 @@ static void test_full_maps_are_reported(void **state)
 	/* Fake ids: no cgroup needed to fill the maps. */
 	assert_int_equal(backstop_add_sandbox(f->b, id), 0);
 	for (ino_t ino = 1; ino <= 65536 && r == 0; ino++)
-		r = backstop_allow(f->b, ino % 2 ? id : other, dev, ino);
+		r = backstop_allow(f->b, ino % 2 ? id : other, dev, ino, &nover);
 	assert_int_equal(r, 0);
-	assert_int_equal(backstop_allow(f->b, id, dev, 100000), -E2BIG);
-	assert_int_equal(backstop_allow(f->b, id, dev, 1), 0); /* already there: fine */
+	assert_int_equal(backstop_allow(f->b, id, dev, 100000, &nover), -E2BIG);
+	assert_int_equal(backstop_allow(f->b, id, dev, 1, &nover), 0); /* already there: fine */
 	/* Removing one sandbox frees exactly its approvals. */
 	assert_int_equal(backstop_remove_sandbox(f->b, id), 0);
 	for (ino_t ino = 100000; ino < 100000 + 32768; ino++)
-		assert_int_equal(backstop_allow(f->b, id, dev, ino), 0);
-	assert_int_equal(backstop_allow(f->b, id, dev, 200000), -E2BIG);
+		assert_int_equal(backstop_allow(f->b, id, dev, ino, &nover), 0);
+	assert_int_equal(backstop_allow(f->b, id, dev, 200000, &nover), -E2BIG);
 
 	for (uint64_t s = 1; s <= 64; s++)
 		assert_int_equal(backstop_add_sandbox(f->b, 1000 + s), 0);
@@ -878,7 +1044,8 @@ static void test_racing_path_flips_never_run_the_unapproved_binary(void **state)
 	path_join(race, f->helpers, "exec_race");
 	path_join(marker_bin, f->helpers, "marker");
 	path_join(marker, f->tmpdir, "ran");
-	assert_int_equal(backstop_add_sandbox(f->b, id), 0);
+	/* The file check alone: the helper's execs are nobody's decisions. */
+	assert_int_equal(backstop_add_sandbox_checks(f->b, id, false), 0);
 	allow_file(f, id, truebin);
 	allow_file(f, id, race);
 
@@ -931,6 +1098,8 @@ int main(void)
 	        T(test_pid_namespace_init_is_stopped_too),
 	        T(test_overlay_files_are_approved_by_superblock_device),
 	        T(test_events_name_pid_cgroup_and_file),
+	        T(test_arguments_other_than_expected_are_stopped),
+	        T(test_file_rewritten_in_place_is_not_approved),
 	        T(test_event_storm_is_bounded_and_counted),
 	        T(test_removing_the_sandbox_stops_checks_and_drops_approvals),
 	        T(test_full_maps_are_reported),

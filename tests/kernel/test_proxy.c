@@ -273,9 +273,9 @@ static bool on_allow_restricted(void *userdata, const struct proxy_conn_info *in
 	return strcmp(info->host, "loopok.test") == 0 || strcmp(info->host, "selfok.test") == 0;
 }
 
-static bool on_name_allowed(void *userdata, const void *tag, const char *name)
+static enum resolver_name on_name_allowed(void *userdata, const void *tag, const char *name)
 {
-	return strcmp(name, "denied.test") != 0;
+	return strcmp(name, "denied.test") != 0 ? RESOLVER_NAME_LOOKUP : RESOLVER_NAME_DENY;
 }
 
 static int on_cmd(struct loop *loop, int fd, uint32_t events, void *userdata)

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "supervisor/exec/args_digest.h"
 #include "supervisor/exec/ptrace_backstop.h"
 
 static char *const envp[] = {"PATH=/usr/bin:/bin", NULL};
@@ -53,18 +54,38 @@ static struct child start_child(void (*fn)(void))
 	return c;
 }
 
-static int run_child(struct ptrace_backstop *pb, void (*fn)(void))
+/* Run fn in a child the tracer seized; the child's exec is expected to have ARGV (as the
+ * supervisor says before it lets an exec through), or nothing when ARGV is NULL. */
+static int run_child_args(struct ptrace_backstop *pb, void (*fn)(void), const char *const *argv,
+                          size_t argc)
 {
 	struct cl_error err = {""};
 	struct child c = start_child(fn);
+	struct backstop_args a;
+	uint64_t key[2];
 	int status;
 
 	if (ptrace_backstop_seize(pb, c.pid, &err) < 0)
 		fail_msg("seize: %s", err.msg);
+	if (argv) {
+		ptrace_backstop_args_key(pb, key);
+		args_digest_of_exec(key, argv, argc, false, false, &a);
+		assert_int_equal(ptrace_backstop_expect_args(pb, c.pid, &a), 0);
+	}
 	assert_int_equal(write(c.go, "g", 1), 1);
 	close(c.go);
 	assert_int_equal(waitpid(c.pid, &status, 0), c.pid);
 	return status;
+}
+
+static void exec_true(void);
+
+/* The child's exec as it is: what exec_true and exec_false run. */
+static int run_child(struct ptrace_backstop *pb, void (*fn)(void))
+{
+	static const char *const true_argv[] = {"true"}, *const false_argv[] = {"false"};
+
+	return run_child_args(pb, fn, fn == exec_true ? true_argv : false_argv, 1);
 }
 
 static void exec_true(void)
@@ -118,31 +139,110 @@ static void test_approved_exec_runs_and_another_is_killed_and_reported(void **st
 {
 	struct ptrace_backstop *pb = NULL;
 	struct cl_error err = {""};
+	struct backstop_version tv;
 	struct stat t, f;
 	int status;
 
 	assert_int_equal(stat("/bin/true", &t), 0);
 	assert_int_equal(stat("/bin/false", &f), 0);
+	tv = backstop_stat_version(&t);
 	if (ptrace_backstop_start(&pb, &err) < 0)
 		fail_msg("start: %s", err.msg);
-	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino), 0);
-	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino), 0); /* idempotent */
+	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino, &tv), 0);
+	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino, &tv), 0); /* idempotent */
 	ptrace_backstop_free(pb);
 
 	/* One tracer seizes one process (the agent): a fresh one per case. */
 	assert_int_equal(ptrace_backstop_start(&pb, &err), 0);
-	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino), 0);
+	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino, &tv), 0);
 	status = run_child(pb, exec_true);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	ptrace_backstop_free(pb);
 
 	assert_int_equal(ptrace_backstop_start(&pb, &err), 0);
-	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino), 0);
+	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino, &tv), 0);
 	status = run_child(pb, exec_false);
 	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	wait_events(pb, &f);
 	assert_int_equal(f.st_nlink, 1000);
 	ptrace_backstop_free(pb);
+
+	/* The approved file with other arguments than decided on, or with none decided: killed. */
+	static const char *const other[] = {"true", "--other"};
+	assert_int_equal(ptrace_backstop_start(&pb, &err), 0);
+	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino, &tv), 0);
+	status = run_child_args(pb, exec_true, other, 2);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	wait_events(pb, &t);
+	assert_int_equal(t.st_nlink, 1000);
+	ptrace_backstop_free(pb);
+	assert_int_equal(ptrace_backstop_start(&pb, &err), 0);
+	assert_int_equal(ptrace_backstop_allow(pb, t.st_dev, t.st_ino, &tv), 0);
+	status = run_child_args(pb, exec_true, NULL, 0);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ptrace_backstop_free(pb);
+}
+
+static char tmp_prog[64];
+
+static void exec_tmp_prog(void)
+{
+	char *argv[] = {"prog", NULL};
+
+	execve(tmp_prog, argv, envp);
+}
+
+/* DST gets SRC's content, in place (same inode). */
+static void rewrite(const char *src, const char *dst, int flags)
+{
+	char buf[65536];
+	ssize_t n;
+	int in = open(src, O_RDONLY | O_CLOEXEC),
+	    out = open(dst, O_WRONLY | O_CLOEXEC | flags, 0755);
+
+	assert_true(in >= 0 && out >= 0);
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		assert_int_equal(write(out, buf, (size_t)n), n);
+	close(in);
+	assert_int_equal(close(out), 0);
+}
+
+/* A file rewritten in place keeps its inode, not its ctime: killed; approved as it is now,
+ * it runs. */
+static void test_a_file_rewritten_in_place_is_killed(void **state)
+{
+	static const char *const argv[] = {"prog"};
+	struct ptrace_backstop *pb = NULL;
+	struct cl_error err = {""};
+	struct backstop_version v;
+	struct stat st, now;
+	int status, fd;
+
+	snprintf(tmp_prog, sizeof(tmp_prog), "/tmp/cloister-test-ptrace-XXXXXX");
+	fd = mkstemp(tmp_prog);
+	assert_true(fd >= 0);
+	assert_int_equal(fchmod(fd, 0755), 0);
+	close(fd);
+	rewrite("/bin/true", tmp_prog, O_TRUNC);
+	assert_int_equal(stat(tmp_prog, &st), 0);
+	v = backstop_stat_version(&st);
+	rewrite("/bin/false", tmp_prog, O_TRUNC);
+	assert_int_equal(stat(tmp_prog, &now), 0);
+	assert_true(now.st_ino == st.st_ino);
+
+	assert_int_equal(ptrace_backstop_start(&pb, &err), 0);
+	assert_int_equal(ptrace_backstop_allow(pb, st.st_dev, st.st_ino, &v), 0);
+	status = run_child_args(pb, exec_tmp_prog, argv, 1);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	ptrace_backstop_free(pb);
+
+	v = backstop_stat_version(&now);
+	assert_int_equal(ptrace_backstop_start(&pb, &err), 0);
+	assert_int_equal(ptrace_backstop_allow(pb, now.st_dev, now.st_ino, &v), 0);
+	status = run_child_args(pb, exec_tmp_prog, argv, 1);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 1); /* false ran */
+	ptrace_backstop_free(pb);
+	unlink(tmp_prog);
 }
 
 static void test_a_grandchild_is_followed(void **state)
@@ -205,6 +305,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_approved_exec_runs_and_another_is_killed_and_reported),
+	        cmocka_unit_test(test_a_file_rewritten_in_place_is_killed),
 	        cmocka_unit_test(test_a_grandchild_is_followed),
 	        cmocka_unit_test(test_the_tracers_death_kills_its_tracees),
 	        cmocka_unit_test(test_a_process_traced_already_cannot_be_seized),

@@ -196,11 +196,11 @@ static void test_asks_that_differ_in_what_is_shown_do_not_merge(void **state)
 	static const char *const other_argv[] = {"ls", "-la"};
 	static const char *const longer_argv[] = {"ls", "-l", "x"};
 	struct queue_request base = exec_req("sb", 1);
-	struct queue_request vars[9];
-	const char *names[9] = {"sandbox", "kind", "summary", "exe",        "cwd",
-	                        "argv",    "argc", "uid",     "interpreter"};
+	struct queue_request vars[10];
+	const char *names[10] = {"sandbox", "kind", "summary", "exe",         "cwd",
+	                         "argv",    "argc", "uid",     "interpreter", "identity"};
 
-	for (size_t i = 0; i < 9; i++) {
+	for (size_t i = 0; i < 10; i++) {
 		vars[i] = base;
 		vars[i].cookie = 100 + i;
 	}
@@ -214,8 +214,10 @@ static void test_asks_that_differ_in_what_is_shown_do_not_merge(void **state)
 	vars[6].argc = 3;
 	vars[7].uid = 0;
 	vars[8].interpreter = "/bin/sh";
+	/* The same command line naming another file (renamed over, rewritten): not one card. */
+	vars[9].identity = "8:1 42 1700000000.5 123";
 
-	for (size_t i = 0; i < 9; i++) {
+	for (size_t i = 0; i < 10; i++) {
 		struct queue *q = new_queue(1);
 		char id1[QUEUE_ID_LEN + 1], id2[QUEUE_ID_LEN + 1];
 

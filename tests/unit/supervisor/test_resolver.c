@@ -414,11 +414,15 @@ static int on_agent_answer(struct loop *loop, int fd, uint32_t events, void *use
 
 static const char served_as[] = "the sandbox's tag";
 
-static bool deny_evil(void *userdata, const void *tag, const char *name)
+static enum resolver_name deny_evil(void *userdata, const void *tag, const char *name)
 {
 	/* The query's socket was served with this tag: the callback knows who asked. */
 	assert_ptr_equal(tag, served_as);
-	return strcmp(name, "evil.test") != 0;
+	if (strcmp(name, "evil.test") == 0)
+		return RESOLVER_NAME_DENY;
+	if (strncmp(name, "unlisted.", 9) == 0 || strstr(name, ".unlisted."))
+		return RESOLVER_NAME_LOCAL;
+	return RESOLVER_NAME_LOOKUP;
 }
 
 /* Real-IP mode: the agent's query is forwarded, answered with the real addresses, and each
@@ -479,6 +483,21 @@ static void test_real_ip_mode_forwards_and_records_the_answer(void **state)
 	assert_int_equal(loop_run(loop), 0);
 	assert_int_equal(dns_response_addrs(ans.buf, (size_t)ans.len, &q, 0x7778, &got, NULL), 0);
 	assert_int_equal(got.rcode, DNS_RCODE_NXDOMAIN);
+	assert_int_equal(u.queries, 2);
+
+	/* A name nobody allowed yet (asked at connect) never leaves either: it gets a fake
+	 * address, which names it to the proxy, and upstream saw nothing more. */
+	assert_int_equal(resolver_question("data.unlisted.test", DNS_TYPE_A, &q), 0);
+	n = dns_query_build(&q, 0x7779, msg, sizeof(msg));
+	assert_int_equal(send(cfd, msg, (size_t)n, 0), n);
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(dns_response_addrs(ans.buf, (size_t)ans.len, &q, 0x7779, &got, NULL), 0);
+	assert_int_equal(got.rcode, DNS_RCODE_NOERROR);
+	assert_int_equal(got.n, 1);
+	conn.sin_addr = got.addrs[0].v4;
+	assert_int_equal(resolver_name_of(r, (struct sockaddr *)&conn, name, &fake), 0);
+	assert_string_equal(name, "data.unlisted.test");
+	assert_true(fake);
 	assert_int_equal(u.queries, 2);
 
 	resolver_free(r);
