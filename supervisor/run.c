@@ -70,6 +70,8 @@ struct options {
 	const char *keep_env[RUN_KEEP_ENV_MAX]; /* --keep-env NAME */
 	size_t n_keep_env;
 	bool allow_abstract_sockets; /* --net host without Landlock's abstract socket scope */
+	bool require_fs_confinement; /* both file system layers, or no start */
+	bool test_no_fs_mounts;      /* tests only: Landlock alone confines the files */
 	char **agent_argv;
 };
 
@@ -447,6 +449,11 @@ static void usage(FILE *out)
 	      "                       credential or a way to another program (repeatable)\n"
 	      "  --allow-abstract-sockets  with --net host on a kernel without Landlock scopes,\n"
 	      "                       accept that the agent reaches the host's abstract sockets\n"
+	      "  --require-fs-confinement  refuse to start unless both file system layers (the\n"
+	      "                       mount namespace and Landlock) confine the config's fs:\n"
+	      "  --test-no-fs-mounts  FOR TESTS ONLY: leave out the file system's mount layer, so\n"
+	      "                       that Landlock alone refuses the writes (weaker: fs.hide\n"
+	      "                       and fs.protect are then not applied)\n"
 	      "  --audit-rate N|off   automatic audit lines a second per sandbox (default 100;\n"
 	      "                       over it they are counted, not written)\n"
 	      "  --audit-burst N      ... and at once (default 1000)\n"
@@ -470,6 +477,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_REAL_IP,
 		OPT_KEEP_ENV,
 		OPT_ALLOW_ABSTRACT_SOCKETS,
+		OPT_REQUIRE_FS_CONFINEMENT,
+		OPT_TEST_NO_FS_MOUNTS,
 	};
 	static const struct option longopts[] = {
 	        FRONTEND_LONGOPTS,
@@ -484,6 +493,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"real-ip", no_argument, NULL, OPT_REAL_IP},
 	        {"keep-env", required_argument, NULL, OPT_KEEP_ENV},
 	        {"allow-abstract-sockets", no_argument, NULL, OPT_ALLOW_ABSTRACT_SOCKETS},
+	        {"require-fs-confinement", no_argument, NULL, OPT_REQUIRE_FS_CONFINEMENT},
+	        {"test-no-fs-mounts", no_argument, NULL, OPT_TEST_NO_FS_MOUNTS},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -565,6 +576,12 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_ALLOW_ABSTRACT_SOCKETS:
 			o->allow_abstract_sockets = true;
+			break;
+		case OPT_REQUIRE_FS_CONFINEMENT:
+			o->require_fs_confinement = true;
+			break;
+		case OPT_TEST_NO_FS_MOUNTS:
+			o->test_no_fs_mounts = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -773,6 +790,10 @@ static int start_sandbox(struct run *run, struct cl_error *err)
 		        .n_keep_env = run->opt.n_keep_env,
 		        .host_network = run->opt.net_host,
 		        .allow_abstract_sockets = run->opt.allow_abstract_sockets,
+		        .config = run->config,
+		        .require_fs_confinement = run->opt.require_fs_confinement,
+		        .test_no_fs_mounts = run->opt.test_no_fs_mounts,
+		        .nested_sandbox = run->opt.allow_nested_sandbox,
 		        .verbose = run->opt.common.verbose,
 		        .config_dir = run->config_dir,
 		        .audit_dir = run->audit_dir,
