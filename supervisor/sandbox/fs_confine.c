@@ -16,7 +16,19 @@
 #include "supervisor/policy/fs_policy.h"
 #include "supervisor/policy/path_boundary.h"
 
+struct fs_absent {
+	int dirfd; /* O_PATH, opened at the start */
+	char *name;
+	char *path; /* for messages */
+};
+
+struct fs_sweep {
+	struct fs_absent *v;
+	size_t n;
+};
+
 struct fs_confine {
+	struct fs_sweep *sweep;          /* absent protected paths */
 	struct confine_paths write;      /* resolved, outermost only */
 	struct confine_paths protect;    /* resolved, existing */
 	struct confine_paths hide_dirs;  /* resolved, existing directories */
@@ -38,7 +50,103 @@ void fs_confine_free(struct fs_confine *fc)
 	confine_paths_free(&fc->hide_dirs);
 	confine_paths_free(&fc->hide_files);
 	confine_paths_free(&fc->pins);
+	fs_sweep_free(fc->sweep);
 	free(fc);
+}
+
+void fs_sweep_free(struct fs_sweep *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->v[i].dirfd >= 0)
+			close(s->v[i].dirfd);
+		free(s->v[i].name);
+		free(s->v[i].path);
+	}
+	free(s->v);
+	free(s);
+}
+
+struct fs_sweep *fs_confine_take_sweep(struct fs_confine *fc)
+{
+	return fc ? TAKE_PTR(fc->sweep) : NULL;
+}
+
+/* Remember absent protected PATH (expanded, no glob) by its parent directory, opened now. */
+static int add_absent(struct fs_confine *fc, const char *path)
+{
+	_cleanup_free_ char *parent = strdup(path);
+	char *slash = parent ? strrchr(parent, '/') : NULL;
+	struct fs_absent a = {.dirfd = -EBADF};
+	struct fs_absent *v;
+
+	if (!parent)
+		return -ENOMEM;
+	if (!slash || !slash[1])
+		return 0;
+	*slash = '\0';
+	if (!fc->sweep && !(fc->sweep = calloc(1, sizeof(*fc->sweep))))
+		return -ENOMEM;
+	if (fc->sweep->n >= FS_CONFINE_MAX_PATHS)
+		return -E2BIG;
+	a.dirfd = open(parent[0] ? parent : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (a.dirfd < 0)
+		return 0; /* no parent: see the README ("Files", what is not protected) */
+	/* Something at the name already (a dangling symlink): the user's, left alone. */
+	if (fstatat(a.dirfd, slash + 1, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0) {
+		close(a.dirfd);
+		return 0;
+	}
+	a.name = strdup(slash + 1);
+	a.path = strdup(path);
+	v = reallocarray(fc->sweep->v, fc->sweep->n + 1, sizeof(*v));
+	if (!a.name || !a.path || !v) {
+		if (v)
+			fc->sweep->v = v;
+		close(a.dirfd);
+		free(a.name);
+		free(a.path);
+		return -ENOMEM;
+	}
+	fc->sweep->v = v;
+	fc->sweep->v[fc->sweep->n++] = a;
+	return 0;
+}
+
+void fs_sweep_run(const struct fs_sweep *s, fs_sweep_report_fn report, void *userdata)
+{
+	for (size_t i = 0; s && i < s->n; i++) {
+		const struct fs_absent *a = &s->v[i];
+		char to[NAME_MAX + 1];
+		struct stat st;
+		int r = -EEXIST;
+
+		if (fstatat(a->dirfd, a->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		for (unsigned n = 0; r == -EEXIST && n < 100; n++) {
+			int len = n ? snprintf(to, sizeof(to), "%s.cloister-blocked.%u", a->name, n)
+			            : snprintf(to, sizeof(to), "%s.cloister-blocked", a->name);
+
+			if (len < 0 || (size_t)len >= sizeof(to)) {
+				r = -ENAMETOOLONG;
+				break;
+			}
+			r = renameat2(a->dirfd, a->name, a->dirfd, to, RENAME_NOREPLACE) < 0
+			            ? -errno
+			            : 0;
+		}
+		if (r < 0) {
+			report(userdata, a->path, NULL, r);
+		} else {
+			_cleanup_free_ char *moved = NULL;
+			const char *slash = strrchr(a->path, '/');
+
+			if (asprintf(&moved, "%.*s/%s", (int)(slash - a->path), a->path, to) < 0)
+				moved = NULL;
+			report(userdata, a->path, moved ? moved : to, 0);
+		}
+	}
 }
 
 /* ---- the supervisor's side ---------------------------------------------------------------- */
@@ -71,9 +179,10 @@ static int each_path(struct fs_confine *fc, const char *expanded, path_fn fn, vo
 		struct stat st;
 
 		if (!real || stat(real, &st) < 0) {
-			if (missing)
-				(*missing)++;
-			return 0;
+			if (!missing)
+				return 0;
+			(*missing)++;
+			return add_absent(fc, expanded);
 		}
 		return fn(fc, real, &st, userdata);
 	}

@@ -14,10 +14,12 @@
  * grant write rights beneath.
  *
  * What the mount layer cannot hold, and why: a protected path that does not exist when the
- * run starts (a new .envrc) cannot be mounted over, and Landlock cannot name it; it is
- * counted (fs_confine_summary.absent_protect) and left to the fsask layer, which sees the
- * open with O_CREAT. Patterns are expanded (globs included) once, when the run starts: a
- * later file matching a hide or protect glob is not covered.
+ * run starts (a new .envrc) cannot be mounted over, and Landlock cannot name it. Its parent
+ * directory is opened when the run starts, and when the run ends — the agent and all its
+ * processes gone, so nothing races the check — what was created at that name is renamed
+ * aside (fs_sweep). Until then it is there, for a program on the host that reads it during
+ * the run. Patterns are expanded (globs included) once, when the run starts: a later file
+ * matching a hide or protect glob is not covered.
  *
  * fs_confine_prepare() runs in the supervisor (it resolves paths in the host's view and
  * creates the missing fs.write directories written with a trailing "/"); fs_confine_mounts()
@@ -70,6 +72,22 @@ const struct confine_paths *fs_confine_write_paths(const struct fs_confine *fc);
 bool fs_confine_private_tmp(const struct fs_confine *fc);
 void fs_confine_free(struct fs_confine *fc);
 CL_DEFINE_TRIVIAL_CLEANUP(struct fs_confine *, fs_confine_free)
+
+/* The sweep of the protected paths that were absent at the start, taken out of FC (to outlive
+ * the plan); NULL when there are none. */
+struct fs_sweep;
+struct fs_sweep *fs_confine_take_sweep(struct fs_confine *fc);
+
+/* Called for each absent protected path that exists now: MOVED_TO is where it was renamed
+ * (NULL with R < 0 when it could not be). */
+typedef void (*fs_sweep_report_fn)(void *userdata, const char *path, const char *moved_to, int r);
+
+/* After the sandbox is gone: rename aside what was created at each absent protected path
+ * ("NAME.cloister-blocked", or "NAME.cloister-blocked.N" when that exists), never following
+ * a symlink (the directory was opened at the start, the name is looked up in it). */
+void fs_sweep_run(const struct fs_sweep *s, fs_sweep_report_fn report, void *userdata);
+void fs_sweep_free(struct fs_sweep *s);
+CL_DEFINE_TRIVIAL_CLEANUP(struct fs_sweep *, fs_sweep_free)
 
 /* In the init: the mounts described above. /proc must be mounted already. */
 int fs_confine_mounts(const struct fs_confine *fc, struct cl_error *err);

@@ -127,6 +127,9 @@ int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
 			keep[nk++] = *a;
 	keep[nk] = NULL;
 
+	if (!o->config && o->require_fs_confinement)
+		return cl_error_set(err, -EPERM,
+		                    "--require-fs-confinement: the file system is not confined");
 	if (o->config) {
 		const char *kept[3] = {NULL};
 		size_t n_kept = 0;
@@ -183,7 +186,7 @@ int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
 		    : abi >= 1          ? "off: ABI 1 would refuse every rename across directories"
 		                        : "off: unavailable on this kernel");
 	} else if (o->verbose) {
-		say("files: not confined");
+		say("files: not confined (--test-no-fs-confinement)");
 	}
 	if (o->verbose) {
 		sandbox_confine_summarize(*ret, &sum);

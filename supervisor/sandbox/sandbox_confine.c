@@ -298,6 +298,11 @@ int sandbox_confine_prepare(const struct sandbox_confine_request *req, struct sa
 	return 0;
 }
 
+struct fs_confine *sandbox_confine_fs(struct sandbox_confine *c)
+{
+	return c->fs;
+}
+
 void sandbox_confine_summarize(const struct sandbox_confine *c, struct sandbox_confine_summary *ret)
 {
 	*ret = (struct sandbox_confine_summary){

@@ -81,6 +81,8 @@ int sandbox_confine_prepare(const struct sandbox_confine_request *req, struct sa
                             struct cl_error *err);
 void sandbox_confine_summarize(const struct sandbox_confine *c,
                                struct sandbox_confine_summary *ret);
+/* The file system's plan in C (NULL: none), for fs_confine_take_sweep(). */
+struct fs_confine *sandbox_confine_fs(struct sandbox_confine *c);
 void sandbox_confine_free(struct sandbox_confine *c);
 CL_DEFINE_TRIVIAL_CLEANUP(struct sandbox_confine *, sandbox_confine_free)
 

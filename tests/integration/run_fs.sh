@@ -15,7 +15,7 @@ set -u
 # shellcheck source=tests/lib/confine_common.sh
 . "$(dirname "$0")/../lib/confine_common.sh"
 
-PLAN=56
+PLAN=64
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv git make cc npm node /usr/bin/python3
 # Landlock's ABI (landlock_create_ruleset with LANDLOCK_CREATE_RULESET_VERSION): 2 at least.
@@ -63,6 +63,10 @@ probe systemd sh -c 'mkdir -p "$HOME/.config/systemd/user" && echo x >"$HOME/.co
 probe hook w "$proj/.git/hooks/pre-commit"
 probe gitcfg w "$proj/.git/config"
 probe renamegit mv "$proj/.git" "$proj/.git-moved"
+probe envrc w "$proj/.envrc"
+probe vscode sh -c "mkdir '$proj/.vscode' && echo '{}' >'$proj/.vscode/tasks.json'"
+probe claudestate sh -c 'mkdir -p "$HOME/.claude/projects" && echo x >"$HOME/.claude/projects/s.jsonl"'
+probe claudesettings w "$HOME/.claude/settings.json"
 probe sshkey cat "$HOME/.ssh/id_ed25519"
 echo "sshdir: $(ls -A "$HOME/.ssh" 2>&1 | tr '\n' ' ')"
 echo "netrc: [$(cat "$HOME/.netrc" 2>&1)]"
@@ -82,7 +86,7 @@ chmod 644 "$TMP/agent.sh"
 # setup WHO: a home with start-up files and credentials, a git project that builds.
 setup() {
 	if [ "$1" = root ]; then home=$TMP/home proj=$TMP/proj; else home=$U/home proj=$U/proj; fi
-	rm -rf "$proj" "$home/.ssh" "$home/.aws" "$home/.config" "$home/.npm"
+	rm -rf "$proj" "$home/.ssh" "$home/.aws" "$home/.config" "$home/.npm" "$home/.claude"
 	git init -q "$proj"
 	printf 'hello: hello.c\n\tcc -o hello hello.c\n' >"$proj/Makefile"
 	printf '#include <stdio.h>\nint main(void) { puts("built"); return 0; }\n' >"$proj/hello.c"
@@ -135,6 +139,18 @@ for who in root nobody; do
 		"$who: none of those files changed on the host"
 	tap_ok "$([ ! -e "$proj/.git/hooks/pre-commit" ] && [ -d "$proj/.git" ] && echo 0 || echo 1)" \
 		"$who: no hook on the host, .git still in place"
+	# Protected names absent at the start: created in the run, moved aside at its end.
+	tap_is "$(line envrc) $(line vscode) $(line claudestate) $(line claudesettings)" "ok ok ok ok" \
+		"$who: the agent could create .envrc, .vscode/, its state and ~/.claude/settings.json" "$(diag)"
+	tap_ok "$([ ! -e "$proj/.envrc" ] && [ -f "$proj/.envrc.cloister-blocked" ] &&
+		[ ! -e "$proj/.vscode" ] && [ -f "$proj/.vscode.cloister-blocked/tasks.json" ] &&
+		[ ! -e "$home/.claude/settings.json" ] &&
+		[ -f "$home/.claude/settings.json.cloister-blocked" ] && echo 0 || echo 1)" \
+		"$who: when the run ended, they were moved aside" "$(ls -A "$proj" "$home/.claude")"
+	tap_ok "$([ -f "$home/.claude/projects/s.jsonl" ] && echo 0 || echo 1)" \
+		"$who: the agent's own state stays"
+	tap_ok "$(grep -qF "created $proj/.envrc, which is protected (fs.protect): moved to $proj/.envrc.cloister-blocked" "$ERR" && echo 0 || echo 1)" \
+		"$who: the run says what it moved" "$(cat "$ERR")"
 	tap_like "$(line sshkey)" "No such file" "$who: ~/.ssh/id_ed25519 reads as absent"
 	tap_is "$(line sshdir)" "" "$who: ~/.ssh is an empty directory"
 	tap_is "$(line netrc)" "[]" "$who: ~/.netrc reads as empty"
