@@ -8,6 +8,7 @@
 
 #include "base/cleanup.h"
 #include "supervisor/policy/env_scrub.h"
+#include "supervisor/sandbox/confine_plan.h"
 #include "supervisor/sandbox/fs_confine.h"
 #include "supervisor/sandbox/landlock.h"
 #include "base/say.h"
@@ -164,6 +165,21 @@ int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
 		r = fs_confine_prepare(&fr, &req.fs, err);
 		if (r < 0)
 			return r;
+	}
+	if (req.fs) {
+		_cleanup_free_ char *cwd = getcwd(NULL, 0);
+		const char *home = getenv("HOME");
+		_cleanup_free_ char *real_home =
+		        home && home[0] == '/' ? realpath(home, NULL) : NULL;
+
+		/* The project is writable: run from ~ (or above), all of ~ is, but for fs.protect.
+		 */
+		if (cwd && real_home && confine_path_within(real_home, cwd))
+			say("warning: the working directory %s holds your home directory: all of "
+			    "it "
+			    "is writable for the agent but for fs.protect; start run in the "
+			    "project",
+			    cwd);
 	}
 	r = sandbox_confine_prepare(&req, ret, err);
 	if (r < 0)
