@@ -70,6 +70,7 @@ struct options {
 	const char *keep_env[RUN_KEEP_ENV_MAX]; /* --keep-env NAME */
 	size_t n_keep_env;
 	bool allow_abstract_sockets; /* --net host without Landlock's abstract socket scope */
+	bool quiet_to_agent;         /* no reason line on a refused process's stderr */
 	char **agent_argv;
 };
 
@@ -451,6 +452,8 @@ static void usage(FILE *out)
 	      "                       over it they are counted, not written)\n"
 	      "  --audit-burst N      ... and at once (default 1000)\n"
 	      "  --lenient            skip invalid regexes in the config with a warning\n"
+	      "  --quiet-to-agent     write no \"cloister: ... refused\" line to the stderr of a\n"
+	      "                       refused process\n"
 	      "  -v, --verbose        say what is allowed, and which kernel features are in use\n"
 	      "  -q, --quiet          print nothing of our own (denials included)\n",
 	      out);
@@ -470,6 +473,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_REAL_IP,
 		OPT_KEEP_ENV,
 		OPT_ALLOW_ABSTRACT_SOCKETS,
+		OPT_QUIET_TO_AGENT,
 	};
 	static const struct option longopts[] = {
 	        FRONTEND_LONGOPTS,
@@ -484,6 +488,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"real-ip", no_argument, NULL, OPT_REAL_IP},
 	        {"keep-env", required_argument, NULL, OPT_KEEP_ENV},
 	        {"allow-abstract-sockets", no_argument, NULL, OPT_ALLOW_ABSTRACT_SOCKETS},
+	        {"quiet-to-agent", no_argument, NULL, OPT_QUIET_TO_AGENT},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -565,6 +570,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_ALLOW_ABSTRACT_SOCKETS:
 			o->allow_abstract_sockets = true;
+			break;
+		case OPT_QUIET_TO_AGENT:
+			o->quiet_to_agent = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -841,14 +849,16 @@ static int watch_sandbox(struct run *run, struct cl_error *err)
 	        .fallback = exec_security_to_string(run->config->exec.ask_fallback),
 	};
 	struct cl_error why = {""};
-	int root_fd, mountinfo_fd;
+	struct agent_note_ttys ttys = {0};
+	int root_fd, mountinfo_fd, master;
 	sigset_t sigs;
 	int r;
 
-	r = terminal_start(run->terminal, run->loop, run->approvals,
-	                   terminal_relays(run->terminal) ? sandbox_take_pty_master(run->sandbox)
-	                                                  : -1,
-	                   &to, &why);
+	master = terminal_relays(run->terminal) ? sandbox_take_pty_master(run->sandbox) : -1;
+	/* The agent's pty is the one terminal a refused process's reason line may go to. */
+	if (master >= 0)
+		(void)agent_note_add_pty(master, &ttys);
+	r = terminal_start(run->terminal, run->loop, run->approvals, master, &to, &why);
 	if (r < 0)
 		return cl_error_set(err, r, "run: %s", why.msg);
 	trace_timing_mark("terminal relay");
@@ -873,6 +883,8 @@ static int watch_sandbox(struct run *run, struct cl_error *err)
 		        .view = run->view,
 		        .deny_ids = run->deny_ids,
 		        .verbose = run->opt.common.verbose,
+		        .quiet_to_agent = run->opt.quiet_to_agent,
+		        .ttys = ttys,
 		};
 
 		r = exec_guard_new(run->loop, run->approvals,
