@@ -17,17 +17,21 @@
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/config_files.h"
 #include "supervisor/policy/exec_decision.h"
+#include "supervisor/policy/fs_policy.h"
+#include "supervisor/policy/path_boundary.h"
 #include "supervisor/policy/policy.h"
 
 void cli_policy_usage(FILE *out)
 {
 	fputs("usage: " PROG " policy check [OPTIONS] -- CMD [ARGS...]\n"
 	      "       " PROG " policy check [OPTIONS] --domain HOST[:PORT]\n"
+	      "       " PROG " policy check [OPTIONS] --path PATH [--write]\n"
 	      "       " PROG " policy show  [OPTIONS]\n"
 	      "\n"
 	      "Evaluate the effective configuration offline. `check -- CMD` decides an exec of\n"
 	      "CMD (resolved through PATH as execvp would) and, separately, the same command\n"
-	      "sent to the host through hostexec; `check --domain` decides a connection.\n"
+	      "sent to the host through hostexec; `check --domain` decides a connection;\n"
+	      "`check --path` decides reading (or with --write, writing) PATH in the sandbox.\n"
 	      "`show` prints the merged configuration with the origin of every entry.\n"
 	      "\n"
 	      "options:\n"
@@ -36,6 +40,10 @@ void cli_policy_usage(FILE *out)
 	      "  --project NAME     also load projects/NAME.yaml and decisions/projects/NAME.yaml\n"
 	      "  --lenient          skip invalid regexes and domains with a warning\n"
 	      "  --domain HOST      check a connection to HOST[:PORT] instead of a command\n"
+	      "  --path PATH        check reading PATH (symlinks resolved as far as it exists)\n"
+	      "  --write            with --path: check writing it\n"
+	      "  --worktree DIR     what {worktree} stands for (default: the current directory,\n"
+	      "                     as for `run`)\n"
 	      "  -h, --help         show this help\n"
 	      "\n"
 	      "exit status: 0 allow, 1 deny, 2 ask, 64 usage error, 78 config error\n",
@@ -58,6 +66,9 @@ struct options {
 	const char *config_dir;
 	const char *project;
 	const char *domain;
+	const char *path;
+	const char *worktree;
+	bool write;
 	bool lenient;
 	char **command;
 	int n_command;
@@ -71,6 +82,9 @@ static int parse_options(int argc, char **argv, bool allow_command, struct optio
 	        {"project", required_argument, NULL, 'p'},
 	        {"lenient", no_argument, NULL, 'l'},
 	        {"domain", required_argument, NULL, 'd'},
+	        {"path", required_argument, NULL, 'P'},
+	        {"write", no_argument, NULL, 'w'},
+	        {"worktree", required_argument, NULL, 'W'},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -97,6 +111,19 @@ static int parse_options(int argc, char **argv, bool allow_command, struct optio
 				                   "show");
 			o->domain = optarg;
 			break;
+		case 'P':
+		case 'w':
+		case 'W':
+			if (!allow_command)
+				return usage_error("show: %s is an option of `policy check`",
+				                   argv[optind - 1]);
+			if (c == 'P')
+				o->path = optarg;
+			else if (c == 'W')
+				o->worktree = optarg;
+			else
+				o->write = true;
+			break;
 		case 'h':
 			cli_policy_usage(stdout);
 			return 0;
@@ -110,12 +137,14 @@ static int parse_options(int argc, char **argv, bool allow_command, struct optio
 	o->n_command = argc - optind;
 	if (!allow_command && o->n_command > 0)
 		return usage_error("unexpected argument \"%s\"", o->command[0]);
-	if (allow_command && o->domain && o->n_command > 0)
-		return usage_error("give either --domain or a command, not both (got \"%s\")",
-		                   o->command[0]);
-	if (allow_command && !o->domain && o->n_command == 0)
-		return usage_error("%s: nothing to check: give -- CMD [ARGS...] or --domain HOST",
+	if (allow_command && (!!o->domain + !!o->path + (o->n_command > 0)) > 1)
+		return usage_error("give one of --domain, --path or a command, not both");
+	if (allow_command && !o->domain && !o->path && o->n_command == 0)
+		return usage_error("%s: nothing to check: give -- CMD [ARGS...], --domain HOST or "
+		                   "--path PATH",
 		                   "check");
+	if (o->write && !o->path)
+		return usage_error("--write goes with --path");
 	if (o->project) {
 		struct cl_error err = {""};
 		if (config_project_name_check(o->project, &err) < 0)
@@ -299,6 +328,101 @@ static int check_domain(const struct config *cfg, const char *host)
 	return exit_status(res.verdict);
 }
 
+/* PATH made absolute against the current directory, then resolved as the kernel would open it:
+ * the whole of it when it exists, else its parent (a file about to be created). */
+static int resolve_fs_path(const char *path, char **ret)
+{
+	_cleanup_free_ char *abs = NULL, *norm = NULL, *parent = NULL;
+	char *real, *slash;
+
+	if (path[0] == '/') {
+		abs = strdup(path);
+	} else {
+		_cleanup_free_ char *cwd = getcwd(NULL, 0);
+		if (!cwd)
+			return -errno;
+		if (asprintf(&abs, "%s/%s", cwd, path) < 0)
+			abs = NULL;
+	}
+	if (!abs)
+		return -ENOMEM;
+	if (path_normalize(abs, NULL, &norm) < 0)
+		return -EINVAL;
+	real = realpath(norm, NULL);
+	if (real) {
+		*ret = real;
+		return 0;
+	}
+	parent = strdup(norm);
+	if (!parent)
+		return -ENOMEM;
+	slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		real = realpath(parent, NULL);
+		if (real) {
+			int n = asprintf(ret, "%s%s%s", real, strcmp(real, "/") ? "/" : "",
+			                 slash + 1);
+			free(real);
+			return n < 0 ? -ENOMEM : 0;
+		}
+	}
+	*ret = TAKE_PTR(norm);
+	return 0;
+}
+
+static int check_path(const struct config *cfg, const struct options *o)
+{
+	_cleanup_free_ char *path = NULL, *worktree = NULL, *home = NULL;
+	struct fs_vars vars = {0};
+	struct fs_result res;
+	struct cl_error err = {""};
+	int r;
+
+	r = resolve_fs_path(o->path, &path);
+	if (r >= 0)
+		r = resolve_fs_path(o->worktree ? o->worktree : ".", &worktree);
+	if (r >= 0 && getenv("HOME") && getenv("HOME")[0] == '/')
+		r = resolve_fs_path(getenv("HOME"), &home);
+	if (r < 0) {
+		fprintf(stderr, PROG ": policy check: --path %s: %s\n", o->path, strerror(-r));
+		return CLI_EXIT_USAGE;
+	}
+	vars.home = home;
+	vars.worktree = worktree;
+	if (fs_policy_check(cfg, &vars, path, o->write, &res, &err) < 0) {
+		fprintf(stderr, PROG ": policy check: --path: %s\n", err.msg);
+		return CLI_EXIT_CONFIG;
+	}
+	printf("%s: %s\n", o->write ? "write" : "read", fs_verdict_to_string(res.verdict));
+	printf("  %-9s %s", "path:", path);
+	if (strcmp(path, o->path) != 0)
+		printf(" (given: %s)", o->path);
+	printf("\n  %-9s ", "rule:");
+	if (res.rule) {
+		printf("%s[%u] \"%s\"", res.rule->list, res.rule->index, res.rule->pattern);
+		print_origin(&res.rule->origin);
+	} else if (res.setting && res.setting->text) {
+		printf("%s: %s", res.verdict == FS_ALLOW ? "fs.tmp" : "fs.ask",
+		       res.verdict == FS_ALLOW ? fs_tmp_to_string(cfg->fs.tmp)
+		                               : fs_ask_to_string(cfg->fs.ask));
+		print_origin(&res.setting->origin);
+	} else {
+		printf("%s",
+		       o->write ? "(no fs.write entry covers it)" : "(no fs.hide entry covers it)");
+	}
+	printf("\n  %-9s %s\n", "reason:", res.reason);
+	printf("  %-9s {worktree} = %s, ~ = %s\n", "with:", worktree, home ? home : "(no $HOME)");
+	switch (res.verdict) {
+	case FS_ALLOW:
+		return CLI_EXIT_ALLOW;
+	case FS_ASK:
+		return CLI_EXIT_ASK;
+	default:
+		return CLI_EXIT_DENY;
+	}
+}
+
 /* ---- show -------------------------------------------------------------------------------- */
 
 /* A YAML double-quoted scalar: safe for any bytes a config can hold. */
@@ -392,6 +516,16 @@ static void show_pattern_list(const char *key, const struct config_pattern_list 
 	}
 }
 
+static void show_fs_list(const char *key, const struct config_fs_list *l)
+{
+	printf("  %s:%s\n", key, l->n ? "" : " []");
+	for (size_t i = 0; i < l->n; i++) {
+		fputs("    - ", stdout);
+		put_quoted(l->items[i].pattern);
+		put_comment(&l->items[i].origin);
+	}
+}
+
 static void show(const struct config *c, const struct options *o)
 {
 	printf("# Effective Cloister configuration%s%s%s\n", o->project ? " for project \"" : "",
@@ -407,6 +541,12 @@ static void show(const struct config *c, const struct options *o)
 	            exec_security_to_string(c->exec.ask_fallback));
 	show_exec_list("allow", &c->exec.allow);
 	show_exec_list("deny", &c->exec.deny);
+	printf("\nfs:\n");
+	show_fs_list("write", &c->fs.write);
+	show_fs_list("hide", &c->fs.hide);
+	show_fs_list("protect", &c->fs.protect);
+	show_scalar("  ", "tmp", &c->fs.tmp_at, fs_tmp_to_string(c->fs.tmp));
+	show_scalar("  ", "ask", &c->fs.ask_at, fs_ask_to_string(c->fs.ask));
 	printf("\nproxy:\n");
 	show_scalar("  ", "listen", &c->proxy.listen, NULL);
 	show_domain_list("allow", &c->proxy.allow);
@@ -458,5 +598,7 @@ int cli_policy(int argc, char **argv)
 	}
 	if (o.domain)
 		return check_domain(cfg, o.domain);
+	if (o.path)
+		return check_path(cfg, &o);
 	return check_command(cfg, o.command, o.n_command);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "supervisor/policy/config_regex.h"
+#include "supervisor/policy/fs_policy.h"
 #include "supervisor/policy/yaml_doc.h"
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -34,6 +35,15 @@ static void pattern_list_clear(struct config_pattern_list *list)
 {
 	for (size_t i = 0; i < list->n; i++)
 		config_regex_done(&list->items[i].regex);
+	free(list->items);
+	list->items = NULL;
+	list->n = 0;
+}
+
+static void fs_list_clear(struct config_fs_list *list)
+{
+	for (size_t i = 0; i < list->n; i++)
+		free(list->items[i].pattern);
 	free(list->items);
 	list->items = NULL;
 	list->n = 0;
@@ -73,6 +83,11 @@ void config_free(struct config *c)
 	scalar_clear(&c->hostexec.listen);
 	pattern_list_clear(&c->hostexec.auto_approve);
 	pattern_list_clear(&c->hostexec.manual_approve);
+	fs_list_clear(&c->fs.write);
+	fs_list_clear(&c->fs.hide);
+	fs_list_clear(&c->fs.protect);
+	scalar_clear(&c->fs.tmp_at);
+	scalar_clear(&c->fs.ask_at);
 	strv_free(c->warnings, c->n_warnings);
 	strv_free(c->files, c->n_files);
 	free(c);
@@ -159,6 +174,16 @@ const char *exec_ask_to_string(enum exec_ask v)
 const char *unlisted_behavior_to_string(enum unlisted_behavior v)
 {
 	return v == UNLISTED_REJECT ? "reject" : "request_approval";
+}
+
+const char *fs_tmp_to_string(enum fs_tmp v)
+{
+	return v == FS_TMP_HOST ? "host" : "private";
+}
+
+const char *fs_ask_to_string(enum fs_ask v)
+{
+	return v == FS_ASK_ON_WRITE ? "on-write" : "off";
 }
 
 const char *config_layer_to_string(enum config_layer layer)
@@ -1196,6 +1221,77 @@ static int on_ignored_string_list(struct parse_ctx *ctx, const struct ydoc_node 
 	return 0;
 }
 
+/* ---- fs -------------------------------------------------------------------------------------- */
+
+static int fs_entries(struct parse_ctx *ctx, const struct ydoc_node *node, const char *path,
+                      struct config_fs_list *list, const char *list_name)
+{
+	int r = expect_sequence(ctx, node, path);
+
+	if (r <= 0)
+		return r;
+	for (size_t i = 0; i < node->n; i++) {
+		const struct ydoc_node *item = node->items[i];
+		struct config_fs_rule rule = {.list = list_name, .index = (unsigned)i};
+		char ipath[300], msg[300];
+
+		pathf(ipath, sizeof(ipath), "%s[%zu]", path, i);
+		if (item->kind != YDOC_SCALAR || ydoc_is_null(item))
+			return fail(ctx, item, ipath, "expected a path, got %s",
+			            ydoc_kind_name(item));
+		if (fs_pattern_check(item->text, msg, sizeof(msg)) < 0)
+			return fail(ctx, item, ipath, "%s", msg);
+		rule.pattern = strdup(item->text);
+		if (!rule.pattern)
+			return oom(ctx);
+		rule.origin = origin_of(ctx, item);
+		r = grow((void **)&list->items, list->n, sizeof(*list->items));
+		if (r < 0) {
+			free(rule.pattern);
+			return r == -E2BIG ? too_many(ctx, item, ipath) : oom(ctx);
+		}
+		list->items[list->n++] = rule;
+	}
+	return 0;
+}
+
+static int on_fs_write(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return fs_entries(ctx, v, path, &ctx->cfg->fs.write, "fs.write");
+}
+
+static int on_fs_hide(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return fs_entries(ctx, v, path, &ctx->cfg->fs.hide, "fs.hide");
+}
+
+static int on_fs_protect(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return fs_entries(ctx, v, path, &ctx->cfg->fs.protect, "fs.protect");
+}
+
+static int on_fs_tmp(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const char *const names[] = {"private", "host", NULL};
+	int value, r = expect_enum(ctx, v, path, names, &value);
+
+	if (r <= 0)
+		return r;
+	ctx->cfg->fs.tmp = (enum fs_tmp)value;
+	return set_scalar(ctx, v, &ctx->cfg->fs.tmp_at);
+}
+
+static int on_fs_ask(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const char *const names[] = {"off", "on-write", NULL};
+	int value, r = expect_enum(ctx, v, path, names, &value);
+
+	if (r <= 0)
+		return r;
+	ctx->cfg->fs.ask = (enum fs_ask)value;
+	return set_scalar(ctx, v, &ctx->cfg->fs.ask_at);
+}
+
 /* ---- sections ---------------------------------------------------------------------------- */
 
 #define WALK(ctx, v, path, table)        walk_mapping(ctx, v, path, table, ELEMENTSOF(table), false)
@@ -1211,6 +1307,16 @@ static int on_exec(struct parse_ctx *ctx, const struct ydoc_node *v, const char 
 	        {"deny", on_exec_deny},
 	};
 	ctx->cfg->exec.section_present = true;
+	return WALK_STRICT(ctx, v, path, keys);
+}
+
+/* This project's own section, strict like exec: a misspelt `hdie:` would drop a protection. */
+static int on_fs(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const struct key_table keys[] = {
+	        {"write", on_fs_write}, {"hide", on_fs_hide}, {"protect", on_fs_protect},
+	        {"tmp", on_fs_tmp},     {"ask", on_fs_ask},
+	};
 	return WALK_STRICT(ctx, v, path, keys);
 }
 
@@ -1393,6 +1499,7 @@ static int parse_root(struct parse_ctx *ctx, const struct ydoc_node *root)
 	        {"hostexec", on_global_hostexec},
 	        {"approval", on_global_hostexec},
 	        {"exec", on_exec},
+	        {"fs", on_fs},
 	        {"devcontainer", on_devcontainer},
 	        {"agents", on_agents},
 	        {"defaults", on_defaults},
@@ -1406,6 +1513,7 @@ static int parse_root(struct parse_ctx *ctx, const struct ydoc_node *root)
 	        {"hostexec", on_project_hostexec},
 	        {"commands", on_project_hostexec},
 	        {"exec", on_exec},
+	        {"fs", on_fs},
 	};
 	static const struct key_table decisions_keys[] = {
 	        {"proxy", on_project_proxy},
@@ -1539,6 +1647,8 @@ static void override_exec_scalars(struct config *dst, struct config *src)
 	OVERRIDE_SCALAR(dst, src, exec.security, exec.security_at);
 	OVERRIDE_SCALAR(dst, src, exec.ask, exec.ask_at);
 	OVERRIDE_SCALAR(dst, src, exec.ask_fallback, exec.ask_fallback_at);
+	OVERRIDE_SCALAR(dst, src, fs.tmp, fs.tmp_at);
+	OVERRIDE_SCALAR(dst, src, fs.ask, fs.ask_at);
 }
 
 static void override_scalars(struct config *dst, struct config *src)
@@ -1586,7 +1696,10 @@ static int append_lists(struct config *dst, struct config *src)
 	    (r = APPEND_LIST(&dst->hostexec.auto_approve, &src->hostexec.auto_approve)) < 0 ||
 	    (r = APPEND_LIST(&dst->hostexec.manual_approve, &src->hostexec.manual_approve)) < 0 ||
 	    (r = APPEND_LIST(&dst->exec.allow, &src->exec.allow)) < 0 ||
-	    (r = APPEND_LIST(&dst->exec.deny, &src->exec.deny)) < 0)
+	    (r = APPEND_LIST(&dst->exec.deny, &src->exec.deny)) < 0 ||
+	    (r = APPEND_LIST(&dst->fs.write, &src->fs.write)) < 0 ||
+	    (r = APPEND_LIST(&dst->fs.hide, &src->fs.hide)) < 0 ||
+	    (r = APPEND_LIST(&dst->fs.protect, &src->fs.protect)) < 0)
 		return r;
 	return 0;
 }
@@ -1818,7 +1931,14 @@ int config_load(const struct config_sources *sources, const struct config_load_o
 			REPLACE_LIST(&eff->exec.allow, &g->exec.allow, exec_list_clear);
 		if (g->exec.deny_present)
 			REPLACE_LIST(&eff->exec.deny, &g->exec.deny, exec_list_clear);
-		r = adopt_files(eff, g);
+		/* fs extends the built-in's lists: no file drops a built-in hide or protect. */
+		r = APPEND_LIST(&eff->fs.write, &g->fs.write);
+		if (r >= 0)
+			r = APPEND_LIST(&eff->fs.hide, &g->fs.hide);
+		if (r >= 0)
+			r = APPEND_LIST(&eff->fs.protect, &g->fs.protect);
+		if (r >= 0)
+			r = adopt_files(eff, g);
 		if (r < 0)
 			return merge_error(r, sources->global.name, err);
 	}

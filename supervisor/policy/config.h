@@ -2,10 +2,11 @@
  *
  * Files (located and read by config_files.h; here they arrive as buffers):
  *   global            config.yaml                      proxy, request, hostexec (alias: approval),
- *                                                      exec, devcontainer, agents, defaults, log
+ *                                                      exec, fs, devcontainer, agents, defaults,
+ *                                                      log
  *   project           projects/<name>.yaml             remote, root, refs, proxy.{allow,deny},
  *                                                      hostexec.{auto,manual}_approve (alias:
- *                                                      commands), exec
+ *                                                      commands), exec, fs
  *   global decisions  decisions/global.yaml            proxy.{allow,deny}, or the older flat
  *   project decisions decisions/projects/<name>.yaml   domains, patterns, denied_domains,
  *                                                      denied_patterns
@@ -23,6 +24,10 @@
  *     keeps them).
  *   - The project file extends: its lists are appended to the global ones; its exec scalars
  *     (security, ask, ask_fallback), when set, override the global ones.
+ *   - fs (this project's own section, like exec): every file extends — the global and the
+ *     project file append to the built-in's fs.write, fs.hide and fs.protect (so no file can
+ *     drop a built-in hide or protect: they win over write, like deny rules); fs.tmp and
+ *     fs.ask, when set, override. Unknown keys in fs are errors even with --lenient.
  *   - Decisions files append to proxy.allow / proxy.deny.
  *   - An entry written twice (in the global and the project file, say) is kept once, with
  *     the origin of its first appearance, in proxy.allow, proxy.deny and the hostexec lists.
@@ -121,6 +126,30 @@ struct config_exec_rule {
 	struct config_origin origin;
 };
 
+enum fs_tmp {
+	FS_TMP_PRIVATE, /* an empty tmpfs of the sandbox's own on /tmp */
+	FS_TMP_HOST,    /* the host's /tmp, writable only where fs.write says */
+};
+
+enum fs_ask {
+	FS_ASK_OFF,
+	FS_ASK_ON_WRITE, /* a write outside fs.write becomes an ask (fsask's mechanism) */
+};
+
+/* fs.write / fs.hide / fs.protect entry: a path pattern as written ("~/.cache/pip/",
+ * "{worktree}/.git/hooks"), checked by fs_pattern_check() (fs_policy.h). */
+struct config_fs_rule {
+	char *pattern;
+	const char *list; /* "fs.write", "fs.hide", "fs.protect" */
+	unsigned index;
+	struct config_origin origin;
+};
+
+struct config_fs_list {
+	struct config_fs_rule *items;
+	size_t n;
+};
+
 /* proxy.allow / proxy.deny entry (and the decisions files' forms of them). */
 struct config_domain_rule {
 	struct domain_spec spec;
@@ -190,6 +219,13 @@ struct config {
 		struct config_scalar listen;
 		struct config_pattern_list auto_approve, manual_approve;
 	} hostexec;
+	struct {
+		struct config_fs_list write, hide, protect;
+		enum fs_tmp tmp;
+		struct config_scalar tmp_at;
+		enum fs_ask ask;
+		struct config_scalar ask_at;
+	} fs;
 
 	char **warnings; /* "FILE:LINE:COLUMN: …" */
 	size_t n_warnings;
@@ -253,5 +289,7 @@ const char *exec_security_to_string(enum exec_security v);
 const char *exec_ask_to_string(enum exec_ask v);
 const char *unlisted_behavior_to_string(enum unlisted_behavior v);
 const char *config_layer_to_string(enum config_layer layer);
+const char *fs_tmp_to_string(enum fs_tmp v);
+const char *fs_ask_to_string(enum fs_ask v);
 
 #endif

@@ -94,7 +94,7 @@ denied_domains:
   - api.anthropic.com
 EOF
 
-echo "1..35"
+echo "1..45"
 
 run policy check --config-dir "$cfg" -- true
 expect "an allowed exec exits 0 and names the rule with file:line" 0 \
@@ -248,6 +248,37 @@ empty=$tmp/empty
 mkdir -p "$empty"
 run policy check --config-dir "$empty" -- true
 expect "with no files the built-in default decides" 0 "(<built-in>:" out
+
+# --path: reads and writes in the sandbox, with the deciding fs entry and its file:line.
+proj=$tmp/proj
+mkdir -p "$proj/.git/hooks"
+printf 'fs:\n  write:\n    - "/srv/out"\n  hide:\n    - "{worktree}/.env"\n' >"$empty/config.yaml"
+run policy check --config-dir "$empty" --worktree "$proj" --path "$proj/src/a.c" --write
+expect "--path --write in the worktree is allowed" 0 "write: allow" out \
+	'fs.write[0] "{worktree}" (<built-in>:' out
+run policy check --config-dir "$empty" --worktree "$proj" --path "$proj/.git/hooks/pre-commit" --write
+expect "--path --write of a git hook is denied: protected" 1 "write: deny (protected)" out \
+	'fs.protect[0] "{worktree}/.git/hooks" (<built-in>:' out
+run policy check --config-dir "$empty" --worktree "$proj" --path "$HOME/.bashrc" --write
+expect "--path --write of ~/.bashrc is denied: outside fs.write" 1 "write: deny (outside fs.write)" out
+run policy check --config-dir "$empty" --worktree "$proj" --path "$HOME/.ssh/id_ed25519"
+expect "--path of an SSH key is denied: hidden" 1 "read: deny (hidden)" out '"~/.ssh" (<built-in>:' out
+run policy check --config-dir "$empty" --worktree "$proj" --path "$proj/.env"
+expect "--path names the config file's own entry with file:line:column" 1 \
+	"fs.hide[0] \"{worktree}/.env\" ($empty/config.yaml:5:7)" out
+run policy check --config-dir "$empty" --worktree "$proj" --path /srv/out/x --write
+expect "--path --write under a config's fs.write entry is allowed" 0 "($empty/config.yaml:3:7)" out
+run policy check --config-dir "$empty" --path /etc/passwd
+expect "--path reads are free outside fs.hide" 0 "read: allow" out
+run policy check --config-dir "$empty" --write -- true
+expect "--write without --path is a usage error" 64 "--write goes with --path" err
+run policy show --config-dir "$empty"
+expect "policy show lists fs with origins" 0 '- "{worktree}/.env"  # '"$empty/config.yaml:5:7" out \
+	'tmp: private  # <built-in>:' out
+printf 'fs:\n  hide:\n    - "~/a/../b"\n' >"$empty/config.yaml"
+run policy check --config-dir "$empty" --path /x
+expect "an fs config error names file:line:column" 78 "$empty/config.yaml:3:7: fs.hide[0]:" err
+rm -f "$empty/config.yaml"
 
 if [ -z "$(find "$HOME" -mindepth 1 ! -path "$XDG_CONFIG_HOME" 2>/dev/null)" ]; then
 	ok "nothing was written under HOME"

@@ -533,13 +533,13 @@ static void test_unknown_keys_are_errors_with_their_position_in_every_file_kind(
 	         "auto_approve, manual_approve"},
 	        {CONFIG_FILE_PROJECT, "remote: git@github.com:me/p.git\nunknownfield: \"value\"\n",
 	         "projects/p.yaml:2:1: unknownfield: unknown key; expected one of remote, root, "
-	         "refs, proxy, hostexec, commands, exec"},
+	         "refs, proxy, hostexec, commands, exec, fs"},
 	        {CONFIG_FILE_PROJECT, "proxy:\n  alow:\n    - domain: example.com\n",
 	         "projects/p.yaml:2:3: proxy.alow: unknown key; expected one of allow, deny"},
 	        /* Every level and form: top level, list entries, agents, both decisions forms. */
 	        {CONFIG_FILE_GLOBAL, "unlisted_domain_behavior: reject\n",
 	         "config.yaml:1:1: unlisted_domain_behavior: unknown key; expected one of proxy, "
-	         "request, hostexec, approval, exec, devcontainer, agents, defaults, log"},
+	         "request, hostexec, approval, exec, fs, devcontainer, agents, defaults, log"},
 	        {CONFIG_FILE_GLOBAL, "proxy:\n  allow:\n    - domain: a.example\n      note: hi\n",
 	         "config.yaml:4:7: proxy.allow[0].note: unknown key; expected \"domain\" or "
 	         "\"pattern\""},
