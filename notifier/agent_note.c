@@ -162,8 +162,8 @@ static int write_held(int fd, const char *text, size_t len, bool sock)
 	return n < 0 ? -saved : 0;
 }
 
-int agent_note_send(const struct notifier *n, uint64_t id, pid_t pid, const char *text,
-                    size_t len, const struct agent_note_ttys *ttys)
+int agent_note_send(const struct notifier *n, uint64_t id, pid_t pid, const char *text, size_t len,
+                    const struct agent_note_ttys *ttys)
 {
 	_cleanup_close_ int pidfd = -EBADF, fd = -EBADF, wfd = -EBADF;
 	struct statfs sfs;

@@ -1,8 +1,10 @@
 /* "The agent learns why": one line on a refused process's own stderr, so that an agent that
  * would otherwise see only "Permission denied" knows a person has to allow it, e.g.
  *
- *   cloister: exec of /usr/bin/nc refused: deny rule "nc" (config.yaml:12) — ask the user to allow it
+ *   cloister: exec of /usr/bin/nc refused: exec.deny[0] path "/usr/bin/nc" (config.yaml:12) —
+ *   ask the user to allow it
  *
+ * (one line: cut here only to fit this comment). *
  * The line is written to the process's fd 2, taken with pidfd_getfd(2) while the process is
  * still blocked in the notified syscall (so its pid names it), and written only where writing
  * cannot hurt the supervisor or reach anyone else:
@@ -48,7 +50,7 @@ int agent_note_add_pty(int master, struct agent_note_ttys *ttys);
  * kind of fd 2 not written to, other -errno (-ESRCH gone, -EBADF no fd 2, -EPERM not ours to
  * take). TTYS may be NULL: no terminal. */
 struct notifier;
-int agent_note_send(const struct notifier *n, uint64_t id, pid_t pid, const char *text,
-                    size_t len, const struct agent_note_ttys *ttys);
+int agent_note_send(const struct notifier *n, uint64_t id, pid_t pid, const char *text, size_t len,
+                    const struct agent_note_ttys *ttys);
 
 #endif
