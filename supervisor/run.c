@@ -36,6 +36,7 @@
 #include "supervisor/exec/backstops.h"
 #include "supervisor/exec/deny_ids.h"
 #include "supervisor/exec/exec_guard.h"
+#include "supervisor/files/write_ask.h"
 #include "supervisor/frontend.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/env_scrub.h"
@@ -86,6 +87,7 @@ struct run {
 	struct approvals *approvals; /* the front end's */
 	struct sandbox *sandbox;
 	struct exec_guard *guard;     /* its execs */
+	struct write_ask *writes;     /* its writes outside fs.write (fs.ask: on-write) */
 	struct backstops *backstops;  /* their backstop */
 	struct exec_view *view;       /* the sandbox's own view, for the identity check */
 	struct deny_ids *deny_ids;    /* deny rules' files, by identity */
@@ -201,6 +203,39 @@ static int who_connected(void *userdata, const struct sockaddr_storage *dst,
 
 /* ---- the sandbox ------------------------------------------------------------------------- */
 
+static void on_open(void *userdata, const struct seccomp_notif *req)
+{
+	write_ask_handle(userdata, req);
+}
+
+/* fs.ask: on-write: opens that write, outside fs.write, are asked (files/write_ask.h). The
+ * project is run's directory, as fs: patterns' {worktree}. */
+static int start_write_ask(struct run *run, const struct agent_note_ttys *ttys)
+{
+	_cleanup_free_ char *worktree = realpath(".", NULL);
+	_cleanup_free_ char *home = getenv("HOME") ? realpath(getenv("HOME"), NULL) : NULL;
+	struct write_ask_config wc = {
+	        .name = run->sandbox_name,
+	        .project = run->opt.common.project,
+	        .config = run->config,
+	        .home = home,
+	        .worktree = worktree,
+	        .verbose = run->opt.common.verbose,
+	        .quiet_to_agent = run->opt.quiet_to_agent,
+	        .ttys = *ttys,
+	};
+	int r;
+
+	if (!worktree)
+		return -errno;
+	r = write_ask_new(run->loop, run->approvals, exec_guard_notifier(run->guard), &wc,
+	                  &run->writes);
+	if (r < 0)
+		return r;
+	exec_guard_set_open_handler(run->guard, on_open, run->writes);
+	return 0;
+}
+
 /* The agent is ending: what it waits for is cancelled. */
 static void cancel_for_termination(struct run *run)
 {
@@ -214,6 +249,7 @@ static void set_terminating(struct run *run)
 	run->terminating = true;
 	if (run->guard)
 		exec_guard_set_terminating(run->guard, true);
+	write_ask_set_terminating(run->writes, true);
 }
 
 /* The agent stopped. Ctrl-Z (or a SIGSTOP): stop with it, so the user's shell gets the
@@ -313,6 +349,7 @@ static int install_filter(void *userdata, int *ret_listener_fd)
 	/* With egress, connects are notified too: to name the process on a domain card. */
 	struct notifier_filter_opts fo = {
 	        .notify_connect = run->egress != NULL,
+	        .notify_open_write = run->config->fs.ask == FS_ASK_ON_WRITE,
 	        .refuse_untraced = backstops_ptrace(run->backstops) != NULL,
 	        .allow_nested_sandbox = run->opt.allow_nested_sandbox,
 	};
@@ -892,6 +929,11 @@ static int watch_sandbox(struct run *run, struct cl_error *err)
 		if (r < 0)
 			return cl_error_set(err, r, "run: the exec guard: %s", strerror(-r));
 	}
+	if (run->config->fs.ask == FS_ASK_ON_WRITE) {
+		r = start_write_ask(run, &ttys);
+		if (r < 0)
+			return cl_error_set(err, r, "run: the ask for writes: %s", strerror(-r));
+	}
 	r = loop_add_fd(run->loop, sandbox_status_fd(run->sandbox), EPOLLIN, on_sandbox_status,
 	                run);
 	if (r >= 0) {
@@ -967,6 +1009,8 @@ static void teardown(struct run *run)
 {
 	if (run->approvals && run->sandbox_name)
 		approvals_cancel_sandbox(run->approvals, run->sandbox_name, NULL);
+	write_ask_free(run->writes);
+	run->writes = NULL;
 	exec_guard_free(run->guard);
 	run->guard = NULL;
 	/* Before the init dies: the last reference to the sandbox's mount namespace pays for

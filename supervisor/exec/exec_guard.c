@@ -75,6 +75,8 @@ struct exec_guard {
 	bool listening;
 	void (*gone)(void *userdata, struct exec_guard *eg);
 	void *gone_userdata;
+	void (*open_handler)(void *userdata, const struct seccomp_notif *req);
+	void *open_userdata;
 
 	struct pending_exec *pending;
 	size_t n_pending, cap_pending;
@@ -556,6 +558,10 @@ static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdat
 				handle_exec(eg, &req);
 			else if (req.data.nr == SYS_connect)
 				handle_connect(eg, &req);
+			else if ((req.data.nr == SYS_open || req.data.nr == SYS_openat ||
+			          req.data.nr == SYS_creat) &&
+			         eg->open_handler)
+				eg->open_handler(eg->open_userdata, &req);
 			else
 				notifier_deny(eg->notifier, req.id, ENOSYS);
 		} else if (r != -ENOENT && r != -EINTR) {
@@ -650,6 +656,14 @@ void exec_guard_free(struct exec_guard *eg)
 void exec_guard_set_terminating(struct exec_guard *eg, bool terminating)
 {
 	eg->terminating = terminating;
+}
+
+void exec_guard_set_open_handler(struct exec_guard *eg,
+                                 void (*handler)(void *userdata, const struct seccomp_notif *req),
+                                 void *userdata)
+{
+	eg->open_handler = handler;
+	eg->open_userdata = userdata;
 }
 
 struct notifier *exec_guard_notifier(const struct exec_guard *eg)

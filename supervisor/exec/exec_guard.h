@@ -77,6 +77,13 @@ struct sockaddr_storage;
 int exec_guard_who_connected(const struct exec_guard *eg, const struct sockaddr_storage *dst,
                              struct connect_target *ret);
 
+/* Open notifications (filters installed with notify_open_write) go to HANDLER, which answers
+ * them (the ask for writes, files/write_ask.h); without one they fail with ENOSYS. */
+struct seccomp_notif;
+void exec_guard_set_open_handler(struct exec_guard *eg,
+                                 void (*handler)(void *userdata, const struct seccomp_notif *req),
+                                 void *userdata);
+
 struct notifier *exec_guard_notifier(const struct exec_guard *eg);
 uint64_t exec_guard_notifications(const struct exec_guard *eg);
 const char *exec_guard_name(const struct exec_guard *eg);

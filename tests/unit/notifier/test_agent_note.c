@@ -18,7 +18,8 @@ static void test_line_names_what_why_and_what_to_do(void **state)
 	                             "fs.protect (built-in)");
 
 	(void)state;
-	assert_string_equal(buf, "cloister: write to /home/u/.bashrc refused: fs.protect (built-in)" TAIL);
+	assert_string_equal(
+	        buf, "cloister: write to /home/u/.bashrc refused: fs.protect (built-in)" TAIL);
 	assert_int_equal(n, strlen(buf));
 }
 
@@ -28,7 +29,8 @@ static void test_control_characters_of_the_agent_are_escaped(void **state)
 
 	(void)state;
 	agent_note_format(buf, sizeof(buf), "exec of", "/tmp/x\x1b]0;owned\a\n", "r\x9bule");
-	assert_string_equal(buf, "cloister: exec of /tmp/x\\x1b]0;owned\\x07\\n refused: r\\x9bule" TAIL);
+	assert_string_equal(
+	        buf, "cloister: exec of /tmp/x\\x1b]0;owned\\x07\\n refused: r\\x9bule" TAIL);
 	assert_null(strchr(buf, '\x1b'));
 }
 
@@ -74,7 +76,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_line_names_what_why_and_what_to_do),
 	        cmocka_unit_test(test_control_characters_of_the_agent_are_escaped),
-	        cmocka_unit_test(test_a_long_subject_is_cut_and_the_line_still_ends_with_the_advice),
+	        cmocka_unit_test(
+	                test_a_long_subject_is_cut_and_the_line_still_ends_with_the_advice),
 	        cmocka_unit_test(test_a_small_buffer_still_gets_whole_characters_and_the_advice),
 	};
 
