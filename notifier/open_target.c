@@ -22,6 +22,8 @@ void open_target_free(struct open_target *t)
 {
 	if (!t)
 		return;
+	if (t->piddir >= 0)
+		close(t->piddir);
 	free(t->path);
 	free(t->abs_path);
 	free(t->cwd);
@@ -126,18 +128,37 @@ static int read_cmdline(int piddir, struct open_target *t)
 	return 0;
 }
 
+/* /proc/PID opened, then the notification checked: the directory is that process's. */
+static int open_piddir(struct notifier *n, struct open_target *t)
+{
+	char dir[32];
+	int fd, open_errno, r;
+
+	if (t->piddir >= 0)
+		return 0;
+	snprintf(dir, sizeof(dir), "/proc/%d", (int)t->pid);
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	open_errno = errno;
+	r = notifier_id_valid(n, t->id);
+	if (r <= 0 || fd < 0) {
+		if (fd >= 0)
+			close(fd);
+		return r == 0 ? -ESRCH : r < 0 ? r : -open_errno;
+	}
+	t->piddir = fd;
+	return 0;
+}
+
 int notifier_read_open(struct notifier *n, const struct seccomp_notif *req,
                        struct open_target **ret, struct cl_error *err)
 {
 	_cleanup_(open_target_freep) struct open_target *t = NULL;
-	_cleanup_close_ int piddir = -EBADF;
 	_cleanup_free_ char *base = NULL;
 	struct remote_mem mem;
 	uint64_t path_addr;
 	pid_t pid = (pid_t)req->pid;
-	char dir[32];
 	ssize_t len;
-	int r, open_errno;
+	int r;
 
 	if (req->data.arch != AUDIT_ARCH_X86_64)
 		return cl_error_set(err, -EINVAL, "notification for foreign arch 0x%x",
@@ -147,6 +168,7 @@ int notifier_read_open(struct notifier *n, const struct seccomp_notif *req,
 		return -ENOMEM;
 	t->id = req->id;
 	t->pid = pid;
+	t->piddir = -EBADF;
 	t->dirfd = AT_FDCWD;
 	switch (req->data.nr) {
 	case __NR_open:
@@ -170,17 +192,9 @@ int notifier_read_open(struct notifier *n, const struct seccomp_notif *req,
 		                    req->data.nr);
 	}
 
-	snprintf(dir, sizeof(dir), "/proc/%d", (int)pid);
-	piddir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	open_errno = errno;
-	r = notifier_id_valid(n, req->id);
-	if (r == 0)
-		return -ESRCH;
-	if (r < 0)
-		return cl_error_set(err, r, "checking notification: %s", strerror(-r));
-	if (piddir < 0)
-		return cl_error_set(err, -open_errno, "opening %s: %s", dir, strerror(open_errno));
-
+	/* The path by pid (process_vm_readv): the ID_VALID check after the reads vouches that it
+	 * was this process's. /proc/PID only for a relative path: an absolute one (most writes)
+	 * needs nothing more to be decided. */
 	remote_mem_init(&mem, mem_read, &pid);
 	len = remote_mem_read_string(&mem, path_addr, PATH_MAX, &t->path);
 	if (len == -E2BIG)
@@ -191,12 +205,20 @@ int notifier_read_open(struct notifier *n, const struct seccomp_notif *req,
 		len = -ENOENT; /* the kernel's answer to "" without AT_EMPTY_PATH */
 		goto gone_or_fail;
 	}
-	r = readlink_alloc(piddir, "cwd", &t->cwd);
-	if (r < 0) {
-		len = r;
-		goto gone_or_fail;
+	if (t->path[0] != '/') {
+		r = open_piddir(n, t);
+		if (r == -ESRCH)
+			return r;
+		if (r < 0)
+			return cl_error_set(err, r, "opening /proc/%d: %s", (int)pid, strerror(-r));
 	}
-	if (t->path[0] != '/' && t->dirfd != AT_FDCWD) {
+	if (t->path[0] != '/' && t->dirfd == AT_FDCWD) {
+		r = readlink_alloc(t->piddir, "cwd", &t->cwd);
+		if (r < 0) {
+			len = r;
+			goto gone_or_fail;
+		}
+	} else if (t->path[0] != '/') {
 		char name[32];
 
 		if (t->dirfd < 0) {
@@ -204,7 +226,7 @@ int notifier_read_open(struct notifier *n, const struct seccomp_notif *req,
 			goto gone_or_fail;
 		}
 		snprintf(name, sizeof(name), "fd/%d", t->dirfd);
-		r = readlink_alloc(piddir, name, &base);
+		r = readlink_alloc(t->piddir, name, &base);
 		if (r == -ENOENT)
 			r = -EBADF;
 		if (r >= 0 && base[0] != '/')
@@ -214,15 +236,7 @@ int notifier_read_open(struct notifier *n, const struct seccomp_notif *req,
 			goto gone_or_fail;
 		}
 	}
-	r = path_join(base ? base : t->cwd, t->path, &t->abs_path);
-	if (r >= 0)
-		r = read_status(piddir, t);
-	if (r >= 0)
-		r = read_cmdline(piddir, t);
-	if (r >= 0) {
-		len = readlinkat(piddir, "exe", t->exe, sizeof(t->exe) - 1);
-		t->exe[len > 0 ? len : 0] = '\0';
-	}
+	r = path_join(base ? base : t->cwd ? t->cwd : "/", t->path, &t->abs_path);
 	if (r < 0) {
 		len = r;
 		goto gone_or_fail;
@@ -237,4 +251,34 @@ gone_or_fail:
 		return -ESRCH;
 	return cl_error_set(err, (int)len, "pid %d: reading an open of %s: %s", (int)pid,
 	                    t->path ? t->path : "?", strerror((int)-len));
+}
+
+int notifier_read_open_process(struct notifier *n, struct open_target *t)
+{
+	ssize_t len;
+	int r;
+
+	if (t->process_read)
+		return 0;
+	r = open_piddir(n, t);
+	if (r < 0)
+		return r;
+	if (!t->cwd) {
+		r = readlink_alloc(t->piddir, "cwd", &t->cwd);
+		if (r < 0 && notifier_id_valid(n, t->id) == 0)
+			return -ESRCH;
+	}
+	r = read_status(t->piddir, t);
+	if (r >= 0)
+		r = read_cmdline(t->piddir, t);
+	if (r >= 0) {
+		len = readlinkat(t->piddir, "exe", t->exe, sizeof(t->exe) - 1);
+		t->exe[len > 0 ? len : 0] = '\0';
+	}
+	if (notifier_id_valid(n, t->id) == 0)
+		return -ESRCH;
+	if (r < 0)
+		return r;
+	t->process_read = true;
+	return 0;
 }

@@ -343,13 +343,20 @@ static int on_signal(struct loop *loop, int sig, void *userdata)
 	return 0;
 }
 
+/* Opens that write reach the supervisor for the ask (fs.ask: on-write), and for the reason
+ * line of a write refused outside fs.write (unless --quiet-to-agent). */
+static bool writes_watched(const struct run *run)
+{
+	return run->config->fs.ask == FS_ASK_ON_WRITE || !run->opt.quiet_to_agent;
+}
+
 static int install_filter(void *userdata, int *ret_listener_fd)
 {
 	const struct run *run = userdata;
 	/* With egress, connects are notified too: to name the process on a domain card. */
 	struct notifier_filter_opts fo = {
 	        .notify_connect = run->egress != NULL,
-	        .notify_open_write = run->config->fs.ask == FS_ASK_ON_WRITE,
+	        .notify_open_write = writes_watched(run),
 	        .refuse_untraced = backstops_ptrace(run->backstops) != NULL,
 	        .allow_nested_sandbox = run->opt.allow_nested_sandbox,
 	};
@@ -929,7 +936,7 @@ static int watch_sandbox(struct run *run, struct cl_error *err)
 		if (r < 0)
 			return cl_error_set(err, r, "run: the exec guard: %s", strerror(-r));
 	}
-	if (run->config->fs.ask == FS_ASK_ON_WRITE) {
+	if (writes_watched(run)) {
 		r = start_write_ask(run, &ttys);
 		if (r < 0)
 			return cl_error_set(err, r, "run: the ask for writes: %s", strerror(-r));

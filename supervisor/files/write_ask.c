@@ -109,6 +109,15 @@ static void refuse(struct write_ask *wa, uint64_t id, pid_t pid, const char *pat
 	(void)notifier_deny(wa->notifier, id, error);
 }
 
+/* A refusal by the policy: said, one audit line, the reason line and EACCES. */
+static void refuse_logged(struct write_ask *wa, const struct open_target *t, const char *path,
+                          const char *rule)
+{
+	say("write to %s denied: %s", path, rule);
+	audit_refusal(wa, t, path, rule, NULL);
+	refuse(wa, t->id, t->pid, path, rule, EACCES);
+}
+
 static void let_kernel_decide(struct write_ask *wa, uint64_t id)
 {
 	(void)notifier_continue(wa->notifier, id);
@@ -450,6 +459,8 @@ static void format_rule(const struct fs_result *res, char *buf, size_t size)
 	else if (res->rule)
 		snprintf(buf, size, "%s[%u] \"%s\" (built-in)", res->rule->list, res->rule->index,
 		         res->rule->pattern);
+	else if (res->verdict == FS_DENY_OUTSIDE)
+		snprintf(buf, size, "not in fs.write (fs.ask: off)");
 	else
 		snprintf(buf, size, "%s", res->reason);
 }
@@ -538,7 +549,8 @@ void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
 		let_kernel_decide(wa, t->id);
 		return;
 	}
-	if (v != FS_ASK)
+	/* Outside fs.write: asked (on-write) or refused (off) — for the file it really is. */
+	if (v != FS_ASK && v != FS_DENY_OUTSIDE)
 		goto refused;
 
 	r = resolve_host(t->abs_path, (t->flags & __O_TMPFILE) == __O_TMPFILE, &p.dirfd, &p.last,
@@ -559,10 +571,16 @@ void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
 			let_kernel_decide(wa, t->id);
 			return;
 		}
-		if (v != FS_ASK) {
-			pending_done(&p);
-			goto refused;
-		}
+	}
+	r = notifier_read_open_process(wa->notifier, t);
+	if (r == -ESRCH) {
+		pending_done(&p);
+		return;
+	}
+	if (v != FS_ASK) {
+		refuse_logged(wa, t, p.path, rule);
+		pending_done(&p);
+		return;
 	}
 	p.cookie = t->id;
 	p.pid = t->pid;
@@ -589,9 +607,9 @@ void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
 	return;
 
 refused:
-	say("write to %s denied: %s", t->abs_path, rule);
-	audit_refusal(wa, t, t->abs_path, rule, NULL);
-	refuse(wa, t->id, t->pid, t->abs_path, rule, EACCES);
+	if (notifier_read_open_process(wa->notifier, t) == -ESRCH)
+		return;
+	refuse_logged(wa, t, t->abs_path, rule);
 }
 
 /* ---- life cycle --------------------------------------------------------------------------- */

@@ -8,7 +8,10 @@
  *     them, recursively, with the project's compiler flags), from clean: a real compile. The whole
  *     project would take a minute or more a build on a loaded 2-core machine, too long to repeat
  *     native and supervised in a bounded bench; these are some two dozen of its 90 C files,
- *     and each costs the exec path what any of the others does (cc, cc1, as).
+ *     and each costs the exec path what any of the others does (cc, cc1, as);
+ *   - the same compile with `fs.ask: on-write` in the agent's config: every open that writes
+ *     (cc1's and as's output, make's) is notified and decided by the supervisor (inside the
+ *     worktree: continued) — the cost of the ask for writes when nothing is asked.
  * Native and supervised runs take turns, each round starting with the other; the ratio is the
  * median of the rounds' ratios. */
 #include "tests/bench/bench.h"
@@ -163,6 +166,20 @@ static void bench_configure(void)
 
 /* ---- the compile ------------------------------------------------------------------------- */
 
+/* TEXT added at the end of the agent's config (a section of its own). */
+static int append_config(const struct bench_agent *a, const char *text)
+{
+	char path[256];
+	_cleanup_fclose_ FILE *f = NULL;
+
+	snprintf(path, sizeof(path), "%s/config.yaml", a->config_dir);
+	f = fopen(path, "ae");
+	if (!f)
+		return -errno;
+	fputs(text, f);
+	return fflush(f) == 0 ? 0 : -EIO;
+}
+
 static FILE *makefile;
 static int n_sources;
 
@@ -241,6 +258,14 @@ static void bench_compile(void)
 	         "make -j2 of this project's protocol/, notifier/, netfilter/ (%d C files)",
 	         n_sources);
 	compare(BENCH_ROW_COMPILE, what, COMPILE_ROUNDS, compile_dir, build, clean);
+
+	/* Again with the ask for writes on; run's directory (the compile's) is the worktree. */
+	if (append_config(&agent, "fs:\n  ask: on-write\n") < 0) {
+		printf("compile with fs.ask: on-write: could not write the config\n");
+		return;
+	}
+	snprintf(what, sizeof(what), "the same with fs.ask: on-write (%d C files)", n_sources);
+	compare(BENCH_ROW_COMPILE_ASK, what, COMPILE_ROUNDS, compile_dir, build, clean);
 }
 
 void bench_programs(void)

@@ -10,7 +10,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=22
+PLAN=24
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv python3 script
 tap_plan $PLAN
@@ -90,10 +90,12 @@ as() {
 	who=$1
 	shift
 	if [ "$who" = root ]; then
-		sv "$@"
+		(cd "${WT:-$TMP}" && exec timeout -k 5 "$SV_TIMEOUT" "$SUPERVISOR" run "$@") \
+			</dev/null >"$OUT" 2>"$ERR"
+		rc=$?
 	else
 		# shellcheck disable=SC2086 # as_user is words
-		(cd "$U" && timeout -k 5 "$SV_TIMEOUT" $as_user \
+		(cd "${WT:-$U}" && timeout -k 5 "$SV_TIMEOUT" $as_user \
 			"$U/cloister-supervisor" run "$@") </dev/null >"$OUT" 2>"$ERR"
 		rc=$?
 	fi
@@ -154,5 +156,18 @@ alive\$" "$who: a full pipe, a closed fd 2, a pipe with no reader: refused as us
 		"$who: on the sandbox's own terminal, the person sees it too" "$(diag)"
 	as "$who" --config-dir "$U/cfg" --ask none -- python3 "$U/agent.py" tty "$U/denied"
 	tap_is "$(cat "$OUT")" "foreign tty: 0" "$who: a terminal the supervisor does not own gets nothing" "$(diag)"
+
+	# ---- a write outside fs.write (fs.ask: off, the default) ----
+	WT=$U/wt-$who
+	mkdir -p "$WT"
+	chown "$NOBODY:$NOBODY" "$WT"
+	home=$HOME
+	[ "$who" = root ] || home=$U
+	as "$who" --config-dir "$U/cfg" --ask none -- \
+		sh -c "(echo x >>'$home/.bashrc') 2>e; echo status \$?; cat e"
+	WT=
+	tap_like "$(cat "$OUT")" "^status [12]
+cloister: write to $home/\.bashrc refused: not in fs\.write \(fs\.ask: off\) — ask the user to allow it\$" \
+		"$who: a write outside fs.write fails with the reason on its stderr" "$(diag)"
 done
 tap_done
