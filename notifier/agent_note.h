@@ -4,7 +4,8 @@
  *   cloister: exec of /usr/bin/nc refused: exec.deny[0] path "/usr/bin/nc" (config.yaml:12) —
  *   ask the user to allow it
  *
- * (one line: cut here only to fit this comment). *
+ * (one line: cut here only to fit this comment.)
+ *
  * The line is written to the process's fd 2, taken with pidfd_getfd(2) while the process is
  * still blocked in the notified syscall (so its pid names it), and written only where writing
  * cannot hurt the supervisor or reach anyone else:

@@ -4,7 +4,9 @@
  *   connect                       → USER_NOTIF only with opts.notify_connect (attribution)
  *   open, openat with a flag that writes (O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_TMPFILE), creat
  *                                 → USER_NOTIF only with opts.notify_open_write (the ask for
- *                                   writes outside fs.write); reads never reach the supervisor.
+ *                                   writes outside fs.write); reads never reach the supervisor
+ *                                   (an O_PATH open with a write bit does: the bits are tested
+ *                                   one at a time, and the supervisor continues it)
  *                                   openat2 → ENOSYS then: its flags sit in memory a filter
  *                                   cannot read, and libc's open never uses it (callers that do
  *                                   fall back to openat)

@@ -25,14 +25,14 @@ struct notifier;
 
 struct open_target {
 	uint64_t id;
-	pid_t pid;   /* in the supervisor's pid namespace */
-	int dirfd;   /* openat's; AT_FDCWD for open and creat */
-	int flags;   /* creat: O_CREAT | O_WRONLY | O_TRUNC */
-	mode_t mode; /* with O_CREAT or O_TMPFILE */
+	pid_t pid;      /* in the supervisor's pid namespace */
+	int dirfd;      /* openat's; AT_FDCWD for open and creat */
+	int flags;      /* creat: O_CREAT | O_WRONLY | O_TRUNC */
+	mode_t mode;    /* with O_CREAT or O_TMPFILE */
 	char *path;     /* as passed */
 	char *abs_path; /* absolute, lexically joined with the cwd or the dirfd's path */
-	char *cwd;  /* read for a relative path, else by notifier_read_open_process (or NULL) */
-	int piddir; /* /proc/PID, for notifier_read_open_process */
+	char *cwd;      /* read for a relative path, else by notifier_read_open_process (or NULL) */
+	int piddir;     /* /proc/PID, for notifier_read_open_process */
 
 	/* notifier_read_open_process: */
 	bool process_read;
@@ -46,10 +46,11 @@ struct open_target {
 void open_target_free(struct open_target *t);
 CL_DEFINE_TRIVIAL_CLEANUP(struct open_target *, open_target_free)
 
-/* Read REQ: the open itself (what an allowed open needs: no more). 0 and *RET; -ESRCH when the notification is gone (nothing to answer); other
- * -errno with ERR (the caller must still answer REQ), the kernel's own answer where it is one:
- * -EFAULT an unreadable path, -ENAMETOOLONG, -ENOENT an empty path, -EBADF a dirfd that is not
- * open, -ENOTDIR one that is no directory; others (-ENOMEM…) are ours. */
+/* Read REQ: the open itself (what an allowed open needs: no more). 0 and *RET; -ESRCH when the
+ * notification is gone (nothing to answer); other -errno with ERR (the caller must still answer
+ * REQ), the kernel's own answer where it is one: -EFAULT an unreadable path, -ENAMETOOLONG, -ENOENT
+ * an empty path, -EBADF a dirfd that is not open, -ENOTDIR one that is no directory; others
+ * (-ENOMEM…) are ours. */
 int notifier_read_open(struct notifier *n, const struct seccomp_notif *req,
                        struct open_target **ret, struct cl_error *err);
 

@@ -343,11 +343,13 @@ static int on_signal(struct loop *loop, int sig, void *userdata)
 	return 0;
 }
 
-/* Opens that write reach the supervisor for the ask (fs.ask: on-write), and for the reason
- * line of a write refused outside fs.write (unless --quiet-to-agent). */
+/* Opens that write reach the supervisor only for the ask (fs.ask: on-write). With fs.ask: off
+ * the kernel layers alone refuse a write outside fs.write: watching every write open there
+ * too, for the reason line, would put the supervisor on every write of every run (and judge by
+ * path writes the kernel layers judge by file). */
 static bool writes_watched(const struct run *run)
 {
-	return run->config->fs.ask == FS_ASK_ON_WRITE || !run->opt.quiet_to_agent;
+	return run->config->fs.ask == FS_ASK_ON_WRITE;
 }
 
 static int install_filter(void *userdata, int *ret_listener_fd)

@@ -10,7 +10,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=24
+PLAN=22
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv python3 script
 tap_plan $PLAN
@@ -157,17 +157,5 @@ alive\$" "$who: a full pipe, a closed fd 2, a pipe with no reader: refused as us
 	as "$who" --config-dir "$U/cfg" --ask none -- python3 "$U/agent.py" tty "$U/denied"
 	tap_is "$(cat "$OUT")" "foreign tty: 0" "$who: a terminal the supervisor does not own gets nothing" "$(diag)"
 
-	# ---- a write outside fs.write (fs.ask: off, the default) ----
-	WT=$U/wt-$who
-	mkdir -p "$WT"
-	chown "$NOBODY:$NOBODY" "$WT"
-	home=$HOME
-	[ "$who" = root ] || home=$U
-	as "$who" --config-dir "$U/cfg" --ask none -- \
-		sh -c "(echo x >>'$home/.bashrc') 2>e; echo status \$?; cat e"
-	WT=
-	tap_like "$(cat "$OUT")" "^status [12]
-cloister: write to $home/\.bashrc refused: not in fs\.write \(fs\.ask: off\) — ask the user to allow it\$" \
-		"$who: a write outside fs.write fails with the reason on its stderr" "$(diag)"
 done
 tap_done

@@ -152,6 +152,6 @@ cloister: write to $H/.t refused: No approval within 1s" "$who: an ask nobody an
 	tap_like "$(cat "$OUT")" "cloister: write to $H/.ssh/id_x refused: fs\\.hide" \
 		"$who: the hidden write's reason names fs.hide" "$(diag)"
 	tap_is "$(grep -c '"kind":"file".*"verdict":"ask"' "$AUD" 2>/dev/null)" 0 "$who: none of them was asked" \
-		"$(cat "$AUD" 2>&1 | head -c 2000)"
+		"$(head -c 2000 "$AUD" 2>&1)"
 done
 tap_done
