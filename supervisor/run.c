@@ -40,6 +40,7 @@
 #include "supervisor/frontend.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/env_scrub.h"
+#include "supervisor/sandbox/fs_confine.h"
 #include "supervisor/sandbox/run_confine.h"
 #include "supervisor/sandbox/sandbox.h"
 #include "supervisor/tty/terminal.h"
@@ -72,6 +73,9 @@ struct options {
 	size_t n_keep_env;
 	bool allow_abstract_sockets; /* --net host without Landlock's abstract socket scope */
 	bool quiet_to_agent;         /* no reason line on a refused process's stderr */
+	bool require_fs_confinement; /* both file system layers, or no start */
+	bool test_no_fs_mounts;      /* tests only: Landlock alone confines the files */
+	bool test_no_fs_confinement; /* tests only: the files are not confined (bench)*/
 	char **agent_argv;
 };
 
@@ -91,6 +95,7 @@ struct run {
 	struct backstops *backstops;  /* their backstop */
 	struct exec_view *view;       /* the sandbox's own view, for the identity check */
 	struct deny_ids *deny_ids;    /* deny rules' files, by identity */
+	struct fs_sweep *fs_sweep;    /* protected paths absent at the start, checked at the end */
 	struct egress *egress;        /* its connections */
 	bool net_ready;               /* the netns got its rules and listeners */
 	struct terminal *terminal;    /* the user's, relayed, and the prompts */
@@ -494,6 +499,12 @@ static void usage(FILE *out)
 	      "                       credential or a way to another program (repeatable)\n"
 	      "  --allow-abstract-sockets  with --net host on a kernel without Landlock scopes,\n"
 	      "                       accept that the agent reaches the host's abstract sockets\n"
+	      "  --require-fs-confinement  refuse to start unless both file system layers (the\n"
+	      "                       mount namespace and Landlock) confine the config's fs:\n"
+	      "  --test-no-fs-mounts  FOR TESTS ONLY: leave out the file system's mount layer, so\n"
+	      "                       that Landlock alone refuses the writes (weaker: fs.hide\n"
+	      "                       and fs.protect are then not applied)\n"
+	      "  --test-no-fs-confinement  FOR TESTS ONLY: neither layer (to measure their cost)\n"
 	      "  --audit-rate N|off   automatic audit lines a second per sandbox (default 100;\n"
 	      "                       over it they are counted, not written)\n"
 	      "  --audit-burst N      ... and at once (default 1000)\n"
@@ -520,6 +531,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_KEEP_ENV,
 		OPT_ALLOW_ABSTRACT_SOCKETS,
 		OPT_QUIET_TO_AGENT,
+		OPT_REQUIRE_FS_CONFINEMENT,
+		OPT_TEST_NO_FS_MOUNTS,
+		OPT_TEST_NO_FS_CONFINEMENT,
 	};
 	static const struct option longopts[] = {
 	        FRONTEND_LONGOPTS,
@@ -535,6 +549,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"keep-env", required_argument, NULL, OPT_KEEP_ENV},
 	        {"allow-abstract-sockets", no_argument, NULL, OPT_ALLOW_ABSTRACT_SOCKETS},
 	        {"quiet-to-agent", no_argument, NULL, OPT_QUIET_TO_AGENT},
+	        {"require-fs-confinement", no_argument, NULL, OPT_REQUIRE_FS_CONFINEMENT},
+	        {"test-no-fs-mounts", no_argument, NULL, OPT_TEST_NO_FS_MOUNTS},
+	        {"test-no-fs-confinement", no_argument, NULL, OPT_TEST_NO_FS_CONFINEMENT},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -619,6 +636,15 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_QUIET_TO_AGENT:
 			o->quiet_to_agent = true;
+			break;
+		case OPT_REQUIRE_FS_CONFINEMENT:
+			o->require_fs_confinement = true;
+			break;
+		case OPT_TEST_NO_FS_MOUNTS:
+			o->test_no_fs_mounts = true;
+			break;
+		case OPT_TEST_NO_FS_CONFINEMENT:
+			o->test_no_fs_confinement = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -827,6 +853,10 @@ static int start_sandbox(struct run *run, struct cl_error *err)
 		        .n_keep_env = run->opt.n_keep_env,
 		        .host_network = run->opt.net_host,
 		        .allow_abstract_sockets = run->opt.allow_abstract_sockets,
+		        .config = run->opt.test_no_fs_confinement ? NULL : run->config,
+		        .require_fs_confinement = run->opt.require_fs_confinement,
+		        .test_no_fs_mounts = run->opt.test_no_fs_mounts,
+		        .nested_sandbox = run->opt.allow_nested_sandbox,
 		        .verbose = run->opt.common.verbose,
 		        .config_dir = run->config_dir,
 		        .audit_dir = run->audit_dir,
@@ -877,6 +907,7 @@ static int start_sandbox(struct run *run, struct cl_error *err)
 		r = sandbox_start(&so, &run->sandbox, &why);
 		if (r < 0)
 			return cl_error_set(err, r, "run: %s", why.msg);
+		run->fs_sweep = fs_confine_take_sweep(sandbox_confine_fs(confine));
 	}
 	trace_timing_mark("sandbox started (agent forked)");
 	return 0;
@@ -1014,6 +1045,18 @@ static int start(struct run *run, struct cl_error *err)
 	return 0;
 }
 
+static void report_swept(void *userdata, const char *path, const char *moved_to, int r)
+{
+	if (r < 0)
+		say("warning: the agent created %s, which is protected (fs.protect), and it could "
+		    "not be moved aside: %s; check it before anything runs it",
+		    path, strerror(-r));
+	else
+		say("the agent created %s, which is protected (fs.protect): moved to %s; check "
+		    "it before you use it",
+		    path, moved_to);
+}
+
 static void teardown(struct run *run)
 {
 	if (run->approvals && run->sandbox_name)
@@ -1037,6 +1080,9 @@ static void teardown(struct run *run)
 	trace_timing_mark("teardown: front end");
 	sandbox_free(run->sandbox);
 	trace_timing_mark("teardown: sandbox (kill, cgroup)");
+	/* The agent is gone: what it created at a protected name is moved aside. */
+	fs_sweep_run(run->fs_sweep, report_swept, run);
+	fs_sweep_free(run->fs_sweep);
 	/* After the sandbox: its pty is closed, what it wrote last is read to the end. */
 	terminal_free(run->terminal);
 	trace_timing_mark("teardown: terminal");

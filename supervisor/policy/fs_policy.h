@@ -55,7 +55,8 @@ struct fs_result {
 	 * NULL for "not in fs.write" / "reads are free"). */
 	const struct config_fs_rule *rule;
 	const struct config_scalar *setting;
-	char reason[256]; /* one line for a person: "~/.ssh is hidden (fs.hide[0], <built-in>:12)" */
+	char reason[256]; /* one line for a person: "~/.ssh is hidden (fs.hide[0], <built-in>:12)"
+	                   */
 };
 
 /* The verdict for reading (WRITE false) or writing PATH (absolute; normalised lexically here,

@@ -8,6 +8,8 @@
 
 #include "base/cleanup.h"
 #include "supervisor/policy/env_scrub.h"
+#include "supervisor/sandbox/confine_plan.h"
+#include "supervisor/sandbox/fs_confine.h"
 #include "supervisor/sandbox/landlock.h"
 #include "base/say.h"
 
@@ -126,9 +128,82 @@ int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
 			keep[nk++] = *a;
 	keep[nk] = NULL;
 
+	if (!o->config && o->require_fs_confinement)
+		return cl_error_set(err, -EPERM,
+		                    "--require-fs-confinement: the file system is not confined");
+	if (o->config) {
+		const char *kept[3] = {NULL};
+		size_t n_kept = 0;
+		struct fs_confine_request fr = {
+		        .config = o->config,
+		        .home = getenv("HOME"),
+		        .worktree = ".",
+		        .keep_visible = kept,
+		        .no_mounts = o->test_no_fs_mounts,
+		};
+
+		if (o->config_dir)
+			kept[n_kept++] = o->config_dir;
+		if (o->audit_dir)
+			kept[n_kept++] = o->audit_dir;
+		/* ABI 1 refuses every rename across directories in a domain; from ABI 2 the
+		 * REFER right lets them through where both sides are writable. A process in a
+		 * domain with file rules may not mount at all, not even in a user namespace of
+		 * its own: an agent allowed its own sandbox goes without them (the mount layer
+		 * still holds: what it mounts cannot unlock ours). */
+		req.landlock_fs =
+		        abi >= 2 && !o->nested_sandbox ? landlock_fs_write_rights(abi) : 0;
+		if (o->require_fs_confinement && (o->test_no_fs_mounts || !req.landlock_fs))
+			return cl_error_set(
+			        err, -EPERM, "--require-fs-confinement: %s",
+			        o->test_no_fs_mounts
+			                ? "the mount layer is off (--test-no-fs-mounts)"
+			        : o->nested_sandbox
+			                ? "--allow-nested-sandbox leaves Landlock's file rules out "
+			                  "(they refuse every mount)"
+			                : "this kernel's Landlock cannot confine writes (ABI < 2)");
+		r = fs_confine_prepare(&fr, &req.fs, err);
+		if (r < 0)
+			return r;
+	}
+	if (req.fs) {
+		_cleanup_free_ char *cwd = getcwd(NULL, 0);
+		const char *home = getenv("HOME");
+		_cleanup_free_ char *real_home =
+		        home && home[0] == '/' ? realpath(home, NULL) : NULL;
+
+		/* The project is writable: run from ~ (or above), all of ~ is, but for fs.protect.
+		 */
+		if (cwd && real_home && confine_path_within(real_home, cwd))
+			say("warning: the working directory %s holds your home directory: all of "
+			    "it "
+			    "is writable for the agent but for fs.protect; start run in the "
+			    "project",
+			    cwd);
+	}
 	r = sandbox_confine_prepare(&req, ret, err);
 	if (r < 0)
 		return r;
+	if (o->verbose && req.fs) {
+		struct fs_confine_summary fs;
+
+		sandbox_confine_summarize(*ret, &sum);
+		fs_confine_summarize(req.fs, &fs);
+		say("files, mount layer: %s; %zu writable paths (%zu created), %zu protected (%zu "
+		    "absent, not held by a mount), %zu hidden%s, %zu directories pinned; /tmp %s",
+		    fs.mounts ? "on (the rest read-only)" : "OFF (--test-no-fs-mounts)", fs.write,
+		    fs.created, fs.protect, fs.absent_protect, fs.hide,
+		    fs.skipped_hide ? " (some skipped: they hold the project)" : "", fs.pinned,
+		    sum.private_tmp ? "private" : "the host's");
+		say("files, Landlock: %s",
+		    sum.landlock_fs     ? "on: write rights only beneath the writable paths"
+		    : o->nested_sandbox ? "off: --allow-nested-sandbox (its file rules refuse "
+		                          "every mount)"
+		    : abi >= 1          ? "off: ABI 1 would refuse every rename across directories"
+		                        : "off: unavailable on this kernel");
+	} else if (o->verbose) {
+		say("files: not confined (--test-no-fs-confinement)");
+	}
 	if (o->verbose) {
 		sandbox_confine_summarize(*ret, &sum);
 		say("confinement: %s; %zu host unix socket paths covered where visible; %zu "

@@ -8,6 +8,7 @@
 #include <stddef.h>
 
 #include "base/error.h"
+#include "supervisor/policy/config.h"
 #include "supervisor/sandbox/sandbox_confine.h"
 
 /* At most this many --keep-env names. */
@@ -23,6 +24,11 @@ struct run_confine_options {
 	const char *audit_dir;  /* the same */
 	const char *run_dir;    /* hidden in the sandbox; its parents pinned (NULL: none) */
 	char *const *agent_argv;
+	/* The `fs:` section to enforce (NULL: the file system stays the host's). */
+	const struct config *config;
+	bool require_fs_confinement; /* --require-fs-confinement: both layers or no start */
+	bool test_no_fs_mounts;      /* --test-no-fs-mounts: Landlock alone (tests only) */
+	bool nested_sandbox;         /* --allow-nested-sandbox: the agent mounts (no Landlock fs) */
 };
 
 /* The caller's environment less env_scrub_agent_rules (the --keep-env names kept), malloc'd,
@@ -31,8 +37,9 @@ struct run_confine_options {
 int run_confine_environ(const struct run_confine_options *o, struct cl_error *err,
                         char ***ret_envp);
 
-/* Probe Landlock and build the plan. Refuses (-EPERM) --net host without Landlock's abstract
- * socket scope unless --allow-abstract-sockets; -errno with ERR. */
+/* Probe Landlock and build the plan, the file system's layers included. Refuses (-EPERM)
+ * --net host without Landlock's abstract socket scope unless --allow-abstract-sockets, and
+ * --require-fs-confinement without both file system layers; -errno with ERR. */
 int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
                      struct sandbox_confine **ret);
 

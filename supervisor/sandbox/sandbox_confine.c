@@ -46,6 +46,8 @@ struct sandbox_confine {
 	char *cgroup2;                 /* the cgroup2 mount point, or NULL */
 	uint64_t keep_caps;
 	uint64_t landlock_scopes;
+	struct fs_confine *fs; /* the file system's layers, or NULL */
+	uint64_t landlock_fs;
 };
 
 /* ---- the supervisor's side ---------------------------------------------------------------- */
@@ -62,6 +64,7 @@ void sandbox_confine_free(struct sandbox_confine *c)
 	confine_paths_free(&c->sockets);
 	confine_paths_free(&c->pins);
 	free(c->cgroup2);
+	fs_confine_free(c->fs);
 	free(c);
 }
 
@@ -168,8 +171,10 @@ static int plan_tmp(struct sandbox_confine *c, const struct sandbox_confine_requ
 	}
 	if (r < 0)
 		return r;
-	/* Working in /tmp itself: nothing of it can be hidden (its sockets are still covered). */
-	c->private_tmp = !confine_paths_contains(&all, c->tmp_root);
+	/* Working in /tmp itself: nothing of it can be hidden (its sockets are still covered).
+	 * fs.tmp: host keeps the host's. */
+	c->private_tmp = !confine_paths_contains(&all, c->tmp_root) &&
+	                 (!c->fs || fs_confine_private_tmp(c->fs));
 	if (!c->private_tmp)
 		return 0;
 	for (size_t i = 0; i < all.n; i++)
@@ -260,8 +265,12 @@ int sandbox_confine_prepare(const struct sandbox_confine_request *req, struct sa
 	int r;
 
 	c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c) {
+		fs_confine_free(req->fs);
 		return -ENOMEM;
+	}
+	c->fs = req->fs;
+	c->landlock_fs = req->landlock_fs;
 	cwd = getcwd(NULL, 0);
 	if (!cwd)
 		return cl_error_set(err, -errno, "the current directory is gone: %m");
@@ -289,6 +298,11 @@ int sandbox_confine_prepare(const struct sandbox_confine_request *req, struct sa
 	return 0;
 }
 
+struct fs_confine *sandbox_confine_fs(struct sandbox_confine *c)
+{
+	return c->fs;
+}
+
 void sandbox_confine_summarize(const struct sandbox_confine *c, struct sandbox_confine_summary *ret)
 {
 	*ret = (struct sandbox_confine_summary){
@@ -298,6 +312,7 @@ void sandbox_confine_summarize(const struct sandbox_confine *c, struct sandbox_c
 	        .pinned = c->pins.n,
 	        .kept_caps = c->keep_caps,
 	        .landlock_scopes = c->landlock_scopes,
+	        .landlock_fs = c->landlock_fs,
 	};
 }
 
@@ -580,7 +595,11 @@ int sandbox_confine_mounts(const struct sandbox_confine *c, struct cl_error *err
 {
 	int r;
 
-	r = protect_proc(err);
+	/* First: the mounts made after it (private /tmp, /dev/shm, /run/user) are new, so
+	 * writable, where everything before it turns read-only. */
+	r = fs_confine_mounts(c->fs, err);
+	if (r >= 0)
+		r = protect_proc(err);
 	if (r >= 0)
 		r = protect_sys(c, err);
 	if (r >= 0)
@@ -656,16 +675,59 @@ static int drop_capabilities(uint64_t keep, struct cl_error *err)
 	return 0;
 }
 
+/* Landlock's write rules: beneath fs.write and the sandbox's own writable mounts, every right
+ * it handles; device nodes and /proc's files, written as files only. */
+static int landlock_fs_rules(const struct sandbox_confine *c, struct landlock_path_rule **ret,
+                             size_t *ret_n, char own_run[static 64])
+{
+	const struct confine_paths *write = fs_confine_write_paths(c->fs);
+	const uint64_t all = ~0ULL;
+	const uint64_t as_files =
+	        CL_LANDLOCK_FS_WRITE_FILE | CL_LANDLOCK_FS_TRUNCATE | CL_LANDLOCK_FS_IOCTL_DEV;
+	struct landlock_path_rule *rules = calloc(write->n + c->runtime.n + 6, sizeof(*rules));
+	size_t n = 0;
+
+	if (!rules)
+		return -ENOMEM;
+	for (size_t i = 0; i < write->n; i++)
+		rules[n++] = (struct landlock_path_rule){write->v[i], all};
+	if (c->private_tmp)
+		rules[n++] = (struct landlock_path_rule){c->tmp_root, all};
+	rules[n++] = (struct landlock_path_rule){"/dev/shm", all};
+	if (c->run_user) {
+		snprintf(own_run, 64, RUN_USER "/%u", (unsigned)geteuid());
+		rules[n++] = (struct landlock_path_rule){own_run, all};
+	}
+	for (size_t i = 0; i < c->runtime.n; i++)
+		rules[n++] = (struct landlock_path_rule){c->runtime.v[i], all};
+	rules[n++] = (struct landlock_path_rule){"/dev", as_files};
+	rules[n++] = (struct landlock_path_rule){"/proc", as_files};
+	*ret = rules;
+	*ret_n = n;
+	return 0;
+}
+
 int sandbox_confine_privileges(const struct sandbox_confine *c, struct cl_error *err)
 {
 	struct landlock_plan plan = {.scoped = c->landlock_scopes};
+	_cleanup_free_ struct landlock_path_rule *rules = NULL;
+	const char *failed = NULL;
+	char own_run[64];
 	int r;
 
 	/* For root too: setuid and file-capability programs gain nothing. Landlock needs it. */
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return cl_error_set(err, -errno, "PR_SET_NO_NEW_PRIVS: %m");
-	r = landlock_restrict(&plan);
+	if (c->fs && c->landlock_fs) {
+		r = landlock_fs_rules(c, &rules, &plan.n_rules, own_run);
+		if (r < 0)
+			return cl_error_set(err, r, "Landlock: %s", strerror(-r));
+		plan.rules = rules;
+		plan.handled_fs = c->landlock_fs;
+	}
+	r = landlock_restrict(&plan, &failed);
 	if (r < 0)
-		return cl_error_set(err, r, "Landlock: %s", strerror(-r));
+		return cl_error_set(err, r, "Landlock%s%s: %s", failed ? ": a rule for " : "",
+		                    failed ? failed : "", strerror(-r));
 	return drop_capabilities(c->keep_caps, err);
 }

@@ -17,6 +17,10 @@
  *   - every parent directory of the protected ones (config, audit log, the hidden runtime
  *     directory) made a mount point, writable as before: a mount point cannot be renamed or
  *     removed (EBUSY), so no directory above them can be swapped for one the agent fills;
+ *   - the file system (fs_confine.h, the `fs:` section): the tree read-only but fs.write,
+ *     fs.protect read-only inside it, fs.hide covered; and Landlock's write rights granted
+ *     only beneath fs.write, the private /tmp, /dev/shm and runtime directories (device
+ *     nodes in /dev and /proc's files stay writable as files);
  *   - privileges: NO_NEW_PRIVS, every capability set (bounding and ambient included) cut to
  *     confine_kept_capabilities(), the Landlock scopes the plan asks for.
  *
@@ -33,6 +37,7 @@
 
 #include "base/cleanup.h"
 #include "base/error.h"
+#include "supervisor/sandbox/fs_confine.h"
 
 /* More host sockets than this: the run refuses to start rather than leave some uncovered. */
 #define SANDBOX_CONFINE_MAX_SOCKETS 4096
@@ -50,6 +55,11 @@ struct sandbox_confine_request {
 	const char *tmpdir;        /* the caller's $TMPDIR, created empty in a private /tmp */
 	bool host_network;         /* capabilities: no NET_BIND_SERVICE on the host's network */
 	uint64_t landlock_scopes;  /* CL_LANDLOCK_SCOPE_* to apply (landlock.h) */
+	/* The file system's mount layer and the plan of Landlock's write rules; taken over by
+	 * sandbox_confine_prepare (freed with the plan, also on failure), or NULL: the file
+	 * system stays as it is. */
+	struct fs_confine *fs;
+	uint64_t landlock_fs; /* CL_LANDLOCK_FS_* to handle (0: no Landlock file rules) */
 };
 
 struct sandbox_confine;
@@ -62,6 +72,7 @@ struct sandbox_confine_summary {
 	size_t pinned;       /* parent directories made mount points */
 	uint64_t kept_caps;  /* capabilities kept */
 	uint64_t landlock_scopes;
+	uint64_t landlock_fs;
 };
 
 /* Build the plan. -E2BIG when the host has more than SANDBOX_CONFINE_MAX_SOCKETS pathname
@@ -70,6 +81,8 @@ int sandbox_confine_prepare(const struct sandbox_confine_request *req, struct sa
                             struct cl_error *err);
 void sandbox_confine_summarize(const struct sandbox_confine *c,
                                struct sandbox_confine_summary *ret);
+/* The file system's plan in C (NULL: none), for fs_confine_take_sweep(). */
+struct fs_confine *sandbox_confine_fs(struct sandbox_confine *c);
 void sandbox_confine_free(struct sandbox_confine *c);
 CL_DEFINE_TRIVIAL_CLEANUP(struct sandbox_confine *, sandbox_confine_free)
 

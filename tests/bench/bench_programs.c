@@ -8,16 +8,22 @@
  *     them, recursively, with the project's compiler flags), from clean: a real compile. The whole
  *     project would take a minute or more a build on a loaded 2-core machine, too long to repeat
  *     native and supervised in a bounded bench; these are some two dozen of its 90 C files,
- *     and each costs the exec path what any of the others does (cc, cc1, as);
- *   - the same compile with `fs.ask: on-write` in the agent's config: every open that writes
- *     (cc1's and as's output, make's) is notified and decided by the supervisor (inside the
- *     worktree: continued) — the cost of the ask for writes when nothing is asked.
+ *     and each costs the exec path what any of the others does (cc, cc1, as). It runs three
+ *     ways in turn: native, supervised without the file system's confinement
+ *     (--test-no-fs-confinement) and supervised as shipped, with it (a read-only tree,
+ *     writable binds, Landlock's write rules): the last over the second is that
+ *     confinement's cost;
+ *   - the same compile with `fs.ask: on-write` in the agent's config, against native and the
+ *     config as shipped (fs.ask: off): every open that writes (cc1's and as's output, make's)
+ *     is notified and decided by the supervisor (inside the worktree: continued) — the cost of
+ *     the ask for writes when nothing is asked.
  * Native and supervised runs take turns, each round starting with the other; the ratio is the
  * median of the rounds' ratios. */
 #include "tests/bench/bench.h"
 
 #include <errno.h>
 #include <ftw.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,18 +172,25 @@ static void bench_configure(void)
 
 /* ---- the compile ------------------------------------------------------------------------- */
 
-/* TEXT added at the end of the agent's config (a section of its own). */
-static int append_config(const struct bench_agent *a, const char *text)
+/* A second config directory, DIR: the agent's config with TEXT (a section of its own) at the
+ * end. */
+static int config_with(const struct bench_agent *a, const char *dir, const char *text)
 {
-	char path[256];
-	_cleanup_fclose_ FILE *f = NULL;
+	char from[256], to[256], line[1024];
+	_cleanup_fclose_ FILE *in = NULL, *out = NULL;
 
-	snprintf(path, sizeof(path), "%s/config.yaml", a->config_dir);
-	f = fopen(path, "ae");
-	if (!f)
+	snprintf(from, sizeof(from), "%s/config.yaml", a->config_dir);
+	snprintf(to, sizeof(to), "%s/config.yaml", dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	fputs(text, f);
-	return fflush(f) == 0 ? 0 : -EIO;
+	in = fopen(from, "re");
+	out = fopen(to, "we");
+	if (!in || !out)
+		return -errno;
+	while (fgets(line, sizeof(line), in))
+		fputs(line, out);
+	fputs(text, out);
+	return fflush(out) == 0 ? 0 : -EIO;
 }
 
 static FILE *makefile;
@@ -236,6 +249,127 @@ static int compile_setup(const char *sources, const char *cflags)
 	return r < 0 ? r : n_sources > 0 ? 0 : -ENOENT;
 }
 
+/* One timed run of ARGV in CWD after CLEAN: native (OPTION unused), or supervised with the
+ * extra `run` OPTION (NULL: none). The loop's wall time and CPU time (agent's and
+ * supervisor's) in RET_WALL and RET_CPU. */
+static int timed(bool supervised, const char *option, const char *cwd, char *const argv[],
+                 char *const clean[], double *ret_wall, double *ret_cpu, const char *what)
+{
+	struct bench_loop res;
+	int r;
+
+	if (clean && run_native(cwd, clean) < 0) {
+		printf("%s: cleaning failed\n", what);
+		return -EIO;
+	}
+	agent.run_option = option;
+	r = bench_agent_loop(&agent, supervised, cwd, 1, argv, 0, NULL, &res);
+	agent.run_option = NULL;
+	if (r < 0) {
+		char why[200];
+
+		bench_agent_last_error(&agent, why, sizeof(why));
+		printf("%s: a %s run failed (%s)%s%s\n", what,
+		       !supervised ? "native"
+		       : option    ? "supervised (no fs confinement)"
+		                   : "supervised",
+		       strerror(-r), why[0] ? ": " : "", why);
+		return r;
+	}
+	*ret_wall = res.loop_s;
+	*ret_cpu = res.agent_cpu_s + (supervised ? res.sup_cpu_s : 0);
+	return 0;
+}
+
+/* The compile three ways, rotating which goes first: native (0), supervised without the file
+ * system's confinement (1), supervised with it (2). Records BENCH_ROW_COMPILE (2 over 0: the
+ * product as shipped) and BENCH_ROW_COMPILE_FS (2 over 1: the confinement's own cost). */
+static void compare_compile(const char *what, int rounds, char *const argv[], char *const clean[])
+{
+	double wall[3][8], cpu[3][8], r20[8], r21[8], c20[8], c21[8], r10[8];
+
+	if (rounds > 8)
+		rounds = 8;
+	for (int i = 0; i < rounds; i++) {
+		for (int k = 0; k < 3; k++) {
+			int way = (i + k) % 3;
+
+			if (timed(way > 0, way == 1 ? "--test-no-fs-confinement" : NULL,
+			          compile_dir, argv, clean, &wall[way][i], &cpu[way][i], what) < 0)
+				return;
+		}
+		r20[i] = wall[2][i] / wall[0][i];
+		r21[i] = wall[2][i] / wall[1][i];
+		r10[i] = wall[1][i] / wall[0][i];
+		c20[i] = cpu[2][i] / cpu[0][i];
+		c21[i] = cpu[2][i] / cpu[1][i];
+	}
+	printf("%s: native %.3f s, supervised without the fs confinement %.3f s, with it %.3f s "
+	       "(medians of %d rounds taking turns, run's start-up left out)\n",
+	       what, bench_median(wall[0], rounds), bench_median(wall[1], rounds),
+	       bench_median(wall[2], rounds), rounds);
+	{
+		double w20 = bench_median(r20, rounds), w21 = bench_median(r21, rounds);
+		double w10 = bench_median(r10, rounds), cc20 = bench_median(c20, rounds);
+		double cc21 = bench_median(c21, rounds);
+
+		printf("  supervised with fs / native: %.3fx (CPU %.3fx); without fs / native: "
+		       "%.3fx; with fs / without: %.3fx (CPU %.3fx, rounds %.3f to %.3f)\n",
+		       w20, cc20, w10, w21, cc21, r21[0], r21[rounds - 1]);
+		bench_summary_set(BENCH_ROW_COMPILE, w20, cc20);
+		bench_summary_set(BENCH_ROW_COMPILE_FS, w21, cc21);
+	}
+}
+
+/* The compile three ways, rotating which goes first: native (0), supervised as shipped (1),
+ * supervised with fs.ask: on-write (2, a config of its own). Records BENCH_ROW_COMPILE_ASK (2
+ * over 0) and prints 2 over 1, the ask's own cost. */
+static void compare_compile_ask(const char *what, int rounds, char *const argv[],
+                                char *const clean[])
+{
+	double wall[3][8], cpu[3][8], r20[8], r21[8], c20[8], c21[8];
+	char shipped[sizeof(agent.config_dir)], ask[sizeof(agent.config_dir)];
+
+	snprintf(shipped, sizeof(shipped), "%s", agent.config_dir);
+	snprintf(ask, sizeof(ask), "%s-ask", agent.config_dir);
+	if (config_with(&agent, ask, "fs:\n  ask: on-write\n") < 0) {
+		printf("%s: could not write its config\n", what);
+		return;
+	}
+	if (rounds > 8)
+		rounds = 8;
+	for (int i = 0; i < rounds; i++) {
+		for (int k = 0; k < 3; k++) {
+			int way = (i + k) % 3, r;
+
+			snprintf(agent.config_dir, sizeof(agent.config_dir), "%s",
+			         way == 2 ? ask : shipped);
+			r = timed(way > 0, NULL, compile_dir, argv, clean, &wall[way][i],
+			          &cpu[way][i], what);
+			snprintf(agent.config_dir, sizeof(agent.config_dir), "%s", shipped);
+			if (r < 0)
+				return;
+		}
+		r20[i] = wall[2][i] / wall[0][i];
+		r21[i] = wall[2][i] / wall[1][i];
+		c20[i] = cpu[2][i] / cpu[0][i];
+		c21[i] = cpu[2][i] / cpu[1][i];
+	}
+	printf("%s: native %.3f s, supervised as shipped %.3f s, with fs.ask: on-write %.3f s "
+	       "(medians of %d rounds taking turns)\n",
+	       what, bench_median(wall[0], rounds), bench_median(wall[1], rounds),
+	       bench_median(wall[2], rounds), rounds);
+	{
+		double w20 = bench_median(r20, rounds), w21 = bench_median(r21, rounds);
+		double cc20 = bench_median(c20, rounds), cc21 = bench_median(c21, rounds);
+
+		printf("  on-write / native: %.3fx (CPU %.3fx); on-write / shipped (ask: off): "
+		       "%.3fx (CPU %.3fx, rounds %.3f to %.3f)\n",
+		       w20, cc20, w21, cc21, r21[0], r21[rounds - 1]);
+		bench_summary_set(BENCH_ROW_COMPILE_ASK, w20, cc20);
+	}
+}
+
 static void bench_compile(void)
 {
 	const char *sources = getenv("BENCH_SOURCES"), *cflags = getenv("BENCH_CFLAGS");
@@ -257,15 +391,9 @@ static void bench_compile(void)
 	snprintf(what, sizeof(what),
 	         "make -j2 of this project's protocol/, notifier/, netfilter/ (%d C files)",
 	         n_sources);
-	compare(BENCH_ROW_COMPILE, what, COMPILE_ROUNDS, compile_dir, build, clean);
-
-	/* Again with the ask for writes on; run's directory (the compile's) is the worktree. */
-	if (append_config(&agent, "fs:\n  ask: on-write\n") < 0) {
-		printf("compile with fs.ask: on-write: could not write the config\n");
-		return;
-	}
+	compare_compile(what, COMPILE_ROUNDS, build, clean);
 	snprintf(what, sizeof(what), "the same with fs.ask: on-write (%d C files)", n_sources);
-	compare(BENCH_ROW_COMPILE_ASK, what, COMPILE_ROUNDS, compile_dir, build, clean);
+	compare_compile_ask(what, COMPILE_ROUNDS, build, clean);
 }
 
 void bench_programs(void)

@@ -94,7 +94,7 @@ denied_domains:
   - api.anthropic.com
 EOF
 
-echo "1..45"
+echo "1..46"
 
 run policy check --config-dir "$cfg" -- true
 expect "an allowed exec exits 0 and names the rule with file:line" 0 \
@@ -260,7 +260,9 @@ run policy check --config-dir "$empty" --worktree "$proj" --path "$proj/.git/hoo
 expect "--path --write of a git hook is denied: protected" 1 "write: deny (protected)" out \
 	'fs.protect[0] "{worktree}/.git/hooks" (<built-in>:' out
 run policy check --config-dir "$empty" --worktree "$proj" --path "$HOME/.bashrc" --write
-expect "--path --write of ~/.bashrc is denied: outside fs.write" 1 "write: deny (outside fs.write)" out
+expect "--path --write of ~/.bashrc is denied: protected" 1 "write: deny (protected)" out
+run policy check --config-dir "$empty" --worktree "$proj" --path "$HOME/.local/share/x" --write
+expect "--path --write outside fs.write is denied" 1 "write: deny (outside fs.write)" out
 run policy check --config-dir "$empty" --worktree "$proj" --path "$HOME/.ssh/id_ed25519"
 expect "--path of an SSH key is denied: hidden" 1 "read: deny (hidden)" out '"~/.ssh" (<built-in>:' out
 run policy check --config-dir "$empty" --worktree "$proj" --path "$proj/.env"

@@ -1,17 +1,19 @@
 #!/bin/sh
 # Attack: plant something that runs outside the sandbox later, with no allowed exec or
 # connection. `run` protects the config directory it uses and the audit log (read-only,
-# parents pinned); it leaves, as root and as an unprivileged user:
+# parents pinned); without the file system's confinement it left, as root and as an unprivileged user:
 #   - its own executable, when it lives where the agent's uid may write (a root agent: any
 #     directory; a user's: ~/.local/bin, where this test installs it, or a build tree): the
 #     agent renames its program over it, and the next `cloister-supervisor run` runs the
 #     agent's code unconfined;
 #   - the default config directory (~/.config/cloister) when this run uses --config-dir: the
 #     agent plants a config.yaml with `security: full`, which the next plain `run` loads;
-#   - files that other programs run without the user running the agent's code (the
-#     filesystem confinement's job, README "What protects what"): the project's
+#   - files that other programs run without the user running the agent's code: the project's
 #     .git/hooks/pre-commit and .git/config (core.fsmonitor runs at every `git status`), and
 #     the shell's start-up files (~/.bashrc, ~/.profile).
+# The file system's confinement (the fs: section's built-in default) closes all three: outside
+# the worktree and the caches everything is read-only, and .git/hooks and .git/config stay
+# read-only inside the worktree.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
@@ -81,22 +83,18 @@ for who in root nobody; do
 	echo "# $who: $(tr '\n' ';' <"$OUT")"
 	tap_is "$rc" 0 "$who: the agent ran" "$(diag)"
 
-	tap_todo "the supervisor's own executable is not protected like its config"
 	cmp -s "$bin" "$SUPERVISOR"
 	tap_ok $? "$who: the supervisor's executable is the same file after the run" \
 		"it now holds: $(head -c 200 "$bin" | tr -d '\000')"
-	tap_todo "with --config-dir, the default config directory is not protected"
 	tap_ok "$(test -e "$home/.config/cloister/config.yaml" && echo 1 || echo 0)" \
 		"$who: no config.yaml planted in the default config directory for the next plain run" \
 		"$(cat "$home/.config/cloister/config.yaml" 2>&1)"
-	tap_todo "the filesystem is shared: files run later outside the sandbox are writable"
 	tap_ok "$(test -e "$proj/.git/hooks/pre-commit" && echo 1 || echo 0)" \
 		"$who: no git hook planted in the project"
 	tap_ok "$(cmp -s "$proj/.git/config" "$TMP/gitconfig-before" && echo 0 || echo 1)" \
 		"$who: the project's .git/config is unchanged" "$(cat "$proj/.git/config")"
 	tap_ok "$(grep -c 'agent code' "$home/.bashrc" "$home/.profile" | grep -vc ':0$')" \
 		"$who: the shell's start-up files are unchanged" "$(grep -H 'agent code' "$home/.bashrc" "$home/.profile")"
-	tap_todo ""
 	rm -rf "$home/.config/cloister"
 done
 

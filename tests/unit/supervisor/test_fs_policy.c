@@ -76,6 +76,28 @@ static void run_cases(const struct config *cfg, const struct check_case *cases, 
 
 /* The built-in default: the project and the caches are writable, start-up files are not, the
  * secrets are hidden and the files the host runs are protected inside the project. */
+static void test_builtin_default_protects_home_when_the_worktree_is_home(void **state)
+{
+	_cleanup_(config_freep) struct config *cfg = load(NULL, NULL);
+	const struct fs_vars home_is_worktree = {.home = "/home/u", .worktree = "/home/u"};
+	static const char *const protected[] = {
+	        "/home/u/.bashrc",       "/home/u/.zshrc",
+	        "/home/u/.gitconfig",    "/home/u/.config/systemd/user/evil.service",
+	        "/home/u/.local/bin/ls", "/home/u/.config/autostart/x.desktop",
+	        "/home/u/.git/hooks/x",  "/home/u/.config/cloister/config.yaml",
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(protected); i++) {
+		struct fs_result res;
+		struct cl_error err = {""};
+
+		assert_int_equal(
+		        fs_policy_check(cfg, &home_is_worktree, protected[i], true, &res, &err), 0);
+		if (res.verdict != FS_DENY_PROTECT)
+			fail_msg("%s: %s", protected[i], res.reason);
+	}
+}
+
 static void test_builtin_default_verdicts(void **state)
 {
 	static const struct check_case cases[] = {
@@ -89,20 +111,29 @@ static void test_builtin_default_verdicts(void **state)
 	        {"/home/u/go/pkg/mod/x", true, FS_ALLOW, "~/go/pkg/mod/", NULL},
 	        {"/home/u/.claude/projects/x.jsonl", true, FS_ALLOW, "~/.claude/", NULL},
 	        {"/home/u/.claude.json", true, FS_ALLOW, "~/.claude.json", NULL},
-	        /* Where the host runs what it finds: never writable. */
-	        {"/home/u/.bashrc", true, FS_DENY_OUTSIDE, NULL, NULL},
-	        {"/home/u/.profile", true, FS_DENY_OUTSIDE, NULL, NULL},
-	        {"/home/u/.gitconfig", true, FS_DENY_OUTSIDE, NULL, NULL},
-	        {"/home/u/.config/systemd/user/x.service", true, FS_DENY_OUTSIDE, NULL, NULL},
-	        {"/home/u/.local/bin/git", true, FS_DENY_OUTSIDE, NULL, NULL},
-	        {"/home/u/.cargo/bin/cargo", true, FS_DENY_OUTSIDE, NULL, NULL},
+	        /* Where the host runs what it finds: never writable, and protected should $HOME
+	         * be writable. */
+	        {"/home/u/.bashrc", true, FS_DENY_PROTECT, "~/.bashrc", NULL},
+	        {"/home/u/.profile", true, FS_DENY_PROTECT, "~/.profile", NULL},
+	        {"/home/u/.gitconfig", true, FS_DENY_PROTECT, "~/.gitconfig", NULL},
+	        {"/home/u/.config/systemd/user/x.service", true, FS_DENY_PROTECT,
+	         "~/.config/systemd", NULL},
+	        {"/home/u/.local/bin/git", true, FS_DENY_PROTECT, "~/.local/bin", NULL},
+	        {"/home/u/.cargo/bin/cargo", true, FS_DENY_PROTECT, "~/.cargo/bin", NULL},
+	        {"/home/u/.config/cloister/config.yaml", true, FS_DENY_PROTECT,
+	         "~/.config/cloister", NULL},
 	        {"/home/u/.cache/pre-commit/repo/hook", true, FS_DENY_OUTSIDE, NULL, NULL},
+	        {"/home/u/.local/share/x", true, FS_DENY_OUTSIDE, NULL, NULL},
 	        {"/etc/passwd", true, FS_DENY_OUTSIDE, NULL, NULL},
 	        {"/home/u/proj/.git/hooks/pre-commit", true, FS_DENY_PROTECT,
 	         "{worktree}/.git/hooks", NULL},
 	        {"/home/u/proj/.git/hooks", true, FS_DENY_PROTECT, "{worktree}/.git/hooks", NULL},
-	        {"/home/u/proj/.git/config", true, FS_DENY_PROTECT, "{worktree}/.git/config",
+	        {"/home/u/proj/.git/config", true, FS_DENY_PROTECT, "{worktree}/.git/config", NULL},
+	        {"/home/u/proj/.git/commondir", true, FS_DENY_PROTECT, "{worktree}/.git/commondir",
 	         NULL},
+	        {"/home/u/proj/.git/modules/lib/hooks/post-checkout", true, FS_DENY_PROTECT,
+	         "{worktree}/.git/modules/*/hooks", NULL},
+	        {"/home/u/proj/.git/modules/lib/objects/x", true, FS_ALLOW, "{worktree}", NULL},
 	        {"/home/u/proj/.git/objects/ab/cd", true, FS_ALLOW, "{worktree}", NULL},
 	        {"/home/u/proj/.git/index", true, FS_ALLOW, "{worktree}", NULL},
 	        {"/home/u/proj/.envrc", true, FS_DENY_PROTECT, "{worktree}/.envrc", NULL},
@@ -123,8 +154,7 @@ static void test_builtin_default_verdicts(void **state)
 	        {"/home/u/.config/gcloud/credentials.db", false, FS_DENY_HIDE, "~/.config/gcloud",
 	         NULL},
 	        {"/home/u/.kube/config", false, FS_DENY_HIDE, "~/.kube", NULL},
-	        {"/home/u/.docker/config.json", false, FS_DENY_HIDE, "~/.docker/config.json",
-	         NULL},
+	        {"/home/u/.docker/config.json", false, FS_DENY_HIDE, "~/.docker/config.json", NULL},
 	        {"/home/u/.netrc", false, FS_DENY_HIDE, "~/.netrc", NULL},
 	        {"/home/u/.git-credentials", false, FS_DENY_HIDE, "~/.git-credentials", NULL},
 	        {"/home/u/.config/gh/hosts.yml", false, FS_DENY_HIDE, "~/.config/gh", NULL},
@@ -138,7 +168,8 @@ static void test_builtin_default_verdicts(void **state)
 	        /* Lexical normalisation before matching: no way around by "..". */
 	        {"/home/u/proj/src/../.git/./hooks//pre-commit", true, FS_DENY_PROTECT,
 	         "{worktree}/.git/hooks", NULL},
-	        {"/home/u/proj/../.bashrc", true, FS_DENY_OUTSIDE, NULL, NULL},
+	        {"/home/u/proj/../.bashrc", true, FS_DENY_PROTECT, "~/.bashrc", NULL},
+	        {"/home/u/proj/../.xinitrc", true, FS_DENY_OUTSIDE, NULL, NULL},
 	        {"/tmpx/y", true, FS_DENY_OUTSIDE, NULL, NULL},
 	};
 	_cleanup_(config_freep) struct config *cfg = load(NULL, NULL);
@@ -178,7 +209,8 @@ static void test_files_extend_and_hide_protect_beat_write(void **state)
 	        {"/home/u/.config/tool/state", true, FS_ALLOW, "{home}/.config/tool", NULL},
 	        /* tmp: host — /tmp is the host's and outside write: asked (ask: on-write). */
 	        {"/tmp/x", true, FS_ASK, NULL, NULL},
-	        {"/home/u/.bashrc", true, FS_ASK, NULL, NULL},
+	        {"/home/u/.xinitrc", true, FS_ASK, NULL, NULL},
+	        {"/home/u/.bashrc", true, FS_DENY_PROTECT, "~/.bashrc", NULL}, /* never asked */
 	};
 	_cleanup_(config_freep) struct config *cfg = load(global, project);
 	const struct config_fs_rule *last;
@@ -318,6 +350,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_builtin_default_verdicts),
+	        cmocka_unit_test(test_builtin_default_protects_home_when_the_worktree_is_home),
 	        cmocka_unit_test(test_files_extend_and_hide_protect_beat_write),
 	        cmocka_unit_test(test_patterns_with_an_unknown_variable_match_nothing),
 	        cmocka_unit_test(test_pattern_expansion),

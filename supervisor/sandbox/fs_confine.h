@@ -1,0 +1,95 @@
+/* The file system's mount layer (the `fs:` section, fs_policy.h, enforced): in the sandbox's
+ * mount namespace the whole tree is made read-only, recursively; each fs.write path comes back
+ * writable as it was (a clone of it, taken before, with what is mounted below it); the
+ * ancestors of a protected path inside a writable one become mount points (a mount point
+ * cannot be renamed or removed: no `mv .git x; mkdir .git` around a protected .git/hooks);
+ * each fs.protect path gets a read-only clone of itself; each fs.hide path an empty read-only
+ * tmpfs (a directory) or an empty character device (a file, /dev/null read-only) over it.
+ * /proc stays writable as a mount (its own protections are sandbox_confine's); /dev's device
+ * nodes stay usable (a device is written through, not as a file). The mounts that
+ * sandbox_confine makes afterwards (private /tmp, /dev/shm, /run/user) are new, hence
+ * writable.
+ *
+ * Landlock (landlock.h) is the second layer: fs_confine_write_paths() are the paths its rules
+ * grant write rights beneath.
+ *
+ * What the mount layer cannot hold, and why: a protected path that does not exist when the
+ * run starts (a new .envrc) cannot be mounted over, and Landlock cannot name it. Its parent
+ * directory is opened when the run starts, and when the run ends — the agent and all its
+ * processes gone, so nothing races the check — what was created at that name is renamed
+ * aside (fs_sweep). Until then it is there, for a program on the host that reads it during
+ * the run. Patterns are expanded (globs included) once, when the run starts: a later file
+ * matching a hide or protect glob is not covered.
+ *
+ * fs_confine_prepare() runs in the supervisor (it resolves paths in the host's view and
+ * creates the missing fs.write directories written with a trailing "/"); fs_confine_mounts()
+ * in the sandbox's init, in its new mount namespace, before sandbox_confine_mounts(). */
+#ifndef CLOISTER_SUPERVISOR_FS_CONFINE_H
+#define CLOISTER_SUPERVISOR_FS_CONFINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/cleanup.h"
+#include "base/error.h"
+#include "supervisor/policy/config.h"
+#include "supervisor/sandbox/confine_plan.h"
+
+/* More paths than this after expanding the globs: the run refuses to start. */
+#define FS_CONFINE_MAX_PATHS 4096
+
+struct fs_confine_request {
+	const struct config *config;
+	const char *home;     /* $HOME, or NULL */
+	const char *worktree; /* run's directory */
+	/* Paths the hide entries must leave visible (the config and audit directories): a hide
+	 * entry holding one of them, or the worktree, is skipped. NULL-terminated, or NULL. */
+	const char *const *keep_visible;
+	/* Test only (run --test-no-fs-mounts): no mounts, so that a test shows Landlock alone
+	 * refusing the same writes. The plan is still made: Landlock's rules come from it. */
+	bool no_mounts;
+};
+
+struct fs_confine;
+
+struct fs_confine_summary {
+	bool mounts;           /* the mount layer is on */
+	size_t write;          /* writable paths (after globs, existing) */
+	size_t hide;           /* hidden paths that exist */
+	size_t protect;        /* protected paths that exist */
+	size_t absent_protect; /* protected paths that do not exist (not held by a mount) */
+	size_t created;        /* fs.write directories created for this run */
+	size_t skipped_hide;   /* hide entries skipped: they hold the worktree or a kept path */
+	size_t pinned;         /* ancestors of protected paths made mount points */
+	bool private_tmp;      /* fs.tmp: private */
+};
+
+int fs_confine_prepare(const struct fs_confine_request *req, struct fs_confine **ret,
+                       struct cl_error *err);
+void fs_confine_summarize(const struct fs_confine *fc, struct fs_confine_summary *ret);
+/* The writable paths, resolved (directories and files), outermost first. */
+const struct confine_paths *fs_confine_write_paths(const struct fs_confine *fc);
+bool fs_confine_private_tmp(const struct fs_confine *fc);
+void fs_confine_free(struct fs_confine *fc);
+CL_DEFINE_TRIVIAL_CLEANUP(struct fs_confine *, fs_confine_free)
+
+/* The sweep of the protected paths that were absent at the start, taken out of FC (to outlive
+ * the plan); NULL when there are none. */
+struct fs_sweep;
+struct fs_sweep *fs_confine_take_sweep(struct fs_confine *fc);
+
+/* Called for each absent protected path that exists now: MOVED_TO is where it was renamed
+ * (NULL with R < 0 when it could not be). */
+typedef void (*fs_sweep_report_fn)(void *userdata, const char *path, const char *moved_to, int r);
+
+/* After the sandbox is gone: rename aside what was created at each absent protected path
+ * ("NAME.cloister-blocked", or "NAME.cloister-blocked.N" when that exists), never following
+ * a symlink (the directory was opened at the start, the name is looked up in it). */
+void fs_sweep_run(const struct fs_sweep *s, fs_sweep_report_fn report, void *userdata);
+void fs_sweep_free(struct fs_sweep *s);
+CL_DEFINE_TRIVIAL_CLEANUP(struct fs_sweep *, fs_sweep_free)
+
+/* In the init: the mounts described above. /proc must be mounted already. */
+int fs_confine_mounts(const struct fs_confine *fc, struct cl_error *err);
+
+#endif
