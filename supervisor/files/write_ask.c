@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +39,9 @@
 #define OPEN_TIMEOUT_MS 5000
 /* Symlinks followed resolving a path, as the kernel's limit. */
 #define MAX_LINKS 40
+/* Opens waiting at once (each holds its directory open): past it, refused. The queue bounds
+ * the items; identical asks merge, and this bounds their waiters. */
+#define MAX_PENDING 256
 
 /* One open waiting for a person, with what its approval needs. */
 struct pending_write {
@@ -222,12 +226,27 @@ static int resolve_host(const char *abs, bool tmpfile, int *ret_dirfd, char **re
 
 /* ---- the supervisor's open ---------------------------------------------------------------- */
 
+/* Close every fd above 2 but A and B: the child runs as the process for a moment, with none
+ * of the supervisor's files. */
+static void close_all_but(int a, int b)
+{
+	unsigned lo = (unsigned)(a < b ? a : b), hi = (unsigned)(a < b ? b : a);
+
+	if (lo > 3)
+		(void)syscall(SYS_close_range, 3U, lo - 1, 0U);
+	if (hi > lo + 1)
+		(void)syscall(SYS_close_range, lo + 1, hi - 1, 0U);
+	(void)syscall(SYS_close_range, hi + 1, ~0U, 0U);
+}
+
 /* In the child: become the process's file identity and open. Never returns. */
 static void open_child(const struct pending_write *p, int sock)
 {
 	int flags = (p->flags & ~O_CLOEXEC) | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 	int error = 0, fd = -1;
 	struct stat st;
+
+	close_all_but(p->dirfd, sock);
 
 	if (getegid() != p->fsgid || geteuid() != p->fsuid || geteuid() == 0) {
 		if (setgroups(p->ngroups, p->groups) < 0 ||
@@ -497,7 +516,7 @@ static void ask(struct write_ask *wa, const struct open_target *t, struct pendin
 	};
 	int r;
 
-	r = pending_reserve(wa);
+	r = wa->n_pending >= MAX_PENDING ? QUEUE_E_WAITERS : pending_reserve(wa);
 	if (r >= 0) {
 		wa->pending[wa->n_pending++] = *p;
 		r = approvals_ask(wa->approvals, &qr, NULL);

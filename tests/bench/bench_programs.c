@@ -331,7 +331,7 @@ static void compare_compile_ask(const char *what, int rounds, char *const argv[]
 	char shipped[sizeof(agent.config_dir)], ask[sizeof(agent.config_dir)];
 
 	snprintf(shipped, sizeof(shipped), "%s", agent.config_dir);
-	snprintf(ask, sizeof(ask), "%s-ask", agent.config_dir);
+	snprintf(ask, sizeof(ask), "%s/config-ask", agent.root);
 	if (config_with(&agent, ask, "fs:\n  ask: on-write\n") < 0) {
 		printf("%s: could not write its config\n", what);
 		return;
