@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/cleanup.h"
 #include "supervisor/policy/env_scrub.h"
@@ -172,9 +173,9 @@ int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
 		_cleanup_free_ char *real_home =
 		        home && home[0] == '/' ? realpath(home, NULL) : NULL;
 
-		/* The project is writable: run from ~ (or above), all of ~ is, but for fs.protect.
-		 */
-		if (cwd && real_home && confine_path_within(real_home, cwd))
+		/* The project is writable: run from ~ (or /), all of ~ is, but for fs.protect. */
+		if ((o->verbose || isatty(STDERR_FILENO)) && cwd &&
+		    ((real_home && strcmp(real_home, cwd) == 0) || strcmp(cwd, "/") == 0))
 			say("warning: the working directory %s holds your home directory: all of "
 			    "it "
 			    "is writable for the agent but for fs.protect; start run in the "

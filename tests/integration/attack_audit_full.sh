@@ -31,12 +31,13 @@ mount -t tmpfs -o size=2m,mode=0755 cloister-test-small "$SMALL" || {
 }
 on_exit "umount -l '$SMALL'"
 
-# The agent: fill the file system of $HOME, exec enough for the log to need a new block (its
-# lines cannot be written), free the space, exec the marker command.
+# The agent: fill the file system of $HOME through its project there (the rest of the home is
+# read-only to it), exec enough for the log to need a new block (its lines cannot be written),
+# free the space, exec the marker command.
 cat >"$TMP/fill.sh" <<'EOF'
-dd if=/dev/zero of="$HOME/fill" bs=4k 2>/dev/null
+dd if=/dev/zero of="$PWD/fill" bs=4k 2>/dev/null
 for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do /usr/bin/true; done
-rm -f "$HOME/fill"
+rm -f "$PWD/fill"
 /usr/bin/echo "after-the-disk-was-full-$1"
 EOF
 chmod 644 "$TMP/fill.sh"
@@ -44,16 +45,17 @@ chmod 644 "$TMP/fill.sh"
 for who in root nobody; do
 	home=$SMALL/$who/home
 	state=$SMALL/$who/state
-	mkdir -p "$home" "$state"
+	proj=$home/proj
+	mkdir -p "$home" "$state" "$proj"
 	log=$state/cloister/audit.log
 	if [ "$who" = root ]; then
-		(cd "$TMP" && exec timeout -k 5 "$SV_TIMEOUT" env HOME="$home" \
+		(cd "$proj" && exec timeout -k 5 "$SV_TIMEOUT" env HOME="$home" \
 			XDG_CONFIG_HOME="$home/.config" XDG_STATE_HOME="$state" \
 			"$SUPERVISOR" run --config-dir "$CFG" --ask none -- sh "$TMP/fill.sh" "$who") \
 			</dev/null >"$OUT" 2>"$ERR"
 	else
 		chown -R "$NOBODY:$NOBODY" "$SMALL/$who"
-		(cd "$U" && exec timeout -k 5 "$SV_TIMEOUT" setpriv --reuid=$NOBODY \
+		(cd "$proj" && exec timeout -k 5 "$SV_TIMEOUT" setpriv --reuid=$NOBODY \
 			--regid=$NOBODY --clear-groups env HOME="$home" \
 			XDG_CONFIG_HOME="$home/.config" XDG_STATE_HOME="$state" \
 			"$UB/cloister-supervisor" run --config-dir "$U/cfg" --ask none -- \

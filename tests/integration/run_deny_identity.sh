@@ -16,7 +16,7 @@ tap_plan $PLAN
 NOBODY=65534
 U=$TMP/nobody
 chmod 711 "$TMP"
-mkdir -p "$U/cfg" "$U/bin" "$U/work"
+mkdir -p "$U/cfg" "$U/bin" "$U/work" "$U/home"
 cp "$SUPERVISOR" "$U/cloister-supervisor"
 cp "$HELPERS/marker" "$U/bin/denied"
 cat >"$U/cfg/config.yaml" <<EOF
@@ -41,8 +41,10 @@ as_bg() { # USER RUN-ARGS…: start the supervisor in the background; $bg its pi
 			</dev/null >"$OUT" 2>"$ERR" &
 		AUD=$AUDIT
 	else
+		# A home of its own below $U: with HOME=$U, ~/bin (this test's $U/bin) would be a
+		# protected path (fs.protect), a mount of its own, and no hard link crosses one.
 		(cd "$U" && exec timeout -k 5 "$SV_TIMEOUT" setpriv --reuid=$NOBODY --regid=$NOBODY \
-			--clear-groups env HOME="$U" XDG_STATE_HOME="$U/state" \
+			--clear-groups env HOME="$U/home" XDG_STATE_HOME="$U/state" \
 			"$U/cloister-supervisor" run --config-dir "$U/cfg" "$@") </dev/null >"$OUT" 2>"$ERR" &
 		AUD=$U/state/cloister/audit.log
 	fi

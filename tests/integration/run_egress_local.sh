@@ -94,7 +94,7 @@ start_run() {
 	wait_arg=
 	case " $* " in *" --listen-proxy "*) wait_arg="wait" ;; esac
 	if [ "$who" = root ]; then
-		(XDG_RUNTIME_DIR=$TMP/xdg timeout -k 5 40 "$SUPERVISOR" run --config-dir "$CFG" \
+		(cd "$TMP" && XDG_RUNTIME_DIR=$TMP/xdg timeout -k 5 40 "$SUPERVISOR" run --config-dir "$CFG" \
 			--hosts "$TMP/hosts" \
 			--ask none "$@" -- sh "$U/agent.sh" "$r" $wait_arg </dev/null >"$OUT" 2>"$ERR") &
 	else

@@ -83,13 +83,14 @@ wait_gone() { # PID SECONDS
 }
 
 # The agent waits for $TMP/go, runs /usr/bin/id (an ask), then waits for $TMP/stop.
+# It runs in $TMP, its project: the rest of the file system is read-only to it.
 # shellcheck disable=SC2016 # the agent's script expands its own $1
-"$SUPERVISOR" run --config-dir "$CFG" --ask web --ask-timeout 20s --name webapi \
+(cd "$TMP" && exec "$SUPERVISOR" run --config-dir "$CFG" --ask web --ask-timeout 20s --name webapi \
 	--listen-approval 127.0.0.1:0 --listen-tokens 127.0.0.1:0 --listen-request 127.0.0.1:0 \
 	-- sh -c 'while [ ! -e "$1/go" ]; do sleep 0.05; done
 		/usr/bin/id -u >"$1/id.out" 2>&1; echo "status $?" >>"$1/id.out"
 		while [ ! -e "$1/stop" ]; do sleep 0.05; done' sh "$TMP" \
-	</dev/null >"$OUT" 2>"$ERR" &
+	) </dev/null >"$OUT" 2>"$ERR" &
 SV=$!
 stop_sv() {
 	touch "$TMP/stop"

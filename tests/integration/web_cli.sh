@@ -72,8 +72,9 @@ exec:
 EOF
 # The agent: at $TMP/go runs /usr/bin/id (an ask), at $TMP/go2 /usr/bin/nproc (an ask, with an
 # argument that would retitle the terminal and send a C1 CSI), then sleeps until killed.
+# It runs in $TMP, its project: the rest of the file system is read-only to it.
 # shellcheck disable=SC2016 # the agent's script expands its own $1
-"$SUPERVISOR" run --config-dir "$CFG" --ask web --ask-timeout 30s --name webcli \
+(cd "$TMP" && exec "$SUPERVISOR" run --config-dir "$CFG" --ask web --ask-timeout 30s --name webcli \
 	--listen-approval 127.0.0.1:0 --listen-tokens 127.0.0.1:0 --listen-request 127.0.0.1:0 \
 	-- sh -c 'while [ ! -e "$1/go" ]; do sleep 0.05; done
 		/usr/bin/id -u >"$1/id.out" 2>&1; echo "status $?" >>"$1/id.out"
@@ -81,7 +82,7 @@ EOF
 		/usr/bin/nproc "$(printf "\\033]0;pwned\\007\\302\\233")" >"$1/nproc.out" 2>&1
 		echo "status $?" >>"$1/nproc.out"
 		while :; do sleep 0.05; done' sh "$TMP" \
-	</dev/null >"$OUT" 2>"$ERR" &
+	) </dev/null >"$OUT" 2>"$ERR" &
 SV=$!
 stop_sv() {
 	alive "$SV" || return 0

@@ -2,13 +2,15 @@
  *
  * Byte 0 selects the file kind (bits 0-1: global, project, decisions) and lenient mode
  * (bit 2); the rest is the file. A parsed config is also merged over the built-in default and
- * run through the policy, so regex matching and the merge see fuzzed rules too. */
+ * run through the policy, so regex matching and the merge see fuzzed rules too, and the fs
+ * section's patterns through fs_policy_check(). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "supervisor/policy/config.h"
+#include "supervisor/policy/fs_policy.h"
 #include "supervisor/policy/policy.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -25,6 +27,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct config *cfg = NULL;
 	struct cl_error err;
 	struct policy_result res;
+	struct fs_result fs_res;
+	const struct fs_vars vars = {.home = "/home/u", .worktree = "/home/u/proj"};
 
 	if (size < 1)
 		return 0;
@@ -65,6 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)policy_check_exec(cfg, "/usr/bin/true", NULL, 0, &res, &err);
 	(void)policy_check_hostexec(cfg, "docker compose up -d", &res, &err);
 	(void)policy_check_domain(cfg, NULL, "api.example.com:443", &res, &err);
+	(void)fs_policy_check(cfg, &vars, "/home/u/proj/.git/hooks/x", true, &fs_res, &err);
+	(void)fs_policy_check(cfg, &vars, "/home/u/.ssh/id_ed25519", false, &fs_res, &err);
 	config_free(cfg);
 	return 0;
 }
