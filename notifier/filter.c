@@ -1,6 +1,7 @@
 #include "notifier/filter.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/sched.h>
@@ -153,6 +154,32 @@ static int add_confinement_rules(scmp_filter_ctx ctx, const struct notifier_filt
 	return r;
 }
 
+#ifndef __O_TMPFILE
+#define __O_TMPFILE 020000000
+#endif
+
+/* Opens that may write: each flag bit is a rule of its own (a filter compares one argument per
+ * rule, and libseccomp ORs the rules of one syscall). The flags are an int: low 32 bits. */
+static int add_open_write_rules(scmp_filter_ctx ctx)
+{
+	static const unsigned int write_bits[] = {O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, __O_TMPFILE};
+	int r = add_rule(ctx, SCMP_ACT_NOTIFY, "creat", 0, NULL);
+
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(write_bits); i++) {
+		struct scmp_arg_cmp open_flags =
+		        SCMP_A1_32(SCMP_CMP_MASKED_EQ, write_bits[i], write_bits[i]);
+		struct scmp_arg_cmp openat_flags =
+		        SCMP_A2_32(SCMP_CMP_MASKED_EQ, write_bits[i], write_bits[i]);
+
+		r = add_rule(ctx, SCMP_ACT_NOTIFY, "open", 1, &open_flags);
+		if (r >= 0)
+			r = add_rule(ctx, SCMP_ACT_NOTIFY, "openat", 1, &openat_flags);
+	}
+	if (r >= 0)
+		r = add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "openat2", 0, NULL);
+	return r;
+}
+
 /* Compile the filter into a malloc'd array of BPF instructions. */
 static int build_program(const struct notifier_filter_opts *opts, struct sock_filter **ret_insns,
                          unsigned short *ret_len)
@@ -190,6 +217,8 @@ static int build_program(const struct notifier_filter_opts *opts, struct sock_fi
 		r = add_rule(ctx, SCMP_ACT_NOTIFY, "execveat", 0, NULL);
 	if (r >= 0 && opts->notify_connect)
 		r = add_rule(ctx, SCMP_ACT_NOTIFY, "connect", 0, NULL);
+	if (r >= 0 && opts->notify_open_write)
+		r = add_open_write_rules(ctx);
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(enosys); i++)
 		r = add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), enosys[i], 0, NULL);
 	if (r >= 0)

@@ -2,6 +2,14 @@
  *
  *   execve, execveat              → USER_NOTIF (the supervisor decides)
  *   connect                       → USER_NOTIF only with opts.notify_connect (attribution)
+ *   open, openat with a flag that writes (O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, O_TMPFILE), creat
+ *                                 → USER_NOTIF only with opts.notify_open_write (the ask for
+ *                                   writes outside fs.write); reads never reach the supervisor
+ *                                   (an O_PATH open with a write bit does: the bits are tested
+ *                                   one at a time, and the supervisor continues it)
+ *                                   openat2 → ENOSYS then: its flags sit in memory a filter
+ *                                   cannot read, and libc's open never uses it (callers that do
+ *                                   fall back to openat)
  *   io_uring_setup/enter/register → ENOSYS (io_uring runs syscalls that seccomp never sees)
  *   userfaultfd, ioctl(USERFAULTFD_IOC_NEW) → ENOSYS (it would let the agent stall our reads
  *                                   of its memory)
@@ -49,6 +57,7 @@
 
 struct notifier_filter_opts {
 	bool notify_connect;        /* also notify connect(2); off by default */
+	bool notify_open_write;     /* also notify opens that ask for writing (see above) */
 	bool no_wait_killable;      /* do not use WAIT_KILLABLE_RECV even where the kernel has it */
 	bool allow_nested_listener; /* do not refuse seccomp(NEW_LISTENER) to the agent */
 	bool tsync;                /* apply to all threads (TSYNC|TSYNC_ESRCH); the launcher's child

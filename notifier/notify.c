@@ -164,3 +164,34 @@ int notifier_deny(struct notifier *n, uint64_t id, int error)
 		                */
 	return send_resp(n, id, -error, 0);
 }
+
+#ifndef SECCOMP_IOCTL_NOTIF_ADDFD
+struct seccomp_notif_addfd {
+	__u64 id;
+	__u32 flags;
+	__u32 srcfd;
+	__u32 newfd;
+	__u32 newfd_flags;
+};
+#define SECCOMP_IOCTL_NOTIF_ADDFD SECCOMP_IOW(3, struct seccomp_notif_addfd)
+#endif
+#ifndef SECCOMP_ADDFD_FLAG_SEND
+#define SECCOMP_ADDFD_FLAG_SEND (1UL << 1)
+#endif
+
+int notifier_answer_fd(struct notifier *n, uint64_t id, int fd, bool cloexec)
+{
+	struct seccomp_notif_addfd addfd = {
+	        .id = id,
+	        .flags = SECCOMP_ADDFD_FLAG_SEND,
+	        .srcfd = (__u32)fd,
+	        .newfd = 0,
+	        .newfd_flags = cloexec ? O_CLOEXEC : 0,
+	};
+	int r;
+
+	if (fd < 0)
+		return -EBADF;
+	r = ioctl(n->fd, SECCOMP_IOCTL_NOTIF_ADDFD, &addfd);
+	return r < 0 ? -errno : r;
+}

@@ -82,4 +82,11 @@ int notifier_continue(struct notifier *n, uint64_t id);
 /* Fail the syscall with error (a positive errno, e.g. EACCES). Returns as notifier_continue. */
 int notifier_deny(struct notifier *n, uint64_t id, int error);
 
+/* Answer the syscall with a copy of our FD installed in the target (SECCOMP_IOCTL_NOTIF_ADDFD
+ * with SECCOMP_ADDFD_FLAG_SEND, kernel ≥ 5.14): the syscall returns the new fd's number, as if
+ * the target had opened it itself, atomically. CLOEXEC sets O_CLOEXEC on the target's fd.
+ * Returns the target's fd number; -ENOENT when the target is gone; other -errno (the syscall
+ * is then still pending: answer it otherwise). */
+int notifier_answer_fd(struct notifier *n, uint64_t id, int fd, bool cloexec);
+
 #endif

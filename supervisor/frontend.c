@@ -348,7 +348,7 @@ int frontend_new(struct loop *loop, const struct frontend_options *o,
 	queue_config_init(qc);
 	if (o->ask_timeout_ms)
 		qc->timeout_ms[QUEUE_KIND_EXEC] = qc->timeout_ms[QUEUE_KIND_SHIM] =
-		        o->ask_timeout_ms;
+		        qc->timeout_ms[QUEUE_KIND_FILE] = o->ask_timeout_ms;
 	qc->fallback[QUEUE_KIND_EXEC] = qc->fallback[QUEUE_KIND_SHIM] = setup->exec_fallback;
 	if (setup->config->request.timeout_ms)
 		qc->timeout_ms[QUEUE_KIND_HOSTEXEC] = setup->config->request.timeout_ms;

@@ -41,6 +41,7 @@
 #include "supervisor/exec/backstops.h"
 #include "supervisor/exec/deny_ids.h"
 #include "supervisor/exec/exec_guard.h"
+#include "supervisor/files/write_ask.h"
 #include "supervisor/frontend.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/config_files.h"
@@ -77,6 +78,7 @@ struct options {
 	const char *keep_env[RUN_KEEP_ENV_MAX]; /* --keep-env NAME */
 	size_t n_keep_env;
 	bool allow_abstract_sockets; /* --net host without Landlock's abstract socket scope */
+	bool quiet_to_agent;         /* no reason line on a refused process's stderr */
 	bool require_fs_confinement; /* both file system layers, or no start */
 	bool test_no_fs_mounts;      /* tests only: Landlock alone confines the files */
 	bool test_no_fs_confinement; /* tests only: the files are not confined (bench)*/
@@ -99,6 +101,7 @@ struct run {
 	struct approvals *approvals; /* the front end's */
 	struct sandbox *sandbox;
 	struct exec_guard *guard;     /* its execs */
+	struct write_ask *writes;     /* its writes outside fs.write (fs.ask: on-write) */
 	struct backstops *backstops;  /* their backstop */
 	struct exec_view *view;       /* the sandbox's own view, for the identity check */
 	struct deny_ids *deny_ids;    /* deny rules' files, by identity */
@@ -215,6 +218,39 @@ static int who_connected(void *userdata, const struct sockaddr_storage *dst,
 
 /* ---- the sandbox ------------------------------------------------------------------------- */
 
+static void on_open(void *userdata, const struct seccomp_notif *req)
+{
+	write_ask_handle(userdata, req);
+}
+
+/* fs.ask: on-write: opens that write, outside fs.write, are asked (files/write_ask.h). The
+ * project is run's directory, as fs: patterns' {worktree}. */
+static int start_write_ask(struct run *run, const struct agent_note_ttys *ttys)
+{
+	_cleanup_free_ char *worktree = realpath(".", NULL);
+	_cleanup_free_ char *home = getenv("HOME") ? realpath(getenv("HOME"), NULL) : NULL;
+	struct write_ask_config wc = {
+	        .name = run->sandbox_name,
+	        .project = run->opt.common.project,
+	        .config = run->config,
+	        .home = home,
+	        .worktree = worktree,
+	        .verbose = run->opt.common.verbose,
+	        .quiet_to_agent = run->opt.quiet_to_agent,
+	        .ttys = *ttys,
+	};
+	int r;
+
+	if (!worktree)
+		return -errno;
+	r = write_ask_new(run->loop, run->approvals, exec_guard_notifier(run->guard), &wc,
+	                  &run->writes);
+	if (r < 0)
+		return r;
+	exec_guard_set_open_handler(run->guard, on_open, run->writes);
+	return 0;
+}
+
 /* The agent is ending: what it waits for is cancelled. */
 static void cancel_for_termination(struct run *run)
 {
@@ -228,6 +264,7 @@ static void set_terminating(struct run *run)
 	run->terminating = true;
 	if (run->guard)
 		exec_guard_set_terminating(run->guard, true);
+	write_ask_set_terminating(run->writes, true);
 }
 
 /* The agent stopped. Ctrl-Z (or a SIGSTOP): stop with it, so the user's shell gets the
@@ -321,12 +358,22 @@ static int on_signal(struct loop *loop, int sig, void *userdata)
 	return 0;
 }
 
+/* Opens that write reach the supervisor only for the ask (fs.ask: on-write). With fs.ask: off
+ * the kernel layers alone refuse a write outside fs.write: watching every write open there
+ * too, for the reason line, would put the supervisor on every write of every run (and judge by
+ * path writes the kernel layers judge by file). */
+static bool writes_watched(const struct run *run)
+{
+	return run->config->fs.ask == FS_ASK_ON_WRITE;
+}
+
 static int install_filter(void *userdata, int *ret_listener_fd)
 {
 	const struct run *run = userdata;
 	/* With egress, connects are notified too: to name the process on a domain card. */
 	struct notifier_filter_opts fo = {
 	        .notify_connect = run->egress != NULL,
+	        .notify_open_write = writes_watched(run),
 	        .refuse_untraced = backstops_ptrace(run->backstops) != NULL,
 	        .allow_nested_sandbox = run->opt.allow_nested_sandbox,
 	};
@@ -472,6 +519,8 @@ static void usage(FILE *out)
 	      "                       over it they are counted, not written)\n"
 	      "  --audit-burst N      ... and at once (default 1000)\n"
 	      "  --lenient            skip invalid regexes in the config with a warning\n"
+	      "  --quiet-to-agent     write no \"cloister: ... refused\" line to the stderr of a\n"
+	      "                       refused process\n"
 	      "  -v, --verbose        say what is allowed, and which kernel features are in use\n"
 	      "  -q, --quiet          print nothing of our own (denials included)\n",
 	      out);
@@ -491,6 +540,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_REAL_IP,
 		OPT_KEEP_ENV,
 		OPT_ALLOW_ABSTRACT_SOCKETS,
+		OPT_QUIET_TO_AGENT,
 		OPT_REQUIRE_FS_CONFINEMENT,
 		OPT_TEST_NO_FS_MOUNTS,
 		OPT_TEST_NO_FS_CONFINEMENT,
@@ -508,6 +558,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"real-ip", no_argument, NULL, OPT_REAL_IP},
 	        {"keep-env", required_argument, NULL, OPT_KEEP_ENV},
 	        {"allow-abstract-sockets", no_argument, NULL, OPT_ALLOW_ABSTRACT_SOCKETS},
+	        {"quiet-to-agent", no_argument, NULL, OPT_QUIET_TO_AGENT},
 	        {"require-fs-confinement", no_argument, NULL, OPT_REQUIRE_FS_CONFINEMENT},
 	        {"test-no-fs-mounts", no_argument, NULL, OPT_TEST_NO_FS_MOUNTS},
 	        {"test-no-fs-confinement", no_argument, NULL, OPT_TEST_NO_FS_CONFINEMENT},
@@ -592,6 +643,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_ALLOW_ABSTRACT_SOCKETS:
 			o->allow_abstract_sockets = true;
+			break;
+		case OPT_QUIET_TO_AGENT:
+			o->quiet_to_agent = true;
 			break;
 		case OPT_REQUIRE_FS_CONFINEMENT:
 			o->require_fs_confinement = true;
@@ -944,14 +998,16 @@ static int watch_sandbox(struct run *run, struct cl_error *err)
 	        .fallback = exec_security_to_string(run->config->exec.ask_fallback),
 	};
 	struct cl_error why = {""};
-	int root_fd, mountinfo_fd;
+	struct agent_note_ttys ttys = {0};
+	int root_fd, mountinfo_fd, master;
 	sigset_t sigs;
 	int r;
 
-	r = terminal_start(run->terminal, run->loop, run->approvals,
-	                   terminal_relays(run->terminal) ? sandbox_take_pty_master(run->sandbox)
-	                                                  : -1,
-	                   &to, &why);
+	master = terminal_relays(run->terminal) ? sandbox_take_pty_master(run->sandbox) : -1;
+	/* The agent's pty is the one terminal a refused process's reason line may go to. */
+	if (master >= 0)
+		(void)agent_note_add_pty(master, &ttys);
+	r = terminal_start(run->terminal, run->loop, run->approvals, master, &to, &why);
 	if (r < 0)
 		return cl_error_set(err, r, "run: %s", why.msg);
 	trace_timing_mark("terminal relay");
@@ -976,12 +1032,19 @@ static int watch_sandbox(struct run *run, struct cl_error *err)
 		        .view = run->view,
 		        .deny_ids = run->deny_ids,
 		        .verbose = run->opt.common.verbose,
+		        .quiet_to_agent = run->opt.quiet_to_agent,
+		        .ttys = ttys,
 		};
 
 		r = exec_guard_new(run->loop, run->approvals,
 		                   sandbox_take_listener_fd(run->sandbox), &gc, &run->guard);
 		if (r < 0)
 			return cl_error_set(err, r, "run: the exec guard: %s", strerror(-r));
+	}
+	if (writes_watched(run)) {
+		r = start_write_ask(run, &ttys);
+		if (r < 0)
+			return cl_error_set(err, r, "run: the ask for writes: %s", strerror(-r));
 	}
 	r = loop_add_fd(run->loop, sandbox_status_fd(run->sandbox), EPOLLIN, on_sandbox_status,
 	                run);
@@ -1071,6 +1134,8 @@ static void teardown(struct run *run)
 {
 	if (run->approvals && run->sandbox_name)
 		approvals_cancel_sandbox(run->approvals, run->sandbox_name, NULL);
+	write_ask_free(run->writes);
+	run->writes = NULL;
 	exec_guard_free(run->guard);
 	run->guard = NULL;
 	/* Before the init dies: the last reference to the sandbox's mount namespace pays for

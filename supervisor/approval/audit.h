@@ -59,7 +59,7 @@ struct audit_record {
 	const char *id;   /* queue item id */
 	const char *sandbox;
 	const char *project;
-	const char *kind; /* "exec", "domain", "hostexec", "shim" */
+	const char *kind; /* "exec", "domain", "hostexec", "shim", "file" */
 	int64_t pid;
 	int64_t uid;
 	const char *exe;

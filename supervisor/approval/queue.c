@@ -415,6 +415,7 @@ void queue_config_init(struct queue_config *config)
 	                        [QUEUE_KIND_DOMAIN] = 60 * 1000,
 	                        [QUEUE_KIND_HOSTEXEC] = 5 * 60 * 1000,
 	                        [QUEUE_KIND_SHIM] = 5 * 60 * 1000,
+	                        [QUEUE_KIND_FILE] = 5 * 60 * 1000,
 	                },
 	        .orphan_grace_ms = 0,
 	        .max_pending_per_sandbox = 64,
@@ -793,7 +794,7 @@ void queue_event_release(struct queue_event *ev)
 
 const char *queue_kind_to_string(enum queue_kind kind)
 {
-	static const char *const names[] = {"exec", "domain", "hostexec", "shim"};
+	static const char *const names[] = {"exec", "domain", "hostexec", "shim", "file"};
 
 	return (unsigned)kind < ELEMENTSOF(names) ? names[kind] : "unknown";
 }

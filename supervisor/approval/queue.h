@@ -77,6 +77,7 @@ enum queue_kind {
 	QUEUE_KIND_DOMAIN,   /* a connection through the proxy */
 	QUEUE_KIND_HOSTEXEC, /* POST /request */
 	QUEUE_KIND_SHIM,     /* a call forwarded by cloister-shim */
+	QUEUE_KIND_FILE,     /* a write outside fs.write (fs.ask: on-write) */
 	QUEUE_KIND_COUNT,
 };
 

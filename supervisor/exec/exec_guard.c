@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bpf/backstop.h"
+#include "notifier/agent_note.h"
 #include "notifier/notify.h"
 #include "notifier/target.h"
 #include "notifier/view.h"
@@ -81,10 +82,14 @@ struct exec_guard {
 	char *name;
 	char *project;
 	bool verbose;
+	bool quiet_to_agent;
+	struct agent_note_ttys ttys;
 	bool terminating; /* asks are denied without asking */
 	bool listening;
 	void (*gone)(void *userdata, struct exec_guard *eg);
 	void *gone_userdata;
+	void (*open_handler)(void *userdata, const struct seccomp_notif *req);
+	void *open_userdata;
 
 	struct pending_exec *pending;
 	size_t n_pending, cap_pending;
@@ -139,6 +144,20 @@ static void audit_verdict(struct exec_guard *eg, const struct exec_target *t, co
 		rec.rule = rule;
 	}
 	approvals_verdict(eg->approvals, &rec);
+}
+
+/* Tell the refused process why, on its own stderr (before it is answered: see agent_note.h).
+ * Best effort: a process whose stderr cannot take the line simply does not get it. */
+static void tell_agent(struct exec_guard *eg, uint64_t id, pid_t pid, const char *exe,
+                       const char *why)
+{
+	char line[AGENT_NOTE_MAX];
+	size_t n;
+
+	if (eg->quiet_to_agent)
+		return;
+	n = agent_note_format(line, sizeof(line), "exec of", exe, why);
+	(void)agent_note_send(eg->notifier, id, pid, line, n, &eg->ttys);
 }
 
 /* ---- pending execs and session answers --------------------------------------------------- */
@@ -301,8 +320,12 @@ static void on_resolved(void *userdata, const struct queue_item *item, const uin
 			exec_answers_allow_always(eg->answers, p->session_key);
 		/* A shell whose exec was refused tries the next PATH entry (/usr/bin/x, then
 		 * /bin/x): the same process asking again this soon gets the same answer. */
-		if (!allow && item->state != QUEUE_STATE_CANCELLED)
+		if (!allow && item->state != QUEUE_STATE_CANCELLED) {
 			exec_answers_denied(eg->answers, p->session_key, p->pid, loop_now_ms());
+			tell_agent(eg, p->cookie, p->pid, item->exe ? item->exe : item->summary,
+			           item->reason && *item->reason ? item->reason
+			                                         : "the user denied it");
+		}
 		answer(eg, p->cookie, p->pid, allow, &p->files, &p->args);
 		pending_remove(eg, p);
 	}
@@ -492,6 +515,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	if (r < 0) {
 		say("exec %s denied: %s", exe, err.msg);
 		audit_verdict(eg, t, exe, argv, argc, NULL, AUDIT_DENY, err.msg);
+		tell_agent(eg, req->id, t->pid, exe, err.msg);
 		notifier_deny(eg->notifier, req->id, EACCES);
 		return;
 	}
@@ -527,6 +551,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		format_rule(&res, rule, sizeof(rule));
 		say("exec %s denied: %s", exe, rule);
 		audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_DENY, NULL);
+		tell_agent(eg, req->id, t->pid, exe, rule);
 		answer(eg, req->id, t->pid, false, NULL, NULL);
 		return;
 	}
@@ -570,6 +595,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 				pending_remove(eg, p);
 			say("exec %s denied: %s", exe, why);
 			audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_DENY, why);
+			tell_agent(eg, req->id, t->pid, exe, why);
 			answer(eg, req->id, t->pid, false, NULL, NULL);
 			return;
 		}
@@ -653,6 +679,10 @@ static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdat
 				handle_exec(eg, &req);
 			else if (req.data.nr == SYS_connect)
 				handle_connect(eg, &req);
+			else if ((req.data.nr == SYS_open || req.data.nr == SYS_openat ||
+			          req.data.nr == SYS_creat) &&
+			         eg->open_handler)
+				eg->open_handler(eg->open_userdata, &req);
 			else
 				notifier_deny(eg->notifier, req.id, ENOSYS);
 		} else if (r != -ENOENT && r != -EINTR) {
@@ -690,6 +720,8 @@ int exec_guard_new(struct loop *loop, struct approvals *approvals, int listener_
 	eg->ptrace_backstop = config->ptrace_backstop;
 	eg->deny_ids = config->deny_ids;
 	eg->verbose = config->verbose;
+	eg->quiet_to_agent = config->quiet_to_agent;
+	eg->ttys = config->ttys;
 	eg->gone = config->gone;
 	eg->gone_userdata = config->gone_userdata;
 	eg->name = strdup(config->name);
@@ -748,6 +780,14 @@ void exec_guard_free(struct exec_guard *eg)
 void exec_guard_set_terminating(struct exec_guard *eg, bool terminating)
 {
 	eg->terminating = terminating;
+}
+
+void exec_guard_set_open_handler(struct exec_guard *eg,
+                                 void (*handler)(void *userdata, const struct seccomp_notif *req),
+                                 void *userdata)
+{
+	eg->open_handler = handler;
+	eg->open_userdata = userdata;
 }
 
 struct notifier *exec_guard_notifier(const struct exec_guard *eg)

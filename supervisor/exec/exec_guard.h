@@ -12,6 +12,9 @@
  *     ask   → the approvals service (approvals.h), where the guard is a source of its own;
  *             the syscall stays blocked until a decision, the timeout, or the death of the
  *             process (watched on the service's ticks).
+ * A refusal the person did not make silently (a deny rule, a person's denial, a timeout) also
+ * leaves one line on the refused process's stderr unless quiet_to_agent (agent_note.h): an
+ * agent that knows why asks its user instead of trying stranger ways.
  * Every verdict and decision is one audit-log line. "Always" answers (scope session) and a
  * denial of a moment ago settle a repeated ask without asking again. Several guards (a
  * container's exec sessions) may share one service: each hears its own waiters only. */
@@ -22,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "notifier/agent_note.h"
 #include "supervisor/approval/queue.h"
 
 struct loop;
@@ -44,6 +48,11 @@ struct exec_guard_config {
 	struct exec_view *view;    /* the sandbox's own view; NULL: no identity check */
 	struct deny_ids *deny_ids; /* deny rules' files by identity; may be NULL */
 	bool verbose;              /* say what is allowed too */
+	/* A refused exec gets no line on its stderr (run --quiet-to-agent; notifier/agent_note.h)
+	 */
+	bool quiet_to_agent;
+	/* The terminals the supervisor owns (the sandbox's pty), where such a line may go. */
+	struct agent_note_ttys ttys;
 	/* Every process under the filter is gone (the listener hung up). May free the guard. */
 	void (*gone)(void *userdata, struct exec_guard *eg);
 	void *gone_userdata;
@@ -67,6 +76,13 @@ struct connect_target;
 struct sockaddr_storage;
 int exec_guard_who_connected(const struct exec_guard *eg, const struct sockaddr_storage *dst,
                              struct connect_target *ret);
+
+/* Open notifications (filters installed with notify_open_write) go to HANDLER, which answers
+ * them (the ask for writes, files/write_ask.h); without one they fail with ENOSYS. */
+struct seccomp_notif;
+void exec_guard_set_open_handler(struct exec_guard *eg,
+                                 void (*handler)(void *userdata, const struct seccomp_notif *req),
+                                 void *userdata);
 
 struct notifier *exec_guard_notifier(const struct exec_guard *eg);
 uint64_t exec_guard_notifications(const struct exec_guard *eg);

@@ -77,7 +77,10 @@ int tty_approver_format_prompt(const struct queue_item *item, uint64_t now_ms, b
 		term_escape_put(f, item->project, SHOW_COMMAND_MAX);
 		fputs(")", f);
 	}
-	fputs(item->kind == QUEUE_KIND_DOMAIN ? "\n  domain:  " : "\n  command: ", f);
+	fputs(item->kind == QUEUE_KIND_DOMAIN ? "\n  domain:  "
+	      : item->kind == QUEUE_KIND_FILE ? "\n  file:    "
+	                                      : "\n  command: ",
+	      f);
 	term_escape_put(f, item->summary, details ? SIZE_MAX / 2 : SHOW_COMMAND_MAX);
 	fputs("\n", f);
 	if (item->exe) {

@@ -12,13 +12,18 @@
  *     ways in turn: native, supervised without the file system's confinement
  *     (--test-no-fs-confinement) and supervised as shipped, with it (a read-only tree,
  *     writable binds, Landlock's write rules): the last over the second is that
- *     confinement's cost.
+ *     confinement's cost;
+ *   - the same compile with `fs.ask: on-write` in the agent's config, against native and the
+ *     config as shipped (fs.ask: off): every open that writes (cc1's and as's output, make's)
+ *     is notified and decided by the supervisor (inside the worktree: continued) — the cost of
+ *     the ask for writes when nothing is asked.
  * Native and supervised runs take turns, each round starting with the other; the ratio is the
  * median of the rounds' ratios. */
 #include "tests/bench/bench.h"
 
 #include <errno.h>
 #include <ftw.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,6 +172,27 @@ static void bench_configure(void)
 
 /* ---- the compile ------------------------------------------------------------------------- */
 
+/* A second config directory, DIR: the agent's config with TEXT (a section of its own) at the
+ * end. */
+static int config_with(const struct bench_agent *a, const char *dir, const char *text)
+{
+	char from[256], to[256], line[1024];
+	_cleanup_fclose_ FILE *in = NULL, *out = NULL;
+
+	snprintf(from, sizeof(from), "%s/config.yaml", a->config_dir);
+	snprintf(to, sizeof(to), "%s/config.yaml", dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	in = fopen(from, "re");
+	out = fopen(to, "we");
+	if (!in || !out)
+		return -errno;
+	while (fgets(line, sizeof(line), in))
+		fputs(line, out);
+	fputs(text, out);
+	return fflush(out) == 0 ? 0 : -EIO;
+}
+
 static FILE *makefile;
 static int n_sources;
 
@@ -295,6 +321,55 @@ static void compare_compile(const char *what, int rounds, char *const argv[], ch
 	}
 }
 
+/* The compile three ways, rotating which goes first: native (0), supervised as shipped (1),
+ * supervised with fs.ask: on-write (2, a config of its own). Records BENCH_ROW_COMPILE_ASK (2
+ * over 0) and prints 2 over 1, the ask's own cost. */
+static void compare_compile_ask(const char *what, int rounds, char *const argv[],
+                                char *const clean[])
+{
+	double wall[3][8], cpu[3][8], r20[8], r21[8], c20[8], c21[8];
+	char shipped[sizeof(agent.config_dir)], ask[sizeof(agent.config_dir)];
+
+	snprintf(shipped, sizeof(shipped), "%s", agent.config_dir);
+	snprintf(ask, sizeof(ask), "%s/config-ask", agent.root);
+	if (config_with(&agent, ask, "fs:\n  ask: on-write\n") < 0) {
+		printf("%s: could not write its config\n", what);
+		return;
+	}
+	if (rounds > 8)
+		rounds = 8;
+	for (int i = 0; i < rounds; i++) {
+		for (int k = 0; k < 3; k++) {
+			int way = (i + k) % 3, r;
+
+			snprintf(agent.config_dir, sizeof(agent.config_dir), "%s",
+			         way == 2 ? ask : shipped);
+			r = timed(way > 0, NULL, compile_dir, argv, clean, &wall[way][i],
+			          &cpu[way][i], what);
+			snprintf(agent.config_dir, sizeof(agent.config_dir), "%s", shipped);
+			if (r < 0)
+				return;
+		}
+		r20[i] = wall[2][i] / wall[0][i];
+		r21[i] = wall[2][i] / wall[1][i];
+		c20[i] = cpu[2][i] / cpu[0][i];
+		c21[i] = cpu[2][i] / cpu[1][i];
+	}
+	printf("%s: native %.3f s, supervised as shipped %.3f s, with fs.ask: on-write %.3f s "
+	       "(medians of %d rounds taking turns)\n",
+	       what, bench_median(wall[0], rounds), bench_median(wall[1], rounds),
+	       bench_median(wall[2], rounds), rounds);
+	{
+		double w20 = bench_median(r20, rounds), w21 = bench_median(r21, rounds);
+		double cc20 = bench_median(c20, rounds), cc21 = bench_median(c21, rounds);
+
+		printf("  on-write / native: %.3fx (CPU %.3fx); on-write / shipped (ask: off): "
+		       "%.3fx (CPU %.3fx, rounds %.3f to %.3f)\n",
+		       w20, cc20, w21, cc21, r21[0], r21[rounds - 1]);
+		bench_summary_set(BENCH_ROW_COMPILE_ASK, w20, cc20);
+	}
+}
+
 static void bench_compile(void)
 {
 	const char *sources = getenv("BENCH_SOURCES"), *cflags = getenv("BENCH_CFLAGS");
@@ -317,6 +392,8 @@ static void bench_compile(void)
 	         "make -j2 of this project's protocol/, notifier/, netfilter/ (%d C files)",
 	         n_sources);
 	compare_compile(what, COMPILE_ROUNDS, build, clean);
+	snprintf(what, sizeof(what), "the same with fs.ask: on-write (%d C files)", n_sources);
+	compare_compile_ask(what, COMPILE_ROUNDS, build, clean);
 }
 
 void bench_programs(void)

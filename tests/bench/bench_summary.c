@@ -30,6 +30,9 @@ static const struct {
         [BENCH_ROW_PROXY_SETUP] = {"`connect` set-up through the transparent proxy, over "
                                    "direct",
                                    MICROSECONDS_MORE, 60, NULL},
+        [BENCH_ROW_COMPILE_ASK] = {"the same compile with `fs.ask: on-write` (every open that "
+                                   "writes notified), supervised / native",
+                                   RATIO, 1.03, NULL},
         [BENCH_ROW_COMPILE_FS] = {"the same compile, supervised with the file system's "
                                   "confinement (mounts, Landlock) / without",
                                   RATIO, 1.03, NULL},

@@ -13,6 +13,7 @@ enum bench_row {
 	BENCH_ROW_COMPILE, /* make -j2 of this project's sources, supervised / native (programs) */
 	BENCH_ROW_RSS,     /* the supervisor's RSS while the agent idles, MB (run) */
 	BENCH_ROW_PROXY_SETUP, /* connect set-up, transparent proxy minus direct, µs (proxy) */
+	BENCH_ROW_COMPILE_ASK, /* the same compile with fs.ask: on-write, supervised / native */
 	BENCH_ROW_COMPILE_FS,  /* make -j2, supervised with the fs confinement / without (programs)
 	                        */
 	BENCH_ROWS,

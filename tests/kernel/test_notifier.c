@@ -662,6 +662,72 @@ static void test_deny_gives_eacces_in_the_child(void **state)
 	assert_exited(finish(&sb), EACCES);
 }
 
+/* Reads pass the filter untouched; each kind of write open is notified, once, and answered
+ * with an fd of ours that the child then writes through. */
+static int child_opens(void *arg)
+{
+	const char *dir = arg;
+	char path[PATH_MAX + 16];
+	int fd;
+
+	/* Not notified: if they were, nobody answers before the writes and the parent fails. */
+	fd = open("/etc/hostname", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 90;
+	close(fd);
+	fd = open("/etc/hostname", O_RDONLY | O_APPEND);
+	if (fd < 0)
+		return 91;
+	close(fd);
+	/* Notified: the parent answers with its own fd of OUT. */
+	snprintf(path, sizeof(path), "%s/asked", dir);
+	fd = openat(AT_FDCWD, path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return 93;
+	if (!(fcntl(fd, F_GETFD) & FD_CLOEXEC))
+		return 94;
+	if (write(fd, "via-addfd", 9) != 9)
+		return 95;
+	close(fd);
+	fd = (int)syscall(SYS_creat, path, 0600);
+	if (fd >= 0 || errno != EROFS)
+		return 96;
+	fd = (int)syscall(SYS_openat2, AT_FDCWD, path, NULL, 0);
+	if (fd >= 0 || errno != ENOSYS)
+		return 97;
+	return 0;
+}
+
+static void test_write_opens_are_notified_and_answered_with_our_fd(void **state)
+{
+	struct notifier_filter_opts opts = {.notify_open_write = true};
+	struct sandbox sb;
+	struct seccomp_notif req;
+	char path[PATH_MAX + 16], buf[32] = "";
+	int fd, r;
+	REQUIRE_ROOT();
+
+	start_opts(&sb, &opts, child_opens, tmpdir);
+	receive(&sb, &req);
+	assert_int_equal(req.data.nr, SYS_openat);
+	assert_int_equal(req.data.args[2] & (O_WRONLY | O_CREAT), O_WRONLY | O_CREAT);
+	/* The file the child asked for is not created by the child: ours is handed over. */
+	snprintf(path, sizeof(path), "%s/ours", tmpdir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	r = notifier_answer_fd(sb.n, req.id, fd, true);
+	assert_true(r >= 0);
+	receive(&sb, &req);
+	assert_int_equal(req.data.nr, SYS_creat);
+	assert_int_equal(notifier_deny(sb.n, req.id, EROFS), 0);
+	assert_exited(finish(&sb), 0);
+	assert_int_equal(pread(fd, buf, sizeof(buf) - 1, 0), 9);
+	assert_string_equal(buf, "via-addfd");
+	close(fd);
+	snprintf(path, sizeof(path), "%s/asked", tmpdir);
+	assert_int_equal(access(path, F_OK), -1); /* the child's own name was never opened */
+}
+
 static int child_huge_argv(void *arg)
 {
 	static char big[4000];
@@ -1464,6 +1530,9 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(
 	                test_namespaces_and_mounts_are_refused_unless_nested_is_allowed, guard,
 	                unguard),
+	        cmocka_unit_test_setup_teardown(
+	                test_write_opens_are_notified_and_answered_with_our_fd, make_tmpdir,
+	                remove_tmpdir),
 	        cmocka_unit_test_setup_teardown(test_fifty_concurrent_execs_answered_in_one_loop,
 	                                        guard, unguard),
 	};

@@ -1,0 +1,690 @@
+/* The ask for writes outside fs.write; see write_ask.h. */
+#include "supervisor/files/write_ask.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/loop.h"
+#include "base/say.h"
+#include "notifier/fdpass.h"
+#include "notifier/notify.h"
+#include "notifier/open_target.h"
+#include "notifier/path.h"
+#include "supervisor/approval/approvals.h"
+#include "supervisor/approval/audit.h"
+#include "supervisor/approval/audit_log.h"
+#include "supervisor/files/write_rules.h"
+#include "supervisor/policy/fs_policy.h"
+
+#ifndef __O_TMPFILE
+#define __O_TMPFILE 020000000
+#endif
+
+/* While asks are pending, how often to check that their processes are still alive. */
+#define LIVENESS_INTERVAL_MS 200
+/* The longest the supervisor's own open may take (a file system that hangs): then EACCES. */
+#define OPEN_TIMEOUT_MS 5000
+/* Symlinks followed resolving a path, as the kernel's limit. */
+#define MAX_LINKS 40
+/* Opens waiting at once (each holds its directory open): past it, refused. The queue bounds
+ * the items; identical asks merge, and this bounds their waiters. */
+#define MAX_PENDING 256
+
+/* One open waiting for a person, with what its approval needs. */
+struct pending_write {
+	uint64_t cookie; /* the seccomp notification id */
+	pid_t pid;
+	int dirfd;  /* the file's directory, pinned when asked (O_PATH) */
+	char *last; /* the file's name in it ("." for O_TMPFILE) */
+	char *path; /* the resolved path: what the card shows */
+	int flags;
+	mode_t mode, umask;
+	uid_t fsuid;
+	gid_t fsgid;
+	gid_t groups[PROC_STATUS_MAX_GROUPS];
+	size_t ngroups;
+};
+
+struct write_ask {
+	struct loop *loop;
+	struct approval_source *approvals;
+	struct notifier *notifier;
+	const struct config *config;
+	char *name, *project, *home, *worktree;
+	bool verbose, quiet_to_agent, terminating;
+	struct agent_note_ttys ttys;
+	struct write_answers *answers;
+	struct pending_write *pending;
+	size_t n_pending, cap_pending;
+};
+
+/* ---- telling ----------------------------------------------------------------------------- */
+
+static void audit_refusal(struct write_ask *wa, const struct open_target *t, const char *path,
+                          const char *rule, const char *reason)
+{
+	struct audit_record rec = {
+	        .time_ms = audit_log_now_ms(),
+	        .sandbox = wa->name,
+	        .project = wa->project,
+	        .kind = "file",
+	        .pid = t->pid,
+	        .uid = (int64_t)t->ids.fsuid,
+	        .exe = t->exe[0] ? t->exe : NULL,
+	        .argv = (const char *const *)t->argv,
+	        .argc = t->argc,
+	        .cwd = t->cwd,
+	        .summary = path,
+	        .verdict = AUDIT_DENY,
+	        .rule = rule,
+	        .decided_by = "policy",
+	        .latency_ms = -1,
+	        .reason = reason,
+	        .automatic = true,
+	};
+
+	approvals_verdict(wa->approvals, &rec);
+}
+
+/* The reason line on the refused process's stderr, then the answer (the line first: while the
+ * process is held, its pid is its own). */
+static void refuse(struct write_ask *wa, uint64_t id, pid_t pid, const char *path, const char *why,
+                   int error)
+{
+	if (!wa->quiet_to_agent) {
+		char line[AGENT_NOTE_MAX];
+		size_t n = agent_note_format(line, sizeof(line), "write to", path, why);
+
+		(void)agent_note_send(wa->notifier, id, pid, line, n, &wa->ttys);
+	}
+	(void)notifier_deny(wa->notifier, id, error);
+}
+
+/* A refusal by the policy: said, one audit line, the reason line and EACCES. */
+static void refuse_logged(struct write_ask *wa, const struct open_target *t, const char *path,
+                          const char *rule)
+{
+	say("write to %s denied: %s", path, rule);
+	audit_refusal(wa, t, path, rule, NULL);
+	refuse(wa, t->id, t->pid, path, rule, EACCES);
+}
+
+static void let_kernel_decide(struct write_ask *wa, uint64_t id)
+{
+	(void)notifier_continue(wa->notifier, id);
+}
+
+/* ---- resolving in the host's view --------------------------------------------------------- */
+
+/* The path of an open directory, as /proc shows it: symlinks resolved. */
+static int fd_path(int fd, char **ret)
+{
+	char link[64], buf[PATH_MAX];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, buf, sizeof(buf));
+	if (n < 0)
+		return -errno;
+	if ((size_t)n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	if (buf[0] != '/')
+		return -ENOENT; /* unreachable from our root, or deleted */
+	*ret = strndup(buf, (size_t)n);
+	return *ret ? 0 : -ENOMEM;
+}
+
+static char *child_path(const char *dir, const char *name)
+{
+	char *s = NULL;
+
+	if (asprintf(&s, "%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", name) < 0)
+		return NULL;
+	return s;
+}
+
+/* Resolve ABS (absolute, lexically normalised) in the host's view, as the kernel would for an
+ * open: the directory's symlinks by opening it, a final symlink by following its text. Returns
+ * 0 with the directory pinned in *RET_DIRFD, the name in it and the resolved path; 1 when the
+ * kernel's layers are left to decide (a directory that does not resolve for us, a final name
+ * that is no regular file: a device, a FIFO, a directory); -ELOOP, -ENOMEM. */
+static int resolve_host(const char *abs, bool tmpfile, int *ret_dirfd, char **ret_last,
+                        char **ret_path)
+{
+	_cleanup_free_ char *cur = strdup(abs);
+
+	if (!cur)
+		return -ENOMEM;
+	for (int links = 0; links <= MAX_LINKS; links++) {
+		_cleanup_close_ int dirfd = -EBADF;
+		_cleanup_free_ char *dir = NULL, *dirpath = NULL, *last = NULL, *path = NULL;
+		char *slash = strrchr(cur, '/');
+		char target[PATH_MAX];
+		struct stat st;
+		ssize_t n;
+
+		if (tmpfile) {
+			/* O_TMPFILE names the directory the unnamed file is made in. */
+			dirfd = open(cur, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (dirfd < 0 || fd_path(dirfd, &path) < 0)
+				return 1;
+			last = strdup(".");
+			if (!last)
+				return -ENOMEM;
+		} else {
+			if (!slash || !slash[1] || strcmp(slash + 1, ".") == 0 ||
+			    strcmp(slash + 1, "..") == 0)
+				return 1; /* a directory: the kernel fails a write open of it */
+			dir = slash == cur ? strdup("/") : strndup(cur, (size_t)(slash - cur));
+			last = strdup(slash + 1);
+			if (!dir || !last)
+				return -ENOMEM;
+			dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (dirfd < 0 || fd_path(dirfd, &dirpath) < 0)
+				return 1;
+			if (fstatat(dirfd, last, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+				if (S_ISLNK(st.st_mode)) {
+					n = readlinkat(dirfd, last, target, sizeof(target) - 1);
+					if (n <= 0)
+						return 1;
+					target[n] = '\0';
+					free(cur);
+					cur = NULL;
+					if (path_join(dirpath, target, &cur) < 0 || !cur)
+						return 1;
+					continue;
+				}
+				if (!S_ISREG(st.st_mode))
+					return 1;
+			} else if (errno != ENOENT) {
+				return 1;
+			}
+			path = child_path(dirpath, last);
+			if (!path)
+				return -ENOMEM;
+		}
+		*ret_dirfd = TAKE_FD(dirfd);
+		*ret_last = TAKE_PTR(last);
+		*ret_path = TAKE_PTR(path);
+		return 0;
+	}
+	return -ELOOP;
+}
+
+/* ---- the supervisor's open ---------------------------------------------------------------- */
+
+/* Close every fd above 2 but A and B: the child runs as the process for a moment, with none
+ * of the supervisor's files. */
+static void close_all_but(int a, int b)
+{
+	unsigned lo = (unsigned)(a < b ? a : b), hi = (unsigned)(a < b ? b : a);
+
+	if (lo > 3)
+		(void)syscall(SYS_close_range, 3U, lo - 1, 0U);
+	if (hi > lo + 1)
+		(void)syscall(SYS_close_range, lo + 1, hi - 1, 0U);
+	(void)syscall(SYS_close_range, hi + 1, ~0U, 0U);
+}
+
+/* In the child: become the process's file identity and open. Never returns. */
+static void open_child(const struct pending_write *p, int sock)
+{
+	int flags = (p->flags & ~O_CLOEXEC) | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+	int error = 0, fd = -1;
+	struct stat st;
+
+	close_all_but(p->dirfd, sock);
+
+	if (getegid() != p->fsgid || geteuid() != p->fsuid || geteuid() == 0) {
+		if (setgroups(p->ngroups, p->groups) < 0 ||
+		    setresgid(p->fsgid, p->fsgid, p->fsgid) < 0 ||
+		    setresuid(p->fsuid, p->fsuid, p->fsuid) < 0)
+			error = errno;
+	}
+	if (!error) {
+		umask(p->umask);
+		/* O_NOFOLLOW: a symlink put in the file's place since the ask is refused, not
+		 * followed. O_NONBLOCK: a FIFO put there fails instead of waiting for a reader. */
+		fd = openat(p->dirfd, p->last, flags, p->mode);
+		if (fd < 0)
+			error = errno;
+	}
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)))
+		error = EACCES;
+	if (!error && !(p->flags & O_NONBLOCK))
+		(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	if (!error && fdpass_send(sock, fd, &error, sizeof(error)) == 0)
+		_exit(0);
+	if (!error)
+		error = EIO;
+	(void)send(sock, &error, sizeof(error), MSG_NOSIGNAL);
+	_exit(0);
+}
+
+/* Open the file of P as its process would, from outside the sandbox. The fd (O_CLOEXEC) or
+ * the open's -errno. */
+static int open_as_process(const struct pending_write *p)
+{
+	int sv[2], fd = -EBADF, error = EIO, r;
+	struct pollfd pfd;
+	pid_t child;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	child = fork();
+	if (child < 0) {
+		r = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		return r;
+	}
+	if (child == 0) {
+		close(sv[0]);
+		open_child(p, sv[1]);
+	}
+	close(sv[1]);
+	pfd = (struct pollfd){.fd = sv[0], .events = POLLIN};
+	do
+		r = poll(&pfd, 1, OPEN_TIMEOUT_MS);
+	while (r < 0 && errno == EINTR);
+	if (r <= 0) {
+		kill(child, SIGKILL);
+		error = ETIMEDOUT;
+	} else {
+		r = fdpass_recv(sv[0], &error, sizeof(error), NULL, &fd);
+		if (r == 0)
+			error = 0;
+		else if (r != -EBADMSG || error <= 0)
+			error = EIO; /* the child's plain message carries its errno */
+	}
+	close(sv[0]);
+	while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+		;
+	return error ? -error : fd;
+}
+
+/* Open and hand the fd over as the syscall's result; EACCES (or the open's own errno) when
+ * that fails. */
+static void open_and_answer(struct write_ask *wa, const struct pending_write *p)
+{
+	int fd = open_as_process(p), r;
+
+	if (fd < 0) {
+		int error = -fd;
+		char why[128];
+
+		/* Errors the kernel gives an open itself reach the process as they are. */
+		if (error != EEXIST && error != EISDIR && error != ENOENT && error != ENOTDIR &&
+		    error != ENOSPC && error != EDQUOT && error != ETXTBSY && error != EROFS)
+			error = EACCES;
+		snprintf(why, sizeof(why), "the supervisor's open failed: %s", strerror(-fd));
+		say("write to %s failed after approval: %s", p->path, strerror(-fd));
+		refuse(wa, p->cookie, p->pid, p->path, why, error);
+		return;
+	}
+	r = notifier_answer_fd(wa->notifier, p->cookie, fd, (p->flags & O_CLOEXEC) != 0);
+	close(fd);
+	if (r < 0 && r != -ENOENT) {
+		say("write to %s: handing the file over failed: %s", p->path, strerror(-r));
+		(void)notifier_deny(wa->notifier, p->cookie, EACCES);
+	} else if (r >= 0 && wa->verbose) {
+		say("write to %s allowed: opened by the supervisor as fd %d of pid %d", p->path, r,
+		    p->pid);
+	}
+}
+
+/* ---- pending ------------------------------------------------------------------------------ */
+
+static struct pending_write *pending_find(struct write_ask *wa, uint64_t cookie)
+{
+	for (size_t i = 0; i < wa->n_pending; i++)
+		if (wa->pending[i].cookie == cookie)
+			return &wa->pending[i];
+	return NULL;
+}
+
+static void pending_done(struct pending_write *p)
+{
+	if (p->dirfd >= 0)
+		close(p->dirfd);
+	free(p->last);
+	free(p->path);
+}
+
+static void pending_remove(struct write_ask *wa, struct pending_write *p)
+{
+	pending_done(p);
+	*p = wa->pending[--wa->n_pending];
+}
+
+static int pending_reserve(struct write_ask *wa)
+{
+	if (wa->n_pending == wa->cap_pending) {
+		size_t cap = wa->cap_pending ? wa->cap_pending * 2 : 16;
+		struct pending_write *grown = reallocarray(wa->pending, cap, sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		wa->pending = grown;
+		wa->cap_pending = cap;
+	}
+	return 0;
+}
+
+/* ---- the approvals service's side --------------------------------------------------------- */
+
+static void on_resolved(void *userdata, const struct queue_item *item, const uint64_t *cookies,
+                        size_t n)
+{
+	struct write_ask *wa = userdata;
+	bool allow = item->state == QUEUE_STATE_APPROVED;
+
+	for (size_t i = 0; i < n; i++) {
+		struct pending_write *p = pending_find(wa, cookies[i]);
+
+		if (!p)
+			continue;
+		if (allow)
+			open_and_answer(wa, p);
+		else
+			refuse(wa, p->cookie, p->pid, p->path,
+			       item->reason && *item->reason ? item->reason : "the user denied it",
+			       EACCES);
+		pending_remove(wa, p);
+	}
+	if (item->state == QUEUE_STATE_DENIED || item->state == QUEUE_STATE_TIMED_OUT)
+		say("write to %s %s: %s", item->summary, queue_state_to_string(item->state),
+		    item->reason);
+}
+
+/* A scope wider than once: the path, or the directory the decision names, for the session. */
+static int on_decided(void *userdata, const struct queue_item *item,
+                      const struct approval_decision *d, struct cl_error *err)
+{
+	struct write_ask *wa = userdata;
+	_cleanup_free_ char *value = NULL;
+	bool prefix;
+	size_t len;
+	int r;
+
+	if (!d->allow || d->scope == QUEUE_SCOPE_ONCE)
+		return 0;
+	value = strdup(d->value ? d->value : item->summary);
+	if (!value)
+		return cl_error_set(err, -ENOMEM, "out of memory");
+	len = strlen(value);
+	prefix = d->is_pattern || (len > 1 && value[len - 1] == '/');
+	while (len > 1 && value[len - 1] == '/')
+		value[--len] = '\0';
+	if (value[0] != '/')
+		return cl_error_set(err, -EINVAL, "a file decision needs an absolute path, not %s",
+		                    value);
+	r = write_answers_allow(wa->answers, value, prefix);
+	if (r < 0)
+		return cl_error_set(err, r, "the session's file decisions: %s", strerror(-r));
+	if (d->scope != QUEUE_SCOPE_SESSION)
+		return cl_error_set(err, -ENOTSUP,
+		                    "file decisions are kept for this session only (the decisions "
+		                    "files have no fs: entries yet)");
+	return 0;
+}
+
+static uint64_t on_tick(void *userdata, uint64_t now_ms)
+{
+	struct write_ask *wa = userdata;
+
+	if (now_ms != UINT64_MAX) {
+		for (size_t i = 0; i < wa->n_pending;) {
+			uint64_t cookie = wa->pending[i].cookie;
+
+			if (notifier_id_valid(wa->notifier, cookie) == 0) {
+				pending_remove(wa, &wa->pending[i]);
+				(void)approvals_withdraw(wa->approvals, cookie);
+				continue;
+			}
+			i++;
+		}
+		return UINT64_MAX;
+	}
+	return wa->n_pending > 0 ? loop_now_ms() + LIVENESS_INTERVAL_MS : UINT64_MAX;
+}
+
+static const struct approval_source_ops write_source_ops = {
+        .resolved = on_resolved,
+        .decided = on_decided,
+        .tick = on_tick,
+};
+
+/* ---- one open ----------------------------------------------------------------------------- */
+
+static void format_rule(const struct fs_result *res, char *buf, size_t size)
+{
+	if (res->rule && res->rule->origin.file)
+		snprintf(buf, size, "%s[%u] \"%s\" (%s:%u)", res->rule->list, res->rule->index,
+		         res->rule->pattern, res->rule->origin.file, res->rule->origin.line);
+	else if (res->rule)
+		snprintf(buf, size, "%s[%u] \"%s\" (built-in)", res->rule->list, res->rule->index,
+		         res->rule->pattern);
+	else if (res->verdict == FS_DENY_OUTSIDE)
+		snprintf(buf, size, "not in fs.write (fs.ask: off)");
+	else
+		snprintf(buf, size, "%s", res->reason);
+}
+
+/* The verdict for PATH: FS_ALLOW / FS_ASK / a denial, with the rule in RULE. */
+static enum fs_verdict decide(struct write_ask *wa, const char *path, char *rule, size_t size)
+{
+	struct fs_vars vars = {.home = wa->home, .worktree = wa->worktree};
+	struct cl_error err = {""};
+	struct fs_result res;
+
+	if (fs_policy_check(wa->config, &vars, path, true, &res, &err) < 0) {
+		snprintf(rule, size, "%s", err.msg);
+		return FS_DENY_OUTSIDE;
+	}
+	format_rule(&res, rule, size);
+	return res.verdict;
+}
+
+static void ask(struct write_ask *wa, const struct open_target *t, struct pending_write *p)
+{
+	struct queue_request qr = {
+	        .kind = QUEUE_KIND_FILE,
+	        .sandbox = wa->name,
+	        .project = wa->project,
+	        .summary = p->path,
+	        .exe = t->exe[0] ? t->exe : NULL,
+	        .argv = (const char *const *)t->argv,
+	        .argc = t->argc,
+	        .cwd = t->cwd,
+	        .pid = t->pid,
+	        .uid = (int64_t)t->ids.fsuid,
+	        .cookie = t->id,
+	};
+	int r;
+
+	r = wa->n_pending >= MAX_PENDING ? QUEUE_E_WAITERS : pending_reserve(wa);
+	if (r >= 0) {
+		wa->pending[wa->n_pending++] = *p;
+		r = approvals_ask(wa->approvals, &qr, NULL);
+		if (r < 0) {
+			*p = wa->pending[--wa->n_pending];
+		} else {
+			*p = (struct pending_write){.dirfd = -EBADF}; /* owned by the list now */
+			approvals_schedule(wa->approvals);
+			return;
+		}
+	}
+	{
+		const char *why = r == -ENOMEM ? "out of memory" : queue_strerror(r);
+
+		say("write to %s denied: %s", p->path, why);
+		audit_refusal(wa, t, p->path, NULL, why);
+		refuse(wa, t->id, t->pid, p->path, why, EACCES);
+	}
+}
+
+void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
+{
+	_cleanup_(open_target_freep) struct open_target *t = NULL;
+	struct pending_write p = {.dirfd = -EBADF};
+	struct cl_error err = {""};
+	enum fs_verdict v;
+	char rule[768];
+	int r;
+
+	r = notifier_read_open(wa->notifier, req, &t, &err);
+	if (r == -ESRCH)
+		return; /* gone: nothing to answer */
+	if (r < 0) {
+		/* What the kernel itself would fail the open with. */
+		(void)notifier_deny(wa->notifier, req->id,
+		                    r == -EFAULT || r == -ENAMETOOLONG || r == -EBADF ||
+		                                    r == -ENOTDIR || r == -ENOENT
+		                            ? -r
+		                            : EACCES);
+		return;
+	}
+	if (!write_rules_flags_write(t->flags) || write_rules_kernel_only(t->abs_path)) {
+		let_kernel_decide(wa, t->id);
+		return;
+	}
+	/* The name as given first: inside fs.write needs no more (the kernel layers hold). */
+	v = decide(wa, t->abs_path, rule, sizeof(rule));
+	if (v == FS_ALLOW) {
+		let_kernel_decide(wa, t->id);
+		return;
+	}
+	/* Outside fs.write: asked (on-write) or refused (off) — for the file it really is. */
+	if (v != FS_ASK && v != FS_DENY_OUTSIDE)
+		goto refused;
+
+	r = resolve_host(t->abs_path, (t->flags & __O_TMPFILE) == __O_TMPFILE, &p.dirfd, &p.last,
+	                 &p.path);
+	if (r != 0) {
+		if (r < 0) {
+			(void)notifier_deny(wa->notifier, t->id, -r);
+			return;
+		}
+		let_kernel_decide(wa, t->id);
+		return;
+	}
+	/* The file it really is: decided again. */
+	if (strcmp(p.path, t->abs_path) != 0) {
+		v = decide(wa, p.path, rule, sizeof(rule));
+		if (v == FS_ALLOW || write_rules_kernel_only(p.path)) {
+			pending_done(&p);
+			let_kernel_decide(wa, t->id);
+			return;
+		}
+	}
+	r = notifier_read_open_process(wa->notifier, t);
+	if (r == -ESRCH) {
+		pending_done(&p);
+		return;
+	}
+	if (v != FS_ASK) {
+		refuse_logged(wa, t, p.path, rule);
+		pending_done(&p);
+		return;
+	}
+	p.cookie = t->id;
+	p.pid = t->pid;
+	p.flags = t->flags;
+	p.mode = t->mode;
+	p.umask = t->umask;
+	p.fsuid = t->ids.fsuid;
+	p.fsgid = t->ids.fsgid;
+	p.ngroups = t->ids.ngroups;
+	memcpy(p.groups, t->ids.groups, sizeof(p.groups));
+
+	if (write_answers_covers(wa->answers, p.path)) {
+		open_and_answer(wa, &p);
+		pending_done(&p);
+		return;
+	}
+	if (wa->terminating) {
+		refuse(wa, t->id, t->pid, p.path, "the sandbox is ending", EACCES);
+		pending_done(&p);
+		return;
+	}
+	ask(wa, t, &p);
+	pending_done(&p);
+	return;
+
+refused:
+	if (notifier_read_open_process(wa->notifier, t) == -ESRCH)
+		return;
+	refuse_logged(wa, t, t->abs_path, rule);
+}
+
+/* ---- life cycle --------------------------------------------------------------------------- */
+
+int write_ask_new(struct loop *loop, struct approvals *approvals, struct notifier *n,
+                  const struct write_ask_config *config, struct write_ask **ret)
+{
+	struct write_ask *wa = calloc(1, sizeof(*wa));
+	int r;
+
+	if (!wa)
+		return -ENOMEM;
+	wa->loop = loop;
+	wa->notifier = n;
+	wa->config = config->config;
+	wa->verbose = config->verbose;
+	wa->quiet_to_agent = config->quiet_to_agent;
+	wa->ttys = config->ttys;
+	wa->name = strdup(config->name);
+	wa->project = config->project ? strdup(config->project) : NULL;
+	wa->home = config->home ? strdup(config->home) : NULL;
+	wa->worktree = config->worktree ? strdup(config->worktree) : NULL;
+	if (!wa->name || (config->project && !wa->project) || (config->home && !wa->home) ||
+	    (config->worktree && !wa->worktree)) {
+		write_ask_free(wa);
+		return -ENOMEM;
+	}
+	r = write_answers_new(&wa->answers);
+	if (r >= 0)
+		r = approvals_register(approvals, &write_source_ops, wa, &wa->approvals);
+	if (r < 0) {
+		write_ask_free(wa);
+		return r;
+	}
+	*ret = wa;
+	return 0;
+}
+
+void write_ask_free(struct write_ask *wa)
+{
+	if (!wa)
+		return;
+	approvals_unregister(wa->approvals);
+	for (size_t i = 0; i < wa->n_pending; i++)
+		pending_done(&wa->pending[i]);
+	free(wa->pending);
+	write_answers_free(wa->answers);
+	free(wa->name);
+	free(wa->project);
+	free(wa->home);
+	free(wa->worktree);
+	free(wa);
+}
+
+void write_ask_set_terminating(struct write_ask *wa, bool terminating)
+{
+	if (wa)
+		wa->terminating = terminating;
+}

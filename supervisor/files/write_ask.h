@@ -1,0 +1,59 @@
+/* The ask for writes outside fs.write (fs.ask: on-write), a source of asks of kind "file".
+ *
+ * The sandbox's seccomp filter notifies opens whose flags write (notifier/filter.h); the exec
+ * guard that owns the listener hands them here (exec_guard_set_open_handler). For each:
+ *   - a path under fs.write, or a device / kernel file (write_rules.h): CONTINUE at once — the
+ *     kernel layers (mounts, Landlock) still enforce, so a race gains nothing;
+ *   - fs.hide / fs.protect: EACCES at once, never asked, with the reason line on the process's
+ *     stderr (notifier/agent_note.h);
+ *   - outside fs.write: the path is resolved in the host's view (symlinks followed, as the
+ *     kernel would) and its directory pinned (an O_PATH fd); the resolved path is decided again
+ *     and, still outside, asked: "write /home/u/.npmrc" with the process's executable, argv,
+ *     cwd and pid. On allow, the supervisor opens the file itself — from the pinned directory,
+ *     O_NOFOLLOW, in a child with the process's fsuid, fsgid, groups and umask, outside the
+ *     sandbox's Landlock domain and mounts — and hands the fd over with
+ *     SECCOMP_IOCTL_NOTIF_ADDFD + SEND: the process never resolves the path again, so no
+ *     symlink swapped in meanwhile can redirect the write. Denied, timed out, or the open
+ *     failing: EACCES (the open's own errno where it is the kernel's answer: EEXIST for
+ *     O_EXCL, EISDIR…), and the reason line.
+ * Session answers ("A" on the terminal, scope session on the CLI and the dashboard) allow the
+ * path, or the directory the decision names, for the rest of the run. Project and global
+ * scopes are kept for the session too (the decisions files have no fs: entries yet). */
+#ifndef CLOISTER_FILES_WRITE_ASK_H
+#define CLOISTER_FILES_WRITE_ASK_H
+
+#include <linux/seccomp.h>
+#include <stdbool.h>
+
+#include "notifier/agent_note.h"
+
+struct loop;
+struct approvals;
+struct config;
+struct notifier;
+struct write_ask;
+
+struct write_ask_config {
+	const char *name;    /* the sandbox */
+	const char *project; /* may be NULL */
+	const struct config *config;
+	const char *home;     /* absolute, normalised; NULL: "~" patterns match nothing */
+	const char *worktree; /* absolute, normalised */
+	bool verbose;
+	bool quiet_to_agent; /* no reason line on a refused process's stderr */
+	struct agent_note_ttys ttys;
+};
+
+/* Answer N's open notifications (N not owned, it must outlive WA); asks go to APPROVALS. */
+int write_ask_new(struct loop *loop, struct approvals *approvals, struct notifier *n,
+                  const struct write_ask_config *config, struct write_ask **ret);
+/* Cancels its waiting asks. NULL is fine. */
+void write_ask_free(struct write_ask *wa);
+
+/* One open notification (open, openat, creat), answered now or once decided. */
+void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req);
+
+/* From now on asks are refused without asking (the agent is being terminated). */
+void write_ask_set_terminating(struct write_ask *wa, bool terminating);
+
+#endif
