@@ -29,8 +29,8 @@ struct backstops {
 	char *project;
 };
 
-#define NO_BACKSTOP_TAIL                                                                        \
-	"refusing to start; --no-backstop runs without one, accepting that a racing agent may " \
+#define NO_BACKSTOP_TAIL                                                                           \
+	"refusing to start; --no-backstop runs without one, accepting that a racing agent may "   \
 	"run a file other than the one approved"
 
 int backstops_open(const struct backstops_options *o, struct cl_error *err,

@@ -69,7 +69,8 @@ static int on_readable(struct loop *loop, int fd, uint32_t events, void *userdat
 	struct terminal *t = userdata;
 	struct tty_decision d;
 
-	apply(t, tty_approver_on_readable(t->tty, approvals_queue(t->approvals), loop_now_ms(), &d),
+	apply(t,
+	      tty_approver_on_readable(t->tty, approvals_queue(t->approvals), loop_now_ms(), &d),
 	      &d);
 	return 0;
 }
@@ -127,8 +128,8 @@ static void update_watch(struct terminal *t)
 	if (want == t->watched)
 		return;
 	if (want)
-		t->watched =
-		        loop_add_fd(t->loop, tty_approver_fd(t->tty), EPOLLIN, on_readable, t) == 0;
+		t->watched = loop_add_fd(t->loop, tty_approver_fd(t->tty), EPOLLIN, on_readable, t) ==
+		             0;
 	else
 		t->watched = loop_del_fd(t->loop, tty_approver_fd(t->tty)) < 0;
 }
