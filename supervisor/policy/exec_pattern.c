@@ -87,7 +87,8 @@ static void put_regex_literal(struct sbuf *b, unsigned char c)
 {
 	char buf[8];
 
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c >= 0x80) {
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	    c >= 0x80) {
 		buf[0] = (char)c;
 		put_n(b, buf, 1);
 	} else if (c < 0x20 || c == 0x7f) {
@@ -132,9 +133,10 @@ static int put_quoted_literal(struct sbuf *b, const char *arg, struct cl_error *
 	_cleanup_free_ char *q = NULL;
 
 	if (!is_utf8(arg))
-		return cl_error_set(err, -EINVAL,
-		                    "an argument is not UTF-8 text, which a rule cannot spell; decide "
-		                    "for the program or with a pattern");
+		return cl_error_set(
+		        err, -EINVAL,
+		        "an argument is not UTF-8 text, which a rule cannot spell; decide "
+		        "for the program or with a pattern");
 	q = malloc(qlen + 1);
 	if (!q)
 		return cl_error_set(err, -ENOMEM, "out of memory");
@@ -230,8 +232,9 @@ static int parse_pattern(const char *pattern, struct words *ret, struct cl_error
 
 				if (!end) {
 					words_done(&ws);
-					return cl_error_set(err, -EINVAL,
-					                    "the pattern has an unterminated quote");
+					return cl_error_set(
+					        err, -EINVAL,
+					        "the pattern has an unterminated quote");
 				}
 				for (const char *q = p + 1; q < end; q++)
 					w->toks[w->n++] = (struct tok){TOK_LIT, (unsigned char)*q};
@@ -242,9 +245,10 @@ static int parse_pattern(const char *pattern, struct words *ret, struct cl_error
 			}
 			if (c == '"') {
 				words_done(&ws);
-				return cl_error_set(err, -EINVAL,
-				                    "double quotes do not quote in a pattern: use single "
-				                    "quotes, as the command shows them");
+				return cl_error_set(
+				        err, -EINVAL,
+				        "double quotes do not quote in a pattern: use single "
+				        "quotes, as the command shows them");
 			}
 			if (c == '\\') {
 				if (!p[1]) {
@@ -421,10 +425,11 @@ int exec_pattern_rule(const char *exe, const char *const *argv, size_t argc, enu
 	if (r >= 0 && b.oom)
 		r = cl_error_set(err, -ENOMEM, "out of memory");
 	if (r >= 0 && (b.len > CONFIG_MAX_PATTERN || strlen(path_glob) > CONFIG_MAX_PATTERN))
-		r = cl_error_set(err, -EINVAL,
-		                 "the command is too long to keep as a rule (over %d bytes); decide "
-		                 "with a shorter pattern",
-		                 CONFIG_MAX_PATTERN);
+		r = cl_error_set(
+		        err, -EINVAL,
+		        "the command is too long to keep as a rule (over %d bytes); decide "
+		        "with a shorter pattern",
+		        CONFIG_MAX_PATTERN);
 	if (r < 0) {
 		free(b.p);
 		return r;
@@ -442,7 +447,8 @@ static bool looks_like_subcommand(const char *arg)
 	if (n == 0 || n > 32 || !(arg[0] >= 'a' && arg[0] <= 'z'))
 		return false;
 	for (const char *p = arg; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'))
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+		      *p == '_'))
 			return false;
 	return true;
 }

@@ -27,8 +27,8 @@ static struct config *config_with(const struct exec_pattern_rule *rule)
 	c->exec.allow.n = 1;
 	c->exec.allow.items[0].path_glob = strdup(rule->path_glob);
 	c->exec.allow.items[0].list = "exec.allow";
-	if (config_regex_compile(rule->command, &c->exec.allow.items[0].command, msg,
-	                         sizeof(msg)) < 0)
+	if (config_regex_compile(rule->command, &c->exec.allow.items[0].command, msg, sizeof(msg)) <
+	    0)
 		fail_msg("%s: %s", rule->command, msg);
 	return c;
 }
@@ -90,8 +90,8 @@ static void test_program_covers_any_arguments_under_its_names_only(void **state)
 {
 	_cleanup_(config_freep) struct config *c =
 	        decide("/usr/bin/git", ARGV("git", "status"), EXEC_MATCH_PROGRAM, NULL);
-	_cleanup_(config_freep) struct config *which = decide(
-	        "/usr/bin/which.debianutils", ARGV("which", "ls"), EXEC_MATCH_PROGRAM, NULL);
+	_cleanup_(config_freep) struct config *which =
+	        decide("/usr/bin/which.debianutils", ARGV("which", "ls"), EXEC_MATCH_PROGRAM, NULL);
 
 	assert_true(allows(c, "/usr/bin/git", ARGV("git")));
 	assert_true(allows(c, "/usr/bin/git", ARGV("git", "push", "--force", "a'b", "")));
@@ -183,9 +183,8 @@ static void test_path_is_escaped_and_suggestions_are_prefilled(void **state)
 	assert_string_equal(rule.path_glob, "/opt/a\\*b/\\[x\\]");
 	exec_pattern_rule_done(&rule);
 
-	assert_int_equal(exec_pattern_suggest("/usr/bin/git", ARGV("git", "status", "-s"), 3, &s1,
-	                                      &err),
-	                 0);
+	assert_int_equal(
+	        exec_pattern_suggest("/usr/bin/git", ARGV("git", "status", "-s"), 3, &s1, &err), 0);
 	assert_string_equal(s1, "git status **");
 	assert_int_equal(exec_pattern_suggest("/usr/bin/ls", ARGV("ls", "-la"), 2, &s2, &err), 0);
 	assert_string_equal(s2, "ls **");
