@@ -37,8 +37,8 @@ static void usage(FILE *out)
 
 /* One entry found in a file. */
 struct found {
-	char *file;    /* the decisions file */
-	char *where;   /* "global" or "project NAME" */
+	char *file;  /* the decisions file */
+	char *where; /* "global" or "project NAME" */
 	struct decisions_entry e;
 	char *text;    /* the domain as written, or the exec rule's path */
 	char *command; /* an exec rule's command (copy) */
@@ -138,7 +138,8 @@ static int read_file(struct found_list *l, const char *file, const char *where,
 		         &cfg->proxy.deny.items[i].spec, NULL, NULL);
 	for (size_t i = 0; i < cfg->exec.allow.n && r >= 0; i++)
 		r = push(l, file, where, DECISIONS_EXEC, DECISIONS_ALLOW, NULL,
-		         cfg->exec.allow.items[i].path_glob, cfg->exec.allow.items[i].command.source);
+		         cfg->exec.allow.items[i].path_glob,
+		         cfg->exec.allow.items[i].command.source);
 	for (size_t i = 0; i < cfg->exec.deny.n && r >= 0; i++)
 		r = push(l, file, where, DECISIONS_EXEC, DECISIONS_DENY, NULL,
 		         cfg->exec.deny.items[i].path_glob, cfg->exec.deny.items[i].command.source);

@@ -14,7 +14,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=35
+PLAN=37
 run_needs_root $PLAN
 tap_plan $PLAN
 
@@ -177,6 +177,16 @@ tap_is "$(printf '%s\n' "$res" | grep -c 'Permission denied')" 5 \
 tap_is "$(pending_count)" 0 "and no new ask appeared"
 tap_ok "$([ "$(audit_count '"verdict":"deny".*no basename here')" -ge 5 ] && echo 0 || echo 1)" \
 	"the audit log gives the person's reason for each refusal" "$(tail -n 3 "$AUDIT" 2>&1)"
+
+# A decision answers the other waiting asks it covers, not only the one it was made on.
+step 12 '/usr/bin/printenv HOME >/dev/null & /usr/bin/printenv PATH >/dev/null; s=$?; wait $! && exit $s'
+wait_pending 'printenv HOME'
+first=$id
+wait_pending 'printenv PATH'
+tap_is "$(pending_count)" 2 "two different asks of one program wait"
+cli approve "$first" --scope session --program
+done_within 12 10
+tap_is "$res" "status 0" "allowing the program for the session answers both" "$res"
 stop_sv
 
 # ---- run 2: project and global decisions hold, session ones are gone ------------------
