@@ -170,6 +170,7 @@ wait_pending 'basename x'
 cli deny "$id" --scope session --program --reason 'no basename here'
 tap_is "$st:$out" "0:denied $id (session, program)" "deny --scope session --program: 0"
 done_within 10 10
+# shellcheck disable=SC2016 # the agent's shell expands it
 step 11 'for i in 1 2 3 4 5; do /usr/bin/basename y$i; done; exit 0'
 done_within 11 5
 tap_is "$(printf '%s\n' "$res" | grep -c 'Permission denied')" 5 \
@@ -179,6 +180,7 @@ tap_ok "$([ "$(audit_count '"verdict":"deny".*no basename here')" -ge 5 ] && ech
 	"the audit log gives the person's reason for each refusal" "$(tail -n 3 "$AUDIT" 2>&1)"
 
 # A decision answers the other waiting asks it covers, not only the one it was made on.
+# shellcheck disable=SC2016 # the agent's shell expands it
 step 12 '/usr/bin/printenv HOME >/dev/null & /usr/bin/printenv PATH >/dev/null; s=$?; wait $! && exit $s'
 wait_pending 'printenv HOME'
 first=$id
