@@ -83,8 +83,10 @@ static void test_what_cannot_be_kept_is_refused(void **state)
 {
 	struct exec_decisions *x = NULL;
 	struct queue_item it = item_of(argv_git, 2);
-	struct approval_decision bad = {
-	        .allow = true, .scope = QUEUE_SCOPE_SESSION, .match = "pattern", .pattern = "rm **"};
+	struct approval_decision bad = {.allow = true,
+	                                .scope = QUEUE_SCOPE_SESSION,
+	                                .match = "pattern",
+	                                .pattern = "rm **"};
 	struct approval_decision project = {.allow = true, .scope = QUEUE_SCOPE_PROJECT};
 	struct cl_error err = {""};
 
