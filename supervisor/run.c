@@ -1034,6 +1034,7 @@ static int watch_sandbox(struct run *run, struct cl_error *err)
 		        .verbose = run->opt.common.verbose,
 		        .quiet_to_agent = run->opt.quiet_to_agent,
 		        .ttys = ttys,
+		        .decisions_dir = run->config_dir,
 		};
 
 		r = exec_guard_new(run->loop, run->approvals,

@@ -53,6 +53,8 @@ struct exec_guard_config {
 	bool quiet_to_agent;
 	/* The terminals the supervisor owns (the sandbox's pty), where such a line may go. */
 	struct agent_note_ttys ttys;
+	/* Where project and global decisions are written (exec_decisions.h); NULL: nowhere. */
+	const char *decisions_dir;
 	/* Every process under the filter is gone (the listener hung up). May free the guard. */
 	void (*gone)(void *userdata, struct exec_guard *eg);
 	void *gone_userdata;
