@@ -21,6 +21,7 @@ tap_plan $PLAN
 write_config <<'EOF'
 exec:
   security: full
+  defaults: false
 EOF
 nobody_setup
 SMALL=$TMP/small

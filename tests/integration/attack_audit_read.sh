@@ -20,6 +20,7 @@ tap_plan $PLAN
 write_config <<'EOF'
 exec:
   security: full
+  defaults: false
 EOF
 nobody_setup
 SECRET="token-of-another-sandbox-$$"

@@ -29,10 +29,12 @@ server_ns_up dx 83
 write_config <<'EOF'
 exec:
   security: full
+  defaults: false
 proxy:
   allow:
     - domain: allowed.test
   unlisted_domain_behavior: request_approval
+  defaults: false
 EOF
 nobody_setup
 echo "nameserver $SRV4" >"$TMP/resolv.conf"

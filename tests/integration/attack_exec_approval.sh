@@ -41,6 +41,7 @@ exec:
     - path: "$U/argv_race"
     - path: "$U/marker"
       command: "^marker $U/w/ok\$"
+  defaults: false
 EOF
 # marker runs with anything but a last argument ending in /ev.
 cat >"$U/dcfg/config.yaml" <<EOF
@@ -52,6 +53,7 @@ exec:
     - path: "$U/marker"
   deny:
     - command: "^marker .*/ev\$"
+  defaults: false
 EOF
 cat >"$U/askcfg/config.yaml" <<EOF
 exec:
@@ -60,6 +62,7 @@ exec:
   ask_fallback: deny
   allow:
     - path: "/usr/bin/*"
+  defaults: false
 EOF
 chown -R "$NOBODY:$NOBODY" "$U"
 chmod 700 "$U/rt"

@@ -31,6 +31,7 @@ exec:
   allow:
     - path: "/usr/bin/*"
     - path: "$W/payload"
+  defaults: false
 EOF
 nobody_setup
 mkdir -p "$W"

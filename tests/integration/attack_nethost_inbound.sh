@@ -24,6 +24,7 @@ HOST6=${SRV6%::2}::1
 write_config <<'EOF'
 exec:
   security: full
+  defaults: false
 EOF
 R=$TMP/r
 mkdir -p "$R"

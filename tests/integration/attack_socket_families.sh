@@ -25,6 +25,7 @@ PY=/usr/bin/python3
 write_config <<'EOF'
 exec:
   security: full
+  defaults: false
 EOF
 nobody_setup
 # The families (numbers) a socket of some type can be created in, but the four above and

@@ -62,6 +62,7 @@ exec:
     - path: "/bin/sh"
     - path: "/usr/bin/sleep"
     - path: "/bin/sleep"
+  defaults: false
 EOF
 
 # The agents wait for the page to be connected (RES/go), so that their asks reach it live.

@@ -123,8 +123,10 @@ exec:
     - path: "/allowed.sh"
   deny:
     - path: "/denied.sh"
+  defaults: false
 proxy:
   unlisted_domain_behavior: reject
+  defaults: false
 YAML
 mkdir -p "$CFG/projects"
 cat >"$CFG/projects/demo.yaml" <<'YAML'

@@ -24,6 +24,7 @@ exec:
     - path: "/usr/bin/dash"
     - path: "/usr/bin/sleep"
     - path: "/usr/bin/echo"
+  defaults: false
 EOF
 
 # pty [--ctty] ANSWERS RUN-OPTIONS -- AGENT…: run the supervisor under ptyanswer. With --ctty the
@@ -221,6 +222,7 @@ exec:
   ask_fallback: $fallback
   allow:
     - path: "/usr/bin/true"
+  defaults: false
 EOF
 	audit_reset
 	sv --ask none -- /usr/bin/true
@@ -245,6 +247,7 @@ exec:
   ask: on-miss
   allow:
     - path: "/usr/bin/dash"
+  defaults: false
 EOF
 XDG_RUNTIME_DIR=$TMP/xdg-run
 export XDG_RUNTIME_DIR

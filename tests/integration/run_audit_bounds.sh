@@ -22,6 +22,7 @@ cp "$HELPERS/execloop" "$U/execloop"
 cat >"$U/cfg/config.yaml" <<'EOF'
 exec:
   security: full
+  defaults: false
 EOF
 cp "$U/cfg/config.yaml" "$CFG/config.yaml"
 chown -R "$NOBODY:$NOBODY" "$U"
@@ -144,6 +145,7 @@ exec:
     - path: "/usr/bin/dash"
     - path: "/usr/bin/true"
     - path: "$U/execloop"
+  defaults: false
 EOF
 rm -f "$AUDIT"
 (cd "$TMP" && timeout -k 5 60 "$SUPERVISOR" run --config-dir "$CFG" --ask web --ask-timeout 30s \
@@ -195,6 +197,7 @@ exec:
   allow:
     - path: "/usr/bin/dash"
     - path: "/usr/bin/sleep"
+  defaults: false
 EOF
 rm -f "$AUDIT"
 cd "$TMP" || exit 1 # the run's directory stays visible in its private /tmp

@@ -34,6 +34,7 @@ exec:
     - path: "/usr/bin/*"
   deny:
     - path: "$U/denied"
+  defaults: false
 EOF
 cp "$U/cfg/config.yaml" "$CFG/config.yaml"
 # For the card: anything unlisted is asked about.
@@ -45,6 +46,7 @@ exec:
   ask_fallback: deny
   allow:
     - path: "/usr/bin/*"
+  defaults: false
 EOF
 chown -R "$NOBODY:$NOBODY" "$U"
 chmod 777 "$U/app"

@@ -22,6 +22,7 @@ exec:
     - path: "/usr/bin/true"
   deny:
     - path: "/usr/bin/id"
+  defaults: false
 EOF
 
 # ---- allowed ----

@@ -17,6 +17,7 @@ tap_plan $PLAN
 write_config <<'EOF'
 exec:
   security: full
+  defaults: false
 EOF
 
 # agent_script PROBE RESULTS: what the agent tries, one result file each.

@@ -16,6 +16,7 @@ tap_plan $PLAN
 write_config <<'EOF'
 exec:
   security: full
+  defaults: false
 EOF
 CG=$(cgroup2_root)
 # A block device the host reads data from (the agent must read nothing of it).

@@ -19,6 +19,7 @@ tap_plan $PLAN
 write_config <<'EOF'
 exec:
   security: full
+  defaults: false
 EOF
 S=$HELPERS/unixsock
 R=$TMP/r

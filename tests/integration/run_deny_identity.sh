@@ -28,6 +28,7 @@ exec:
     - path: "$U/work/*/*"
   deny:
     - path: "$U/bin/den*"
+  defaults: false
 EOF
 cp "$U/cfg/config.yaml" "$CFG/config.yaml"
 chown -R "$NOBODY:$NOBODY" "$U"

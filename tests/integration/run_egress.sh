@@ -48,8 +48,10 @@ proxy:
   deny:
     - domain: denied.test
   unlisted_domain_behavior: request_approval
+  defaults: false
 exec:
   security: full
+  defaults: false
 EOF
 
 R=$TMP/r

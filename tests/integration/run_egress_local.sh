@@ -61,6 +61,7 @@ CONFIG='proxy:
   unlisted_domain_behavior: reject
 exec:
   security: full'
+  defaults: false
 
 NOBODY=65534
 U=$TMP/nobody

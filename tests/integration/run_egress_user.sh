@@ -33,8 +33,10 @@ proxy:
     - domain: allowed.test
   deny:
     - domain: denied.test
+  defaults: false
 exec:
   security: full
+  defaults: false
 EOF
 printf '%s allowed.test denied.test\n' "$SRV4" >"$U/hosts"
 chown -R "$NOBODY:$NOBODY" "$U"

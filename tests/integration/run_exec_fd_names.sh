@@ -32,6 +32,7 @@ exec:
     - path: "/usr/bin/dash"
   deny:
     - path: "/usr/bin/id"
+  defaults: false
 EOF
 cp "$U/cfg/config.yaml" "$CFG/config.yaml"
 chown -R "$NOBODY:$NOBODY" "$U"

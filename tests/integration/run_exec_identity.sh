@@ -32,6 +32,7 @@ exec:
     - path: "/usr/bin/*"
     - path: "$U/exectricks"
     - path: "$U/busybox"
+  defaults: false
 EOF
 cp "$U/cfg/config.yaml" "$CFG/config.yaml"
 chown -R "$NOBODY:$NOBODY" "$U"

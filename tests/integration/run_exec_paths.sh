@@ -34,6 +34,7 @@ exec:
     - path: "/usr/bin/id"
     - path: "$BIN/no.sh"
     - path: "$BIN/evil"
+  defaults: false
 EOF
 
 # ---- exec tricks: each one reaches the policy ----

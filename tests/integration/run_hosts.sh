@@ -41,8 +41,10 @@ proxy:
     - domain: later.test
     - pattern: "*.maps.test"
   unlisted_domain_behavior: reject
+  defaults: false
 exec:
   security: full
+  defaults: false
 EOF
 chmod -R a+rX "$ETC" "$TMP/extra-hosts" "$TMP/www"
 

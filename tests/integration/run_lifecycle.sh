@@ -25,6 +25,7 @@ exec:
     - path: "$HELPERS/marker"
   deny:
     - path: "/usr/bin/whoami"
+  defaults: false
 EOF
 
 # Names end in our pid: a run of this test elsewhere on the machine has cgroups of its own.

@@ -23,9 +23,11 @@ chmod 700 "$XDG_RUNTIME_DIR"
 write_config <<'EOF'
 exec:
   security: full
+  defaults: false
 proxy:
   allow:
     - domain: loop.test
+  defaults: false
 EOF
 echo "127.0.0.1 loop.test" >"$TMP/hosts"
 R=$TMP/r

@@ -24,6 +24,7 @@ exec:
   deny:
     - path: "/usr/bin/false"
     - path: "$TMP/denied-marker"
+  defaults: false
 EOF
 
 # ---- 50 at once ----

@@ -50,9 +50,11 @@ exec:
   deny:
     - path: "/usr/bin/whoami"
     - path: "$U/r/evil*"
+  defaults: false
 proxy:
   unlisted_domain_behavior: request_approval
   approval_timeout: 2s
+  defaults: false
 EOF
 }
 config "$CFG"

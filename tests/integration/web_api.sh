@@ -27,6 +27,7 @@ exec:
   allow:
     - path: "/usr/bin/dash"
     - path: "/usr/bin/sleep"
+  defaults: false
 request:
   timeout: 2s
 hostexec:

@@ -69,6 +69,7 @@ exec:
   allow:
     - path: "/usr/bin/dash"
     - path: "/usr/bin/sleep"
+  defaults: false
 EOF
 # The agent: at $TMP/go runs /usr/bin/id (an ask), at $TMP/go2 /usr/bin/nproc (an ask, with an
 # argument that would retitle the terminal and send a C1 CSI), then sleeps until killed.
