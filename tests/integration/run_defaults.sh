@@ -151,7 +151,7 @@ for agent in claude codex; do
 	tap_ok $? "... without an ask" "$(grep -o '"exe":"[^"]*"' "$AUDIT" | sort | uniq -c)"
 done
 
-# ---- the worktree's programs: allowed with the built-in list, decided by a config's own ----
+# ---- the worktree's programs: allowed with the built-in list, not with `defaults: false` ----
 printf '#!/bin/sh\necho worktree-program\n' >"$TMP/prog"
 chmod 755 "$TMP/prog"
 audit_reset
@@ -160,6 +160,7 @@ tap_is "$rc:$(cat "$OUT")" "0:worktree-program" "built-in list: a program in the
 tap_like "$(cat "$ERR")" "allowed for this run: programs under $TMP" "-v says so"
 write_config <<'YAML'
 exec:
+  defaults: false
   allow:
     - path: "/usr/bin/dash"
     - path: "/bin/dash"
@@ -167,5 +168,5 @@ YAML
 audit_reset
 sv --ask none -- sh -c './prog'
 tap_is "$rc:$(audit_count '"decided_by":"fallback"')" "126:1" \
-	"a config's own exec.allow: the worktree's program asks"
+	"exec.defaults false: the worktree's program asks"
 tap_done
