@@ -70,7 +70,8 @@ char *agent_files_interpreter_of(const char *line, int *ret_search)
 			}
 			break;
 		}
-		*ret_search = strchr(word, '/') == NULL || (size_t)(strchr(word, '/') - word) >= len;
+		*ret_search =
+		        strchr(word, '/') == NULL || (size_t)(strchr(word, '/') - word) >= len;
 		return strndup(word, len);
 	}
 	return strndup(p, len);
@@ -78,9 +79,9 @@ char *agent_files_interpreter_of(const char *line, int *ret_search)
 
 int agent_files_worktree_ok(const char *real, const char *home)
 {
-	static const char *const system[] = {"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32",
-	                                     "/lib64", "/libx32", "/boot", "/proc", "/sys", "/dev",
-	                                     "/run", "/var/lib", "/root/.."};
+	static const char *const system[] = {"/usr",   "/etc",   "/bin",    "/sbin",    "/lib",
+	                                     "/lib32", "/lib64", "/libx32", "/boot",    "/proc",
+	                                     "/sys",   "/dev",   "/run",    "/var/lib", "/root/.."};
 
 	if (real[0] != '/' || strcmp(real, "/") == 0)
 		return 0;

@@ -38,7 +38,7 @@ static void test_the_package_is_the_outermost_one(void **state)
 	package_is("/home/u/.nvm/versions/node/v22/lib/node_modules/typescript/bin/tsc",
 	           "/home/u/.nvm/versions/node/v22/lib/node_modules/typescript");
 	package_is("/usr/bin/bash", NULL);
-	package_is("/x/node_modules/tool", NULL);     /* a file, not a package */
+	package_is("/x/node_modules/tool", NULL); /* a file, not a package */
 	package_is("/x/node_modules/@scope/tool", NULL);
 	package_is("/x/node_modules/.bin/tool", NULL); /* npm's links, not a package */
 	package_is("/x/node_modules//tool/a", NULL);
@@ -55,8 +55,8 @@ static void interpreter_is(const char *line, const char *want, int want_search)
 		return;
 	}
 	if (!got || strcmp(got, want) != 0 || search != want_search)
-		fail_msg("%s: got %s (%d), want %s (%d)", line, got ? got : "(none)", search,
-		         want, want_search);
+		fail_msg("%s: got %s (%d), want %s (%d)", line, got ? got : "(none)", search, want,
+		         want_search);
 }
 
 static void test_the_interpreter_of_a_script(void **state)
@@ -69,7 +69,9 @@ static void test_the_interpreter_of_a_script(void **state)
 	interpreter_is("#!/usr/bin/python3", "/usr/bin/python3", 0);
 	interpreter_is("#!/usr/bin/env", NULL, 0);
 	interpreter_is("#!python3", NULL, 0);
-	interpreter_is("\x7f" "ELF", NULL, 0);
+	interpreter_is("\x7f"
+	               "ELF",
+	               NULL, 0);
 	interpreter_is("", NULL, 0);
 }
 
@@ -131,7 +133,10 @@ static void test_found_through_path_as_execvp_finds_it(void **state)
 	snprintf(path, sizeof(path), "%s/a/agent", real); /* not executable: skipped */
 	write_file(path, "#!/bin/sh\n", 0644);
 	snprintf(path, sizeof(path), "%s/b/mynode", real);
-	write_file(path, "\x7f" "ELF", 0755);
+	write_file(path,
+	           "\x7f"
+	           "ELF",
+	           0755);
 	snprintf(search, sizeof(search), "%s/a:%s/b", real, real);
 
 	assert_int_equal(agent_files_find("agent", search, &f), 0);
