@@ -155,8 +155,8 @@ static int parse_options(int argc, char **argv, bool allow_command, struct optio
 
 static int load(const struct options *o, struct config **ret)
 {
-	struct config_load_options lo = {.lenient = o->lenient};
-	_cleanup_free_ char *dir = NULL;
+	_cleanup_free_ char *dir = NULL, *home = config_files_home();
+	struct config_load_options lo = {.lenient = o->lenient, .home = home};
 	struct cl_error err = {""};
 	int r;
 

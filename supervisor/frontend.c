@@ -121,8 +121,8 @@ int frontend_check_options(const struct frontend_options *o, const char *command
 int frontend_load_config(const struct frontend_options *o, bool lenient, struct cl_error *err,
                          struct config **ret_config, char **ret_dir)
 {
-	_cleanup_free_ char *dir = NULL;
-	struct config_load_options lo = {.lenient = lenient};
+	_cleanup_free_ char *dir = NULL, *home = config_files_home();
+	struct config_load_options lo = {.lenient = lenient, .home = home};
 	struct config *config = NULL;
 	int r;
 

@@ -38,6 +38,7 @@
 #include "supervisor/cli_policy.h"
 #include "supervisor/egress/egress.h"
 #include "supervisor/egress/peer_listeners.h"
+#include "supervisor/exec/agent_files.h"
 #include "supervisor/exec/backstops.h"
 #include "supervisor/exec/deny_ids.h"
 #include "supervisor/exec/exec_guard.h"
@@ -1172,6 +1173,44 @@ static void teardown(struct run *run)
 	free(run->exe);
 }
 
+/* The agent's own files and the worktree (agent_files.h): the person named them, so the agent
+ * runs its own parts and what it builds without asks, as long as the built-in allow list is
+ * in effect. Deny rules still win. */
+static int allow_agent_files(struct run *run)
+{
+	struct agent_files files;
+	_cleanup_free_ char *cwd = NULL, *home = NULL;
+	bool builtin_list = false;
+	int r;
+
+	/* Part of the built-in defaults: a config that writes its own exec.allow list (instead
+	 * of the built-in's) decides about these too. */
+	for (size_t i = 0; i < run->config->exec.allow.n && !builtin_list; i++)
+		builtin_list =
+		        run->config->exec.allow.items[i].origin.layer == CONFIG_LAYER_BUILTIN;
+	if (!builtin_list)
+		return 0;
+	cwd = realpath(".", NULL);
+	home = getenv("HOME") ? realpath(getenv("HOME"), NULL) : NULL;
+	r = agent_files_find(run->opt.agent_argv[0], getenv("PATH"), &files);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < files.n && r >= 0; i++) {
+		r = config_allow_exec_tree(run->config, files.paths[i], "the agent");
+		if (r == 0 && run->opt.common.verbose)
+			say("allowed for this run: %s (the agent's own)", files.paths[i]);
+	}
+	agent_files_done(&files);
+	if (r < 0)
+		return r == -EINVAL ? 0 : r;
+	if (cwd && agent_files_worktree_ok(cwd, home)) {
+		r = config_allow_exec_tree(run->config, cwd, "the worktree");
+		if (r == 0 && run->opt.common.verbose)
+			say("allowed for this run: programs under %s (the worktree)", cwd);
+	}
+	return r == -EINVAL ? 0 : r;
+}
+
 int run_main(int argc, char **argv)
 {
 	struct run run = {0};
@@ -1207,6 +1246,13 @@ int run_main(int argc, char **argv)
 	trace_timing_mark("options, config");
 	run.sandbox_name = run.opt.common.name ? strdup(run.opt.common.name) : default_name();
 	if (!run.sandbox_name) {
+		teardown(&run);
+		return RUN_EXIT_FAILED;
+	}
+
+	r = allow_agent_files(&run);
+	if (r < 0) {
+		fprintf(stderr, PROG ": run: %s\n", strerror(-r));
 		teardown(&run);
 		return RUN_EXIT_FAILED;
 	}

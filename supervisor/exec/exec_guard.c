@@ -111,8 +111,10 @@ struct exec_guard {
 
 static void format_rule(const struct policy_result *res, char *buf, size_t size)
 {
-	if (res->origin.file)
+	if (res->origin.file && res->origin.line)
 		snprintf(buf, size, "%s (%s:%u)", res->rule, res->origin.file, res->origin.line);
+	else if (res->origin.file)
+		snprintf(buf, size, "%s (%s)", res->rule, res->origin.file);
 	else
 		snprintf(buf, size, "%s", res->rule);
 }

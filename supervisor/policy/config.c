@@ -138,6 +138,38 @@ int config_add_warning(struct config *config, const char *text)
 	return r;
 }
 
+int config_allow_exec_tree(struct config *config, const char *path, const char *what)
+{
+	struct config_exec_list *list = &config->exec.allow;
+	struct config_exec_rule rule = {
+	        .tree = true,
+	        .list = what,
+	        .origin = {.file = "run's command line", .layer = CONFIG_LAYER_AGENT}};
+	size_t len = strlen(path);
+	int r;
+
+	/* A trailing '/', "//", "/./" or "/../" would make the prefix test see another tree. */
+	if (path[0] != '/' || len < 2 || path[len - 1] == '/' || strstr(path, "//") ||
+	    strstr(path, "/./") || strstr(path, "/../") ||
+	    (len >= 2 && strcmp(path + len - 2, "/.") == 0) ||
+	    (len >= 3 && strcmp(path + len - 3, "/..") == 0))
+		return -EINVAL;
+	r = grow((void **)&list->items, list->n, sizeof(*list->items));
+	if (r < 0)
+		return r;
+	rule.path_glob = strdup(path);
+	if (!rule.path_glob)
+		return -ENOMEM;
+	/* First: an agent's file must not ask because exec.ask is always for a rule further on;
+	 * and the index counts these rules apart from the files' own. */
+	memmove(list->items + 1, list->items, list->n * sizeof(*list->items));
+	list->items[0] = rule;
+	list->n++;
+	for (size_t i = 0; i < list->n && list->items[i].tree; i++)
+		list->items[i].index = (unsigned)i;
+	return 0;
+}
+
 int config_domain_list_add(struct config_domain_list *list, const struct config_domain_rule *rule)
 {
 	int r = grow((void **)&list->items, list->n, sizeof(*list->items));
@@ -206,6 +238,8 @@ const char *config_layer_to_string(enum config_layer layer)
 		return "session";
 	case CONFIG_LAYER_BASE:
 		return "always allowed";
+	case CONFIG_LAYER_AGENT:
+		return "the agent's own";
 	}
 	return "?";
 }
@@ -336,6 +370,7 @@ struct parse_ctx {
 	enum config_layer layer;
 	enum config_file_kind kind;
 	bool lenient;
+	const char *home; /* config_load_options.home */
 	struct config *cfg;
 	struct cl_error *err;
 };
@@ -920,6 +955,23 @@ static int on_manual_approve(struct parse_ctx *ctx, const struct ydoc_node *v, c
 
 /* ---- exec rules -------------------------------------------------------------------------- */
 
+/* HOME with fnmatch's special characters escaped, then REST ("/…", a glob as written). */
+static char *home_glob(const char *home, const char *rest)
+{
+	size_t len = strlen(home), n = 0;
+	char *out = malloc(2 * len + strlen(rest) + 1);
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len; i++) {
+		if (strchr("*?[]\\", home[i]))
+			out[n++] = '\\';
+		out[n++] = home[i];
+	}
+	strcpy(out + n, rest);
+	return out;
+}
+
 static int exec_entries(struct parse_ctx *ctx, const struct ydoc_node *node, const char *path,
                         struct config_exec_list *list, const char *list_name, bool deny)
 {
@@ -966,25 +1018,49 @@ static int exec_entries(struct parse_ctx *ctx, const struct ydoc_node *node, con
 			if (pathv->kind != YDOC_SCALAR || ydoc_is_null(pathv))
 				return fail(ctx, pathv, kpath, "expected a path glob, got %s",
 				            ydoc_kind_name(pathv));
+			if (strncmp(pathv->text, "~/", 2) == 0) {
+				/* No home: the built-in's rules for tools under it have nothing to
+				 * match; a user's rule names a place we cannot find. */
+				if (!ctx->home && ctx->layer == CONFIG_LAYER_BUILTIN)
+					continue;
+				if (!ctx->home) {
+					r = fail(ctx, pathv, kpath,
+					         "\"~/\" needs a home directory, and HOME is not "
+					         "set");
+					r = lenient_skip(ctx, r, deny);
+					if (r < 0)
+						return r;
+					continue;
+				}
+				rule.path_glob = home_glob(ctx->home, pathv->text + 1);
+				if (!rule.path_glob)
+					return -ENOMEM;
+			}
 			/* Executables are matched by absolute path; a relative glob never
 			 * matches and is surely a mistake. */
-			if (pathv->text[0] != '/')
+			if (!rule.path_glob && pathv->text[0] != '/')
 				return fail(
 				        ctx, pathv, kpath,
 				        "expected an absolute path glob (starting with '/'), got "
 				        "\"%.200s\"",
 				        pathv->text);
-			if (strlen(pathv->text) > CONFIG_MAX_PATTERN)
+			if (strlen(rule.path_glob ? rule.path_glob : pathv->text) >
+			    CONFIG_MAX_PATTERN) {
+				free(rule.path_glob);
+				rule.path_glob = NULL;
 				return fail(ctx, pathv, kpath, "path glob longer than %d bytes",
 				            CONFIG_MAX_PATTERN);
+			}
 			/* "**" is recursive only as a whole component (path_glob.h); elsewhere
 			 * it would quietly be one '*', and a deny would miss deeper files. */
 			{
 				const char *why = NULL;
 
-				if (path_glob_check(pathv->text, &why) < 0)
+				if (path_glob_check(pathv->text, &why) < 0) {
+					free(rule.path_glob);
 					return fail(ctx, pathv, kpath, "%s, got \"%.200s\"", why,
 					            pathv->text);
+				}
 			}
 		}
 		if (command) {
@@ -995,13 +1071,14 @@ static int exec_entries(struct parse_ctx *ctx, const struct ydoc_node *node, con
 				            ydoc_kind_name(command));
 			r = compile_regex(ctx, command, kpath, &rule.command);
 			if (r < 0) {
+				free(rule.path_glob);
 				r = lenient_skip(ctx, r, deny);
 				if (r < 0)
 					return r;
 				continue;
 			}
 		}
-		if (pathv) {
+		if (pathv && !rule.path_glob) {
 			rule.path_glob = strdup(pathv->text);
 			if (!rule.path_glob) {
 				config_regex_done(&rule.command);
@@ -1607,6 +1684,7 @@ int config_parse_file(enum config_file_kind kind, enum config_layer layer,
 	        .layer = layer,
 	        .kind = kind,
 	        .lenient = options && options->lenient,
+	        .home = options ? options->home : NULL,
 	        .err = err,
 	};
 	char *name;
@@ -1987,7 +2065,9 @@ int config_load(const struct config_sources *sources, const struct config_load_o
 	int r;
 
 	/* The built-in is parsed strictly: it must never depend on --lenient. */
-	r = config_parse_file(CONFIG_FILE_GLOBAL, CONFIG_LAYER_BUILTIN, &builtin, NULL, &eff, err);
+	struct config_load_options strict = {.home = options ? options->home : NULL};
+	r = config_parse_file(CONFIG_FILE_GLOBAL, CONFIG_LAYER_BUILTIN, &builtin, &strict, &eff,
+	                      err);
 	if (r < 0)
 		return r;
 

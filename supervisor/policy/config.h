@@ -84,6 +84,7 @@ enum config_layer {
 	CONFIG_LAYER_PROJECT_DECISIONS,
 	CONFIG_LAYER_SESSION, /* in-memory decisions the caller keeps (policy.h) */
 	CONFIG_LAYER_BASE,    /* the domains Cloister's guardian always allows, beneath all */
+	CONFIG_LAYER_AGENT,   /* the agent's own files and the worktree, allowed by run at start */
 };
 
 enum config_file_kind {
@@ -119,7 +120,10 @@ enum unlisted_behavior {
 /* exec.allow / exec.deny entry: `path:` (fnmatch glob, FNM_PATHNAME, absolute) and/or
  * `command:` (regex on the canonical command); with both, both must match. */
 struct config_exec_rule {
-	char *path_glob;             /* NULL: any path */
+	char *path_glob; /* NULL: any path */
+	/* path_glob is a path, no glob: the rule matches that file and every file below it (run's
+	 * rules for the agent's own files, never written in a file). */
+	bool tree;
 	struct config_regex command; /* source NULL: any command */
 	const char *list;            /* "exec.allow" / "exec.deny" */
 	unsigned index;              /* position in its file's list */
@@ -241,6 +245,9 @@ struct config {
 
 struct config_load_options {
 	bool lenient; /* unknown keys and invalid allow entries warn (see above) */
+	/* The home directory, real (no symlinks), that "~/" in an exec path glob stands for;
+	 * NULL: none (the built-in's "~/" rules are left out, a file's are an error). */
+	const char *home;
 };
 
 /* The domains Cloister's guardian allows beneath every config (NULL-terminated). */
@@ -286,6 +293,12 @@ int config_project_name_check(const char *name, struct cl_error *err);
 /* Parse a Go duration ("60s", "5m", "1h30m", "1.5h", "250ms") into milliseconds, rounding
  * down; at most 100 days. -EINVAL if malformed, negative or too large. */
 int config_parse_duration(const char *text, uint64_t *ret_ms);
+
+/* Allow every exec of the file PATH or of a file below it (an absolute, normalised path),
+ * ahead of the allow rules; deny rules still win. WHAT says whose files they are ("the
+ * agent", "the worktree": a static string); origin.layer is CONFIG_LAYER_AGENT. -EINVAL for
+ * a path that is not absolute and normalised, -ENOMEM. */
+int config_allow_exec_tree(struct config *config, const char *path, const char *what);
 
 /* Append a copy of RULE to LIST (for the policy's in-memory session layer). */
 int config_domain_list_add(struct config_domain_list *list, const struct config_domain_rule *rule);

@@ -188,3 +188,12 @@ int config_load_dir(const char *dir, const char *project, const struct config_lo
 	*ret_config = TAKE_PTR(cfg);
 	return 0;
 }
+
+char *config_files_home(void)
+{
+	const char *home = getenv("HOME");
+
+	if (!home || home[0] != '/')
+		return NULL;
+	return realpath(home, NULL);
+}

@@ -26,6 +26,10 @@
 int config_files_dir(const char *config_dir, const char *xdg_config_home, const char *home,
                      char **ret_dir, struct cl_error *err);
 
+/* $HOME without symlinks, as exec paths are seen (config_load_options.home); NULL when HOME
+ * is unset, relative or missing. malloc'd. */
+char *config_files_home(void);
+
 /* The files read from one directory; sources point into this struct. */
 struct config_files {
 	char *paths[4]; /* global, project, global decisions, project decisions (NULL: none) */

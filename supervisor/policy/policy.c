@@ -76,7 +76,13 @@ static bool path_is_normal(const char *path)
 
 static void describe_exec_rule(const struct config_exec_rule *rule, char *buf, size_t size)
 {
-	int n = snprintf(buf, size, "%s[%u]", rule->list, rule->index);
+	int n;
+
+	if (rule->tree) {
+		snprintf(buf, size, "%s: \"%.400s\" and below", rule->list, rule->path_glob);
+		return;
+	}
+	n = snprintf(buf, size, "%s[%u]", rule->list, rule->index);
 
 	if (n < 0 || (size_t)n >= size)
 		return;
@@ -184,6 +190,12 @@ static int exec_rule_matches(const struct config_exec_rule *rule, const char *pa
 {
 	int r;
 
+	if (rule->tree) {
+		size_t len = strlen(rule->path_glob);
+
+		return strncmp(path, rule->path_glob, len) == 0 &&
+		       (path[len] == '\0' || path[len] == '/');
+	}
 	if (rule->path_glob && !path_glob_match(rule->path_glob, path))
 		return 0;
 	if (!rule->command.code)

@@ -1,9 +1,9 @@
 /* libFuzzer target: the YAML config parser from a buffer, for each file kind.
  *
  * Byte 0 selects the file kind (bits 0-1: global, project, decisions) and lenient mode
- * (bit 2); the rest is the file. A parsed config is also merged over the built-in default and
- * run through the policy, so regex matching and the merge see fuzzed rules too, and the fs
- * section's patterns through fs_policy_check(). */
+ * (bit 2) and a home for "~/" paths (bit 3); the rest is the file. A parsed config is also
+ * merged over the built-in default and run through the policy, so regex matching and the merge
+ * see fuzzed rules too, and the fs section's patterns through fs_policy_check(). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,7 +21,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	                                              CONFIG_FILE_DECISIONS, CONFIG_FILE_GLOBAL};
 	static const char *const argv[] = {"git", "status", "\xff", NULL};
 	static const char *const multicall[] = {"git-clean", "a\nb", NULL};
-	struct config_load_options options;
+	struct config_load_options options = {0};
 	struct config_source source;
 	struct config_sources sources;
 	struct config *cfg = NULL;
@@ -33,6 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1)
 		return 0;
 	options.lenient = (data[0] & 4) != 0;
+	/* "~/" in exec paths: with a home (one with glob characters to escape) or without. */
+	options.home = (data[0] & 8) ? "/home/f*z[z]" : NULL;
 	source = (struct config_source){
 	        .name = "fuzz.yaml",
 	        .data = (const char *)data + 1,

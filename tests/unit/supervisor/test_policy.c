@@ -359,7 +359,7 @@ static void test_exec_with_the_builtin_default(void **state)
 {
 	static const struct {
 		const char *path;
-		const char *argv[4];
+		const char *argv[5];
 		enum policy_verdict want;
 	} cases[] = {
 	        {"/usr/bin/ls", {"ls", "-la", NULL}, POLICY_ALLOW},
@@ -372,6 +372,33 @@ static void test_exec_with_the_builtin_default(void **state)
 	        {"/usr/bin/sudo", {"sudo", "ls", NULL}, POLICY_DENY},
 	        {"/usr/bin/rm", {"rm", "-rf", "/", NULL}, POLICY_DENY},
 	        {"/tmp/ls", {"ls", NULL}, POLICY_ASK},
+	        /* what a scripted local session runs (issue: 0 asks) */
+	        {"/usr/bin/git", {"git", "commit", "-qm", NULL}, POLICY_ALLOW},
+	        {"/usr/bin/git", {"git", "maintenance", "run", NULL}, POLICY_ALLOW},
+	        {"/usr/bin/git", {"git", "-C", "/w", NULL}, POLICY_ASK},
+	        {"/usr/bin/git", {"git", "fetch", NULL}, POLICY_ASK},
+	        {"/usr/bin/git", {"git", "config", "core.hooksPath", NULL}, POLICY_ASK},
+	        {"/usr/bin/git", {"git", "-c", "x=y", "status", NULL}, POLICY_ASK},
+	        {"/usr/lib/git-core/git", {"git", "push", NULL}, POLICY_ASK},
+	        {"/usr/lib/git-core/git", {"git", "add", "x", NULL}, POLICY_ALLOW},
+	        {"/usr/lib/git-core/git", {"git-push", "x", NULL}, POLICY_ASK},
+	        {"/usr/lib/git-core/git-remote-https",
+	         {"git-remote-https", "o", NULL},
+	         POLICY_ALLOW},
+	        {"/usr/bin/which.debianutils", {"which", "ls", NULL}, POLICY_ALLOW},
+	        {"/usr/bin/mktemp", {"mktemp", "-d", NULL}, POLICY_ALLOW},
+	        {"/usr/bin/tar", {"tar", "czf", "a", NULL}, POLICY_ALLOW},
+	        {"/usr/bin/rm", {"rm", "-rf", "build", NULL}, POLICY_ALLOW},
+	        {"/usr/bin/chmod", {"chmod", "+x", "a", NULL}, POLICY_ALLOW},
+	        {"/usr/bin/chmod", {"chmod", "0755", "a", NULL}, POLICY_ALLOW},
+	        {"/usr/bin/chmod", {"chmod", "u+s", "a", NULL}, POLICY_ASK},
+	        {"/usr/bin/chmod", {"chmod", "4755", "a", NULL}, POLICY_ASK},
+	        {"/usr/bin/chmod", {"chmod", "g+s,u+x", "a", NULL}, POLICY_ASK},
+	        {"/usr/bin/wget", {"wget", "x", NULL}, POLICY_ASK},
+	        {"/usr/bin/ssh", {"ssh", "h", NULL}, POLICY_ASK},
+	        {"/usr/bin/docker", {"docker", "ps", NULL}, POLICY_ASK},
+	        {"/usr/bin/pip3", {"pip3", "install", "x", NULL}, POLICY_ASK},
+	        {"/usr/bin/su", {"su", NULL}, POLICY_DENY},
 	};
 	_cleanup_(config_freep) struct config *cfg = load4(NULL, NULL, NULL, NULL);
 
@@ -543,6 +570,81 @@ static void test_exec_argv_too_long_for_a_command_string_is_checked_as_a_prefix(
 }
 
 /* ---- hostexec ---------------------------------------------------------------------------- */
+
+/* run's rules for the agent's own files: the file or directory and everything below it, by
+ * path prefix (no glob: a name with '*' or '[' is itself), ahead of the files' allow rules;
+ * deny rules still win. */
+static void test_exec_tree_of_the_agent_allows_below_it_and_deny_still_wins(void **state)
+{
+	_cleanup_(config_freep) struct config *cfg =
+	        load4("exec:\n  ask: always\n  deny:\n    - path: \"/opt/a?gent?/bin/*\"\n", NULL,
+	              NULL, NULL);
+	static const char *const argv[] = {"x", NULL};
+	struct policy_result res;
+
+	assert_int_equal(config_allow_exec_tree(cfg, "/opt/a[gent]", "the agent"), 0);
+	assert_int_equal(config_allow_exec_tree(cfg, "/opt/a[gent]/", "the agent"), -EINVAL);
+	assert_int_equal(config_allow_exec_tree(cfg, "/opt/../etc", "the agent"), -EINVAL);
+	assert_int_equal(config_allow_exec_tree(cfg, "opt", "the agent"), -EINVAL);
+	assert_int_equal(config_allow_exec_tree(cfg, "/opt/x/..", "the agent"), -EINVAL);
+
+	res = check_exec(cfg, "/opt/a[gent]", argv);
+	assert_string_equal(V(res.verdict), "ask"); /* exec.ask always: every match is asked */
+	assert_int_equal(res.origin.layer, CONFIG_LAYER_AGENT);
+	assert_non_null(strstr(res.rule, "the agent: \"/opt/a[gent]\""));
+	res = check_exec(cfg, "/opt/a[gent]/node_modules/x/bin/tool", argv);
+	assert_int_equal(res.origin.layer, CONFIG_LAYER_AGENT);
+	/* a sibling with the same prefix, and the glob's meaning of the name, are not below it */
+	res = check_exec(cfg, "/opt/a[gent]x/tool", argv);
+	assert_int_not_equal(res.origin.layer, CONFIG_LAYER_AGENT);
+	res = check_exec(cfg, "/opt/ag/tool", argv);
+	assert_int_not_equal(res.origin.layer, CONFIG_LAYER_AGENT);
+	/* a deny rule wins */
+	res = check_exec(cfg, "/opt/a[gent]/bin/rg", argv);
+	assert_string_equal(V(res.verdict), "deny");
+
+	/* with exec.ask on-miss it is an allow */
+	cfg->exec.ask = EXEC_ASK_ON_MISS;
+	res = check_exec(cfg, "/opt/a[gent]/node_modules/x/bin/tool", argv);
+	assert_string_equal(V(res.verdict), "allow");
+}
+
+/* "~/" in an exec path glob is the home directory (its glob characters escaped); without a
+ * home the built-in's such rules are left out and a file's is an error. */
+static void test_exec_path_glob_under_the_home_directory(void **state)
+{
+	struct config_sources src1 = {
+	        .global = src("config.yaml", "exec:\n  allow:\n    - path: \"~/tools/*\"\n"),
+	};
+	struct config_load_options home = {.home = "/home/a[1]"};
+	static const char *const argv[] = {"t", NULL};
+	struct cl_error err = {""};
+	struct config *cfg = NULL;
+	struct policy_result res;
+
+	assert_int_equal(config_load(&src1, &home, &cfg, &err), 0);
+	res = check_exec(cfg, "/home/a[1]/tools/t", argv);
+	assert_string_equal(V(res.verdict), "allow");
+	assert_non_null(strstr(res.rule, "path \"/home/a\\[1\\]/tools/*\""));
+	res = check_exec(cfg, "/home/a1/tools/t", argv);
+	assert_string_equal(V(res.verdict), "ask");
+	config_free(cfg);
+	cfg = NULL;
+	/* the built-in's version managers, under this home */
+	src1.global = src("config.yaml", NULL);
+	assert_int_equal(config_load(&src1, &home, &cfg, &err), 0);
+	res = check_exec(cfg, "/home/a[1]/.pyenv/shims/python3", argv);
+	assert_string_equal(V(res.verdict), "allow");
+	config_free(cfg);
+	cfg = NULL;
+	src1.global = src("config.yaml", "exec:\n  allow:\n    - path: \"~/tools/*\"\n");
+
+	assert_int_equal(config_load(&src1, NULL, &cfg, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "HOME is not set"));
+	_cleanup_(config_freep) struct config *builtin = load4(NULL, NULL, NULL, NULL);
+	res = check_exec(builtin, "/root/.pyenv/shims/python3", argv);
+	assert_string_equal(V(res.verdict), "ask");
+}
 
 static void test_hostexec_auto_then_manual_then_deny(void **state)
 {
@@ -937,6 +1039,8 @@ int main(void)
 	        cmocka_unit_test(test_exec_regex_errors_count_against_the_exec),
 	        cmocka_unit_test(test_exec_deny_regex_still_matches_arguments_that_are_not_utf8),
 	        cmocka_unit_test(test_exec_with_the_builtin_default),
+	        cmocka_unit_test(test_exec_path_glob_under_the_home_directory),
+	        cmocka_unit_test(test_exec_tree_of_the_agent_allows_below_it_and_deny_still_wins),
 	        cmocka_unit_test(test_exec_argv0_of_a_multicall_program_must_match_the_rule_too),
 	        cmocka_unit_test(test_exec_deny_regex_crosses_newlines_inside_arguments),
 	        cmocka_unit_test(test_exec_with_an_empty_argv_is_checked_as_the_kernel_runs_it),
