@@ -120,6 +120,30 @@ mkdirSync(ARTIFACTS, { recursive: true });
 const browser = await chromium.launch(LAUNCH);
 const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
 context.setDefaultTimeout(10000);
+// What the page does with notifications, seen from inside: how often it asked for the
+// permission, and each notification it raised; and a switch that puts the tab in the
+// background (document.hidden), which a headless tab never is by itself.
+await context.addInitScript(() => {
+	const seen = { asked: 0, shown: [] };
+	window.__notify = seen;
+	Object.defineProperty(document, 'hidden', { configurable: true, get: () => window.__hidden === true });
+	const Real = window.Notification;
+	if (typeof Real !== 'function') return;
+	class Recorded extends Real {
+		constructor(title, options) {
+			seen.shown.push({ title, body: options?.body || '' });
+			super(title, options);
+		}
+		static get permission() {
+			return Real.permission;
+		}
+		static requestPermission(...a) {
+			seen.asked++;
+			return Real.requestPermission(...a);
+		}
+	}
+	window.Notification = Recorded;
+});
 const page = await context.newPage();
 const problems = []; // page errors, CSP violations, console errors
 let expectOffline = false;
@@ -224,7 +248,14 @@ async function main() {
 	});
 	// The proxy that makes real domain asks is not there yet: synthetic ones, served to the page.
 	const domains = [
-		domain('d0api', 'api.example.com:443', 10),
+		{
+			...domain('d0api', 'api.example.com:443', 10),
+			pid: 4242,
+			uid: 1000,
+			exe: '/usr/bin/curl',
+			args: ['curl', '-s', 'https://api.example.com/v1'],
+			cwd: '/home/u/proj',
+		},
 		domain('d1apex', 'example.com', 20),
 		domain('d2evil', '<img src=x onerror="window.__xss=1">.\u202eevil.test', 30),
 		domain('d3other', 'sub.other.test', 40, 'other-box'),
@@ -321,6 +352,27 @@ async function main() {
 		eq(ids, ['d0api', 'd1apex', 'd2evil', 'd3other'], 'order of the cards');
 		const first = await card('api.example.com').textContent();
 		assert(/Domain request/i.test(first) && /expires in (\d+m )?\d+s/.test(first), `card text: ${first}`);
+	});
+
+	await check('a domain card names the process that connected: pid, executable, argv, directory', async () => {
+		const facts = await page.locator('li[data-id="d0api"] dl.facts').textContent();
+		assert(facts.includes('Processpid 4242, uid 1000'), `pid in ${facts}`);
+		assert(facts.includes('Executable/usr/bin/curl'), `exe in ${facts}`);
+		assert(facts.includes('Directory/home/u/proj'), `cwd in ${facts}`);
+		const args = await page.locator('li[data-id="d0api"] .argv .arg-text').allTextContents();
+		eq(args, ['curl', '-s', 'https://api.example.com/v1'], 'argument chips');
+	});
+
+	await check('notifications: nothing asked on load; "Notify me" asks on a click, granted in this context', async () => {
+		const b = page.locator('#notify-button');
+		eq(await b.textContent(), 'Notify me', 'the button before');
+		eq(await page.evaluate(() => window.__notify.asked), 0, 'permission requests on load');
+		await context.grantPermissions(['notifications'], { origin: URL_ });
+		await b.click();
+		await until(async () => (await b.textContent()) === 'Notifications on', '"Notifications on"');
+		eq(await page.evaluate(() => window.__notify.asked), 1, 'permission requests after the click');
+		eq(await page.evaluate(() => Notification.permission), 'granted', 'permission');
+		eq(await page.evaluate(() => window.__notify.shown.length), 0, 'notifications for cards of a visible tab');
 	});
 
 	await check('agent text stays text: no element from a hostile domain name, bidi override shown as an escape', async () => {
@@ -505,7 +557,7 @@ async function main() {
 	});
 
 	await check('Approve runs the agent\'s command', async () => {
-		await cmd.getByRole('button', { name: /^Approve/ }).click();
+		await cmd.locator('button[data-action=approve][data-scope=once]').click();
 		await noticeMatching(/^✓ Approved: printf '%s\\n' first '<b>x<\/b>' 'a b' ''/);
 		await until(() => /^first 0$/m.test(readResult('status')), 'the agent to report "first 0"', 10000);
 		eq(readResult('first'), 'first\n<b>x</b>\na b\n\n', 'what printf wrote');
@@ -516,16 +568,98 @@ async function main() {
 	await check('Deny with a reason makes the second exec fail', async () => {
 		await second.waitFor({ timeout: 15000 });
 		await second.getByLabel('Reason').fill('not today');
-		await second.getByRole('button', { name: /^Deny/ }).click();
+		await second.locator('button[data-action=deny][data-scope=once]').click();
 		await noticeMatching(/^✗ Denied: printf '%s\\n' secondReason: not today/);
 		const status = await until(() => /^second \d+$/m.exec(readResult('status')), 'the agent to report "second N"');
 		assert(status[0] !== 'second 0', `the denied exec failed: ${status[0]}`);
 		eq(readResult('second'), '', 'nothing written by the denied command');
 	});
 
+	// The exec card's scopes, each against the real server: what the page posts (the team's
+	// contract: {scope, match, pattern, reason}) and what the agent gets. The third ask comes
+	// while the tab is in the background: a system notification.
+	const decided = [];
+	page.on('request', (req) => {
+		const m = /\/(approve|deny)\/([0-9a-f]+)$/.exec(new URL(req.url()).pathname);
+		if (m && req.method() === 'POST') decided.push({ action: m[1], body: JSON.parse(req.postData() || 'null') });
+	});
+	const third = card('third');
+	await check('a card that arrives while the tab is in the background raises a system notification', async () => {
+		await page.evaluate(() => {
+			window.__hidden = true;
+		});
+		writeFileSync(join(RESULT_DIR, 'go2'), '');
+		await third.waitFor({ timeout: 15000 });
+		const shown = await until(async () => (await page.evaluate(() => window.__notify.shown))[0], 'a notification');
+		eq(shown.title, `Cloister: Command request from ${SANDBOX}`, 'title');
+		assert(shown.body.includes('third'), `body: ${shown.body}`);
+		await page.evaluate(() => {
+			window.__hidden = false;
+		});
+	});
+
+	await check('the exec card offers Approve/Deny × Once/Session/Project/Global and what a wider scope covers', async () => {
+		for (const action of ['approve', 'deny'])
+			for (const scope of ['once', 'session', 'project', 'global'])
+				eq(await third.locator(`button[data-action=${action}][data-scope=${scope}]`).count(), 1, `${action} ${scope}`);
+		const covers = await third.locator('.cover input[type=radio]').evaluateAll((els) => els.map((e) => `${e.value}${e.checked ? '*' : ''}`));
+		eq(covers, ['exact*', 'program', 'pattern'], 'covers, exact first and checked');
+		assert((await third.locator('.cover').textContent()).includes('/usr/bin/printf'), 'the program is named');
+		assert((await third.locator('.pattern-input').inputValue()).includes('third'), 'the pattern is prefilled');
+		await page.locator('section.pending').screenshot({ path: join(ARTIFACTS, 'exec-card-scopes.png') });
+	});
+
+	await check('Approve → Session on "this exact command" posts {"scope":"session","match":"exact"}; the command runs', async () => {
+		await third.locator('button[data-action=approve][data-scope=session]').click();
+		await until(() => decided.length === 1, 'the POST');
+		eq(decided[0], { action: 'approve', body: { scope: 'session', match: 'exact' } }, 'request');
+		await until(() => /^third 0$/m.test(readResult('status')), 'the agent to report "third 0"', 10000);
+	});
+
+	const fourth = card('fourth');
+	await check('keyboard: Tab reaches "this program", Deny → Project posts {"scope":"project","match":"program"}', async () => {
+		await fourth.waitFor({ timeout: 15000 });
+		await fourth.locator('input[type=radio][value=program]').focus();
+		await page.keyboard.press('Space');
+		eq(await fourth.locator('input[type=radio][value=program]').isChecked(), true, 'program chosen by keyboard');
+		await fourth.locator('button[data-action=deny][data-scope=project]').focus();
+		await page.keyboard.press('Enter');
+		await until(() => decided.length === 2, 'the POST');
+		eq(decided[1].action, 'deny', 'endpoint');
+		eq(decided[1].body.scope + ' ' + decided[1].body.match, 'project program', 'body');
+		const status = await until(() => /^fourth \d+$/m.exec(readResult('status')), 'the agent to report "fourth N"');
+		assert(status[0] !== 'fourth 0', `the denied exec failed: ${status[0]}`);
+	});
+
+	const fifth = card('fifth');
+	await check('an edited pattern, Approve → Global, posts {"scope":"global","match":"pattern","pattern":…}', async () => {
+		await fifth.waitFor({ timeout: 15000 });
+		await fifth.locator('.pattern-input').fill('/usr/bin/echo fif*');
+		eq(await fifth.locator('input[type=radio][value=pattern]').isChecked(), true, 'editing chose the pattern');
+		await fifth.locator('button[data-action=approve][data-scope=global]').click();
+		await until(() => decided.length === 3, 'the POST');
+		eq(decided[2], { action: 'approve', body: { scope: 'global', match: 'pattern', pattern: '/usr/bin/echo fif*' } }, 'request');
+		await until(() => /^fifth 0$/m.test(readResult('status')), 'the agent to report "fifth 0"', 10000);
+	});
+
+	await check('with one card left and none selected, "a" approves it (no j first)', async () => {
+		const sixth = card('sixth');
+		await sixth.waitFor({ timeout: 15000 });
+		await page.locator('#pending-heading').focus();
+		eq(await page.locator('li.card.selected').count(), 0, 'selected cards');
+		const only = await page.locator('#pending-list > li:not([hidden])').count();
+		eq(only, 1, 'cards shown');
+		await page.keyboard.press('a');
+		await until(() => decided.length === 4, 'the POST');
+		eq(decided[3], { action: 'approve', body: { scope: 'once', match: 'exact' } }, 'request');
+		await until(() => /^sixth 0$/m.test(readResult('status')), 'the agent to report "sixth 0"', 10000);
+	});
+
 	await check('recent decisions list the approval and the denial with its reason', async () => {
 		await until(async () => (await page.locator('#decision-list > li').count()) >= 2, 'two decisions');
 		const items = await page.locator('#decision-list > li').allTextContents();
+		const older = items.filter((t) => /printf '%s\\n' (first|second)/.test(t));
+		items.splice(0, items.length, ...older);
 		assert(/^✗ Denied printf '%s\\n' second/.test(items[0]) && items[0].includes('Reason: not today') && items[0].includes('by web'), `newest: ${items[0]}`);
 		assert(/^✓ Approved printf '%s\\n' first/.test(items[1]) && items[1].includes('Reason: checked by the browser test'), `older: ${items[1]}`);
 	});
@@ -621,9 +755,9 @@ async function main() {
 		await page.screenshot({ path: join(ARTIFACTS, 'reconnecting.png') });
 	});
 
-	await check('after repeated failures: red "Cannot connect to guardian - Is it running?"; Retry keeps it red', async () => {
+	await check('after repeated failures: red "Cannot connect to Cloister - Is it running?"; Retry keeps it red', async () => {
 		await until(async () => (await page.locator('#banner').getAttribute('data-level')) === 'error', 'the red banner', 20000);
-		eq(await page.locator('#banner-text').textContent(), '✗ Cannot connect to guardian - Is it running?', 'text');
+		eq(await page.locator('#banner-text').textContent(), '✗ Cannot connect to Cloister - Is it running?', 'text');
 		await page.getByRole('button', { name: 'Retry' }).click();
 		await page.waitForTimeout(1000);
 		eq(await page.locator('#banner').getAttribute('data-level'), 'error', 'level after a failed Retry');

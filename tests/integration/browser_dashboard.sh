@@ -72,6 +72,16 @@ while [ ! -e "$RES/go" ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done
 echo "first \$?" >>"$RES/status"
 /usr/bin/printf '%s\n' second >"$RES/second"
 echo "second \$?" >>"$RES/status"
+i=0
+while [ ! -e "$RES/go2" ] && [ \$i -lt 900 ]; do sleep 0.1; i=\$((i + 1)); done
+/usr/bin/printf '%s\n' third >"$RES/third"
+echo "third \$?" >>"$RES/status"
+/usr/bin/true fourth
+echo "fourth \$?" >>"$RES/status"
+/usr/bin/echo fifth >"$RES/fifth"
+echo "fifth \$?" >>"$RES/status"
+/usr/bin/printf sixth >"$RES/sixth"
+echo "sixth \$?" >>"$RES/status"
 sleep 120
 EOF
 # The second agent asks at once: the page is offline then, and must fetch the ask on Retry.
@@ -160,15 +170,25 @@ later() {
 	later="$later$1	$2	$(printf '%s' "${3:-}" | tr '\n\t' '\r ')
 "
 }
+# later_todo: the same, for a case that waits on another work package (TAP "# TODO").
+later_todo() {
+	later="$later$1	$2	$(printf '%s' "${3:-}" | tr '\n\t' '\r ')	todo
+"
+}
 if [ -e "$CTL/restart-wanted" ]; then
 	sv_wait 15
 	later "$([ "$sv_rc" != running ] && echo 0 || echo 1)" \
 		"the first supervisor, sent SIGTERM by the test, ends (status $sv_rc)" "$(diag)"
 	SVPID=
-	later "$([ "$(audit_count '"verdict":"approved".*"decided_by":"web"')" = 1 ] && echo 0 || echo 1)" \
-		"the audit log has one approval by the dashboard"
+	later "$([ "$(audit_count '"verdict":"approved".*"decided_by":"web"')" = 4 ] && echo 0 || echo 1)" \
+		"the audit log has the four approvals by the dashboard (first, third, fifth, sixth)"
 	later "$([ "$(audit_count '"verdict":"denied".*"decided_by":"web".*"reason":"not today"')" = 1 ] && echo 0 || echo 1)" \
 		"the audit log has one denial by the dashboard, with the reason typed in the page"
+	# The global pattern the page posted, kept in the global decisions file: the server side of
+	# exec scopes is the decisions work package's (h/decisions); until it is merged, a known gap.
+	kept=$(grep -rlF '/usr/bin/echo fif*' "$CFG" --include='*.yaml' 2>/dev/null | grep -v '/config.yaml$' | head -n 1)
+	later_todo "$([ -n "$kept" ] && echo 0 || echo 1)" \
+		"Approve → Global with a pattern is written to a decisions file ($kept)" "$(ls -R "$CFG" 2>&1 | head -n 20)"
 	start_sv browser-controls 8s "$TMP/agent-controls.sh" "127.0.0.1:$port" quiet
 	later "$([ "$url" = "http://127.0.0.1:$port" ] && echo 0 || echo 1)" \
 		"a second supervisor serves the same address ($url)" "$(diag)"
@@ -188,9 +208,11 @@ elif [ "$f" -gt 0 ]; then
 	head -c 3000 "$TMP/node.err" | sed 's/^/# /'
 fi
 # The deferred checks (a here-document keeps tap_ok's counters in this shell).
-while IFS='	' read -r st name d; do
+while IFS='	' read -r st name d todo; do
 	[ -n "$st" ] || continue
+	[ -n "$todo" ] && tap_todo "exec scopes are kept by h/decisions' server side"
 	tap_ok "$st" "$name" "$(printf '%s' "$d" | tr '\r' '\n')"
+	tap_todo ""
 done <<LATER
 $later
 LATER

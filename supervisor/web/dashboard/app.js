@@ -1,5 +1,5 @@
 // The Cloister dashboard: pending command and domain requests, decisions, sandboxes and the
-// audit log of the supervisor's approval server (guardian-api.md, "Web UI").
+// audit log of the supervisor's approval server (the guardian's API, "Web UI").
 //
 // Everything the server sends comes from the agent in the end (argv, domain names, paths), so
 // it reaches the page only as text: textContent and createElement, never innerHTML.
@@ -9,6 +9,7 @@ import {
 	cancelNotice,
 	clip,
 	commandConfirmation,
+	commandDecisionBody,
 	comparePending,
 	countdownText,
 	createdMs,
@@ -24,8 +25,11 @@ import {
 	parseJson,
 	removalNotice,
 	runningItem,
+	scopeText,
+	shortcutTarget,
 	verdictClass,
 	visible,
+	wantsNotification,
 	wildcardOf,
 } from './util.js';
 
@@ -175,7 +179,7 @@ function connectEvents() {
 		state.connected = true;
 		state.failures = 0;
 		renderConnection();
-		if (was > 0) notify({ level: 'success', text: 'Reconnected to the guardian.' });
+		if (was > 0) notify({ level: 'success', text: 'Reconnected to Cloister.' });
 		resync();
 	});
 	es.addEventListener('request-added', (e) => {
@@ -270,7 +274,7 @@ async function postJson(path, body) {
 		if (r.status === 401) needLogin();
 		return { ok: r.ok, status: r.status, data: parseJson(await r.text()) };
 	} catch (e) {
-		return { ok: false, status: 0, data: { error: 'the guardian did not answer' } };
+		return { ok: false, status: 0, data: { error: 'Cloister did not answer' } };
 	}
 }
 
@@ -399,22 +403,99 @@ function commandBody(item, card) {
 			card.li.focus();
 		}
 	});
-	const approve = el('button', { type: 'button', class: 'btn btn-approve', 'data-action': 'approve' }, 'Approve');
-	const deny = el('button', { type: 'button', class: 'btn btn-deny', 'data-action': 'deny' }, 'Deny');
-	approve.addEventListener('click', () => decideCommand(card, true));
-	deny.addEventListener('click', () => decideCommand(card, false));
-	card.buttons = [approve, deny];
-	const summary = visible(clip(item.cmd || '', 200).text);
-	approve.setAttribute('aria-label', `Approve ${summary}`);
-	deny.setAttribute('aria-label', `Deny ${summary}`);
 	const actions = el(
 		'div',
-		{ class: 'actions' },
-		el('label', { class: 'reason-label', for: reasonId }, 'Reason'),
-		reason,
-		el('div', { class: 'buttons' }, approve, deny),
+		{ class: 'actions command-actions' },
+		el('div', { class: 'reason-row' }, el('label', { class: 'reason-label', for: reasonId }, 'Reason'), reason),
 	);
+	actions.append(coverChoice(item, card));
+	card.buttons = [...card.covers, card.pattern];
+	const summary = visible(clip(item.cmd || '', 200).text);
+	for (const allow of [true, false]) {
+		const word = allow ? 'Approve' : 'Deny';
+		const group = el('div', {
+			class: `scope-group ${allow ? 'group-allow' : 'group-deny'}`,
+			role: 'group',
+			'aria-label': `${word} ${summary}`,
+		});
+		group.append(el('span', { class: 'scope-label', 'aria-hidden': 'true' }, word));
+		const btns = el('div', { class: 'buttons' });
+		for (const scope of SCOPES) {
+			const b = el(
+				'button',
+				{
+					type: 'button',
+					class: `btn ${allow ? 'btn-approve' : 'btn-deny'} btn-scope`,
+					'data-action': allow ? 'approve' : 'deny',
+					'data-scope': scope,
+					'aria-label': `${word} ${scope === 'once' ? 'once' : `for the ${scope}`}: ${summary}`,
+				},
+				scope[0].toUpperCase() + scope.slice(1),
+			);
+			b.addEventListener('click', () => decideCommand(card, allow, scope));
+			btns.append(b);
+			card.buttons.push(b);
+		}
+		group.append(btns);
+		actions.append(group);
+	}
 	return [dl, actions];
+}
+
+// What a decision wider than once covers: this exact command, the program with any arguments,
+// or a pattern the person edits (prefilled from the server's suggestion). Once covers the one
+// ask whatever is chosen here.
+function coverChoice(item, card) {
+	const name = nextId('cover');
+	const program = item.suggested?.program || item.exe || '';
+	const fs = el('fieldset', { class: 'cover' }, el('legend', {}, 'A wider scope covers'));
+	const radio = (value, label, extra) => {
+		const id = nextId('cv');
+		const input = el('input', { type: 'radio', name, id, value, checked: value === 'exact' });
+		fs.append(el('div', { class: 'cover-row' }, input, el('label', { for: id }, label, extra || '')));
+		return input;
+	};
+	card.covers = [radio('exact', 'this exact command')];
+	if (program) card.covers.push(radio('program', 'this program with any arguments: ', agentText(program, 'path')));
+	const patId = nextId('pat');
+	const pattern = el('input', {
+		type: 'text',
+		id: patId,
+		class: 'pattern-input',
+		maxlength: '1000',
+		autocomplete: 'off',
+		spellcheck: 'false',
+		'aria-label': 'Pattern',
+	});
+	pattern.value = item.suggested?.pattern || item.cmd || '';
+	card.pattern = pattern;
+	const byPattern = radio('pattern', 'a pattern: ');
+	byPattern.parentElement.append(pattern);
+	card.covers.push(byPattern);
+	// Editing the pattern means the pattern.
+	pattern.addEventListener('input', () => {
+		byPattern.checked = true;
+	});
+	pattern.addEventListener('keydown', (e) => {
+		if (e.key === 'Escape') {
+			e.preventDefault();
+			card.li.focus();
+		}
+	});
+	return fs;
+}
+
+function coverOf(card) {
+	const c = (card.covers || []).find((r) => r.checked);
+	return c ? c.value : 'exact';
+}
+
+function processRows(dl, item) {
+	if (typeof item.pid === 'number')
+		row(dl, 'Process', `pid ${item.pid}${typeof item.uid === 'number' ? `, uid ${item.uid}` : ''}`);
+	if (item.exe) row(dl, 'Executable', agentText(item.exe, 'path'));
+	if (Array.isArray(item.args) && item.args.length) row(dl, 'Arguments', argList(item.args));
+	if (item.cwd) row(dl, 'Directory', agentText(item.cwd, 'path'));
 }
 
 function domainBody(item, card) {
@@ -422,6 +503,8 @@ function domainBody(item, card) {
 	row(dl, 'Cloister', agentText(item.cloister || ''));
 	if (item.project && item.project !== item.cloister) row(dl, 'Project', agentText(item.project));
 	row(dl, 'Domain', agentText(item.domain || '', 'domain'));
+	// The process that connected: its pid, executable, arguments and directory.
+	processRows(dl, item);
 	row(dl, 'Time', timeValue(item, card));
 
 	const pattern = wildcardOf(item.domain || '');
@@ -526,6 +609,56 @@ function addItem(item, live) {
 		card.li.classList.add('fresh');
 		setTimeout(() => card.li.classList.remove('fresh'), 1500);
 	}
+	if (wantsNotification(live, document.hidden, notificationPermission()))
+		systemNotice(item);
+}
+
+// ---- system notifications --------------------------------------------------------------------
+// A card that arrives while the tab is in the background raises a notification of the browser,
+// once the person allowed them: the permission is asked on their click, never on load.
+
+function notificationPermission() {
+	return typeof Notification === 'function' ? Notification.permission : 'unsupported';
+}
+
+function systemNotice(item) {
+	const kind = item.type === 'domain' ? 'Domain' : 'Command';
+	try {
+		const n = new Notification(`Cloister: ${kind} request from ${visible(item.cloister || '?')}`, {
+			body: visible(clip(itemSummary(item), 200).text),
+			tag: `cloister-${item.id}`,
+		});
+		n.onclick = () => {
+			window.focus();
+			select(item.id, true);
+			n.close();
+		};
+	} catch {
+		// Some browsers allow notifications only from a service worker: the title still counts.
+	}
+}
+
+function renderNotifyButton() {
+	const b = $('notify-button');
+	const p = notificationPermission();
+	b.hidden = p === 'unsupported';
+	b.disabled = p === 'denied';
+	b.textContent = p === 'granted' ? 'Notifications on' : p === 'denied' ? 'Notifications blocked' : 'Notify me';
+	b.title =
+		p === 'denied'
+			? 'The browser blocks notifications for this page: allow them in its site settings.'
+			: 'A system notification when a request arrives while this tab is in the background.';
+}
+
+async function askNotifications() {
+	// Asked on this click only; a browser that was told "granted" elsewhere just says so.
+	if (notificationPermission() === 'unsupported' || notificationPermission() === 'denied') return;
+	try {
+		await Notification.requestPermission();
+	} catch {
+		// An old browser with the callback form only: nothing to do.
+	}
+	renderNotifyButton();
 }
 
 function removeCard(id) {
@@ -615,20 +748,27 @@ function failureNotice(card, res) {
 	};
 }
 
-async function decideCommand(card, allow) {
+async function decideCommand(card, allow, scope = 'once') {
 	if (card.busy || !state.connected) return;
 	const reason = card.reason ? card.reason.value.trim() : '';
 	const id = card.item.id;
+	const match = coverOf(card);
+	const pattern = card.pattern ? card.pattern.value.trim() : '';
+	if (scope !== 'once' && match === 'pattern' && !pattern) {
+		notify({ level: 'error', text: 'Write a pattern first, or choose what else the decision covers.' });
+		card.pattern?.focus();
+		return;
+	}
 	card.busy = true;
 	setCardEnabled(card, false);
 	card.li.setAttribute('aria-busy', 'true');
 	state.decidedHere.add(id);
-	const body = reason ? { reason } : {};
+	const body = commandDecisionBody(scope, match, pattern, reason);
 	const res = await postJson(`/${allow ? 'approve' : 'deny'}/${encodeURIComponent(id)}`, body);
 	card.busy = false;
 	card.li.removeAttribute('aria-busy');
 	if (res.ok) {
-		notify(commandConfirmation(allow, card.item, reason));
+		notify(commandConfirmation(allow, card.item, reason, res.data));
 		state.gone.set(id, Date.now());
 		removeCard(id);
 		scheduleRefresh();
@@ -717,7 +857,7 @@ function onKey(e) {
 	if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
 	if (isTypingTarget(e.target)) return;
 	if (document.querySelector('dialog[open]')) return;
-	const card = selectedCard();
+	const card = shortcutTarget(selectedCard(), visibleCards());
 	switch (e.key) {
 		case 'j':
 			move(1);
@@ -1110,7 +1250,7 @@ function renderDecisions() {
 		bits.push(isDomain ? 'domain' : d.kind || 'command');
 		if (d.cloister) bits.push(visible(d.cloister));
 		if (d.decided_by) bits.push(`by ${visible(d.decided_by)}`);
-		if (isDomain && d.scope) bits.push(`${d.scope} scope`);
+		if (d.scope && d.status !== 'timed_out' && d.status !== 'cancelled') bits.push(scopeText(d.scope));
 		const at = Date.parse(d.decided_at);
 		const meta = el('p', { class: 'decision-meta' }, bits.join(' · '));
 		if (Number.isFinite(at)) meta.append(' · ', el('time', { datetime: d.decided_at }, formatClock(at)));
@@ -1224,6 +1364,8 @@ function start() {
 	setupDialogs();
 	setupLog();
 	$('retry-button').addEventListener('click', retryNow);
+	$('notify-button').addEventListener('click', askNotifications);
+	renderNotifyButton();
 	$('sandbox-filter').addEventListener('change', (e) => setFilter(e.target.value));
 	document.addEventListener('keydown', onKey);
 	setInterval(() => {
