@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "base/cleanup.h"
 #include "base/say.h"
 #include "protocol/json_strict.h"
+#include "supervisor/approval/sha256.h"
 #include "supervisor/web/api_info.h"
 #include "supervisor/web/http_client.h"
 #include "base/term_escape.h"
@@ -36,6 +38,57 @@ static void collect(const struct api_info *info, void *userdata)
 		t->v[t->n++] = *info;
 }
 
+static cJSON *parse_body(const struct http_response *resp);
+static const char *str(const cJSON *o, const char *key);
+
+/* Does the server at T's URL know T's nonce? A file is a claim: the port it names may since
+ * belong to another program (another user's, or a supervisor in another network namespace that
+ * reused the port), which must not get the token nor have its asks listed twice. Asked without
+ * the token. */
+static bool proven(const struct api_info *t)
+{
+	uint8_t raw[32];
+	char challenge[65], want[65], path[128];
+	struct http_response resp = {0};
+	_cleanup_cjson_ cJSON *o = NULL;
+	bool ok;
+
+	if (!t->nonce[0] || getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return false;
+	sha256_hex(raw, challenge);
+	if (api_info_proof(t->nonce, challenge, want) < 0)
+		return false;
+	snprintf(path, sizeof(path), "/api-proof?challenge=%s", challenge);
+	if (http_client_request(t->url, "GET", path, NULL, NULL, 0, TIMEOUT_MS, &resp) < 0)
+		return false;
+	o = resp.status == 200 ? parse_body(&resp) : NULL;
+	http_response_free(&resp);
+	ok = o && !strcmp(str(o, "proof"), want);
+	explicit_bzero(want, sizeof(want));
+	return ok;
+}
+
+/* Keep the targets that prove who they are; say which were left out. */
+static void keep_proven(struct targets *t)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < t->n; i++) {
+		if (proven(&t->v[i])) {
+			t->v[k++] = t->v[i];
+			continue;
+		}
+		fprintf(stderr,
+		        PROG ": ignoring the API file of pid %d: the server at %s is not that "
+		             "supervisor (%s)\n",
+		        (int)t->v[i].pid, t->v[i].url,
+		        t->v[i].nonce[0] ? "it does not know the file's nonce"
+		                         : "a file without a nonce, of an older supervisor");
+		explicit_bzero(&t->v[i], sizeof(t->v[i]));
+	}
+	t->n = k;
+}
+
 static int find_targets(const char *url, struct targets *t)
 {
 	_cleanup_free_ char *dir = NULL;
@@ -57,6 +110,7 @@ static int find_targets(const char *url, struct targets *t)
 	r = api_info_list(dir, collect, t);
 	if (r < 0 && r != -ENOENT)
 		fprintf(stderr, PROG ": cannot read %s: %s\n", dir, strerror(-r));
+	keep_proven(t);
 	if (t->n == 0) {
 		fprintf(stderr,
 		        PROG ": no running supervisor found (looked in %s); start one with "

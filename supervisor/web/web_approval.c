@@ -15,6 +15,7 @@
 #include "supervisor/hostexec/hostexec.h"
 #include "supervisor/policy/decisions.h"
 #include "supervisor/policy/domain.h"
+#include "supervisor/web/api_info.h"
 #include "supervisor/web/web_assets.h"
 #include "supervisor/web/web_internal.h"
 
@@ -148,6 +149,25 @@ static void handle_pending(struct web *web, struct http_exchange *ex, bool domai
 			continue;
 		cJSON_AddItemToArray(arr, web_item_json(it, off, web->labels));
 	}
+	web_respond_json(ex, 200, o);
+}
+
+/* GET /api-proof?challenge=HEX: this supervisor knows the nonce of the API file that names it
+ * (api_info.h), shown as an HMAC of the client's challenge. Without the token: the client asks
+ * before it trusts the server with the token. */
+static void handle_api_proof(struct web *web, struct http_exchange *ex)
+{
+	const char *challenge = http_exchange_query(ex, "challenge");
+	char proof[65];
+	cJSON *o;
+
+	if (!web->config.api_nonce || !challenge ||
+	    api_info_proof(web->config.api_nonce, challenge, proof) < 0) {
+		web_respond_error(ex, 400, "challenge must be 1 to 128 lowercase hex characters");
+		return;
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "proof", proof);
 	web_respond_json(ex, 200, o);
 }
 
@@ -477,10 +497,14 @@ void web_on_approval(void *userdata, struct http_exchange *ex)
 
 	/* Only the page itself (the login link included) and its files go without the token:
 	 * they say nothing about any sandbox. */
-	if (!web_request_allowed(web, ex, true, get && (!strcmp(path, "/") || find_asset(path))))
+	if (!web_request_allowed(
+	            web, ex, true,
+	            get && (!strcmp(path, "/") || find_asset(path) || !strcmp(path, "/api-proof"))))
 		return;
 	if (get) {
-		if (!strcmp(path, "/pending"))
+		if (!strcmp(path, "/api-proof"))
+			handle_api_proof(web, ex);
+		else if (!strcmp(path, "/pending"))
 			handle_pending(web, ex, false);
 		else if (!strcmp(path, "/pending-domains"))
 			handle_pending(web, ex, true);
