@@ -97,6 +97,7 @@ struct run {
 	uint64_t started_wall_ms;
 
 	bool terminating;  /* SIGTERM or SIGHUP came: asks are denied without asking */
+	bool killed;       /* the kill switch: the sandbox is stopped, whatever is left of it */
 	int ending_signal; /* which one: its acknowledgement cancels the asks */
 	bool exited;
 	int exit_code;
@@ -359,6 +360,7 @@ static int owner_sandbox_action(void *userdata, const char *name, const char *ac
 	if (!strcmp(action, "kill")) {
 		say("sandbox \"%s\" killed from the dashboard", name);
 		set_terminating(run);
+		run->killed = true;
 		approvals_cancel_sandbox(run->approvals, run->sandbox_name,
 		                         "the sandbox was killed");
 		return sandbox_kill(run->sandbox);
@@ -381,9 +383,9 @@ static unsigned owner_sandboxes(void *userdata, struct web_sandbox_info *out, un
 	out[0] = (struct web_sandbox_info){
 	        .name = run->sandbox_name,
 	        .project = run->opt.common.project,
-	        .state = run->exited   ? "stopped"
-	                 : run->paused ? "paused"
-	                               : "running",
+	        .state = run->exited || run->killed ? "stopped"
+	                 : run->paused              ? "paused"
+	                                            : "running",
 	        .pid = sandbox_init_pid(run->sandbox),
 	        .started_ms = run->started_wall_ms,
 	};

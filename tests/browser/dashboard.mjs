@@ -824,5 +824,7 @@ async function main() {
 		await page.locator('#kill-dialog[open]').waitFor();
 		await page.locator('#kill-confirm').click();
 		await noticeMatching(/^Killed sandbox browser-controls/);
+		await until(async () => (await sb.locator('.state').textContent()) === 'stopped', 'the sandbox shown stopped');
+		eq(await sb.getByRole('button', { name: `Kill ${sandbox2}` }).count(), 0, 'no Kill button on a stopped sandbox');
 	});
 }

@@ -1053,6 +1053,9 @@ async function sandboxAction(name, action) {
 	const label = visible(name);
 	if (res.ok) {
 		const past = { pause: 'Paused', resume: 'Resumed', kill: 'Killed' }[action];
+		// A killed run's supervisor ends with it: no later /status would say it stopped.
+		if (action === 'kill')
+			renderSandboxes(state.sandboxes.map((s) => (s.name === name ? { ...s, state: 'stopped' } : s)));
 		notify({ level: action === 'kill' ? 'denied' : 'success', text: `${past} sandbox ${label}` });
 	} else {
 		notify({
