@@ -16,6 +16,7 @@
 #include "supervisor/policy/decisions.h"
 #include "supervisor/policy/domain.h"
 #include "supervisor/web/api_info.h"
+#include "supervisor/web/peers.h"
 #include "supervisor/web/web_assets.h"
 #include "supervisor/web/web_internal.h"
 
@@ -168,6 +169,34 @@ static void handle_api_proof(struct web *web, struct http_exchange *ex)
 	}
 	o = cJSON_CreateObject();
 	cJSON_AddStringToObject(o, "proof", proof);
+	web_respond_json(ex, 200, o);
+}
+
+static void add_peer(const struct api_info *info, void *userdata)
+{
+	cJSON *arr = userdata, *p;
+	const cJSON *known;
+
+	cJSON_ArrayForEach(known, arr) /* two files may name one address (other namespaces) */
+	{
+		if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(known, "url")), info->url))
+			return;
+	}
+	p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "url", info->url);
+	cJSON_AddStringToObject(p, "name", info->name);
+	cJSON_AddNumberToObject(p, "pid", (double)info->pid);
+	cJSON_AddItemToArray(arr, p);
+}
+
+/* GET /peers: the other dashboards of this user (peers.h), whose asks this page shows too. */
+static void handle_peers(struct web *web, struct http_exchange *ex)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(o, "peers");
+
+	if (arr)
+		(void)peers_list(web_approval_port(web), add_peer, arr);
 	web_respond_json(ex, 200, o);
 }
 
@@ -479,7 +508,8 @@ static bool serve_asset(struct http_exchange *ex, const char *path)
 	http_exchange_add_header(ex, "X-Frame-Options", "DENY");
 	http_exchange_add_header(ex, "Referrer-Policy", "no-referrer");
 	http_exchange_add_header(ex, "Content-Security-Policy",
-	                         "default-src 'self'; connect-src 'self'; img-src 'self' data:; "
+	                         "default-src 'self'; connect-src 'self' http://127.0.0.1:*; "
+	                         "img-src 'self' data:; "
 	                         "style-src 'self'; script-src 'self'; frame-ancestors 'none'; "
 	                         "base-uri 'none'; form-action 'none'");
 	http_exchange_respond(ex, 200, a->content_type, a->data, a->len);
@@ -495,6 +525,10 @@ void web_on_approval(void *userdata, struct http_exchange *ex)
 	bool post = !strcmp(method, "POST");
 	const char *arg;
 
+	if (!strcmp(method, "OPTIONS")) {
+		web_preflight(web, ex);
+		return;
+	}
 	/* Only the page itself (the login link included) and its files go without the token:
 	 * they say nothing about any sandbox. */
 	if (!web_request_allowed(
@@ -506,6 +540,8 @@ void web_on_approval(void *userdata, struct http_exchange *ex)
 			handle_api_proof(web, ex);
 		else if (!strcmp(path, "/pending"))
 			handle_pending(web, ex, false);
+		else if (!strcmp(path, "/peers"))
+			handle_peers(web, ex);
 		else if (!strcmp(path, "/pending-domains"))
 			handle_pending(web, ex, true);
 		else if (!strcmp(path, "/decisions"))

@@ -25,6 +25,7 @@ const ARTIFACTS = need('ARTIFACTS');
 const SANDBOX = need('SANDBOX');
 const CONTROL_DIR = need('CONTROL_DIR');
 const SV_PID = Number(process.env.SV_PID || 0);
+const PEER_RESULT_DIR = need('PEER_RESULT_DIR');
 let tapN = Number(process.env.TAP_START || 1) - 1;
 let failed = 0;
 
@@ -95,6 +96,11 @@ async function until(fn, what, ms = 10000) {
 
 function readControl(name) {
 	const p = join(CONTROL_DIR, name);
+	return existsSync(p) ? readFileSync(p, 'utf8') : '';
+}
+
+function readPeer(name) {
+	const p = join(need('PEER_RESULT_DIR'), name);
 	return existsSync(p) ? readFileSync(p, 'utf8') : '';
 }
 
@@ -581,7 +587,7 @@ async function main() {
 	const decided = [];
 	page.on('request', (req) => {
 		const m = /\/(approve|deny)\/([0-9a-f]+)$/.exec(new URL(req.url()).pathname);
-		if (m && req.method() === 'POST') decided.push({ action: m[1], body: JSON.parse(req.postData() || 'null') });
+		if (m && req.method() === 'POST' && new URL(req.url()).origin === URL_) decided.push({ action: m[1], body: JSON.parse(req.postData() || 'null') });
 	});
 	const third = card('third');
 	await check('a card that arrives while the tab is in the background raises a system notification', async () => {
@@ -653,6 +659,24 @@ async function main() {
 		await until(() => decided.length === 4, 'the POST');
 		eq(decided[3], { action: 'approve', body: { scope: 'once', match: 'exact' } }, 'request');
 		await until(() => /^sixth 0$/m.test(readResult('status')), 'the agent to report "sixth 0"', 10000);
+	});
+
+	// Another run of the same user: its ask shows here, naming its run, and is decided on its
+	// own supervisor from this page.
+	const peerCard = card('from-peer');
+	const peerPosts = [];
+	page.on('request', (req) => {
+		if (req.method() === 'POST' && new URL(req.url()).origin !== URL_) peerPosts.push(req.url());
+	});
+	await check('the aggregated view: the other run\'s ask shows on this page, naming its run; Approve runs it there', async () => {
+		writeFileSync(join(PEER_RESULT_DIR, 'go'), '');
+		await peerCard.waitFor({ timeout: 20000 });
+		eq(await peerCard.locator('.card-cloister').textContent(), 'browser-peer', 'the run named on the card');
+		await peerCard.locator('button[data-action=approve][data-scope=once]').click();
+		await until(() => /^peer 0$/m.test(readPeer('status')), 'the peer\'s agent to report "peer 0"', 10000);
+		eq(readPeer('out'), 'from-peer\n', 'what it printed');
+		assert(peerPosts.length === 1 && !peerPosts[0].startsWith(URL_), `posted to the peer: ${peerPosts}`);
+		await until(async () => (await peerCard.count()) === 0, 'the card to go');
 	});
 
 	await check('recent decisions list the approval and the denial with its reason', async () => {
@@ -765,6 +789,15 @@ async function main() {
 		await page.setViewportSize({ width: 360, height: 800 });
 		await page.screenshot({ path: join(ARTIFACTS, 'offline-360.png') });
 		await page.setViewportSize({ width: 1280, height: 900 });
+	});
+
+	await check('with this page\'s supervisor gone, the other run\'s new ask still comes and is decided', async () => {
+		writeFileSync(join(PEER_RESULT_DIR, 'go2'), '');
+		const c = card('peer-alone');
+		await c.waitFor({ timeout: 20000 });
+		await c.locator('button[data-action=approve][data-scope=once]').click();
+		await until(() => /^peer2 0$/m.test(readPeer('status')), 'the peer\'s agent to report "peer2 0"', 10000);
+		await until(async () => (await c.count()) === 0, 'the card to go');
 	});
 
 	// A new supervisor on the same address, with an ask already waiting: Retry must bring it in

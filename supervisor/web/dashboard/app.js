@@ -86,6 +86,7 @@ const state = {
 	running: new Map(), // id -> {item, li, elapsed, button, busy, seq}: commands running now
 	runGone: new Map(), // id -> ms: finished, so a late /running must not bring it back
 	selected: null,
+	peers: new Map(), // url -> {url, name, es, failures, timer}: the other runs' supervisors
 	filter: '',
 	sandboxes: [],
 	connected: false,
@@ -111,7 +112,7 @@ function renderConnection() {
 		    ? 'Offline'
 		    : 'Reconnecting…';
 	document.body.classList.toggle('offline', !state.connected);
-	for (const c of state.cards.values()) setCardEnabled(c, state.connected && !c.busy);
+	for (const c of state.cards.values()) setCardEnabled(c, cardOnline(c) && !c.busy);
 	for (const b of $('sandbox-list').querySelectorAll('.sandbox-tools button')) b.disabled = !state.connected;
 	for (const r of state.running.values()) r.button.disabled = !state.connected || r.busy;
 	if (!banner) {
@@ -185,7 +186,7 @@ function connectEvents() {
 	es.addEventListener('request-added', (e) => {
 		alive();
 		const item = parseJson(e.data);
-		if (item && typeof item.id === 'string') addItem(item, true);
+		if (item && typeof item.id === 'string') addItem({ ...item, origin: '' }, true);
 	});
 	es.addEventListener('request-removed', (e) => {
 		alive();
@@ -246,16 +247,103 @@ async function resync() {
 		(it) => it && typeof it.id === 'string',
 	);
 	const ids = new Set(items.map((it) => it.id));
-	for (const [id, c] of [...state.cards]) if (!ids.has(id) && c.seq <= mark) removeCard(id);
-	for (const it of items) addItem(it, false);
+	for (const [id, c] of [...state.cards]) if (!c.item.origin && !ids.has(id) && c.seq <= mark) removeCard(id);
+	for (const it of items) addItem({ ...it, origin: '' }, false);
 	refreshDecisions();
 	refreshStatus();
 }
 
-async function getJson(path) {
+// ---- peers: the other runs of this user ------------------------------------------------------
+// Every other supervisor of the user that this page's one vouches for (GET /peers: its API file
+// and a listener of the user's own on its port). Their asks come as cards here, each naming its
+// run, decided on the peer itself. When this page's supervisor ends, the peers' streams go on.
+
+const MAX_PEERS = 32;
+const PEER_GIVE_UP = 5; // failed connections in a row: the peer is gone
+
+async function refreshPeers() {
+	const d = await getJson('/peers');
+	if (!d || !Array.isArray(d.peers)) return; // this supervisor is down: keep what works
+	const listed = new Set();
+	for (const p of d.peers.slice(0, MAX_PEERS)) {
+		if (!p || typeof p.url !== 'string' || !/^http:\/\/127\.0\.0\.1:\d{1,5}$/.test(p.url)) continue;
+		listed.add(p.url);
+		if (!state.peers.has(p.url)) {
+			const peer = { url: p.url, name: String(p.name || ''), es: null, failures: 0, timer: 0 };
+			state.peers.set(p.url, peer);
+			connectPeer(peer);
+		}
+	}
+	for (const peer of [...state.peers.values()]) if (!listed.has(peer.url)) dropPeer(peer);
+}
+
+function dropPeer(peer) {
+	clearTimeout(peer.timer);
+	if (peer.es) peer.es.close();
+	state.peers.delete(peer.url);
+	for (const [id, c] of [...state.cards]) if (c.item.origin === peer.url) removeCard(id);
+}
+
+function connectPeer(peer) {
+	clearTimeout(peer.timer);
+	if (peer.es) peer.es.close();
+	const es = new EventSource(`${peer.url}/events`, { withCredentials: true });
+	peer.es = es;
+	const fromPeer = (item) => ({ ...item, origin: peer.url });
+	es.addEventListener('open', () => {
+		if (peer.es !== es) return;
+		peer.failures = 0;
+		for (const c of state.cards.values()) if (c.item.origin === peer.url) setCardEnabled(c, !c.busy);
+		resyncPeer(peer);
+	});
+	es.addEventListener('request-added', (e) => {
+		const item = parseJson(e.data);
+		if (item && typeof item.id === 'string') addItem(fromPeer(item), true);
+	});
+	es.addEventListener('request-removed', (e) => {
+		const ev = parseJson(e.data);
+		if (ev && typeof ev.id === 'string') removedEvent(ev);
+	});
+	es.addEventListener('error', () => {
+		if (peer.es !== es) return;
+		es.close();
+		peer.es = null;
+		peer.failures++;
+		for (const c of state.cards.values()) if (c.item.origin === peer.url) setCardEnabled(c, false);
+		if (peer.failures >= PEER_GIVE_UP) {
+			dropPeer(peer);
+			return;
+		}
+		peer.timer = setTimeout(() => connectPeer(peer), backoffDelay(peer.failures, Math.random()));
+	});
+}
+
+async function resyncPeer(peer) {
+	const mark = cardSeq;
+	const [cmds, domains] = await Promise.all([
+		getJson('/pending', peer.url),
+		getJson('/pending-domains', peer.url),
+	]);
+	if (!cmds || !domains || state.peers.get(peer.url) !== peer) return;
+	const items = [...(cmds.requests || []), ...(domains.requests || [])].filter(
+		(it) => it && typeof it.id === 'string',
+	);
+	const ids = new Set(items.map((it) => it.id));
+	for (const [id, c] of [...state.cards])
+		if (c.item.origin === peer.url && !ids.has(id) && c.seq <= mark) removeCard(id);
+	for (const it of items) addItem({ ...it, origin: peer.url }, false);
+}
+
+// BASE: '' for this page's supervisor, or a peer's URL (its cookie is the same: every
+// supervisor of the user shares the dashboard's secret).
+async function getJson(path, base = '') {
 	try {
-		const r = await fetch(path, { cache: 'no-store', headers: { Accept: 'application/json' } });
-		if (r.status === 401) needLogin();
+		const r = await fetch(base + path, {
+			cache: 'no-store',
+			headers: { Accept: 'application/json' },
+			credentials: base ? 'include' : 'same-origin',
+		});
+		if (r.status === 401 && !base) needLogin();
 		if (!r.ok) return null;
 		return parseJson(await r.text());
 	} catch {
@@ -263,15 +351,16 @@ async function getJson(path) {
 	}
 }
 
-async function postJson(path, body) {
+async function postJson(path, body, base = '') {
 	try {
-		const r = await fetch(path, {
+		const r = await fetch(base + path, {
 			method: 'POST',
 			cache: 'no-store',
 			headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
 			body: JSON.stringify(body),
+			credentials: base ? 'include' : 'same-origin',
 		});
-		if (r.status === 401) needLogin();
+		if (r.status === 401 && !base) needLogin();
 		return { ok: r.ok, status: r.status, data: parseJson(await r.text()) };
 	} catch (e) {
 		return { ok: false, status: 0, data: { error: 'Cloister did not answer' } };
@@ -562,7 +651,7 @@ function buildCard(item) {
 	const card = { item, busy: false, seq: ++cardSeq };
 	const titleId = nextId('card');
 	const li = el('li', {
-		class: `card card-${item.type === 'domain' ? 'domain' : 'command'}`,
+		class: `card card-${item.type === 'domain' ? 'domain' : 'command'}${item.origin ? ' card-peer' : ''}`,
 		tabindex: '-1',
 		'aria-labelledby': titleId,
 		'data-id': item.id,
@@ -573,6 +662,14 @@ function buildCard(item) {
 	li.addEventListener('focusin', () => select(item.id, false));
 	li.addEventListener('click', () => select(item.id, false));
 	return card;
+}
+
+// A card is decided on the supervisor it came from: this page's, or a peer's while its stream
+// lives (whether this page's supervisor is up or not).
+function cardOnline(card) {
+	if (!card.item.origin) return state.connected;
+	const peer = state.peers.get(card.item.origin);
+	return Boolean(peer && peer.failures === 0);
 }
 
 function setCardEnabled(card, on) {
@@ -597,7 +694,7 @@ function addItem(item, live) {
 		}
 	}
 	list.insertBefore(card.li, before);
-	setCardEnabled(card, state.connected);
+	setCardEnabled(card, cardOnline(card));
 	applyFilterTo(card);
 	tick();
 	renderPendingMeta();
@@ -749,7 +846,7 @@ function failureNotice(card, res) {
 }
 
 async function decideCommand(card, allow, scope = 'once') {
-	if (card.busy || !state.connected) return;
+	if (card.busy || !cardOnline(card)) return;
 	const reason = card.reason ? card.reason.value.trim() : '';
 	const id = card.item.id;
 	const match = coverOf(card);
@@ -764,7 +861,7 @@ async function decideCommand(card, allow, scope = 'once') {
 	card.li.setAttribute('aria-busy', 'true');
 	state.decidedHere.add(id);
 	const body = commandDecisionBody(scope, match, pattern, reason);
-	const res = await postJson(`/${allow ? 'approve' : 'deny'}/${encodeURIComponent(id)}`, body);
+	const res = await postJson(`/${allow ? 'approve' : 'deny'}/${encodeURIComponent(id)}`, body, card.item.origin || '');
 	card.busy = false;
 	card.li.removeAttribute('aria-busy');
 	if (res.ok) {
@@ -780,22 +877,23 @@ async function decideCommand(card, allow, scope = 'once') {
 		state.gone.set(id, Date.now());
 		removeCard(id);
 	} else {
-		setCardEnabled(card, state.connected);
+		setCardEnabled(card, cardOnline(card));
 	}
 }
 
 async function decideDomain(card, allow, scope) {
-	if (card.busy || !state.connected) return;
+	if (card.busy || !cardOnline(card)) return;
 	const id = card.item.id;
 	const wildcard = Boolean(card.wildcard && card.wildcard.checked);
 	card.busy = true;
 	setCardEnabled(card, false);
 	card.li.setAttribute('aria-busy', 'true');
 	state.decidedHere.add(id);
-	const res = await postJson(`/${allow ? 'approve' : 'deny'}-domain/${encodeURIComponent(id)}`, {
-		scope,
-		wildcard,
-	});
+	const res = await postJson(
+		`/${allow ? 'approve' : 'deny'}-domain/${encodeURIComponent(id)}`,
+		{ scope, wildcard },
+		card.item.origin || '',
+	);
 	card.busy = false;
 	card.li.removeAttribute('aria-busy');
 	if (res.ok) {
@@ -811,7 +909,7 @@ async function decideDomain(card, allow, scope) {
 		state.gone.set(id, Date.now());
 		removeCard(id);
 	} else {
-		setCardEnabled(card, state.connected);
+		setCardEnabled(card, cardOnline(card));
 	}
 }
 
@@ -959,6 +1057,7 @@ async function refreshStatus() {
 	clearTimeout(statusTimer);
 	const st = await getJson('/status');
 	if (st && Array.isArray(st.sandboxes)) renderSandboxes(st.sandboxes);
+	refreshPeers();
 	clearTimeout(statusTimer);
 	if (state.loggedOut) return;
 	statusTimer = setTimeout(refreshStatus, STATUS_POLL_MS);
