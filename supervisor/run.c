@@ -843,10 +843,18 @@ static int watch_sandbox(struct run *run, struct cl_error *err)
 	        .fallback = exec_security_to_string(run->config->exec.ask_fallback),
 	};
 	struct cl_error why = {""};
+	const struct web *web = frontend_web(run->fe);
+	char status_url[64];
 	int root_fd, mountinfo_fd;
 	sigset_t sigs;
 	int r;
 
+	/* --ask web: the terminal's title says when asks wait, and where to answer them. */
+	if (run->opt.ask == ASK_WEB && web && web_approval_port(web)) {
+		snprintf(status_url, sizeof(status_url), "http://127.0.0.1:%u",
+		         web_approval_port(web));
+		to.status_url = status_url;
+	}
 	r = terminal_start(run->terminal, run->loop, run->approvals,
 	                   terminal_relays(run->terminal) ? sandbox_take_pty_master(run->sandbox)
 	                                                  : -1,

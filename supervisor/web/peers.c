@@ -19,11 +19,13 @@ int peers_listener_uid(const char *text, uint16_t port, uid_t *ret_uid)
 
 	if (!line || !strstr(text, "local_address"))
 		return -EINVAL;
-	for (line++; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : line + strlen(line)) {
+	for (line++; *line;
+	     line = strchr(line, '\n') ? strchr(line, '\n') + 1 : line + strlen(line)) {
 		unsigned addr, lport, state, uid;
 
-		/* "  0: 0100007F:270F 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 …":
-		 * the address in the kernel's byte order as hex (127.0.0.1 is 0100007F here). */
+		/* "  0: 0100007F:270F 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000
+		 * …": the address in the kernel's byte order as hex (127.0.0.1 is 0100007F here).
+		 */
 		if (sscanf(line, " %*u: %8X:%4X %*X:%*X %X %*X:%*X %*X:%*X %*X %u", &addr, &lport,
 		           &state, &uid) != 4)
 			continue;
