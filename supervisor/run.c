@@ -883,6 +883,7 @@ static int watch_sandbox(struct run *run, struct cl_error *err)
 		        .view = run->view,
 		        .deny_ids = run->deny_ids,
 		        .verbose = run->opt.common.verbose,
+		        .decisions_dir = run->config_dir,
 		};
 
 		r = exec_guard_new(run->loop, run->approvals,

@@ -178,6 +178,7 @@ static void on_container(void *userdata, const struct oci_state *st, const struc
 	        .project = c->project,
 	        .config = c->config ? c->config : sv->config,
 	        .verbose = sv->opt.common.verbose,
+	        .decisions_dir = sv->config_dir,
 	        .gone = on_guard_gone,
 	        .gone_userdata = sv,
 	};

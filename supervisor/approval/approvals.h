@@ -73,6 +73,10 @@ struct approval_decision {
 	 * when IS_PATTERN (the dashboard's wildcard). NULL: the item's summary. */
 	const char *value;
 	bool is_pattern;
+	/* An exec: what a scope wider than once covers (policy/exec_pattern.h): "exact" (NULL
+	 * too), "program" or "pattern", and the pattern the person wrote for the last. */
+	const char *match;
+	const char *pattern;
 };
 
 struct approval_source_ops {

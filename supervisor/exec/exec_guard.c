@@ -22,6 +22,7 @@
 #include "supervisor/approval/audit_log.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/exec/deny_ids.h"
+#include "supervisor/exec/exec_decisions.h"
 #include "supervisor/exec/exec_verdict.h"
 #include "supervisor/policy/exec_decision.h"
 #include "supervisor/approval/approvals.h"
@@ -75,7 +76,8 @@ struct exec_guard {
 
 	struct pending_exec *pending;
 	size_t n_pending, cap_pending;
-	struct exec_answers *answers; /* "always", and denials of a moment ago */
+	struct exec_answers *answers;   /* "always", and denials of a moment ago */
+	struct exec_decisions *decided; /* people's decisions wider than once */
 	uint64_t notifications;
 	struct {
 		uint64_t time_ms;
@@ -258,8 +260,18 @@ static uint64_t on_tick(void *userdata, uint64_t now_ms)
 	return eg->n_pending > 0 ? loop_now_ms() + LIVENESS_INTERVAL_MS : UINT64_MAX;
 }
 
+/* A person decided with a scope wider than once: keep what it covers (exec_decisions.h). */
+static int on_decided(void *userdata, const struct queue_item *item,
+                      const struct approval_decision *d, struct cl_error *err)
+{
+	struct exec_guard *eg = userdata;
+
+	return exec_decisions_keep(eg->decided, item, d, err);
+}
+
 static const struct approval_source_ops exec_source_ops = {
         .resolved = on_resolved,
+        .decided = on_decided,
         .tick = on_tick,
 };
 
@@ -383,6 +395,9 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		return;
 	}
 	exec_verdict_rewrite(t, eg->answers, session_key, eg->terminating, loop_now_ms(), &res);
+	/* An ask a person's wider decision covers is answered by it. */
+	exec_decisions_apply(eg->decided, t->abs_path, t->file.real_path, argv, argc,
+	                     t->argv_truncated, &res);
 	exec_files_from_target(t, &files);
 
 	trace_exec_phase(TRACE_EXEC_DECIDE);
@@ -580,6 +595,8 @@ int exec_guard_new(struct loop *loop, struct approvals *approvals, int listener_
 	}
 	r = exec_answers_new(&eg->answers);
 	if (r >= 0)
+		r = exec_decisions_new(config->decisions_dir, config->project, &eg->decided);
+	if (r >= 0)
 		r = approvals_register(approvals, &exec_source_ops, eg, &eg->approvals);
 	if (r < 0) {
 		close(listener_fd);
@@ -616,6 +633,7 @@ void exec_guard_free(struct exec_guard *eg)
 		loop_del_fd(eg->loop, notifier_fd(eg->notifier));
 	notifier_free(eg->notifier);
 	exec_answers_free(eg->answers);
+	exec_decisions_free(eg->decided);
 	free(eg->name);
 	free(eg->project);
 	free(eg);

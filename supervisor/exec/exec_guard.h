@@ -44,6 +44,8 @@ struct exec_guard_config {
 	struct exec_view *view;    /* the sandbox's own view; NULL: no identity check */
 	struct deny_ids *deny_ids; /* deny rules' files by identity; may be NULL */
 	bool verbose;              /* say what is allowed too */
+	/* Where project and global decisions are written (exec_decisions.h); NULL: nowhere. */
+	const char *decisions_dir;
 	/* Every process under the filter is gone (the listener hung up). May free the guard. */
 	void (*gone)(void *userdata, struct exec_guard *eg);
 	void *gone_userdata;

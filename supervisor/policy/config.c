@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "supervisor/policy/config_regex.h"
+#include "supervisor/policy/path_glob.h"
 #include "supervisor/policy/yaml_doc.h"
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -59,6 +60,8 @@ void config_free(struct config *c)
 	scalar_clear(&c->exec.security_at);
 	scalar_clear(&c->exec.ask_at);
 	scalar_clear(&c->exec.ask_fallback_at);
+	scalar_clear(&c->exec.defaults_at);
+	scalar_clear(&c->proxy.defaults_at);
 	exec_list_clear(&c->exec.allow);
 	exec_list_clear(&c->exec.deny);
 	scalar_clear(&c->proxy.listen);
@@ -949,14 +952,15 @@ static int exec_entries(struct parse_ctx *ctx, const struct ydoc_node *node, con
 			if (strlen(pathv->text) > CONFIG_MAX_PATTERN)
 				return fail(ctx, pathv, kpath, "path glob longer than %d bytes",
 				            CONFIG_MAX_PATTERN);
-			/* fnmatch has no recursive "**": it is one "*", which stops at '/', so
-			 * a deny of "/opt/<two stars>" would quietly miss /opt/x/y. */
-			if (strstr(pathv->text, "**"))
-				return fail(
-				        ctx, pathv, kpath,
-				        "\"**\" is not recursive here (a '*' never crosses '/'); "
-				        "write one \"*\" per directory level, got \"%.200s\"",
-				        pathv->text);
+			/* "**" is recursive only as a whole component (path_glob.h); elsewhere
+			 * it would quietly be one '*', and a deny would miss deeper files. */
+			{
+				const char *why = NULL;
+
+				if (path_glob_check(pathv->text, &why) < 0)
+					return fail(ctx, pathv, kpath, "%s, got \"%.200s\"", why,
+					            pathv->text);
+			}
 		}
 		if (command) {
 			pathf(kpath, sizeof(kpath), "%s.command", ipath);
@@ -1198,6 +1202,46 @@ static int on_ignored_string_list(struct parse_ctx *ctx, const struct ydoc_node 
 
 /* ---- sections ---------------------------------------------------------------------------- */
 
+/* `defaults: false` in config.yaml's exec or proxy section: its allow and deny lists replace
+ * the built-in's instead of extending them. Only there: the project file and the decisions
+ * always extend. */
+static int defaults_setting(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path,
+                            bool *value, struct config_scalar *at)
+{
+	static const char *const yes[] = {"true", "True", "TRUE", "yes", "Yes",
+	                                  "YES",  "on",   "On",   "ON"};
+	static const char *const no[] = {"false", "False", "FALSE", "no", "No",
+	                                 "NO",    "off",   "Off",   "OFF"};
+
+	if (ctx->kind != CONFIG_FILE_GLOBAL)
+		return fail(ctx, v, path,
+		            "only config.yaml says whether the built-in lists are kept; this file "
+		            "always extends them");
+	if (ydoc_is_null(v))
+		return 0;
+	if (v->kind == YDOC_SCALAR && v->plain)
+		for (size_t i = 0; i < ELEMENTSOF(yes); i++)
+			if (strcmp(v->text, yes[i]) == 0 || strcmp(v->text, no[i]) == 0) {
+				*value = strcmp(v->text, yes[i]) == 0;
+				return set_scalar(ctx, v, at);
+			}
+	if (v->kind != YDOC_SCALAR)
+		return fail(ctx, v, path, "expected true or false, got %s", ydoc_kind_name(v));
+	return fail(ctx, v, path, "expected true or false, got \"%.100s\"", v->text);
+}
+
+static int on_exec_defaults(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return defaults_setting(ctx, v, path, &ctx->cfg->exec.defaults,
+	                        &ctx->cfg->exec.defaults_at);
+}
+
+static int on_proxy_defaults(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	return defaults_setting(ctx, v, path, &ctx->cfg->proxy.defaults,
+	                        &ctx->cfg->proxy.defaults_at);
+}
+
 #define WALK(ctx, v, path, table)        walk_mapping(ctx, v, path, table, ELEMENTSOF(table), false)
 #define WALK_STRICT(ctx, v, path, table) walk_mapping(ctx, v, path, table, ELEMENTSOF(table), true)
 
@@ -1209,8 +1253,19 @@ static int on_exec(struct parse_ctx *ctx, const struct ydoc_node *v, const char 
 	        {"ask_fallback", on_exec_ask_fallback},
 	        {"allow", on_exec_allow},
 	        {"deny", on_exec_deny},
+	        {"defaults", on_exec_defaults},
 	};
 	ctx->cfg->exec.section_present = true;
+	return WALK_STRICT(ctx, v, path, keys);
+}
+
+/* A decisions file's exec section: the entries people decided, nothing else. */
+static int on_decisions_exec(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const struct key_table keys[] = {
+	        {"allow", on_exec_allow},
+	        {"deny", on_exec_deny},
+	};
 	return WALK_STRICT(ctx, v, path, keys);
 }
 
@@ -1224,6 +1279,7 @@ static int on_global_proxy(struct parse_ctx *ctx, const struct ydoc_node *v, con
 	        {"approval_timeout", on_approval_timeout},
 	        {"rate_limit", on_rate_limit},
 	        {"max_request_bytes", on_max_request_bytes},
+	        {"defaults", on_proxy_defaults},
 	};
 	return WALK(ctx, v, path, keys);
 }
@@ -1413,6 +1469,7 @@ static int parse_root(struct parse_ctx *ctx, const struct ydoc_node *root)
 	        {"patterns", on_patterns},
 	        {"denied_domains", on_denied_domains},
 	        {"denied_patterns", on_denied_patterns},
+	        {"exec", on_decisions_exec},
 	};
 
 	if (!root)
@@ -1464,6 +1521,8 @@ int config_parse_file(enum config_file_kind kind, enum config_layer layer,
 	cfg->exec.ask = EXEC_ASK_ON_MISS;
 	cfg->exec.ask_fallback = EXEC_SECURITY_DENY;
 	cfg->proxy.unlisted = UNLISTED_REJECT;
+	cfg->exec.defaults = true;
+	cfg->proxy.defaults = true;
 
 	if (source->present) {
 		r = ydoc_parse(name, source->data, source->len, &root, err);
@@ -1588,6 +1647,43 @@ static int append_lists(struct config *dst, struct config *src)
 	    (r = APPEND_LIST(&dst->exec.allow, &src->exec.allow)) < 0 ||
 	    (r = APPEND_LIST(&dst->exec.deny, &src->exec.deny)) < 0)
 		return r;
+	return 0;
+}
+
+/* The global file's exec and proxy lists: appended to the built-in's, or in their place with
+ * `defaults: false` (the setting and its origin move to DST, for `policy show`). */
+static int merge_defaults(struct config *dst, struct config *src)
+{
+	int r;
+
+	if (src->exec.defaults) {
+		if ((r = APPEND_LIST(&dst->exec.allow, &src->exec.allow)) < 0 ||
+		    (r = APPEND_LIST(&dst->exec.deny, &src->exec.deny)) < 0)
+			return r;
+	} else {
+		REPLACE_LIST(&dst->exec.allow, &src->exec.allow, exec_list_clear);
+		REPLACE_LIST(&dst->exec.deny, &src->exec.deny, exec_list_clear);
+	}
+	if (src->proxy.defaults) {
+		if ((r = APPEND_LIST(&dst->proxy.allow, &src->proxy.allow)) < 0 ||
+		    (r = APPEND_LIST(&dst->proxy.deny, &src->proxy.deny)) < 0)
+			return r;
+	} else {
+		REPLACE_LIST(&dst->proxy.allow, &src->proxy.allow, config_domain_list_clear);
+		REPLACE_LIST(&dst->proxy.deny, &src->proxy.deny, config_domain_list_clear);
+	}
+	dst->exec.defaults = src->exec.defaults;
+	dst->proxy.defaults = src->proxy.defaults;
+	if (src->exec.defaults_at.text) {
+		scalar_clear(&dst->exec.defaults_at);
+		dst->exec.defaults_at = src->exec.defaults_at;
+		src->exec.defaults_at.text = NULL;
+	}
+	if (src->proxy.defaults_at.text) {
+		scalar_clear(&dst->proxy.defaults_at);
+		dst->proxy.defaults_at = src->proxy.defaults_at;
+		src->proxy.defaults_at.text = NULL;
+	}
 	return 0;
 }
 
@@ -1805,19 +1901,16 @@ int config_load(const struct config_sources *sources, const struct config_load_o
 			        .origin = {.file = g->files[0], .layer = CONFIG_LAYER_GLOBAL},
 			};
 		}
-		REPLACE_LIST(&eff->proxy.allow, &g->proxy.allow, config_domain_list_clear);
-		REPLACE_LIST(&eff->proxy.deny, &g->proxy.deny, config_domain_list_clear);
+		/* The exec and proxy lists extend the built-in's (a user who adds one rule keeps
+		 * the rest), unless the section says `defaults: false`: then they replace them,
+		 * an absent list being empty. The hostexec lists replace them, as in Cloister. */
+		r = merge_defaults(eff, g);
+		if (r < 0)
+			return merge_error(r, sources->global.name, err);
 		REPLACE_LIST(&eff->hostexec.auto_approve, &g->hostexec.auto_approve,
 		             pattern_list_clear);
 		REPLACE_LIST(&eff->hostexec.manual_approve, &g->hostexec.manual_approve,
 		             pattern_list_clear);
-		/* exec is this project's own section: a list the file does not write keeps the
-		 * built-in's, so that `exec: {ask: always}` does not drop the default deny rules.
-		 */
-		if (g->exec.allow_present)
-			REPLACE_LIST(&eff->exec.allow, &g->exec.allow, exec_list_clear);
-		if (g->exec.deny_present)
-			REPLACE_LIST(&eff->exec.deny, &g->exec.deny, exec_list_clear);
 		r = adopt_files(eff, g);
 		if (r < 0)
 			return merge_error(r, sources->global.name, err);

@@ -6,7 +6,8 @@
  *   project           projects/<name>.yaml             remote, root, refs, proxy.{allow,deny},
  *                                                      hostexec.{auto,manual}_approve (alias:
  *                                                      commands), exec
- *   global decisions  decisions/global.yaml            proxy.{allow,deny}, or the older flat
+ *   global decisions  decisions/global.yaml            proxy.{allow,deny}, exec.{allow,deny},
+ *                                                      or the older flat
  *   project decisions decisions/projects/<name>.yaml   domains, patterns, denied_domains,
  *                                                      denied_patterns
  *
@@ -14,16 +15,15 @@
  *   - The built-in default (supervisor/policy/default-config.yaml, compiled in) is always parsed.
  *   - No global config.yaml: the built-in serves in its place, lists and all (origin
  *     "<built-in>").
- *   - A global config.yaml: its proxy and hostexec lists replace the built-in's (so a user can
- *     drop a default entry; an absent list is empty, as in Cloister), but every scalar setting
+ *   - A global config.yaml: its exec and proxy lists (allow, deny) extend the built-in's,
+ *     unless that section says `defaults: false`: then they replace them (an absent list is
+ *     empty). Its hostexec lists replace the built-in's, as in Cloister. Every scalar setting
  *     it leaves unset (exec.security, proxy.approval_timeout, proxy.unlisted_domain_behavior,
- *     listen addresses, …) keeps the built-in's value. exec.allow and exec.deny — this
- *     project's own section, absent from every Cloister file — are replaced only when the
- *     file writes them (`deny: []` drops the built-in's deny rules; `exec: {ask: always}`
- *     keeps them).
+ *     listen addresses, …) keeps the built-in's value.
  *   - The project file extends: its lists are appended to the global ones; its exec scalars
  *     (security, ask, ask_fallback), when set, override the global ones.
- *   - Decisions files append to proxy.allow / proxy.deny.
+ *   - Decisions files append to proxy.allow / proxy.deny and exec.allow / exec.deny (the
+ *     `exec:` entries of remembered exec decisions, exec_pattern.h).
  *   - An entry written twice (in the global and the project file, say) is kept once, with
  *     the origin of its first appearance, in proxy.allow, proxy.deny and the hostexec lists.
  *   - Beneath them all, the domains Cloister's guardian allows on top of every config
@@ -168,6 +168,10 @@ struct config {
 		bool section_present; /* the file had an `exec:` key */
 		bool allow_present;   /* ... with an `allow:` key */
 		bool deny_present;    /* ... with a `deny:` key */
+		/* config.yaml's `defaults:` (true unless it says false): its lists extend the
+		 * built-in's, or replace them. */
+		bool defaults;
+		struct config_scalar defaults_at;
 	} exec;
 	struct {
 		struct config_scalar listen;
@@ -180,6 +184,8 @@ struct config {
 		struct config_scalar rate_limit_at;
 		int64_t max_request_bytes;
 		struct config_scalar max_request_bytes_at;
+		bool defaults; /* as exec.defaults, for proxy.allow and proxy.deny */
+		struct config_scalar defaults_at;
 	} proxy;
 	struct {
 		struct config_scalar listen;

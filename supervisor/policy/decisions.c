@@ -24,6 +24,16 @@ static bool same_entry(const struct domain_spec *a, const struct domain_spec *b)
 	return a->wildcard == b->wildcard && a->port == b->port && strcmp(a->host, b->host) == 0;
 }
 
+static bool same_str(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static bool same_exec(const struct config_exec_rule *r, const struct decisions_entry *e)
+{
+	return same_str(r->path_glob, e->path_glob) && same_str(r->command.source, e->command);
+}
+
 struct text_buf {
 	char *p;
 	size_t len, size;
@@ -59,10 +69,55 @@ static int append_entry(struct text_buf *b, const struct domain_spec *spec)
 	return append(b, line);
 }
 
-/* Write LIST's entries under KEY (in order, without duplicates), then EXTRA (may be NULL)
- * unless it is among them; *ret_added says whether it was written. */
+/* S as a YAML double-quoted scalar: \ and " escaped, control characters as \xHH (the rest is
+ * UTF-8 text, which the exec rules' makers check). */
+static int append_yaml_quoted(struct text_buf *b, const char *s)
+{
+	char esc[8];
+	int r = append(b, "\"");
+
+	for (const char *p = s; *p && r >= 0; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (c == '\\' || c == '"')
+			snprintf(esc, sizeof(esc), "\\%c", c);
+		else if (c < 0x20 || c == 0x7f)
+			snprintf(esc, sizeof(esc), "\\x%02x", c);
+		else {
+			esc[0] = (char)c;
+			esc[1] = '\0';
+		}
+		r = append(b, esc);
+	}
+	return r < 0 ? r : append(b, "\"");
+}
+
+static int append_exec_entry(struct text_buf *b, const char *path_glob, const char *command)
+{
+	int r = 0;
+
+	if (path_glob) {
+		r = append(b, "    - path: ");
+		if (r >= 0)
+			r = append_yaml_quoted(b, path_glob);
+		if (r >= 0)
+			r = append(b, "\n");
+	}
+	if (r >= 0 && command) {
+		r = append(b, path_glob ? "      command: " : "    - command: ");
+		if (r >= 0)
+			r = append_yaml_quoted(b, command);
+		if (r >= 0)
+			r = append(b, "\n");
+	}
+	return r;
+}
+
+/* Write LIST's entries under KEY (in order, without duplicates, without DROP), then EXTRA
+ * unless it is among them; *ret_added / *ret_dropped say what changed. */
 static int append_list(struct text_buf *b, const char *key, const struct config_domain_list *list,
-                       const struct domain_spec *extra, bool *ret_added)
+                       const struct domain_spec *extra, const struct domain_spec *drop,
+                       bool *ret_added, bool *ret_dropped)
 {
 	bool extra_present = false;
 	int r;
@@ -80,6 +135,10 @@ static int append_list(struct text_buf *b, const char *key, const struct config_
 			dup = same_entry(&list->items[k].spec, spec);
 		if (dup)
 			continue;
+		if (drop && same_entry(spec, drop)) {
+			*ret_dropped = true;
+			continue;
+		}
 		if (extra && same_entry(spec, extra))
 			extra_present = true;
 		if ((r = append_entry(b, spec)) < 0)
@@ -93,17 +152,65 @@ static int append_list(struct text_buf *b, const char *key, const struct config_
 	return 0;
 }
 
-int decisions_add(const char *name, const char *text, size_t len, bool present,
-                  enum decisions_list list, const struct domain_spec *entry, char **ret_text,
-                  struct cl_error *err)
+static int append_exec_list(struct text_buf *b, const char *key,
+                            const struct config_exec_list *list,
+                            const struct decisions_entry *extra, const struct decisions_entry *drop,
+                            bool *ret_added, bool *ret_dropped)
+{
+	bool extra_present = false;
+	int r;
+
+	*ret_added = false;
+	if (list->n == 0 && !extra)
+		return 0;
+	if ((r = append(b, "  ")) < 0 || (r = append(b, key)) < 0 || (r = append(b, ":\n")) < 0)
+		return r;
+	for (size_t i = 0; i < list->n; i++) {
+		const struct config_exec_rule *rule = &list->items[i];
+		bool dup = false;
+
+		for (size_t k = 0; k < i && !dup; k++)
+			dup = same_str(list->items[k].path_glob, rule->path_glob) &&
+			      same_str(list->items[k].command.source, rule->command.source);
+		if (dup)
+			continue;
+		if (drop && same_exec(rule, drop)) {
+			*ret_dropped = true;
+			continue;
+		}
+		if (extra && same_exec(rule, extra))
+			extra_present = true;
+		if ((r = append_exec_entry(b, rule->path_glob, rule->command.source)) < 0)
+			return r;
+	}
+	if (extra && !extra_present) {
+		if ((r = append_exec_entry(b, extra->path_glob, extra->command)) < 0)
+			return r;
+		*ret_added = true;
+	}
+	return 0;
+}
+
+static const struct decisions_entry *only(const struct decisions_entry *e,
+                                          enum decisions_section section, enum decisions_list list)
+{
+	return e && e->section == section && e->list == list ? e : NULL;
+}
+
+int decisions_edit(const char *name, const char *text, size_t len, bool present,
+                   const struct decisions_entry *add, const struct decisions_entry *drop,
+                   char **ret_text, struct cl_error *err)
 {
 	const struct config_source source = {
 	        .name = name, .data = text, .len = len, .present = present};
 	_cleanup_(config_freep) struct config *cfg = NULL;
 	struct text_buf b = {0};
-	bool added_allow = false, added_deny = false;
+	bool added[4] = {false}, dropped = false;
+	const struct decisions_entry *e;
 	int r;
 
+	if (add && add->section == DECISIONS_EXEC && !add->path_glob && !add->command)
+		return cl_error_set(err, -EINVAL, "an exec entry needs a path or a command");
 	r = config_parse_file(CONFIG_FILE_DECISIONS, CONFIG_LAYER_GLOBAL_DECISIONS, &source, NULL,
 	                      &cfg, err);
 	if (r < 0)
@@ -113,25 +220,61 @@ int decisions_add(const char *name, const char *text, size_t len, bool present,
 		                    "%s: not rewriting a file with entries that would not be "
 		                    "kept (%s)",
 		                    name, cfg->warnings[0]);
-	if ((list == DECISIONS_ALLOW ? cfg->proxy.allow.n : cfg->proxy.deny.n) >= CONFIG_MAX_RULES)
-		return cl_error_set(err, -E2BIG, "%s: already %d entries", name, CONFIG_MAX_RULES);
+	if (add) {
+		size_t n = add->section == DECISIONS_PROXY
+		                   ? (add->list == DECISIONS_ALLOW ? cfg->proxy.allow.n
+		                                                   : cfg->proxy.deny.n)
+		                   : (add->list == DECISIONS_ALLOW ? cfg->exec.allow.n
+		                                                   : cfg->exec.deny.n);
+		if (n >= CONFIG_MAX_RULES)
+			return cl_error_set(err, -E2BIG, "%s: already %d entries", name,
+			                    CONFIG_MAX_RULES);
+	}
 
-	r = append(&b, "# Cloister decisions: domains allowed or denied from the dashboard.\n"
+	r = append(&b, "# Cloister decisions: domains and programs allowed or denied by a person.\n"
 	               "# Written by cloister-supervisor; comments here are not kept.\n"
 	               "proxy:\n");
+	e = only(add, DECISIONS_PROXY, DECISIONS_ALLOW);
 	if (r >= 0)
-		r = append_list(&b, "allow", &cfg->proxy.allow,
-		                list == DECISIONS_ALLOW ? entry : NULL, &added_allow);
+		r = append_list(&b, "allow", &cfg->proxy.allow, e ? &e->domain : NULL,
+		                only(drop, DECISIONS_PROXY, DECISIONS_ALLOW) ? &drop->domain : NULL,
+		                &added[0], &dropped);
+	e = only(add, DECISIONS_PROXY, DECISIONS_DENY);
 	if (r >= 0)
-		r = append_list(&b, "deny", &cfg->proxy.deny, list == DECISIONS_DENY ? entry : NULL,
-		                &added_deny);
+		r = append_list(&b, "deny", &cfg->proxy.deny, e ? &e->domain : NULL,
+		                only(drop, DECISIONS_PROXY, DECISIONS_DENY) ? &drop->domain : NULL,
+		                &added[1], &dropped);
+	/* exec: only once there is an entry, so that a file of domains stays as it was. */
+	if (r >= 0 && (cfg->exec.allow.n || cfg->exec.deny.n || only(add, DECISIONS_EXEC, 0) ||
+	               only(add, DECISIONS_EXEC, 1))) {
+		r = append(&b, "exec:\n");
+		if (r >= 0)
+			r = append_exec_list(&b, "allow", &cfg->exec.allow,
+			                     only(add, DECISIONS_EXEC, DECISIONS_ALLOW),
+			                     only(drop, DECISIONS_EXEC, DECISIONS_ALLOW), &added[2],
+			                     &dropped);
+		if (r >= 0)
+			r = append_exec_list(&b, "deny", &cfg->exec.deny,
+			                     only(add, DECISIONS_EXEC, DECISIONS_DENY),
+			                     only(drop, DECISIONS_EXEC, DECISIONS_DENY), &added[3],
+			                     &dropped);
+	}
 	if (r < 0) {
 		free(b.p);
 		return cl_error_set(err, r, "%s: cannot write the new text: %s", name,
 		                    strerror(-r));
 	}
 	*ret_text = b.p;
-	return added_allow || added_deny ? 1 : 0;
+	return added[0] || added[1] || added[2] || added[3] || dropped ? 1 : 0;
+}
+
+int decisions_add(const char *name, const char *text, size_t len, bool present,
+                  enum decisions_list list, const struct domain_spec *entry, char **ret_text,
+                  struct cl_error *err)
+{
+	struct decisions_entry e = {.section = DECISIONS_PROXY, .list = list, .domain = *entry};
+
+	return decisions_edit(name, text, len, present, &e, NULL, ret_text, err);
 }
 
 int decisions_wildcard(const struct domain_spec *domain, struct domain_spec *ret,
@@ -270,13 +413,15 @@ int decisions_write_atomic(const char *path, const char *text, struct cl_error *
 	return decisions_write_atomic_failing_at(path, text, DECISIONS_STEP_NONE, err);
 }
 
-int decisions_update(const char *path, enum decisions_list list, const struct domain_spec *entry,
-                     struct cl_error *err)
+/* Lock PATH's sibling lock file, read PATH, edit it (ADD and/or DROP), write it atomically when
+ * something changed, unlock. */
+static int update_locked(const char *path, const struct decisions_entry *add,
+                         const struct decisions_entry *drop, struct cl_error *err)
 {
 	_cleanup_free_ char *dir = dir_of(path), *lock_path = NULL, *data = NULL, *text = NULL;
 	_cleanup_close_ int lock = -EBADF;
 	size_t len = 0;
-	int r, added;
+	int r, changed;
 
 	if (!dir || asprintf(&lock_path, "%s.lock", path) < 0) {
 		lock_path = NULL;
@@ -296,15 +441,34 @@ int decisions_update(const char *path, enum decisions_list list, const struct do
 	r = config_file_read(path, &data, &len, err);
 	if (r < 0)
 		return r;
-	added = decisions_add(path, data, len, r > 0, list, entry, &text, err);
-	if (added < 0)
-		return added;
-	if (added == 0)
-		return 0;
+	if (r == 0 && !add)
+		return 0; /* nothing to remove from a file that is not there */
+	changed = decisions_edit(path, data, len, r > 0, add, drop, &text, err);
+	if (changed <= 0)
+		return changed;
 	r = decisions_write_atomic(path, text, err);
 	if (r < 0)
 		return r;
 	return 1; /* the lock goes with its fd */
+}
+
+int decisions_update(const char *path, enum decisions_list list, const struct domain_spec *entry,
+                     struct cl_error *err)
+{
+	struct decisions_entry e = {.section = DECISIONS_PROXY, .list = list, .domain = *entry};
+
+	return update_locked(path, &e, NULL, err);
+}
+
+int decisions_update_entry(const char *path, const struct decisions_entry *entry,
+                           struct cl_error *err)
+{
+	return update_locked(path, entry, NULL, err);
+}
+
+int decisions_remove(const char *path, const struct decisions_entry *entry, struct cl_error *err)
+{
+	return update_locked(path, NULL, entry, err);
 }
 
 /* ---- approvals/ -------------------------------------------------------------------------- */

@@ -1,5 +1,5 @@
-/* The decisions files: domains a person allowed or denied for a project or for every project
- * (Cloister's decisions/global.yaml and decisions/projects/<name>.yaml).
+/* The decisions files: domains and programs a person allowed or denied for a project or for
+ * every project (Cloister's decisions/global.yaml and decisions/projects/<name>.yaml).
  *
  * Pure part: decisions_add() takes a file's text and one new entry and returns the new text,
  * in the form config.c reads:
@@ -9,6 +9,10 @@
  *         - pattern: "*.example.com"
  *       deny:
  *         - domain: "evil.com"
+ *     exec:                      (once there is an exec decision; exec_pattern.h)
+ *       allow:
+ *         - path: "/usr/bin/git"
+ *           command: "\\A(?:git) status(?: …)*\\z"
  * Existing entries are kept in order (the older flat lists `domains`, `patterns`,
  * `denied_domains`, `denied_patterns` become entries of the same meaning), duplicates are
  * dropped, comments are not kept (as in Cloister). A file that does not parse, or that has
@@ -32,6 +36,26 @@ enum decisions_list {
 	DECISIONS_ALLOW, /* proxy.allow */
 	DECISIONS_DENY,  /* proxy.deny */
 };
+
+/* One entry of a decisions file: a domain entry (proxy:) or an exec rule (exec:). */
+enum decisions_section {
+	DECISIONS_PROXY,
+	DECISIONS_EXEC,
+};
+
+struct decisions_entry {
+	enum decisions_section section;
+	enum decisions_list list;
+	struct domain_spec domain; /* DECISIONS_PROXY */
+	const char *path_glob;     /* DECISIONS_EXEC: either may be NULL, not both */
+	const char *command;
+};
+
+/* The new text of a decisions file (as decisions_add() below) with ADD added (may be NULL)
+ * and DROP removed (may be NULL). Returns 1 when the text changed, 0 when not. */
+int decisions_edit(const char *name, const char *text, size_t len, bool present,
+                   const struct decisions_entry *add, const struct decisions_entry *drop,
+                   char **ret_text, struct cl_error *err);
 
 /* The new text of a decisions file whose current text is TEXT[0..LEN-1] (PRESENT false: no
  * file yet; TEXT is ignored) with ENTRY added to LIST. *ret_text is malloc'd. Returns 1 when
@@ -60,6 +84,13 @@ int decisions_write_atomic(const char *path, const char *text, struct cl_error *
  * failure the file is as it was. */
 int decisions_update(const char *path, enum decisions_list list, const struct domain_spec *entry,
                      struct cl_error *err);
+
+/* As decisions_update() for any entry. */
+int decisions_update_entry(const char *path, const struct decisions_entry *entry,
+                           struct cl_error *err);
+
+/* Remove ENTRY from PATH, under the lock, atomically. 1 removed, 0 not there (or no file). */
+int decisions_remove(const char *path, const struct decisions_entry *entry, struct cl_error *err);
 
 /* Before the first decision is saved under DIR: when DIR/decisions does not exist and
  * DIR/approvals (Cloister's older name for it) does, copy approvals/global.yaml and

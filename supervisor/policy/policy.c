@@ -1,7 +1,6 @@
 #include "supervisor/policy/policy.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +8,7 @@
 
 #include "base/cleanup.h"
 #include "protocol/protocol.h"
+#include "supervisor/policy/path_glob.h"
 
 const char *policy_verdict_to_string(enum policy_verdict verdict)
 {
@@ -204,7 +204,7 @@ static int exec_rule_matches(const struct config_exec_rule *rule, const char *pa
 {
 	int r;
 
-	if (rule->path_glob && fnmatch(rule->path_glob, path, FNM_PATHNAME) != 0)
+	if (rule->path_glob && !path_glob_match(rule->path_glob, path))
 		return 0;
 	if (!rule->command.code)
 		return 1;
@@ -277,7 +277,7 @@ static int check_exec(const struct config *cfg, const char *path, const char *co
 		}
 		/* The rest of a truncated command might still match this rule. */
 		if (cmds.truncated && !unsure && rule->command.code &&
-		    (!rule->path_glob || fnmatch(rule->path_glob, path, FNM_PATHNAME) == 0))
+		    (!rule->path_glob || path_glob_match(rule->path_glob, path)))
 			unsure = rule;
 	}
 

@@ -77,10 +77,14 @@ static void apply(struct terminal *t, int r, const struct tty_decision *d)
 		        .scope = d->scope,
 		        .by = "tty",
 		        .reason = d->allow ? NULL : "Command denied by user",
+		        .match = exec_match_to_string(d->match),
+		        .pattern = d->pattern,
 		};
+		struct cl_error err = {""};
 
 		/* An answer to a prompt of an item decided meanwhile is harmless. */
-		(void)approvals_decide(t->approvals, d->id, &ad, NULL);
+		if (approvals_decide(t->approvals, d->id, &ad, &err) == 1)
+			say("decided, but not kept: %s", err.msg);
 	} else if (r == TTY_APPROVER_GONE) {
 		say("the terminal is gone; only the dashboard can answer from now on");
 		update_approvers(t);

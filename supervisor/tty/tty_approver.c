@@ -24,6 +24,10 @@
 
 #define CHOICES "[a]llow once  [d]eny  [A]lways (session)  [?] details"
 #define HINT    "Please answer a, d, A or ?"
+/* An exec: every scope, both ways, and what a wider one covers ([c] to change). */
+#define EXEC_CHOICES_ALLOW "  allow: [a] once  [A] session  [p] project  [g] global\n"
+#define EXEC_CHOICES_DENY  "  deny:  [d] once  [D] session  [P] project  [G] global\n"
+#define EXEC_HINT          "Please answer a, A, p, g, d, D, P, G, c or ?"
 
 /* ---- pure ------------------------------------------------------------------------------- */
 
@@ -34,6 +38,18 @@ enum tty_answer tty_approver_parse_key(char key)
 		return TTY_ANSWER_ALLOW_ONCE;
 	case 'A':
 		return TTY_ANSWER_ALLOW_SESSION;
+	case 'p':
+		return TTY_ANSWER_ALLOW_PROJECT;
+	case 'g':
+		return TTY_ANSWER_ALLOW_GLOBAL;
+	case 'D':
+		return TTY_ANSWER_DENY_SESSION;
+	case 'P':
+		return TTY_ANSWER_DENY_PROJECT;
+	case 'G':
+		return TTY_ANSWER_DENY_GLOBAL;
+	case 'c':
+		return TTY_ANSWER_COVER;
 	case 'd':
 	case '\x03': /* Ctrl-C: whoever presses it wants nothing to happen */
 		return TTY_ANSWER_DENY;
@@ -61,6 +77,13 @@ static void put_duration(FILE *f, uint64_t ms)
 
 int tty_approver_format_prompt(const struct queue_item *item, uint64_t now_ms, bool details,
                                char **ret_text)
+{
+	return tty_approver_format_exec_prompt(item, now_ms, details, EXEC_MATCH_EXACT, NULL,
+	                                       ret_text);
+}
+
+int tty_approver_format_exec_prompt(const struct queue_item *item, uint64_t now_ms, bool details,
+                                    enum exec_match cover, const char *pattern, char **ret_text)
 {
 	char *text = NULL;
 	size_t size = 0;
@@ -122,7 +145,20 @@ int tty_approver_format_prompt(const struct queue_item *item, uint64_t now_ms, b
 		put_duration(f, item->deadline_ms > now_ms ? item->deadline_ms - now_ms : 0);
 		fputs(" (then denied)\n", f);
 	}
-	fputs(CHOICES, f);
+	if (item->kind == QUEUE_KIND_EXEC && item->exe) {
+		fputs(EXEC_CHOICES_ALLOW EXEC_CHOICES_DENY "  [c] a wider scope covers: ", f);
+		if (cover == EXEC_MATCH_PROGRAM) {
+			fputs("this program, any arguments", f);
+		} else if (cover == EXEC_MATCH_PATTERN) {
+			fputs("the pattern ", f);
+			term_escape_put(f, pattern ? pattern : "", SHOW_ARG_MAX);
+		} else {
+			fputs("this exact command", f);
+		}
+		fputs("   [?] details", f);
+	} else {
+		fputs(CHOICES, f);
+	}
 	if (fclose(f) != 0) {
 		free(text);
 		return -ENOMEM;
@@ -151,6 +187,9 @@ struct tty_approver {
 	bool armed;                     /* keys count */
 	uint64_t guard_until;
 	char *text; /* the current prompt's text */
+	/* An exec: what a wider scope covers, and the pattern offered for it. */
+	enum exec_match cover;
+	char *pattern;
 };
 
 /* Best effort: a terminal stopped by flow control must not block the loop. */
@@ -235,7 +274,10 @@ static void show(struct tty_approver *ta, bool fresh)
 	_cleanup_free_ char *screen = NULL;
 
 	if (asprintf(&screen, "%s%s%s", ta->text ? ta->text : "approval needed " CHOICES,
-	             ta->hint ? "\n" HINT : "", ta->armed ? " > " : "") < 0)
+	             !ta->hint                                     ? ""
+	             : ta->text && strstr(ta->text, "[c] a wider") ? "\n" EXEC_HINT
+	                                                           : "\n" HINT,
+	             ta->armed ? " > " : "") < 0)
 		return;
 	if (ta->relay) {
 		pty_relay_prompt_show(ta->relay, screen);
@@ -250,7 +292,8 @@ static void set_text(struct tty_approver *ta, const struct queue_item *item, uin
 {
 	free(ta->text);
 	ta->text = NULL;
-	if (tty_approver_format_prompt(item, now, ta->details, &ta->text) < 0)
+	if (tty_approver_format_exec_prompt(item, now, ta->details, ta->cover, ta->pattern,
+	                                    &ta->text) < 0)
 		ta->text = NULL; /* show() says what it can */
 }
 
@@ -299,6 +342,7 @@ void tty_approver_free(struct tty_approver *ta)
 	if (ta->fd >= 0)
 		close(ta->fd);
 	free(ta->text);
+	free(ta->pattern);
 	free(ta);
 }
 
@@ -377,6 +421,12 @@ int tty_approver_sync(struct tty_approver *ta, const struct queue *q, uint64_t n
 	vt_input_init(&ta->keys);
 	memcpy(ta->current, item->id, sizeof(ta->current));
 	ta->details = ta->hint = ta->armed = false;
+	ta->cover = EXEC_MATCH_EXACT;
+	free(ta->pattern);
+	ta->pattern = NULL;
+	if (item->exe)
+		(void)exec_pattern_suggest(item->exe, (const char *const *)item->argv, item->argc,
+		                           &ta->pattern, NULL);
 	ta->guard_until = now_ms + TTY_APPROVER_GUARD_MS;
 	set_text(ta, item, now_ms);
 	show(ta, true);
@@ -402,19 +452,59 @@ static int handle_key(struct tty_approver *ta, const struct queue *q, uint64_t n
 
 	if (!item)
 		return TTY_APPROVER_NONE; /* sync() will say what happened to it */
+	/* Scopes beyond the session's "A", and what they cover, are for execs. */
+	if (item->kind != QUEUE_KIND_EXEC || !item->exe) {
+		if (a == TTY_ANSWER_ALLOW_PROJECT || a == TTY_ANSWER_ALLOW_GLOBAL ||
+		    a == TTY_ANSWER_DENY_SESSION || a == TTY_ANSWER_DENY_PROJECT ||
+		    a == TTY_ANSWER_DENY_GLOBAL || a == TTY_ANSWER_COVER)
+			a = TTY_ANSWER_INVALID;
+	}
 	switch (a) {
 	case TTY_ANSWER_ALLOW_ONCE:
 	case TTY_ANSWER_ALLOW_SESSION:
+	case TTY_ANSWER_ALLOW_PROJECT:
+	case TTY_ANSWER_ALLOW_GLOBAL:
 	case TTY_ANSWER_DENY:
+	case TTY_ANSWER_DENY_SESSION:
+	case TTY_ANSWER_DENY_PROJECT:
+	case TTY_ANSWER_DENY_GLOBAL: {
+		static const char *const said[] = {
+		        [TTY_ANSWER_ALLOW_ONCE] = "a\nallowed once\n",
+		        [TTY_ANSWER_ALLOW_SESSION] = "A\nallowed for this session\n",
+		        [TTY_ANSWER_ALLOW_PROJECT] = "p\nallowed for this project\n",
+		        [TTY_ANSWER_ALLOW_GLOBAL] = "g\nallowed everywhere\n",
+		        [TTY_ANSWER_DENY] = "d\ndenied\n",
+		        [TTY_ANSWER_DENY_SESSION] = "D\ndenied for this session\n",
+		        [TTY_ANSWER_DENY_PROJECT] = "P\ndenied for this project\n",
+		        [TTY_ANSWER_DENY_GLOBAL] = "G\ndenied everywhere\n",
+		};
+
 		memcpy(ret->id, item->id, sizeof(ret->id));
-		ret->allow = a != TTY_ANSWER_DENY;
-		ret->scope = a == TTY_ANSWER_ALLOW_SESSION ? QUEUE_SCOPE_SESSION : QUEUE_SCOPE_ONCE;
+		ret->allow = a == TTY_ANSWER_ALLOW_ONCE || a == TTY_ANSWER_ALLOW_SESSION ||
+		             a == TTY_ANSWER_ALLOW_PROJECT || a == TTY_ANSWER_ALLOW_GLOBAL;
+		ret->scope = a == TTY_ANSWER_ALLOW_SESSION || a == TTY_ANSWER_DENY_SESSION
+		                     ? QUEUE_SCOPE_SESSION
+		             : a == TTY_ANSWER_ALLOW_PROJECT || a == TTY_ANSWER_DENY_PROJECT
+		                     ? QUEUE_SCOPE_PROJECT
+		             : a == TTY_ANSWER_ALLOW_GLOBAL || a == TTY_ANSWER_DENY_GLOBAL
+		                     ? QUEUE_SCOPE_GLOBAL
+		                     : QUEUE_SCOPE_ONCE;
+		ret->match = item->kind == QUEUE_KIND_EXEC ? ta->cover : EXEC_MATCH_EXACT;
+		ret->pattern = ret->match == EXEC_MATCH_PATTERN ? ta->pattern : NULL;
 		ta->answered = true;
 		if (!ta->relay)
-			put(ta, a == TTY_ANSWER_DENY            ? "d\ndenied\n"
-			        : a == TTY_ANSWER_ALLOW_SESSION ? "A\nallowed for this session\n"
-			                                        : "a\nallowed once\n");
+			put(ta, said[a]);
 		return TTY_APPROVER_DECIDED;
+	}
+	case TTY_ANSWER_COVER:
+		/* this command → this program → the suggested pattern → this command */
+		ta->cover = ta->cover == EXEC_MATCH_EXACT                    ? EXEC_MATCH_PROGRAM
+		            : ta->cover == EXEC_MATCH_PROGRAM && ta->pattern ? EXEC_MATCH_PATTERN
+		                                                             : EXEC_MATCH_EXACT;
+		ta->hint = false;
+		set_text(ta, item, now);
+		show(ta, true);
+		return TTY_APPROVER_NONE;
 	case TTY_ANSWER_DETAILS:
 		ta->details = true;
 		ta->hint = false;

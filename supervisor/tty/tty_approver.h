@@ -1,6 +1,10 @@
 /* The terminal approver (`--ask tty`): asks a person on a terminal, one prompt at a time,
  * answered with single keys, no Enter: `a` allow once, `A` allow for the rest of the session,
  * `d` (or Ctrl-C) deny, `?` the full argv. Any other key shows the choices again.
+ * An exec has every scope, both ways: allow `a` once, `A` session, `p` project, `g` global;
+ * deny `d` once, `D` session, `P` project, `G` global; and `c` changes what a wider scope
+ * covers: this exact command → this program with any arguments → the suggested pattern
+ * (exec_pattern.h; to edit a pattern, use the dashboard or `approve --pattern`).
  *
  * Where it asks:
  *   - on the user's own terminal, through the relay (config.relay, pty_relay.h): the agent
@@ -39,6 +43,7 @@
 
 #include "supervisor/tty/pty_relay.h"
 #include "supervisor/approval/queue.h"
+#include "supervisor/policy/exec_pattern.h"
 
 #define TTY_APPROVER_GUARD_MS 400
 
@@ -51,6 +56,12 @@ enum tty_answer {
 	TTY_ANSWER_ALLOW_SESSION, /* A */
 	TTY_ANSWER_DETAILS,       /* ? */
 	TTY_ANSWER_NONE,          /* Enter, typed out of habit: nothing */
+	TTY_ANSWER_ALLOW_PROJECT, /* p (execs) */
+	TTY_ANSWER_ALLOW_GLOBAL,  /* g */
+	TTY_ANSWER_DENY_SESSION,  /* D */
+	TTY_ANSWER_DENY_PROJECT,  /* P */
+	TTY_ANSWER_DENY_GLOBAL,   /* G */
+	TTY_ANSWER_COVER,         /* c: what a wider scope covers, next */
 };
 
 /* One key. Case matters: "a" once, "A" always. Nothing is ever allowed by default. */
@@ -61,6 +72,9 @@ enum tty_answer tty_approver_parse_key(char key);
  * command. "\n" line ends. *ret_text is malloc'd. -ENOMEM. */
 int tty_approver_format_prompt(const struct queue_item *item, uint64_t now_ms, bool details,
                                char **ret_text);
+/* The same, saying for an exec what a wider scope covers (COVER, PATTERN for a pattern). */
+int tty_approver_format_exec_prompt(const struct queue_item *item, uint64_t now_ms, bool details,
+                                    enum exec_match cover, const char *pattern, char **ret_text);
 
 /* ---- the terminal ---------------------------------------------------------------------------- */
 
@@ -119,7 +133,9 @@ enum {
 struct tty_decision {
 	char id[QUEUE_ID_LEN + 1];
 	bool allow;
-	enum queue_scope scope; /* once, or session for "A" */
+	enum queue_scope scope;
+	enum exec_match match; /* an exec: what a scope wider than once covers */
+	const char *pattern;   /* with EXEC_MATCH_PATTERN; valid until the next sync */
 };
 
 /* Its own terminal: read what is available and act on the keys. Returns TTY_APPROVER_*. */

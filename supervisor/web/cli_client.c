@@ -403,19 +403,51 @@ static bool valid_name(const char *name)
 	return true;
 }
 
-static int cmd_decide(struct targets *t, const char *id, bool allow, const char *reason)
+/* What a decision covers: a scope, and for an exec what it matches. */
+struct decide_opts {
+	const char *reason;
+	const char *scope;   /* NULL: once */
+	const char *match;   /* NULL: exact; "program", "pattern" */
+	const char *pattern; /* with match "pattern" */
+};
+
+/* The server said the decision holds but could not be written down: say so. */
+static void print_persistence_error(const struct http_response *resp)
+{
+	_cleanup_cjson_ cJSON *o = cJSON_ParseWithLength(resp->body, resp->body_len);
+	const cJSON *e = o ? cJSON_GetObjectItemCaseSensitive(o, "persistence_error") : NULL;
+
+	if (cJSON_IsString(e))
+		fprintf(stderr, PROG ": decided, but not kept: %s\n", e->valuestring);
+}
+
+static int cmd_decide(struct targets *t, const char *id, bool allow, const struct decide_opts *opts)
 {
 	char path[128];
-	_cleanup_free_ char *body = NULL;
+	_cleanup_free_ char *body = NULL, *domain_body = NULL;
 	unsigned reached = 0;
 
 	if (!valid_id(id))
 		return EXIT_USAGE;
-	if (reason) {
+	if (opts->reason || opts->scope || opts->match) {
 		cJSON *o = cJSON_CreateObject();
 
-		cJSON_AddStringToObject(o, "reason", reason);
+		if (opts->reason)
+			cJSON_AddStringToObject(o, "reason", opts->reason);
+		if (opts->scope)
+			cJSON_AddStringToObject(o, "scope", opts->scope);
+		if (opts->match)
+			cJSON_AddStringToObject(o, "match", opts->match);
+		if (opts->pattern)
+			cJSON_AddStringToObject(o, "pattern", opts->pattern);
 		body = cJSON_PrintUnformatted(o);
+		cJSON_Delete(o);
+	}
+	{
+		cJSON *o = cJSON_CreateObject();
+
+		cJSON_AddStringToObject(o, "scope", opts->scope ? opts->scope : "once");
+		domain_body = cJSON_PrintUnformatted(o);
 		cJSON_Delete(o);
 	}
 	/* Ids are random: try each supervisor until one knows it. Domains have their own path. */
@@ -427,8 +459,10 @@ static int cmd_decide(struct targets *t, const char *id, bool allow, const char 
 			struct http_response resp = {0};
 
 			snprintf(path, sizeof(path), "%s%s", kinds[k][allow ? 0 : 1], id);
-			if (call(&t->v[i], "POST", path,
-			         k == 1 ? "{\"scope\":\"once\"}" : (body ? body : NULL), &resp) < 0)
+			/* A domain has no program or pattern: those are refused for it. */
+			if (k == 1 && opts->match)
+				continue;
+			if (call(&t->v[i], "POST", path, k == 1 ? domain_body : body, &resp) < 0)
 				break;
 			reached++;
 			if (resp.status == 404) {
@@ -436,7 +470,13 @@ static int cmd_decide(struct targets *t, const char *id, bool allow, const char 
 				continue;
 			}
 			if (resp.status == 200) {
-				printf("%s %s\n", allow ? "approved" : "denied", id);
+				if (opts->scope)
+					printf("%s %s (%s%s%s)\n", allow ? "approved" : "denied",
+					       id, opts->scope, opts->match ? ", " : "",
+					       opts->match ? opts->match : "");
+				else
+					printf("%s %s\n", allow ? "approved" : "denied", id);
+				print_persistence_error(&resp);
 				http_response_free(&resp);
 				return 0;
 			}
@@ -610,24 +650,33 @@ static void usage(FILE *out)
 {
 	fputs("usage: " PROG " pending [--json]\n"
 	      "       " PROG " show ID [--json]\n"
-	      "       " PROG " approve ID\n"
-	      "       " PROG " deny ID [--reason TEXT]\n"
+	      "       " PROG " approve ID [--scope S [--program | --pattern P]]\n"
+	      "       " PROG " deny ID [--reason TEXT] [--scope S [--program | --pattern P]]\n"
 	      "       " PROG " status [--json]\n"
 	      "       " PROG " kill|pause|resume NAME [--supervisor PID]\n"
 	      "\n"
 	      "Talk to every running supervisor of this user (or to --url URL, with the API token\n"
-	      "in $CLOISTER_API_TOKEN).\n",
+	      "in $CLOISTER_API_TOKEN).\n"
+	      "\n"
+	      "--scope once|session|project|global: how long the decision holds (default once);\n"
+	      "for a command wider than once it covers the exact command, --program (this program\n"
+	      "with any arguments) or --pattern P (e.g. 'git status **': '*' within one argument,\n"
+	      "'**' any number of arguments). Project and global decisions are kept in the\n"
+	      "decisions files (`" PROG " decisions list`).\n",
 	      out);
 }
 
 int cli_client_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	        {"json", no_argument, NULL, 'j'},      {"reason", required_argument, NULL, 'r'},
-	        {"url", required_argument, NULL, 'u'}, {"supervisor", required_argument, NULL, 's'},
-	        {"help", no_argument, NULL, 'h'},      {0},
+	        {"json", no_argument, NULL, 'j'},          {"reason", required_argument, NULL, 'r'},
+	        {"scope", required_argument, NULL, 's'},   {"program", no_argument, NULL, 'P'},
+	        {"pattern", required_argument, NULL, 'p'}, {"url", required_argument, NULL, 'u'},
+	        {"supervisor", required_argument, NULL, 'S'},
+	        {"help", no_argument, NULL, 'h'},          {0},
 	};
 	const char *cmd = argv[0], *url = NULL, *reason = NULL;
+	struct decide_opts dopts = {0};
 	long supervisor = 0;
 	char *end;
 	bool json = false;
@@ -644,10 +693,28 @@ int cli_client_main(int argc, char **argv)
 		case 'r':
 			reason = optarg;
 			break;
+		case 's':
+			dopts.scope = optarg;
+			break;
+		case 'P':
+			if (dopts.match) {
+				usage(stderr);
+				return EXIT_USAGE;
+			}
+			dopts.match = "program";
+			break;
+		case 'p':
+			if (dopts.match) {
+				usage(stderr);
+				return EXIT_USAGE;
+			}
+			dopts.match = "pattern";
+			dopts.pattern = optarg;
+			break;
 		case 'u':
 			url = optarg;
 			break;
-		case 's':
+		case 'S':
 			errno = 0;
 			supervisor = strtol(optarg, &end, 10);
 			if (errno || *end || supervisor < 1 || supervisor > 4194304) {
@@ -672,6 +739,18 @@ int cli_client_main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+	bool deciding = !strcmp(cmd, "approve") || !strcmp(cmd, "deny");
+
+	/* A program or pattern says what a scope wider than once covers. */
+	if ((dopts.scope &&
+	     (!deciding || (strcmp(dopts.scope, "once") && strcmp(dopts.scope, "session") &&
+	                    strcmp(dopts.scope, "project") && strcmp(dopts.scope, "global")))) ||
+	    (dopts.match && (!dopts.scope || !strcmp(dopts.scope, "once")))) {
+		fprintf(stderr, PROG ": --scope is once, session, project or global; --program and "
+		                     "--pattern need a scope wider than once\n");
+		usage(stderr);
+		return EXIT_USAGE;
+	}
 	/* A malformed argument is a usage error whether or not a supervisor runs. */
 	bool decide = !strcmp(cmd, "approve") || !strcmp(cmd, "deny") || !strcmp(cmd, "show");
 
@@ -690,9 +769,10 @@ int cli_client_main(int argc, char **argv)
 		r = cmd_status(t, json);
 	else if (!strcmp(cmd, "show"))
 		r = cmd_show(t, argv[optind], json);
-	else if (!strcmp(cmd, "approve") || !strcmp(cmd, "deny"))
-		r = cmd_decide(t, argv[optind], !strcmp(cmd, "approve"), reason);
-	else
+	else if (!strcmp(cmd, "approve") || !strcmp(cmd, "deny")) {
+		dopts.reason = reason;
+		r = cmd_decide(t, argv[optind], !strcmp(cmd, "approve"), &dopts);
+	} else
 		r = cmd_sandbox(t, cmd, argv[optind], (pid_t)supervisor);
 	explicit_bzero(t, sizeof(*t));
 	free(t);

@@ -12,9 +12,11 @@
 #include "supervisor/approval/approvals.h"
 #include "supervisor/approval/labels.h"
 #include "supervisor/approval/metrics.h"
+#include "supervisor/exec/exec_decisions.h"
 #include "supervisor/hostexec/hostexec.h"
 #include "supervisor/policy/decisions.h"
 #include "supervisor/policy/domain.h"
+#include "supervisor/policy/exec_pattern.h"
 #include "supervisor/web/api_info.h"
 #include "supervisor/web/peers.h"
 #include "supervisor/web/web_assets.h"
@@ -79,6 +81,18 @@ cJSON *web_item_json(const struct queue_item *item, int64_t wall_offset,
 	}
 	if (item->n_waiters > 1)
 		cJSON_AddNumberToObject(o, "waiters", (double)item->n_waiters);
+	/* What a decision wider than once can cover: the program, or a pattern to edit. */
+	if (item->kind == QUEUE_KIND_EXEC && item->exe) {
+		_cleanup_free_ char *pattern = NULL;
+		cJSON *sug = cJSON_AddObjectToObject(o, "suggested");
+
+		if (sug) {
+			cJSON_AddStringToObject(sug, "program", item->exe);
+			if (exec_pattern_suggest(item->exe, (const char *const *)item->argv,
+			                         item->argc, &pattern, NULL) >= 0)
+				cJSON_AddStringToObject(sug, "pattern", pattern);
+		}
+	}
 	return o;
 }
 
@@ -274,12 +288,28 @@ static void handle_metrics(struct web *web, struct http_exchange *ex)
 	http_exchange_respond(ex, 200, "text/plain; version=0.0.4; charset=utf-8", text, (size_t)n);
 }
 
+/* An optional string member KEY of BODY: 1 and *ret, 0 absent (or null), -1 not a string. */
+static int opt_string(const cJSON *body, const char *key, const char **ret)
+{
+	const cJSON *j = cJSON_GetObjectItemCaseSensitive(body, key);
+
+	if (!j || cJSON_IsNull(j))
+		return 0;
+	if (!cJSON_IsString(j))
+		return -1;
+	*ret = j->valuestring;
+	return 1;
+}
+
 static void handle_decide(struct web *web, struct http_exchange *ex, const char *id, bool allow)
 {
 	const struct queue_item *it = queue_lookup(web->queue, id);
 	_cleanup_cjson_ cJSON *body = NULL;
-	const cJSON *reason;
+	const char *reason = NULL, *scope_s = NULL, *match_s = NULL, *pattern = NULL;
+	enum queue_scope scope = QUEUE_SCOPE_ONCE;
+	enum exec_match match = EXEC_MATCH_EXACT;
 	char idcopy[QUEUE_ID_LEN + 1];
+	struct cl_error err = {""};
 	struct approval_decision d;
 	int r;
 
@@ -290,21 +320,52 @@ static void handle_decide(struct web *web, struct http_exchange *ex, const char 
 	body = web_body_object(ex, true);
 	if (!body)
 		return;
-	reason = cJSON_GetObjectItemCaseSensitive(body, "reason");
-	if (reason && !cJSON_IsString(reason) && !cJSON_IsNull(reason)) {
+	if (opt_string(body, "reason", &reason) < 0) {
 		web_respond_error(ex, 400, "reason must be a string");
+		return;
+	}
+	/* No body, or no scope: once, as before scopes (old clients unchanged). */
+	if (opt_string(body, "scope", &scope_s) < 0 ||
+	    (scope_s && queue_scope_from_string(scope_s, &scope) < 0)) {
+		web_respond_error(ex, 400, "scope must be one of once, session, project, global");
+		return;
+	}
+	if (opt_string(body, "match", &match_s) < 0 ||
+	    (match_s && exec_match_from_string(match_s, &match) < 0)) {
+		web_respond_error(ex, 400, "match must be one of exact, program, pattern");
+		return;
+	}
+	if (opt_string(body, "pattern", &pattern) < 0) {
+		web_respond_error(ex, 400, "pattern must be a string");
+		return;
+	}
+	if (scope != QUEUE_SCOPE_ONCE && it->kind != QUEUE_KIND_EXEC) {
+		web_respond_error(ex, 400, "only exec asks take a scope wider than once");
+		return;
+	}
+	if (match == EXEC_MATCH_PATTERN && !pattern) {
+		web_respond_error(ex, 400, "match pattern needs a pattern");
+		return;
+	}
+	if (pattern && match != EXEC_MATCH_PATTERN) {
+		web_respond_error(ex, 400, "a pattern goes with match pattern");
 		return;
 	}
 	snprintf(idcopy, sizeof(idcopy), "%s", id);
 	d = (struct approval_decision){
 	        .allow = allow,
-	        .scope = QUEUE_SCOPE_ONCE,
+	        .scope = scope,
 	        .by = http_exchange_header(ex, "Origin") ? "web" : "cli",
-	        .reason = cJSON_IsString(reason) && *reason->valuestring
-	                          ? reason->valuestring
-	                          : (allow ? NULL : "Command denied by user"),
+	        .reason = reason && *reason ? reason : (allow ? NULL : "Command denied by user"),
+	        .match = exec_match_to_string(match),
+	        .pattern = pattern,
 	};
-	r = approvals_decide(web->approvals, idcopy, &d, NULL);
+	/* What the decision covers must be a rule before anything is decided. */
+	if (queue_find(web->queue, idcopy) && exec_decisions_validate(it, &d, &err) < 0) {
+		web_respond_error(ex, 400, err.msg);
+		return;
+	}
+	r = approvals_decide(web->approvals, idcopy, &d, &err);
 	if (r == -EALREADY) {
 		cJSON *o = cJSON_CreateObject();
 
@@ -325,6 +386,14 @@ static void handle_decide(struct web *web, struct http_exchange *ex, const char 
 
 	cJSON_AddStringToObject(o, "status", allow ? "approved" : "denied");
 	cJSON_AddStringToObject(o, "id", idcopy);
+	cJSON_AddStringToObject(o, "scope", queue_scope_to_string(scope));
+	if (scope != QUEUE_SCOPE_ONCE) {
+		cJSON_AddStringToObject(o, "match", exec_match_to_string(match));
+		if (pattern)
+			cJSON_AddStringToObject(o, "pattern", pattern);
+	}
+	if (r == 1)
+		cJSON_AddStringToObject(o, "persistence_error", err.msg);
 	web_respond_json(ex, 200, o);
 }
 

@@ -73,6 +73,14 @@ static size_t n_written(const struct config_domain_list *l)
 	return n;
 }
 
+/* Entries of the built-in's proxy.allow (without the always-allowed ones). */
+static size_t builtin_proxy_allow(void)
+{
+	_cleanup_(config_freep) struct config *cfg = load4(NULL, NULL, NULL, NULL, false);
+
+	return n_written(&cfg->proxy.allow);
+}
+
 static void assert_no_warnings(const struct config *cfg)
 {
 	for (size_t i = 0; i < cfg->n_warnings; i++)
@@ -139,18 +147,24 @@ static void test_builtin_default_parses_on_its_own_without_warnings(void **state
 	assert_true(cfg->exec.section_present);
 }
 
-static void test_global_file_lists_replace_builtin_but_unset_scalars_keep_builtin(void **state)
+static void test_global_file_lists_extend_builtin_and_unset_scalars_keep_builtin(void **state)
 {
 	_cleanup_(config_freep) struct config *cfg = load4("proxy:\n"
 	                                                   "  allow:\n"
 	                                                   "    - domain: example.com\n",
 	                                                   NULL, NULL, NULL, false);
+	size_t builtin = builtin_proxy_allow(), last;
 
-	assert_int_equal(n_written(&cfg->proxy.allow), 1);
-	assert_string_equal(cfg->proxy.allow.items[0].spec.host, "example.com");
-	assert_string_equal(cfg->proxy.allow.items[0].origin.file, "config.yaml");
-	assert_int_equal(cfg->proxy.allow.items[0].origin.line, 3);
-	assert_int_equal(cfg->proxy.allow.items[0].origin.column, 15);
+	assert_true(builtin > 0);
+	/* The built-in's entries first, then the file's. */
+	assert_int_equal(n_written(&cfg->proxy.allow), builtin + 1);
+	assert_string_equal(cfg->proxy.allow.items[0].origin.file, "<built-in>");
+	last = builtin;
+	assert_string_equal(cfg->proxy.allow.items[last].spec.host, "example.com");
+	assert_string_equal(cfg->proxy.allow.items[last].origin.file, "config.yaml");
+	assert_int_equal(cfg->proxy.allow.items[last].origin.line, 3);
+	assert_int_equal(cfg->proxy.allow.items[last].origin.column, 15);
+	assert_true(cfg->proxy.defaults);
 	/* Scalars the file leaves out come from the built-in, with its origin... */
 	assert_int_equal(cfg->proxy.approval_timeout_ms, 60000);
 	assert_string_equal(cfg->proxy.approval_timeout_at.origin.file, "<built-in>");
@@ -158,38 +172,70 @@ static void test_global_file_lists_replace_builtin_but_unset_scalars_keep_builti
 	assert_int_equal(cfg->proxy.unlisted, UNLISTED_REJECT);
 	assert_string_equal(cfg->proxy.unlisted_at.origin.file, "config.yaml");
 	assert_int_equal(cfg->proxy.unlisted_at.origin.line, 0);
-	/* Lists it leaves out are empty: the file replaces the built-in's lists... */
+	/* The hostexec lists it leaves out are empty: they replace the built-in's (Cloister)... */
 	assert_int_equal(cfg->hostexec.auto_approve.n, 0);
-	/* ...except exec, which Cloister files never have: the built-in's exec section stays. */
+	/* ...and the built-in's exec section stays. */
 	assert_true(cfg->exec.allow.n > 10);
 	assert_string_equal(cfg->exec.allow.items[0].origin.file, "<built-in>");
 }
 
-static void test_global_exec_lists_and_scalars_it_writes_replace_the_builtins(void **state)
+static void test_global_file_lists_replace_builtin_with_defaults_false(void **state)
+{
+	_cleanup_(config_freep) struct config *cfg = load4("proxy:\n"
+	                                                   "  defaults: false\n"
+	                                                   "  allow:\n"
+	                                                   "    - domain: example.com\n",
+	                                                   NULL, NULL, NULL, false);
+
+	assert_int_equal(n_written(&cfg->proxy.allow), 1);
+	assert_string_equal(cfg->proxy.allow.items[0].spec.host, "example.com");
+	assert_int_equal(cfg->proxy.deny.n, 0);
+	assert_false(cfg->proxy.defaults);
+	assert_string_equal(cfg->proxy.defaults_at.origin.file, "config.yaml");
+	assert_int_equal(cfg->proxy.defaults_at.origin.line, 2);
+	/* proxy's switch leaves exec alone. */
+	assert_true(cfg->exec.allow.n > 10);
+	assert_true(cfg->exec.defaults);
+}
+
+static void test_global_exec_lists_extend_and_scalars_it_writes_replace_the_builtins(void **state)
 {
 	_cleanup_(config_freep) struct config *cfg = load4("exec:\n"
 	                                                   "  security: full\n"
 	                                                   "  allow:\n"
 	                                                   "    - path: /opt/tool\n",
 	                                                   NULL, NULL, NULL, false);
+	_cleanup_(config_freep) struct config *only = load4("exec:\n"
+	                                                    "  defaults: false\n"
+	                                                    "  allow:\n"
+	                                                    "    - path: /opt/tool\n",
+	                                                    NULL, NULL, NULL, false);
 
 	assert_int_equal(cfg->exec.security, EXEC_SECURITY_FULL);
 	assert_string_equal(cfg->exec.security_at.origin.file, "config.yaml");
 	assert_int_equal(cfg->exec.security_at.origin.line, 2);
 	assert_int_equal(cfg->exec.ask, EXEC_ASK_ON_MISS); /* unset: built-in */
-	assert_int_equal(cfg->exec.allow.n, 1);
-	assert_string_equal(cfg->exec.allow.items[0].path_glob, "/opt/tool");
-	/* The list it does not write keeps the built-in's deny rules. */
+	/* The built-in's rules, then the file's. */
+	assert_true(cfg->exec.allow.n > 10);
+	assert_string_equal(cfg->exec.allow.items[0].origin.file, "<built-in>");
+	assert_string_equal(cfg->exec.allow.items[cfg->exec.allow.n - 1].path_glob, "/opt/tool");
 	assert_true(cfg->exec.deny.n > 0);
 	assert_string_equal(cfg->exec.deny.items[0].origin.file, "<built-in>");
+	/* defaults: false: the file's lists alone, an absent one empty. */
+	assert_int_equal(only->exec.allow.n, 1);
+	assert_string_equal(only->exec.allow.items[0].path_glob, "/opt/tool");
+	assert_int_equal(only->exec.deny.n, 0);
+	assert_false(only->exec.defaults);
+	/* proxy's lists stay extended. */
+	assert_true(n_written(&only->proxy.allow) == builtin_proxy_allow());
 }
 
-static void test_global_exec_lists_are_dropped_only_when_written(void **state)
+static void test_global_exec_lists_are_dropped_only_with_defaults_false(void **state)
 {
 	_cleanup_(config_freep) struct config *keep =
-	        load4("exec:\n  ask: always\n", NULL, NULL, NULL, false);
+	        load4("exec:\n  ask: always\n  allow: []\n  deny: ~\n", NULL, NULL, NULL, false);
 	_cleanup_(config_freep) struct config *drop =
-	        load4("exec:\n  allow: []\n  deny: ~\n", NULL, NULL, NULL, false);
+	        load4("exec:\n  defaults: no\n", NULL, NULL, NULL, false);
 
 	assert_true(keep->exec.allow.n > 10);
 	assert_true(keep->exec.deny.n > 0);
@@ -198,16 +244,50 @@ static void test_global_exec_lists_are_dropped_only_when_written(void **state)
 	assert_int_equal(drop->exec.deny.n, 0);
 }
 
+static void test_defaults_switch_only_in_config_yaml(void **state)
+{
+	struct cl_error err = {""};
+
+	assert_int_equal(load_error(CONFIG_FILE_PROJECT, "exec:\n  defaults: false\n", false, &err),
+	                 -EINVAL);
+	assert_non_null(strstr(err.msg, "only config.yaml says whether the built-in lists"));
+	assert_int_equal(load_error(CONFIG_FILE_GLOBAL, "exec:\n  defaults: maybe\n", false, &err),
+	                 -EINVAL);
+	assert_non_null(strstr(err.msg, "expected true or false"));
+}
+
+static void test_decisions_file_exec_entries_append_to_exec_lists(void **state)
+{
+	const char *gdec = "exec:\n"
+	                   "  allow:\n"
+	                   "    - path: /usr/bin/git\n"
+	                   "      command: \"\\\\Agit status\\\\z\"\n"
+	                   "  deny:\n"
+	                   "    - path: /usr/bin/curl\n";
+	_cleanup_(config_freep) struct config *cfg = load4(NULL, NULL, gdec, NULL, false);
+	const struct config_exec_rule *a = &cfg->exec.allow.items[cfg->exec.allow.n - 1];
+	const struct config_exec_rule *d = &cfg->exec.deny.items[cfg->exec.deny.n - 1];
+
+	assert_no_warnings(cfg);
+	assert_string_equal(a->path_glob, "/usr/bin/git");
+	assert_string_equal(a->command.source, "\\Agit status\\z");
+	assert_int_equal(a->origin.layer, CONFIG_LAYER_GLOBAL_DECISIONS);
+	assert_string_equal(d->path_glob, "/usr/bin/curl");
+	assert_int_equal(d->origin.layer, CONFIG_LAYER_GLOBAL_DECISIONS);
+}
+
 static void test_project_extends_global_and_both_decision_forms_merge(void **state)
 {
 	const char *global = "proxy:\n"
 	                     "  allow:\n"
 	                     "    - domain: a.example\n"
 	                     "  unlisted_domain_behavior: reject\n"
+	                     "  defaults: false\n"
 	                     "hostexec:\n"
 	                     "  auto_approve:\n"
 	                     "    - pattern: \"^make$\"\n"
 	                     "exec:\n"
+	                     "  defaults: false\n"
 	                     "  ask: off\n"
 	                     "  allow:\n"
 	                     "    - path: /usr/bin/make\n";
@@ -272,11 +352,9 @@ static void test_project_extends_global_and_both_decision_forms_merge(void **sta
 	assert_int_equal(cfg->exec.ask, EXEC_ASK_ALWAYS);
 	assert_string_equal(cfg->exec.ask_at.origin.file, "projects/p.yaml");
 	assert_int_equal(cfg->exec.allow.n, 1);
-	/* The global file wrote no exec.deny: the built-in's, then the project's. */
-	assert_true(cfg->exec.deny.n > 1);
-	assert_string_equal(cfg->exec.deny.items[0].origin.file, "<built-in>");
-	assert_int_equal(cfg->exec.deny.items[cfg->exec.deny.n - 1].origin.layer,
-	                 CONFIG_LAYER_PROJECT);
+	/* The global file dropped the built-in's (defaults: false): the project's alone. */
+	assert_int_equal(cfg->exec.deny.n, 1);
+	assert_int_equal(cfg->exec.deny.items[0].origin.layer, CONFIG_LAYER_PROJECT);
 	assert_int_equal(cfg->n_files, 5);
 }
 
@@ -334,7 +412,11 @@ static void test_real_cloister_files_load_without_warnings(void **state)
 	_cleanup_(config_freep) struct config *cfg = load4(global, NULL, NULL, NULL, false);
 
 	assert_no_warnings(cfg);
-	assert_int_equal(n_written(&cfg->proxy.allow), 2);
+	/* Extending the built-in's lists (a Cloister file has no `defaults:`); an entry the
+	 * built-in has too is kept once, with the built-in's origin. */
+	assert_true(n_written(&cfg->proxy.allow) >= builtin_proxy_allow() + 1);
+	assert_true(has_domain(&cfg->proxy.allow, "googleapis.com", true, NULL));
+	assert_true(has_domain(&cfg->proxy.allow, "golang.org", false, NULL));
 	assert_int_equal(cfg->proxy.deny.n, 1);
 	assert_string_equal(cfg->proxy.listen.text, ":3128");
 	assert_int_equal(cfg->proxy.rate_limit, 120);
@@ -350,9 +432,9 @@ static void test_missing_and_empty_files_are_empty(void **state)
 	        load4("", "# nothing\n", "---\n", "~\n", false);
 
 	assert_no_warnings(cfg);
-	/* An empty global file is a global file: its (absent) lists replace the built-in's,
-	 * and its absent unlisted_domain_behavior means reject, as in Cloister. */
-	assert_int_equal(n_written(&cfg->proxy.allow), 0);
+	/* An empty global file is a global file: the built-in's lists stay, and its absent
+	 * unlisted_domain_behavior means reject, as in Cloister. */
+	assert_int_equal(n_written(&cfg->proxy.allow), builtin_proxy_allow());
 	assert_int_equal(cfg->proxy.unlisted, UNLISTED_REJECT);
 	assert_true(cfg->exec.allow.n > 0);
 }
@@ -412,10 +494,11 @@ static void test_each_error_names_file_line_column_and_what_was_expected(void **
 	        {CONFIG_FILE_GLOBAL, "exec:\n  deny:\n    - path: bin/nc\n",
 	         "config.yaml:3:13: exec.deny[0].path: expected an absolute path glob (starting "
 	         "with '/'), got \"bin/nc\""},
-	        /* "**" would act as one "*", so a deny of /opt/<two stars> would miss /opt/x/y */
-	        {CONFIG_FILE_GLOBAL, "exec:\n  deny:\n    - path: \"/opt/**\"\n",
-	         "config.yaml:3:13: exec.deny[0].path: \"**\" is not recursive here (a '*' "
-	         "never crosses '/'); write one \"*\" per directory level, got \"/opt/**\""},
+	        /* "**" inside a component would act as one "*", and a deny would miss deeper
+	         * files: it must stand alone. */
+	        {CONFIG_FILE_GLOBAL, "exec:\n  deny:\n    - path: \"/opt/x**\"\n",
+	         "config.yaml:3:13: exec.deny[0].path: \"**\" must be a whole path component "
+	         "(\"/a/**/b\", \"/a/**\"); '*' alone never crosses '/', got \"/opt/x**\""},
 	        {CONFIG_FILE_GLOBAL, "exec:\n  deny:\n    - {}\n",
 	         "config.yaml:3:7: exec.deny[0]: expected a mapping with \"path\" and/or "
 	         "\"command\""},
@@ -525,7 +608,7 @@ static void test_unknown_keys_are_errors_with_their_position_in_every_file_kind(
 	        {CONFIG_FILE_GLOBAL, "proxy:\n  listenn: \":3128\"\n",
 	         "config.yaml:2:3: proxy.listenn: unknown key; expected one of listen, allow, "
 	         "deny, unlisted_domain_behavior, approval_timeout, rate_limit, "
-	         "max_request_bytes"},
+	         "max_request_bytes, defaults"},
 	        {CONFIG_FILE_GLOBAL,
 	         "hostexec:\n  listen: \"127.0.0.1:9999\"\n  auto_aprove:\n    - pattern: "
 	         "\"^test$\"\n",
@@ -558,11 +641,11 @@ static void test_unknown_keys_are_errors_with_their_position_in_every_file_kind(
 	         "deny"},
 	        {CONFIG_FILE_DECISIONS, "domains: [a.example]\npaterns: [\"*.b.example\"]\n",
 	         "decisions/global.yaml:2:1: paterns: unknown key; expected one of proxy, domains, "
-	         "patterns, denied_domains, denied_patterns"},
+	         "patterns, denied_domains, denied_patterns, exec"},
 	        /* A key of another file kind: a decisions file cannot loosen exec security. */
 	        {CONFIG_FILE_DECISIONS, "exec:\n  security: full\n",
-	         "decisions/global.yaml:1:1: exec: unknown key; expected one of proxy, domains, "
-	         "patterns, denied_domains, denied_patterns"},
+	         "decisions/global.yaml:2:3: exec.security: unknown key; expected one of allow, "
+	         "deny"},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -651,7 +734,7 @@ static void test_misspelt_exec_keys_fail_instead_of_dropping_a_rule(void **state
 	} cases[] = {
 	        {"exec:\n  dney:\n    - path: /usr/bin/nc\n",
 	         "config.yaml:2:3: exec.dney: unknown key; expected one of security, ask, "
-	         "ask_fallback, allow, deny"},
+	         "ask_fallback, allow, deny, defaults"},
 	        {"exec:\n  allow:\n    - path: /usr/bin/git\n      comand: \"^git status$\"\n",
 	         "config.yaml:4:7: exec.allow[0].comand: unknown key; expected \"path\" and/or "
 	         "\"command\""},
@@ -675,6 +758,7 @@ static void test_misspelt_exec_keys_fail_instead_of_dropping_a_rule(void **state
 static void test_allow_rule_with_a_command_but_no_path_warns(void **state)
 {
 	_cleanup_(config_freep) struct config *cfg = load4("exec:\n"
+	                                                   "  defaults: false\n"
 	                                                   "  allow:\n"
 	                                                   "    - command: \"^git status$\"\n"
 	                                                   "    - path: /usr/bin/git\n"
@@ -684,7 +768,7 @@ static void test_allow_rule_with_a_command_but_no_path_warns(void **state)
 	                                                   NULL, NULL, NULL, false);
 
 	assert_int_equal(cfg->n_warnings, 1);
-	assert_non_null(strstr(cfg->warnings[0], "config.yaml:3:7: exec.allow[0]: an allow rule "
+	assert_non_null(strstr(cfg->warnings[0], "config.yaml:4:7: exec.allow[0]: an allow rule "
 	                                         "with a command but no path"));
 	assert_int_equal(cfg->exec.allow.n, 2);
 }
@@ -710,7 +794,7 @@ static void test_lenient_mode_skips_bad_regex_and_domain_with_a_warning(void **s
 	assert_int_equal(cfg->hostexec.auto_approve.n, 1);
 	assert_string_equal(cfg->hostexec.auto_approve.items[0].regex.source, "^good$");
 	assert_int_equal(cfg->hostexec.auto_approve.items[0].index, 1);
-	assert_int_equal(n_written(&cfg->proxy.allow), 1);
+	assert_int_equal(n_written(&cfg->proxy.allow), builtin_proxy_allow() + 1);
 	assert_int_equal(cfg->n_warnings, 2);
 	assert_non_null(strstr(cfg->warnings[0], "config.yaml:3:16: hostexec.auto_approve[0]."
 	                                         "pattern: invalid regular expression"));
@@ -738,8 +822,9 @@ static void test_lenient_mode_never_skips_a_deny_entry(void **state)
 	/* The allow side is still skipped, as Cloister does. */
 	{
 		_cleanup_(config_freep) struct config *cfg =
-		        load4("exec:\n  allow:\n    - command: \"^x (bad\"\n      path: /x\n", NULL,
-		              NULL, NULL, true);
+		        load4("exec:\n  defaults: false\n  allow:\n    - command: \"^x (bad\"\n"
+		              "      path: /x\n",
+		              NULL, NULL, NULL, true);
 		assert_int_equal(cfg->exec.allow.n, 0);
 		assert_int_equal(cfg->n_warnings, 1);
 	}
@@ -923,8 +1008,8 @@ static void test_always_allowed_domains_lie_beneath_every_config(void **state)
 {
 	static const char *const layouts[][4] = {
 	        {NULL, NULL, NULL, NULL},
-	        {"", NULL, NULL, NULL},
-	        {"proxy:\n  allow: []\n", "proxy:\n  allow: []\n", "", ""},
+	        {"proxy:\n  defaults: false\n", NULL, NULL, NULL},
+	        {"proxy:\n  defaults: false\n  allow: []\n", "proxy:\n  allow: []\n", "", ""},
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(layouts); i++) {
@@ -945,8 +1030,8 @@ static void test_always_allowed_domains_lie_beneath_every_config(void **state)
 		/* Listed by a file: once, with the file's origin. Denied: still listed, and the
 		 * deny wins (test_policy). */
 		_cleanup_(config_freep) struct config *cfg =
-		        load4("proxy:\n  allow:\n    - domain: api.openai.com\n  deny:\n    - "
-		              "domain: storage.googleapis.com\n",
+		        load4("proxy:\n  defaults: false\n  allow:\n    - domain: api.openai.com\n"
+		              "  deny:\n    - domain: storage.googleapis.com\n",
 		              NULL, NULL, NULL, false);
 		size_t n = 0;
 		const char *file = NULL;
@@ -1000,6 +1085,7 @@ static void test_unlisted_behavior_left_out_of_a_config_file_means_reject(void *
 static void test_an_entry_in_several_files_is_kept_once(void **state)
 {
 	const char *global = "proxy:\n"
+	                     "  defaults: false\n"
 	                     "  allow:\n"
 	                     "    - domain: a.example\n"
 	                     "    - pattern: \"*.b.example\"\n"
@@ -1233,9 +1319,13 @@ int main(void)
 	        cmocka_unit_test(test_builtin_default_parses_cleanly_and_serves_without_files),
 	        cmocka_unit_test(test_builtin_default_parses_on_its_own_without_warnings),
 	        cmocka_unit_test(
-	                test_global_file_lists_replace_builtin_but_unset_scalars_keep_builtin),
-	        cmocka_unit_test(test_global_exec_lists_and_scalars_it_writes_replace_the_builtins),
-	        cmocka_unit_test(test_global_exec_lists_are_dropped_only_when_written),
+	                test_global_file_lists_extend_builtin_and_unset_scalars_keep_builtin),
+	        cmocka_unit_test(test_global_file_lists_replace_builtin_with_defaults_false),
+	        cmocka_unit_test(test_defaults_switch_only_in_config_yaml),
+	        cmocka_unit_test(test_decisions_file_exec_entries_append_to_exec_lists),
+	        cmocka_unit_test(
+	                test_global_exec_lists_extend_and_scalars_it_writes_replace_the_builtins),
+	        cmocka_unit_test(test_global_exec_lists_are_dropped_only_with_defaults_false),
 	        cmocka_unit_test(test_project_extends_global_and_both_decision_forms_merge),
 	        cmocka_unit_test(test_real_cloister_files_load_without_warnings),
 	        cmocka_unit_test(test_missing_and_empty_files_are_empty),

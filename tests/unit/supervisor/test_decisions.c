@@ -20,6 +20,7 @@
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/config_files.h"
 #include "supervisor/policy/decisions.h"
+#include "supervisor/policy/exec_pattern.h"
 #include "supervisor/policy/policy.h"
 
 static struct domain_spec spec(const char *text)
@@ -185,6 +186,51 @@ static void test_unreadable_or_unknown_content_is_not_rewritten(void **state)
 		assert_string_equal(text, "untouched");
 		assert_non_null(strstr(err.msg, "d.yaml"));
 	}
+}
+
+/* Exec entries: written beside the domains, read back as the same rule (backslashes and
+ * quotes of the regex survive YAML), removed again; the domains stay as they were. */
+static void test_exec_entries_are_added_read_back_and_removed(void **state)
+{
+	static const char *const argv[] = {"echo", "a \"quoted\" \\ arg", "it's"};
+	struct exec_pattern_rule rule = {0};
+	struct cl_error err = {{0}};
+	_cleanup_free_ char *with_domain = add(NULL, DECISIONS_ALLOW, "example.com", 1);
+	_cleanup_free_ char *t1 = NULL, *t2 = NULL, *t3 = NULL;
+	_cleanup_(config_freep) struct config *cfg = NULL;
+	struct decisions_entry e = {.section = DECISIONS_EXEC, .list = DECISIONS_ALLOW};
+
+	assert_int_equal(
+	        exec_pattern_rule("/usr/bin/echo", argv, 3, EXEC_MATCH_EXACT, NULL, &rule, &err),
+	        0);
+	e.path_glob = rule.path_glob;
+	e.command = rule.command;
+	assert_int_equal(decisions_edit("d.yaml", with_domain, strlen(with_domain), true, &e, NULL,
+	                                &t1, &err),
+	                 1);
+	/* Again: already there. */
+	assert_int_equal(decisions_edit("d.yaml", t1, strlen(t1), true, &e, NULL, &t2, &err), 0);
+	{
+		struct config_source src = {"d.yaml", t1, strlen(t1), true};
+		struct policy_result res;
+
+		if (config_parse_file(CONFIG_FILE_DECISIONS, CONFIG_LAYER_GLOBAL_DECISIONS, &src,
+		                      NULL, &cfg, &err) < 0)
+			fail_msg("%s\n%s", err.msg, t1);
+		assert_int_equal(cfg->exec.allow.n, 1);
+		assert_string_equal(cfg->exec.allow.items[0].path_glob, rule.path_glob);
+		assert_string_equal(cfg->exec.allow.items[0].command.source, rule.command);
+		assert_int_equal(cfg->proxy.allow.n, 1);
+		cfg->exec.security = EXEC_SECURITY_ALLOWLIST;
+		cfg->exec.ask = EXEC_ASK_ON_MISS;
+		assert_int_equal(policy_check_exec(cfg, "/usr/bin/echo", argv, 3, &res, &err), 0);
+		assert_int_equal(res.verdict, POLICY_ALLOW);
+	}
+	/* Removed: the domain stays. */
+	assert_int_equal(decisions_edit("d.yaml", t1, strlen(t1), true, NULL, &e, &t3, &err), 1);
+	assert_null(strstr(t3, "/usr/bin/echo"));
+	assert_non_null(strstr(t3, "example.com"));
+	exec_pattern_rule_done(&rule);
 }
 
 static void test_wildcard_needs_three_labels(void **state)
@@ -524,6 +570,7 @@ int main(void)
 	        cmocka_unit_test(test_older_flat_lists_become_entries),
 	        cmocka_unit_test(test_awkward_names_are_quoted_so_yaml_keeps_them),
 	        cmocka_unit_test(test_unreadable_or_unknown_content_is_not_rewritten),
+	        cmocka_unit_test(test_exec_entries_are_added_read_back_and_removed),
 	        cmocka_unit_test(test_wildcard_needs_three_labels),
 	        cmocka_unit_test(test_paths_follow_cloisters_layout),
 	        cmocka_unit_test(test_write_creates_private_dirs_and_a_0600_file),

@@ -26,11 +26,40 @@ static struct config_source src(const char *name, const char *text)
 	};
 }
 
+/* These tests check the policy on a config.yaml's own rules: its exec and proxy sections say
+ * `defaults: false` (test_config checks that lists extend the built-in's otherwise). */
+static char *own_lists_only(const char *text)
+{
+	size_t len = strlen(text), n = 0;
+	char *out = malloc(len * 2 + 64), *o = out;
+
+	assert_non_null(out);
+	for (const char *p = text; *p; p++) {
+		bool line_start = p == text || p[-1] == '\n';
+
+		*o++ = *p;
+		if (line_start &&
+		    (strncmp(p, "exec:\n", 6) == 0 || strncmp(p, "proxy:\n", 7) == 0)) {
+			size_t k = p[0] == 'e' ? 5 : 6;
+
+			memcpy(o, p + 1, k);
+			o += k;
+			p += k;
+			o += sprintf(o, "  defaults: false\n");
+			n++;
+		}
+	}
+	*o = '\0';
+	assert_true(n <= 2);
+	return out;
+}
+
 static struct config *load4(const char *global, const char *project, const char *gdec,
                             const char *pdec)
 {
+	_cleanup_free_ char *own = global ? own_lists_only(global) : NULL;
 	struct config_sources s = {
-	        .global = src("config.yaml", global),
+	        .global = src("config.yaml", own),
 	        .project = src("projects/p.yaml", project),
 	        .global_decisions = src("decisions/global.yaml", gdec),
 	        .project_decisions = src("decisions/projects/p.yaml", pdec),
@@ -137,7 +166,7 @@ static void test_exec_verdict_for_every_security_and_ask_combination(void **stat
 			fail_msg("%s/%s: a deny rule must win, got %s", cases[i].security,
 			         cases[i].ask, V(res.verdict));
 		assert_string_equal(res.rule, "exec.deny[0] path \"/usr/bin/nc*\"");
-		assert_int_equal(res.origin.line, 8);
+		assert_int_equal(res.origin.line, 9) /* own_lists_only() added a line */;
 		assert_int_equal(res.origin.column, 7);
 	}
 }
@@ -176,7 +205,7 @@ static void test_exec_deny_beats_allow_across_global_and_project(void **state)
 		res = check_exec(cfg, "/usr/bin/curl", curl);
 		assert_int_equal(res.verdict, POLICY_DENY);
 		assert_string_equal(res.origin.file, "config.yaml");
-		assert_int_equal(res.origin.line, 3);
+		assert_int_equal(res.origin.line, 4) /* own_lists_only() added a line */;
 	}
 }
 
@@ -721,13 +750,13 @@ static void test_domain_unlisted_behavior_and_wildcards(void **state)
 		assert_string_equal(res.subject, cases[i].subject);
 		if (res.verdict == POLICY_DENY) {
 			assert_string_equal(res.rule, "proxy.unlisted_domain_behavior=reject");
-			assert_int_equal(res.origin.line, 2);
+			assert_int_equal(res.origin.line, 3) /* own_lists_only() added a line */;
 		}
 	}
 	{
 		struct policy_result res = check_domain(cfg, NULL, "api.example.com");
 		assert_string_equal(res.rule, "proxy.allow[0] pattern \"*.example.com\"");
-		assert_int_equal(res.origin.line, 4);
+		assert_int_equal(res.origin.line, 5); /* own_lists_only() added a line */
 		assert_int_equal(res.origin.column, 16);
 	}
 }

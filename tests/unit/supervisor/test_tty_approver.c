@@ -32,13 +32,16 @@ static void test_single_keys_answer(void **state)
 		char key;
 		enum tty_answer want;
 	} cases[] = {
-	        {'a', TTY_ANSWER_ALLOW_ONCE}, {'A', TTY_ANSWER_ALLOW_SESSION},
-	        {'d', TTY_ANSWER_DENY},       {'\x03', TTY_ANSWER_DENY},
-	        {'?', TTY_ANSWER_DETAILS},    {'\r', TTY_ANSWER_NONE},
-	        {'\n', TTY_ANSWER_NONE},      {'D', TTY_ANSWER_INVALID},
-	        {'y', TTY_ANSWER_INVALID},    {'n', TTY_ANSWER_INVALID},
-	        {' ', TTY_ANSWER_INVALID},    {'\x1b', TTY_ANSWER_INVALID},
-	        {'\0', TTY_ANSWER_INVALID},   {'x', TTY_ANSWER_INVALID},
+	        {'a', TTY_ANSWER_ALLOW_ONCE},    {'A', TTY_ANSWER_ALLOW_SESSION},
+	        {'d', TTY_ANSWER_DENY},          {'\x03', TTY_ANSWER_DENY},
+	        {'?', TTY_ANSWER_DETAILS},       {'\r', TTY_ANSWER_NONE},
+	        {'\n', TTY_ANSWER_NONE},         {'D', TTY_ANSWER_DENY_SESSION},
+	        {'p', TTY_ANSWER_ALLOW_PROJECT}, {'P', TTY_ANSWER_DENY_PROJECT},
+	        {'g', TTY_ANSWER_ALLOW_GLOBAL},  {'G', TTY_ANSWER_DENY_GLOBAL},
+	        {'c', TTY_ANSWER_COVER},         {'C', TTY_ANSWER_INVALID},
+	        {'y', TTY_ANSWER_INVALID},       {'n', TTY_ANSWER_INVALID},
+	        {' ', TTY_ANSWER_INVALID},       {'\x1b', TTY_ANSWER_INVALID},
+	        {'\0', TTY_ANSWER_INVALID},      {'x', TTY_ANSWER_INVALID},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -97,13 +100,18 @@ static void test_prompt_shows_what_is_asked_and_the_choices(void **state)
 	struct queue *q = new_queue();
 	struct queue_request r = request(1, "ls -l");
 	char id[QUEUE_ID_LEN + 1], *text = NULL;
-	const char *want[] = {"approval needed",  "exec in sandbox main (project my-api)",
-	                      "command: ls -l",   "exe:     /usr/bin/ls",
-	                      "cwd:     /work",   "script interpreter: /bin/sh",
-	                      "pid: 4242",        "uid: 1000",
-	                      "expires in 4m59s", "[a]llow once",
-	                      "[d]eny",           "[A]lways (session)",
-	                      "[?] details"};
+	const char *want[] = {"approval needed",
+	                      "exec in sandbox main (project my-api)",
+	                      "command: ls -l",
+	                      "exe:     /usr/bin/ls",
+	                      "cwd:     /work",
+	                      "script interpreter: /bin/sh",
+	                      "pid: 4242",
+	                      "uid: 1000",
+	                      "expires in 4m59s",
+	                      "allow: [a] once  [A] session  [p] project  [g] global",
+	                      "deny:  [d] once  [D] session  [P] project  [G] global",
+	                      "[c] a wider scope covers: this exact command   [?] details"};
 	size_t len;
 
 	assert_int_equal(queue_add(q, &r, 0, id), QUEUE_ADD_NEW);
@@ -341,7 +349,8 @@ static void test_typed_answers_decide(void **state)
 		expect_output(&p, &at, id);
 		expect_output(&p, &at, "command: ls -l");
 		expect_output(&p, &at, "expires in 5m00s");
-		expect_output(&p, &at, "[a]llow once  [d]eny  [A]lways (session)  [?] details");
+		expect_output(&p, &at,
+		              "[c] a wider scope covers: this exact command   [?] details");
 		assert_int_equal(tty_approver_next_deadline(ta), G);
 		tty_approver_tick(ta, G);
 		expect_output(&p, &at, " > ");
@@ -409,6 +418,64 @@ static void test_keys_within_the_guard_do_not_count(void **state)
 	queue_free(q);
 }
 
+/* An exec's scope keys, and `c` changing what a wider scope covers: exact → program → the
+ * suggested pattern. A domain has no such keys. */
+static void test_exec_scopes_and_what_they_cover(void **state)
+{
+	struct pty p;
+	struct queue *q = new_queue();
+	struct queue_request r = request(1, "ls -l");
+	struct queue_request dom = {.kind = QUEUE_KIND_DOMAIN,
+	                            .sandbox = "main",
+	                            .summary = "example.com",
+	                            .pid = -1,
+	                            .uid = -1,
+	                            .cookie = 2};
+	struct tty_decision dec;
+	char id[QUEUE_ID_LEN + 1];
+	size_t at = 0;
+
+	pty_open(&p);
+	struct tty_approver *ta = separate_approver(&p, -1);
+	assert_int_equal(queue_add(q, &r, 0, id), QUEUE_ADD_NEW);
+	assert_int_equal(tty_approver_sync(ta, q, 0), 0);
+	tty_approver_tick(ta, G);
+	expect_output(&p, &at, "this exact command   [?] details > ");
+	pty_type(&p, "c");
+	assert_int_equal(readable(ta, q, G, &dec), TTY_APPROVER_NONE);
+	expect_output(&p, &at, "covers: this program, any arguments   [?] details > ");
+	pty_type(&p, "c");
+	assert_int_equal(readable(ta, q, G, &dec), TTY_APPROVER_NONE);
+	expect_output(&p, &at, "covers: the pattern ls **   [?] details > ");
+	pty_type(&p, "P");
+	assert_int_equal(readable(ta, q, G, &dec), TTY_APPROVER_DECIDED);
+	expect_output(&p, &at, "denied for this project");
+	assert_false(dec.allow);
+	assert_int_equal(dec.scope, QUEUE_SCOPE_PROJECT);
+	assert_int_equal(dec.match, EXEC_MATCH_PATTERN);
+	assert_string_equal(dec.pattern, "ls **");
+	assert_string_equal(dec.id, id);
+	assert_int_equal(queue_decide(q, id, false, dec.scope, "tty", NULL, G), 0);
+	drain(q);
+
+	/* A domain: `g` is no answer there. */
+	assert_int_equal(queue_add(q, &dom, G, id), QUEUE_ADD_NEW);
+	assert_int_equal(tty_approver_sync(ta, q, G), 0);
+	tty_approver_tick(ta, 2 * G);
+	expect_output(&p, &at, "[A]lways (session)  [?] details > ");
+	pty_type(&p, "g");
+	assert_int_equal(readable(ta, q, 2 * G, &dec), TTY_APPROVER_NONE);
+	expect_output(&p, &at, "Please answer a, d, A or ? > ");
+	pty_type(&p, "A");
+	assert_int_equal(readable(ta, q, 2 * G, &dec), TTY_APPROVER_DECIDED);
+	assert_int_equal(dec.scope, QUEUE_SCOPE_SESSION);
+	assert_int_equal(dec.match, EXEC_MATCH_EXACT);
+	tty_approver_free(ta);
+	pty_close(&p);
+	drain(q);
+	queue_free(q);
+}
+
 static void test_other_keys_show_a_hint_and_details_show_argv(void **state)
 {
 	struct pty p;
@@ -428,7 +495,7 @@ static void test_other_keys_show_a_hint_and_details_show_argv(void **state)
 	pty_type(&p, "x");
 	assert_int_equal(readable(ta, q, 1000, &dec), TTY_APPROVER_NONE);
 	expect_output(&p, &at, "expires in 4m59s");
-	expect_output(&p, &at, "Please answer a, d, A or ? > ");
+	expect_output(&p, &at, "Please answer a, A, p, g, d, D, P, G, c or ? > ");
 	assert_true(tty_approver_active(ta));
 
 	/* a paste is not keys */
@@ -623,6 +690,7 @@ int main(void)
 	        cmocka_unit_test(test_hangup_and_eof_mean_nobody_is_there),
 	        cmocka_unit_test(test_decided_elsewhere_removes_the_prompt_and_the_next_follows),
 	        cmocka_unit_test(test_a_path_that_is_not_a_terminal_is_refused),
+	        cmocka_unit_test(test_exec_scopes_and_what_they_cover),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,225 @@
+#include "supervisor/exec/exec_decisions.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/cleanup.h"
+#include "base/say.h"
+#include "supervisor/approval/approvals.h"
+#include "supervisor/approval/queue.h"
+#include "supervisor/policy/config.h"
+#include "supervisor/policy/decisions.h"
+#include "supervisor/policy/exec_decision.h"
+#include "supervisor/policy/exec_pattern.h"
+#include "supervisor/policy/policy.h"
+
+/* Past this many kept decisions, more are refused (the agent cannot make a person decide
+ * that often, but the bound keeps every lookup small). */
+#define EXEC_DECISIONS_MAX 1024
+
+struct exec_decisions {
+	char *dir;
+	char *project;
+	/* The kept rules as a config of their own: allowlist, never asking, so that the policy
+	 * says ALLOW for an allow rule that matches and DENY by a rule for a deny rule, and
+	 * DENY by the setting (nothing kept covers it) otherwise. Each rule's origin file is a
+	 * note of who decided what, with the reason, kept in rules->files. */
+	struct config *rules;
+};
+
+int exec_decisions_new(const char *decisions_dir, const char *project, struct exec_decisions **ret)
+{
+	struct exec_decisions *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return -ENOMEM;
+	x->rules = calloc(1, sizeof(*x->rules));
+	x->dir = decisions_dir ? strdup(decisions_dir) : NULL;
+	x->project = project ? strdup(project) : NULL;
+	if (!x->rules || (decisions_dir && !x->dir) || (project && !x->project)) {
+		exec_decisions_free(x);
+		return -ENOMEM;
+	}
+	x->rules->exec.security = EXEC_SECURITY_ALLOWLIST;
+	x->rules->exec.ask = EXEC_ASK_OFF;
+	x->rules->exec.ask_fallback = EXEC_SECURITY_DENY;
+	*ret = x;
+	return 0;
+}
+
+void exec_decisions_free(struct exec_decisions *x)
+{
+	if (!x)
+		return;
+	config_free(x->rules);
+	free(x->dir);
+	free(x->project);
+	free(x);
+}
+
+size_t exec_decisions_count(const struct exec_decisions *x)
+{
+	return x ? x->rules->exec.allow.n + x->rules->exec.deny.n : 0;
+}
+
+static enum exec_match match_of(const struct approval_decision *d)
+{
+	enum exec_match m = EXEC_MATCH_EXACT;
+
+	if (d->match)
+		(void)exec_match_from_string(d->match, &m);
+	return m;
+}
+
+static int rule_of(const struct queue_item *item, const struct approval_decision *d,
+                   struct exec_pattern_rule *ret, struct cl_error *err)
+{
+	enum exec_match m = EXEC_MATCH_EXACT;
+
+	if (d->match && exec_match_from_string(d->match, &m) < 0)
+		return cl_error_set(err, -EINVAL, "match must be one of exact, program, pattern");
+	if (!item->exe)
+		return cl_error_set(err, -EINVAL, "this ask names no executable");
+	return exec_pattern_rule(item->exe, (const char *const *)item->argv, item->argc, m,
+	                         d->pattern, ret, err);
+}
+
+int exec_decisions_validate(const struct queue_item *item, const struct approval_decision *d,
+                            struct cl_error *err)
+{
+	struct exec_pattern_rule rule = {0};
+	int r;
+
+	if (d->scope == QUEUE_SCOPE_ONCE)
+		return 0;
+	r = rule_of(item, d, &rule, err);
+	exec_pattern_rule_done(&rule);
+	return r < 0 ? r : 0;
+}
+
+/* Add RULE to the kept ones, its origin a note saying who decided what and why. */
+static int add_rule(struct exec_decisions *x, bool allow, struct exec_pattern_rule *rule,
+                    const char *note)
+{
+	struct config_exec_list *list = allow ? &x->rules->exec.allow : &x->rules->exec.deny;
+	struct config_exec_rule *items, *r;
+	char **files;
+	char msg[256];
+	int rc;
+
+	if (exec_decisions_count(x) >= EXEC_DECISIONS_MAX)
+		return -E2BIG;
+	items = reallocarray(list->items, list->n + 1, sizeof(*items));
+	if (!items)
+		return -ENOMEM;
+	list->items = items;
+	files = reallocarray(x->rules->files, x->rules->n_files + 1, sizeof(*files));
+	if (!files)
+		return -ENOMEM;
+	x->rules->files = files;
+	files[x->rules->n_files] = strdup(note);
+	if (!files[x->rules->n_files])
+		return -ENOMEM;
+	r = &list->items[list->n];
+	*r = (struct config_exec_rule){
+	        .list = allow ? "decided.allow" : "decided.deny",
+	        .index = (unsigned)list->n,
+	        .origin = {.file = files[x->rules->n_files], .layer = CONFIG_LAYER_SESSION},
+	};
+	rc = config_regex_compile(rule->command, &r->command, msg, sizeof(msg));
+	if (rc < 0) {
+		free(files[x->rules->n_files]);
+		return rc;
+	}
+	x->rules->n_files++;
+	r->path_glob = TAKE_PTR(rule->path_glob);
+	list->n++;
+	return 0;
+}
+
+static int persist(struct exec_decisions *x, const struct queue_item *item, bool allow,
+                   enum queue_scope scope, const struct exec_pattern_rule *rule,
+                   struct cl_error *err)
+{
+	const char *project = item->project ? item->project : x->project;
+	_cleanup_free_ char *path = NULL;
+	struct decisions_entry e = {
+	        .section = DECISIONS_EXEC,
+	        .list = allow ? DECISIONS_ALLOW : DECISIONS_DENY,
+	        .path_glob = rule->path_glob,
+	        .command = rule->command,
+	};
+	int r;
+
+	if (!x->dir)
+		return cl_error_set(err, -ENOENT, "no config directory to keep decisions in");
+	if (scope == QUEUE_SCOPE_PROJECT && !project)
+		return cl_error_set(
+		        err, -EINVAL,
+		        "no project (start with --project NAME to keep project decisions)");
+	r = decisions_prepare_dir(x->dir, err);
+	if (r >= 0)
+		r = decisions_path(x->dir, scope == QUEUE_SCOPE_PROJECT ? project : NULL, &path,
+		                   err);
+	if (r >= 0)
+		r = decisions_update_entry(path, &e, err);
+	if (r >= 0)
+		say("%s %s in %s", allow ? "allowed" : "denied", item->summary, path);
+	return r < 0 ? r : 0;
+}
+
+int exec_decisions_keep(struct exec_decisions *x, const struct queue_item *item,
+                        const struct approval_decision *d, struct cl_error *err)
+{
+	struct exec_pattern_rule rule = {0};
+	char note[QUEUE_REASON_MAX + 128];
+	int r;
+
+	if (d->scope == QUEUE_SCOPE_ONCE || item->kind != QUEUE_KIND_EXEC)
+		return 0;
+	r = rule_of(item, d, &rule, err);
+	if (r < 0)
+		return r;
+	snprintf(note, sizeof(note), "%s (%s, %s) by %s%s%s", d->allow ? "allowed" : "denied",
+	         queue_scope_to_string(d->scope), exec_match_to_string(match_of(d)),
+	         d->by ? d->by : "a person", d->reason && *d->reason ? ": " : "",
+	         d->reason ? d->reason : "");
+	/* Project and global decisions go to the file first: what the next run will read. The
+	 * session keeps the decision either way. */
+	if (d->scope == QUEUE_SCOPE_PROJECT || d->scope == QUEUE_SCOPE_GLOBAL)
+		r = persist(x, item, d->allow, d->scope, &rule, err);
+	{
+		int k = add_rule(x, d->allow, &rule, note);
+
+		if (k < 0 && r >= 0)
+			r = cl_error_set(err, k, "the decision could not be kept for the session: %s",
+			                 k == -E2BIG ? "too many decisions" : strerror(-k));
+	}
+	exec_pattern_rule_done(&rule);
+	return r;
+}
+
+bool exec_decisions_apply(const struct exec_decisions *x, const char *given, const char *real,
+                          const char *const *argv, size_t argc, bool truncated,
+                          struct policy_result *res)
+{
+	struct policy_result d;
+	struct cl_error err = {""};
+
+	if (!x || res->verdict != POLICY_ASK || exec_decisions_count(x) == 0)
+		return false;
+	if (exec_decide(x->rules, given, real, argv, argc, truncated, &d, &err) < 0)
+		return false;
+	if (d.verdict == POLICY_ALLOW || (d.verdict == POLICY_DENY && d.by_deny_rule)) {
+		res->verdict = d.verdict;
+		res->by_deny_rule = false; /* a session decision, not the config's rule */
+		res->origin = (struct config_origin){.layer = CONFIG_LAYER_SESSION};
+		snprintf(res->rule, sizeof(res->rule), "%.200s, %.250s", d.rule,
+		         d.origin.file ? d.origin.file : "");
+		snprintf(res->reason, sizeof(res->reason), "%s", d.origin.file ? d.origin.file : "");
+		return true;
+	}
+	return false;
+}

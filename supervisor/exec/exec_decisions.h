@@ -1,0 +1,54 @@
+/* People's exec decisions wider than once, for one exec guard: kept for the session, and
+ * written to the decisions file of the project or of every project.
+ *
+ * A decision (allow or deny; exact, program or pattern, exec_pattern.h) becomes an exec rule.
+ * The rule joins this guard's own rule set at once, whatever its scope, so that a later exec
+ * it covers is answered without asking: allowed, or denied with the person's reason (a
+ * retrying agent gets its answer at once instead of a new card). A project or global
+ * decision is also written to the decisions file, under its lock, atomically; the next run
+ * reads it with the config (config.h), so that it holds there from the start.
+ *
+ * Only asks are looked up here: what the config allows or denies outright is not changed by a
+ * decision of the session (a remembered denial is a deny rule in the next run's config, where
+ * it beats allow rules as every deny does). Other supervisors that run at the same time read
+ * the file when they start; `decisions rm` takes effect for runs started afterwards. */
+#ifndef CLOISTER_EXEC_DECISIONS_H
+#define CLOISTER_EXEC_DECISIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "base/error.h"
+
+struct exec_decisions;
+struct queue_item;
+struct approval_decision;
+struct policy_result;
+
+/* DECISIONS_DIR (NULL: project and global decisions cannot be kept) and PROJECT (NULL: none)
+ * are copied. -ENOMEM. */
+int exec_decisions_new(const char *decisions_dir, const char *project,
+                       struct exec_decisions **ret);
+void exec_decisions_free(struct exec_decisions *x);
+
+/* Keep decision D on exec ITEM when its scope is wider than once. 0 (kept, or nothing to
+ * keep); -EINVAL when what D covers cannot be a rule (a bad pattern: ERR says why); another
+ * -errno when a project or global decision could not be written (it holds for the session
+ * all the same). */
+int exec_decisions_keep(struct exec_decisions *x, const struct queue_item *item,
+                        const struct approval_decision *d, struct cl_error *err);
+
+/* Check a decision before it is made: 0 when D on ITEM can be kept, -EINVAL with a reason. */
+int exec_decisions_validate(const struct queue_item *item, const struct approval_decision *d,
+                            struct cl_error *err);
+
+/* An ask (*RES) that a kept decision covers becomes its allow or deny. GIVEN and REAL are the
+ * exec's two names (exec_decision.h). True when *RES changed. */
+bool exec_decisions_apply(const struct exec_decisions *x, const char *given, const char *real,
+                          const char *const *argv, size_t argc, bool truncated,
+                          struct policy_result *res);
+
+/* How many decisions are kept (for tests and the verbose output). */
+size_t exec_decisions_count(const struct exec_decisions *x);
+
+#endif
