@@ -640,11 +640,11 @@ async function main() {
 	const fifth = card('fifth');
 	await check('an edited pattern, Approve → Global, posts {"scope":"global","match":"pattern","pattern":…}', async () => {
 		await fifth.waitFor({ timeout: 15000 });
-		await fifth.locator('.pattern-input').fill('/usr/bin/echo fif*');
+		await fifth.locator('.pattern-input').fill('echo fif*');
 		eq(await fifth.locator('input[type=radio][value=pattern]').isChecked(), true, 'editing chose the pattern');
 		await fifth.locator('button[data-action=approve][data-scope=global]').click();
 		await until(() => decided.length === 3, 'the POST');
-		eq(decided[2], { action: 'approve', body: { scope: 'global', match: 'pattern', pattern: '/usr/bin/echo fif*' } }, 'request');
+		eq(decided[2], { action: 'approve', body: { scope: 'global', match: 'pattern', pattern: 'echo fif*' } }, 'request');
 		await until(() => /^fifth 0$/m.test(readResult('status')), 'the agent to report "fifth 0"', 10000);
 	});
 

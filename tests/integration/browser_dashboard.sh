@@ -237,11 +237,11 @@ if [ -e "$CTL/restart-wanted" ]; then
 		"the audit log has the four approvals by the dashboard (first, third, fifth, sixth)"
 	later "$([ "$(audit_count '"verdict":"denied".*"decided_by":"web".*"reason":"not today"')" = 1 ] && echo 0 || echo 1)" \
 		"the audit log has one denial by the dashboard, with the reason typed in the page"
-	# The global pattern the page posted, kept in the global decisions file: the server side of
-	# exec scopes is the decisions work package's (h/decisions); until it is merged, a known gap.
-	kept=$(grep -rlF '/usr/bin/echo fif*' "$CFG" --include='*.yaml' 2>/dev/null | grep -v '/config.yaml$' | head -n 1)
-	later_todo "$([ -n "$kept" ] && echo 0 || echo 1)" \
-		"Approve → Global with a pattern is written to a decisions file ($kept)" "$(ls -R "$CFG" 2>&1 | head -n 20)"
+	# The global pattern the page posted, kept in the global decisions file.
+	kept=$(grep -rl 'fif' "$CFG" --include='*.yaml' 2>/dev/null | grep -v '/config.yaml$' | head -n 1)
+	later "$([ -n "$kept" ] && grep -q '/usr/bin/echo' "$kept" && echo 0 || echo 1)" \
+		"Approve → Global with the pattern echo fif* is written to the global decisions file ($kept)" \
+		"$(ls -R "$CFG" 2>&1 | head -n 20; cat "$kept" 2>/dev/null)"
 	start_sv browser-controls 8s "$TMP/agent-controls.sh" "127.0.0.1:$port" quiet
 	later "$([ "$url" = "http://127.0.0.1:$port" ] && echo 0 || echo 1)" \
 		"a second supervisor serves the same address ($url)" "$(diag)"
