@@ -319,7 +319,8 @@ static void put_quoted(const char *s)
 static void put_comment(const struct config_origin *o)
 {
 	if (o->file && o->line)
-		printf("  # %s:%u:%u", o->file, o->line, o->column);
+		printf("  # %s:%u:%u (%s)", o->file, o->line, o->column,
+		       config_layer_to_string(o->layer));
 	else if (o->layer == CONFIG_LAYER_BASE)
 		printf("  # %s: Cloister's guardian allows it beneath every config (a deny "
 		       "entry overrides it)",
@@ -405,10 +406,12 @@ static void show(const struct config *c, const struct options *o)
 	show_scalar("  ", "ask", &c->exec.ask_at, exec_ask_to_string(c->exec.ask));
 	show_scalar("  ", "ask_fallback", &c->exec.ask_fallback_at,
 	            exec_security_to_string(c->exec.ask_fallback));
+	show_scalar("  ", "defaults", &c->exec.defaults_at, c->exec.defaults ? "true" : "false");
 	show_exec_list("allow", &c->exec.allow);
 	show_exec_list("deny", &c->exec.deny);
 	printf("\nproxy:\n");
 	show_scalar("  ", "listen", &c->proxy.listen, NULL);
+	show_scalar("  ", "defaults", &c->proxy.defaults_at, c->proxy.defaults ? "true" : "false");
 	show_domain_list("allow", &c->proxy.allow);
 	show_domain_list("deny", &c->proxy.deny);
 	show_scalar("  ", "unlisted_domain_behavior", &c->proxy.unlisted_at,

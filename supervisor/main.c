@@ -4,6 +4,7 @@
 
 #include "base/say.h"
 #include "supervisor/web/cli_client.h"
+#include "supervisor/cli_decisions.h"
 #include "supervisor/cli_policy.h"
 #include "supervisor/hostexec/executor.h"
 #include "supervisor/run.h"
@@ -33,6 +34,9 @@ static void usage(FILE *out)
 	      "  policy show                         print the effective merged configuration\n"
 	      "  pending [--json]                    asks waiting in running supervisors\n"
 	      "  approve ID / deny ID [--reason R]   answer an ask\n"
+	      "    [--scope S [--program | --pattern P]]  for once, the session, the project or\n"
+	      "                                      every project; a command, program or pattern\n"
+	      "  decisions list | rm ID|ENTRY        the decisions kept for projects (files)\n"
 	      "  status [--json]                     running supervisors and their sandboxes\n"
 	      "  kill|pause|resume NAME              the kill switch for a sandbox\n"
 	      "  executor [--port N] [--secret-file PATH]\n"
@@ -64,6 +68,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "policy") == 0)
 		return cli_policy(argc - 1, argv + 1);
+	if (strcmp(cmd, "decisions") == 0)
+		return cli_decisions(argc - 1, argv + 1);
 	if (strcmp(cmd, "run") == 0)
 		return run_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "serve") == 0)

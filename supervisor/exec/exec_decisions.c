@@ -194,7 +194,8 @@ int exec_decisions_keep(struct exec_decisions *x, const struct queue_item *item,
 		int k = add_rule(x, d->allow, &rule, note);
 
 		if (k < 0 && r >= 0)
-			r = cl_error_set(err, k, "the decision could not be kept for the session: %s",
+			r = cl_error_set(err, k,
+			                 "the decision could not be kept for the session: %s",
 			                 k == -E2BIG ? "too many decisions" : strerror(-k));
 	}
 	exec_pattern_rule_done(&rule);
@@ -218,7 +219,8 @@ bool exec_decisions_apply(const struct exec_decisions *x, const char *given, con
 		res->origin = (struct config_origin){.layer = CONFIG_LAYER_SESSION};
 		snprintf(res->rule, sizeof(res->rule), "%.200s, %.250s", d.rule,
 		         d.origin.file ? d.origin.file : "");
-		snprintf(res->reason, sizeof(res->reason), "%s", d.origin.file ? d.origin.file : "");
+		snprintf(res->reason, sizeof(res->reason), "%s",
+		         d.origin.file ? d.origin.file : "");
 		return true;
 	}
 	return false;

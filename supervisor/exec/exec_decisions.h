@@ -27,8 +27,7 @@ struct policy_result;
 
 /* DECISIONS_DIR (NULL: project and global decisions cannot be kept) and PROJECT (NULL: none)
  * are copied. -ENOMEM. */
-int exec_decisions_new(const char *decisions_dir, const char *project,
-                       struct exec_decisions **ret);
+int exec_decisions_new(const char *decisions_dir, const char *project, struct exec_decisions **ret);
 void exec_decisions_free(struct exec_decisions *x);
 
 /* Keep decision D on exec ITEM when its scope is wider than once. 0 (kept, or nothing to

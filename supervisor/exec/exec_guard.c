@@ -53,7 +53,8 @@ struct pending_exec {
 	uint64_t cookie; /* the seccomp notification id */
 	pid_t pid;
 	struct exec_files files;
-	char *session_key; /* what an "always" answer adds to the session */
+	char *session_key;              /* what an "always" answer adds to the session */
+	char item_id[QUEUE_ID_LEN + 1]; /* the ask it waits on */
 };
 
 struct exec_guard {
@@ -78,6 +79,8 @@ struct exec_guard {
 	size_t n_pending, cap_pending;
 	struct exec_answers *answers;   /* "always", and denials of a moment ago */
 	struct exec_decisions *decided; /* people's decisions wider than once */
+	struct approvals *service;      /* to decide asks a new decision covers */
+	bool recheck;                   /* a decision was kept: look at the other asks */
 	uint64_t notifications;
 	struct {
 		uint64_t time_ms;
@@ -158,6 +161,7 @@ static int pending_add(struct exec_guard *eg, uint64_t cookie, pid_t pid,
 	p->cookie = cookie;
 	p->pid = pid;
 	p->files = *files;
+	p->item_id[0] = '\0';
 	p->session_key = strdup(session_key);
 	if (!p->session_key)
 		return -ENOMEM;
@@ -237,12 +241,43 @@ static void on_resolved(void *userdata, const struct queue_item *item, const uin
 		    queue_state_to_string(item->state), item->reason);
 }
 
+/* A decision was kept: decide the waiting asks of this guard it covers. */
+static void recheck_pending(struct exec_guard *eg)
+{
+	char(*ids)[QUEUE_ID_LEN + 1];
+	size_t n = 0;
+
+	eg->recheck = false;
+	ids = calloc(eg->n_pending ? eg->n_pending : 1, sizeof(*ids));
+	if (!ids)
+		return;
+	for (size_t i = 0; i < eg->n_pending; i++)
+		if (eg->pending[i].item_id[0])
+			memcpy(ids[n++], eg->pending[i].item_id, sizeof(*ids));
+	for (size_t i = 0; i < n; i++) {
+		const struct queue_item *item = queue_find(approvals_queue(eg->service), ids[i]);
+		struct policy_result res = {.verdict = POLICY_ASK};
+		struct approval_decision d = {.scope = QUEUE_SCOPE_ONCE, .by = "decision"};
+
+		if (!item || !item->exe ||
+		    !exec_decisions_apply(eg->decided, item->exe, item->exe,
+		                          (const char *const *)item->argv, item->argc, false, &res))
+			continue;
+		d.allow = res.verdict == POLICY_ALLOW;
+		d.reason = res.reason;
+		(void)approvals_decide(eg->service, ids[i], &d, NULL);
+	}
+	free(ids);
+}
+
 /* With NOW_MS: cancel waiters whose process died (or left the syscall). Either way, say when
  * to look again: soon while execs wait. */
 static uint64_t on_tick(void *userdata, uint64_t now_ms)
 {
 	struct exec_guard *eg = userdata;
 
+	if (now_ms != UINT64_MAX && eg->recheck)
+		recheck_pending(eg);
 	if (now_ms != UINT64_MAX) {
 		for (size_t i = 0; i < eg->n_pending;) {
 			uint64_t cookie = eg->pending[i].cookie;
@@ -257,6 +292,8 @@ static uint64_t on_tick(void *userdata, uint64_t now_ms)
 		}
 		return UINT64_MAX;
 	}
+	if (eg->recheck)
+		return loop_now_ms();
 	return eg->n_pending > 0 ? loop_now_ms() + LIVENESS_INTERVAL_MS : UINT64_MAX;
 }
 
@@ -266,7 +303,15 @@ static int on_decided(void *userdata, const struct queue_item *item,
 {
 	struct exec_guard *eg = userdata;
 
-	return exec_decisions_keep(eg->decided, item, d, err);
+	int r = exec_decisions_keep(eg->decided, item, d, err);
+
+	/* The other asks waiting now that it covers are answered too, from the timer (not
+	 * from inside this decision). */
+	if (d->scope != QUEUE_SCOPE_ONCE && r != -EINVAL) {
+		eg->recheck = true;
+		approvals_schedule(eg->approvals);
+	}
+	return r;
 }
 
 static const struct approval_source_ops exec_source_ops = {
@@ -453,9 +498,17 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 			         t->interp_arg ? " " : "", t->interp_arg ? t->interp_arg : "");
 			qr.interpreter = interp;
 		}
+		char item_id[QUEUE_ID_LEN + 1] = "";
+
 		r = pending_add(eg, req->id, t->pid, &files, session_key);
 		if (r >= 0)
-			r = approvals_ask(eg->approvals, &qr, NULL);
+			r = approvals_ask(eg->approvals, &qr, item_id);
+		if (r >= 0 && r != QUEUE_ADD_DECIDED) {
+			struct pending_exec *p = pending_find(eg, req->id);
+
+			if (p)
+				memcpy(p->item_id, item_id, sizeof(p->item_id));
+		}
 		if (r < 0) {
 			const char *why = r == -ENOMEM ? "out of memory" : queue_strerror(r);
 			struct pending_exec *p = pending_find(eg, req->id);
@@ -596,6 +649,7 @@ int exec_guard_new(struct loop *loop, struct approvals *approvals, int listener_
 	r = exec_answers_new(&eg->answers);
 	if (r >= 0)
 		r = exec_decisions_new(config->decisions_dir, config->project, &eg->decided);
+	eg->service = approvals;
 	if (r >= 0)
 		r = approvals_register(approvals, &exec_source_ops, eg, &eg->approvals);
 	if (r < 0) {

@@ -61,6 +61,7 @@ cfg=$tmp/cfg
 mkdir -p "$cfg/projects" "$cfg/decisions/projects"
 cat >"$cfg/config.yaml" <<'EOF'
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   allow:
@@ -69,6 +70,7 @@ exec:
   deny:
     - command: "^false( |$)"
 proxy:
+  defaults: false
   allow:
     - domain: api.anthropic.com
     - pattern: "*.example.com"
@@ -98,16 +100,16 @@ echo "1..35"
 
 run policy check --config-dir "$cfg" -- true
 expect "an allowed exec exits 0 and names the rule with file:line" 0 \
-	"exec: allow" out "exec.allow[0] command \"^true( |\$)\" ($cfg/config.yaml:5:7)" out \
-	"warning: $cfg/config.yaml:5:7: exec.allow[0]: an allow rule with a command but no path" err
+	"exec: allow" out "exec.allow[0] command \"^true( |\$)\" ($cfg/config.yaml:6:7)" out \
+	"warning: $cfg/config.yaml:6:7: exec.allow[0]: an allow rule with a command but no path" err
 
 run policy check --config-dir "$cfg" -- false
 expect "a denied exec exits 1 and names the deny rule" 1 \
-	"exec: deny" out "exec.deny[0] command \"^false( |\$)\" ($cfg/config.yaml:8:7)" out
+	"exec: deny" out "exec.deny[0] command \"^false( |\$)\" ($cfg/config.yaml:9:7)" out
 
 run policy check --config-dir "$cfg" -- ls -la
 expect "an unlisted exec asks (exit 2) and says which setting decided" 2 \
-	"exec: ask" out "exec.ask=on-miss ($cfg/config.yaml:3:8)" out "no answer: deny" out
+	"exec: ask" out "exec.ask=on-miss ($cfg/config.yaml:4:8)" out "no answer: deny" out
 
 run policy check --config-dir "$cfg" -- ls -la
 ls_path=$(command -v ls)
@@ -117,7 +119,7 @@ expect "the command is resolved through PATH and shown canonically" 2 \
 run policy check --config-dir "$cfg" -- echo hi
 expect "the hostexec verdict of the same command is printed, labelled" 0 \
 	"hostexec (the same command run on the host through hostexec): allow" out \
-	"hostexec.auto_approve[0] pattern \"^echo hi\$\" ($cfg/config.yaml:19:16)" out
+	"hostexec.auto_approve[0] pattern \"^echo hi\$\" ($cfg/config.yaml:21:16)" out
 
 run policy check --config-dir "$cfg" -- echo "a b"
 expect "arguments are quoted canonically" 0 "command:  echo 'a b'" out \
@@ -131,7 +133,7 @@ expect "a command not in PATH is reported and exits 1" 1 "no-such-command-xyz: n
 
 run policy check --config-dir "$cfg" --domain api.anthropic.com
 expect "an allowed domain exits 0 with its rule" 0 "domain: allow" out \
-	"host:     api.anthropic.com" out "proxy.allow[0] domain \"api.anthropic.com\" ($cfg/config.yaml:11:15)" out
+	"host:     api.anthropic.com" out "proxy.allow[0] domain \"api.anthropic.com\" ($cfg/config.yaml:13:15)" out
 
 run policy check --config-dir "$cfg" --domain API.Example.com:443
 expect "a domain with a port matches a wildcard entry and is shown normalised" 0 \
@@ -139,7 +141,7 @@ expect "a domain with a port matches a wildcard entry and is shown normalised" 0
 
 run policy check --config-dir "$cfg" --domain evil.example.com:443
 expect "a denied domain exits 1 even though a wildcard allows it" 1 "domain: deny" out \
-	"proxy.deny[0] domain \"evil.example.com\" ($cfg/config.yaml:14:15)" out
+	"proxy.deny[0] domain \"evil.example.com\" ($cfg/config.yaml:16:15)" out
 
 run policy check --config-dir "$cfg" --domain unknown.test
 expect "an unlisted domain asks with request_approval" 2 "domain: ask" out \
@@ -188,7 +190,7 @@ expect "--lenient skips an invalid regex with a warning" 0 \
 	"cloister-supervisor: warning: $broken/config.yaml:3:16: hostexec.auto_approve[0].pattern: invalid regular expression" err \
 	"hostexec.auto_approve[1]" out
 
-printf 'proxy:\n  colour: red\n' >"$broken/config.yaml"
+printf 'proxy:\n  colour: red\n  defaults: false\n' >"$broken/config.yaml"
 run policy check --config-dir "$broken" --domain api.anthropic.com
 expect "an unknown key is a config error with its position, as in Cloister" 78 \
 	"cloister-supervisor: $broken/config.yaml:2:3: proxy.colour: unknown key; expected one of" err
@@ -218,7 +220,7 @@ rm -rf "$XDG_CONFIG_HOME/cloister"
 run policy show --config-dir "$cfg" --project web
 expect "policy show prints every entry with its origin" 0 \
 	"- domain: \"web-only.test\"  # $cfg/projects/web.yaml:3:15" out \
-	"- command: \"^true( |\$)\"  # $cfg/config.yaml:5:7" out \
+	"- command: \"^true( |\$)\"  # $cfg/config.yaml:6:7" out \
 	"approval_timeout: \"60s\"  # <built-in>:" out \
 	"- domain: \"api.anthropic.com\"  # $cfg/decisions/projects/web.yaml:2:5" out \
 	"- domain: \"sum.golang.org\"  # <always-allowed>: Cloister's guardian allows it" out

@@ -19,6 +19,7 @@ tap_plan $PLAN
 
 write_config <<'EOF'
 exec:
+  defaults: false
   security: full
 EOF
 nobody_setup

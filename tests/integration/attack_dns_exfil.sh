@@ -28,8 +28,10 @@ PY=/usr/bin/python3
 server_ns_up dx 83
 write_config <<'EOF'
 exec:
+  defaults: false
   security: full
 proxy:
+  defaults: false
   allow:
     - domain: allowed.test
   unlisted_domain_behavior: request_approval

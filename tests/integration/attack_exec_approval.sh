@@ -35,6 +35,7 @@ cp "$SUPERVISOR" "$U/cloister-supervisor"
 # marker runs only as `marker $U/w/ok`.
 cat >"$U/cfg/config.yaml" <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: off
   allow:
@@ -45,6 +46,7 @@ EOF
 # marker runs with anything but a last argument ending in /ev.
 cat >"$U/dcfg/config.yaml" <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: off
   allow:
@@ -55,6 +57,7 @@ exec:
 EOF
 cat >"$U/askcfg/config.yaml" <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny

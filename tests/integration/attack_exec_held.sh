@@ -26,6 +26,7 @@ tap_plan $PLAN
 W=$TMP/nobody/w
 write_config <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: off
   allow:

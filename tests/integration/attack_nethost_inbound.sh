@@ -23,6 +23,7 @@ HOST4=${SRV4%.2}.1
 HOST6=${SRV6%::2}::1
 write_config <<'EOF'
 exec:
+  defaults: false
   security: full
 EOF
 R=$TMP/r

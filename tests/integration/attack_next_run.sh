@@ -26,6 +26,7 @@ tap_plan $PLAN
 
 write_config <<'EOF'
 exec:
+  defaults: false
   security: full
 EOF
 nobody_setup

@@ -24,6 +24,7 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 write_config <<'EOF'
 exec:
+  defaults: false
   security: full
 EOF
 nobody_setup

@@ -58,6 +58,7 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 CHROMIUM
 # Only the shell and sleep run freely: /usr/bin/printf asks.
 write_config <<'EOF'
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny

@@ -115,6 +115,7 @@ rc_of() { cat "$R/out/$1.rc" 2>/dev/null; }
 # ---- serve, then the container through the wrapper ----
 write_config <<'YAML'
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   allow:
@@ -124,6 +125,7 @@ exec:
   deny:
     - path: "/denied.sh"
 proxy:
+  defaults: false
   unlisted_domain_behavior: reject
 YAML
 mkdir -p "$CFG/projects"

@@ -17,6 +17,7 @@ TERMLOG=$TMP/terminal
 
 write_config <<'EOF'
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
@@ -216,6 +217,7 @@ tap_ok "$([ "$took" -ge 1 ] && [ "$took" -le 5 ] && echo 0 || echo 1)" "it took 
 for fallback in deny allowlist full; do
 	write_config <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: always
   ask_fallback: $fallback
@@ -241,6 +243,7 @@ tap_is "$(audit_count '"decided_by":"fallback"')" 2 "the fallback's decisions ar
 # The prompt on the agent's own terminal is withdrawn and the frozen agent goes on.
 write_config <<'EOF'
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   allow:

@@ -21,6 +21,7 @@ cp "$SUPERVISOR" "$U/cloister-supervisor"
 cp "$HELPERS/execloop" "$U/execloop"
 cat >"$U/cfg/config.yaml" <<'EOF'
 exec:
+  defaults: false
   security: full
 EOF
 cp "$U/cfg/config.yaml" "$CFG/config.yaml"
@@ -137,6 +138,7 @@ export XDG_RUNTIME_DIR="$TMP/xdg"
 mkdir -m 0700 "$XDG_RUNTIME_DIR"
 cat >"$CFG/config.yaml" <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
@@ -189,6 +191,7 @@ tap_ok "$([ "$(sum_suppressed)" -gt 100 ] && echo 0 || echo 1)" \
 # ask), and what is over is counted.
 cat >"$CFG/config.yaml" <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny

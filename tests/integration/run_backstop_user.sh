@@ -26,6 +26,7 @@ cp "$HELPERS/marker" "$U/denied"
 cp "$HELPERS/marker" "$U/evil" # unlisted: denied by ask: off
 cat >"$U/cfg/config.yaml" <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: off
   allow:
@@ -40,6 +41,7 @@ cp "$U/cfg/config.yaml" "$CFG/config.yaml"
 mkdir -p "$U/askcfg"
 cat >"$U/askcfg/config.yaml" <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny

@@ -13,6 +13,7 @@ tap_plan 30
 # Line numbers matter: the deny rule on /usr/bin/id is line 10.
 write_config <<'EOF'
 exec:
+  defaults: false
   security: allowlist
   ask: off
   ask_fallback: deny

@@ -16,6 +16,7 @@ tap_plan $PLAN
 
 write_config <<'EOF'
 exec:
+  defaults: false
   security: full
 EOF
 

@@ -15,6 +15,7 @@ tap_plan $PLAN
 
 write_config <<'EOF'
 exec:
+  defaults: false
   security: full
 EOF
 CG=$(cgroup2_root)

@@ -18,6 +18,7 @@ tap_plan $PLAN
 
 write_config <<'EOF'
 exec:
+  defaults: false
   security: full
 EOF
 S=$HELPERS/unixsock

@@ -21,6 +21,7 @@ cp "$SUPERVISOR" "$U/cloister-supervisor"
 cp "$HELPERS/marker" "$U/bin/denied"
 cat >"$U/cfg/config.yaml" <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: off
   allow:

@@ -42,6 +42,7 @@ $SRV6 allowed6.test
 EOF
 write_config <<'EOF'
 proxy:
+  defaults: false
   allow:
     - domain: allowed.test
     - domain: allowed6.test
@@ -49,6 +50,7 @@ proxy:
     - domain: denied.test
   unlisted_domain_behavior: request_approval
 exec:
+  defaults: false
   security: full
 EOF
 

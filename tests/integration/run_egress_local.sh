@@ -60,6 +60,7 @@ CONFIG='proxy:
     - domain: named.local.test
   unlisted_domain_behavior: reject
 exec:
+  defaults: false
   security: full'
 
 NOBODY=65534

@@ -24,6 +24,7 @@ cp "$SUPERVISOR" "$U/cloister-supervisor"
 cp "$HELPERS/exectricks" "$U/exectricks"
 cat >"$U/cfg/config.yaml" <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: off
   allow:

@@ -26,6 +26,7 @@ cp "$HELPERS/marker" "$U/tb/cat"        # the "cat" of a directory bound over /u
 cp /usr/bin/busybox "$U/busybox" 2>/dev/null || cp /bin/busybox "$U/busybox"
 cat >"$U/cfg/config.yaml" <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: off
   allow:

@@ -23,6 +23,7 @@ chmod 755 "$BIN"/*
 
 write_config <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: off
   allow:

@@ -35,6 +35,7 @@ put nsswitch.conf "hosts: files mdns4_minimal [NOTFOUND=return] dns myhostname
 printf '%s extra.test\n' "$SRV4" >"$TMP/extra-hosts"
 write_config <<'EOF'
 proxy:
+  defaults: false
   allow:
     - domain: corp.test
     - domain: extra.test
@@ -42,6 +43,7 @@ proxy:
     - pattern: "*.maps.test"
   unlisted_domain_behavior: reject
 exec:
+  defaults: false
   security: full
 EOF
 chmod -R a+rX "$ETC" "$TMP/extra-hosts" "$TMP/www"

@@ -14,6 +14,7 @@ tap_plan 28
 CG=$(cgroup2_root)
 write_config <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny

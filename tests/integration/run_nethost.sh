@@ -22,8 +22,10 @@ chmod 700 "$XDG_RUNTIME_DIR"
 # names so may be dialled on loopback, but never to a supervisor's API.
 write_config <<'EOF'
 exec:
+  defaults: false
   security: full
 proxy:
+  defaults: false
   allow:
     - domain: loop.test
 EOF

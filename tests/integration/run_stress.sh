@@ -14,6 +14,7 @@ LOOP=$HELPERS/execloop
 cp "$HELPERS/marker" "$TMP/denied-marker"
 write_config <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny

@@ -32,6 +32,7 @@ chmod 777 "$U/r"
 config() { # DIR: the config of both users
 	cat >"$1/config.yaml" <<EOF
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
@@ -51,6 +52,7 @@ exec:
     - path: "/usr/bin/whoami"
     - path: "$U/r/evil*"
 proxy:
+  defaults: false
   unlisted_domain_behavior: request_approval
   approval_timeout: 2s
 EOF

@@ -21,6 +21,7 @@ mkdir -m 0700 "$XDG_RUNTIME_DIR"
 
 write_config <<'EOF'
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny

@@ -63,6 +63,7 @@ tap_is "$st" 64 "pending takes no argument: 64"
 # ---- a supervisor ----
 write_config <<'EOF'
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
