@@ -611,7 +611,7 @@ async function main() {
 		const covers = await third.locator('.cover input[type=radio]').evaluateAll((els) => els.map((e) => `${e.value}${e.checked ? '*' : ''}`));
 		eq(covers, ['exact*', 'program', 'pattern'], 'covers, exact first and checked');
 		assert((await third.locator('.cover').textContent()).includes('/usr/bin/printf'), 'the program is named');
-		assert((await third.locator('.pattern-input').inputValue()).includes('third'), 'the pattern is prefilled');
+		eq(await third.locator('.pattern-input').inputValue(), 'printf **', 'the pattern, prefilled from "suggested"');
 		await page.locator('section.pending').screenshot({ path: join(ARTIFACTS, 'exec-card-scopes.png') });
 	});
 
@@ -682,6 +682,11 @@ async function main() {
 	await check('recent decisions list the approval and the denial with its reason', async () => {
 		await until(async () => (await page.locator('#decision-list > li').count()) >= 2, 'two decisions');
 		const items = await page.locator('#decision-list > li').allTextContents();
+		// Each decision names its scope: a session approval says so, not "project scope".
+		const third = items.find((t) => t.includes("printf '%s\\n' third"));
+		assert(third && third.includes('session scope') && !third.includes('project scope'), `third: ${third}`);
+		const fourth = items.find((t) => t.includes('true fourth'));
+		assert(fourth && /✗ Denied/.test(fourth), `fourth: ${fourth}`);
 		const older = items.filter((t) => /printf '%s\\n' (first|second)/.test(t));
 		items.splice(0, items.length, ...older);
 		assert(/^✗ Denied printf '%s\\n' second/.test(items[0]) && items[0].includes('Reason: not today') && items[0].includes('by web'), `newest: ${items[0]}`);

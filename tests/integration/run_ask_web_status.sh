@@ -17,6 +17,7 @@ TERMLOG=$TMP/terminal
 
 write_config <<'EOF2'
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny

@@ -36,6 +36,7 @@ mkdir -p "$WORK"
 
 write_config <<'EOF'
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
