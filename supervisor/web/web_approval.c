@@ -386,7 +386,9 @@ static void handle_decide(struct web *web, struct http_exchange *ex, const char 
 
 	cJSON_AddStringToObject(o, "status", allow ? "approved" : "denied");
 	cJSON_AddStringToObject(o, "id", idcopy);
-	cJSON_AddStringToObject(o, "scope", queue_scope_to_string(scope));
+	/* The Go tool's answer as it was, unless the body said a scope. */
+	if (scope_s)
+		cJSON_AddStringToObject(o, "scope", queue_scope_to_string(scope));
 	if (scope != QUEUE_SCOPE_ONCE) {
 		cJSON_AddStringToObject(o, "match", exec_match_to_string(match));
 		if (pattern)

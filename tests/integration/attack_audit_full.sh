@@ -20,8 +20,8 @@ tap_plan $PLAN
 
 write_config <<'EOF'
 exec:
-  defaults: false
   security: full
+  defaults: false
 EOF
 nobody_setup
 SMALL=$TMP/small

@@ -19,8 +19,8 @@ tap_plan $PLAN
 
 write_config <<'EOF'
 exec:
-  defaults: false
   security: full
+  defaults: false
 EOF
 nobody_setup
 SECRET="token-of-another-sandbox-$$"

@@ -28,13 +28,13 @@ PY=/usr/bin/python3
 server_ns_up dx 83
 write_config <<'EOF'
 exec:
-  defaults: false
   security: full
-proxy:
   defaults: false
+proxy:
   allow:
     - domain: allowed.test
   unlisted_domain_behavior: request_approval
+  defaults: false
 EOF
 nobody_setup
 echo "nameserver $SRV4" >"$TMP/resolv.conf"

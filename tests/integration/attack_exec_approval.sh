@@ -35,18 +35,17 @@ cp "$SUPERVISOR" "$U/cloister-supervisor"
 # marker runs only as `marker $U/w/ok`.
 cat >"$U/cfg/config.yaml" <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: off
   allow:
     - path: "$U/argv_race"
     - path: "$U/marker"
       command: "^marker $U/w/ok\$"
+  defaults: false
 EOF
 # marker runs with anything but a last argument ending in /ev.
 cat >"$U/dcfg/config.yaml" <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: off
   allow:
@@ -54,15 +53,16 @@ exec:
     - path: "$U/marker"
   deny:
     - command: "^marker .*/ev\$"
+  defaults: false
 EOF
 cat >"$U/askcfg/config.yaml" <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
   allow:
     - path: "/usr/bin/*"
+  defaults: false
 EOF
 chown -R "$NOBODY:$NOBODY" "$U"
 chmod 700 "$U/rt"

@@ -26,12 +26,12 @@ tap_plan $PLAN
 W=$TMP/nobody/w
 write_config <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: off
   allow:
     - path: "/usr/bin/*"
     - path: "$W/payload"
+  defaults: false
 EOF
 nobody_setup
 mkdir -p "$W"

@@ -23,8 +23,8 @@ HOST4=${SRV4%.2}.1
 HOST6=${SRV6%::2}::1
 write_config <<'EOF'
 exec:
-  defaults: false
   security: full
+  defaults: false
 EOF
 R=$TMP/r
 mkdir -p "$R"

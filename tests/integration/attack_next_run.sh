@@ -26,8 +26,8 @@ tap_plan $PLAN
 
 write_config <<'EOF'
 exec:
-  defaults: false
   security: full
+  defaults: false
 EOF
 nobody_setup
 

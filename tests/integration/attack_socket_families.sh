@@ -24,8 +24,8 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 write_config <<'EOF'
 exec:
-  defaults: false
   security: full
+  defaults: false
 EOF
 nobody_setup
 # The families (numbers) a socket of some type can be created in, but the four above and

@@ -25,8 +25,8 @@ tap_plan $PLAN
 
 write_config <<'EOF'
 exec:
-  defaults: false
   security: full
+  defaults: false
 EOF
 nobody_setup
 # Where each agent keeps what it read: in its working directory (the sandbox's /tmp is its own).

@@ -58,7 +58,6 @@ export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 CHROMIUM
 # Only the shell and sleep run freely: /usr/bin/printf asks.
 write_config <<'EOF'
 exec:
-  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
@@ -68,6 +67,7 @@ exec:
     - path: "/bin/sh"
     - path: "/usr/bin/sleep"
     - path: "/bin/sleep"
+  defaults: false
 EOF
 
 # The agents wait for the page to be connected (RES/go), so that their asks reach it live.

@@ -115,7 +115,6 @@ rc_of() { cat "$R/out/$1.rc" 2>/dev/null; }
 # ---- serve, then the container through the wrapper ----
 write_config <<'YAML'
 exec:
-  defaults: false
   security: allowlist
   ask: on-miss
   allow:
@@ -124,9 +123,10 @@ exec:
     - path: "/allowed.sh"
   deny:
     - path: "/denied.sh"
-proxy:
   defaults: false
+proxy:
   unlisted_domain_behavior: reject
+  defaults: false
 YAML
 mkdir -p "$CFG/projects"
 cat >"$CFG/projects/demo.yaml" <<'YAML'

@@ -17,7 +17,6 @@ TERMLOG=$TMP/terminal
 
 write_config <<'EOF'
 exec:
-  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
@@ -25,6 +24,7 @@ exec:
     - path: "/usr/bin/dash"
     - path: "/usr/bin/sleep"
     - path: "/usr/bin/echo"
+  defaults: false
 EOF
 
 # pty [--ctty] ANSWERS RUN-OPTIONS -- AGENT…: run the supervisor under ptyanswer. With --ctty the
@@ -217,12 +217,12 @@ tap_ok "$([ "$took" -ge 1 ] && [ "$took" -le 5 ] && echo 0 || echo 1)" "it took 
 for fallback in deny allowlist full; do
 	write_config <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: always
   ask_fallback: $fallback
   allow:
     - path: "/usr/bin/true"
+  defaults: false
 EOF
 	audit_reset
 	sv --ask none -- /usr/bin/true
@@ -243,11 +243,11 @@ tap_is "$(audit_count '"decided_by":"fallback"')" 2 "the fallback's decisions ar
 # The prompt on the agent's own terminal is withdrawn and the frozen agent goes on.
 write_config <<'EOF'
 exec:
-  defaults: false
   security: allowlist
   ask: on-miss
   allow:
     - path: "/usr/bin/dash"
+  defaults: false
 EOF
 XDG_RUNTIME_DIR=$TMP/xdg-run
 export XDG_RUNTIME_DIR

@@ -21,8 +21,8 @@ cp "$SUPERVISOR" "$U/cloister-supervisor"
 cp "$HELPERS/execloop" "$U/execloop"
 cat >"$U/cfg/config.yaml" <<'EOF'
 exec:
-  defaults: false
   security: full
+  defaults: false
 EOF
 cp "$U/cfg/config.yaml" "$CFG/config.yaml"
 chown -R "$NOBODY:$NOBODY" "$U"
@@ -138,7 +138,6 @@ export XDG_RUNTIME_DIR="$TMP/xdg"
 mkdir -m 0700 "$XDG_RUNTIME_DIR"
 cat >"$CFG/config.yaml" <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
@@ -146,6 +145,7 @@ exec:
     - path: "/usr/bin/dash"
     - path: "/usr/bin/true"
     - path: "$U/execloop"
+  defaults: false
 EOF
 rm -f "$AUDIT"
 (cd "$TMP" && timeout -k 5 60 "$SUPERVISOR" run --config-dir "$CFG" --ask web --ask-timeout 30s \
@@ -191,13 +191,13 @@ tap_ok "$([ "$(sum_suppressed)" -gt 100 ] && echo 0 || echo 1)" \
 # ask), and what is over is counted.
 cat >"$CFG/config.yaml" <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
   allow:
     - path: "/usr/bin/dash"
     - path: "/usr/bin/sleep"
+  defaults: false
 EOF
 rm -f "$AUDIT"
 cd "$TMP" || exit 1 # the run's directory stays visible in its private /tmp

@@ -26,7 +26,6 @@ cp "$HELPERS/marker" "$U/denied"
 cp "$HELPERS/marker" "$U/evil" # unlisted: denied by ask: off
 cat >"$U/cfg/config.yaml" <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: off
   allow:
@@ -35,18 +34,19 @@ exec:
     - path: "/usr/bin/*"
   deny:
     - path: "$U/denied"
+  defaults: false
 EOF
 cp "$U/cfg/config.yaml" "$CFG/config.yaml"
 # For the card: anything unlisted is asked about.
 mkdir -p "$U/askcfg"
 cat >"$U/askcfg/config.yaml" <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
   allow:
     - path: "/usr/bin/*"
+  defaults: false
 EOF
 chown -R "$NOBODY:$NOBODY" "$U"
 chmod 777 "$U/app"

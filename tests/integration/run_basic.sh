@@ -13,7 +13,6 @@ tap_plan 30
 # Line numbers matter: the deny rule on /usr/bin/id is line 10.
 write_config <<'EOF'
 exec:
-  defaults: false
   security: allowlist
   ask: off
   ask_fallback: deny
@@ -23,6 +22,7 @@ exec:
     - path: "/usr/bin/true"
   deny:
     - path: "/usr/bin/id"
+  defaults: false
 EOF
 
 # ---- allowed ----

@@ -16,8 +16,8 @@ tap_plan $PLAN
 
 write_config <<'EOF'
 exec:
-  defaults: false
   security: full
+  defaults: false
 EOF
 
 # agent_script PROBE RESULTS: what the agent tries, one result file each.

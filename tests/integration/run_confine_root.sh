@@ -15,8 +15,8 @@ tap_plan $PLAN
 
 write_config <<'EOF'
 exec:
-  defaults: false
   security: full
+  defaults: false
 EOF
 CG=$(cgroup2_root)
 # A block device the host reads data from (the agent must read nothing of it).

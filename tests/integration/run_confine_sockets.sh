@@ -18,8 +18,8 @@ tap_plan $PLAN
 
 write_config <<'EOF'
 exec:
-  defaults: false
   security: full
+  defaults: false
 EOF
 S=$HELPERS/unixsock
 R=$TMP/r

@@ -21,7 +21,6 @@ cp "$SUPERVISOR" "$U/cloister-supervisor"
 cp "$HELPERS/marker" "$U/bin/denied"
 cat >"$U/cfg/config.yaml" <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: off
   allow:
@@ -29,6 +28,7 @@ exec:
     - path: "$U/work/*/*"
   deny:
     - path: "$U/bin/den*"
+  defaults: false
 EOF
 cp "$U/cfg/config.yaml" "$CFG/config.yaml"
 chown -R "$NOBODY:$NOBODY" "$U"

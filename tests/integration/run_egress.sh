@@ -42,16 +42,16 @@ $SRV6 allowed6.test
 EOF
 write_config <<'EOF'
 proxy:
-  defaults: false
   allow:
     - domain: allowed.test
     - domain: allowed6.test
   deny:
     - domain: denied.test
   unlisted_domain_behavior: request_approval
-exec:
   defaults: false
+exec:
   security: full
+  defaults: false
 EOF
 
 R=$TMP/r

@@ -60,8 +60,8 @@ CONFIG='proxy:
     - domain: named.local.test
   unlisted_domain_behavior: reject
 exec:
-  defaults: false
   security: full'
+  defaults: false
 
 NOBODY=65534
 U=$TMP/nobody

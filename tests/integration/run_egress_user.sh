@@ -29,14 +29,14 @@ cp "$SUPERVISOR" "$U/cloister-supervisor"
 cp "$HELPERS/udpsend" "$U/udpsend"
 cat >"$U/cfg/config.yaml" <<'EOF'
 proxy:
-  defaults: false
   allow:
     - domain: allowed.test
   deny:
     - domain: denied.test
-exec:
   defaults: false
+exec:
   security: full
+  defaults: false
 EOF
 printf '%s allowed.test denied.test\n' "$SRV4" >"$U/hosts"
 chown -R "$NOBODY:$NOBODY" "$U"

@@ -24,7 +24,6 @@ cp "$SUPERVISOR" "$U/cloister-supervisor"
 cp "$HELPERS/exectricks" "$U/exectricks"
 cat >"$U/cfg/config.yaml" <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: off
   allow:
@@ -33,6 +32,7 @@ exec:
     - path: "/usr/bin/dash"
   deny:
     - path: "/usr/bin/id"
+  defaults: false
 EOF
 cp "$U/cfg/config.yaml" "$CFG/config.yaml"
 chown -R "$NOBODY:$NOBODY" "$U"

@@ -26,13 +26,13 @@ cp "$HELPERS/marker" "$U/tb/cat"        # the "cat" of a directory bound over /u
 cp /usr/bin/busybox "$U/busybox" 2>/dev/null || cp /bin/busybox "$U/busybox"
 cat >"$U/cfg/config.yaml" <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: off
   allow:
     - path: "/usr/bin/*"
     - path: "$U/exectricks"
     - path: "$U/busybox"
+  defaults: false
 EOF
 cp "$U/cfg/config.yaml" "$CFG/config.yaml"
 chown -R "$NOBODY:$NOBODY" "$U"

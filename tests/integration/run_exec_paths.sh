@@ -23,7 +23,6 @@ chmod 755 "$BIN"/*
 
 write_config <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: off
   allow:
@@ -35,6 +34,7 @@ exec:
     - path: "/usr/bin/id"
     - path: "$BIN/no.sh"
     - path: "$BIN/evil"
+  defaults: false
 EOF
 
 # ---- exec tricks: each one reaches the policy ----

@@ -35,16 +35,16 @@ put nsswitch.conf "hosts: files mdns4_minimal [NOTFOUND=return] dns myhostname
 printf '%s extra.test\n' "$SRV4" >"$TMP/extra-hosts"
 write_config <<'EOF'
 proxy:
-  defaults: false
   allow:
     - domain: corp.test
     - domain: extra.test
     - domain: later.test
     - pattern: "*.maps.test"
   unlisted_domain_behavior: reject
-exec:
   defaults: false
+exec:
   security: full
+  defaults: false
 EOF
 chmod -R a+rX "$ETC" "$TMP/extra-hosts" "$TMP/www"
 

@@ -14,7 +14,6 @@ tap_plan 28
 CG=$(cgroup2_root)
 write_config <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
@@ -26,6 +25,7 @@ exec:
     - path: "$HELPERS/marker"
   deny:
     - path: "/usr/bin/whoami"
+  defaults: false
 EOF
 
 # Names end in our pid: a run of this test elsewhere on the machine has cgroups of its own.

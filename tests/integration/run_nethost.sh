@@ -22,12 +22,12 @@ chmod 700 "$XDG_RUNTIME_DIR"
 # names so may be dialled on loopback, but never to a supervisor's API.
 write_config <<'EOF'
 exec:
-  defaults: false
   security: full
-proxy:
   defaults: false
+proxy:
   allow:
     - domain: loop.test
+  defaults: false
 EOF
 echo "127.0.0.1 loop.test" >"$TMP/hosts"
 R=$TMP/r

@@ -14,7 +14,6 @@ LOOP=$HELPERS/execloop
 cp "$HELPERS/marker" "$TMP/denied-marker"
 write_config <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
@@ -25,6 +24,7 @@ exec:
   deny:
     - path: "/usr/bin/false"
     - path: "$TMP/denied-marker"
+  defaults: false
 EOF
 
 # ---- 50 at once ----

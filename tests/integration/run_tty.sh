@@ -32,7 +32,6 @@ chmod 777 "$U/r"
 config() { # DIR: the config of both users
 	cat >"$1/config.yaml" <<EOF
 exec:
-  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
@@ -51,10 +50,11 @@ exec:
   deny:
     - path: "/usr/bin/whoami"
     - path: "$U/r/evil*"
-proxy:
   defaults: false
+proxy:
   unlisted_domain_behavior: request_approval
   approval_timeout: 2s
+  defaults: false
 EOF
 }
 config "$CFG"

@@ -21,13 +21,13 @@ mkdir -m 0700 "$XDG_RUNTIME_DIR"
 
 write_config <<'EOF'
 exec:
-  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
   allow:
     - path: "/usr/bin/dash"
     - path: "/usr/bin/sleep"
+  defaults: false
 request:
   timeout: 2s
 hostexec:

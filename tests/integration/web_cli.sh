@@ -63,13 +63,13 @@ tap_is "$st" 64 "pending takes no argument: 64"
 # ---- a supervisor ----
 write_config <<'EOF'
 exec:
-  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
   allow:
     - path: "/usr/bin/dash"
     - path: "/usr/bin/sleep"
+  defaults: false
 EOF
 # The agent: at $TMP/go runs /usr/bin/id (an ask), at $TMP/go2 /usr/bin/nproc (an ask, with an
 # argument that would retitle the terminal and send a C1 CSI), then sleeps until killed.

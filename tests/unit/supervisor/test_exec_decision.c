@@ -29,6 +29,7 @@ static struct config *load(const char *yaml)
 	return cfg;
 }
 
+/* The file's own rules alone (defaults: false, last so that the lines stay where they were). */
 static const char *const CONFIG = "exec:\n"
                                   "  security: allowlist\n"
                                   "  ask: on-miss\n"
@@ -40,7 +41,8 @@ static const char *const CONFIG = "exec:\n"
                                   "  deny:\n"
                                   "    - path: \"/usr/bin/sudo\"\n"
                                   "    - command: \"^dash .*--evil\"\n"
-                                  "      path: \"/usr/bin/dash\"\n";
+                                  "      path: \"/usr/bin/dash\"\n"
+                                  "  defaults: false\n";
 
 /* The script's own verdict, then the interpreter folded in. */
 static struct policy_result script_then_interp(const struct config *cfg, const char *script,
