@@ -114,7 +114,16 @@ EOF
 	--name browser-peer --listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off \
 	-- sh "$TMP/agent-peer.sh" </dev/null >"$TMP/peer.out" 2>"$TMP/peer.err") &
 PEERPID=$!
-on_exit 'kill -TERM $PEERPID 2>/dev/null; i=0; while kill -0 $PEERPID 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done; kill -KILL $PEERPID 2>/dev/null'
+stop_peer() {
+	kill -TERM "$PEERPID" 2>/dev/null
+	i=0
+	while kill -0 "$PEERPID" 2>/dev/null && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -KILL "$PEERPID" 2>/dev/null
+}
+on_exit stop_peer
 i=0
 while [ ! -s "$XDG_RUNTIME_DIR/cloister/api/$PEERPID.json" ] && kill -0 "$PEERPID" 2>/dev/null && [ $i -lt 100 ]; do
 	sleep 0.1
@@ -242,7 +251,7 @@ if [ -e "$CTL/restart-wanted" ]; then
 	kept=$(grep -rl 'fif' "$CFG" --include='*.yaml' 2>/dev/null | grep -v '/config.yaml$' | head -n 1)
 	later "$([ -n "$kept" ] && grep -q '/usr/bin/echo' "$kept" && echo 0 || echo 1)" \
 		"Approve → Global with the pattern echo fif* is written to the global decisions file ($kept)" \
-		"$(ls -R "$CFG" 2>&1 | head -n 20; cat "$kept" 2>/dev/null)"
+		"$(find "$CFG" 2>&1 | head -n 20; cat "$kept" 2>/dev/null)"
 	start_sv browser-controls 8s "$TMP/agent-controls.sh" "127.0.0.1:$port" quiet
 	later "$([ "$url" = "http://127.0.0.1:$port" ] && echo 0 || echo 1)" \
 		"a second supervisor serves the same address ($url)" "$(diag)"

@@ -103,7 +103,6 @@ cli show 0123456789ab
 tap_is "$st" 1 "show of an unknown id: 1"
 
 # ---- API files that do not belong to the server they name ----
-URL_A=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$DIR/$A.json")
 # A live process that is not a supervisor, with a copy of A's file (another nonce): as a
 # supervisor in another network namespace whose port here is A's.
 sleep 300 &
