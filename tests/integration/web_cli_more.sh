@@ -9,9 +9,9 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-run_needs_root 23
-run_needs_tools 23 python3
-tap_plan 23
+run_needs_root 26
+run_needs_tools 26 python3 curl setpriv
+tap_plan 26
 
 alive() { kill -0 "$1" 2>/dev/null; }
 wait_gone() { # PID SECONDS
@@ -103,6 +103,7 @@ cli show 0123456789ab
 tap_is "$st" 1 "show of an unknown id: 1"
 
 # ---- API files that do not belong to the server they name ----
+URL_A_SELF=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$DIR/$A.json")
 # A live process that is not a supervisor, with a copy of A's file (another nonce): as a
 # supervisor in another network namespace whose port here is A's.
 sleep 300 &
@@ -147,6 +148,34 @@ tap_is "$(grep -c "canary-token-$$" "$TMP/squat.log" 2>/dev/null)" 0 \
 tap_like "$(cat "$TMP/squat.log" 2>/dev/null)" "GET /api-proof\?challenge=[0-9a-f]{64}" \
 	"it was asked for the proof (without the token)" "$(cat "$TMP/squat.log" 2>/dev/null)"
 kill "$PY" "$SQ" 2>/dev/null
+
+# Another local user's server on a port an API file of ours names (a stale file, the port taken
+# since): its origin gets no CORS from our supervisors, the page it serves cannot use our cookie.
+TOKEN_B=$(sed -n 's/.*"token":"\([^"]*\)".*/\1/p' "$DIR/$B.json")
+URL_B=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$DIR/$B.json")
+NPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+setpriv --reuid 65534 --regid 65534 --clear-groups python3 -c \
+	"import socket,time; s=socket.socket(); s.bind(('127.0.0.1',$NPORT)); s.listen(); time.sleep(60)" &
+NOB=$!
+on_exit "kill $NOB 2>/dev/null"
+i=0
+while ! grep -q ":$(printf '%04X' "$NPORT") 00000000:0000 0A" /proc/net/tcp && [ $i -lt 100 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+printf '{"url":"http://127.0.0.1:%s","token":"x","name":"stale","nonce":"%064d","pid":%s}' \
+	"$NPORT" 9 "$NOB" >"$DIR/$NOB.json"
+chmod 0600 "$DIR/$NOB.json"
+cors() { # ORIGIN METHOD: the status and the Access-Control-Allow-Origin header
+	curl -s -o /dev/null -D - -X "$2" -H "Origin: $1" -H "Authorization: Bearer $TOKEN_B" \
+		-H 'Sec-Fetch-Site: same-site' "$URL_B/pending" |
+		tr -d '\r' | awk 'NR == 1 { s = $2 } tolower($1) == "access-control-allow-origin:" { o = $2 } END { print s " " o }'
+}
+tap_is "$(cors "http://127.0.0.1:$NPORT" GET)" "403 " \
+	"nobody's listener on a port our API file names: its origin is refused (403), even with the token"
+tap_is "$(cors "http://127.0.0.1:$NPORT" OPTIONS)" "403 " "and gets no preflight"
+tap_is "$(cors "$URL_A_SELF" GET)" "200 $URL_A_SELF" "while a supervisor of ours is a peer (CORS for its origin)"
+kill "$NOB" 2>/dev/null
 
 # A supervisor that died without cleaning up: its file goes on the next listing.
 sh -c 'exit 0' &
