@@ -680,8 +680,13 @@ async function main() {
 	});
 
 	await check('recent decisions list the approval and the denial with its reason', async () => {
-		await until(async () => (await page.locator('#decision-list > li').count()) >= 2, 'two decisions');
-		const items = await page.locator('#decision-list > li').allTextContents();
+		// The list follows the decisions a moment after each (one refresh per burst).
+		const decisionsText = () => page.locator('#decision-list > li').allTextContents();
+		await until(
+			async () => (await decisionsText()).some((t) => t.includes('sixth')),
+			'the decisions up to the sixth ask',
+		);
+		const items = await decisionsText();
 		// Each decision names its scope: a session approval says so, not "project scope".
 		const third = items.find((t) => t.includes("printf '%s\\n' third"));
 		assert(third && third.includes('session scope') && !third.includes('project scope'), `third: ${third}`);
