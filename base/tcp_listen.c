@@ -62,13 +62,23 @@ int tcp_listen(const struct sockaddr_storage *addr, socklen_t len,
                const struct tcp_listen_options *opts, int *ret_fd, uint16_t *ret_port)
 {
 	struct sockaddr_storage any;
+	unsigned port;
 	int r = listen_once(addr, len, opts, ret_fd, ret_port);
 
 	if (r != -EADDRINUSE || !opts->port_fallback)
 		return r;
 	memcpy(&any, addr, sizeof(any));
-	if (port_of(&any, false, 0) == 0)
+	port = port_of(&any, false, 0);
+	if (port == 0)
 		return r;
+	/* The next free port first: a second run's dashboard is on 10000 when 9999 is taken, where
+	 * a person looks for it; any port only when the next ones are all taken. */
+	for (unsigned i = 1; i <= TCP_LISTEN_NEXT_PORTS && port + i <= UINT16_MAX; i++) {
+		port_of(&any, true, (uint16_t)(port + i));
+		r = listen_once(&any, len, opts, ret_fd, ret_port);
+		if (r != -EADDRINUSE)
+			return r;
+	}
 	port_of(&any, true, 0);
 	return listen_once(&any, len, opts, ret_fd, ret_port);
 }

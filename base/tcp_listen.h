@@ -11,8 +11,11 @@
 struct tcp_listen_options {
 	int backlog;        /* 0: SOMAXCONN */
 	bool v6only;        /* IPV6_V6ONLY on an IPv6 address */
-	bool port_fallback; /* a port that is taken is replaced by any free one */
+	bool port_fallback; /* a port that is taken is replaced by the next free one (of the
+	                       TCP_LISTEN_NEXT_PORTS that follow it), else by any free one */
 };
+
+#define TCP_LISTEN_NEXT_PORTS 32
 
 /* Listen on ADDR (LEN bytes, AF_INET or AF_INET6). Returns 0 with the fd in *RET_FD and the
  * port bound in *RET_PORT (another than asked only after a fallback), or -errno (-EADDRINUSE:

@@ -43,6 +43,7 @@ struct frontend {
 	char *api_info_path;
 	char api_token[2 * API_TOKEN_BYTES + 1];
 	char cloister_token[2 * API_TOKEN_BYTES + 1];
+	char api_nonce[2 * API_TOKEN_BYTES + 1];
 	uint16_t executor_port; /* --executor's; 0: in this process */
 };
 
@@ -252,6 +253,7 @@ static int setup_web(struct frontend *fe, struct cl_error *err)
 	struct web_config wc = {
 	        .port_fallback = true,
 	        .api_token = fe->api_token,
+	        .api_nonce = fe->api_nonce,
 	        .audit_path = audit_log_file(fe->audit),
 	};
 	const char *defaults[3] = {"127.0.0.1:9999", "127.0.0.1:9997", "127.0.0.1:9998"};
@@ -283,7 +285,8 @@ static int setup_web(struct frontend *fe, struct cl_error *err)
 		return cl_error_set(err, r, "the dashboard's secret: %s",
 		                    why.msg[0] ? why.msg : strerror(-r));
 	random_hex(fe->cloister_token, API_TOKEN_BYTES);
-	if (!fe->cloister_token[0])
+	random_hex(fe->api_nonce, API_TOKEN_BYTES);
+	if (!fe->cloister_token[0] || !fe->api_nonce[0])
 		return cl_error_set(err, -EIO, "no randomness for the cloister token");
 	r = setup_executor(fe, err);
 	if (r >= 0)
@@ -316,7 +319,9 @@ static int setup_web(struct frontend *fe, struct cl_error *err)
 	}
 	snprintf(info.token, sizeof(info.token), "%s", fe->api_token);
 	snprintf(info.name, sizeof(info.name), "%s", fe->setup->name);
+	snprintf(info.nonce, sizeof(info.nonce), "%s", fe->api_nonce);
 	info.pid = getpid();
+	(void)api_info_start_time(info.pid, &info.start);
 	r = api_info_write(dir, &info, &fe->api_info_path, &why);
 	if (r < 0)
 		say("warning: the CLI client will not find this supervisor: %s",
@@ -400,6 +405,7 @@ void frontend_free(struct frontend *fe)
 	free(fe->api_info_path);
 	explicit_bzero(fe->api_token, sizeof(fe->api_token));
 	explicit_bzero(fe->cloister_token, sizeof(fe->cloister_token));
+	explicit_bzero(fe->api_nonce, sizeof(fe->api_nonce));
 	audit_log_free(fe->audit);
 	free(fe);
 }

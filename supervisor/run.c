@@ -116,6 +116,7 @@ struct run {
 	uint64_t started_wall_ms;
 
 	bool terminating;  /* SIGTERM or SIGHUP came: asks are denied without asking */
+	bool killed;       /* the kill switch: the sandbox is stopped, whatever is left of it */
 	int ending_signal; /* which one: its acknowledgement cancels the asks */
 	bool exited;
 	int exit_code;
@@ -422,6 +423,7 @@ static int owner_sandbox_action(void *userdata, const char *name, const char *ac
 	if (!strcmp(action, "kill")) {
 		say("sandbox \"%s\" killed from the dashboard", name);
 		set_terminating(run);
+		run->killed = true;
 		approvals_cancel_sandbox(run->approvals, run->sandbox_name,
 		                         "the sandbox was killed");
 		return sandbox_kill(run->sandbox);
@@ -444,9 +446,9 @@ static unsigned owner_sandboxes(void *userdata, struct web_sandbox_info *out, un
 	out[0] = (struct web_sandbox_info){
 	        .name = run->sandbox_name,
 	        .project = run->opt.common.project,
-	        .state = run->exited   ? "stopped"
-	                 : run->paused ? "paused"
-	                               : "running",
+	        .state = run->exited || run->killed ? "stopped"
+	                 : run->paused              ? "paused"
+	                                            : "running",
 	        .pid = sandbox_init_pid(run->sandbox),
 	        .started_ms = run->started_wall_ms,
 	};
@@ -999,11 +1001,19 @@ static int watch_sandbox(struct run *run, struct cl_error *err)
 	        .fallback = exec_security_to_string(run->config->exec.ask_fallback),
 	};
 	struct cl_error why = {""};
+	const struct web *web = frontend_web(run->fe);
+	char status_url[64];
 	struct agent_note_ttys ttys = {0};
 	int root_fd, mountinfo_fd, master;
 	sigset_t sigs;
 	int r;
 
+	/* --ask web: the terminal's title says when asks wait, and where to answer them. */
+	if (run->opt.ask == ASK_WEB && web && web_approval_port(web)) {
+		snprintf(status_url, sizeof(status_url), "http://127.0.0.1:%u",
+		         web_approval_port(web));
+		to.status_url = status_url;
+	}
 	master = terminal_relays(run->terminal) ? sandbox_take_pty_master(run->sandbox) : -1;
 	/* The agent's pty is the one terminal a refused process's reason line may go to. */
 	if (master >= 0)

@@ -111,3 +111,31 @@ void sha256_hex(const uint8_t digest[SHA256_DIGEST_SIZE], char ret_hex[2 * SHA25
 	}
 	ret_hex[2 * SHA256_DIGEST_SIZE] = '\0';
 }
+
+void hmac_sha256(const void *key, size_t key_len, const void *data, size_t len,
+                 uint8_t ret_mac[SHA256_DIGEST_SIZE])
+{
+	uint8_t kb[64] = {0}, pad[64], inner[SHA256_DIGEST_SIZE];
+	struct sha256 ctx;
+
+	if (key_len > sizeof(kb)) {
+		sha256_init(&ctx);
+		sha256_update(&ctx, key, key_len);
+		sha256_final(&ctx, kb);
+	} else if (key_len)
+		memcpy(kb, key, key_len);
+	for (size_t i = 0; i < sizeof(pad); i++)
+		pad[i] = kb[i] ^ 0x36;
+	sha256_init(&ctx);
+	sha256_update(&ctx, pad, sizeof(pad));
+	sha256_update(&ctx, data, len);
+	sha256_final(&ctx, inner);
+	for (size_t i = 0; i < sizeof(pad); i++)
+		pad[i] = kb[i] ^ 0x5c;
+	sha256_init(&ctx);
+	sha256_update(&ctx, pad, sizeof(pad));
+	sha256_update(&ctx, inner, sizeof(inner));
+	sha256_final(&ctx, ret_mac);
+	explicit_bzero(kb, sizeof(kb));
+	explicit_bzero(pad, sizeof(pad));
+}

@@ -81,6 +81,9 @@ struct pty_relay {
 	char *raw_out;           /* the agent's output as read, before the filter */
 	struct vt_filter filter; /* what of it may reach the terminal */
 	size_t dropped_notices;
+	char *status;        /* the window title to set, NULL: give the old one back */
+	bool status_dirty;   /* STATUS is not on the terminal yet */
+	bool title_pushed;   /* the terminal's own title is on its stack */
 	struct vt_output vt; /* the agent's output as written to the terminal */
 	struct vt_input keys;
 
@@ -452,6 +455,51 @@ static void emit_notices(struct pty_relay *r)
 	r->vt.at_line_start = true;
 }
 
+/* The status as the window title: OSC 2, after pushing the title the terminal had (XTerm's
+ * CSI 22;2 t), popped again when the status goes. Only between the agent's sequences. */
+static void emit_status(struct pty_relay *r)
+{
+	if (!r->status_dirty || r->prompt || r->hold != HOLD_NONE || buf_len(&r->front) ||
+	    !vt_output_at_ground(&r->vt))
+		return;
+	r->status_dirty = false;
+	if (r->status) {
+		if (!r->title_pushed)
+			(void)buf_append_str(&r->front, "\033[22;2t");
+		r->title_pushed = true;
+		(void)buf_append_str(&r->front, "\033]2;");
+		(void)buf_append_str(&r->front, r->status);
+		(void)buf_append_str(&r->front, "\007");
+	} else if (r->title_pushed) {
+		(void)buf_append_str(&r->front, "\033[23;2t");
+		r->title_pushed = false;
+	}
+}
+
+void pty_relay_status(struct pty_relay *r, const char *text)
+{
+	char *copy = NULL;
+
+	if (r->tty_gone)
+		return;
+	if (text) {
+		copy = strndup(text, 200);
+		if (!copy)
+			return;
+		/* A title is one line of printable text: anything else would end the sequence. */
+		for (char *c = copy; *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = ' ';
+	}
+	if (!copy && !r->status && !r->title_pushed)
+		return;
+	free(r->status);
+	r->status = copy;
+	r->status_dirty = true;
+	if (r->started)
+		flush(r);
+}
+
 static int on_hold_timeout(struct loop *loop, void *userdata)
 {
 	struct pty_relay *r = userdata;
@@ -551,6 +599,7 @@ static void flush(struct pty_relay *r)
 		if (r->hold == HOLD_WAIT && !buf_len(&r->front) && vt_output_at_ground(&r->vt))
 			enter_prompt(r);
 		emit_notices(r);
+		emit_status(r);
 		if (buf_len(&r->front)) {
 			p = r->front.data + r->front.start;
 			n = buf_len(&r->front);
@@ -935,6 +984,10 @@ void pty_relay_free(struct pty_relay *r)
 				vt_output_init(&r->vt);
 				r->vt.at_line_start = false;
 			}
+			/* The terminal's own title back. */
+			if (r->title_pushed && !r->tty_gone)
+				(void)buf_append_str(&r->front, "\033[23;2t");
+			r->title_pushed = false;
 			drain_now(r, FREE_DRAIN_MS / 4, false);
 		}
 		await_answers(r);
@@ -967,6 +1020,7 @@ void pty_relay_free(struct pty_relay *r)
 	free(r->in.data);
 	free(r->front.data);
 	free(r->notices.data);
+	free(r->status);
 	free(r->screen);
 	free(r);
 }

@@ -96,6 +96,13 @@ void pty_relay_prompt_add(struct pty_relay *r, const char *text);
 /* Give the screen back to the agent, as it left it. */
 void pty_relay_prompt_end(struct pty_relay *r);
 
+/* A status for the person, in the terminal's window title (TEXT printable, ours: not the
+ * agent's), so that the agent's screen is not touched, on the alternate screen or not; written
+ * at the agent's next ground point. The title the terminal had is pushed on its title stack
+ * first and popped when TEXT is NULL (and when the relay ends); a terminal without that stack
+ * keeps TEXT's last "nothing" form, which the caller gives before NULL. */
+void pty_relay_status(struct pty_relay *r, const char *text);
+
 /* A line for the person (escaped by the caller, no line end): shown between the agent's
  * output at a line start, after any prompt, once the agent is off the alternate screen.
  * Bounded: lines that do not fit are counted and the count is shown instead. */

@@ -2,6 +2,7 @@
 #include "supervisor/tty/terminal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -19,6 +20,8 @@ struct terminal {
 	struct tty_approver *tty;
 	bool observing;
 	bool watched; /* the approver's own terminal is on the loop */
+	char *status_url; /* --ask web: asks waiting are shown in the terminal's title */
+	size_t status_shown; /* asks waiting, as the title says */
 	struct loop_timer *timer;
 };
 
@@ -31,11 +34,33 @@ static void update_approvers(struct terminal *t)
 	                        t->tty && !tty_approver_gone(t->tty) ? 1 : 0);
 }
 
+/* --ask web: how many asks wait, in the title of the user's terminal (the agent's screen is
+ * its own). */
+static void update_status(struct terminal *t)
+{
+	size_t n = queue_count(approvals_queue(t->approvals));
+	char text[256];
+
+	if (!t->status_url || !t->relay || n == t->status_shown)
+		return;
+	t->status_shown = n;
+	if (n == 0) {
+		/* Said before the old title comes back, for a terminal that cannot give it back. */
+		pty_relay_status(t->relay, "Cloister: no ask waiting");
+		pty_relay_status(t->relay, NULL);
+		return;
+	}
+	snprintf(text, sizeof(text), "Cloister: %zu ask%s waiting \xe2\x80\x94 %s", n,
+	         n == 1 ? "" : "s", t->status_url);
+	pty_relay_status(t->relay, text);
+}
+
 /* After every drain: the prompt follows the queue. */
 static void on_drained(void *userdata)
 {
 	struct terminal *t = userdata;
 
+	update_status(t);
 	if (t->tty) {
 		tty_approver_sync(t->tty, approvals_queue(t->approvals), loop_now_ms());
 		update_watch(t);
@@ -215,6 +240,8 @@ int terminal_start(struct terminal *t, struct loop *loop, struct approvals *appr
 
 	t->loop = loop;
 	t->approvals = approvals;
+	if (o->status_url && !(t->status_url = strdup(o->status_url)))
+		return cl_error_set(err, -ENOMEM, "the terminal: out of memory");
 	if (t->relay) {
 		struct pty_relay_ops ops = {
 		        .keys = on_relay_keys, .gone = on_relay_gone, .userdata = t};
@@ -285,5 +312,6 @@ void terminal_free(struct terminal *t)
 	terminal_stop_asking(t);
 	say_set_sink(NULL, NULL);
 	pty_relay_free(t->relay);
+	free(t->status_url);
 	free(t);
 }

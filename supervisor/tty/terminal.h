@@ -27,6 +27,9 @@ struct terminal_options {
 	int (*pause)(void *userdata, bool paused);
 	void *userdata;
 	const char *fallback; /* what decides when nobody can be asked (said when no terminal) */
+	/* --ask web: the dashboard's address, for the status in the relayed terminal's title
+	 * ("1 ask waiting — URL"); NULL: none. */
+	const char *status_url;
 };
 
 /* The user's terminal among our fds is relayed (none: *RET_TERMINAL relays nothing). -errno

@@ -16,6 +16,7 @@
 
 #include "base/cleanup.h"
 #include "protocol/json_strict.h"
+#include "supervisor/approval/sha256.h"
 
 #define INFO_MAX_BYTES 4096
 
@@ -94,7 +95,9 @@ int api_info_write(const char *dir, const struct api_info *info, char **ret_path
 	cJSON_AddStringToObject(o, "request_url", info->request_url);
 	cJSON_AddStringToObject(o, "token", info->token);
 	cJSON_AddStringToObject(o, "name", info->name);
+	cJSON_AddStringToObject(o, "nonce", info->nonce);
 	cJSON_AddNumberToObject(o, "pid", info->pid);
+	cJSON_AddNumberToObject(o, "start", (double)info->start);
 	text = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	if (!text)
@@ -140,7 +143,7 @@ int api_info_parse(const char *json, size_t len, struct api_info *ret)
 {
 	_cleanup_cjson_ cJSON *o = NULL;
 	struct api_info info = {0};
-	const cJSON *pid;
+	const cJSON *pid, *start;
 
 	if (cl_json_parse_strict(json, len, 2, 16, NULL, &o) < 0 || !cJSON_IsObject(o))
 		return -EINVAL;
@@ -148,13 +151,76 @@ int api_info_parse(const char *json, size_t len, struct api_info *ret)
 	    copy_field(o, "tokens_url", info.tokens_url, sizeof(info.tokens_url), false) < 0 ||
 	    copy_field(o, "request_url", info.request_url, sizeof(info.request_url), false) < 0 ||
 	    copy_field(o, "token", info.token, sizeof(info.token), true) < 0 ||
-	    copy_field(o, "name", info.name, sizeof(info.name), false) < 0)
+	    copy_field(o, "name", info.name, sizeof(info.name), false) < 0 ||
+	    copy_field(o, "nonce", info.nonce, sizeof(info.nonce), false) < 0)
 		return -EINVAL;
 	pid = cJSON_GetObjectItemCaseSensitive(o, "pid");
 	if (!cJSON_IsNumber(pid) || pid->valuedouble < 1 || pid->valuedouble > 4194304)
 		return -EINVAL;
 	info.pid = (pid_t)pid->valuedouble;
+	start = cJSON_GetObjectItemCaseSensitive(o, "start");
+	if (start && (!cJSON_IsNumber(start) || start->valuedouble < 0 ||
+	              start->valuedouble > 9007199254740992.0))
+		return -EINVAL;
+	info.start = start ? (uint64_t)start->valuedouble : 0;
 	*ret = info;
+	return 0;
+}
+
+int api_info_start_time(pid_t pid, uint64_t *ret_start)
+{
+	char path[64], buf[1024];
+	_cleanup_close_ int fd = -EBADF;
+	unsigned long long start;
+	const char *p;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return n < 0 ? -errno : -EIO;
+	buf[n] = '\0';
+	/* After the command's closing parenthesis (the command may hold any character): state is
+	 * field 3, the start time field 22. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return -EIO;
+	p++;
+	for (int field = 3; field < 22; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -EIO;
+	}
+	if (sscanf(p, " %llu", &start) != 1)
+		return -EIO;
+	*ret_start = start;
+	return 0;
+}
+
+static bool process_alive(const struct api_info *info)
+{
+	uint64_t start;
+
+	if (kill(info->pid, 0) < 0 && errno == ESRCH)
+		return false;
+	if (info->start && api_info_start_time(info->pid, &start) == 0 && start != info->start)
+		return false;
+	return true;
+}
+
+int api_info_proof(const char *nonce, const char *challenge, char ret_proof[static 65])
+{
+	size_t len = strlen(challenge);
+	uint8_t mac[SHA256_DIGEST_SIZE];
+
+	if (!*nonce || len == 0 || len > API_PROOF_CHALLENGE_MAX ||
+	    strspn(challenge, "0123456789abcdef") != len)
+		return -EINVAL;
+	hmac_sha256(nonce, strlen(nonce), challenge, len, mac);
+	sha256_hex(mac, ret_proof);
 	return 0;
 }
 
@@ -192,9 +258,13 @@ int api_info_list(const char *dir, void (*fn)(const struct api_info *info, void 
 			continue;
 		if (api_info_parse(buf, (size_t)len, &info) < 0)
 			continue;
-		/* A supervisor that died without cleaning up leaves its file behind. */
-		if (kill(info.pid, 0) < 0 && errno == ESRCH)
+		/* A supervisor that died without cleaning up leaves its file behind: the file goes
+		 * (ours, in our private directory). A live pid with another start time is another
+		 * process that reused it. */
+		if (!process_alive(&info)) {
+			(void)unlinkat(dirfd(d), de->d_name, 0);
 			continue;
+		}
 		if (n == cap) {
 			size_t c = cap ? cap * 2 : 4;
 			struct api_info *v = realloc(found, c * sizeof(*v));

@@ -8,11 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include "base/cleanup.h"
 #include "base/say.h"
 #include "protocol/json_strict.h"
+#include "supervisor/approval/sha256.h"
 #include "supervisor/web/api_info.h"
 #include "supervisor/web/http_client.h"
 #include "base/term_escape.h"
@@ -36,6 +38,57 @@ static void collect(const struct api_info *info, void *userdata)
 		t->v[t->n++] = *info;
 }
 
+static cJSON *parse_body(const struct http_response *resp);
+static const char *str(const cJSON *o, const char *key);
+
+/* Does the server at T's URL know T's nonce? A file is a claim: the port it names may since
+ * belong to another program (another user's, or a supervisor in another network namespace that
+ * reused the port), which must not get the token nor have its asks listed twice. Asked without
+ * the token. */
+static bool proven(const struct api_info *t)
+{
+	uint8_t raw[32];
+	char challenge[65], want[65], path[128];
+	struct http_response resp = {0};
+	_cleanup_cjson_ cJSON *o = NULL;
+	bool ok;
+
+	if (!t->nonce[0] || getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
+		return false;
+	sha256_hex(raw, challenge);
+	if (api_info_proof(t->nonce, challenge, want) < 0)
+		return false;
+	snprintf(path, sizeof(path), "/api-proof?challenge=%s", challenge);
+	if (http_client_request(t->url, "GET", path, NULL, NULL, 0, TIMEOUT_MS, &resp) < 0)
+		return false;
+	o = resp.status == 200 ? parse_body(&resp) : NULL;
+	http_response_free(&resp);
+	ok = o && !strcmp(str(o, "proof"), want);
+	explicit_bzero(want, sizeof(want));
+	return ok;
+}
+
+/* Keep the targets that prove who they are; say which were left out. */
+static void keep_proven(struct targets *t)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < t->n; i++) {
+		if (proven(&t->v[i])) {
+			t->v[k++] = t->v[i];
+			continue;
+		}
+		fprintf(stderr,
+		        PROG ": ignoring the API file of pid %d: the server at %s is not that "
+		             "supervisor (%s)\n",
+		        (int)t->v[i].pid, t->v[i].url,
+		        t->v[i].nonce[0] ? "it does not know the file's nonce"
+		                         : "a file without a nonce, of an older supervisor");
+		explicit_bzero(&t->v[i], sizeof(t->v[i]));
+	}
+	t->n = k;
+}
+
 static int find_targets(const char *url, struct targets *t)
 {
 	_cleanup_free_ char *dir = NULL;
@@ -57,6 +110,7 @@ static int find_targets(const char *url, struct targets *t)
 	r = api_info_list(dir, collect, t);
 	if (r < 0 && r != -ENOENT)
 		fprintf(stderr, PROG ": cannot read %s: %s\n", dir, strerror(-r));
+	keep_proven(t);
 	if (t->n == 0) {
 		fprintf(stderr,
 		        PROG ": no running supervisor found (looked in %s); start one with "
@@ -141,6 +195,66 @@ static long seconds_until(const char *rfc3339)
 	return (long)(timegm(&tm) - time(NULL));
 }
 
+/* ARG as a shell word (quoted when it needs to be), then escaped for the terminal. */
+static char *shell_word(const char *arg)
+{
+	static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	                           "0123456789_-./=:,+@%";
+	_cleanup_free_ char *quoted = NULL;
+	size_t n = 0;
+
+	if (*arg && strspn(arg, safe) == strlen(arg))
+		return shown(arg);
+	quoted = malloc(strlen(arg) * 4 + 3);
+	if (!quoted)
+		return NULL;
+	quoted[n++] = '\'';
+	for (const char *c = arg; *c; c++) {
+		if (*c == '\'') {
+			memcpy(quoted + n, "'\\''", 4);
+			n += 4;
+		} else
+			quoted[n++] = *c;
+	}
+	quoted[n++] = '\'';
+	quoted[n] = '\0';
+	return shown(quoted);
+}
+
+/* The process behind an ask, under its summary line: what `--json` has, for a person. */
+static void print_details(const cJSON *it, const char *indent)
+{
+	const cJSON *pid = cJSON_GetObjectItemCaseSensitive(it, "pid");
+	const cJSON *args = cJSON_GetObjectItemCaseSensitive(it, "args");
+	const cJSON *a;
+	static const char *const fields[][2] = {
+	        {"exe", "executable"},
+	        {"interpreter", "interpreter"},
+	        {"cwd", "directory"},
+	};
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		if (!*str(it, fields[i][0]))
+			continue;
+		_cleanup_free_ char *v = shown(str(it, fields[i][0]));
+
+		printf("%s%-11s %s\n", indent, fields[i][1], v ? v : "?");
+	}
+	if (cJSON_GetArraySize(args) > 0) {
+		printf("%s%-11s", indent, "argv");
+		cJSON_ArrayForEach(a, args)
+		{
+			_cleanup_free_ char *w =
+			        shell_word(cJSON_IsString(a) ? a->valuestring : "");
+
+			printf(" %s", w ? w : "?");
+		}
+		putchar('\n');
+	}
+	if (cJSON_IsNumber(pid))
+		printf("%s%-11s %d\n", indent, "pid", (int)pid->valuedouble);
+}
+
 static int cmd_pending(struct targets *t, bool json)
 {
 	cJSON *all = cJSON_CreateArray();
@@ -192,6 +306,7 @@ static int cmd_pending(struct targets *t, bool json)
 				printf("%-12s  %-8s  %-16s  %8s  %s\n", id ? id : "?",
 				       kind ? kind : "?", name ? name : "?", when,
 				       what ? what : "?");
+				print_details(it, "              ");
 			}
 		}
 	}
@@ -202,6 +317,72 @@ static int cmd_pending(struct targets *t, bool json)
 	cJSON_Delete(all);
 	/* A supervisor that refused to answer (401) is not "nothing pending". */
 	return answered ? 0 : reached ? EXIT_REFUSE : EXIT_NOSUP;
+}
+
+static bool valid_id(const char *id);
+
+/* show ID: everything known of one ask, from whichever supervisor holds it. */
+static int cmd_show(struct targets *t, const char *id, bool json)
+{
+	unsigned reached = 0;
+
+	for (unsigned i = 0; i < t->n; i++) {
+		const char *paths[2] = {"/pending", "/pending-domains"};
+
+		for (int k = 0; k < 2; k++) {
+			struct http_response resp = {0};
+			_cleanup_cjson_ cJSON *o = NULL;
+			const cJSON *it;
+
+			if (call(&t->v[i], "GET", paths[k], NULL, &resp) < 0)
+				break;
+			reached++;
+			o = resp.status == 200 ? parse_body(&resp) : NULL;
+			if (!o) {
+				print_error(&t->v[i], &resp);
+				http_response_free(&resp);
+				break;
+			}
+			http_response_free(&resp);
+			cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(o, "requests"))
+			{
+				if (strcmp(str(it, "id"), id))
+					continue;
+				if (json) {
+					put_json(it);
+					return 0;
+				}
+				static const char *const fields[][2] = {
+				        {"id", "id"},
+				        {"kind", "kind"},
+				        {"cloister", "sandbox"},
+				        {"project", "project"},
+				        {"branch", "branch"},
+				        {"agent", "agent"},
+				        {"cmd", "command"},
+				        {"domain", "domain"},
+				        {"timestamp", "asked"},
+				        {"expires", "expires"},
+				};
+
+				for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
+					if (!*str(it, fields[f][0]))
+						continue;
+					_cleanup_free_ char *v = shown(str(it, fields[f][0]));
+
+					printf("%-11s %s\n", fields[f][1], v ? v : "?");
+				}
+				print_details(it, "");
+				printf("%-11s pid %d at %s\n", "supervisor", (int)t->v[i].pid,
+				       t->v[i].url);
+				return 0;
+			}
+		}
+	}
+	if (!reached)
+		return EXIT_NOSUP;
+	fprintf(stderr, PROG ": no pending request %s\n", id);
+	return EXIT_REFUSE;
 }
 
 static bool valid_id(const char *id)
@@ -362,15 +543,70 @@ static int cmd_status(struct targets *t, bool json)
 	return answered ? 0 : reached ? EXIT_REFUSE : EXIT_NOSUP;
 }
 
-static int cmd_sandbox(struct targets *t, const char *action, const char *name)
+/* How many sandboxes named NAME each supervisor runs (MATCHES[i], -1: it did not answer); the
+ * total. */
+static int count_named(struct targets *t, const char *name, int matches[])
+{
+	int total = 0;
+
+	for (unsigned i = 0; i < t->n; i++) {
+		struct http_response resp = {0};
+		_cleanup_cjson_ cJSON *o = NULL;
+		const cJSON *sb;
+
+		matches[i] = -1;
+		if (call(&t->v[i], "GET", "/status", NULL, &resp) < 0)
+			continue;
+		o = resp.status == 200 ? parse_body(&resp) : NULL;
+		http_response_free(&resp);
+		if (!o)
+			continue;
+		matches[i] = 0;
+		cJSON_ArrayForEach(sb, cJSON_GetObjectItemCaseSensitive(o, "sandboxes"))
+		{
+			if (!strcmp(str(sb, "name"), name) && strcmp(str(sb, "state"), "stopped"))
+				matches[i]++;
+		}
+		total += matches[i];
+	}
+	return total;
+}
+
+static int cmd_sandbox(struct targets *t, const char *action, const char *name, pid_t supervisor)
 {
 	_cleanup_free_ char *path = NULL;
+	int matches[MAX_TARGETS], named;
 	unsigned reached = 0;
 
 	if (!valid_name(name))
 		return EXIT_USAGE;
 	if (asprintf(&path, "/sandboxes/%s/%s", name, action) < 0)
 		return EXIT_REFUSE;
+	if (supervisor > 0) {
+		/* The one the person chose among several. */
+		unsigned k = 0;
+
+		for (unsigned i = 0; i < t->n; i++)
+			if (t->v[i].pid == supervisor)
+				t->v[k++] = t->v[i];
+		t->n = k;
+		if (!k) {
+			fprintf(stderr, PROG ": no running supervisor with pid %d\n",
+			        (int)supervisor);
+			return EXIT_REFUSE;
+		}
+	} else if (t->n > 1 && (named = count_named(t, name, matches)) > 1) {
+		/* Two sandboxes of that name: acting on the first one found would leave the other
+		 * running while saying it was done. */
+		fprintf(stderr,
+		        PROG ": %d sandboxes are named %s; choose one with --supervisor PID:\n",
+		        named, name);
+		for (unsigned i = 0; i < t->n; i++)
+			if (matches[i] > 0)
+				fprintf(stderr, "  supervisor pid %d at %s/\n", (int)t->v[i].pid,
+				        t->v[i].url);
+		return EXIT_REFUSE;
+	}
 	for (unsigned i = 0; i < t->n; i++) {
 		struct http_response resp = {0};
 
@@ -401,8 +637,8 @@ static int cmd_sandbox(struct targets *t, const char *action, const char *name)
 
 int cli_client_is_command(const char *name)
 {
-	static const char *const cmds[] = {"pending", "approve", "deny",  "status",
-	                                   "kill",    "pause",   "resume"};
+	static const char *const cmds[] = {"pending", "show", "approve", "deny",
+	                                   "status",  "kill", "pause",   "resume"};
 
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		if (!strcmp(name, cmds[i]))
@@ -413,10 +649,11 @@ int cli_client_is_command(const char *name)
 static void usage(FILE *out)
 {
 	fputs("usage: " PROG " pending [--json]\n"
+	      "       " PROG " show ID [--json]\n"
 	      "       " PROG " approve ID [--scope S [--program | --pattern P]]\n"
 	      "       " PROG " deny ID [--reason TEXT] [--scope S [--program | --pattern P]]\n"
 	      "       " PROG " status [--json]\n"
-	      "       " PROG " kill|pause|resume NAME\n"
+	      "       " PROG " kill|pause|resume NAME [--supervisor PID]\n"
 	      "\n"
 	      "Talk to every running supervisor of this user (or to --url URL, with the API token\n"
 	      "in $CLOISTER_API_TOKEN).\n"
@@ -435,10 +672,13 @@ int cli_client_main(int argc, char **argv)
 	        {"json", no_argument, NULL, 'j'},          {"reason", required_argument, NULL, 'r'},
 	        {"scope", required_argument, NULL, 's'},   {"program", no_argument, NULL, 'P'},
 	        {"pattern", required_argument, NULL, 'p'}, {"url", required_argument, NULL, 'u'},
+	        {"supervisor", required_argument, NULL, 'S'},
 	        {"help", no_argument, NULL, 'h'},          {0},
 	};
 	const char *cmd = argv[0], *url = NULL, *reason = NULL;
 	struct decide_opts dopts = {0};
+	long supervisor = 0;
+	char *end;
 	bool json = false;
 	struct targets *t;
 	int c, r;
@@ -474,6 +714,15 @@ int cli_client_main(int argc, char **argv)
 		case 'u':
 			url = optarg;
 			break;
+		case 'S':
+			errno = 0;
+			supervisor = strtol(optarg, &end, 10);
+			if (errno || *end || supervisor < 1 || supervisor > 4194304) {
+				fprintf(stderr, PROG ": --supervisor: \"%s\" is not a pid\n",
+				        optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -485,7 +734,8 @@ int cli_client_main(int argc, char **argv)
 	bool needs_arg = strcmp(cmd, "pending") && strcmp(cmd, "status");
 
 	if ((needs_arg && optind + 1 != argc) || (!needs_arg && optind != argc) ||
-	    (reason && strcmp(cmd, "deny"))) {
+	    (reason && strcmp(cmd, "deny")) ||
+	    (supervisor && strcmp(cmd, "kill") && strcmp(cmd, "pause") && strcmp(cmd, "resume"))) {
 		usage(stderr);
 		return EXIT_USAGE;
 	}
@@ -502,7 +752,7 @@ int cli_client_main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	/* A malformed argument is a usage error whether or not a supervisor runs. */
-	bool decide = !strcmp(cmd, "approve") || !strcmp(cmd, "deny");
+	bool decide = !strcmp(cmd, "approve") || !strcmp(cmd, "deny") || !strcmp(cmd, "show");
 
 	if (needs_arg && !(decide ? valid_id(argv[optind]) : valid_name(argv[optind])))
 		return EXIT_USAGE;
@@ -517,11 +767,13 @@ int cli_client_main(int argc, char **argv)
 		r = cmd_pending(t, json);
 	else if (!strcmp(cmd, "status"))
 		r = cmd_status(t, json);
+	else if (!strcmp(cmd, "show"))
+		r = cmd_show(t, argv[optind], json);
 	else if (!strcmp(cmd, "approve") || !strcmp(cmd, "deny")) {
 		dopts.reason = reason;
 		r = cmd_decide(t, argv[optind], !strcmp(cmd, "approve"), &dopts);
 	} else
-		r = cmd_sandbox(t, cmd, argv[optind]);
+		r = cmd_sandbox(t, cmd, argv[optind], (pid_t)supervisor);
 	explicit_bzero(t, sizeof(*t));
 	free(t);
 	return r;

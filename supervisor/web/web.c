@@ -18,6 +18,7 @@
 #include "supervisor/approval/labels.h"
 #include "supervisor/approval/tokens.h"
 #include "supervisor/hostexec/hostexec.h"
+#include "supervisor/web/peers.h"
 #include "supervisor/web/web_internal.h"
 
 #define DEFAULT_HEARTBEAT_MS 30000
@@ -156,17 +157,68 @@ static void respond_unauthorized(struct http_exchange *ex, const char *message)
 	web_respond_error(ex, 401, message);
 }
 
+/* Is ORIGIN a peer's dashboard (peers.h)? Or was it one, whose supervisor has ended since
+ * while its tab stays open: then nothing may listen on its port now (a program of another
+ * user that took the port is no peer). */
+static bool peer_origin(struct web *web, const char *origin)
+{
+	uint16_t port = peers_origin_port(origin);
+
+	if (!port)
+		return false;
+	if (peers_origin_ok(origin, web_approval_port(web))) {
+		for (unsigned i = 0; i < web->n_peer_ports; i++)
+			if (web->peer_ports[i] == port)
+				return true;
+		web->peer_ports[web->n_peer_ports++ % ELEMENTSOF(web->peer_ports)] = port;
+		if (web->n_peer_ports > ELEMENTSOF(web->peer_ports))
+			web->n_peer_ports = ELEMENTSOF(web->peer_ports);
+		return true;
+	}
+	for (unsigned i = 0; i < web->n_peer_ports; i++)
+		if (web->peer_ports[i] == port)
+			return !peers_port_held(port);
+	return false;
+}
+
+/* A peer's page may read the answer, with the cookie (CORS). */
+static void web_allow_peer(struct http_exchange *ex, const char *origin)
+{
+	http_exchange_add_header(ex, "Access-Control-Allow-Origin", origin);
+	http_exchange_add_header(ex, "Access-Control-Allow-Credentials", "true");
+	http_exchange_add_header(ex, "Vary", "Origin");
+}
+
+/* OPTIONS from a peer's page before its POST with a JSON body (a CORS preflight, which carries
+ * no cookie): the methods and the header it may send. Anyone else: 403. */
+void web_preflight(struct web *web, struct http_exchange *ex)
+{
+	const char *origin = http_exchange_header(ex, "Origin");
+
+	if (!host_is_loopback(http_exchange_header(ex, "Host")) ||
+	    http_exchange_header_count(ex, "Origin") != 1 || !peer_origin(web, origin)) {
+		web_respond_error(ex, 403, "cross-origin request refused");
+		return;
+	}
+	web_allow_peer(ex, origin);
+	http_exchange_add_header(ex, "Access-Control-Allow-Methods", "GET, POST");
+	http_exchange_add_header(ex, "Access-Control-Allow-Headers", "Content-Type");
+	http_exchange_add_header(ex, "Access-Control-Max-Age", "60");
+	http_exchange_respond(ex, 204, NULL, "", 0);
+}
+
 /* The DNS-rebinding and CSRF rules of web.h. Every request but the PUBLIC ones (the login page
  * and the dashboard's static files) needs the API token, as a Bearer header (the CLI) or the
  * dashboard's session cookie (DASHBOARD): what the API answers is the agent's whole argv
  * stream, not for every local user; without it, 401. An Origin header proves nothing, any
- * local program can send one: an Origin that is not the dashboard's, or a cross-site fetch,
- * is refused (403) even with the token. Returns true when the request may go on; otherwise it
- * has been answered. */
+ * local program can send one: an Origin that is not the dashboard's or a peer's (peers.h), or
+ * a cross-site fetch, is refused (403) even with the token. Returns true when the request may go
+ * on; otherwise it has been answered. */
 bool web_request_allowed(struct web *web, struct http_exchange *ex, bool dashboard, bool public)
 {
 	const char *origin = http_exchange_header(ex, "Origin");
 	const char *site = http_exchange_header(ex, "Sec-Fetch-Site");
+	bool peer = false;
 
 	if (!host_is_loopback(http_exchange_header(ex, "Host"))) {
 		web_respond_error(ex, 403, "host not allowed");
@@ -184,15 +236,22 @@ bool web_request_allowed(struct web *web, struct http_exchange *ex, bool dashboa
 
 		for (size_t i = 0; dashboard && i < 3; i++)
 			ok |= !strcmp(origin, web->origins[i]);
+		/* The dashboard of another supervisor of ours shows our asks too (peers.h). */
+		if (!ok && dashboard && peer_origin(web, origin))
+			ok = peer = true;
 		if (!ok) {
 			web_respond_error(ex, 403, "cross-origin request refused");
 			return false;
 		}
 	}
-	if (site && strcmp(site, "same-origin") && strcmp(site, "none")) {
+	/* Another port of 127.0.0.1 is the same site, not the same origin: only a peer's. */
+	if (site && strcmp(site, "same-origin") && strcmp(site, "none") &&
+	    !(peer && !strcmp(site, "same-site"))) {
 		web_respond_error(ex, 403, "cross-site request refused");
 		return false;
 	}
+	if (peer)
+		web_allow_peer(ex, origin);
 	if ((!public || is_state_changing(http_exchange_method(ex))) && !bearer_ok(web, ex) &&
 	    !(dashboard && cookie_ok(web, ex))) {
 		respond_unauthorized(ex, "missing or wrong API token (Authorization: Bearer …, or "

@@ -62,6 +62,7 @@ struct web_config {
 	struct web_listen request;
 	bool port_fallback;     /* a taken port is replaced by any free one */
 	const char *api_token;  /* required for state changes without an Origin */
+	const char *api_nonce;  /* the API file's nonce, for GET /api-proof (api_info.h) */
 	const char *audit_path; /* for /logs; NULL: no backlog */
 	uint64_t heartbeat_ms;  /* SSE heartbeat; 0: 30 s */
 };

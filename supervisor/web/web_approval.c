@@ -17,6 +17,8 @@
 #include "supervisor/policy/decisions.h"
 #include "supervisor/policy/domain.h"
 #include "supervisor/policy/exec_pattern.h"
+#include "supervisor/web/api_info.h"
+#include "supervisor/web/peers.h"
 #include "supervisor/web/web_assets.h"
 #include "supervisor/web/web_internal.h"
 
@@ -162,6 +164,53 @@ static void handle_pending(struct web *web, struct http_exchange *ex, bool domai
 			continue;
 		cJSON_AddItemToArray(arr, web_item_json(it, off, web->labels));
 	}
+	web_respond_json(ex, 200, o);
+}
+
+/* GET /api-proof?challenge=HEX: this supervisor knows the nonce of the API file that names it
+ * (api_info.h), shown as an HMAC of the client's challenge. Without the token: the client asks
+ * before it trusts the server with the token. */
+static void handle_api_proof(struct web *web, struct http_exchange *ex)
+{
+	const char *challenge = http_exchange_query(ex, "challenge");
+	char proof[65];
+	cJSON *o;
+
+	if (!web->config.api_nonce || !challenge ||
+	    api_info_proof(web->config.api_nonce, challenge, proof) < 0) {
+		web_respond_error(ex, 400, "challenge must be 1 to 128 lowercase hex characters");
+		return;
+	}
+	o = cJSON_CreateObject();
+	cJSON_AddStringToObject(o, "proof", proof);
+	web_respond_json(ex, 200, o);
+}
+
+static void add_peer(const struct api_info *info, void *userdata)
+{
+	cJSON *arr = userdata, *p;
+	const cJSON *known;
+
+	cJSON_ArrayForEach(known, arr) /* two files may name one address (other namespaces) */
+	{
+		if (!strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(known, "url")), info->url))
+			return;
+	}
+	p = cJSON_CreateObject();
+	cJSON_AddStringToObject(p, "url", info->url);
+	cJSON_AddStringToObject(p, "name", info->name);
+	cJSON_AddNumberToObject(p, "pid", (double)info->pid);
+	cJSON_AddItemToArray(arr, p);
+}
+
+/* GET /peers: the other dashboards of this user (peers.h), whose asks this page shows too. */
+static void handle_peers(struct web *web, struct http_exchange *ex)
+{
+	cJSON *o = cJSON_CreateObject();
+	cJSON *arr = cJSON_AddArrayToObject(o, "peers");
+
+	if (arr)
+		(void)peers_list(web_approval_port(web), add_peer, arr);
 	web_respond_json(ex, 200, o);
 }
 
@@ -530,7 +579,8 @@ static bool serve_asset(struct http_exchange *ex, const char *path)
 	http_exchange_add_header(ex, "X-Frame-Options", "DENY");
 	http_exchange_add_header(ex, "Referrer-Policy", "no-referrer");
 	http_exchange_add_header(ex, "Content-Security-Policy",
-	                         "default-src 'self'; connect-src 'self'; img-src 'self' data:; "
+	                         "default-src 'self'; connect-src 'self' http://127.0.0.1:*; "
+	                         "img-src 'self' data:; "
 	                         "style-src 'self'; script-src 'self'; frame-ancestors 'none'; "
 	                         "base-uri 'none'; form-action 'none'");
 	http_exchange_respond(ex, 200, a->content_type, a->data, a->len);
@@ -546,13 +596,23 @@ void web_on_approval(void *userdata, struct http_exchange *ex)
 	bool post = !strcmp(method, "POST");
 	const char *arg;
 
+	if (!strcmp(method, "OPTIONS")) {
+		web_preflight(web, ex);
+		return;
+	}
 	/* Only the page itself (the login link included) and its files go without the token:
 	 * they say nothing about any sandbox. */
-	if (!web_request_allowed(web, ex, true, get && (!strcmp(path, "/") || find_asset(path))))
+	if (!web_request_allowed(
+	            web, ex, true,
+	            get && (!strcmp(path, "/") || find_asset(path) || !strcmp(path, "/api-proof"))))
 		return;
 	if (get) {
-		if (!strcmp(path, "/pending"))
+		if (!strcmp(path, "/api-proof"))
+			handle_api_proof(web, ex);
+		else if (!strcmp(path, "/pending"))
 			handle_pending(web, ex, false);
+		else if (!strcmp(path, "/peers"))
+			handle_peers(web, ex);
 		else if (!strcmp(path, "/pending-domains"))
 			handle_pending(web, ex, true);
 		else if (!strcmp(path, "/decisions"))

@@ -52,6 +52,10 @@ struct web {
 	bool freeing;
 	struct loop_timer *heartbeat;
 	char origins[3][64];
+	/* Ports of peer dashboards seen (peers.h): a peer's open tab keeps working after its
+	 * supervisor ended, as long as nothing else listens on its port. */
+	uint16_t peer_ports[16];
+	unsigned n_peer_ports;
 };
 
 /* ---- web.c ------------------------------------------------------------------------------- */
@@ -65,6 +69,8 @@ void web_respond_error(struct http_exchange *ex, unsigned status, const char *me
 /* The DNS-rebinding, token and CSRF rules (web.h): true when the request may go on,
  * otherwise it has been answered. */
 bool web_request_allowed(struct web *web, struct http_exchange *ex, bool dashboard, bool public);
+/* OPTIONS: the CORS preflight of a peer dashboard's POST (peers.h), else 403. */
+void web_preflight(struct web *web, struct http_exchange *ex);
 /* GET /?token=…: the dashboard's login link; true when answered. */
 bool web_dashboard_login(struct web *web, struct http_exchange *ex);
 /* The body as a JSON object ({} for an empty one when EMPTY_OK); NULL after answering 400. */

@@ -25,6 +25,7 @@ const ARTIFACTS = need('ARTIFACTS');
 const SANDBOX = need('SANDBOX');
 const CONTROL_DIR = need('CONTROL_DIR');
 const SV_PID = Number(process.env.SV_PID || 0);
+const PEER_RESULT_DIR = need('PEER_RESULT_DIR');
 let tapN = Number(process.env.TAP_START || 1) - 1;
 let failed = 0;
 
@@ -98,6 +99,11 @@ function readControl(name) {
 	return existsSync(p) ? readFileSync(p, 'utf8') : '';
 }
 
+function readPeer(name) {
+	const p = join(need('PEER_RESULT_DIR'), name);
+	return existsSync(p) ? readFileSync(p, 'utf8') : '';
+}
+
 function readResult(name) {
 	const p = join(RESULT_DIR, name);
 	return existsSync(p) ? readFileSync(p, 'utf8') : '';
@@ -120,6 +126,30 @@ mkdirSync(ARTIFACTS, { recursive: true });
 const browser = await chromium.launch(LAUNCH);
 const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
 context.setDefaultTimeout(10000);
+// What the page does with notifications, seen from inside: how often it asked for the
+// permission, and each notification it raised; and a switch that puts the tab in the
+// background (document.hidden), which a headless tab never is by itself.
+await context.addInitScript(() => {
+	const seen = { asked: 0, shown: [] };
+	window.__notify = seen;
+	Object.defineProperty(document, 'hidden', { configurable: true, get: () => window.__hidden === true });
+	const Real = window.Notification;
+	if (typeof Real !== 'function') return;
+	class Recorded extends Real {
+		constructor(title, options) {
+			seen.shown.push({ title, body: options?.body || '' });
+			super(title, options);
+		}
+		static get permission() {
+			return Real.permission;
+		}
+		static requestPermission(...a) {
+			seen.asked++;
+			return Real.requestPermission(...a);
+		}
+	}
+	window.Notification = Recorded;
+});
 const page = await context.newPage();
 const problems = []; // page errors, CSP violations, console errors
 let expectOffline = false;
@@ -224,7 +254,14 @@ async function main() {
 	});
 	// The proxy that makes real domain asks is not there yet: synthetic ones, served to the page.
 	const domains = [
-		domain('d0api', 'api.example.com:443', 10),
+		{
+			...domain('d0api', 'api.example.com:443', 10),
+			pid: 4242,
+			uid: 1000,
+			exe: '/usr/bin/curl',
+			args: ['curl', '-s', 'https://api.example.com/v1'],
+			cwd: '/home/u/proj',
+		},
 		domain('d1apex', 'example.com', 20),
 		domain('d2evil', '<img src=x onerror="window.__xss=1">.\u202eevil.test', 30),
 		domain('d3other', 'sub.other.test', 40, 'other-box'),
@@ -321,6 +358,27 @@ async function main() {
 		eq(ids, ['d0api', 'd1apex', 'd2evil', 'd3other'], 'order of the cards');
 		const first = await card('api.example.com').textContent();
 		assert(/Domain request/i.test(first) && /expires in (\d+m )?\d+s/.test(first), `card text: ${first}`);
+	});
+
+	await check('a domain card names the process that connected: pid, executable, argv, directory', async () => {
+		const facts = await page.locator('li[data-id="d0api"] dl.facts').textContent();
+		assert(facts.includes('Processpid 4242, uid 1000'), `pid in ${facts}`);
+		assert(facts.includes('Executable/usr/bin/curl'), `exe in ${facts}`);
+		assert(facts.includes('Directory/home/u/proj'), `cwd in ${facts}`);
+		const args = await page.locator('li[data-id="d0api"] .argv .arg-text').allTextContents();
+		eq(args, ['curl', '-s', 'https://api.example.com/v1'], 'argument chips');
+	});
+
+	await check('notifications: nothing asked on load; "Notify me" asks on a click, granted in this context', async () => {
+		const b = page.locator('#notify-button');
+		eq(await b.textContent(), 'Notify me', 'the button before');
+		eq(await page.evaluate(() => window.__notify.asked), 0, 'permission requests on load');
+		await context.grantPermissions(['notifications'], { origin: URL_ });
+		await b.click();
+		await until(async () => (await b.textContent()) === 'Notifications on', '"Notifications on"');
+		eq(await page.evaluate(() => window.__notify.asked), 1, 'permission requests after the click');
+		eq(await page.evaluate(() => Notification.permission), 'granted', 'permission');
+		eq(await page.evaluate(() => window.__notify.shown.length), 0, 'notifications for cards of a visible tab');
 	});
 
 	await check('agent text stays text: no element from a hostile domain name, bidi override shown as an escape', async () => {
@@ -505,7 +563,7 @@ async function main() {
 	});
 
 	await check('Approve runs the agent\'s command', async () => {
-		await cmd.getByRole('button', { name: /^Approve/ }).click();
+		await cmd.locator('button[data-action=approve][data-scope=once]').click();
 		await noticeMatching(/^✓ Approved: printf '%s\\n' first '<b>x<\/b>' 'a b' ''/);
 		await until(() => /^first 0$/m.test(readResult('status')), 'the agent to report "first 0"', 10000);
 		eq(readResult('first'), 'first\n<b>x</b>\na b\n\n', 'what printf wrote');
@@ -516,16 +574,126 @@ async function main() {
 	await check('Deny with a reason makes the second exec fail', async () => {
 		await second.waitFor({ timeout: 15000 });
 		await second.getByLabel('Reason').fill('not today');
-		await second.getByRole('button', { name: /^Deny/ }).click();
+		await second.locator('button[data-action=deny][data-scope=once]').click();
 		await noticeMatching(/^✗ Denied: printf '%s\\n' secondReason: not today/);
 		const status = await until(() => /^second \d+$/m.exec(readResult('status')), 'the agent to report "second N"');
 		assert(status[0] !== 'second 0', `the denied exec failed: ${status[0]}`);
 		eq(readResult('second'), '', 'nothing written by the denied command');
 	});
 
+	// The exec card's scopes, each against the real server: what the page posts (the team's
+	// contract: {scope, match, pattern, reason}) and what the agent gets. The third ask comes
+	// while the tab is in the background: a system notification.
+	const decided = [];
+	page.on('request', (req) => {
+		const m = /\/(approve|deny)\/([0-9a-f]+)$/.exec(new URL(req.url()).pathname);
+		if (m && req.method() === 'POST' && new URL(req.url()).origin === URL_) decided.push({ action: m[1], body: JSON.parse(req.postData() || 'null') });
+	});
+	const third = card('third');
+	await check('a card that arrives while the tab is in the background raises a system notification', async () => {
+		await page.evaluate(() => {
+			window.__hidden = true;
+		});
+		writeFileSync(join(RESULT_DIR, 'go2'), '');
+		await third.waitFor({ timeout: 15000 });
+		const shown = await until(async () => (await page.evaluate(() => window.__notify.shown))[0], 'a notification');
+		eq(shown.title, `Cloister: Command request from ${SANDBOX}`, 'title');
+		assert(shown.body.includes('third'), `body: ${shown.body}`);
+		await page.evaluate(() => {
+			window.__hidden = false;
+		});
+	});
+
+	await check('the exec card offers Approve/Deny × Once/Session/Project/Global and what a wider scope covers', async () => {
+		for (const action of ['approve', 'deny'])
+			for (const scope of ['once', 'session', 'project', 'global'])
+				eq(await third.locator(`button[data-action=${action}][data-scope=${scope}]`).count(), 1, `${action} ${scope}`);
+		const covers = await third.locator('.cover input[type=radio]').evaluateAll((els) => els.map((e) => `${e.value}${e.checked ? '*' : ''}`));
+		eq(covers, ['exact*', 'program', 'pattern'], 'covers, exact first and checked');
+		assert((await third.locator('.cover').textContent()).includes('/usr/bin/printf'), 'the program is named');
+		eq(await third.locator('.pattern-input').inputValue(), 'printf **', 'the pattern, prefilled from "suggested"');
+		await page.locator('section.pending').screenshot({ path: join(ARTIFACTS, 'exec-card-scopes.png') });
+	});
+
+	await check('Approve → Session on "this exact command" posts {"scope":"session","match":"exact"}; the command runs', async () => {
+		await third.locator('button[data-action=approve][data-scope=session]').click();
+		await until(() => decided.length === 1, 'the POST');
+		eq(decided[0], { action: 'approve', body: { scope: 'session', match: 'exact' } }, 'request');
+		await until(() => /^third 0$/m.test(readResult('status')), 'the agent to report "third 0"', 10000);
+	});
+
+	const fourth = card('fourth');
+	await check('keyboard: Tab reaches "this program", Deny → Project posts {"scope":"project","match":"program"}', async () => {
+		await fourth.waitFor({ timeout: 15000 });
+		await fourth.locator('input[type=radio][value=program]').focus();
+		await page.keyboard.press('Space');
+		eq(await fourth.locator('input[type=radio][value=program]').isChecked(), true, 'program chosen by keyboard');
+		await fourth.locator('button[data-action=deny][data-scope=project]').focus();
+		await page.keyboard.press('Enter');
+		await until(() => decided.length === 2, 'the POST');
+		eq(decided[1].action, 'deny', 'endpoint');
+		eq(decided[1].body.scope + ' ' + decided[1].body.match, 'project program', 'body');
+		const status = await until(() => /^fourth \d+$/m.exec(readResult('status')), 'the agent to report "fourth N"');
+		assert(status[0] !== 'fourth 0', `the denied exec failed: ${status[0]}`);
+	});
+
+	const fifth = card('fifth');
+	await check('an edited pattern, Approve → Global, posts {"scope":"global","match":"pattern","pattern":…}', async () => {
+		await fifth.waitFor({ timeout: 15000 });
+		await fifth.locator('.pattern-input').fill('echo fif*');
+		eq(await fifth.locator('input[type=radio][value=pattern]').isChecked(), true, 'editing chose the pattern');
+		await fifth.locator('button[data-action=approve][data-scope=global]').click();
+		await until(() => decided.length === 3, 'the POST');
+		eq(decided[2], { action: 'approve', body: { scope: 'global', match: 'pattern', pattern: 'echo fif*' } }, 'request');
+		await until(() => /^fifth 0$/m.test(readResult('status')), 'the agent to report "fifth 0"', 10000);
+	});
+
+	await check('with one card left and none selected, "a" approves it (no j first)', async () => {
+		const sixth = card('sixth');
+		await sixth.waitFor({ timeout: 15000 });
+		await page.locator('#pending-heading').focus();
+		eq(await page.locator('li.card.selected').count(), 0, 'selected cards');
+		const only = await page.locator('#pending-list > li:not([hidden])').count();
+		eq(only, 1, 'cards shown');
+		await page.keyboard.press('a');
+		await until(() => decided.length === 4, 'the POST');
+		eq(decided[3], { action: 'approve', body: { scope: 'once', match: 'exact' } }, 'request');
+		await until(() => /^sixth 0$/m.test(readResult('status')), 'the agent to report "sixth 0"', 10000);
+	});
+
+	// Another run of the same user: its ask shows here, naming its run, and is decided on its
+	// own supervisor from this page.
+	const peerCard = card('from-peer');
+	const peerPosts = [];
+	page.on('request', (req) => {
+		if (req.method() === 'POST' && new URL(req.url()).origin !== URL_) peerPosts.push(req.url());
+	});
+	await check('the aggregated view: the other run\'s ask shows on this page, naming its run; Approve runs it there', async () => {
+		writeFileSync(join(PEER_RESULT_DIR, 'go'), '');
+		await peerCard.waitFor({ timeout: 20000 });
+		eq(await peerCard.locator('.card-cloister').textContent(), 'browser-peer', 'the run named on the card');
+		await peerCard.locator('button[data-action=approve][data-scope=once]').click();
+		await until(() => /^peer 0$/m.test(readPeer('status')), 'the peer\'s agent to report "peer 0"', 10000);
+		eq(readPeer('out'), 'from-peer\n', 'what it printed');
+		assert(peerPosts.length === 1 && !peerPosts[0].startsWith(URL_), `posted to the peer: ${peerPosts}`);
+		await until(async () => (await peerCard.count()) === 0, 'the card to go');
+	});
+
 	await check('recent decisions list the approval and the denial with its reason', async () => {
-		await until(async () => (await page.locator('#decision-list > li').count()) >= 2, 'two decisions');
-		const items = await page.locator('#decision-list > li').allTextContents();
+		// The list follows the decisions a moment after each (one refresh per burst).
+		const decisionsText = () => page.locator('#decision-list > li').allTextContents();
+		await until(
+			async () => (await decisionsText()).some((t) => t.includes('sixth')),
+			'the decisions up to the sixth ask',
+		);
+		const items = await decisionsText();
+		// Each decision names its scope: a session approval says so, not "project scope".
+		const third = items.find((t) => t.includes("printf '%s\\n' third"));
+		assert(third && third.includes('session scope') && !third.includes('project scope'), `third: ${third}`);
+		const fourth = items.find((t) => t.includes('true fourth'));
+		assert(fourth && /✗ Denied/.test(fourth), `fourth: ${fourth}`);
+		const older = items.filter((t) => /printf '%s\\n' (first|second)/.test(t));
+		items.splice(0, items.length, ...older);
 		assert(/^✗ Denied printf '%s\\n' second/.test(items[0]) && items[0].includes('Reason: not today') && items[0].includes('by web'), `newest: ${items[0]}`);
 		assert(/^✓ Approved printf '%s\\n' first/.test(items[1]) && items[1].includes('Reason: checked by the browser test'), `older: ${items[1]}`);
 	});
@@ -621,9 +789,9 @@ async function main() {
 		await page.screenshot({ path: join(ARTIFACTS, 'reconnecting.png') });
 	});
 
-	await check('after repeated failures: red "Cannot connect to guardian - Is it running?"; Retry keeps it red', async () => {
+	await check('after repeated failures: red "Cannot connect to Cloister - Is it running?"; Retry keeps it red', async () => {
 		await until(async () => (await page.locator('#banner').getAttribute('data-level')) === 'error', 'the red banner', 20000);
-		eq(await page.locator('#banner-text').textContent(), '✗ Cannot connect to guardian - Is it running?', 'text');
+		eq(await page.locator('#banner-text').textContent(), '✗ Cannot connect to Cloister - Is it running?', 'text');
 		await page.getByRole('button', { name: 'Retry' }).click();
 		await page.waitForTimeout(1000);
 		eq(await page.locator('#banner').getAttribute('data-level'), 'error', 'level after a failed Retry');
@@ -631,6 +799,15 @@ async function main() {
 		await page.setViewportSize({ width: 360, height: 800 });
 		await page.screenshot({ path: join(ARTIFACTS, 'offline-360.png') });
 		await page.setViewportSize({ width: 1280, height: 900 });
+	});
+
+	await check('with this page\'s supervisor gone, the other run\'s new ask still comes and is decided', async () => {
+		writeFileSync(join(PEER_RESULT_DIR, 'go2'), '');
+		const c = card('peer-alone');
+		await c.waitFor({ timeout: 20000 });
+		await c.locator('button[data-action=approve][data-scope=once]').click();
+		await until(() => /^peer2 0$/m.test(readPeer('status')), 'the peer\'s agent to report "peer2 0"', 10000);
+		await until(async () => (await c.count()) === 0, 'the card to go');
 	});
 
 	// A new supervisor on the same address, with an ask already waiting: Retry must bring it in
@@ -690,5 +867,7 @@ async function main() {
 		await page.locator('#kill-dialog[open]').waitFor();
 		await page.locator('#kill-confirm').click();
 		await noticeMatching(/^Killed sandbox browser-controls/);
+		await until(async () => (await sb.locator('.state').textContent()) === 'stopped', 'the sandbox shown stopped');
+		eq(await sb.getByRole('button', { name: `Kill ${sandbox2}` }).count(), 0, 'no Kill button on a stopped sandbox');
 	});
 }

@@ -11,6 +11,7 @@ const {
 	cancelNotice,
 	clip,
 	commandConfirmation,
+	commandDecisionBody,
 	comparePending,
 	countdownText,
 	domainConfirmation,
@@ -27,6 +28,9 @@ const {
 	runningKind,
 	visible,
 	wildcardOf,
+	scopeText,
+	shortcutTarget,
+	wantsNotification,
 } = await import(`data:text/javascript;charset=utf-8,${encodeURIComponent(utilSource)}`);
 
 let n = 0;
@@ -131,7 +135,7 @@ test('banner: none when connected, yellow then red after repeated failures', () 
 	assert.equal(bannerFor(false, OFFLINE_AFTER - 1).level, 'warning');
 	assert.deepEqual(bannerFor(false, OFFLINE_AFTER), {
 		level: 'error',
-		text: '✗ Cannot connect to guardian - Is it running?',
+		text: '✗ Cannot connect to Cloister - Is it running?',
 	});
 });
 
@@ -164,6 +168,51 @@ test('confirmations follow guardian-api.md', () => {
 	assert.match(failedWrite.warning, /^Not saved to the global decisions: EROFS\\u\{202e\}\./);
 	assert.equal(removalNotice({ status: 'timed_out', summary: 'api.newservice.com' }).text, '⏱ Timed out: api.newservice.com');
 	assert.equal(removalNotice({ status: 'approved', summary: 'ls', decided_by: 'tty' }).detail, 'Decided by tty.');
+});
+
+test('command decisions: the body of each scope and cover, and what the server applied', () => {
+	assert.deepEqual(commandDecisionBody('once', 'pattern', 'x *', ''), { scope: 'once', match: 'exact' });
+	assert.deepEqual(commandDecisionBody('session', 'exact', '', ''), { scope: 'session', match: 'exact' });
+	assert.deepEqual(commandDecisionBody('project', 'program', 'ignored', 'ok'), {
+		scope: 'project',
+		match: 'program',
+		reason: 'ok',
+	});
+	assert.deepEqual(commandDecisionBody('global', 'pattern', '/usr/bin/git status*', ''), {
+		scope: 'global',
+		match: 'pattern',
+		pattern: '/usr/bin/git status*',
+	});
+	const cmd = { type: 'command', cmd: 'git push' };
+	// A server without scopes answers without one: the notice says what happened, not the button.
+	assert.equal(commandConfirmation(true, cmd, '', { status: 'approved' }).text, '✓ Approved: git push');
+	assert.equal(
+		commandConfirmation(true, cmd, '', { status: 'approved', scope: 'project' }).text,
+		'✓ Approved: git push (project scope)',
+	);
+	const denied = commandConfirmation(false, cmd, 'no', { scope: 'session' });
+	assert.equal(denied.text, '✗ Denied: git push (session scope)');
+	assert.equal(denied.detail, 'Reason: no');
+	assert.match(commandConfirmation(true, cmd, '', { scope: 'global', persistence_error: 'EROFS' }).warning, /^Not saved: EROFS/);
+	assert.equal(scopeText('session'), 'session scope');
+	assert.equal(scopeText('project'), 'project scope');
+	assert.equal(scopeText('once'), 'once');
+	assert.equal(scopeText('x\u202e'), 'x\\u{202e} scope');
+});
+
+test('shortcuts act on the selected card, else on the only one shown', () => {
+	assert.equal(shortcutTarget('a', ['b', 'c']), 'a');
+	assert.equal(shortcutTarget(null, ['b']), 'b');
+	assert.equal(shortcutTarget(null, ['b', 'c']), null);
+	assert.equal(shortcutTarget(null, []), null);
+});
+
+test('system notifications: only for a live card, in a background tab, when granted', () => {
+	assert.equal(wantsNotification(true, true, 'granted'), true);
+	assert.equal(wantsNotification(false, true, 'granted'), false);
+	assert.equal(wantsNotification(true, false, 'granted'), false);
+	assert.equal(wantsNotification(true, true, 'default'), false);
+	assert.equal(wantsNotification(true, true, 'denied'), false);
 });
 
 test('running commands: elapsed time, kinds, items checked, cancel notices', () => {

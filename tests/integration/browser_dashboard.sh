@@ -45,7 +45,12 @@ WORK=$TMP/work
 # In the agent's working directory: the rest of /tmp is private to the sandbox.
 RES=$WORK/res
 CTL=$TMP/control
-mkdir -p "$RES" "$WORK/.git" "$CTL"
+PEERRES=$WORK/peer
+mkdir -p "$RES" "$WORK/.git" "$CTL" "$PEERRES"
+# The supervisors of this test find each other here only, not among other runs of the machine.
+XDG_RUNTIME_DIR=$TMP/rt
+export XDG_RUNTIME_DIR
+mkdir -m 0700 "$XDG_RUNTIME_DIR"
 # The agent works in a git checkout: its cards name the branch.
 echo 'ref: refs/heads/browser-branch' >"$WORK/.git/HEAD"
 export PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 CHROMIUM
@@ -73,6 +78,16 @@ while [ ! -e "$RES/go" ] && [ \$i -lt 600 ]; do sleep 0.1; i=\$((i + 1)); done
 echo "first \$?" >>"$RES/status"
 /usr/bin/printf '%s\n' second >"$RES/second"
 echo "second \$?" >>"$RES/status"
+i=0
+while [ ! -e "$RES/go2" ] && [ \$i -lt 900 ]; do sleep 0.1; i=\$((i + 1)); done
+/usr/bin/printf '%s\n' third >"$RES/third"
+echo "third \$?" >>"$RES/status"
+/usr/bin/true fourth
+echo "fourth \$?" >>"$RES/status"
+/usr/bin/echo fifth >"$RES/fifth"
+echo "fifth \$?" >>"$RES/status"
+/usr/bin/printf sixth >"$RES/sixth"
+echo "sixth \$?" >>"$RES/status"
 sleep 120
 EOF
 # The second agent asks at once: the page is offline then, and must fetch the ask on Retry.
@@ -81,6 +96,40 @@ cat >"$TMP/agent-controls.sh" <<EOF
 echo "resync \$?" >>"$RES/status"
 sleep 120
 EOF
+
+# A second run of the same user: its asks show on the first one's page (the aggregated view),
+# also after that supervisor is gone.
+cat >"$TMP/agent-peer.sh" <<EOF
+i=0
+while [ ! -e "$PEERRES/go" ] && [ \$i -lt 900 ]; do sleep 0.1; i=\$((i + 1)); done
+/usr/bin/printf '%s\n' from-peer >"$PEERRES/out"
+echo "peer \$?" >>"$PEERRES/status"
+i=0
+while [ ! -e "$PEERRES/go2" ] && [ \$i -lt 900 ]; do sleep 0.1; i=\$((i + 1)); done
+/usr/bin/printf '%s\n' peer-alone >"$PEERRES/out2"
+echo "peer2 \$?" >>"$PEERRES/status"
+sleep 120
+EOF
+(cd "$WORK" && exec "$SUPERVISOR" run --config-dir "$CFG" --ask web --ask-timeout 90s \
+	--name browser-peer --listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off \
+	-- sh "$TMP/agent-peer.sh" </dev/null >"$TMP/peer.out" 2>"$TMP/peer.err") &
+PEERPID=$!
+stop_peer() {
+	kill -TERM "$PEERPID" 2>/dev/null
+	i=0
+	while kill -0 "$PEERPID" 2>/dev/null && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -KILL "$PEERPID" 2>/dev/null
+}
+on_exit stop_peer
+i=0
+while [ ! -s "$XDG_RUNTIME_DIR/cloister/api/$PEERPID.json" ] && kill -0 "$PEERPID" 2>/dev/null && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+PEERURL=$(sed -n 's/.*"url":"\([^"]*\)".*/\1/p' "$XDG_RUNTIME_DIR/cloister/api/$PEERPID.json" 2>/dev/null)
 
 SVPID=
 # start_sv NAME ASK-TIMEOUT AGENT-SCRIPT ADDRESS [quiet]: the supervisor in the background,
@@ -143,6 +192,29 @@ start_sv browser-main 60s "$TMP/agent-main.sh" 127.0.0.1:0
 port=${url##*:}
 # The login link (it sets the dashboard's session cookie), printed with -v.
 login=$(sed -n 's|.*dashboard at \(http://127\.0\.0\.1:[0-9]*/?token=[0-9a-f]*\).*|\1|p' "$ERR" | head -n 1)
+# CORS for the peer's page only: another origin of 127.0.0.1, even one a program of ours listens
+# on, is refused.
+tok=${login##*token=}
+cors() { # ORIGIN METHOD PATH: the status and the Access-Control-Allow-Origin header
+	curl -s -o /dev/null -D - -X "$2" -H "Origin: $1" -H "Authorization: Bearer $tok" \
+		-H 'Sec-Fetch-Site: same-site' "$url$3" |
+		tr -d '\r' | awk 'NR == 1 { s = $2 } tolower($1) == "access-control-allow-origin:" { o = $2 } END { print s " " o }'
+}
+tap_is "$(cors "$PEERURL" GET /pending)" "200 $PEERURL" "the peer's page may read /pending (CORS for its origin)"
+tap_is "$(cors "$PEERURL" OPTIONS /approve/0123456789ab)" "204 $PEERURL" "and gets its preflight for a POST"
+python3 -c 'import socket,time; s=socket.socket(); s.bind(("127.0.0.1",0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)' >"$TMP/other.port" &
+OTHER=$!
+on_exit "kill $OTHER 2>/dev/null"
+i=0
+while [ ! -s "$TMP/other.port" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+other="http://127.0.0.1:$(cat "$TMP/other.port")"
+tap_like "$(cors "$other" GET /pending)" "^403 \$" "an origin no API file names is refused, a listener of ours or not"
+tap_like "$(cors "$other" OPTIONS /approve/0123456789ab)" "^403 \$" "and gets no preflight"
+kill "$OTHER" 2>/dev/null
+tap_is "$(curl -s -H "Authorization: Bearer $tok" "$url/peers" | tr -d ' \n' | sed -n 's/.*"url":"\([^"]*\)".*/\1/p')" "$PEERURL" \
+	"GET /peers lists the other run's dashboard"
+
+PEER_RESULT_DIR=$PEERRES \
 DASHBOARD_URL=$url DASHBOARD_LOGIN=$login SV_PID=$SVPID RESULT_DIR=$RES CONTROL_DIR=$CTL ARTIFACTS=$ARTIFACTS \
 	SANDBOX=browser-main AGENT_CWD=$WORK TAP_START=$((tap_n + 1)) \
 	timeout -k 5 180 node "$BROWSER_DIR/dashboard.mjs" >"$TMP/node.tap" 2>"$TMP/node.err" &
@@ -161,15 +233,25 @@ later() {
 	later="$later$1	$2	$(printf '%s' "${3:-}" | tr '\n\t' '\r ')
 "
 }
+# later_todo: the same, for a case that waits on another work package (TAP "# TODO").
+later_todo() {
+	later="$later$1	$2	$(printf '%s' "${3:-}" | tr '\n\t' '\r ')	todo
+"
+}
 if [ -e "$CTL/restart-wanted" ]; then
 	sv_wait 15
 	later "$([ "$sv_rc" != running ] && echo 0 || echo 1)" \
 		"the first supervisor, sent SIGTERM by the test, ends (status $sv_rc)" "$(diag)"
 	SVPID=
-	later "$([ "$(audit_count '"verdict":"approved".*"decided_by":"web"')" = 1 ] && echo 0 || echo 1)" \
-		"the audit log has one approval by the dashboard"
+	later "$([ "$(audit_count '"verdict":"approved".*"decided_by":"web"')" = 4 ] && echo 0 || echo 1)" \
+		"the audit log has the four approvals by the dashboard (first, third, fifth, sixth)"
 	later "$([ "$(audit_count '"verdict":"denied".*"decided_by":"web".*"reason":"not today"')" = 1 ] && echo 0 || echo 1)" \
 		"the audit log has one denial by the dashboard, with the reason typed in the page"
+	# The global pattern the page posted, kept in the global decisions file.
+	kept=$(grep -rl 'fif' "$CFG" --include='*.yaml' 2>/dev/null | grep -v '/config.yaml$' | head -n 1)
+	later "$([ -n "$kept" ] && grep -q '/usr/bin/echo' "$kept" && echo 0 || echo 1)" \
+		"Approve → Global with the pattern echo fif* is written to the global decisions file ($kept)" \
+		"$(find "$CFG" 2>&1 | head -n 20; cat "$kept" 2>/dev/null)"
 	start_sv browser-controls 8s "$TMP/agent-controls.sh" "127.0.0.1:$port" quiet
 	later "$([ "$url" = "http://127.0.0.1:$port" ] && echo 0 || echo 1)" \
 		"a second supervisor serves the same address ($url)" "$(diag)"
@@ -189,9 +271,11 @@ elif [ "$f" -gt 0 ]; then
 	head -c 3000 "$TMP/node.err" | sed 's/^/# /'
 fi
 # The deferred checks (a here-document keeps tap_ok's counters in this shell).
-while IFS='	' read -r st name d; do
+while IFS='	' read -r st name d todo; do
 	[ -n "$st" ] || continue
+	[ -n "$todo" ] && tap_todo "exec scopes are kept by h/decisions' server side"
 	tap_ok "$st" "$name" "$(printf '%s' "$d" | tr '\r' '\n')"
+	tap_todo ""
 done <<LATER
 $later
 LATER

@@ -1,5 +1,5 @@
 // The Cloister dashboard: pending command and domain requests, decisions, sandboxes and the
-// audit log of the supervisor's approval server (guardian-api.md, "Web UI").
+// audit log of the supervisor's approval server (the guardian's API, "Web UI").
 //
 // Everything the server sends comes from the agent in the end (argv, domain names, paths), so
 // it reaches the page only as text: textContent and createElement, never innerHTML.
@@ -9,6 +9,7 @@ import {
 	cancelNotice,
 	clip,
 	commandConfirmation,
+	commandDecisionBody,
 	comparePending,
 	countdownText,
 	createdMs,
@@ -24,8 +25,11 @@ import {
 	parseJson,
 	removalNotice,
 	runningItem,
+	scopeText,
+	shortcutTarget,
 	verdictClass,
 	visible,
+	wantsNotification,
 	wildcardOf,
 } from './util.js';
 
@@ -82,6 +86,7 @@ const state = {
 	running: new Map(), // id -> {item, li, elapsed, button, busy, seq}: commands running now
 	runGone: new Map(), // id -> ms: finished, so a late /running must not bring it back
 	selected: null,
+	peers: new Map(), // url -> {url, name, es, failures, timer}: the other runs' supervisors
 	filter: '',
 	sandboxes: [],
 	connected: false,
@@ -107,7 +112,7 @@ function renderConnection() {
 		    ? 'Offline'
 		    : 'Reconnecting…';
 	document.body.classList.toggle('offline', !state.connected);
-	for (const c of state.cards.values()) setCardEnabled(c, state.connected && !c.busy);
+	for (const c of state.cards.values()) setCardEnabled(c, cardOnline(c) && !c.busy);
 	for (const b of $('sandbox-list').querySelectorAll('.sandbox-tools button')) b.disabled = !state.connected;
 	for (const r of state.running.values()) r.button.disabled = !state.connected || r.busy;
 	if (!banner) {
@@ -175,13 +180,13 @@ function connectEvents() {
 		state.connected = true;
 		state.failures = 0;
 		renderConnection();
-		if (was > 0) notify({ level: 'success', text: 'Reconnected to the guardian.' });
+		if (was > 0) notify({ level: 'success', text: 'Reconnected to Cloister.' });
 		resync();
 	});
 	es.addEventListener('request-added', (e) => {
 		alive();
 		const item = parseJson(e.data);
-		if (item && typeof item.id === 'string') addItem(item, true);
+		if (item && typeof item.id === 'string') addItem({ ...item, origin: '' }, true);
 	});
 	es.addEventListener('request-removed', (e) => {
 		alive();
@@ -242,16 +247,103 @@ async function resync() {
 		(it) => it && typeof it.id === 'string',
 	);
 	const ids = new Set(items.map((it) => it.id));
-	for (const [id, c] of [...state.cards]) if (!ids.has(id) && c.seq <= mark) removeCard(id);
-	for (const it of items) addItem(it, false);
+	for (const [id, c] of [...state.cards]) if (!c.item.origin && !ids.has(id) && c.seq <= mark) removeCard(id);
+	for (const it of items) addItem({ ...it, origin: '' }, false);
 	refreshDecisions();
 	refreshStatus();
 }
 
-async function getJson(path) {
+// ---- peers: the other runs of this user ------------------------------------------------------
+// Every other supervisor of the user that this page's one vouches for (GET /peers: its API file
+// and a listener of the user's own on its port). Their asks come as cards here, each naming its
+// run, decided on the peer itself. When this page's supervisor ends, the peers' streams go on.
+
+const MAX_PEERS = 32;
+const PEER_GIVE_UP = 5; // failed connections in a row: the peer is gone
+
+async function refreshPeers() {
+	const d = await getJson('/peers');
+	if (!d || !Array.isArray(d.peers)) return; // this supervisor is down: keep what works
+	const listed = new Set();
+	for (const p of d.peers.slice(0, MAX_PEERS)) {
+		if (!p || typeof p.url !== 'string' || !/^http:\/\/127\.0\.0\.1:\d{1,5}$/.test(p.url)) continue;
+		listed.add(p.url);
+		if (!state.peers.has(p.url)) {
+			const peer = { url: p.url, name: String(p.name || ''), es: null, failures: 0, timer: 0 };
+			state.peers.set(p.url, peer);
+			connectPeer(peer);
+		}
+	}
+	for (const peer of [...state.peers.values()]) if (!listed.has(peer.url)) dropPeer(peer);
+}
+
+function dropPeer(peer) {
+	clearTimeout(peer.timer);
+	if (peer.es) peer.es.close();
+	state.peers.delete(peer.url);
+	for (const [id, c] of [...state.cards]) if (c.item.origin === peer.url) removeCard(id);
+}
+
+function connectPeer(peer) {
+	clearTimeout(peer.timer);
+	if (peer.es) peer.es.close();
+	const es = new EventSource(`${peer.url}/events`, { withCredentials: true });
+	peer.es = es;
+	const fromPeer = (item) => ({ ...item, origin: peer.url });
+	es.addEventListener('open', () => {
+		if (peer.es !== es) return;
+		peer.failures = 0;
+		for (const c of state.cards.values()) if (c.item.origin === peer.url) setCardEnabled(c, !c.busy);
+		resyncPeer(peer);
+	});
+	es.addEventListener('request-added', (e) => {
+		const item = parseJson(e.data);
+		if (item && typeof item.id === 'string') addItem(fromPeer(item), true);
+	});
+	es.addEventListener('request-removed', (e) => {
+		const ev = parseJson(e.data);
+		if (ev && typeof ev.id === 'string') removedEvent(ev);
+	});
+	es.addEventListener('error', () => {
+		if (peer.es !== es) return;
+		es.close();
+		peer.es = null;
+		peer.failures++;
+		for (const c of state.cards.values()) if (c.item.origin === peer.url) setCardEnabled(c, false);
+		if (peer.failures >= PEER_GIVE_UP) {
+			dropPeer(peer);
+			return;
+		}
+		peer.timer = setTimeout(() => connectPeer(peer), backoffDelay(peer.failures, Math.random()));
+	});
+}
+
+async function resyncPeer(peer) {
+	const mark = cardSeq;
+	const [cmds, domains] = await Promise.all([
+		getJson('/pending', peer.url),
+		getJson('/pending-domains', peer.url),
+	]);
+	if (!cmds || !domains || state.peers.get(peer.url) !== peer) return;
+	const items = [...(cmds.requests || []), ...(domains.requests || [])].filter(
+		(it) => it && typeof it.id === 'string',
+	);
+	const ids = new Set(items.map((it) => it.id));
+	for (const [id, c] of [...state.cards])
+		if (c.item.origin === peer.url && !ids.has(id) && c.seq <= mark) removeCard(id);
+	for (const it of items) addItem({ ...it, origin: peer.url }, false);
+}
+
+// BASE: '' for this page's supervisor, or a peer's URL (its cookie is the same: every
+// supervisor of the user shares the dashboard's secret).
+async function getJson(path, base = '') {
 	try {
-		const r = await fetch(path, { cache: 'no-store', headers: { Accept: 'application/json' } });
-		if (r.status === 401) needLogin();
+		const r = await fetch(base + path, {
+			cache: 'no-store',
+			headers: { Accept: 'application/json' },
+			credentials: base ? 'include' : 'same-origin',
+		});
+		if (r.status === 401 && !base) needLogin();
 		if (!r.ok) return null;
 		return parseJson(await r.text());
 	} catch {
@@ -259,18 +351,19 @@ async function getJson(path) {
 	}
 }
 
-async function postJson(path, body) {
+async function postJson(path, body, base = '') {
 	try {
-		const r = await fetch(path, {
+		const r = await fetch(base + path, {
 			method: 'POST',
 			cache: 'no-store',
 			headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
 			body: JSON.stringify(body),
+			credentials: base ? 'include' : 'same-origin',
 		});
-		if (r.status === 401) needLogin();
+		if (r.status === 401 && !base) needLogin();
 		return { ok: r.ok, status: r.status, data: parseJson(await r.text()) };
 	} catch (e) {
-		return { ok: false, status: 0, data: { error: 'the guardian did not answer' } };
+		return { ok: false, status: 0, data: { error: 'Cloister did not answer' } };
 	}
 }
 
@@ -399,22 +492,99 @@ function commandBody(item, card) {
 			card.li.focus();
 		}
 	});
-	const approve = el('button', { type: 'button', class: 'btn btn-approve', 'data-action': 'approve' }, 'Approve');
-	const deny = el('button', { type: 'button', class: 'btn btn-deny', 'data-action': 'deny' }, 'Deny');
-	approve.addEventListener('click', () => decideCommand(card, true));
-	deny.addEventListener('click', () => decideCommand(card, false));
-	card.buttons = [approve, deny];
-	const summary = visible(clip(item.cmd || '', 200).text);
-	approve.setAttribute('aria-label', `Approve ${summary}`);
-	deny.setAttribute('aria-label', `Deny ${summary}`);
 	const actions = el(
 		'div',
-		{ class: 'actions' },
-		el('label', { class: 'reason-label', for: reasonId }, 'Reason'),
-		reason,
-		el('div', { class: 'buttons' }, approve, deny),
+		{ class: 'actions command-actions' },
+		el('div', { class: 'reason-row' }, el('label', { class: 'reason-label', for: reasonId }, 'Reason'), reason),
 	);
+	actions.append(coverChoice(item, card));
+	card.buttons = [...card.covers, card.pattern];
+	const summary = visible(clip(item.cmd || '', 200).text);
+	for (const allow of [true, false]) {
+		const word = allow ? 'Approve' : 'Deny';
+		const group = el('div', {
+			class: `scope-group ${allow ? 'group-allow' : 'group-deny'}`,
+			role: 'group',
+			'aria-label': `${word} ${summary}`,
+		});
+		group.append(el('span', { class: 'scope-label', 'aria-hidden': 'true' }, word));
+		const btns = el('div', { class: 'buttons' });
+		for (const scope of SCOPES) {
+			const b = el(
+				'button',
+				{
+					type: 'button',
+					class: `btn ${allow ? 'btn-approve' : 'btn-deny'} btn-scope`,
+					'data-action': allow ? 'approve' : 'deny',
+					'data-scope': scope,
+					'aria-label': `${word} ${scope === 'once' ? 'once' : `for the ${scope}`}: ${summary}`,
+				},
+				scope[0].toUpperCase() + scope.slice(1),
+			);
+			b.addEventListener('click', () => decideCommand(card, allow, scope));
+			btns.append(b);
+			card.buttons.push(b);
+		}
+		group.append(btns);
+		actions.append(group);
+	}
 	return [dl, actions];
+}
+
+// What a decision wider than once covers: this exact command, the program with any arguments,
+// or a pattern the person edits (prefilled from the server's suggestion). Once covers the one
+// ask whatever is chosen here.
+function coverChoice(item, card) {
+	const name = nextId('cover');
+	const program = item.suggested?.program || item.exe || '';
+	const fs = el('fieldset', { class: 'cover' }, el('legend', {}, 'A wider scope covers'));
+	const radio = (value, label, extra) => {
+		const id = nextId('cv');
+		const input = el('input', { type: 'radio', name, id, value, checked: value === 'exact' });
+		fs.append(el('div', { class: 'cover-row' }, input, el('label', { for: id }, label, extra || '')));
+		return input;
+	};
+	card.covers = [radio('exact', 'this exact command')];
+	if (program) card.covers.push(radio('program', 'this program with any arguments: ', agentText(program, 'path')));
+	const patId = nextId('pat');
+	const pattern = el('input', {
+		type: 'text',
+		id: patId,
+		class: 'pattern-input',
+		maxlength: '1000',
+		autocomplete: 'off',
+		spellcheck: 'false',
+		'aria-label': 'Pattern',
+	});
+	pattern.value = item.suggested?.pattern || item.cmd || '';
+	card.pattern = pattern;
+	const byPattern = radio('pattern', 'a pattern: ');
+	byPattern.parentElement.append(pattern);
+	card.covers.push(byPattern);
+	// Editing the pattern means the pattern.
+	pattern.addEventListener('input', () => {
+		byPattern.checked = true;
+	});
+	pattern.addEventListener('keydown', (e) => {
+		if (e.key === 'Escape') {
+			e.preventDefault();
+			card.li.focus();
+		}
+	});
+	return fs;
+}
+
+function coverOf(card) {
+	const c = (card.covers || []).find((r) => r.checked);
+	return c ? c.value : 'exact';
+}
+
+function processRows(dl, item) {
+	if (typeof item.pid === 'number')
+		row(dl, 'Process', `pid ${item.pid}${typeof item.uid === 'number' ? `, uid ${item.uid}` : ''}`);
+	if (item.exe) row(dl, 'Executable', agentText(item.exe, 'path'));
+	if (Array.isArray(item.args) && item.args.length) row(dl, 'Arguments', argList(item.args));
+	if (item.cwd) row(dl, 'Directory', agentText(item.cwd, 'path'));
 }
 
 function domainBody(item, card) {
@@ -422,6 +592,8 @@ function domainBody(item, card) {
 	row(dl, 'Cloister', agentText(item.cloister || ''));
 	if (item.project && item.project !== item.cloister) row(dl, 'Project', agentText(item.project));
 	row(dl, 'Domain', agentText(item.domain || '', 'domain'));
+	// The process that connected: its pid, executable, arguments and directory.
+	processRows(dl, item);
 	row(dl, 'Time', timeValue(item, card));
 
 	const pattern = wildcardOf(item.domain || '');
@@ -479,7 +651,7 @@ function buildCard(item) {
 	const card = { item, busy: false, seq: ++cardSeq };
 	const titleId = nextId('card');
 	const li = el('li', {
-		class: `card card-${item.type === 'domain' ? 'domain' : 'command'}`,
+		class: `card card-${item.type === 'domain' ? 'domain' : 'command'}${item.origin ? ' card-peer' : ''}`,
 		tabindex: '-1',
 		'aria-labelledby': titleId,
 		'data-id': item.id,
@@ -490,6 +662,14 @@ function buildCard(item) {
 	li.addEventListener('focusin', () => select(item.id, false));
 	li.addEventListener('click', () => select(item.id, false));
 	return card;
+}
+
+// A card is decided on the supervisor it came from: this page's, or a peer's while its stream
+// lives (whether this page's supervisor is up or not).
+function cardOnline(card) {
+	if (!card.item.origin) return state.connected;
+	const peer = state.peers.get(card.item.origin);
+	return Boolean(peer && peer.failures === 0);
 }
 
 function setCardEnabled(card, on) {
@@ -514,7 +694,7 @@ function addItem(item, live) {
 		}
 	}
 	list.insertBefore(card.li, before);
-	setCardEnabled(card, state.connected);
+	setCardEnabled(card, cardOnline(card));
 	applyFilterTo(card);
 	tick();
 	renderPendingMeta();
@@ -526,6 +706,56 @@ function addItem(item, live) {
 		card.li.classList.add('fresh');
 		setTimeout(() => card.li.classList.remove('fresh'), 1500);
 	}
+	if (wantsNotification(live, document.hidden, notificationPermission()))
+		systemNotice(item);
+}
+
+// ---- system notifications --------------------------------------------------------------------
+// A card that arrives while the tab is in the background raises a notification of the browser,
+// once the person allowed them: the permission is asked on their click, never on load.
+
+function notificationPermission() {
+	return typeof Notification === 'function' ? Notification.permission : 'unsupported';
+}
+
+function systemNotice(item) {
+	const kind = item.type === 'domain' ? 'Domain' : 'Command';
+	try {
+		const n = new Notification(`Cloister: ${kind} request from ${visible(item.cloister || '?')}`, {
+			body: visible(clip(itemSummary(item), 200).text),
+			tag: `cloister-${item.id}`,
+		});
+		n.onclick = () => {
+			window.focus();
+			select(item.id, true);
+			n.close();
+		};
+	} catch {
+		// Some browsers allow notifications only from a service worker: the title still counts.
+	}
+}
+
+function renderNotifyButton() {
+	const b = $('notify-button');
+	const p = notificationPermission();
+	b.hidden = p === 'unsupported';
+	b.disabled = p === 'denied';
+	b.textContent = p === 'granted' ? 'Notifications on' : p === 'denied' ? 'Notifications blocked' : 'Notify me';
+	b.title =
+		p === 'denied'
+			? 'The browser blocks notifications for this page: allow them in its site settings.'
+			: 'A system notification when a request arrives while this tab is in the background.';
+}
+
+async function askNotifications() {
+	// Asked on this click only; a browser that was told "granted" elsewhere just says so.
+	if (notificationPermission() === 'unsupported' || notificationPermission() === 'denied') return;
+	try {
+		await Notification.requestPermission();
+	} catch {
+		// An old browser with the callback form only: nothing to do.
+	}
+	renderNotifyButton();
 }
 
 function removeCard(id) {
@@ -615,20 +845,27 @@ function failureNotice(card, res) {
 	};
 }
 
-async function decideCommand(card, allow) {
-	if (card.busy || !state.connected) return;
+async function decideCommand(card, allow, scope = 'once') {
+	if (card.busy || !cardOnline(card)) return;
 	const reason = card.reason ? card.reason.value.trim() : '';
 	const id = card.item.id;
+	const match = coverOf(card);
+	const pattern = card.pattern ? card.pattern.value.trim() : '';
+	if (scope !== 'once' && match === 'pattern' && !pattern) {
+		notify({ level: 'error', text: 'Write a pattern first, or choose what else the decision covers.' });
+		card.pattern?.focus();
+		return;
+	}
 	card.busy = true;
 	setCardEnabled(card, false);
 	card.li.setAttribute('aria-busy', 'true');
 	state.decidedHere.add(id);
-	const body = reason ? { reason } : {};
-	const res = await postJson(`/${allow ? 'approve' : 'deny'}/${encodeURIComponent(id)}`, body);
+	const body = commandDecisionBody(scope, match, pattern, reason);
+	const res = await postJson(`/${allow ? 'approve' : 'deny'}/${encodeURIComponent(id)}`, body, card.item.origin || '');
 	card.busy = false;
 	card.li.removeAttribute('aria-busy');
 	if (res.ok) {
-		notify(commandConfirmation(allow, card.item, reason));
+		notify(commandConfirmation(allow, card.item, reason, res.data));
 		state.gone.set(id, Date.now());
 		removeCard(id);
 		scheduleRefresh();
@@ -640,22 +877,23 @@ async function decideCommand(card, allow) {
 		state.gone.set(id, Date.now());
 		removeCard(id);
 	} else {
-		setCardEnabled(card, state.connected);
+		setCardEnabled(card, cardOnline(card));
 	}
 }
 
 async function decideDomain(card, allow, scope) {
-	if (card.busy || !state.connected) return;
+	if (card.busy || !cardOnline(card)) return;
 	const id = card.item.id;
 	const wildcard = Boolean(card.wildcard && card.wildcard.checked);
 	card.busy = true;
 	setCardEnabled(card, false);
 	card.li.setAttribute('aria-busy', 'true');
 	state.decidedHere.add(id);
-	const res = await postJson(`/${allow ? 'approve' : 'deny'}-domain/${encodeURIComponent(id)}`, {
-		scope,
-		wildcard,
-	});
+	const res = await postJson(
+		`/${allow ? 'approve' : 'deny'}-domain/${encodeURIComponent(id)}`,
+		{ scope, wildcard },
+		card.item.origin || '',
+	);
 	card.busy = false;
 	card.li.removeAttribute('aria-busy');
 	if (res.ok) {
@@ -671,7 +909,7 @@ async function decideDomain(card, allow, scope) {
 		state.gone.set(id, Date.now());
 		removeCard(id);
 	} else {
-		setCardEnabled(card, state.connected);
+		setCardEnabled(card, cardOnline(card));
 	}
 }
 
@@ -717,7 +955,7 @@ function onKey(e) {
 	if (e.defaultPrevented || e.ctrlKey || e.metaKey || e.altKey) return;
 	if (isTypingTarget(e.target)) return;
 	if (document.querySelector('dialog[open]')) return;
-	const card = selectedCard();
+	const card = shortcutTarget(selectedCard(), visibleCards());
 	switch (e.key) {
 		case 'j':
 			move(1);
@@ -819,6 +1057,7 @@ async function refreshStatus() {
 	clearTimeout(statusTimer);
 	const st = await getJson('/status');
 	if (st && Array.isArray(st.sandboxes)) renderSandboxes(st.sandboxes);
+	refreshPeers();
 	clearTimeout(statusTimer);
 	if (state.loggedOut) return;
 	statusTimer = setTimeout(refreshStatus, STATUS_POLL_MS);
@@ -913,6 +1152,9 @@ async function sandboxAction(name, action) {
 	const label = visible(name);
 	if (res.ok) {
 		const past = { pause: 'Paused', resume: 'Resumed', kill: 'Killed' }[action];
+		// A killed run's supervisor ends with it: no later /status would say it stopped.
+		if (action === 'kill')
+			renderSandboxes(state.sandboxes.map((s) => (s.name === name ? { ...s, state: 'stopped' } : s)));
 		notify({ level: action === 'kill' ? 'denied' : 'success', text: `${past} sandbox ${label}` });
 	} else {
 		notify({
@@ -1110,7 +1352,7 @@ function renderDecisions() {
 		bits.push(isDomain ? 'domain' : d.kind || 'command');
 		if (d.cloister) bits.push(visible(d.cloister));
 		if (d.decided_by) bits.push(`by ${visible(d.decided_by)}`);
-		if (isDomain && d.scope) bits.push(`${d.scope} scope`);
+		if (d.scope && d.status !== 'timed_out' && d.status !== 'cancelled') bits.push(scopeText(d.scope));
 		const at = Date.parse(d.decided_at);
 		const meta = el('p', { class: 'decision-meta' }, bits.join(' · '));
 		if (Number.isFinite(at)) meta.append(' · ', el('time', { datetime: d.decided_at }, formatClock(at)));
@@ -1224,6 +1466,8 @@ function start() {
 	setupDialogs();
 	setupLog();
 	$('retry-button').addEventListener('click', retryNow);
+	$('notify-button').addEventListener('click', askNotifications);
+	renderNotifyButton();
 	$('sandbox-filter').addEventListener('change', (e) => setFilter(e.target.value));
 	document.addEventListener('keydown', onKey);
 	setInterval(() => {

@@ -116,7 +116,7 @@ export const OFFLINE_AFTER = 3;
 export function bannerFor(connected, failures) {
 	if (connected) return null;
 	if (failures >= OFFLINE_AFTER)
-		return { level: 'error', text: '✗ Cannot connect to guardian - Is it running?' };
+		return { level: 'error', text: '✗ Cannot connect to Cloister - Is it running?' };
 	return { level: 'warning', text: '⚠ Connection lost - Reconnecting…' };
 }
 
@@ -139,14 +139,56 @@ export function itemSummary(item) {
 }
 
 // The confirmation after this page decided a command request.
-export function commandConfirmation(allow, item, reason) {
+export function commandConfirmation(allow, item, reason, response) {
 	const what = visible(itemSummary(item));
-	if (allow) return { level: 'success', text: `✓ Approved: ${what}` };
-	return {
-		level: 'denied',
-		text: `✗ Denied: ${what}`,
-		detail: reason ? `Reason: ${visible(reason)}` : '',
-	};
+	// The scope the server says it applied: a server without scopes answers without one, and
+	// then the decision covered this ask only, whatever the button said.
+	const scope = typeof response?.scope === 'string' ? response.scope : 'once';
+	const tail = scope === 'once' ? '' : ` (${scopeText(scope)})`;
+	const out = allow
+		? { level: 'success', text: `✓ Approved: ${what}${tail}`, detail: '' }
+		: { level: 'denied', text: `✗ Denied: ${what}${tail}`, detail: reason ? `Reason: ${visible(reason)}` : '' };
+	if (response?.persistence_error)
+		out.warning = `Not saved: ${visible(String(response.persistence_error))}. It holds for this session only.`;
+	return out;
+}
+
+// How a decision's scope reads in a sentence: "once", "this session", "project scope", …
+export function scopeText(scope) {
+	switch (scope) {
+		case 'once':
+			return 'once';
+		case 'session':
+			return 'session scope';
+		case 'project':
+			return 'project scope';
+		case 'global':
+			return 'global scope';
+		default:
+			return `${visible(String(scope))} scope`;
+	}
+}
+
+// The body of POST /approve/ID or /deny/ID for a command card (team contract: no body, or
+// {scope, match, pattern, reason}). MATCH is what a wider scope covers: "exact" (this command),
+// "program" (any arguments) or "pattern" (PATTERN, as the person edited it).
+export function commandDecisionBody(scope, match, pattern, reason) {
+	const body = { scope, match: scope === 'once' ? 'exact' : match };
+	if (body.match === 'pattern') body.pattern = pattern;
+	if (reason) body.reason = reason;
+	return body;
+}
+
+// The one card keyboard shortcuts act on: the selected one, else the only one shown.
+export function shortcutTarget(selected, shown) {
+	if (selected) return selected;
+	return shown.length === 1 ? shown[0] : null;
+}
+
+// Whether a card that just arrived deserves a system notification: the tab is in the
+// background and the person allowed them.
+export function wantsNotification(live, hidden, permission) {
+	return Boolean(live && hidden && permission === 'granted');
 }
 
 // The confirmation after this page decided a domain request, from the server's answer.

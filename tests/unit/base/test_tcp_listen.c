@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,6 +60,61 @@ static void test_a_taken_port_fails_or_falls_back(void **state)
 	close(second);
 }
 
+/* A listener on some port P whose next two ports were free a moment ago (another program may
+ * take one meanwhile: the caller tries again). */
+static int listener_before_free_ports(int *ret_fd, uint16_t *ret_port)
+{
+	struct tcp_listen_options strict = {0};
+
+	for (int tries = 0; tries < 50; tries++) {
+		struct sockaddr_storage ss;
+		socklen_t len = loopback4(0, &ss);
+		int fd = -1, probe[2] = {-1, -1};
+		uint16_t port = 0, got = 0;
+		bool ok;
+
+		assert_int_equal(tcp_listen(&ss, len, &strict, &fd, &port), 0);
+		ok = port < UINT16_MAX - 2;
+		for (int i = 0; ok && i < 2; i++) {
+			len = loopback4((uint16_t)(port + 1 + i), &ss);
+			ok = tcp_listen(&ss, len, &strict, &probe[i], &got) == 0;
+		}
+		for (int i = 0; i < 2; i++)
+			if (probe[i] >= 0)
+				close(probe[i]);
+		if (ok) {
+			*ret_fd = fd;
+			*ret_port = port;
+			return 0;
+		}
+		close(fd);
+	}
+	return -1;
+}
+
+static void test_the_next_free_port_comes_first(void **state)
+{
+	struct sockaddr_storage ss;
+	struct tcp_listen_options strict = {0}, fallback = {.port_fallback = true};
+	int first = -1, second = -1, third = -1;
+	uint16_t port = 0, got = 0, got3 = 0;
+	socklen_t len;
+
+	if (listener_before_free_ports(&first, &port) < 0)
+		skip(); /* no free run of three ports on this machine */
+	len = loopback4(port, &ss);
+	assert_int_equal(tcp_listen(&ss, len, &fallback, &second, &got), 0);
+	assert_int_equal(got, port + 1);
+	/* P and P+1 taken: P+2. */
+	assert_int_equal(tcp_listen(&ss, len, &fallback, &third, &got3), 0);
+	assert_int_equal(got3, port + 2);
+	close(third);
+	/* Without fallback a taken port still fails. */
+	assert_int_equal(tcp_listen(&ss, len, &strict, &third, &got3), -EADDRINUSE);
+	close(first);
+	close(second);
+}
+
 static void test_ipv6_only_when_asked(void **state)
 {
 	struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
@@ -84,6 +140,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_any_free_port_and_the_flags),
 	        cmocka_unit_test(test_a_taken_port_fails_or_falls_back),
+	        cmocka_unit_test(test_the_next_free_port_comes_first),
 	        cmocka_unit_test(test_ipv6_only_when_asked),
 	};
 

@@ -187,7 +187,22 @@ static void test_write_list_remove(void **state)
 	free(path);
 	assert_int_equal(api_info_write(dir, &info, &path, &err), 0);
 
+	/* Our own pid with another start time: a process that reused a dead supervisor's pid. */
+	{
+		struct api_info reused = info;
+		char *rp = NULL;
+
+		reused.pid = getppid();
+		reused.start = 1;
+		assert_int_equal(api_info_write(dir, &reused, &rp, &err), 0);
+		assert_int_equal(api_info_list(dir, collect, &seen), 1);
+		assert_int_equal(access(rp, F_OK), -1); /* removed */
+		free(rp);
+		memset(&seen, 0, sizeof(seen));
+	}
 	assert_int_equal(api_info_list(dir, collect, &seen), 1);
+	/* The dead one's file was removed by the listing. */
+	assert_int_equal(access(dead_path, F_OK), -1);
 	assert_int_equal(seen.n, 1);
 	assert_int_equal(seen.v[0].pid, getpid());
 	assert_string_equal(seen.v[0].url, "http://127.0.0.1:4444");
@@ -225,6 +240,43 @@ static void test_write_list_remove(void **state)
 	free(path);
 	free(dead_path);
 	remove_tree(base);
+}
+
+static void test_start_time_nonce_and_proof(void **state)
+{
+	struct api_info info = {0}, back;
+	char text[1024], proof[65], again[65];
+	uint64_t start = 0;
+	int n;
+
+	assert_int_equal(api_info_start_time(getpid(), &start), 0);
+	assert_true(start > 0);
+	snprintf(info.url, sizeof(info.url), "http://127.0.0.1:9999");
+	snprintf(info.token, sizeof(info.token), "t");
+	snprintf(info.nonce, sizeof(info.nonce), "%064d", 3);
+	info.pid = getpid();
+	info.start = start;
+	n = snprintf(text, sizeof(text),
+	             "{\"url\":\"%s\",\"token\":\"t\",\"nonce\":\"%s\",\"pid\":%d,\"start\":%llu}",
+	             info.url, info.nonce, (int)info.pid, (unsigned long long)start);
+	assert_int_equal(api_info_parse(text, (size_t)n, &back), 0);
+	assert_string_equal(back.nonce, info.nonce);
+	assert_true(back.start == start);
+	/* The proof depends on the nonce and the challenge; malformed challenges are refused. */
+	assert_int_equal(api_info_proof(info.nonce, "00ff", proof), 0);
+	assert_int_equal(api_info_proof(info.nonce, "00ff", again), 0);
+	assert_string_equal(proof, again);
+	assert_int_equal(api_info_proof(info.nonce, "00fe", again), 0);
+	assert_string_not_equal(proof, again);
+	assert_int_equal(api_info_proof("other", "00ff", again), 0);
+	assert_string_not_equal(proof, again);
+	assert_int_equal(api_info_proof(info.nonce, "", again), -EINVAL);
+	assert_int_equal(api_info_proof(info.nonce, "00FF", again), -EINVAL);
+	assert_int_equal(api_info_proof(info.nonce, "zz", again), -EINVAL);
+	assert_int_equal(api_info_proof("", "00ff", again), -EINVAL);
+	memset(text, 'a', 129);
+	text[129] = '\0';
+	assert_int_equal(api_info_proof(info.nonce, text, again), -EINVAL);
 }
 
 static void test_directory_not_private_is_refused(void **state)
@@ -283,6 +335,7 @@ int main(void)
 	        cmocka_unit_test(test_parse),
 	        cmocka_unit_test(test_dir),
 	        cmocka_unit_test(test_write_list_remove),
+	        cmocka_unit_test(test_start_time_nonce_and_proof),
 	        cmocka_unit_test(test_directory_not_private_is_refused),
 	};
 

@@ -37,6 +37,30 @@ static void test_fips_180_2_vectors(void **state)
 	                    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
+/* RFC 4231 test cases 1, 2 and 6 (a key longer than a block). */
+static void test_hmac_rfc_4231(void **state)
+{
+	uint8_t key[131], mac[SHA256_DIGEST_SIZE];
+	char out[65];
+	static const char *const long_msg =
+	        "Test Using Larger Than Block-Size Key - Hash Key First";
+
+	memset(key, 0x0b, 20);
+	hmac_sha256(key, 20, "Hi There", 8, mac);
+	sha256_hex(mac, out);
+	assert_string_equal(out,
+	                    "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+	hmac_sha256("Jefe", 4, "what do ya want for nothing?", 28, mac);
+	sha256_hex(mac, out);
+	assert_string_equal(out,
+	                    "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+	memset(key, 0xaa, sizeof(key));
+	hmac_sha256(key, sizeof(key), long_msg, strlen(long_msg), mac);
+	sha256_hex(mac, out);
+	assert_string_equal(out,
+	                    "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
+}
+
 static void test_a_million_a_in_uneven_pieces(void **state)
 {
 	static char a[1000];
@@ -92,6 +116,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_fips_180_2_vectors),
+	        cmocka_unit_test(test_hmac_rfc_4231),
 	        cmocka_unit_test(test_a_million_a_in_uneven_pieces),
 	        cmocka_unit_test(test_every_split_gives_the_same_digest),
 	};
