@@ -419,7 +419,8 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	_cleanup_(exec_target_freep) struct exec_target *t = NULL;
 	_cleanup_close_ int piddir = -EBADF, rootfd = -EBADF, cwdfd = -EBADF;
 	_cleanup_close_ int basefd = -EBADF, filefd = -EBADF;
-	_cleanup_free_ char *base_name = NULL, *root_link = NULL;
+	_cleanup_free_ char *base_name = NULL, *own_root_link = NULL;
+	const char *root_link = NULL;
 	struct reader rd = {.piddir = -EBADF, .rootfd = -EBADF};
 	struct remote_mem mem;
 	struct mem_ctx mem_ctx = {.pid = (pid_t)req->pid};
@@ -498,19 +499,23 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 
 	t->uid = t->euid = (uid_t)-1;
 	t->gid = t->egid = (gid_t)-1;
-	rootfd = openat(piddir, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0) {
-		r = -errno;
-		goto gone_or_fail;
-	}
-	rd.rootfd = rootfd;
-	/* A chrooted target: /proc shows its paths from our root, so learn its root's name
-	 * to take it off again. The usual target shares our root directory. */
-	{
+	if (notifier_fixed_root(n, &rd.rootfd, &root_link)) {
+		/* No target can have another root (notifier_set_fixed_root): the sandbox's, known
+		 * with its name once for all. */
+	} else {
+		rootfd = openat(piddir, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (rootfd < 0) {
+			r = -errno;
+			goto gone_or_fail;
+		}
+		rd.rootfd = rootfd;
+		/* A chrooted target: /proc shows its paths from our root, so learn its root's
+		 * name to take it off again. The usual target shares our root directory. */
 		struct stat rst;
 
 		if (fstat(rootfd, &rst) < 0 || !is_own_root(&rd, &rst))
-			(void)readlink_alloc(piddir, "root", &root_link);
+			(void)readlink_alloc(piddir, "root", &own_root_link);
+		root_link = own_root_link;
 	}
 	/* The cwd is read when a relative path needs it or the file exists (for the record);
 	 * a PATH probe of an absolute name that is not there needs neither. */
