@@ -95,6 +95,30 @@ static ssize_t mem_read(void *ctx, void *buf, size_t len, uint64_t addr)
 	return n;
 }
 
+/* remote_mem's preload: the pages of the exec's path and argv array in one process_vm_readv
+ * instead of one each (each call looks the task and its mm up and checks ptrace access). A
+ * failure is not recorded: the page-by-page reads that follow try again and say why. */
+static ssize_t mem_readv(void *ctx, unsigned char *const bufs[], const uint64_t addrs[], size_t n)
+{
+	struct mem_ctx *m = ctx;
+	struct iovec local[REMOTE_MEM_SLOTS], remote[REMOTE_MEM_SLOTS];
+	ssize_t got;
+
+	if (n > REMOTE_MEM_SLOTS)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (addrs[i] > INT64_MAX)
+			return -EFAULT;
+		local[i] = (struct iovec){.iov_base = bufs[i], .iov_len = REMOTE_MEM_PAGE};
+		remote[i] = (struct iovec){.iov_base = (void *)(uintptr_t)addrs[i],
+		                           .iov_len = REMOTE_MEM_PAGE};
+	}
+	do
+		got = process_vm_readv(m->pid, local, n, remote, n, 0);
+	while (got < 0 && errno == EINTR);
+	return got < 0 ? -errno : got;
+}
+
 /* readlinkat into a malloc'd string, bounded by PATH_MAX. */
 static int readlink_alloc(int dirfd, const char *name, char **ret)
 {
@@ -473,6 +497,7 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	notifier_own(n, &rd.own);
 
 	remote_mem_init(&mem, mem_read, &mem_ctx);
+	remote_mem_preload(&mem, mem_readv, (const uint64_t[]){path_addr, argv_addr}, 2);
 	len = remote_mem_read_string(&mem, path_addr, PATH_MAX, &t->path);
 	if (len >= 0)
 		r = remote_mem_read_argv(&mem, argv_addr, EXEC_MAX_ARGS, EXEC_MAX_ARGV_BYTES,
