@@ -275,16 +275,18 @@ int approvals_register(struct approvals *ap, const struct approval_source_ops *o
 void approvals_unregister(struct approval_source *src)
 {
 	struct approvals *ap;
+	uint32_t owner;
 
 	if (!src)
 		return;
 	ap = src->ap;
+	owner = src->owner; /* src may be freed just below */
 	/* Unheard from now on; unlinked at once unless a drain walks the list. */
 	src->unregistered = true;
 	ap->unregistered++;
 	if (!ap->draining)
 		unlink_unregistered(ap);
-	if (queue_cancel_owner(ap->queue, src->owner, loop_now_ms()) > 0 && !ap->freeing)
+	if (queue_cancel_owner(ap->queue, owner, loop_now_ms()) > 0 && !ap->freeing)
 		drain(ap);
 }
 
