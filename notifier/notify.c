@@ -2,12 +2,16 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "notifier/view.h"
 
 struct notifier {
 	int fd;
@@ -23,6 +27,8 @@ struct notifier {
 	pid_t own_pid;
 	struct notifier_own own;
 	struct exec_view *view; /* not owned */
+	bool fixed_root;        /* every target's root is the view's (notifier_set_fixed_root) */
+	char *fixed_root_link;  /* its name from our root; NULL when it is our root */
 };
 
 int notifier_new(int listener_fd, struct notifier **ret)
@@ -72,6 +78,51 @@ int notifier_new(int listener_fd, struct notifier **ret)
 void notifier_set_view(struct notifier *n, struct exec_view *view)
 {
 	n->view = view;
+	if (!view)
+		(void)notifier_set_fixed_root(n, false);
+}
+
+int notifier_set_fixed_root(struct notifier *n, bool fixed)
+{
+	char self[64], link[PATH_MAX];
+	struct stat st;
+	ssize_t len;
+	int root;
+
+	free(n->fixed_root_link);
+	n->fixed_root_link = NULL;
+	n->fixed_root = false;
+	if (!fixed)
+		return 0;
+	if (!n->view)
+		return -EINVAL;
+	root = exec_view_root(n->view);
+	if (fstat(root, &st) < 0)
+		return -errno;
+	/* A root that is not ours: /proc shows the target's paths from our root, and reads take
+	 * this prefix off (what readlink /proc/PID/root would give for every target). */
+	if (!n->own.root_known || st.st_dev != n->own.root_dev || st.st_ino != n->own.root_ino) {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", root);
+		len = readlink(self, link, sizeof(link));
+		if (len < 0)
+			return -errno;
+		if ((size_t)len >= sizeof(link))
+			return -ENAMETOOLONG;
+		n->fixed_root_link = strndup(link, (size_t)len);
+		if (!n->fixed_root_link)
+			return -ENOMEM;
+	}
+	n->fixed_root = true;
+	return 0;
+}
+
+bool notifier_fixed_root(const struct notifier *n, int *ret_fd, const char **ret_link)
+{
+	if (!n->fixed_root || !n->view)
+		return false;
+	*ret_fd = exec_view_root(n->view);
+	*ret_link = n->fixed_root_link;
+	return true;
 }
 
 struct exec_view *notifier_view(const struct notifier *n)
@@ -87,6 +138,7 @@ void notifier_free(struct notifier *n)
 		close(n->fd);
 	if (n->own.fd_dir >= 0)
 		close(n->own.fd_dir);
+	free(n->fixed_root_link);
 	free(n->req);
 	free(n->resp);
 	free(n);

@@ -60,6 +60,20 @@ struct exec_view;
 void notifier_set_view(struct notifier *n, struct exec_view *view);
 struct exec_view *notifier_view(const struct notifier *n);
 
+/* Declare that every target's root directory is the view's root, so that exec reads resolve
+ * under it instead of opening /proc/PID/root for each exec (an openat, a fstat and a close).
+ * True only when the filter refuses chroot, pivot_root, setns and new mount namespaces (no
+ * --allow-nested-sandbox) and the view's root was opened by the sandbox's init after its filter
+ * was in place and before any other process of the sandbox ran: then no target can have
+ * another root. Needs a view (notifier_set_view): -EINVAL without one. FIXED false goes back
+ * to opening each target's root. */
+int notifier_set_fixed_root(struct notifier *n, bool fixed);
+
+/* The fixed root, when one is set: true with its fd (not owned: do not close) and, when it is
+ * not the supervisor's own root, its name as /proc shows it from our root (NULL when it is our
+ * root). */
+bool notifier_fixed_root(const struct notifier *n, int *ret_fd, const char **ret_link);
+
 /* Is SYNC_WAKE_UP on? */
 bool notifier_sync_wake_up(const struct notifier *n);
 

@@ -1,6 +1,7 @@
 #include "notifier/remote_mem.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,41 @@ void remote_mem_init(struct remote_mem *m, remote_mem_read_fn read, void *ctx)
 	m->victim = 0;
 	for (size_t i = 0; i < REMOTE_MEM_SLOTS; i++)
 		m->slot[i].len = 0;
+}
+
+void remote_mem_preload(struct remote_mem *m, remote_mem_readv_fn readv, const uint64_t addrs[],
+                        size_t n)
+{
+	unsigned char *bufs[REMOTE_MEM_SLOTS];
+	uint64_t pages[REMOTE_MEM_SLOTS];
+	size_t k = 0;
+	ssize_t got;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t page = addrs[i] & ~(uint64_t)(REMOTE_MEM_PAGE - 1);
+		bool seen = false;
+
+		for (size_t j = 0; j < k; j++)
+			seen = seen || pages[j] == page;
+		if (seen)
+			continue;
+		if (k == REMOTE_MEM_SLOTS)
+			return;
+		pages[k++] = page;
+	}
+	for (size_t i = 0; i < REMOTE_MEM_SLOTS; i++)
+		m->slot[i].len = 0;
+	m->victim = 0;
+	for (size_t i = 0; i < k; i++)
+		bufs[i] = m->slot[i].data;
+	got = k ? readv(m->ctx, bufs, pages, k) : 0;
+	for (size_t i = 0; i < k && got > 0; i++) {
+		size_t len = (size_t)got > REMOTE_MEM_PAGE ? REMOTE_MEM_PAGE : (size_t)got;
+
+		m->slot[i].addr = pages[i];
+		m->slot[i].len = len;
+		got -= (ssize_t)len;
+	}
 }
 
 /* Load the page containing addr into a slot. Sets *ret_data to addr's byte in it and returns

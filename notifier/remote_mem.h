@@ -36,6 +36,21 @@ struct remote_mem {
 
 void remote_mem_init(struct remote_mem *m, remote_mem_read_fn read, void *ctx);
 
+/* Read the N whole pages at page-aligned ADDRS into BUFS (REMOTE_MEM_PAGE bytes each) in one
+ * call (process_vm_readv with one remote iovec a page). Returns the bytes read, which fill the
+ * pages in order (the first unreadable one ends the read), or a negative errno. */
+typedef ssize_t (*remote_mem_readv_fn)(void *ctx, unsigned char *const bufs[],
+                                       const uint64_t addrs[], size_t n);
+
+/* Load the pages holding ADDRS (at most REMOTE_MEM_SLOTS distinct ones; an exec's path and its
+ * argv array) with one READV call instead of one read each. Best effort: a page it could not
+ * load is read later as without it, so the results of the reads that follow are the same. */
+void remote_mem_preload(struct remote_mem *m, remote_mem_readv_fn readv, const uint64_t addrs[],
+                        size_t n);
+
+/* Copy len bytes at addr into buf. Returns 0, or -EFAULT when any of them is unreadable. */
+int remote_mem_read(struct remote_mem *m, uint64_t addr, void *buf, size_t len);
+
 /* Read the NUL-terminated string at addr, at most max bytes including the NUL.
  * Returns its length and a malloc'd copy in *ret_str; -EFAULT when memory ends before the NUL;
  * -E2BIG when there is no NUL within max bytes; -ENOMEM. */

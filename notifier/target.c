@@ -97,6 +97,30 @@ static ssize_t mem_read(void *ctx, void *buf, size_t len, uint64_t addr)
 	return n;
 }
 
+/* remote_mem's preload: the pages of the exec's path and argv array in one process_vm_readv
+ * instead of one each (each call looks the task and its mm up and checks ptrace access). A
+ * failure is not recorded: the page-by-page reads that follow try again and say why. */
+static ssize_t mem_readv(void *ctx, unsigned char *const bufs[], const uint64_t addrs[], size_t n)
+{
+	struct mem_ctx *m = ctx;
+	struct iovec local[REMOTE_MEM_SLOTS], remote[REMOTE_MEM_SLOTS];
+	ssize_t got;
+
+	if (n > REMOTE_MEM_SLOTS)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (addrs[i] > INT64_MAX)
+			return -EFAULT;
+		local[i] = (struct iovec){.iov_base = bufs[i], .iov_len = REMOTE_MEM_PAGE};
+		remote[i] = (struct iovec){.iov_base = (void *)(uintptr_t)addrs[i],
+		                           .iov_len = REMOTE_MEM_PAGE};
+	}
+	do
+		got = process_vm_readv(m->pid, local, n, remote, n, 0);
+	while (got < 0 && errno == EINTR);
+	return got < 0 ? -errno : got;
+}
+
 /* readlinkat into a malloc'd string, bounded by PATH_MAX. */
 static int readlink_alloc(int dirfd, const char *name, char **ret)
 {
@@ -423,7 +447,8 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	_cleanup_(exec_target_freep) struct exec_target *t = NULL;
 	_cleanup_close_ int piddir = -EBADF, rootfd = -EBADF, cwdfd = -EBADF;
 	_cleanup_close_ int basefd = -EBADF, filefd = -EBADF;
-	_cleanup_free_ char *base_name = NULL, *root_link = NULL;
+	_cleanup_free_ char *base_name = NULL, *own_root_link = NULL;
+	const char *root_link = NULL;
 	struct reader rd = {.piddir = -EBADF, .rootfd = -EBADF};
 	struct remote_mem mem;
 	struct mem_ctx mem_ctx = {.pid = (pid_t)req->pid};
@@ -477,6 +502,7 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	notifier_own(n, &rd.own);
 
 	remote_mem_init(&mem, mem_read, &mem_ctx);
+	remote_mem_preload(&mem, mem_readv, (const uint64_t[]){path_addr, argv_addr}, 2);
 	len = remote_mem_read_string(&mem, path_addr, PATH_MAX, &t->path);
 	if (len >= 0)
 		r = remote_mem_read_argv(&mem, argv_addr, EXEC_MAX_ARGS, EXEC_MAX_ARGV_BYTES,
@@ -503,19 +529,23 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 
 	t->uid = t->euid = (uid_t)-1;
 	t->gid = t->egid = (gid_t)-1;
-	rootfd = openat(piddir, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0) {
-		r = -errno;
-		goto gone_or_fail;
-	}
-	rd.rootfd = rootfd;
-	/* A chrooted target: /proc shows its paths from our root, so learn its root's name
-	 * to take it off again. The usual target shares our root directory. */
-	{
+	if (notifier_fixed_root(n, &rd.rootfd, &root_link)) {
+		/* No target can have another root (notifier_set_fixed_root): the sandbox's, known
+		 * with its name once for all. */
+	} else {
+		rootfd = openat(piddir, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (rootfd < 0) {
+			r = -errno;
+			goto gone_or_fail;
+		}
+		rd.rootfd = rootfd;
+		/* A chrooted target: /proc shows its paths from our root, so learn its root's
+		 * name to take it off again. The usual target shares our root directory. */
 		struct stat rst;
 
 		if (fstat(rootfd, &rst) < 0 || !is_own_root(&rd, &rst))
-			(void)readlink_alloc(piddir, "root", &root_link);
+			(void)readlink_alloc(piddir, "root", &own_root_link);
+		root_link = own_root_link;
 	}
 	/* The cwd is read when a relative path needs it or the file exists (for the record);
 	 * a PATH probe of an absolute name that is not there needs neither. */

@@ -224,6 +224,11 @@ int exec_view_find_mount(struct exec_view *v, uint64_t mnt_id, uint32_t *ret_kde
 	return 1;
 }
 
+int exec_view_root(const struct exec_view *v)
+{
+	return v->root;
+}
+
 int exec_view_open(const struct exec_view *v, const char *path)
 {
 	struct open_how how = {

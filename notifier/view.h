@@ -31,6 +31,9 @@ struct exec_view;
 int exec_view_new(int root_fd, int mountinfo_fd, struct exec_view **ret);
 void exec_view_free(struct exec_view *v);
 
+/* The view's root directory (O_PATH; owned by the view). */
+int exec_view_root(const struct exec_view *v);
+
 /* Is MNT_ID one of the view's mounts? 1 with the kernel's dev of its superblock (what the exec
  * backstop sees, see target.h) in *ret_kdev; 0 not; -errno when the table cannot be read. */
 int exec_view_find_mount(struct exec_view *v, uint64_t mnt_id, uint32_t *ret_kdev);

@@ -1041,6 +1041,8 @@ static int watch_sandbox(struct run *run, struct cl_error *err)
 		        .cgroup_id = sandbox_cgroup_id(run->sandbox),
 		        .ptrace_backstop = backstops_ptrace(run->backstops),
 		        .view = run->view,
+		        /* The filter refuses every way to another root (see filter.h). */
+		        .fixed_root = !run->opt.allow_nested_sandbox,
 		        .deny_ids = run->deny_ids,
 		        .verbose = run->opt.common.verbose,
 		        .quiet_to_agent = run->opt.quiet_to_agent,

@@ -819,6 +819,13 @@ int exec_guard_new(struct loop *loop, struct approvals *approvals, int listener_
 		return r;
 	}
 	notifier_set_view(eg->notifier, config->view);
+	if (config->view && config->fixed_root) {
+		r = notifier_set_fixed_root(eg->notifier, true);
+		if (r < 0) {
+			exec_guard_free(eg);
+			return r;
+		}
+	}
 	r = loop_add_fd(loop, notifier_fd(eg->notifier), EPOLLIN, on_listener, eg);
 	if (r < 0) {
 		exec_guard_free(eg);

@@ -45,7 +45,11 @@ struct exec_guard_config {
 	struct backstop *backstop;               /* may be NULL: no backstop */
 	uint64_t cgroup_id;                      /* the sandbox's cgroup in the backstop; 0: none */
 	struct ptrace_backstop *ptrace_backstop; /* may be NULL */
-	struct exec_view *view;    /* the sandbox's own view; NULL: no identity check */
+	struct exec_view *view; /* the sandbox's own view; NULL: no identity check */
+	/* Every process under the filter has the view's root: it refuses chroot, pivot_root,
+	 * setns and new mount namespaces (not --allow-nested-sandbox). Exec reads then skip
+	 * opening each target's root (notifier_set_fixed_root). */
+	bool fixed_root;
 	struct deny_ids *deny_ids; /* deny rules' files by identity; may be NULL */
 	bool verbose;              /* say what is allowed too */
 	/* A refused exec gets no line on its stderr (run --quiet-to-agent; notifier/agent_note.h)

@@ -40,6 +40,9 @@
 #define NOBODY        65534
 
 static struct bench_agent agent;
+/* The supervisor's process CPU clock per exec (bench_exec_loop), for the summary's row beside
+ * the phases' sum (bench_exec_phases); < 0 until measured. */
+static double exec_cpu_us = -1;
 
 /* run -- true, and plain /bin/true, end to end, N times each. */
 static void bench_startup(struct bench_agent *a, const char *who, int n)
@@ -72,6 +75,8 @@ static void bench_exec_phases(void)
 	_cleanup_fclose_ FILE *f = NULL;
 	unsigned long long n_max = 0;
 	size_t len = 0;
+	double sum = 0;
+	int summed = 0;
 	pid_t pid;
 
 	snprintf(loop, sizeof(loop), "%s/execloop", agent.helpers);
@@ -102,6 +107,12 @@ static void bench_exec_phases(void)
 		name[end] = '\0';
 		if (n > n_max)
 			n_max = n;
+		/* The issue's definition: all but the answer, where the woken target may run on
+		 * this CPU before the supervisor resumes. */
+		if (strcmp(name, "answer") != 0) {
+			sum += us;
+			summed++;
+		}
 		len += (size_t)snprintf(phases + len, sizeof(phases) - len, "%s%s %.1f",
 		                        len ? ", " : "", name, us);
 		if (len >= sizeof(phases))
@@ -109,10 +120,15 @@ static void bench_exec_phases(void)
 	}
 	if (!phases[0])
 		printf("exec phases: the supervisor printed no CLOISTER_TRACE_TIMING report\n");
-	else
+	else {
 		printf("exec phases in the supervisor (CLOISTER_TRACE_TIMING=1, wall clock, means "
-		       "over %llu notifications of %d execs): %s µs\n",
-		       n_max, TRACE_EXECS, phases);
+		       "over %llu notifications of %d execs): %s µs; receive + read + decide + "
+		       "audit (the issue's definition of the supervisor's time per exec): %.1f "
+		       "µs\n",
+		       n_max, TRACE_EXECS, phases, sum);
+		if (summed == 4)
+			bench_summary_set(BENCH_ROW_EXEC_CPU, sum, exec_cpu_us);
+	}
 }
 
 /* ---- the supervisor's syscalls per exec: strace -c attached over the loop alone ---------- */
@@ -304,8 +320,10 @@ static void bench_exec_loop(struct bench_agent *a, const char *who, int rounds, 
 	if (!summary)
 		return;
 	bench_summary_set(BENCH_ROW_EXEC_LOOP, wall, cpu);
-	bench_summary_set(BENCH_ROW_EXEC_CPU, bench_median(per_exec_us, rounds), -1);
-	bench_summary_set(BENCH_ROW_RSS, bench_median(rss_idle, rounds), -1);
+	/* The phases' sum comes with bench_exec_phases(). */
+	exec_cpu_us = bench_median(per_exec_us, rounds);
+	bench_summary_set(BENCH_ROW_EXEC_CPU, -1, exec_cpu_us);
+	bench_summary_set(BENCH_ROW_RSS, bench_median(pss, rounds), bench_median(rss_idle, rounds));
 }
 
 /* Root has the eBPF backstop, an unprivileged user the ptrace one (and --no-backstop shows what

@@ -21,7 +21,10 @@ enum bench_row {
 
 /* Record ROW's figure (the last call wins). The ratios have two: by the wall clock, as the goal
  * is set, and by CPU time (the agent's and the supervisor's), which the machine's load moves
- * less; the goal is met when both are within it. CPU < 0: none. */
+ * less; the goal is met when both are within it. CPU < 0: none. Two rows name their second
+ * figure otherwise and judge only the first: the supervisor's time per exec (the phases' sum,
+ * and the process CPU clock beside it; NOW < 0 when the phases were not measured) and its
+ * memory (PSS, and RSS beside it). */
 void bench_summary_set(enum bench_row row, double now, double cpu);
 
 /* The table on stdout: every row, "not measured" for those no section recorded. LOAD is the

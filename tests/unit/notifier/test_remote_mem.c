@@ -210,6 +210,91 @@ static void test_unreadable_pointer_or_string_is_a_fault_with_the_prefix_kept(vo
 	remote_argv_done(&a);
 }
 
+/* process_vm_readv's way: whole pages in order, the first unreadable one ends the read. */
+static unsigned readv_calls;
+static ssize_t fake_readv(void *ctx, unsigned char *const bufs[], const uint64_t addrs[], size_t n)
+{
+	ssize_t total = 0;
+
+	readv_calls++;
+	for (size_t i = 0; i < n; i++) {
+		ssize_t got = fake_read(ctx, bufs[i], REMOTE_MEM_PAGE, addrs[i]);
+
+		fake.reads--; /* counted apart */
+		if (got <= 0)
+			return total ? total : -EFAULT;
+		total += got;
+		if (got < REMOTE_MEM_PAGE)
+			break;
+	}
+	return total;
+}
+
+/* An exec's path and argv array in one call: what follows reads nothing more when the strings
+ * share those pages, and everything reads as without the preload. */
+static void test_preload_reads_path_and_argv_pages_at_once(void **state)
+{
+	uint64_t path = BASE + 3 * REMOTE_MEM_PAGE + 40, arr = BASE + 7 * REMOTE_MEM_PAGE;
+	struct remote_argv a;
+	char *s = NULL;
+
+	put_string(path, "/bin/true");
+	put_ptr(arr, put_string(arr + 64, "true"));
+	put_ptr(arr + 8, put_string(arr + 80, "-x"));
+	put_ptr(arr + 16, 0);
+	readv_calls = 0;
+	fake.reads = 0;
+	remote_mem_preload(&mem, fake_readv, (const uint64_t[]){path, arr}, 2);
+	assert_int_equal(readv_calls, 1);
+	assert_int_equal(remote_mem_read_string(&mem, path, 4096, &s), 9);
+	assert_string_equal(s, "/bin/true");
+	free(s);
+	assert_int_equal(remote_mem_read_argv(&mem, arr, 4096, 1 << 20, &a), 0);
+	assert_int_equal(a.argc, 2);
+	assert_string_equal(a.argv[0], "true");
+	assert_string_equal(a.argv[1], "-x");
+	assert_false(a.fault);
+	remote_argv_done(&a);
+	assert_int_equal(fake.reads, 0);
+
+	/* The same page twice is read once. */
+	readv_calls = 0;
+	remote_mem_preload(&mem, fake_readv, (const uint64_t[]){path, path + 8}, 2);
+	assert_int_equal(readv_calls, 1);
+	assert_int_equal(remote_mem_read_string(&mem, path, 4096, &s), 9);
+	free(s);
+	assert_int_equal(fake.reads, 0);
+}
+
+/* An unreadable argv page (or path page) loads what comes before it; the rest is read, and
+ * faults, as without the preload. */
+static void test_preload_of_an_unreadable_page_changes_no_result(void **state)
+{
+	uint64_t path = BASE + 40, bad = BASE + (uint64_t)NPAGES * REMOTE_MEM_PAGE + 16;
+	struct remote_argv a;
+	char *s = NULL;
+
+	put_string(path, "/bin/true");
+	fake.reads = 0;
+	remote_mem_preload(&mem, fake_readv, (const uint64_t[]){path, bad}, 2);
+	assert_int_equal(remote_mem_read_string(&mem, path, 4096, &s), 9);
+	assert_string_equal(s, "/bin/true");
+	free(s);
+	assert_int_equal(fake.reads, 0);
+	assert_int_equal(remote_mem_read_argv(&mem, bad, 4096, 1 << 20, &a), 0);
+	assert_true(a.fault);
+	assert_int_equal(a.argc, 0);
+	remote_argv_done(&a);
+
+	/* Nothing readable: nothing loaded, every read goes to memory and faults the same. */
+	remote_mem_preload(&mem, fake_readv, (const uint64_t[]){bad, path}, 2);
+	fake.reads = 0;
+	assert_int_equal(remote_mem_read_string(&mem, bad, 4096, &s), -EFAULT);
+	assert_int_equal(remote_mem_read_string(&mem, path, 4096, &s), 9);
+	free(s);
+	assert_int_equal(fake.reads, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -222,6 +307,10 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_argv_packed_strings_cost_one_read_per_page,
 	                                        setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_null_argv_is_empty, setup, teardown),
+	        cmocka_unit_test_setup_teardown(test_preload_reads_path_and_argv_pages_at_once,
+	                                        setup, teardown),
+	        cmocka_unit_test_setup_teardown(
+	                test_preload_of_an_unreadable_page_changes_no_result, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_argv_over_the_count_limit_is_truncated, setup,
 	                                        teardown),
 	        cmocka_unit_test_setup_teardown(test_argv_over_the_byte_limit_is_truncated, setup,
