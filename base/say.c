@@ -16,6 +16,11 @@ void say_set_quiet(bool q)
 	quiet = q;
 }
 
+bool say_quiet(void)
+{
+	return quiet;
+}
+
 void say_set_sink(say_sink_fn fn, void *userdata)
 {
 	sink = fn;

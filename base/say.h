@@ -20,6 +20,8 @@ void say_set_sink(say_sink_fn fn, void *userdata);
 
 /* -q: say() prints nothing from now on (false: it prints again). */
 void say_set_quiet(bool quiet);
+/* Whether -q is in effect (to say what a person must know even then). */
+bool say_quiet(void);
 
 /* Print "cloister: " FMT "\n" on stderr (or to the sink) unless quiet. The formatted text is
  * escaped (term_escape.h): control characters in the arguments show as "\x1b", "\n"… */

@@ -48,9 +48,6 @@ typedef ssize_t (*remote_mem_readv_fn)(void *ctx, unsigned char *const bufs[],
 void remote_mem_preload(struct remote_mem *m, remote_mem_readv_fn readv, const uint64_t addrs[],
                         size_t n);
 
-/* Copy len bytes at addr into buf. Returns 0, or -EFAULT when any of them is unreadable. */
-int remote_mem_read(struct remote_mem *m, uint64_t addr, void *buf, size_t len);
-
 /* Read the NUL-terminated string at addr, at most max bytes including the NUL.
  * Returns its length and a malloc'd copy in *ret_str; -EFAULT when memory ends before the NUL;
  * -E2BIG when there is no NUL within max bytes; -ENOMEM. */

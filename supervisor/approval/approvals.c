@@ -343,6 +343,14 @@ int approvals_decide(struct approvals *ap, const char *id, const struct approval
 		return queue_lookup(ap->queue, id) ? -EALREADY : -ENOENT;
 	/* ID may point into the item, which a source's hook or the decision may free. */
 	snprintf(idcopy, sizeof(idcopy), "%s", item->id);
+	/* Any source that waits on it may refuse what the decision would mean: nothing decided. */
+	for (struct approval_source *s = ap->sources; s; s = s->next) {
+		if (s->unregistered || !s->ops->validate || !queue_item_waits(item, s->owner))
+			continue;
+		r = s->ops->validate(s->userdata, item, d, err);
+		if (r < 0)
+			return r;
+	}
 	/* The sources that wait on it, each once; their hooks see the item still pending. */
 	for (struct approval_source *s = ap->sources; s; s = s->next) {
 		const struct queue_item *it = queue_find(ap->queue, idcopy);

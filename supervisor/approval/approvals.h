@@ -89,6 +89,11 @@ struct approval_source_ops {
 	 * -errno with ERR set when it could not be kept (the decision stands). May be NULL. */
 	int (*decided)(void *userdata, const struct queue_item *item,
 	               const struct approval_decision *d, struct cl_error *err);
+	/* Before a person's decision D on ITEM (on which this source waits) is applied: 0 when
+	 * this source can keep what D's scope and cover mean, or -EINVAL with ERR saying why, and
+	 * then nothing is decided (a pattern that cannot be a rule). May be NULL. */
+	int (*validate)(void *userdata, const struct queue_item *item,
+	                const struct approval_decision *d, struct cl_error *err);
 	/* Timer work (e.g. cancelling waiters whose process died), called with NOW_MS before the
 	 * queue expires what is due; with NOW_MS = UINT64_MAX only to ask when it next wants to
 	 * run. Returns that time (UINT64_MAX: no need). May be NULL. */
@@ -124,8 +129,9 @@ void approvals_verdict(struct approval_source *src, const struct audit_record *r
 
 /* A person decides pending item ID (see above). Returns 0; 1 when a source could not keep
  * what the decision's scope means (ERR says why; the decision was applied); -ENOENT for an
- * unknown id, -EALREADY for one decided a moment ago (still among the recent), -EINVAL, or
- * -ENOMEM (the item stays pending). */
+ * unknown id, -EALREADY for one decided a moment ago (still among the recent), -EINVAL (ERR
+ * says why when a source refused the decision: nothing decided), or -ENOMEM (the item stays
+ * pending). */
 int approvals_decide(struct approvals *ap, const char *id, const struct approval_decision *d,
                      struct cl_error *err);
 /* Cancel every pending ask of SANDBOX (it stopped; REASON may be NULL). Returns how many. */

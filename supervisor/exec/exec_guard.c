@@ -399,6 +399,14 @@ static uint64_t on_tick(void *userdata, uint64_t now_ms)
 }
 
 /* A person decided with a scope wider than once: keep what it covers (exec_decisions.h). */
+/* A person's decision must be one this guard can keep (exec_decisions_validate()). */
+static int on_validate(void *userdata, const struct queue_item *item,
+                       const struct approval_decision *d, struct cl_error *err)
+{
+	(void)userdata;
+	return exec_decisions_validate(item, d, err);
+}
+
 static int on_decided(void *userdata, const struct queue_item *item,
                       const struct approval_decision *d, struct cl_error *err)
 {
@@ -418,6 +426,7 @@ static int on_decided(void *userdata, const struct queue_item *item,
 static const struct approval_source_ops exec_source_ops = {
         .resolved = on_resolved,
         .decided = on_decided,
+        .validate = on_validate,
         .tick = on_tick,
 };
 

@@ -19,8 +19,8 @@ struct terminal {
 	struct pty_relay *relay; /* the user's terminal and the agent's pty, when we have one */
 	struct tty_approver *tty;
 	bool observing;
-	bool watched; /* the approver's own terminal is on the loop */
-	char *status_url; /* --ask web: asks waiting are shown in the terminal's title */
+	bool watched;        /* the approver's own terminal is on the loop */
+	char *status_url;    /* --ask web: asks waiting are shown in the terminal's title */
 	size_t status_shown; /* asks waiting, as the title says */
 	struct loop_timer *timer;
 };

@@ -669,11 +669,15 @@ static void usage(FILE *out)
 int cli_client_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-	        {"json", no_argument, NULL, 'j'},          {"reason", required_argument, NULL, 'r'},
-	        {"scope", required_argument, NULL, 's'},   {"program", no_argument, NULL, 'P'},
-	        {"pattern", required_argument, NULL, 'p'}, {"url", required_argument, NULL, 'u'},
+	        {"json", no_argument, NULL, 'j'},
+	        {"reason", required_argument, NULL, 'r'},
+	        {"scope", required_argument, NULL, 's'},
+	        {"program", no_argument, NULL, 'P'},
+	        {"pattern", required_argument, NULL, 'p'},
+	        {"url", required_argument, NULL, 'u'},
 	        {"supervisor", required_argument, NULL, 'S'},
-	        {"help", no_argument, NULL, 'h'},          {0},
+	        {"help", no_argument, NULL, 'h'},
+	        {0},
 	};
 	const char *cmd = argv[0], *url = NULL, *reason = NULL;
 	struct decide_opts dopts = {0};

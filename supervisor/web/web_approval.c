@@ -12,7 +12,6 @@
 #include "supervisor/approval/approvals.h"
 #include "supervisor/approval/labels.h"
 #include "supervisor/approval/metrics.h"
-#include "supervisor/exec/exec_decisions.h"
 #include "supervisor/hostexec/hostexec.h"
 #include "supervisor/policy/decisions.h"
 #include "supervisor/policy/domain.h"
@@ -360,12 +359,13 @@ static void handle_decide(struct web *web, struct http_exchange *ex, const char 
 	        .match = exec_match_to_string(match),
 	        .pattern = pattern,
 	};
-	/* What the decision covers must be a rule before anything is decided. */
-	if (queue_find(web->queue, idcopy) && exec_decisions_validate(it, &d, &err) < 0) {
+	/* What the decision covers must be a rule before anything is decided: a source that
+	 * cannot keep it refuses it (-EINVAL, ERR says why). */
+	r = approvals_decide(web->approvals, idcopy, &d, &err);
+	if (r == -EINVAL && err.msg[0]) {
 		web_respond_error(ex, 400, err.msg);
 		return;
 	}
-	r = approvals_decide(web->approvals, idcopy, &d, &err);
 	if (r == -EALREADY) {
 		cJSON *o = cJSON_CreateObject();
 

@@ -25,6 +25,7 @@ esc=$(printf 'ev\033[2Jil')
 cp "$HELPERS/marker" "$U/$esc" # unlisted: denied by ask: off
 cat >"$U/cfg/config.yaml" <<YAML
 exec:
+  defaults: false
   security: allowlist
   ask: off
   allow:
@@ -34,6 +35,7 @@ exec:
 YAML
 cat >"$U/askcfg/config.yaml" <<YAML
 exec:
+  defaults: false
   security: allowlist
   ask: on-miss
   ask_fallback: deny
@@ -100,7 +102,7 @@ as() {
 		rc=$?
 	fi
 }
-line_re="^cloister: exec of $U/denied refused: exec\\.deny\\[0\\] path \"$U/denied\" \\(.*config\\.yaml:7\\) — ask the user to allow it\$"
+line_re="^cloister: exec of $U/denied refused: exec\\.deny\\[0\\] path \"$U/denied\" \\(.*config\\.yaml:8\\) — ask the user to allow it\$"
 
 for who in root nobody; do
 	# ---- into a file, and not with --quiet-to-agent ----

@@ -30,6 +30,7 @@ setup() { # WHO: a home, a worktree, a config and a runtime directory of its own
 	mkdir -p "$W/cfg" "$H/real" "$H/victim" "$WT/.git/hooks" "$W/rt"
 	cat >"$W/cfg/config.yaml" <<YAML
 exec:
+  defaults: false
   security: allowlist
   ask: off
   allow:
