@@ -1,0 +1,128 @@
+#!/bin/sh
+# Attack on the write ask (fs.ask: on-write), as root and as an unprivileged user: the
+# supervisor decides and opens the path in the HOST's view, while the agent named it in the
+# sandbox's. Where the two differ — the sandbox's private runtime directory, and the places the
+# mount layer alone hides or keeps read-only (the dashboard secret, the audit log, the config
+# directory), none of which fs.write/fs.protect/fs.hide name — an ordinary-looking "file" card
+# hands the agent an fd of the host's file:
+#   - the agent's own runtime directory ($XDG_RUNTIME_DIR, an empty tmpfs of its own, where
+#     Landlock lets it write) is asked about, and an approval writes the HOST's runtime
+#     directory instead;
+#   - `exec 3<>$XDG_RUNTIME_DIR/cloister/secret` (a write open, O_RDWR) asks "file:
+#     …/cloister/secret"; approved, the agent reads the dashboard secret it cannot even see;
+#   - the audit log (hidden from the agent) and the config directory (read-only for the next
+#     run's sake) are asked like any file, where fs.protect/fs.hide are refused at once.
+# Expected once fixed: refused at once (or decided in the sandbox's view: the open checks that
+# the directory it pinned is the same (device, inode) as the one the process sees through
+# /proc/PID/root), never asked, nothing of the host's handed over.
+# Prints TAP.
+set -u
+# shellcheck source=tests/lib/run_common.sh
+. "$(dirname "$0")/../lib/run_common.sh"
+
+PLAN=14
+run_needs_root $PLAN
+run_needs_tools $PLAN setpriv
+tap_plan $PLAN
+
+NOBODY=65534
+chmod 711 "$TMP"
+cp "$SUPERVISOR" "$TMP/cloister-supervisor"
+chmod 755 "$TMP/cloister-supervisor"
+
+setup() { # WHO: a home, a worktree, a config and a runtime directory of its own
+	W=$TMP/$1
+	H=$W/home
+	WT=$W/wt
+	mkdir -p "$W/cfg" "$H" "$WT" "$W/rt"
+	cat >"$W/cfg/config.yaml" <<YAML
+exec:
+  security: allowlist
+  ask: off
+  allow:
+    - path: "/usr/bin/*"
+fs:
+  ask: on-write
+YAML
+	if [ "$1" = nobody ]; then
+		chown -R "$NOBODY:$NOBODY" "$W"
+		chmod 711 "$W"
+		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
+	else
+		AS=""
+	fi
+	chmod 700 "$W/rt"
+	AUD=$W/state/cloister/audit.log
+}
+
+envs() { echo "env HOME=$H XDG_CONFIG_HOME=$H/.config XDG_STATE_HOME=$W/state XDG_RUNTIME_DIR=$W/rt"; }
+
+start() { # AGENT-SCRIPT: the supervisor in the background (pid in $svpid)
+	# shellcheck disable=SC2046,SC2086 # words on purpose
+	(cd "$WT" && exec timeout -k 5 40 $AS $(envs) "$TMP/cloister-supervisor" run \
+		--config-dir "$W/cfg" --name "a2v$$" --listen-approval 127.0.0.1:0 \
+		--listen-tokens off --listen-request off --ask web --ask-timeout 20s \
+		-- sh -c "$1") </dev/null >"$OUT" 2>"$ERR" &
+	svpid=$!
+}
+finish() {
+	wait "$svpid"
+	rc=$?
+}
+cli() {
+	# shellcheck disable=SC2046,SC2086
+	out=$(timeout 20 $AS $(envs) "$TMP/cloister-supervisor" "$@" 2>&1)
+}
+wait_pending() { # TEXT: the id of the pending ask that shows TEXT, in $id ("" once the agent ended)
+	id=
+	i=0
+	while [ -z "$id" ] && [ $i -lt 300 ] && kill -0 "$svpid" 2>/dev/null; do
+		cli pending
+		id=$(printf '%s\n' "$out" | grep -F -- "$1" | awk '{ print $1 }' | head -n 1)
+		[ -n "$id" ] || sleep 0.05
+		i=$((i + 1))
+	done
+}
+asked() { [ -n "$id" ] && echo 1 || echo 0; }
+
+for who in root nobody; do
+	setup "$who"
+	tap_todo "the write ask opens the host's view of a path the sandbox shows otherwise"
+
+	# ---- the agent's own runtime directory: its writes go to the host's ----
+	start "echo x >\"\$XDG_RUNTIME_DIR/agent.lock\"; echo \"rc \$?\""
+	wait_pending "$W/rt/agent.lock"
+	tap_is "$(asked)" 0 "$who: a write in the agent's own runtime directory is not asked" "$out"
+	[ -n "$id" ] && cli approve "$id"
+	finish
+	tap_ok "$([ ! -e "$W/rt/agent.lock" ] && echo 0 || echo 1)" \
+		"$who: ... and never lands in the host's runtime directory" "$(diag)"
+
+	# ---- the dashboard secret, through a read-write open of a file the agent cannot see ----
+	start "exec 3<>\"\$XDG_RUNTIME_DIR/cloister/secret\" && echo \"got \$(cat <&3)\""
+	wait_pending "$W/rt/cloister/secret"
+	tap_is "$(asked)" 0 "$who: a write open of the host's dashboard secret is refused at once, not asked" "$out"
+	[ -n "$id" ] && cli approve "$id"
+	finish
+	secret=$(cat "$W/rt/cloister/secret" 2>/dev/null)
+	tap_ok "$(grep -qF "got $secret" "$OUT" && [ -n "$secret" ] && echo 1 || echo 0)" \
+		"$who: ... and the agent never reads the dashboard secret" "$(diag)"
+
+	# ---- the audit log, hidden from the agent ----
+	start "exec 3<>'$AUD' && echo \"got \$(head -n 1 <&3)\""
+	wait_pending "$AUD"
+	tap_is "$(asked)" 0 "$who: a write open of the hidden audit log is refused at once, not asked" "$out"
+	[ -n "$id" ] && cli approve "$id"
+	finish
+	tap_ok "$(grep -q "^got {" "$OUT" && echo 1 || echo 0)" \
+		"$who: ... and the agent never reads the audit log" "$(diag)"
+
+	# ---- the config directory (read-only for the next run's sake): asked like any file ----
+	start "echo 'exec: {security: full}' >>'$W/cfg/config.yaml'; echo \"rc \$?\""
+	wait_pending "$W/cfg/config.yaml"
+	tap_is "$(asked)" 0 "$who: a write to the config directory is refused at once, as fs.protect is" "$out"
+	[ -n "$id" ] && cli deny "$id"
+	finish
+	tap_todo ""
+done
+tap_done
