@@ -1,0 +1,123 @@
+#!/bin/sh
+# Attack on exec decisions with scopes: a decision wider than once names the file by its path
+# ("the rule's path is the file that ran"), not by what the file is. A program in the project
+# is writable by the agent: once the person allows `./tool` for the session or the project
+# (--program, "this program with any arguments"), the agent copies another program over
+# ./tool and it runs without an ask — in this run, and, for a project decision, in every
+# later run of the project (whose agent can write anything at that path).
+# Expected once fixed: a decision on a file the sandbox can write holds for that file's
+# content (a digest kept with the decision, checked again by the backstop), or is offered
+# only as "once".
+# Prints TAP.
+set -u
+# shellcheck source=tests/lib/run_common.sh
+. "$(dirname "$0")/../lib/run_common.sh"
+
+PLAN=5
+run_needs_root $PLAN
+tap_plan $PLAN
+
+alive() { kill -0 "$1" 2>/dev/null; }
+cli() {
+	out=$(timeout 20 "$SUPERVISOR" "$@" 2>&1)
+	st=$?
+}
+wait_pending() { # TEXT: the id of the pending ask showing TEXT, in $id (10 s)
+	id=
+	i=0
+	while [ -z "$id" ] && [ $i -lt 200 ]; do
+		cli pending
+		id=$(printf '%s\n' "$out" | grep -F -- "$1" | awk '{ print $1 }' | head -n 1)
+		[ -n "$id" ] || sleep 0.05
+		i=$((i + 1))
+	done
+}
+step() { printf '%s\n' "$2" >"$TMP/cmd$1.tmp" && mv "$TMP/cmd$1.tmp" "$TMP/cmd$1"; }
+done_within() { # N SECONDS: step N finished; its output in $res
+	i=0
+	while ! grep -q '^status' "$TMP/out$1" 2>/dev/null && [ $i -lt $(($2 * 20)) ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	res=$(cat "$TMP/out$1" 2>/dev/null)
+	grep -q '^status' "$TMP/out$1" 2>/dev/null
+}
+
+XDG_RUNTIME_DIR=$TMP/rt
+export XDG_RUNTIME_DIR
+mkdir -m 0700 "$XDG_RUNTIME_DIR"
+write_config <<'EOF'
+exec:
+  defaults: false
+  security: allowlist
+  ask: on-miss
+  ask_fallback: deny
+  allow:
+    - path: "/usr/bin/dash"
+    - path: "/usr/bin/sleep"
+    - path: "/usr/bin/mv"
+    - path: "/usr/bin/cp"
+    - path: "/usr/bin/rm"
+EOF
+PROJECT=a2d$$
+# shellcheck disable=SC2016 # the agent's shell expands these
+AGENT='n=1; while :; do while [ ! -e "$1/cmd$n" ]; do sleep 0.05; done
+	sh "$1/cmd$n" >"$1/out$n" 2>&1; echo "status $?" >>"$1/out$n"; n=$((n + 1)); done'
+start_sv() { # NAME
+	rm -f "$TMP"/cmd* "$TMP"/out*
+	(cd "$TMP" && exec "$SUPERVISOR" run --config-dir "$CFG" --project "$PROJECT" --ask web \
+		--ask-timeout 60s --name "$1" --listen-approval 127.0.0.1:0 --listen-tokens off \
+		--listen-request off -- sh -c "$AGENT" sh "$TMP") </dev/null >"$OUT" 2>"$ERR" &
+	SV=$!
+	i=0
+	while [ ! -s "$XDG_RUNTIME_DIR/cloister/api/$SV.json" ] && alive "$SV" && [ $i -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+}
+stop_sv() {
+	alive "$SV" || return 0
+	kill -TERM "$SV" 2>/dev/null
+	i=0
+	while alive "$SV" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
+	alive "$SV" && kill -KILL "$SV" 2>/dev/null
+	wait "$SV" 2>/dev/null
+	return 0
+}
+on_exit 'stop_sv'
+
+# The harmless program the person looks at and allows: ./tool is /usr/bin/true.
+cp /usr/bin/true "$TMP/tool"
+chmod 755 "$TMP/tool"
+
+# ---- run 1: the person allows ./tool for the project ----
+start_sv one$$
+step 1 "$TMP/tool --version >/dev/null; echo ran"
+wait_pending "tool --version"
+cli approve "$id" --scope project --program
+tap_is "$st" 0 "the person allows $TMP/tool (true) for the project, any arguments" "$out"
+done_within 1 20
+tap_like "$res" '^ran' "the allowed program runs" "$res"
+
+tap_todo "an exec decision names the file by its path, not by its content"
+# The agent puts another program in its place (id, outside its allow list) and runs it.
+step 2 "rm -f $TMP/tool && cp /usr/bin/id $TMP/tool && $TMP/tool -u"
+done_within 2 5
+tap_ok "$(printf '%s\n' "$res" | grep -q '^0$' && echo 1 || echo 0)" \
+	"a program copied over the allowed one does not run on the decision (same run)" "$res"
+stop_sv
+
+# ---- run 2: the project's next run, whose agent writes what it likes at that path ----
+rm -f "$TMP/tool"
+cp /usr/bin/id "$TMP/tool"
+start_sv two$$
+step 1 "$TMP/tool -un"
+done_within 1 5
+tap_ok "$(printf '%s\n' "$res" | grep -q '^root$' && echo 1 || echo 0)" \
+	"nor in the project's next run" "$res"
+tap_todo ""
+stop_sv
+cli pending
+tap_ok "$(printf '%s\n' "$out" | grep -q '^[0-9a-f]\{12\} ' && echo 1 || echo 0)" \
+	"nothing is left waiting" "$out"
+tap_done
