@@ -1,0 +1,119 @@
+#!/bin/sh
+# Attack on the session's remembered answers (exec_verdict.h): an exec allowed for the session
+# is remembered under a key, "EXE\nCOMMAND", and any later ask with the same key is allowed
+# without asking. The COMMAND is the policy's display subject:
+#   - cut to 1020 bytes and "..." (policy_result.subject is 1024 bytes): a command allowed for
+#     the session covers every command that shares its first 1020 bytes — `rm -f -f … junk`
+#     allowed, `rm -f -f … precious` runs without an ask;
+#   - written with the file's name as its first word (cmds.by_path): argv[0] is not in the
+#     key, and a multi-call program obeys argv[0] — `busybox echo FILE` allowed, then
+#     execve("/usr/bin/busybox", ["rm", "echo", FILE]) (bash's `exec -a rm`) runs rm.
+# Expected once fixed: the key is the whole argv, argv[0] included (or a digest of it), never
+# a display string.
+# Prints TAP.
+set -u
+# shellcheck source=tests/lib/run_common.sh
+. "$(dirname "$0")/../lib/run_common.sh"
+
+PLAN=6
+run_needs_root $PLAN
+run_needs_tools $PLAN bash
+tap_plan $PLAN
+
+alive() { kill -0 "$1" 2>/dev/null; }
+cli() {
+	out=$(timeout 20 "$SUPERVISOR" "$@" 2>&1)
+	st=$?
+}
+wait_pending() { # TEXT: the id of the pending ask showing TEXT, in $id (10 s)
+	id=
+	i=0
+	while [ -z "$id" ] && [ $i -lt 200 ]; do
+		cli pending
+		id=$(printf '%s\n' "$out" | grep -F -- "$1" | awk '{ print $1 }' | head -n 1)
+		[ -n "$id" ] || sleep 0.05
+		i=$((i + 1))
+	done
+}
+step() { printf '%s\n' "$2" >"$TMP/cmd$1.tmp" && mv "$TMP/cmd$1.tmp" "$TMP/cmd$1"; }
+done_within() { # N SECONDS: step N finished; its output in $res
+	i=0
+	while ! grep -q '^status' "$TMP/out$1" 2>/dev/null && [ $i -lt $(($2 * 20)) ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
+	res=$(cat "$TMP/out$1" 2>/dev/null)
+	grep -q '^status' "$TMP/out$1" 2>/dev/null
+}
+
+XDG_RUNTIME_DIR=$TMP/rt
+export XDG_RUNTIME_DIR
+mkdir -m 0700 "$XDG_RUNTIME_DIR"
+write_config <<'EOF'
+exec:
+  defaults: false
+  security: allowlist
+  ask: on-miss
+  ask_fallback: deny
+  allow:
+    - path: "/usr/bin/dash"
+    - path: "/usr/bin/bash"
+    - path: "/usr/bin/sleep"
+    - path: "/usr/bin/mv"
+EOF
+# shellcheck disable=SC2016 # the agent's shell expands these
+AGENT='n=1; while :; do while [ ! -e "$1/cmd$n" ]; do sleep 0.05; done
+	sh "$1/cmd$n" >"$1/out$n" 2>&1; echo "status $?" >>"$1/out$n"; n=$((n + 1)); done'
+(cd "$TMP" && exec "$SUPERVISOR" run --config-dir "$CFG" --ask web --ask-timeout 60s \
+	--name "a2k$$" --listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off \
+	-- sh -c "$AGENT" sh "$TMP") </dev/null >"$OUT" 2>"$ERR" &
+SV=$!
+on_exit "kill $SV 2>/dev/null"
+
+# ---- a long command allowed for the session covers another with the same first 1020 bytes ----
+PAD=$(i=0; while [ $i -lt 600 ]; do printf -- '-f '; i=$((i + 1)); done)
+: >"$TMP/junk"
+: >"$TMP/precious"
+step 1 "/usr/bin/rm $PAD $TMP/junk; echo rc \$?"
+wait_pending "rm -f -f"
+cli approve "$id" --scope session
+tap_is "$st" 0 "the person allows \`rm -f -f … $TMP/junk\` for the session (exact)" "$out"
+done_within 1 20
+tap_ok "$([ ! -e "$TMP/junk" ] && echo 0 || echo 1)" "the allowed command ran" "$res"
+
+tap_todo "the session's answers are keyed by the display subject, cut at 1020 bytes"
+step 2 "/usr/bin/rm $PAD $TMP/precious; echo rc \$?"
+done_within 2 5
+cli pending
+[ -n "$(printf '%s\n' "$out" | grep -F 'rm -f -f' | awk '{ print $1 }')" ] &&
+	cli deny "$(printf '%s\n' "$out" | grep -F 'rm -f -f' | awk '{ print $1 }' | head -n 1)"
+done_within 2 10
+tap_ok "$([ -e "$TMP/precious" ] && echo 0 || echo 1)" \
+	"another command with the same first 1020 bytes is asked, not run on that answer" "$res"
+tap_todo ""
+
+# ---- a multi-call program allowed under one argv[0] runs under another ----
+if [ -x /usr/bin/busybox ]; then
+	: >"$TMP/precious2"
+	step 3 "/usr/bin/busybox echo $TMP/precious2"
+	wait_pending "busybox echo"
+	cli approve "$id" --scope session
+	tap_is "$st" 0 "the person allows \`busybox echo $TMP/precious2\` for the session (exact)" "$out"
+	tap_todo "the session's answers leave argv[0] out of the key"
+	step 4 "bash -c 'exec -a rm /usr/bin/busybox echo $TMP/precious2'; echo rc \$?"
+	done_within 4 5
+	cli pending
+	[ -n "$(printf '%s\n' "$out" | grep -F 'echo' | awk '{ print $1 }')" ] &&
+		cli deny "$(printf '%s\n' "$out" | grep -F 'echo' | awk '{ print $1 }' | head -n 1)"
+	done_within 4 10
+	tap_ok "$([ -e "$TMP/precious2" ] && echo 0 || echo 1)" \
+		"busybox run as rm with the same arguments is asked, not run on that answer" "$res"
+	tap_todo ""
+else
+	tap_skip "busybox" "no /usr/bin/busybox"
+	tap_skip "busybox" "no /usr/bin/busybox"
+fi
+kill "$SV" 2>/dev/null
+wait "$SV" 2>/dev/null
+tap_ok 0 "the run is stopped"
+tap_done
