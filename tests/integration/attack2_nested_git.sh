@@ -1,0 +1,69 @@
+#!/bin/sh
+# Attack on the protected paths (fs.protect), as root and as an unprivileged user: the built-in
+# default protects {worktree}/.git/config and {worktree}/.git/hooks, but the project is
+# writable everywhere else, and git reads the .git of whatever directory it runs in. The agent
+# makes a repository of its own in a subdirectory (sub/.git/config with core.fsmonitor, or a
+# hook) and, after the run, the person's `git status` in sub/ — or a shell prompt that runs
+# it on `cd sub` — runs the agent's command on the host, outside the sandbox.
+# Held (kept as coverage): the worktree's own .git/config stays read-only.
+# Expected once fixed: a .git created anywhere in the project during the run is moved aside at
+# its end (as protected names that were absent are), or `protect` covers {worktree}/**/.git.
+# Prints TAP.
+set -u
+# shellcheck source=tests/lib/run_common.sh
+. "$(dirname "$0")/../lib/run_common.sh"
+
+PLAN=6
+run_needs_root $PLAN
+run_needs_tools $PLAN setpriv git
+tap_plan $PLAN
+
+NOBODY=65534
+chmod 711 "$TMP"
+cp "$SUPERVISOR" "$TMP/cloister-supervisor"
+chmod 755 "$TMP/cloister-supervisor"
+
+for who in root nobody; do
+	W=$TMP/$who
+	WT=$W/wt
+	mkdir -p "$W/cfg" "$W/home" "$WT"
+	printf 'exec:\n  security: full\n  defaults: false\n' >"$W/cfg/config.yaml"
+	git init -q "$WT"
+	if [ "$who" = nobody ]; then
+		chown -R "$NOBODY:$NOBODY" "$W"
+		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
+	else
+		AS=""
+	fi
+	chmod 711 "$W"
+	MARK=$W/ran-on-host
+	# The agent: its own repository in sub/, whose fsmonitor is a command of its choosing.
+	cat >"$W/agent.sh" <<EOF
+(printf '[core]\n\tfsmonitor = "touch $MARK; false"\n' >>'$WT/.git/config') 2>/dev/null
+echo "top \$?"
+mkdir -p '$WT/sub/.git' && cd '$WT/sub' && git init -q . &&
+	printf '[core]\n\tfsmonitor = "touch $MARK; false"\n' >>.git/config
+echo "sub \$?"
+EOF
+	chmod 644 "$W/agent.sh"
+	# shellcheck disable=SC2086 # words on purpose
+	(cd "$WT" && exec timeout -k 5 30 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
+		"$TMP/cloister-supervisor" run --config-dir "$W/cfg" --name "a2g$$" \
+		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
+		-- sh "$W/agent.sh") </dev/null >"$OUT" 2>"$ERR"
+	rc=$?
+	tap_like "$(grep '^top' "$OUT")" '^top [12]$' \
+		"$who: the worktree's own .git/config stays read-only" "$(diag)"
+
+	tap_todo "a .git the agent creates in a subdirectory of the project is not protected"
+	tap_like "$(grep '^sub' "$OUT")" '^sub [12]$' \
+		"$who: the agent cannot write a .git/config of its own in a subdirectory" "$(diag)"
+	# After the run: the person looks at sub/ with git, on the host.
+	rm -f "$MARK"
+	# shellcheck disable=SC2086
+	(cd "$WT/sub" 2>/dev/null && timeout 20 $AS env HOME="$W/home" git status >/dev/null 2>&1)
+	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
+		"$who: the person's \`git status\` in sub/ after the run runs nothing of the agent's"
+	tap_todo ""
+done
+tap_done
