@@ -1,0 +1,70 @@
+#!/bin/sh
+# Attack on the built-in fs default, as root and as an unprivileged user: `~/.claude/` is
+# writable (the agent's sessions and login), and fs.protect keeps read-only only the files in
+# it that "name programs to run": settings.json, settings.local.json, commands, agents, hooks.
+# Two more places there are programs the host runs later, outside any sandbox:
+#   - ~/.claude/local/ — Claude Code's local install (`claude migrate-installer`; the `claude`
+#     alias runs ~/.claude/local/claude): the agent rewrites the program itself, and the
+#     person's next `claude`, sandboxed or not, runs the agent's code;
+#   - ~/.claude/plugins/ — installed plugins and marketplaces, whose hooks and MCP servers
+#     Claude Code starts in every later session.
+# Held (kept as coverage): ~/.claude/settings.json stays read-only.
+# Expected once fixed: fs.protect has ~/.claude/local and ~/.claude/plugins (and, for the
+# other agents, their equivalents).
+# Prints TAP.
+set -u
+# shellcheck source=tests/lib/run_common.sh
+. "$(dirname "$0")/../lib/run_common.sh"
+
+PLAN=6
+run_needs_root $PLAN
+run_needs_tools $PLAN setpriv
+tap_plan $PLAN
+
+NOBODY=65534
+chmod 711 "$TMP"
+cp "$SUPERVISOR" "$TMP/cloister-supervisor"
+chmod 755 "$TMP/cloister-supervisor"
+
+for who in root nobody; do
+	W=$TMP/$who
+	H=$W/home
+	mkdir -p "$W/cfg" "$W/wt" "$H/.claude/local" "$H/.claude/plugins"
+	# The built-in fs default (this config says nothing about fs).
+	printf 'exec:\n  security: full\n  defaults: false\n' >"$W/cfg/config.yaml"
+	printf '#!/bin/sh\necho the real claude\n' >"$H/.claude/local/claude"
+	chmod 755 "$H/.claude/local/claude"
+	echo '{}' >"$H/.claude/settings.json"
+	echo '{"version": 2, "plugins": {}}' >"$H/.claude/plugins/installed_plugins.json"
+	if [ "$who" = nobody ]; then
+		chown -R "$NOBODY:$NOBODY" "$W"
+		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
+	else
+		AS=""
+	fi
+	chmod 711 "$W"
+	cat >"$W/agent.sh" <<EOF
+(echo '{"hooks": {}}' >'$H/.claude/settings.json') 2>/dev/null; echo "settings \$?"
+(printf '#!/bin/sh\necho the agent was here\n' >'$H/.claude/local/claude') 2>/dev/null
+echo "local \$?"
+(echo '{"version": 2, "plugins": {"evil@agent": []}}' >'$H/.claude/plugins/installed_plugins.json') 2>/dev/null
+echo "plugins \$?"
+EOF
+	chmod 644 "$W/agent.sh"
+	# shellcheck disable=SC2086 # words on purpose
+	(cd "$W/wt" && exec timeout -k 5 30 $AS env HOME="$H" XDG_STATE_HOME="$W/state" \
+		"$TMP/cloister-supervisor" run --config-dir "$W/cfg" --name "a2c$$" \
+		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
+		-- sh "$W/agent.sh") </dev/null >"$OUT" 2>"$ERR"
+	rc=$?
+	tap_like "$(grep '^settings' "$OUT")" '^settings [12]$' \
+		"$who: ~/.claude/settings.json stays read-only" "$(diag)"
+	tap_todo "the agent state dirs local/ and plugins/ of ~/.claude are writable: programs the host runs later"
+	tap_is "$("$H/.claude/local/claude" 2>&1)" "the real claude" \
+		"$who: the agent cannot rewrite Claude Code's local install (~/.claude/local/claude)" \
+		"$(diag)"
+	tap_ok "$(grep -q evil "$H/.claude/plugins/installed_plugins.json" && echo 1 || echo 0)" \
+		"$who: nor install a plugin (~/.claude/plugins)" "$(diag)"
+	tap_todo ""
+done
+tap_done
