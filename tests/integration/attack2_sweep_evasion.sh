@@ -1,0 +1,86 @@
+#!/bin/sh
+# Attacks on the end-of-run sweep of protected names that were absent at the start ("renamed to
+# NAME.cloister-blocked"), as root and as an unprivileged user:
+#   - the sweep tries NAME.cloister-blocked, then .1 … .99, never replacing: the agent creates
+#     those 100 names first, then NAME (.vscode/tasks.json, run on folder open): every rename
+#     fails with EEXIST and NAME stays for the host;
+#   - a protected path whose PARENT is absent at the start is not remembered at all: in a
+#     project without .git, the agent's `git init` and a .git/config with core.fsmonitor stay,
+#     and the person's `git status` after the run runs the agent's command on the host.
+# Held (kept as coverage): a plain .vscode created during the run is moved aside.
+# Expected once fixed: the sweep picks a name the agent cannot have made (after the agent is
+# gone: a fresh unique name, or removal into a directory of the supervisor's own), and an
+# absent protected path is remembered by its nearest existing ancestor.
+# Prints TAP.
+set -u
+# shellcheck source=tests/lib/run_common.sh
+. "$(dirname "$0")/../lib/run_common.sh"
+
+PLAN=8
+run_needs_root $PLAN
+run_needs_tools $PLAN setpriv git
+tap_plan $PLAN
+
+NOBODY=65534
+chmod 711 "$TMP"
+cp "$SUPERVISOR" "$TMP/cloister-supervisor"
+chmod 755 "$TMP/cloister-supervisor"
+
+run_agent() { # WORKTREE SCRIPT
+	# shellcheck disable=SC2086 # words on purpose
+	(cd "$1" && exec timeout -k 5 30 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
+		"$TMP/cloister-supervisor" run --config-dir "$W/cfg" --name "a2w$$" \
+		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
+		-- sh "$2") </dev/null >"$OUT" 2>"$ERR"
+	rc=$?
+}
+
+for who in root nobody; do
+	W=$TMP/$who
+	mkdir -p "$W/cfg" "$W/home" "$W/plain" "$W/crowd" "$W/nogit"
+	printf 'exec:\n  security: full\n  defaults: false\n' >"$W/cfg/config.yaml"
+	MARK=$W/ran-on-host
+	cat >"$W/plain.sh" <<EOF
+mkdir .vscode && echo '{"tasks": []}' >.vscode/tasks.json; echo "made \$?"
+EOF
+	cat >"$W/crowd.sh" <<EOF
+mkdir .vscode.cloister-blocked
+i=1; while [ \$i -lt 100 ]; do mkdir .vscode.cloister-blocked.\$i; i=\$((i + 1)); done
+mkdir .vscode && echo '{"tasks": []}' >.vscode/tasks.json; echo "made \$?"
+EOF
+	cat >"$W/nogit.sh" <<EOF
+git init -q . && printf '[core]\n\tfsmonitor = "touch $MARK; false"\n' >>.git/config
+echo "made \$?"
+EOF
+	chmod 644 "$W"/*.sh
+	if [ "$who" = nobody ]; then
+		chown -R "$NOBODY:$NOBODY" "$W"
+		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
+	else
+		AS=""
+	fi
+	chmod 711 "$W"
+
+	run_agent "$W/plain" "$W/plain.sh"
+	tap_ok "$([ ! -e "$W/plain/.vscode" ] && [ -e "$W/plain/.vscode.cloister-blocked/tasks.json" ] &&
+		echo 0 || echo 1)" "$who: a .vscode created during the run is moved aside at its end" "$(diag)"
+
+	tap_todo "the end-of-run sweep gives up when the agent took its 100 names"
+	run_agent "$W/crowd" "$W/crowd.sh"
+	tap_ok "$([ -e "$W/crowd/.vscode/tasks.json" ] && echo 1 || echo 0)" \
+		"$who: with .vscode.cloister-blocked{,.1…99} taken first, .vscode is still moved aside" \
+		"$(diag)"
+	tap_todo ""
+
+	tap_todo "a protected path whose parent is absent at the start is never swept"
+	run_agent "$W/nogit" "$W/nogit.sh"
+	tap_ok "$([ -e "$W/nogit/.git/config" ] && echo 1 || echo 0)" \
+		"$who: in a project without .git, the .git the agent made does not stay" "$(diag)"
+	rm -f "$MARK"
+	# shellcheck disable=SC2086
+	(cd "$W/nogit" && timeout 20 $AS env HOME="$W/home" git status >/dev/null 2>&1)
+	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
+		"$who: the person's \`git status\` there after the run runs nothing of the agent's"
+	tap_todo ""
+done
+tap_done
