@@ -10,6 +10,9 @@
 #     directory instead;
 #   - `exec 3<>$XDG_RUNTIME_DIR/cloister/secret` (a write open, O_RDWR) asks "file:
 #     …/cloister/secret"; approved, the agent reads the dashboard secret it cannot even see;
+#   - a hidden path that is a symlink (~/.aws -> ~/dotfiles/aws, as stow makes): the mount
+#     layer hides its target, but fs.hide names the link, so a write open of the target by
+#     its own name is an ordinary ask, and an approval reads the credentials;
 #   - the audit log (hidden from the agent) and the config directory (read-only for the next
 #     run's sake) are asked like any file, where fs.protect/fs.hide are refused at once.
 # Expected once fixed: refused at once (or decided in the sandbox's view: the open checks that
@@ -20,7 +23,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=14
+PLAN=18
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
@@ -34,7 +37,10 @@ setup() { # WHO: a home, a worktree, a config and a runtime directory of its own
 	W=$TMP/$1
 	H=$W/home
 	WT=$W/wt
-	mkdir -p "$W/cfg" "$H" "$WT" "$W/rt"
+	mkdir -p "$W/cfg" "$H" "$WT" "$W/rt" "$W/dotfiles/aws"
+	# Dotfiles kept elsewhere and linked in (stow, chezmoi, home-manager): ~/.aws is hidden.
+	echo "aws-secret-$$" >"$W/dotfiles/aws/credentials"
+	ln -s "$W/dotfiles/aws" "$H/.aws"
 	cat >"$W/cfg/config.yaml" <<YAML
 exec:
   security: allowlist
@@ -116,6 +122,15 @@ for who in root nobody; do
 	finish
 	tap_ok "$(grep -q "^got {" "$OUT" && echo 1 || echo 0)" \
 		"$who: ... and the agent never reads the audit log" "$(diag)"
+
+	# ---- a hidden directory that is a symlink: its target, by its own name ----
+	start "cat '$W/dotfiles/aws/credentials' 2>/dev/null; exec 3<>'$W/dotfiles/aws/credentials' && echo \"got \$(cat <&3)\""
+	wait_pending "$W/dotfiles/aws/credentials"
+	tap_is "$(asked)" 0 "$who: a write open of hidden ~/.aws's target (a symlink to dotfiles/) is refused at once" "$out"
+	[ -n "$id" ] && cli approve "$id"
+	finish
+	tap_ok "$(grep -q "aws-secret-$$" "$OUT" && echo 1 || echo 0)" \
+		"$who: ... and the agent never reads the hidden credentials" "$(diag)"
 
 	# ---- the config directory (read-only for the next run's sake): asked like any file ----
 	start "echo 'exec: {security: full}' >>'$W/cfg/config.yaml'; echo \"rc \$?\""
