@@ -8,6 +8,8 @@
 #   - written with the file's name as its first word (cmds.by_path): argv[0] is not in the
 #     key, and a multi-call program obeys argv[0] — `busybox echo FILE` allowed, then
 #     execve("/usr/bin/busybox", ["rm", "echo", FILE]) (bash's `exec -a rm`) runs rm.
+#   - a "program" decision (this program, any arguments) on busybox run as `ls` is the rule
+#     \A(?:busybox|ls) …: `busybox rm FILE` matches it under both names and runs.
 # Expected once fixed: the key is the whole argv, argv[0] included (or a digest of it), never
 # a display string.
 # Prints TAP.
@@ -15,7 +17,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=6
+PLAN=8
 run_needs_root $PLAN
 run_needs_tools $PLAN bash
 tap_plan $PLAN
@@ -109,9 +111,26 @@ if [ -x /usr/bin/busybox ]; then
 	tap_ok "$([ -e "$TMP/precious2" ] && echo 0 || echo 1)" \
 		"busybox run as rm with the same arguments is asked, not run on that answer" "$res"
 	tap_todo ""
+
+	# ---- "this program with any arguments" on a multi-call program's applet ----
+	: >"$TMP/precious3"
+	step 5 "bash -c 'exec -a ls /usr/bin/busybox $TMP'"
+	# (the ask's summary writes the file's name first: "busybox DIR"; its argv says "ls DIR")
+	wait_pending "busybox $TMP"
+	cli approve "$id" --scope session --program
+	tap_is "$st" 0 "the person allows busybox run as \`ls\` for the session, any arguments" "$out"
+	tap_todo "a program decision on an applet of a multi-call program covers all its applets"
+	step 6 "/usr/bin/busybox rm $TMP/precious3; echo rc \$?"
+	done_within 6 5
+	cli pending
+	[ -n "$(printf '%s\n' "$out" | grep -F 'busybox rm' | awk '{ print $1 }')" ] &&
+		cli deny "$(printf '%s\n' "$out" | grep -F 'busybox rm' | awk '{ print $1 }' | head -n 1)"
+	done_within 6 10
+	tap_ok "$([ -e "$TMP/precious3" ] && echo 0 || echo 1)" \
+		"\`busybox rm FILE\` is asked, not run on the decision about \`ls\`" "$res"
+	tap_todo ""
 else
-	tap_skip "busybox" "no /usr/bin/busybox"
-	tap_skip "busybox" "no /usr/bin/busybox"
+	for _ in 1 2 3 4; do tap_skip "busybox" "no /usr/bin/busybox"; done
 fi
 kill "$SV" 2>/dev/null
 wait "$SV" 2>/dev/null
