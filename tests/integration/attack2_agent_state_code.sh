@@ -7,16 +7,17 @@
 #     alias runs ~/.claude/local/claude): the agent rewrites the program itself, and the
 #     person's next `claude`, sandboxed or not, runs the agent's code;
 #   - ~/.claude/plugins/ — installed plugins and marketplaces, whose hooks and MCP servers
-#     Claude Code starts in every later session.
+#     Claude Code starts in every later session;
+#   - ~/.gemini/extensions/ — Gemini CLI's extensions, whose MCP servers it starts.
 # Held (kept as coverage): ~/.claude/settings.json stays read-only.
-# Expected once fixed: fs.protect has ~/.claude/local and ~/.claude/plugins (and, for the
-# other agents, their equivalents).
+# Expected once fixed: fs.protect has ~/.claude/local, ~/.claude/plugins and
+# ~/.gemini/extensions.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=6
+PLAN=10
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
@@ -29,7 +30,7 @@ chmod 755 "$TMP/cloister-supervisor"
 for who in root nobody; do
 	W=$TMP/$who
 	H=$W/home
-	mkdir -p "$W/cfg" "$W/wt" "$H/.claude/local" "$H/.claude/plugins"
+	mkdir -p "$W/cfg" "$W/wt" "$H/.claude/local" "$H/.claude/plugins" "$H/.gemini/extensions"
 	# The built-in fs default (this config says nothing about fs).
 	printf 'exec:\n  security: full\n  defaults: false\n' >"$W/cfg/config.yaml"
 	printf '#!/bin/sh\necho the real claude\n' >"$H/.claude/local/claude"
@@ -49,6 +50,9 @@ for who in root nobody; do
 echo "local \$?"
 (echo '{"version": 2, "plugins": {"evil@agent": []}}' >'$H/.claude/plugins/installed_plugins.json') 2>/dev/null
 echo "plugins \$?"
+mkdir -p '$H/.gemini/extensions/evil' &&
+	echo '{"name": "evil", "mcpServers": {"x": {"command": "sh"}}}' >'$H/.gemini/extensions/evil/gemini-extension.json'
+echo "gemini \$?"
 EOF
 	chmod 644 "$W/agent.sh"
 	# shellcheck disable=SC2086 # words on purpose
@@ -65,6 +69,10 @@ EOF
 		"$(diag)"
 	tap_ok "$(grep -q evil "$H/.claude/plugins/installed_plugins.json" && echo 1 || echo 0)" \
 		"$who: nor install a plugin (~/.claude/plugins)" "$(diag)"
+	tap_like "$(grep '^gemini' "$OUT")" '^gemini [1-9]' \
+		"$who: nor a Gemini CLI extension (~/.gemini/extensions: MCP servers it starts)" "$(diag)"
+	tap_ok "$([ -e "$H/.gemini/extensions/evil" ] && echo 1 || echo 0)" \
+		"$who: ... and none is left after the run" "$(diag)"
 	tap_todo ""
 done
 tap_done
