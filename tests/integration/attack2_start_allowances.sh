@@ -13,12 +13,13 @@
 # Expected once fixed: the parser knows env's options that take an argument (-C/--chdir,
 # -a/--argv0, -u, -S's split string) and only ever allows a regular file as the interpreter;
 # a worktree that holds $HOME (any ancestor) gets no allowance.
+# Held (kept as coverage): started in $HOME itself, the worktree's programs are not allowed.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=6
+PLAN=8
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv env
 if ! env -S true 2>/dev/null || ! env -C / true 2>/dev/null; then
@@ -70,6 +71,16 @@ EOF
 	tap_ok "$(grep -q 'allowed for this run: /usr/bin (the agent' "$ERR" && echo 1 || echo 0)" \
 		"$who: ... and /usr/bin is never allowed as the agent's interpreter" "$(diag)"
 	tap_todo ""
+
+	# Held: started in $HOME itself, the worktree's programs are not allowed.
+	# shellcheck disable=SC2086
+	(cd "$W/homes/u" && exec timeout -k 5 30 $AS env HOME="$W/homes/u" XDG_STATE_HOME="$W/state" \
+		"$TMP/cloister-supervisor" run -v --config-dir "$W/cfg" --name "a2e$$" \
+		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
+		-- "$W/homes/agent") </dev/null >"$OUT" 2>"$ERR"
+	rc=$?
+	tap_like "$(cat "$OUT")" "^tool (1|126)\$" \
+		"$who: started in \$HOME itself, a program in ~/.local/bin needs an ask" "$(diag)"
 
 	tap_todo "the worktree's programs are allowed when the worktree holds \$HOME"
 	# shellcheck disable=SC2086
