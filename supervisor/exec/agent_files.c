@@ -36,6 +36,48 @@ char *agent_files_package_of(const char *real)
 	return strndup(real, (size_t)(end - real));
 }
 
+/* env's options (GNU coreutils) before the program: how many words each takes after itself
+ * (an "=VALUE" form takes none); -1 for one we do not know, which makes the line unjudgeable. */
+static int env_option_args(const char *word, size_t len)
+{
+	static const struct {
+		const char *name;
+		int args;
+	} longs[] = {{"--ignore-environment", 0},
+	             {"--null", 0},
+	             {"--debug", 0},
+	             {"--unset", 1},
+	             {"--chdir", 1},
+	             {"--argv0", 1},
+	             {"--split-string", 1},
+	             {"--block-signal", 0},
+	             {"--default-signal", 0},
+	             {"--ignore-signal", 0},
+	             {"--list-signal-handling", 0}};
+
+	if (len >= 2 && word[1] == '-') {
+		for (size_t i = 0; i < sizeof(longs) / sizeof(longs[0]); i++) {
+			size_t n = strlen(longs[i].name);
+
+			if (len == n && strncmp(word, longs[i].name, n) == 0)
+				return longs[i].args;
+			if (len > n && strncmp(word, longs[i].name, n) == 0 && word[n] == '=')
+				return 0;
+		}
+		return -1;
+	}
+	/* Short options, possibly joined ("-iv"); one taking an argument ends the group and
+	 * takes the rest of the word, or the next word when nothing is left. */
+	for (size_t i = 1; i < len; i++) {
+		if (strchr("i0v", word[i]))
+			continue;
+		if (strchr("uCaS", word[i]))
+			return i + 1 == len ? 1 : 0;
+		return -1;
+	}
+	return 0;
+}
+
 char *agent_files_interpreter_of(const char *line, int *ret_search)
 {
 	const char *p = line, *word;
@@ -49,29 +91,42 @@ char *agent_files_interpreter_of(const char *line, int *ret_search)
 	len = strcspn(p, " \t");
 	if (len == 0 || p[0] != '/')
 		return NULL;
-	/* `env`: the program is its first word that is not an option (-S, -i, -u NAME are what
-	 * scripts use; a NAME=VALUE is an assignment). */
+	/* `env`: the program is its first word that is neither an option (with its arguments:
+	 * -C DIR and -u NAME take one, and -S's split string is read as more words, as env
+	 * does) nor an assignment NAME=VALUE. An option we do not know judges nothing. */
 	if (len >= 4 && strncmp(p + len - 4, "/env", 4) == 0) {
 		word = p + len;
 		for (;;) {
+			int args;
+
 			word += strspn(word, " \t");
 			len = strcspn(word, " \t");
 			if (len == 0)
 				return NULL;
-			if (word[0] == '-' && len == 2 && word[1] == 'u') {
+			if (word[0] == '-') {
+				args = env_option_args(word, len);
+				if (args < 0)
+					return NULL;
+				/* -S's string is the rest of the line, split into words again. */
+				if (args == 1 && (word[len - 1] == 'S' ||
+				                  strncmp(word, "--split-string", len) == 0))
+					args = 0;
 				word += len;
-				word += strspn(word, " \t");
-				word += strcspn(word, " \t");
+				while (args-- > 0) {
+					word += strspn(word, " \t");
+					if (!*word)
+						return NULL;
+					word += strcspn(word, " \t");
+				}
 				continue;
 			}
-			if (word[0] == '-' || memchr(word, '=', len)) {
+			if (memchr(word, '=', len)) {
 				word += len;
 				continue;
 			}
 			break;
 		}
-		*ret_search =
-		        strchr(word, '/') == NULL || (size_t)(strchr(word, '/') - word) >= len;
+		*ret_search = memchr(word, '/', len) == NULL;
 		return strndup(word, len);
 	}
 	return strndup(p, len);
@@ -85,8 +140,14 @@ int agent_files_worktree_ok(const char *real, const char *home)
 
 	if (real[0] != '/' || strcmp(real, "/") == 0)
 		return 0;
-	if (home && strcmp(real, home) == 0)
-		return 0;
+	/* Neither the home directory nor any directory above it: it would hold the home's
+	 * programs (~/.local/bin) and other users'. */
+	if (home) {
+		size_t len = strlen(real);
+
+		if (strcmp(real, home) == 0 || (strncmp(home, real, len) == 0 && home[len] == '/'))
+			return 0;
+	}
 	for (size_t i = 0; i < sizeof(system) / sizeof(system[0]); i++) {
 		size_t len = strlen(system[i]);
 
@@ -172,7 +233,15 @@ int agent_files_find(const char *argv0, const char *path_env, struct agent_files
 	first_line(real, line, sizeof(line));
 	interp = agent_files_interpreter_of(line, &search);
 	if (interp) {
-		add(&f, search ? search_path(interp, path_env) : realpath(interp, NULL));
+		char *found = search ? search_path(interp, path_env) : realpath(interp, NULL);
+		struct stat st;
+
+		/* Only ever a program: a directory named there would allow all it holds. */
+		if (found && (stat(found, &st) < 0 || !S_ISREG(st.st_mode))) {
+			free(found);
+			found = NULL;
+		}
+		add(&f, found);
 		free(interp);
 	}
 	*ret = f;

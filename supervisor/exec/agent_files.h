@@ -35,11 +35,13 @@ char *agent_files_package_of(const char *real);
 
 /* Pure. The interpreter a script's first line LINE (up to its newline, without it) names:
  * "#!/usr/bin/env node" gives "node" with *ret_search 1 (to look up in PATH), "#!/bin/sh -e"
- * gives "/bin/sh" with 0; NULL when LINE is no #! line. malloc'd. */
+ * gives "/bin/sh" with 0; env's options are skipped with their arguments (-C DIR, -u NAME;
+ * -S's string read as more words). NULL when LINE is no #! line or names an env option we do
+ * not know. malloc'd. */
 char *agent_files_interpreter_of(const char *line, int *ret_search);
 
-/* Pure. Whether the worktree REAL (absolute, real) may be allowed as a tree: not "/", not
- * HOME itself (NULL: unknown) and not a system directory (/usr, /etc, /bin, …). */
+/* Pure. Whether the worktree REAL (absolute, real) may be allowed as a tree: not "/", neither
+ * HOME (NULL: unknown) nor a directory above it, and not a system directory (/usr, /etc, …). */
 int agent_files_worktree_ok(const char *real, const char *home);
 
 #endif

@@ -10,7 +10,7 @@
 #     Claude Code starts in every later session;
 #   - ~/.gemini/extensions/ — Gemini CLI's extensions, whose MCP servers it starts.
 # Held (kept as coverage): ~/.claude/settings.json stays read-only.
-# Expected once fixed: fs.protect has ~/.claude/local, ~/.claude/plugins and
+# Closed: fs.protect has ~/.claude/local, ~/.claude/plugins and
 # ~/.gemini/extensions.
 # Prints TAP.
 set -u
@@ -63,7 +63,6 @@ EOF
 	rc=$?
 	tap_like "$(grep '^settings' "$OUT")" '^settings [12]$' \
 		"$who: ~/.claude/settings.json stays read-only" "$(diag)"
-	tap_todo "the agent state dirs local/ and plugins/ of ~/.claude are writable: programs the host runs later"
 	tap_is "$("$H/.claude/local/claude" 2>&1)" "the real claude" \
 		"$who: the agent cannot rewrite Claude Code's local install (~/.claude/local/claude)" \
 		"$(diag)"

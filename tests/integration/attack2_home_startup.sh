@@ -9,9 +9,9 @@
 #   - ~/.bash_aliases (sourced by Debian's and Ubuntu's default ~/.bashrc) and ~/.cargo/env
 #     (sourced by ~/.profile and ~/.bashrc wherever rustup installed Rust): the person's next
 #     shell runs them.
-# Expected once fixed: fs.protect covers ~/.local/lib (user site-packages), ~/.bash_aliases,
-# ~/.cargo/env — or a run whose worktree holds $HOME keeps $HOME read-only but the worktree's
-# own subdirectories.
+# Closed: fs.protect covers ~/.local/lib (user site-packages), ~/.bash_aliases (moved aside at
+# the end when absent at the start) and ~/.cargo/env. (Still to consider: a run whose worktree
+# holds $HOME could keep $HOME read-only but the worktree's own subdirectories.)
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
@@ -61,14 +61,16 @@ EOF
 		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
 		-- sh "$W/agent.sh") </dev/null >"$OUT" 2>"$ERR"
 	rc=$?
-	tap_todo "started in ~, start-up code outside the protect list is writable"
 	rm -f "$MARK"
 	# shellcheck disable=SC2086
 	timeout 20 $AS env HOME="$H" /usr/bin/python3 -c pass >/dev/null 2>&1
 	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
 		"$who: the host's next python3 runs no .pth the agent wrote in the user site" "$(diag)"
-	tap_like "$(grep '^aliases' "$OUT")" '^aliases [12]$' \
-		"$who: ~/.bash_aliases (sourced by the default ~/.bashrc) is read-only" "$(diag)"
+	# Absent at the start, a protected name can be created, and is moved aside at the end.
+	{ grep -Eq '^aliases [12]$' "$OUT" ||
+		{ ! grep -qs "$MARK" "$H/.bash_aliases" && [ -e "$H/.bash_aliases.cloister-blocked" ]; }; }
+	tap_ok $? "$who: ~/.bash_aliases (sourced by the default ~/.bashrc) is read-only, or moved aside" \
+		"$(diag)"
 	tap_like "$(grep '^cargo' "$OUT")" '^cargo [12]$' \
 		"$who: ~/.cargo/env (sourced by ~/.profile) is read-only" "$(diag)"
 	tap_todo ""

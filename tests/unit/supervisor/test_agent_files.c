@@ -68,6 +68,15 @@ static void test_the_interpreter_of_a_script(void **state)
 	interpreter_is("#!/bin/sh -e", "/bin/sh", 0);
 	interpreter_is("#!/usr/bin/python3", "/usr/bin/python3", 0);
 	interpreter_is("#!/usr/bin/env", NULL, 0);
+	/* options that take an argument, joined or not; an unknown one judges nothing */
+	interpreter_is("#!/usr/bin/env -S -C /usr/bin sh", "sh", 1);
+	interpreter_is("#!/usr/bin/env -C/usr/bin sh", "sh", 1);
+	interpreter_is("#!/usr/bin/env --chdir /usr/bin sh", "sh", 1);
+	interpreter_is("#!/usr/bin/env --chdir=/usr/bin sh", "sh", 1);
+	interpreter_is("#!/usr/bin/env -iS -a x sh", "sh", 1);
+	interpreter_is("#!/usr/bin/env -u", NULL, 0);
+	interpreter_is("#!/usr/bin/env -Z /usr/bin", NULL, 0);
+	interpreter_is("#!/usr/bin/env --frobnicate /usr/bin", NULL, 0);
 	interpreter_is("#!python3", NULL, 0);
 	interpreter_is("\x7f"
 	               "ELF",
@@ -82,6 +91,9 @@ static void test_which_worktrees_are_allowed_whole(void **state)
 	assert_true(agent_files_worktree_ok("/usrx/project", NULL));
 	assert_false(agent_files_worktree_ok("/", "/home/u"));
 	assert_false(agent_files_worktree_ok("/home/u", "/home/u"));
+	assert_false(agent_files_worktree_ok("/home", "/home/u")); /* above the home */
+	assert_false(agent_files_worktree_ok("/srv", "/srv/users/u"));
+	assert_true(agent_files_worktree_ok("/home/u2", "/home/u"));
 	assert_false(agent_files_worktree_ok("/usr", NULL));
 	assert_false(agent_files_worktree_ok("/usr/local/src", NULL));
 	assert_false(agent_files_worktree_ok("/etc", NULL));
