@@ -33,9 +33,11 @@ echo "id $?" >"$1/result"
 printf '\033[?1049l'
 echo agent-done
 EOF2
-"$HELPERS/ptyanswer" --ctty - -- timeout -k 5 "$SV_TIMEOUT" "$SUPERVISOR" run -q --config-dir "$CFG" \
-	--ask web --ask-timeout 30s --name status --listen-approval 127.0.0.1:0 --listen-tokens off \
-	--listen-request off -- sh "$TMP/agent.sh" "$TMP" </dev/null >"$OUT" 2>"$TERMLOG" &
+# In $TMP: the worktree, the one place the agent may write (the file system's confinement).
+(cd "$TMP" && exec "$HELPERS/ptyanswer" --ctty - -- timeout -k 5 "$SV_TIMEOUT" "$SUPERVISOR" run \
+	-q --config-dir "$CFG" --ask web --ask-timeout 30s --name status \
+	--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off \
+	-- sh "$TMP/agent.sh" "$TMP") </dev/null >"$OUT" 2>"$TERMLOG" &
 PTYPID=$!
 on_exit "kill $PTYPID 2>/dev/null"
 
