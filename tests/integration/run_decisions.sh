@@ -77,9 +77,10 @@ AGENT='n=1; while :; do while [ ! -e "$1/cmd$n" ]; do sleep 0.05; done
 	sh "$1/cmd$n" >"$1/out$n" 2>&1; echo "status $?" >>"$1/out$n"; n=$((n + 1)); done'
 start_sv() { # NAME
 	rm -f "$TMP"/cmd* "$TMP"/out*
-	"$SUPERVISOR" run --config-dir "$CFG" --project "$PROJECT" --ask web --ask-timeout 60s \
-		--name "$1" --listen-approval 127.0.0.1:0 --listen-tokens 127.0.0.1:0 \
-		--listen-request 127.0.0.1:0 -- sh -c "$AGENT" sh "$TMP" \
+	# In $TMP: the worktree, where the agent may write its outputs.
+	(cd "$TMP" && exec "$SUPERVISOR" run --config-dir "$CFG" --project "$PROJECT" --ask web \
+		--ask-timeout 60s --name "$1" --listen-approval 127.0.0.1:0 \
+		--listen-tokens 127.0.0.1:0 --listen-request 127.0.0.1:0 -- sh -c "$AGENT" sh "$TMP") \
 		</dev/null >"$OUT" 2>"$ERR" &
 	SV=$!
 	i=0
