@@ -50,7 +50,7 @@ PIDS=""
 start() {
 	(cd "$WORK" && exec "$SUPERVISOR" run --config-dir "$CFG" --ask web --ask-timeout 60s \
 		--name "$1" --listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off \
-		-- sh -c "$2" sh "$TMP") </dev/null >>"$OUT" 2>>"$ERR" &
+		-- sh -c "$2" sh "$WORK") </dev/null >>"$OUT" 2>>"$ERR" &
 	sv=$!
 	PIDS="$PIDS $sv"
 	i=0
@@ -78,7 +78,7 @@ B=$sv
 tap_ok "$([ -s "$DIR/$A.json" ] && [ -s "$DIR/$B.json" ] && echo 0 || echo 1)" \
 	"two supervisors, both sandboxes named twin, announced themselves" "$(diag)"
 
-touch "$TMP/go"
+touch "$WORK/go"
 id=
 i=0
 while [ -z "$id" ] && [ $i -lt 100 ]; do
