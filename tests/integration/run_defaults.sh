@@ -9,9 +9,9 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-run_needs_root 15
-run_needs_tools 15 git make cc python3 bash
-tap_plan 15
+run_needs_root 16
+run_needs_tools 16 git make cc python3 bash
+tap_plan 16
 SV_TIMEOUT=120
 
 # ---- a home with a version manager the way pyenv lays it out: shims that run the manager's
@@ -151,13 +151,27 @@ for agent in claude codex; do
 	tap_ok $? "... without an ask" "$(grep -o '"exe":"[^"]*"' "$AUDIT" | sort | uniq -c)"
 done
 
-# ---- the worktree's programs: allowed with the built-in list, not with `defaults: false` ----
-printf '#!/bin/sh\necho worktree-program\n' >"$TMP/prog"
-chmod 755 "$TMP/prog"
+# ---- the worktree's programs: allowed with the built-in list, not with `defaults: false`,
+# nor in a worktree that holds $HOME ($TMP here) ----
+printf '#!/bin/sh\necho worktree-program\n' >"$W/prog"
+chmod 755 "$W/prog"
+cp "$W/prog" "$TMP/prog"
+# sv_in DIR [RUN OPTIONS] -- AGENT: sv, started in DIR.
+sv_in() {
+	dir=$1
+	shift
+	(cd "$dir" && exec timeout -k 5 "$SV_TIMEOUT" "$SUPERVISOR" run --config-dir "$CFG" "$@") \
+		</dev/null >"$OUT" 2>"$ERR"
+	rc=$?
+}
 audit_reset
-sv -v --ask none -- sh -c './prog'
+sv_in "$W" -v --ask none -- sh -c './prog'
 tap_is "$rc:$(cat "$OUT")" "0:worktree-program" "built-in list: a program in the worktree runs"
-tap_like "$(cat "$ERR")" "allowed for this run: programs under $TMP" "-v says so"
+tap_like "$(cat "$ERR")" "allowed for this run: programs under $W" "-v says so"
+audit_reset
+sv_in "$TMP" --ask none -- sh -c './prog'
+tap_is "$rc:$(audit_count '"decided_by":"fallback"')" "126:1" \
+	"a worktree that holds \$HOME: its program asks"
 write_config <<'YAML'
 exec:
   defaults: false
@@ -166,7 +180,7 @@ exec:
     - path: "/bin/dash"
 YAML
 audit_reset
-sv --ask none -- sh -c './prog'
+sv_in "$W" --ask none -- sh -c './prog'
 tap_is "$rc:$(audit_count '"decided_by":"fallback"')" "126:1" \
 	"exec.defaults false: the worktree's program asks"
 tap_done
