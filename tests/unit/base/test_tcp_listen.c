@@ -100,8 +100,10 @@ static void test_the_next_free_port_comes_first(void **state)
 	uint16_t port = 0, got = 0, got3 = 0;
 	socklen_t len;
 
-	if (listener_before_free_ports(&first, &port) < 0)
-		skip(); /* no free run of three ports on this machine */
+	if (listener_before_free_ports(&first, &port) < 0) {
+		print_message("skipped: no free run of three ports on this machine\n");
+		skip();
+	}
 	len = loopback4(port, &ss);
 	assert_int_equal(tcp_listen(&ss, len, &fallback, &second, &got), 0);
 	assert_int_equal(got, port + 1);
@@ -125,8 +127,10 @@ static void test_ipv6_only_when_asked(void **state)
 	uint16_t port = 0;
 
 	memcpy(&ss, &a6, sizeof(a6));
-	if (tcp_listen(&ss, sizeof(a6), &o, &fd, &port) == -EADDRNOTAVAIL)
-		skip(); /* no IPv6 loopback on this machine */
+	if (tcp_listen(&ss, sizeof(a6), &o, &fd, &port) == -EADDRNOTAVAIL) {
+		print_message("skipped: no IPv6 loopback on this machine\n");
+		skip();
+	}
 	assert_true(fd >= 0 && port > 0);
 	assert_int_equal(getsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &ol), 0);
 	assert_int_equal(v6only, 1);
