@@ -282,8 +282,10 @@ wait_pane job '^rc-fg=[0-9]+$'
 tap_like "$(pane job)" 'got=hello' "fg: the agent goes on and reads what is typed" "$(pane job)"
 tap_like "$(pane job)" '^rc-fg=0$' "... and run exits with its status (0)" "$(pane job)"
 
-send job "clear; $SUPERVISOR run -q --config-dir $CFG -- sh -c 'trap \"stty size; exit 0\" WINCH; echo ready; while :; do sleep 0.05; done'"
-wait_pane job '^ready'
+send job "clear; $SUPERVISOR run -q --config-dir $CFG -- sh -c 'trap \"stty size; exit 0\" WINCH; echo winch-ready; while :; do sleep 0.05; done'"
+# Its own marker: the screen may still show the last case's "ready" before `clear` ran, and a
+# resize sent before the agent's trap is set would be lost (and the agent would never end).
+wait_pane job '^winch-ready'
 tmx resize-window -t job -x 90 -y 30
 wait_pane job '^30 90$'
 tap_like "$(pane job)" '^30 90$' "a window size change reaches the agent (SIGWINCH, its new size)" "$(pane job)"
