@@ -212,6 +212,9 @@ static struct env {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct seen seen;
+	/* Over the whole run (never reset): a test starts once every connection an earlier
+	 * test opened has been reported closed, or a late close would count as its own. */
+	long decided_total, closed_total;
 } env = {.netns_fd = -EBADF,
          .world_fd = -EBADF,
          .self.fd = -EBADF,
@@ -229,6 +232,7 @@ static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
 
 	pthread_mutex_lock(&env.lock);
 	env.seen.decide_calls++;
+	env.decided_total++;
 	snprintf(env.seen.host, sizeof(env.seen.host), "%s", info->host);
 	snprintf(env.seen.name_source, sizeof(env.seen.name_source), "%s", info->name_source);
 	snprintf(env.seen.sandbox, sizeof(env.seen.sandbox), "%s", info->sandbox);
@@ -252,6 +256,7 @@ static void on_closed(void *userdata, struct proxy_conn *conn, const struct prox
 {
 	pthread_mutex_lock(&env.lock);
 	env.seen.closed_calls++;
+	env.closed_total++;
 	env.seen.outcome = st->outcome;
 	env.seen.bytes_up = st->bytes_up;
 	env.seen.bytes_down = st->bytes_down;
@@ -315,7 +320,15 @@ static void *loop_main(void *arg)
 
 static void reset_seen(void)
 {
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += WAIT_MS / 1000;
 	pthread_mutex_lock(&env.lock);
+	/* Bounded: a connection still held on purpose must not stop the next test. */
+	while (env.closed_total < env.decided_total)
+		if (pthread_cond_timedwait(&env.cond, &env.lock, &until) != 0)
+			break;
 	memset(&env.seen, 0, sizeof(env.seen));
 	pthread_mutex_unlock(&env.lock);
 }
