@@ -33,6 +33,12 @@ struct config;
 struct notifier;
 struct write_ask;
 
+/* One of Cloister's own files or directories: never written through an ask. */
+struct write_ask_own {
+	const char *path; /* NULL: none */
+	const char *what; /* "Cloister's audit log" */
+};
+
 struct write_ask_config {
 	const char *name;    /* the sandbox */
 	const char *project; /* may be NULL */
@@ -42,6 +48,8 @@ struct write_ask_config {
 	bool verbose;
 	bool quiet_to_agent; /* no reason line on a refused process's stderr */
 	struct agent_note_ttys ttys;
+	const struct write_ask_own *own;
+	size_t n_own;
 };
 
 /* Answer N's open notifications (N not owned, it must outlive WA); asks go to APPROVALS. */
