@@ -90,7 +90,8 @@ bool write_shield_covers(const struct write_shield *s, int dirfd, const struct s
 		}
 		if (!S_ISDIR(file->st_mode) && file->st_nlink > 1) {
 			snprintf(why, size,
-			         "it has %ju names (hard links) and a card can show only one of them",
+			         "it has %ju names (hard links) and a card can show only one of "
+			         "them",
 			         (uintmax_t)file->st_nlink);
 			return true;
 		}

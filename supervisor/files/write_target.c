@@ -94,7 +94,7 @@ static int find_in_view(const struct resolve_target *rt, int base, const char *p
 			last = slash ? slash + 1 : cur;
 			if (strcmp(last, ".") == 0 || strcmp(last, "..") == 0)
 				return WRITE_TARGET_KERNEL; /* a directory */
-			dir = !slash ? strdup(".")
+			dir = !slash         ? strdup(".")
 			      : slash == cur ? strdup("/")
 			                     : strndup(cur, (size_t)(slash - cur));
 		}
@@ -110,8 +110,8 @@ static int find_in_view(const struct resolve_target *rt, int base, const char *p
 				t->exists = false;
 			} else if (S_ISLNK(st.st_mode)) {
 				/* O_NOFOLLOW fails with ELOOP, O_CREAT|O_EXCL with EEXIST. */
-				if ((flags & O_NOFOLLOW) || (flags & (O_CREAT | O_EXCL)) ==
-				                                    (O_CREAT | O_EXCL))
+				if ((flags & O_NOFOLLOW) ||
+				    (flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
 					return WRITE_TARGET_KERNEL;
 				n = readlinkat(dirfd, last, target, sizeof(target) - 1);
 				if (n <= 0)
