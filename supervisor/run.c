@@ -245,6 +245,7 @@ static int start_write_ask(struct run *run, const struct agent_note_ttys *ttys)
 	        .config = run->config,
 	        .home = home,
 	        .worktree = worktree,
+	        .decisions_dir = run->config_dir,
 	        .verbose = run->opt.common.verbose,
 	        .quiet_to_agent = run->opt.quiet_to_agent,
 	        .ttys = *ttys,

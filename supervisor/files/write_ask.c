@@ -30,6 +30,7 @@
 #include "supervisor/files/write_rules.h"
 #include "supervisor/files/write_shield.h"
 #include "supervisor/files/write_target.h"
+#include "supervisor/policy/decisions.h"
 #include "supervisor/policy/fs_policy.h"
 
 /* While asks are pending, how often to check that their processes are still alive. */
@@ -58,7 +59,7 @@ struct write_ask {
 	struct approval_source *approvals;
 	struct notifier *notifier;
 	const struct config *config;
-	char *name, *project, *home, *worktree;
+	char *name, *project, *home, *worktree, *decisions_dir;
 	bool verbose, quiet_to_agent, terminating;
 	struct agent_note_ttys ttys;
 	struct write_answers *answers;
@@ -327,15 +328,47 @@ static void on_resolved(void *userdata, const struct queue_item *item, const uin
 		    item->reason);
 }
 
-/* A scope wider than once: the path, or the directory the decision names, for the session. */
+/* A project or global decision: written to its decisions file (fs.allow) for the next runs.
+ * VALUE is the path, with a trailing "/" for a directory. */
+static int persist(struct write_ask *wa, const struct queue_item *item, enum queue_scope scope,
+                   const char *value, struct cl_error *err)
+{
+	const char *project = item->project ? item->project : wa->project;
+	_cleanup_free_ char *path = NULL;
+	struct decisions_entry e = {
+	        .section = DECISIONS_FS,
+	        .list = DECISIONS_ALLOW,
+	        .fs_path = value,
+	};
+	int r;
+
+	if (!wa->decisions_dir)
+		return cl_error_set(err, -ENOENT, "no config directory to keep decisions in");
+	if (scope == QUEUE_SCOPE_PROJECT && !project)
+		return cl_error_set(
+		        err, -EINVAL,
+		        "no project (start with --project NAME to keep project decisions)");
+	r = decisions_prepare_dir(wa->decisions_dir, err);
+	if (r >= 0)
+		r = decisions_path(wa->decisions_dir, scope == QUEUE_SCOPE_PROJECT ? project : NULL,
+		                   &path, err);
+	if (r >= 0)
+		r = decisions_update_entry(path, &e, err);
+	if (r >= 0)
+		say("allowed writes to %s in %s", value, path);
+	return r < 0 ? r : 0;
+}
+
+/* A scope wider than once: the path, or the directory the decision names, for the session;
+ * project and global ones also for the next runs (the decisions files' fs.allow). */
 static int on_decided(void *userdata, const struct queue_item *item,
                       const struct approval_decision *d, struct cl_error *err)
 {
 	struct write_ask *wa = userdata;
-	_cleanup_free_ char *value = NULL;
+	_cleanup_free_ char *value = NULL, *entry = NULL;
 	bool prefix;
 	size_t len;
-	int r;
+	int r = 0, k;
 
 	if (!d->allow || d->scope == QUEUE_SCOPE_ONCE)
 		return 0;
@@ -349,14 +382,16 @@ static int on_decided(void *userdata, const struct queue_item *item,
 	if (value[0] != '/')
 		return cl_error_set(err, -EINVAL, "a file decision needs an absolute path, not %s",
 		                    value);
-	r = write_answers_allow(wa->answers, value, prefix);
-	if (r < 0)
-		return cl_error_set(err, r, "the session's file decisions: %s", strerror(-r));
-	if (d->scope != QUEUE_SCOPE_SESSION)
-		return cl_error_set(err, -ENOTSUP,
-		                    "file decisions are kept for this session only (the decisions "
-		                    "files have no fs: entries yet)");
-	return 0;
+	/* The file first: what the next run will read. The session keeps it either way. */
+	if (d->scope == QUEUE_SCOPE_PROJECT || d->scope == QUEUE_SCOPE_GLOBAL) {
+		if (asprintf(&entry, "%s%s", value, prefix && len > 1 ? "/" : "") < 0)
+			return cl_error_set(err, -ENOMEM, "out of memory");
+		r = persist(wa, item, d->scope, entry, err);
+	}
+	k = write_answers_allow(wa->answers, value, prefix);
+	if (k < 0 && r >= 0)
+		r = cl_error_set(err, k, "the session's file decisions: %s", strerror(-k));
+	return r;
 }
 
 static uint64_t on_tick(void *userdata, uint64_t now_ms)
@@ -652,6 +687,25 @@ static int shield_rules(struct write_ask *wa, const struct config_fs_list *rules
 	return r;
 }
 
+/* The decisions files' fs.allow: answers of earlier runs, for this one. */
+static int remembered(struct write_ask *wa, const struct config_fs_list *allow)
+{
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < allow->n; i++) {
+		_cleanup_free_ char *value = strdup(allow->items[i].pattern);
+		size_t len = value ? strlen(value) : 0;
+		bool prefix = len > 1 && value[len - 1] == '/';
+
+		if (!value)
+			return -ENOMEM;
+		while (len > 1 && value[len - 1] == '/')
+			value[--len] = '\0';
+		r = write_answers_allow(wa->answers, value, prefix);
+	}
+	return r;
+}
+
 static int shield_all(struct write_ask *wa, const struct write_ask_config *config)
 {
 	int r = shield_rules(wa, &config->config->fs.hide);
@@ -682,12 +736,15 @@ int write_ask_new(struct loop *loop, struct approvals *approvals, struct notifie
 	wa->project = config->project ? strdup(config->project) : NULL;
 	wa->home = config->home ? strdup(config->home) : NULL;
 	wa->worktree = config->worktree ? strdup(config->worktree) : NULL;
+	wa->decisions_dir = config->decisions_dir ? strdup(config->decisions_dir) : NULL;
 	if (!wa->name || (config->project && !wa->project) || (config->home && !wa->home) ||
-	    (config->worktree && !wa->worktree)) {
+	    (config->worktree && !wa->worktree) || (config->decisions_dir && !wa->decisions_dir)) {
 		write_ask_free(wa);
 		return -ENOMEM;
 	}
 	r = write_answers_new(&wa->answers);
+	if (r >= 0)
+		r = remembered(wa, &config->config->fs.allow);
 	if (r >= 0)
 		r = write_shield_new(&wa->shield);
 	if (r >= 0)
@@ -716,6 +773,7 @@ void write_ask_free(struct write_ask *wa)
 	free(wa->project);
 	free(wa->home);
 	free(wa->worktree);
+	free(wa->decisions_dir);
 	free(wa);
 }
 
