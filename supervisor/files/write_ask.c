@@ -580,9 +580,17 @@ void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
 	/* Where it lands, as the agent sees it; and only if the host's view is the same there
 	 * may the supervisor open it. Otherwise the kernel decides (a private mount of the
 	 * sandbox, a covered path): a race then gains nothing the kernel would not give. */
-	r = r < 0 ? r : open_view(wa, t, &root, &base);
-	if (r == -ESRCH)
-		return;
+	if (r >= 0) {
+		r = open_view(wa, t, &root, &base);
+		if (r == -ESRCH)
+			return;
+		/* No cwd or dirfd to start from (deleted, not a directory): the kernel fails
+		 * the open as it sees fit. */
+		if (r < 0) {
+			let_kernel_decide(wa, t->id);
+			return;
+		}
+	}
 	if (r >= 0) {
 		struct resolve_target rt = {
 		        .root = root,
