@@ -5,13 +5,15 @@
 #   - `policy show` names it with its origin;
 #   - a second run writes the file with no ask (nobody could answer one: --ask none, the
 #     fallback denies);
+#   - a remembered path is no way around the checks: made a symlink to the config file, the
+#     write is refused at once;
 #   - `decisions rm PATH` removes it: the third run asks again (and the fallback denies).
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=20
+PLAN=24
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
@@ -106,6 +108,18 @@ for who in root nobody; do
 	tap_is "$(cat "$OUT"):$(tail -n 1 "$H/.toolrc" 2>&1)" "rc 0:two" \
 		"$who: the second run writes with no ask" "$(diag)"
 	tap_is "$(grep -c '"kind":"file".*"verdict":"ask"' "$AUD" 2>/dev/null)" 0 "$who: ... none in the audit log"
+
+	# ---- the remembered path now leads to Cloister's config: refused at once ----
+	# shellcheck disable=SC2086 # words on purpose
+	$AS sh -c "mv '$H/.toolrc' '$H/.toolrc.keep' && ln -s '$W/cfg/config.yaml' '$H/.toolrc'"
+	start none "(echo 'exec: {security: full}' >>'$H/.toolrc') 2>&1; echo \"rc \$?\""
+	finish
+	tap_like "$(cat "$OUT")" "refused: it is below Cloister's config directory" \
+		"$who: a remembered path made a symlink to the config is refused" "$(diag)"
+	tap_ok "$(grep -q "security: full" "$W/cfg/config.yaml" && echo 1 || echo 0)" \
+		"$who: ... and the config is unchanged" "$(diag)"
+	# shellcheck disable=SC2086
+	$AS sh -c "rm '$H/.toolrc' && mv '$H/.toolrc.keep' '$H/.toolrc'"
 
 	# ---- decisions rm, then run 3 asks again ----
 	cli decisions rm "$H/.toolrc" --config-dir "$W/cfg" --project "$PROJECT"
