@@ -29,9 +29,10 @@ static void usage(FILE *out)
 	      "       " PROG " decisions rm ID|ENTRY [--config-dir D] [--project P]\n"
 	      "\n"
 	      "The decisions kept for a project or for every project: domains and programs\n"
-	      "allowed or denied with the scope project or global. `list` shows each with its\n"
-	      "ID; `rm` removes one, by its ID or the entry itself (a domain, a pattern, an exec\n"
-	      "rule's path). Running supervisors keep what they read at their start.\n",
+	      "allowed or denied, and files allowed written, with the scope project or global.\n"
+	      "`list` shows each with its ID; `rm` removes one, by its ID or the entry itself (a\n"
+	      "domain, a pattern, an exec rule's path, a file's path). Running supervisors keep\n"
+	      "what they read at their start.\n",
 	      out);
 }
 
@@ -58,17 +59,24 @@ static void found_list_done(struct found_list *l)
 		free(l->v[i].text);
 		free(l->v[i].command);
 		free((char *)l->v[i].e.path_glob);
+		free((char *)l->v[i].e.fs_path);
 	}
 	free(l->v);
 }
 
 /* FNV-1a over the parts, as 12 hex characters. */
+static const char *section_name(enum decisions_section s)
+{
+	return s == DECISIONS_EXEC ? "exec" : s == DECISIONS_FS ? "file" : "domain";
+}
+
 static void make_id(struct found *f)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
-	const char *parts[5] = {f->where, f->e.section == DECISIONS_EXEC ? "exec" : "proxy",
-	                        f->e.list == DECISIONS_ALLOW ? "allow" : "deny", f->text,
-	                        f->command ? f->command : ""};
+	const char *parts[5] = {
+	        f->where, f->e.section == DECISIONS_PROXY ? "proxy" : section_name(f->e.section),
+	        f->e.list == DECISIONS_ALLOW ? "allow" : "deny", f->text,
+	        f->command ? f->command : ""};
 
 	for (size_t i = 0; i < 5; i++) {
 		for (const char *p = parts[i]; *p; p++) {
@@ -100,14 +108,19 @@ static int push(struct found_list *l, const char *file, const char *where,
 		if (domain_spec_format(spec, text, sizeof(text)) < 0)
 			snprintf(text, sizeof(text), "%s", spec->host);
 		f->text = strdup(text);
+	} else if (section == DECISIONS_FS) {
+		f->text = strdup(path_glob);
+		f->e.fs_path = f->text ? strdup(path_glob) : NULL;
+		if (!f->e.fs_path)
+			return -ENOMEM;
 	} else {
 		f->text = strdup(path_glob ? path_glob : "");
 		f->e.path_glob = path_glob ? strdup(path_glob) : NULL;
 		f->command = command ? strdup(command) : NULL;
 		f->e.command = f->command;
 	}
-	if (!f->file || !f->where || !f->text || (path_glob && !f->e.path_glob) ||
-	    (command && !f->command))
+	if (!f->file || !f->where || !f->text ||
+	    (section == DECISIONS_EXEC && path_glob && !f->e.path_glob) || (command && !f->command))
 		return -ENOMEM;
 	make_id(f);
 	l->n++;
@@ -143,6 +156,9 @@ static int read_file(struct found_list *l, const char *file, const char *where,
 	for (size_t i = 0; i < cfg->exec.deny.n && r >= 0; i++)
 		r = push(l, file, where, DECISIONS_EXEC, DECISIONS_DENY, NULL,
 		         cfg->exec.deny.items[i].path_glob, cfg->exec.deny.items[i].command.source);
+	for (size_t i = 0; i < cfg->fs.allow.n && r >= 0; i++)
+		r = push(l, file, where, DECISIONS_FS, DECISIONS_ALLOW, NULL,
+		         cfg->fs.allow.items[i].pattern, NULL);
 	return r < 0 ? cl_error_set(err, r, "out of memory") : 0;
 }
 
@@ -193,8 +209,7 @@ static int read_all(struct found_list *l, const char *dir, const char *project,
 static void print_found(const struct found *f)
 {
 	printf("%s  %-*s  %-5s  %-6s  ", f->id, 20, f->where,
-	       f->e.list == DECISIONS_ALLOW ? "allow" : "deny",
-	       f->e.section == DECISIONS_EXEC ? "exec" : "domain");
+	       f->e.list == DECISIONS_ALLOW ? "allow" : "deny", section_name(f->e.section));
 	term_escape_put(stdout, f->text, 300);
 	if (f->command) {
 		fputs("  command ", stdout);

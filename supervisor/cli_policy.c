@@ -527,6 +527,20 @@ static void show_fs_list(const char *key, const struct config_fs_list *l)
 	}
 }
 
+/* fs.allow comes from the decisions files only: shown as comments, so that the output
+ * still loads as a config.yaml. */
+static void show_fs_decisions(const struct config_fs_list *l)
+{
+	if (!l->n)
+		return;
+	printf("  # allowed writes kept by people's decisions (fs.ask: on-write asks no more):\n");
+	for (size_t i = 0; i < l->n; i++) {
+		fputs("  #   - ", stdout);
+		put_quoted(l->items[i].pattern);
+		put_comment(&l->items[i].origin);
+	}
+}
+
 static void show(const struct config *c, const struct options *o)
 {
 	printf("# Effective Cloister configuration%s%s%s\n", o->project ? " for project \"" : "",
@@ -549,6 +563,7 @@ static void show(const struct config *c, const struct options *o)
 	show_fs_list("protect", &c->fs.protect);
 	show_scalar("  ", "tmp", &c->fs.tmp_at, fs_tmp_to_string(c->fs.tmp));
 	show_scalar("  ", "ask", &c->fs.ask_at, fs_ask_to_string(c->fs.ask));
+	show_fs_decisions(&c->fs.allow);
 	printf("\nproxy:\n");
 	show_scalar("  ", "listen", &c->proxy.listen, NULL);
 	show_scalar("  ", "defaults", &c->proxy.defaults_at, c->proxy.defaults ? "true" : "false");

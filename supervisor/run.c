@@ -231,20 +231,35 @@ static int start_write_ask(struct run *run, const struct agent_note_ttys *ttys)
 {
 	_cleanup_free_ char *worktree = realpath(".", NULL);
 	_cleanup_free_ char *home = getenv("HOME") ? realpath(getenv("HOME"), NULL) : NULL;
+	_cleanup_free_ char *run_dir = NULL;
+	struct write_ask_own own[5] = {
+	        {run->config_dir, "Cloister's config directory"},
+	        {run->default_config_dir, "Cloister's config directory"},
+	        {run->audit_dir, "the audit log's directory"},
+	        {run->exe, "the supervisor's executable"},
+	        {NULL, "Cloister's API files and dashboard secret"},
+	};
 	struct write_ask_config wc = {
 	        .name = run->sandbox_name,
 	        .project = run->opt.common.project,
 	        .config = run->config,
 	        .home = home,
 	        .worktree = worktree,
+	        .decisions_dir = run->config_dir,
 	        .verbose = run->opt.common.verbose,
 	        .quiet_to_agent = run->opt.quiet_to_agent,
 	        .ttys = *ttys,
+	        .own = own,
+	        .n_own = ELEMENTSOF(own),
 	};
 	int r;
 
 	if (!worktree)
 		return -errno;
+	if (api_info_dir(&run_dir) >= 0 && strrchr(run_dir, '/')) {
+		*strrchr(run_dir, '/') = '\0'; /* …/cloister: the api files and the secret */
+		own[4].path = run_dir;
+	}
 	r = write_ask_new(run->loop, run->approvals, exec_guard_notifier(run->guard), &wc,
 	                  &run->writes);
 	if (r < 0)

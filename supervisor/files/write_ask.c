@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <grp.h>
 #include <limits.h>
 #include <poll.h>
@@ -22,23 +23,20 @@
 #include "notifier/fdpass.h"
 #include "notifier/notify.h"
 #include "notifier/open_target.h"
-#include "notifier/path.h"
 #include "supervisor/approval/approvals.h"
 #include "supervisor/approval/audit.h"
 #include "supervisor/approval/audit_log.h"
+#include "notifier/resolve.h"
 #include "supervisor/files/write_rules.h"
+#include "supervisor/files/write_shield.h"
+#include "supervisor/files/write_target.h"
+#include "supervisor/policy/decisions.h"
 #include "supervisor/policy/fs_policy.h"
-
-#ifndef __O_TMPFILE
-#define __O_TMPFILE 020000000
-#endif
 
 /* While asks are pending, how often to check that their processes are still alive. */
 #define LIVENESS_INTERVAL_MS 200
 /* The longest the supervisor's own open may take (a file system that hangs): then EACCES. */
 #define OPEN_TIMEOUT_MS 5000
-/* Symlinks followed resolving a path, as the kernel's limit. */
-#define MAX_LINKS 40
 /* Opens waiting at once (each holds its directory open): past it, refused. The queue bounds
  * the items; identical asks merge, and this bounds their waiters. */
 #define MAX_PENDING 256
@@ -47,9 +45,7 @@
 struct pending_write {
 	uint64_t cookie; /* the seccomp notification id */
 	pid_t pid;
-	int dirfd;  /* the file's directory, pinned when asked (O_PATH) */
-	char *last; /* the file's name in it ("." for O_TMPFILE) */
-	char *path; /* the resolved path: what the card shows */
+	struct write_target where; /* its directory pinned in both views, its name, its path */
 	int flags;
 	mode_t mode, umask;
 	uid_t fsuid;
@@ -63,10 +59,11 @@ struct write_ask {
 	struct approval_source *approvals;
 	struct notifier *notifier;
 	const struct config *config;
-	char *name, *project, *home, *worktree;
+	char *name, *project, *home, *worktree, *decisions_dir;
 	bool verbose, quiet_to_agent, terminating;
 	struct agent_note_ttys ttys;
 	struct write_answers *answers;
+	struct write_shield *shield;
 	struct pending_write *pending;
 	size_t n_pending, cap_pending;
 };
@@ -127,103 +124,6 @@ static void let_kernel_decide(struct write_ask *wa, uint64_t id)
 	(void)notifier_continue(wa->notifier, id);
 }
 
-/* ---- resolving in the host's view --------------------------------------------------------- */
-
-/* The path of an open directory, as /proc shows it: symlinks resolved. */
-static int fd_path(int fd, char **ret)
-{
-	char link[64], buf[PATH_MAX];
-	ssize_t n;
-
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, buf, sizeof(buf));
-	if (n < 0)
-		return -errno;
-	if ((size_t)n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	if (buf[0] != '/')
-		return -ENOENT; /* unreachable from our root, or deleted */
-	*ret = strndup(buf, (size_t)n);
-	return *ret ? 0 : -ENOMEM;
-}
-
-static char *child_path(const char *dir, const char *name)
-{
-	char *s = NULL;
-
-	if (asprintf(&s, "%s%s%s", dir, strcmp(dir, "/") == 0 ? "" : "/", name) < 0)
-		return NULL;
-	return s;
-}
-
-/* Resolve ABS (absolute, lexically normalised) in the host's view, as the kernel would for an
- * open: the directory's symlinks by opening it, a final symlink by following its text. Returns
- * 0 with the directory pinned in *RET_DIRFD, the name in it and the resolved path; 1 when the
- * kernel's layers are left to decide (a directory that does not resolve for us, a final name
- * that is no regular file: a device, a FIFO, a directory); -ELOOP, -ENOMEM. */
-static int resolve_host(const char *abs, bool tmpfile, int *ret_dirfd, char **ret_last,
-                        char **ret_path)
-{
-	_cleanup_free_ char *cur = strdup(abs);
-
-	if (!cur)
-		return -ENOMEM;
-	for (int links = 0; links <= MAX_LINKS; links++) {
-		_cleanup_close_ int dirfd = -EBADF;
-		_cleanup_free_ char *dir = NULL, *dirpath = NULL, *last = NULL, *path = NULL;
-		char *slash = strrchr(cur, '/');
-		char target[PATH_MAX];
-		struct stat st;
-		ssize_t n;
-
-		if (tmpfile) {
-			/* O_TMPFILE names the directory the unnamed file is made in. */
-			dirfd = open(cur, O_PATH | O_DIRECTORY | O_CLOEXEC);
-			if (dirfd < 0 || fd_path(dirfd, &path) < 0)
-				return 1;
-			last = strdup(".");
-			if (!last)
-				return -ENOMEM;
-		} else {
-			if (!slash || !slash[1] || strcmp(slash + 1, ".") == 0 ||
-			    strcmp(slash + 1, "..") == 0)
-				return 1; /* a directory: the kernel fails a write open of it */
-			dir = slash == cur ? strdup("/") : strndup(cur, (size_t)(slash - cur));
-			last = strdup(slash + 1);
-			if (!dir || !last)
-				return -ENOMEM;
-			dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-			if (dirfd < 0 || fd_path(dirfd, &dirpath) < 0)
-				return 1;
-			if (fstatat(dirfd, last, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-				if (S_ISLNK(st.st_mode)) {
-					n = readlinkat(dirfd, last, target, sizeof(target) - 1);
-					if (n <= 0)
-						return 1;
-					target[n] = '\0';
-					free(cur);
-					cur = NULL;
-					if (path_join(dirpath, target, &cur) < 0 || !cur)
-						return 1;
-					continue;
-				}
-				if (!S_ISREG(st.st_mode))
-					return 1;
-			} else if (errno != ENOENT) {
-				return 1;
-			}
-			path = child_path(dirpath, last);
-			if (!path)
-				return -ENOMEM;
-		}
-		*ret_dirfd = TAKE_FD(dirfd);
-		*ret_last = TAKE_PTR(last);
-		*ret_path = TAKE_PTR(path);
-		return 0;
-	}
-	return -ELOOP;
-}
-
 /* ---- the supervisor's open ---------------------------------------------------------------- */
 
 /* Close every fd above 2 but A and B: the child runs as the process for a moment, with none
@@ -246,7 +146,7 @@ static void open_child(const struct pending_write *p, int sock)
 	int error = 0, fd = -1;
 	struct stat st;
 
-	close_all_but(p->dirfd, sock);
+	close_all_but(p->where.host_dir, sock);
 
 	if (getegid() != p->fsgid || geteuid() != p->fsuid || geteuid() == 0) {
 		if (setgroups(p->ngroups, p->groups) < 0 ||
@@ -258,7 +158,7 @@ static void open_child(const struct pending_write *p, int sock)
 		umask(p->umask);
 		/* O_NOFOLLOW: a symlink put in the file's place since the ask is refused, not
 		 * followed. O_NONBLOCK: a FIFO put there fails instead of waiting for a reader. */
-		fd = openat(p->dirfd, p->last, flags, p->mode);
+		fd = openat(p->where.host_dir, p->where.last, flags, p->mode);
 		if (fd < 0)
 			error = errno;
 	}
@@ -331,18 +231,39 @@ static void open_and_answer(struct write_ask *wa, const struct pending_write *p)
 		    error != ENOSPC && error != EDQUOT && error != ETXTBSY && error != EROFS)
 			error = EACCES;
 		snprintf(why, sizeof(why), "the supervisor's open failed: %s", strerror(-fd));
-		say("write to %s failed after approval: %s", p->path, strerror(-fd));
-		refuse(wa, p->cookie, p->pid, p->path, why, error);
+		say("write to %s failed after approval: %s", p->where.path, strerror(-fd));
+		refuse(wa, p->cookie, p->pid, p->where.path, why, error);
 		return;
+	}
+	/* What was opened is still what the agent's view shows at that name, and no shielded
+	 * file: a name swapped since the ask gets nothing. */
+	{
+		char why[256];
+		struct stat st;
+
+		if (!write_target_is(&p->where, fd)) {
+			snprintf(why, sizeof(why), "the file changed since it was asked about");
+		} else if (fstat(fd, &st) < 0 || write_shield_covers(wa->shield, p->where.host_dir,
+		                                                     &st, why, sizeof(why))) {
+			;
+		} else {
+			why[0] = '\0';
+		}
+		if (why[0]) {
+			close(fd);
+			say("write to %s refused after approval: %s", p->where.path, why);
+			refuse(wa, p->cookie, p->pid, p->where.path, why, EACCES);
+			return;
+		}
 	}
 	r = notifier_answer_fd(wa->notifier, p->cookie, fd, (p->flags & O_CLOEXEC) != 0);
 	close(fd);
 	if (r < 0 && r != -ENOENT) {
-		say("write to %s: handing the file over failed: %s", p->path, strerror(-r));
+		say("write to %s: handing the file over failed: %s", p->where.path, strerror(-r));
 		(void)notifier_deny(wa->notifier, p->cookie, EACCES);
 	} else if (r >= 0 && wa->verbose) {
-		say("write to %s allowed: opened by the supervisor as fd %d of pid %d", p->path, r,
-		    p->pid);
+		say("write to %s allowed: opened by the supervisor as fd %d of pid %d",
+		    p->where.path, r, p->pid);
 	}
 }
 
@@ -358,10 +279,7 @@ static struct pending_write *pending_find(struct write_ask *wa, uint64_t cookie)
 
 static void pending_done(struct pending_write *p)
 {
-	if (p->dirfd >= 0)
-		close(p->dirfd);
-	free(p->last);
-	free(p->path);
+	write_target_done(&p->where);
 }
 
 static void pending_remove(struct write_ask *wa, struct pending_write *p)
@@ -400,7 +318,7 @@ static void on_resolved(void *userdata, const struct queue_item *item, const uin
 		if (allow)
 			open_and_answer(wa, p);
 		else
-			refuse(wa, p->cookie, p->pid, p->path,
+			refuse(wa, p->cookie, p->pid, p->where.path,
 			       item->reason && *item->reason ? item->reason : "the user denied it",
 			       EACCES);
 		pending_remove(wa, p);
@@ -410,15 +328,47 @@ static void on_resolved(void *userdata, const struct queue_item *item, const uin
 		    item->reason);
 }
 
-/* A scope wider than once: the path, or the directory the decision names, for the session. */
+/* A project or global decision: written to its decisions file (fs.allow) for the next runs.
+ * VALUE is the path, with a trailing "/" for a directory. */
+static int persist(struct write_ask *wa, const struct queue_item *item, enum queue_scope scope,
+                   const char *value, struct cl_error *err)
+{
+	const char *project = item->project ? item->project : wa->project;
+	_cleanup_free_ char *path = NULL;
+	struct decisions_entry e = {
+	        .section = DECISIONS_FS,
+	        .list = DECISIONS_ALLOW,
+	        .fs_path = value,
+	};
+	int r;
+
+	if (!wa->decisions_dir)
+		return cl_error_set(err, -ENOENT, "no config directory to keep decisions in");
+	if (scope == QUEUE_SCOPE_PROJECT && !project)
+		return cl_error_set(
+		        err, -EINVAL,
+		        "no project (start with --project NAME to keep project decisions)");
+	r = decisions_prepare_dir(wa->decisions_dir, err);
+	if (r >= 0)
+		r = decisions_path(wa->decisions_dir, scope == QUEUE_SCOPE_PROJECT ? project : NULL,
+		                   &path, err);
+	if (r >= 0)
+		r = decisions_update_entry(path, &e, err);
+	if (r >= 0)
+		say("allowed writes to %s in %s", value, path);
+	return r < 0 ? r : 0;
+}
+
+/* A scope wider than once: the path, or the directory the decision names, for the session;
+ * project and global ones also for the next runs (the decisions files' fs.allow). */
 static int on_decided(void *userdata, const struct queue_item *item,
                       const struct approval_decision *d, struct cl_error *err)
 {
 	struct write_ask *wa = userdata;
-	_cleanup_free_ char *value = NULL;
+	_cleanup_free_ char *value = NULL, *entry = NULL;
 	bool prefix;
 	size_t len;
-	int r;
+	int r = 0, k;
 
 	if (!d->allow || d->scope == QUEUE_SCOPE_ONCE)
 		return 0;
@@ -432,14 +382,16 @@ static int on_decided(void *userdata, const struct queue_item *item,
 	if (value[0] != '/')
 		return cl_error_set(err, -EINVAL, "a file decision needs an absolute path, not %s",
 		                    value);
-	r = write_answers_allow(wa->answers, value, prefix);
-	if (r < 0)
-		return cl_error_set(err, r, "the session's file decisions: %s", strerror(-r));
-	if (d->scope != QUEUE_SCOPE_SESSION)
-		return cl_error_set(err, -ENOTSUP,
-		                    "file decisions are kept for this session only (the decisions "
-		                    "files have no fs: entries yet)");
-	return 0;
+	/* The file first: what the next run will read. The session keeps it either way. */
+	if (d->scope == QUEUE_SCOPE_PROJECT || d->scope == QUEUE_SCOPE_GLOBAL) {
+		if (asprintf(&entry, "%s%s", value, prefix && len > 1 ? "/" : "") < 0)
+			return cl_error_set(err, -ENOMEM, "out of memory");
+		r = persist(wa, item, d->scope, entry, err);
+	}
+	k = write_answers_allow(wa->answers, value, prefix);
+	if (k < 0 && r >= 0)
+		r = cl_error_set(err, k, "the session's file decisions: %s", strerror(-k));
+	return r;
 }
 
 static uint64_t on_tick(void *userdata, uint64_t now_ms)
@@ -505,7 +457,7 @@ static void ask(struct write_ask *wa, const struct open_target *t, struct pendin
 	        .kind = QUEUE_KIND_FILE,
 	        .sandbox = wa->name,
 	        .project = wa->project,
-	        .summary = p->path,
+	        .summary = p->where.path,
 	        .exe = t->exe[0] ? t->exe : NULL,
 	        .argv = (const char *const *)t->argv,
 	        .argc = t->argc,
@@ -523,7 +475,8 @@ static void ask(struct write_ask *wa, const struct open_target *t, struct pendin
 		if (r < 0) {
 			*p = wa->pending[--wa->n_pending];
 		} else {
-			*p = (struct pending_write){.dirfd = -EBADF}; /* owned by the list now */
+			*p = (struct pending_write){
+			        .where = {.view_dir = -EBADF, .host_dir = -EBADF}};
 			approvals_schedule(wa->approvals);
 			return;
 		}
@@ -531,19 +484,67 @@ static void ask(struct write_ask *wa, const struct open_target *t, struct pendin
 	{
 		const char *why = r == -ENOMEM ? "out of memory" : queue_strerror(r);
 
-		say("write to %s denied: %s", p->path, why);
-		audit_refusal(wa, t, p->path, NULL, why);
-		refuse(wa, t->id, t->pid, p->path, why, EACCES);
+		say("write to %s denied: %s", p->where.path, why);
+		audit_refusal(wa, t, p->where.path, NULL, why);
+		refuse(wa, t->id, t->pid, p->where.path, why, EACCES);
 	}
+}
+
+/* The agent's root and, for a relative path, its cwd or dirfd: opened through /proc/PID (the
+ * notification checked valid after, so they are the process's own). -ESRCH: gone. */
+static int open_view(struct write_ask *wa, const struct open_target *t, int *ret_root,
+                     int *ret_base)
+{
+	_cleanup_close_ int root = -EBADF, base = -EBADF;
+	char name[32];
+
+	root = openat(t->piddir, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return -errno;
+	if (t->path[0] != '/') {
+		if (t->dirfd == AT_FDCWD)
+			snprintf(name, sizeof(name), "cwd");
+		else
+			snprintf(name, sizeof(name), "fd/%d", t->dirfd);
+		base = openat(t->piddir, name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (base < 0)
+			return -errno;
+	}
+	if (notifier_id_valid(wa->notifier, t->id) == 0)
+		return -ESRCH;
+	*ret_root = TAKE_FD(root);
+	*ret_base = TAKE_FD(base);
+	return 0;
+}
+
+/* resolve.h's access to the process's ids (read before: notifier_read_open_process). */
+static int target_status(void *userdata, const struct proc_status **ret)
+{
+	const struct open_target *t = userdata;
+
+	*ret = &t->ids;
+	return 0;
+}
+
+/* The stricter of two verdicts: a denial over an ask over an allow. */
+static enum fs_verdict stricter(enum fs_verdict a, enum fs_verdict b)
+{
+	static const int rank[] = {
+	        [FS_ALLOW] = 0,        [FS_ASK] = 1,       [FS_DENY_OUTSIDE] = 2,
+	        [FS_DENY_PROTECT] = 3, [FS_DENY_HIDE] = 4,
+	};
+
+	return rank[b] > rank[a] ? b : a;
 }
 
 void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
 {
 	_cleanup_(open_target_freep) struct open_target *t = NULL;
-	struct pending_write p = {.dirfd = -EBADF};
+	_cleanup_close_ int root = -EBADF, base = -EBADF;
+	struct pending_write p = {.where = {.view_dir = -EBADF, .host_dir = -EBADF}};
 	struct cl_error err = {""};
-	enum fs_verdict v;
-	char rule[768];
+	enum fs_verdict v, hv;
+	char rule[768], hrule[768], why[256];
 	int r;
 
 	r = notifier_read_open(wa->notifier, req, &t, &err);
@@ -568,36 +569,73 @@ void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
 		let_kernel_decide(wa, t->id);
 		return;
 	}
+	r = notifier_read_open_process(wa->notifier, t);
+	if (r == -ESRCH)
+		return;
 	/* Outside fs.write: asked (on-write) or refused (off) — for the file it really is. */
-	if (v != FS_ASK && v != FS_DENY_OUTSIDE)
-		goto refused;
-
-	r = resolve_host(t->abs_path, (t->flags & __O_TMPFILE) == __O_TMPFILE, &p.dirfd, &p.last,
-	                 &p.path);
-	if (r != 0) {
-		if (r < 0) {
-			(void)notifier_deny(wa->notifier, t->id, -r);
-			return;
-		}
-		let_kernel_decide(wa, t->id);
+	if (v != FS_ASK && v != FS_DENY_OUTSIDE) {
+		refuse_logged(wa, t, t->abs_path, rule);
 		return;
 	}
-	/* The file it really is: decided again. */
-	if (strcmp(p.path, t->abs_path) != 0) {
-		v = decide(wa, p.path, rule, sizeof(rule));
-		if (v == FS_ALLOW || write_rules_kernel_only(p.path)) {
-			pending_done(&p);
+	/* Where it lands, as the agent sees it; and only if the host's view is the same there
+	 * may the supervisor open it. Otherwise the kernel decides (a private mount of the
+	 * sandbox, a covered path): a race then gains nothing the kernel would not give. */
+	if (r >= 0) {
+		r = open_view(wa, t, &root, &base);
+		if (r == -ESRCH)
+			return;
+		/* No cwd or dirfd to start from (deleted, not a directory): the kernel fails
+		 * the open as it sees fit. */
+		if (r < 0) {
 			let_kernel_decide(wa, t->id);
 			return;
 		}
 	}
-	r = notifier_read_open_process(wa->notifier, t);
-	if (r == -ESRCH) {
+	if (r >= 0) {
+		struct resolve_target rt = {
+		        .root = root,
+		        .piddir = t->piddir,
+		        .status = target_status,
+		        .userdata = t,
+		};
+
+		r = write_target_find(&rt, base, t->path, t->flags, &p.where);
+	}
+	if (notifier_id_valid(wa->notifier, t->id) == 0) {
 		pending_done(&p);
 		return;
 	}
+	if (r == WRITE_TARGET_KERNEL) {
+		let_kernel_decide(wa, t->id);
+		return;
+	}
+	if (r < 0) {
+		(void)notifier_deny(wa->notifier, t->id, r == -ELOOP ? ELOOP : EACCES);
+		return;
+	}
+	/* A shielded file or directory, however it was reached: refused, never asked. */
+	if (write_shield_covers(wa->shield, p.where.host_dir, p.where.exists ? &p.where.st : NULL,
+	                        why, sizeof(why))) {
+		refuse_logged(wa, t, p.where.path, why);
+		pending_done(&p);
+		return;
+	}
+	/* The file it really is, by both its names: decided again, the stricter wins. */
+	v = decide(wa, p.where.path, rule, sizeof(rule));
+	if (strcmp(p.where.host_path, p.where.path) != 0) {
+		hv = decide(wa, p.where.host_path, hrule, sizeof(hrule));
+		if (stricter(v, hv) != v) {
+			v = hv;
+			memcpy(rule, hrule, sizeof(rule));
+		}
+	}
+	if (v == FS_ALLOW || write_rules_kernel_only(p.where.path)) {
+		pending_done(&p);
+		let_kernel_decide(wa, t->id);
+		return;
+	}
 	if (v != FS_ASK) {
-		refuse_logged(wa, t, p.path, rule);
+		refuse_logged(wa, t, p.where.path, rule);
 		pending_done(&p);
 		return;
 	}
@@ -611,27 +649,82 @@ void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
 	p.ngroups = t->ids.ngroups;
 	memcpy(p.groups, t->ids.groups, sizeof(p.groups));
 
-	if (write_answers_covers(wa->answers, p.path)) {
+	if (write_answers_covers(wa->answers, p.where.path)) {
 		open_and_answer(wa, &p);
 		pending_done(&p);
 		return;
 	}
 	if (wa->terminating) {
-		refuse(wa, t->id, t->pid, p.path, "the sandbox is ending", EACCES);
+		refuse(wa, t->id, t->pid, p.where.path, "the sandbox is ending", EACCES);
 		pending_done(&p);
 		return;
 	}
 	ask(wa, t, &p);
 	pending_done(&p);
-	return;
-
-refused:
-	if (notifier_read_open_process(wa->notifier, t) == -ESRCH)
-		return;
-	refuse_logged(wa, t, t->abs_path, rule);
 }
 
 /* ---- life cycle --------------------------------------------------------------------------- */
+
+/* Shield what the fs.hide and fs.protect entries RULES name now (globs expanded). */
+static int shield_rules(struct write_ask *wa, const struct config_fs_list *rules)
+{
+	struct fs_vars vars = {.home = wa->home, .worktree = wa->worktree};
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < rules->n; i++) {
+		const struct config_fs_rule *rule = &rules->items[i];
+		_cleanup_free_ char *expanded = NULL;
+		char what[512];
+		glob_t g = {0};
+		bool dir;
+
+		if (fs_pattern_expand(rule->pattern, &vars, &expanded, &dir) < 0)
+			continue; /* a variable with no value: it names nothing */
+		snprintf(what, sizeof(what), "%s[%u] \"%s\"", rule->list, rule->index,
+		         rule->pattern);
+		if (!fs_pattern_is_glob(expanded)) {
+			r = write_shield_add(wa->shield, expanded, what);
+			continue;
+		}
+		/* GLOB_PERIOD: a '*' matches a leading dot, as in fs_policy's fnmatch. */
+		if (glob(expanded, GLOB_NOSORT | GLOB_PERIOD, NULL, &g) == 0)
+			for (size_t k = 0; r >= 0 && k < g.gl_pathc; k++)
+				r = write_shield_add(wa->shield, g.gl_pathv[k], what);
+		globfree(&g);
+	}
+	return r;
+}
+
+/* The decisions files' fs.allow: answers of earlier runs, for this one. */
+static int remembered(struct write_ask *wa, const struct config_fs_list *allow)
+{
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < allow->n; i++) {
+		_cleanup_free_ char *value = strdup(allow->items[i].pattern);
+		size_t len = value ? strlen(value) : 0;
+		bool prefix = len > 1 && value[len - 1] == '/';
+
+		if (!value)
+			return -ENOMEM;
+		while (len > 1 && value[len - 1] == '/')
+			value[--len] = '\0';
+		r = write_answers_allow(wa->answers, value, prefix);
+	}
+	return r;
+}
+
+static int shield_all(struct write_ask *wa, const struct write_ask_config *config)
+{
+	int r = shield_rules(wa, &config->config->fs.hide);
+
+	if (r >= 0)
+		r = shield_rules(wa, &config->config->fs.protect);
+	for (size_t i = 0; r >= 0 && i < config->n_own; i++)
+		if (config->own[i].path)
+			r = write_shield_add(wa->shield, config->own[i].path, config->own[i].what);
+	return r;
+}
 
 int write_ask_new(struct loop *loop, struct approvals *approvals, struct notifier *n,
                   const struct write_ask_config *config, struct write_ask **ret)
@@ -651,12 +744,19 @@ int write_ask_new(struct loop *loop, struct approvals *approvals, struct notifie
 	wa->project = config->project ? strdup(config->project) : NULL;
 	wa->home = config->home ? strdup(config->home) : NULL;
 	wa->worktree = config->worktree ? strdup(config->worktree) : NULL;
+	wa->decisions_dir = config->decisions_dir ? strdup(config->decisions_dir) : NULL;
 	if (!wa->name || (config->project && !wa->project) || (config->home && !wa->home) ||
-	    (config->worktree && !wa->worktree)) {
+	    (config->worktree && !wa->worktree) || (config->decisions_dir && !wa->decisions_dir)) {
 		write_ask_free(wa);
 		return -ENOMEM;
 	}
 	r = write_answers_new(&wa->answers);
+	if (r >= 0)
+		r = remembered(wa, &config->config->fs.allow);
+	if (r >= 0)
+		r = write_shield_new(&wa->shield);
+	if (r >= 0)
+		r = shield_all(wa, config);
 	if (r >= 0)
 		r = approvals_register(approvals, &write_source_ops, wa, &wa->approvals);
 	if (r < 0) {
@@ -676,10 +776,12 @@ void write_ask_free(struct write_ask *wa)
 		pending_done(&wa->pending[i]);
 	free(wa->pending);
 	write_answers_free(wa->answers);
+	write_shield_free(wa->shield);
 	free(wa->name);
 	free(wa->project);
 	free(wa->home);
 	free(wa->worktree);
+	free(wa->decisions_dir);
 	free(wa);
 }
 

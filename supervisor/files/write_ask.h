@@ -6,19 +6,27 @@
  *     kernel layers (mounts, Landlock) still enforce, so a race gains nothing;
  *   - fs.hide / fs.protect: EACCES at once, never asked, with the reason line on the process's
  *     stderr (notifier/agent_note.h);
- *   - outside fs.write: the path is resolved in the host's view (symlinks followed, as the
- *     kernel would) and its directory pinned (an O_PATH fd); the resolved path is decided again
- *     and, still outside, asked: "write /home/u/.npmrc" with the process's executable, argv,
- *     cwd and pid. On allow, the supervisor opens the file itself — from the pinned directory,
- *     O_NOFOLLOW, in a child with the process's fsuid, fsgid, groups and umask, outside the
- *     sandbox's Landlock domain and mounts — and hands the fd over with
+ *   - outside fs.write: the path is resolved as the process sees it (write_target.h: below
+ *     its root, from its cwd or dirfd, symlinks followed as the kernel would). Where the
+ *     host's view of that directory is not the very same directory (a private mount of the
+ *     sandbox, a covered path), the kernel decides: CONTINUE. A file or directory above it
+ *     that is shielded (write_shield.h: fs.hide, fs.protect, Cloister's own files, by
+ *     identity), or a file with several names: EACCES at once, never asked. The resolved path
+ *     is decided again (both its names, the stricter wins) and, still outside, asked: "write
+ *     /home/u/.npmrc" with the process's executable, argv, cwd and pid — the path the agent
+ *     will write. On allow, the supervisor opens the file itself — from the host's pinned
+ *     directory, O_NOFOLLOW, in a child with the process's fsuid, fsgid, groups and umask,
+ *     outside the sandbox's Landlock domain and mounts — checks that it is still the file the
+ *     agent's view shows there and no shielded one, and hands the fd over with
  *     SECCOMP_IOCTL_NOTIF_ADDFD + SEND: the process never resolves the path again, so no
  *     symlink swapped in meanwhile can redirect the write. Denied, timed out, or the open
  *     failing: EACCES (the open's own errno where it is the kernel's answer: EEXIST for
  *     O_EXCL, EISDIR…), and the reason line.
  * Session answers ("A" on the terminal, scope session on the CLI and the dashboard) allow the
  * path, or the directory the decision names, for the rest of the run. Project and global
- * scopes are kept for the session too (the decisions files have no fs: entries yet). */
+ * scopes are also written to the decisions files (fs: allow:, policy/decisions.h) and read
+ * back as answers at the next run's start: such a write is then opened without an ask, the
+ * same checks made. */
 #ifndef CLOISTER_FILES_WRITE_ASK_H
 #define CLOISTER_FILES_WRITE_ASK_H
 
@@ -33,15 +41,24 @@ struct config;
 struct notifier;
 struct write_ask;
 
+/* One of Cloister's own files or directories: never written through an ask. */
+struct write_ask_own {
+	const char *path; /* NULL: none */
+	const char *what; /* "Cloister's audit log" */
+};
+
 struct write_ask_config {
 	const char *name;    /* the sandbox */
 	const char *project; /* may be NULL */
 	const struct config *config;
-	const char *home;     /* absolute, normalised; NULL: "~" patterns match nothing */
-	const char *worktree; /* absolute, normalised */
+	const char *home;          /* absolute, normalised; NULL: "~" patterns match nothing */
+	const char *worktree;      /* absolute, normalised */
+	const char *decisions_dir; /* where project and global decisions go; NULL: nowhere */
 	bool verbose;
 	bool quiet_to_agent; /* no reason line on a refused process's stderr */
 	struct agent_note_ttys ttys;
+	const struct write_ask_own *own;
+	size_t n_own;
 };
 
 /* Answer N's open notifications (N not owned, it must outlive WA); asks go to APPROVALS. */

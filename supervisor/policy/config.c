@@ -100,6 +100,7 @@ void config_free(struct config *c)
 	fs_list_clear(&c->fs.write);
 	fs_list_clear(&c->fs.hide);
 	fs_list_clear(&c->fs.protect);
+	fs_list_clear(&c->fs.allow);
 	scalar_clear(&c->fs.tmp_at);
 	scalar_clear(&c->fs.ask_at);
 	strv_free(c->warnings, c->n_warnings);
@@ -1352,6 +1353,27 @@ static int on_fs_write(struct parse_ctx *ctx, const struct ydoc_node *v, const c
 	return fs_entries(ctx, v, path, &ctx->cfg->fs.write, "fs.write");
 }
 
+/* A decisions file's fs.allow: literal absolute paths (no variable, no glob). */
+static int on_fs_allow(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	size_t first = ctx->cfg->fs.allow.n;
+	int r = fs_entries(ctx, v, path, &ctx->cfg->fs.allow, "fs.allow");
+
+	for (size_t i = first; r >= 0 && i < ctx->cfg->fs.allow.n; i++) {
+		const char *p = ctx->cfg->fs.allow.items[i].pattern;
+		char ipath[300];
+
+		if (p[0] != '/' || fs_pattern_is_glob(p)) {
+			pathf(ipath, sizeof(ipath), "%s[%zu]", path, i - first);
+			return fail(
+			        ctx, v->items[i - first], ipath,
+			        "expected an absolute path without glob characters, got \"%.200s\"",
+			        p);
+		}
+	}
+	return r;
+}
+
 static int on_fs_hide(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
 {
 	return fs_entries(ctx, v, path, &ctx->cfg->fs.hide, "fs.hide");
@@ -1449,6 +1471,15 @@ static int on_fs(struct parse_ctx *ctx, const struct ydoc_node *v, const char *p
 	static const struct key_table keys[] = {
 	        {"write", on_fs_write}, {"hide", on_fs_hide}, {"protect", on_fs_protect},
 	        {"tmp", on_fs_tmp},     {"ask", on_fs_ask},
+	};
+	return WALK_STRICT(ctx, v, path, keys);
+}
+
+/* A decisions file's fs section: the writes people allowed through the ask, nothing else. */
+static int on_decisions_fs(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const struct key_table keys[] = {
+	        {"allow", on_fs_allow},
 	};
 	return WALK_STRICT(ctx, v, path, keys);
 }
@@ -1666,6 +1697,7 @@ static int parse_root(struct parse_ctx *ctx, const struct ydoc_node *root)
 	        {"denied_domains", on_denied_domains},
 	        {"denied_patterns", on_denied_patterns},
 	        {"exec", on_decisions_exec},
+	        {"fs", on_decisions_fs},
 	};
 
 	if (!root)

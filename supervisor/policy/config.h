@@ -8,6 +8,7 @@
  *                                                      hostexec.{auto,manual}_approve (alias:
  *                                                      commands), exec, fs
  *   global decisions  decisions/global.yaml            proxy.{allow,deny}, exec.{allow,deny},
+ *                                                      fs.allow,
  *                                                      or the older flat
  *   project decisions decisions/projects/<name>.yaml   domains, patterns, denied_domains,
  *                                                      denied_patterns
@@ -28,7 +29,9 @@
  *     drop a built-in hide or protect: they win over write, like deny rules); fs.tmp and
  *     fs.ask, when set, override. Unknown keys in fs are errors even with --lenient.
  *   - Decisions files append to proxy.allow / proxy.deny and exec.allow / exec.deny (the
- *     `exec:` entries of remembered exec decisions, exec_pattern.h).
+ *     `exec:` entries of remembered exec decisions, exec_pattern.h), and to fs.allow (the
+ *     `fs: allow:` paths of remembered write decisions: literal absolute paths, a trailing
+ *     "/" for a whole directory; answers of the write ask, never writable paths of fs.write).
  *   - An entry written twice (in the global and the project file, say) is kept once, with
  *     the origin of its first appearance, in proxy.allow, proxy.deny and the hostexec lists.
  *   - Beneath them all, the domains Cloister's guardian allows on top of every config
@@ -231,6 +234,9 @@ struct config {
 	} hostexec;
 	struct {
 		struct config_fs_list write, hide, protect;
+		/* Decisions files only: files and directories (a trailing "/") a person allowed
+		 * writing to through the write ask (fs.ask: on-write), literal absolute paths. */
+		struct config_fs_list allow;
 		enum fs_tmp tmp;
 		struct config_scalar tmp_at;
 		enum fs_ask ask;

@@ -126,7 +126,8 @@ static int append_lists(struct config *dst, struct config *src)
 	    (r = APPEND_LIST(&dst->exec.deny, &src->exec.deny)) < 0 ||
 	    (r = APPEND_LIST(&dst->fs.write, &src->fs.write)) < 0 ||
 	    (r = APPEND_LIST(&dst->fs.hide, &src->fs.hide)) < 0 ||
-	    (r = APPEND_LIST(&dst->fs.protect, &src->fs.protect)) < 0)
+	    (r = APPEND_LIST(&dst->fs.protect, &src->fs.protect)) < 0 ||
+	    (r = APPEND_LIST(&dst->fs.allow, &src->fs.allow)) < 0)
 		return r;
 	return 0;
 }

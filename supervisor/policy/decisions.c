@@ -16,6 +16,7 @@
 #include "base/cleanup.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/config_files.h"
+#include "supervisor/policy/fs_policy.h"
 
 /* ---- the text (pure) --------------------------------------------------------------------- */
 
@@ -191,6 +192,46 @@ static int append_exec_list(struct text_buf *b, const char *key,
 	return 0;
 }
 
+/* fs.allow's entries, then EXTRA unless among them, without DROP. */
+static int append_fs_list(struct text_buf *b, const struct config_fs_list *list,
+                          const struct decisions_entry *extra, const struct decisions_entry *drop,
+                          bool *ret_added, bool *ret_dropped)
+{
+	bool extra_present = false;
+	int r;
+
+	*ret_added = false;
+	if (list->n == 0 && !extra)
+		return 0;
+	if ((r = append(b, "fs:\n  allow:\n")) < 0)
+		return r;
+	for (size_t i = 0; i < list->n; i++) {
+		const char *p = list->items[i].pattern;
+		bool dup = false;
+
+		for (size_t k = 0; k < i && !dup; k++)
+			dup = strcmp(list->items[k].pattern, p) == 0;
+		if (dup)
+			continue;
+		if (drop && strcmp(p, drop->fs_path) == 0) {
+			*ret_dropped = true;
+			continue;
+		}
+		if (extra && strcmp(p, extra->fs_path) == 0)
+			extra_present = true;
+		if ((r = append(b, "    - ")) < 0 || (r = append_yaml_quoted(b, p)) < 0 ||
+		    (r = append(b, "\n")) < 0)
+			return r;
+	}
+	if (extra && !extra_present) {
+		if ((r = append(b, "    - ")) < 0 ||
+		    (r = append_yaml_quoted(b, extra->fs_path)) < 0 || (r = append(b, "\n")) < 0)
+			return r;
+		*ret_added = true;
+	}
+	return 0;
+}
+
 static const struct decisions_entry *only(const struct decisions_entry *e,
                                           enum decisions_section section, enum decisions_list list)
 {
@@ -205,12 +246,21 @@ int decisions_edit(const char *name, const char *text, size_t len, bool present,
 	        .name = name, .data = text, .len = len, .present = present};
 	_cleanup_(config_freep) struct config *cfg = NULL;
 	struct text_buf b = {0};
-	bool added[4] = {false}, dropped = false;
+	bool added[5] = {false}, dropped = false;
 	const struct decisions_entry *e;
 	int r;
 
 	if (add && add->section == DECISIONS_EXEC && !add->path_glob && !add->command)
 		return cl_error_set(err, -EINVAL, "an exec entry needs a path or a command");
+	if (add && add->section == DECISIONS_FS) {
+		char msg[256];
+
+		if (!add->fs_path || add->fs_path[0] != '/' || fs_pattern_is_glob(add->fs_path) ||
+		    fs_pattern_check(add->fs_path, msg, sizeof(msg)) < 0)
+			return cl_error_set(err, -EINVAL,
+			                    "a file decision needs an absolute path without glob "
+			                    "characters, \".\" or \"..\"");
+	}
 	r = config_parse_file(CONFIG_FILE_DECISIONS, CONFIG_LAYER_GLOBAL_DECISIONS, &source, NULL,
 	                      &cfg, err);
 	if (r < 0)
@@ -224,6 +274,8 @@ int decisions_edit(const char *name, const char *text, size_t len, bool present,
 		size_t n = add->section == DECISIONS_PROXY
 		                   ? (add->list == DECISIONS_ALLOW ? cfg->proxy.allow.n
 		                                                   : cfg->proxy.deny.n)
+		           : add->section == DECISIONS_FS
+		                   ? cfg->fs.allow.n
 		                   : (add->list == DECISIONS_ALLOW ? cfg->exec.allow.n
 		                                                   : cfg->exec.deny.n);
 		if (n >= CONFIG_MAX_RULES)
@@ -231,7 +283,8 @@ int decisions_edit(const char *name, const char *text, size_t len, bool present,
 			                    CONFIG_MAX_RULES);
 	}
 
-	r = append(&b, "# Cloister decisions: domains and programs allowed or denied by a person.\n"
+	r = append(&b, "# Cloister decisions: domains, programs and file writes a person allowed "
+	               "or denied.\n"
 	               "# Written by cloister-supervisor; comments here are not kept.\n"
 	               "proxy:\n");
 	e = only(add, DECISIONS_PROXY, DECISIONS_ALLOW);
@@ -259,13 +312,16 @@ int decisions_edit(const char *name, const char *text, size_t len, bool present,
 			                     only(drop, DECISIONS_EXEC, DECISIONS_DENY), &added[3],
 			                     &dropped);
 	}
+	if (r >= 0)
+		r = append_fs_list(&b, &cfg->fs.allow, only(add, DECISIONS_FS, DECISIONS_ALLOW),
+		                   only(drop, DECISIONS_FS, DECISIONS_ALLOW), &added[4], &dropped);
 	if (r < 0) {
 		free(b.p);
 		return cl_error_set(err, r, "%s: cannot write the new text: %s", name,
 		                    strerror(-r));
 	}
 	*ret_text = b.p;
-	return added[0] || added[1] || added[2] || added[3] || dropped ? 1 : 0;
+	return added[0] || added[1] || added[2] || added[3] || added[4] || dropped ? 1 : 0;
 }
 
 int decisions_add(const char *name, const char *text, size_t len, bool present,

@@ -13,6 +13,10 @@
  *       allow:
  *         - path: "/usr/bin/git"
  *           command: "\\A(?:git) status(?: …)*\\z"
+ *     fs:                        (once there is a write decision: fs.ask on-write)
+ *       allow:
+ *         - "/home/u/.toolrc"
+ *         - "/home/u/.cache/tool/"       (a trailing "/": the whole directory)
  * Existing entries are kept in order (the older flat lists `domains`, `patterns`,
  * `denied_domains`, `denied_patterns` become entries of the same meaning), duplicates are
  * dropped, comments are not kept (as in Cloister). A file that does not parse, or that has
@@ -41,6 +45,7 @@ enum decisions_list {
 enum decisions_section {
 	DECISIONS_PROXY,
 	DECISIONS_EXEC,
+	DECISIONS_FS, /* fs.allow: list is DECISIONS_ALLOW */
 };
 
 struct decisions_entry {
@@ -49,6 +54,7 @@ struct decisions_entry {
 	struct domain_spec domain; /* DECISIONS_PROXY */
 	const char *path_glob;     /* DECISIONS_EXEC: either may be NULL, not both */
 	const char *command;
+	const char *fs_path; /* DECISIONS_FS: absolute, literal; a trailing "/" for a directory */
 };
 
 /* The new text of a decisions file (as decisions_add() below) with ADD added (may be NULL)

@@ -338,8 +338,15 @@ static void handle_decide(struct web *web, struct http_exchange *ex, const char 
 		web_respond_error(ex, 400, "pattern must be a string");
 		return;
 	}
-	if (scope != QUEUE_SCOPE_ONCE && it->kind != QUEUE_KIND_EXEC) {
-		web_respond_error(ex, 400, "only exec asks take a scope wider than once");
+	/* A file ask's wider scope covers its path (files/write_ask.h), nothing to match. */
+	if (scope != QUEUE_SCOPE_ONCE && it->kind != QUEUE_KIND_EXEC &&
+	    it->kind != QUEUE_KIND_FILE) {
+		web_respond_error(ex, 400, "only exec and file asks take a scope wider than once");
+		return;
+	}
+	if (it->kind == QUEUE_KIND_FILE && (match_s || pattern)) {
+		web_respond_error(ex, 400,
+		                  "a file ask's scope covers its path: no program or pattern");
 		return;
 	}
 	if (match == EXEC_MATCH_PATTERN && !pattern) {

@@ -15,15 +15,23 @@
 #     its own name is an ordinary ask, and an approval reads the credentials;
 #   - the audit log (hidden from the agent) and the config directory (read-only for the next
 #     run's sake) are asked like any file, where fs.protect/fs.hide are refused at once.
-# Expected once fixed: refused at once (or decided in the sandbox's view: the open checks that
-# the directory it pinned is the same (device, inode) as the one the process sees through
-# /proc/PID/root), never asked, nothing of the host's handed over.
+# And the ways to reach a shielded file by another name, each refused at once (never asked):
+#   - a bind mount of the config directory elsewhere (made on the host before the run);
+#   - a hard link, made by the user in a visible place, to the hidden credentials;
+#   - a relative path through ".." from the process's cwd;
+#   - a directory fd's magic link (/proc/self/fd/N/…);
+#   - the supervisor's own executable.
+# The card shows the file the agent will write: a relative symlink from its cwd, resolved in
+# its view; approved, the write lands there.
+# Fixed: the path is resolved in the agent's view; the supervisor opens only where the host's
+# directory is the very one that view shows (else the kernel layers decide), and a shielded
+# identity (fs.hide, fs.protect, Cloister's own files) or a file with several names is refused.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=18
+PLAN=48
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
@@ -37,10 +45,13 @@ setup() { # WHO: a home, a worktree, a config and a runtime directory of its own
 	W=$TMP/$1
 	H=$W/home
 	WT=$W/wt
-	mkdir -p "$W/cfg" "$H" "$WT" "$W/rt" "$W/dotfiles/aws"
+	mkdir -p "$W/cfg" "$H/sub" "$WT" "$W/rt" "$W/dotfiles/aws" "$W/cfgbind"
 	# Dotfiles kept elsewhere and linked in (stow, chezmoi, home-manager): ~/.aws is hidden.
 	echo "aws-secret-$$" >"$W/dotfiles/aws/credentials"
 	ln -s "$W/dotfiles/aws" "$H/.aws"
+	# A copy kept by hard link where the agent can see it.
+	ln "$W/dotfiles/aws/credentials" "$H/creds.bak"
+	ln -s sub/target "$H/lnk"
 	cat >"$W/cfg/config.yaml" <<YAML
 exec:
   security: allowlist
@@ -93,7 +104,6 @@ asked() { [ -n "$id" ] && echo 1 || echo 0; }
 
 for who in root nobody; do
 	setup "$who"
-	tap_todo "the write ask opens the host's view of a path the sandbox shows otherwise"
 
 	# ---- the agent's own runtime directory: its writes go to the host's ----
 	start "echo x >\"\$XDG_RUNTIME_DIR/agent.lock\"; echo \"rc \$?\""
@@ -138,6 +148,66 @@ for who in root nobody; do
 	tap_is "$(asked)" 0 "$who: a write to the config directory is refused at once, as fs.protect is" "$out"
 	[ -n "$id" ] && cli deny "$id"
 	finish
-	tap_todo ""
+	tap_ok "$(grep -q "security: full" "$W/cfg/config.yaml" && echo 1 || echo 0)" \
+		"$who: ... and the config is unchanged" "$(diag)"
+
+	# ---- the config directory bound elsewhere on the host ----
+	mount --bind "$W/cfg" "$W/cfgbind"
+	on_exit "umount '$W/cfgbind' 2>/dev/null"
+	start "(echo 'exec: {security: full}' >>'$W/cfgbind/config.yaml') 2>&1; echo \"rc \$?\""
+	wait_pending "$W/cfgbind/config.yaml"
+	tap_is "$(asked)" 0 "$who: the config directory through a bind mount elsewhere is refused at once" "$out"
+	[ -n "$id" ] && cli approve "$id"
+	finish
+	tap_ok "$(grep -q "security: full" "$W/cfg/config.yaml" && echo 1 || echo 0)" \
+		"$who: ... and the config is unchanged" "$(diag)"
+	tap_like "$(cat "$OUT")" "cloister: write to $W/cfgbind/config.yaml refused: it is below Cloister's config directory" \
+		"$who: ... and the process reads why" "$(diag)"
+	umount "$W/cfgbind"
+
+	# ---- a hard link to the hidden credentials ----
+	start "(exec 3<>'$H/creds.bak' && echo \"got \$(cat <&3)\") 2>&1; echo \"rc \$?\""
+	wait_pending "$H/creds.bak"
+	tap_is "$(asked)" 0 "$who: a hard link to hidden credentials is refused at once" "$out"
+	[ -n "$id" ] && cli approve "$id"
+	finish
+	tap_ok "$(grep -q "got aws-secret" "$OUT" && echo 1 || echo 0)" \
+		"$who: ... and the agent never reads them through it" "$(diag)"
+	tap_like "$(cat "$OUT")" "refused: it has 2 names \\(hard links\\)" "$who: ... and the process reads why" "$(diag)"
+
+	# ---- ".." from the process's cwd ----
+	start "cd '$H/sub' && (echo x >>../../cfg/config.yaml) 2>&1; echo \"rc \$?\""
+	wait_pending "config.yaml"
+	tap_is "$(asked)" 0 "$who: the config through a relative path with .. is refused at once" "$out"
+	[ -n "$id" ] && cli approve "$id"
+	finish
+	tap_like "$(cat "$OUT")" "cloister: write to $W/cfg/config.yaml refused: it is below Cloister's config directory" \
+		"$who: ... named as it resolves" "$(diag)"
+
+	# ---- a directory fd's magic link ----
+	start "exec 4<'$W/cfg'; (echo x >>/proc/self/fd/4/config.yaml) 2>&1; echo \"rc \$?\""
+	wait_pending "config.yaml"
+	tap_is "$(asked)" 0 "$who: the config through /proc/self/fd/N of its directory is refused at once" "$out"
+	[ -n "$id" ] && cli approve "$id"
+	finish
+	tap_ok "$(grep -qx "x" "$W/cfg/config.yaml" && echo 1 || echo 0)" \
+		"$who: ... and the config is unchanged" "$(diag)"
+
+	# ---- the supervisor's own executable ----
+	start "(exec 3<>'$TMP/cloister-supervisor') 2>&1; echo \"rc \$?\""
+	wait_pending "$TMP/cloister-supervisor"
+	tap_is "$(asked)" 0 "$who: the supervisor's executable is refused at once" "$out"
+	[ -n "$id" ] && cli approve "$id"
+	finish
+	tap_like "$(cat "$OUT")" "refused: it is the supervisor's executable" "$who: ... and the process reads why" "$(diag)"
+
+	# ---- the card shows where the write lands: a relative symlink from the cwd ----
+	start "cd '$H' && echo hello >lnk; echo \"rc \$?\""
+	wait_pending "$H/sub/target"
+	tap_is "$(asked)" 1 "$who: a write through a relative symlink asks about its target ($H/sub/target)" "$out"
+	[ -n "$id" ] && cli approve "$id"
+	finish
+	tap_is "$(cat "$OUT"):$(cat "$H/sub/target" 2>&1)" "rc 0:hello" \
+		"$who: ... approved, it lands there" "$(diag)"
 done
 tap_done

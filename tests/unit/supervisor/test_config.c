@@ -641,7 +641,7 @@ static void test_unknown_keys_are_errors_with_their_position_in_every_file_kind(
 	         "deny"},
 	        {CONFIG_FILE_DECISIONS, "domains: [a.example]\npaterns: [\"*.b.example\"]\n",
 	         "decisions/global.yaml:2:1: paterns: unknown key; expected one of proxy, domains, "
-	         "patterns, denied_domains, denied_patterns, exec"},
+	         "patterns, denied_domains, denied_patterns, exec, fs"},
 	        /* A key of another file kind: a decisions file cannot loosen exec security. */
 	        {CONFIG_FILE_DECISIONS, "exec:\n  security: full\n",
 	         "decisions/global.yaml:2:3: exec.security: unknown key; expected one of allow, "

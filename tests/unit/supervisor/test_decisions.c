@@ -233,6 +233,82 @@ static void test_exec_entries_are_added_read_back_and_removed(void **state)
 	exec_pattern_rule_done(&rule);
 }
 
+static void test_file_entries_are_added_read_back_and_removed(void **state)
+{
+	struct cl_error err = {{0}};
+	_cleanup_free_ char *with_domain = add(NULL, DECISIONS_ALLOW, "example.com", 1);
+	_cleanup_free_ char *t1 = NULL, *t2 = NULL, *t3 = NULL, *t4 = NULL;
+	_cleanup_(config_freep) struct config *cfg = NULL;
+	struct decisions_entry file = {.section = DECISIONS_FS,
+	                               .list = DECISIONS_ALLOW,
+	                               .fs_path = "/home/u/a \"quoted\" name"};
+	struct decisions_entry dir = {.section = DECISIONS_FS,
+	                              .list = DECISIONS_ALLOW,
+	                              .fs_path = "/home/u/.cache/tool/"};
+	(void)state;
+
+	assert_int_equal(decisions_edit("d.yaml", with_domain, strlen(with_domain), true, &file,
+	                                NULL, &t1, &err),
+	                 1);
+	assert_int_equal(decisions_edit("d.yaml", t1, strlen(t1), true, &dir, NULL, &t2, &err), 1);
+	/* Again: already there. */
+	assert_int_equal(decisions_edit("d.yaml", t2, strlen(t2), true, &dir, NULL, &t3, &err), 0);
+	{
+		struct config_source src = {"d.yaml", t2, strlen(t2), true};
+
+		if (config_parse_file(CONFIG_FILE_DECISIONS, CONFIG_LAYER_GLOBAL_DECISIONS, &src,
+		                      NULL, &cfg, &err) < 0)
+			fail_msg("%s\n%s", err.msg, t2);
+		assert_int_equal(cfg->fs.allow.n, 2);
+		assert_string_equal(cfg->fs.allow.items[0].pattern, file.fs_path);
+		assert_string_equal(cfg->fs.allow.items[1].pattern, dir.fs_path);
+		/* Answers of the ask, never writable paths. */
+		assert_int_equal(cfg->fs.write.n, 0);
+		assert_int_equal(cfg->proxy.allow.n, 1);
+	}
+	/* Removed: the other entries stay. */
+	assert_int_equal(decisions_edit("d.yaml", t2, strlen(t2), true, NULL, &file, &t4, &err), 1);
+	assert_null(strstr(t4, "quoted"));
+	assert_non_null(strstr(t4, "/home/u/.cache/tool/"));
+	assert_non_null(strstr(t4, "example.com"));
+}
+
+static void test_a_file_entry_must_be_a_literal_absolute_path(void **state)
+{
+	static const char *const bad[] = {"relative", "~/.toolrc", "/home/*/x",
+	                                  "/a/../b",  "/a//b",     "/a/[x]"};
+	struct cl_error err = {{0}};
+	(void)state;
+
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		struct decisions_entry e = {
+		        .section = DECISIONS_FS, .list = DECISIONS_ALLOW, .fs_path = bad[i]};
+		_cleanup_free_ char *text = NULL;
+		_cleanup_free_ char *yaml = NULL;
+		_cleanup_(config_freep) struct config *cfg = NULL;
+		struct config_source src;
+
+		if (decisions_edit("d.yaml", "", 0, false, &e, NULL, &text, &err) != -EINVAL)
+			fail_msg("%s was accepted", bad[i]);
+		/* Nor read from a file someone edited. */
+		assert_true(asprintf(&yaml, "fs:\n  allow:\n    - \"%s\"\n", bad[i]) > 0);
+		src = (struct config_source){"d.yaml", yaml, strlen(yaml), true};
+		if (config_parse_file(CONFIG_FILE_DECISIONS, CONFIG_LAYER_GLOBAL_DECISIONS, &src,
+		                      NULL, &cfg, &err) != -EINVAL)
+			fail_msg("%s was read", bad[i]);
+	}
+	/* fs.allow is the decisions files' alone. */
+	{
+		static const char yaml[] = "fs:\n  allow:\n    - \"/home/u/.toolrc\"\n";
+		struct config_source src = {"config.yaml", yaml, strlen(yaml), true};
+		_cleanup_(config_freep) struct config *cfg = NULL;
+
+		assert_int_equal(config_parse_file(CONFIG_FILE_GLOBAL, CONFIG_LAYER_GLOBAL, &src,
+		                                   NULL, &cfg, &err),
+		                 -EINVAL);
+	}
+}
+
 static void test_wildcard_needs_three_labels(void **state)
 {
 	static const struct {
@@ -571,6 +647,8 @@ int main(void)
 	        cmocka_unit_test(test_awkward_names_are_quoted_so_yaml_keeps_them),
 	        cmocka_unit_test(test_unreadable_or_unknown_content_is_not_rewritten),
 	        cmocka_unit_test(test_exec_entries_are_added_read_back_and_removed),
+	        cmocka_unit_test(test_file_entries_are_added_read_back_and_removed),
+	        cmocka_unit_test(test_a_file_entry_must_be_a_literal_absolute_path),
 	        cmocka_unit_test(test_wildcard_needs_three_labels),
 	        cmocka_unit_test(test_paths_follow_cloisters_layout),
 	        cmocka_unit_test(test_write_creates_private_dirs_and_a_0600_file),

@@ -1,0 +1,133 @@
+#!/bin/sh
+# File decisions of project scope (fs.ask: on-write), as root and as an unprivileged user:
+#   - `approve ID --scope project` on a write ask writes an `fs: allow:` entry to the
+#     project's decisions file (0600), and the write lands;
+#   - `policy show` names it with its origin;
+#   - a second run writes the file with no ask (nobody could answer one: --ask none, the
+#     fallback denies);
+#   - a remembered path is no way around the checks: made a symlink to the config file, the
+#     write is refused at once;
+#   - `decisions rm PATH` removes it: the third run asks again (and the fallback denies).
+# Prints TAP.
+set -u
+# shellcheck source=tests/lib/run_common.sh
+. "$(dirname "$0")/../lib/run_common.sh"
+
+PLAN=24
+run_needs_root $PLAN
+run_needs_tools $PLAN setpriv
+tap_plan $PLAN
+
+NOBODY=65534
+chmod 711 "$TMP"
+cp "$SUPERVISOR" "$TMP/cloister-supervisor"
+chmod 755 "$TMP/cloister-supervisor"
+PROJECT=wad$$
+
+setup() { # WHO
+	W=$TMP/$1
+	H=$W/home
+	WT=$W/wt
+	mkdir -p "$W/cfg" "$H" "$WT" "$W/rt"
+	cat >"$W/cfg/config.yaml" <<YAML
+exec:
+  defaults: false
+  security: allowlist
+  ask: off
+  allow:
+    - path: "/usr/bin/*"
+fs:
+  ask: on-write
+YAML
+	if [ "$1" = nobody ]; then
+		chown -R "$NOBODY:$NOBODY" "$W"
+		chmod 711 "$W"
+		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
+	else
+		AS=""
+	fi
+	chmod 700 "$W/rt"
+	AUD=$W/state/cloister/audit.log
+	FILE=$W/cfg/decisions/projects/$PROJECT.yaml
+}
+
+envs() { echo "env HOME=$H XDG_CONFIG_HOME=$H/.config XDG_STATE_HOME=$W/state XDG_RUNTIME_DIR=$W/rt"; }
+
+start() { # ASK AGENT-SCRIPT: the supervisor in the background (pid in $svpid)
+	# shellcheck disable=SC2046,SC2086 # words on purpose
+	(cd "$WT" && exec timeout -k 5 30 $AS $(envs) "$TMP/cloister-supervisor" run \
+		--config-dir "$W/cfg" --project "$PROJECT" --name "wad$$" \
+		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off \
+		--ask "$1" --ask-timeout 20s -- sh -c "$2") </dev/null >"$OUT" 2>"$ERR" &
+	svpid=$!
+}
+finish() {
+	wait "$svpid"
+	rc=$?
+}
+cli() {
+	# shellcheck disable=SC2046,SC2086
+	out=$(timeout 20 $AS $(envs) "$TMP/cloister-supervisor" "$@" 2>&1)
+	st=$?
+}
+wait_pending() { # TEXT: the id of the pending ask that shows TEXT, in $id
+	id=
+	i=0
+	while [ -z "$id" ] && [ $i -lt 300 ] && kill -0 "$svpid" 2>/dev/null; do
+		cli pending
+		id=$(printf '%s\n' "$out" | grep -F -- "$1" | awk '{ print $1 }' | head -n 1)
+		[ -n "$id" ] || sleep 0.05
+		i=$((i + 1))
+	done
+}
+
+for who in root nobody; do
+	setup "$who"
+
+	# ---- run 1: approved with the scope project ----
+	start web "echo one >>'$H/.toolrc'; echo \"rc \$?\""
+	wait_pending "$H/.toolrc"
+	tap_ok "$([ -n "$id" ] && echo 0 || echo 1)" "$who: the first write to ~/.toolrc asks" "$out"
+	cli approve "$id" --scope project
+	tap_is "$st:$out" "0:approved $id (project)" "$who: approve --scope project: 0"
+	finish
+	tap_is "$(cat "$OUT"):$(cat "$H/.toolrc" 2>&1)" "rc 0:one" "$who: ... and the write lands" "$(diag)"
+	tap_like "$(cat "$FILE" 2>&1)" "fs:
+  allow:
+    - \"$H/.toolrc\"" "$who: the project's decisions file has the fs: entry" "$(cat "$FILE" 2>&1)"
+	tap_is "$(stat -c %a "$FILE" 2>&1)" 600 "$who: ... written 0600"
+
+	cli policy show --config-dir "$W/cfg" --project "$PROJECT"
+	tap_like "$out" "#   - \"$H/.toolrc\"  # $FILE:[0-9]*:[0-9]* \\(project decisions\\)" \
+		"$who: policy show names it and its origin" "$out"
+
+	# ---- run 2: nobody can answer, and nothing is asked ----
+	rm -f "$AUD"
+	start none "echo two >>'$H/.toolrc'; echo \"rc \$?\""
+	finish
+	tap_is "$(cat "$OUT"):$(tail -n 1 "$H/.toolrc" 2>&1)" "rc 0:two" \
+		"$who: the second run writes with no ask" "$(diag)"
+	tap_is "$(grep -c '"kind":"file".*"verdict":"ask"' "$AUD" 2>/dev/null)" 0 "$who: ... none in the audit log"
+
+	# ---- the remembered path now leads to Cloister's config: refused at once ----
+	# shellcheck disable=SC2086 # words on purpose
+	$AS sh -c "mv '$H/.toolrc' '$H/.toolrc.keep' && ln -s '$W/cfg/config.yaml' '$H/.toolrc'"
+	start none "(echo 'exec: {security: full}' >>'$H/.toolrc') 2>&1; echo \"rc \$?\""
+	finish
+	tap_like "$(cat "$OUT")" "refused: it is below Cloister's config directory" \
+		"$who: a remembered path made a symlink to the config is refused" "$(diag)"
+	tap_ok "$(grep -q "security: full" "$W/cfg/config.yaml" && echo 1 || echo 0)" \
+		"$who: ... and the config is unchanged" "$(diag)"
+	# shellcheck disable=SC2086
+	$AS sh -c "rm '$H/.toolrc' && mv '$H/.toolrc.keep' '$H/.toolrc'"
+
+	# ---- decisions rm, then run 3 asks again ----
+	cli decisions rm "$H/.toolrc" --config-dir "$W/cfg" --project "$PROJECT"
+	tap_like "$st:$out" "^0:removed [0-9a-f]{12}  project $PROJECT +allow  file +$H/.toolrc" \
+		"$who: decisions rm PATH removes it" "$out"
+	start none "(echo three >>'$H/.toolrc') 2>/dev/null; echo \"rc \$?\""
+	finish
+	tap_is "$(cat "$OUT"):$(tail -n 1 "$H/.toolrc" 2>&1)" "rc 2:two" \
+		"$who: the third run asks again (the fallback denies)" "$(diag)"
+done
+tap_done
