@@ -1132,12 +1132,23 @@ static int start(struct run *run, struct cl_error *err)
 	return 0;
 }
 
-static void report_swept(void *userdata, const char *path, const char *moved_to, int r)
+static void report_swept(void *userdata, enum fs_sweep_what what, const char *path,
+                         const char *moved_to, int r)
 {
-	if (r < 0)
-		say("warning: the agent created %s, which is protected (fs.protect), and it could "
-		    "not be moved aside: %s; check it before anything runs it",
-		    path, strerror(-r));
+	const char *why =
+	        what == FS_SWEEP_GIT ? "git runs it on the host" : "it is protected (fs.protect)";
+
+	if (what == FS_SWEEP_UNCHECKED)
+		say("warning: %s was not checked for a .git of the agent's: %s; check it before "
+		    "you run git there",
+		    path, r == -ELOOP ? "too deep" : strerror(-r));
+	else if (r < 0)
+		say("warning: the agent made or changed %s (%s), and it could not be moved aside: "
+		    "%s; check it before anything runs it",
+		    path, why, strerror(-r));
+	else if (what == FS_SWEEP_GIT)
+		say("the agent made or changed %s (%s): moved to %s; check it before you use it",
+		    path, why, moved_to);
 	else
 		say("the agent created %s, which is protected (fs.protect): moved to %s; check "
 		    "it before you use it",

@@ -5,32 +5,42 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "supervisor/policy/fs_policy.h"
 #include "supervisor/policy/path_boundary.h"
 
 struct fs_absent {
-	int dirfd; /* O_PATH, opened at the start */
-	char *name;
-	char *path; /* for messages */
+	int dirfd; /* O_PATH: the nearest ancestor that existed at the start */
+	char *rel; /* the path below it, "a/b/name"; its first component was absent */
+	char *path;
 };
 
 struct fs_sweep {
 	struct fs_absent *v;
 	size_t n;
+	/* The worktree, when writable: every .git in it is checked (fs_confine.h). */
+	int git_root; /* O_PATH | O_DIRECTORY, or -EBADF */
+	char *git_root_path;
+	struct timespec start; /* the run's start, on the worktree's file system's clock */
 };
 
 struct fs_confine {
-	struct fs_sweep *sweep;          /* absent protected paths */
+	struct fs_sweep *sweep;          /* absent protected paths, the .git check */
 	struct confine_paths write;      /* resolved, outermost only */
 	struct confine_paths protect;    /* resolved, existing */
+	struct confine_paths links;      /* symlinks on the way to a protected path */
 	struct confine_paths hide_dirs;  /* resolved, existing directories */
 	struct confine_paths hide_files; /* resolved, existing non-directories */
 	struct confine_paths pins;       /* ancestors of protected paths inside a writable one */
@@ -47,6 +57,7 @@ void fs_confine_free(struct fs_confine *fc)
 		return;
 	confine_paths_free(&fc->write);
 	confine_paths_free(&fc->protect);
+	confine_paths_free(&fc->links);
 	confine_paths_free(&fc->hide_dirs);
 	confine_paths_free(&fc->hide_files);
 	confine_paths_free(&fc->pins);
@@ -61,9 +72,12 @@ void fs_sweep_free(struct fs_sweep *s)
 	for (size_t i = 0; i < s->n; i++) {
 		if (s->v[i].dirfd >= 0)
 			close(s->v[i].dirfd);
-		free(s->v[i].name);
+		free(s->v[i].rel);
 		free(s->v[i].path);
 	}
+	if (s->git_root >= 0)
+		close(s->git_root);
+	free(s->git_root_path);
 	free(s->v);
 	free(s);
 }
@@ -73,39 +87,65 @@ struct fs_sweep *fs_confine_take_sweep(struct fs_confine *fc)
 	return fc ? TAKE_PTR(fc->sweep) : NULL;
 }
 
-/* Remember absent protected PATH (expanded, no glob) by its parent directory, opened now. */
+static struct fs_sweep *sweep_of(struct fs_confine *fc)
+{
+	if (!fc->sweep && (fc->sweep = calloc(1, sizeof(*fc->sweep))))
+		fc->sweep->git_root = -EBADF;
+	return fc->sweep;
+}
+
+/* Remember absent protected PATH (expanded, no glob) by its nearest ancestor that exists,
+ * opened now: what the agent creates at PATH, or on the way to it, is found at the end. */
 static int add_absent(struct fs_confine *fc, const char *path)
 {
 	_cleanup_free_ char *parent = strdup(path);
-	char *slash = parent ? strrchr(parent, '/') : NULL;
 	struct fs_absent a = {.dirfd = -EBADF};
 	struct fs_absent *v;
+	char *slash;
 
 	if (!parent)
 		return -ENOMEM;
-	if (!slash || !slash[1])
-		return 0;
-	*slash = '\0';
-	if (!fc->sweep && !(fc->sweep = calloc(1, sizeof(*fc->sweep))))
-		return -ENOMEM;
+	if (path[0] != '/' || !sweep_of(fc))
+		return path[0] != '/' ? 0 : -ENOMEM;
 	if (fc->sweep->n >= FS_CONFINE_MAX_PATHS)
 		return -E2BIG;
-	a.dirfd = open(parent[0] ? parent : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (a.dirfd < 0)
-		return 0; /* no parent: see the README ("Files", what is not protected) */
-	/* Something at the name already (a dangling symlink): the user's, left alone. */
-	if (fstatat(a.dirfd, slash + 1, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0) {
-		close(a.dirfd);
-		return 0;
+	/* Up from PATH: the first ancestor that opens as a directory. Something at the name
+	 * below it already (a dangling symlink, a file where a directory is expected) is the
+	 * user's, left alone. */
+	while ((slash = strrchr(parent, '/'))) {
+		const char *name = path + (slash - parent) + 1;
+
+		*slash = '\0';
+		a.dirfd = open(parent[0] ? parent : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (a.dirfd >= 0) {
+			char first[NAME_MAX + 1];
+			size_t len = strcspn(name, "/");
+
+			if (len == 0 || len >= sizeof(first)) {
+				close(a.dirfd);
+				return 0;
+			}
+			memcpy(first, name, len);
+			first[len] = '\0';
+			if (fstatat(a.dirfd, first, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0) {
+				close(a.dirfd);
+				return 0;
+			}
+			a.rel = strdup(name);
+			break;
+		}
+		if (!parent[0])
+			return 0;
 	}
-	a.name = strdup(slash + 1);
+	if (a.dirfd < 0)
+		return 0;
 	a.path = strdup(path);
 	v = reallocarray(fc->sweep->v, fc->sweep->n + 1, sizeof(*v));
-	if (!a.name || !a.path || !v) {
+	if (!a.rel || !a.path || !v) {
 		if (v)
 			fc->sweep->v = v;
 		close(a.dirfd);
-		free(a.name);
+		free(a.rel);
 		free(a.path);
 		return -ENOMEM;
 	}
@@ -114,38 +154,274 @@ static int add_absent(struct fs_confine *fc, const char *path)
 	return 0;
 }
 
+/* Rename NAME in DIRFD (DIR in messages) aside, never replacing: "NAME.cloister-blocked", or,
+ * when something is there (the agent may have made it), "NAME.cloister-blocked.RANDOM" — a
+ * name it could not guess — tried a few times. */
+static int move_aside(int dirfd, const char *dir, const char *name, char **ret_moved)
+{
+	char to[NAME_MAX + 1];
+	int r = -EEXIST;
+
+	for (unsigned n = 0; r == -EEXIST && n < 8; n++) {
+		uint64_t rnd = 0;
+		int len;
+
+		if (n && getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			return -EIO;
+		/* A name too long for the suffix keeps its first 200 bytes. */
+		len = n ? snprintf(to, sizeof(to), "%.200s.cloister-blocked.%016llx", name,
+		                   (unsigned long long)rnd)
+		        : snprintf(to, sizeof(to), "%.200s.cloister-blocked", name);
+		if (len < 0 || (size_t)len >= sizeof(to))
+			return -ENAMETOOLONG;
+		r = renameat2(dirfd, name, dirfd, to, RENAME_NOREPLACE) < 0 ? -errno : 0;
+		/* A file system without RENAME_NOREPLACE: the agent is gone, the check and the
+		 * rename are not raced by it. */
+		if (r == -EINVAL) {
+			if (fstatat(dirfd, to, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0)
+				r = -EEXIST;
+			else
+				r = renameat(dirfd, name, dirfd, to) < 0 ? -errno : 0;
+		}
+	}
+	if (r < 0)
+		return r;
+	if (asprintf(ret_moved, "%s/%s", strcmp(dir, "/") ? dir : "", to) < 0)
+		*ret_moved = NULL;
+	return 0;
+}
+
+struct sweep_ctx {
+	const struct fs_sweep *s;
+	fs_sweep_report_fn report;
+	void *userdata;
+};
+
+static void aside(struct sweep_ctx *c, enum fs_sweep_what what, int dirfd, const char *dir,
+                  const char *name)
+{
+	_cleanup_free_ char *path = NULL, *moved = NULL;
+	int r = move_aside(dirfd, dir, name, &moved);
+
+	if (asprintf(&path, "%s/%s", strcmp(dir, "/") ? dir : "", name) < 0)
+		return;
+	c->report(c->userdata, what, path, r < 0 ? NULL : moved ? moved : name, r);
+}
+
+static void sweep_absent(struct sweep_ctx *c, const struct fs_absent *a)
+{
+	_cleanup_free_ char *parent = strdup(a->rel);
+	_cleanup_free_ char *dir = strdup(a->path);
+	_cleanup_close_ int pfd = -EBADF;
+	char *slash = parent ? strrchr(parent, '/') : NULL;
+	const char *name = slash ? slash + 1 : a->rel;
+	char first[NAME_MAX + 1];
+	size_t len;
+
+	if (!parent || !dir || !strrchr(dir, '/'))
+		return;
+	*strrchr(dir, '/') = '\0';
+	if (!slash) {
+		if (fstatat(a->dirfd, name, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0)
+			aside(c, FS_SWEEP_PROTECTED, a->dirfd, dir[0] ? dir : "/", name);
+		return;
+	}
+	*slash = '\0';
+	/* The directories the agent made on the way, without a symlink: the path itself is
+	 * moved aside, the rest stays. */
+	pfd = (int)syscall(SYS_openat2, a->dirfd, parent,
+	                   &(struct open_how){.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	                                      .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+	                                                 RESOLVE_NO_MAGICLINKS},
+	                   sizeof(struct open_how));
+	if (pfd >= 0) {
+		if (fstatat(pfd, name, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0)
+			aside(c, FS_SWEEP_PROTECTED, pfd, dir, name);
+		return;
+	}
+	if (errno == ENOENT || errno == ENOTDIR)
+		return;
+	/* A symlink on the way (or anything else odd): the first directory that was absent at
+	 * the start goes aside whole — everything in it was made during the run. */
+	len = strcspn(a->rel, "/");
+	if (len >= sizeof(first))
+		return;
+	memcpy(first, a->rel, len);
+	first[len] = '\0';
+	memcpy(dir, a->path, strlen(a->path) - strlen(a->rel));
+	dir[strlen(a->path) - strlen(a->rel) - 1] = '\0';
+	if (fstatat(a->dirfd, first, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0)
+		aside(c, FS_SWEEP_PROTECTED, a->dirfd, dir[0] ? dir : "/", first);
+}
+
+/* ---- every .git in the worktree ---------------------------------------------------------- */
+
+/* Deeper than this below the worktree, directories are not looked into (each level holds a
+ * file descriptor); the run says so. */
+#define GIT_WALK_MAX_DEPTH 128
+
+static bool after_start(const struct fs_sweep *s, const struct statx_timestamp *t)
+{
+	return t->tv_sec > s->start.tv_sec ||
+	       (t->tv_sec == s->start.tv_sec && t->tv_nsec >= (uint32_t)s->start.tv_nsec);
+}
+
+/* Changed during the run: its inode's status (contents, mode, a rename) changed after the
+ * start. The agent cannot set a change time back. */
+static bool changed(const struct fs_sweep *s, int dirfd, const char *name, struct statx *ret)
+{
+	struct statx stx;
+
+	if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_CTIME | STATX_BTIME, &stx) <
+	    0)
+		return false;
+	if (ret)
+		*ret = stx;
+	return after_start(s, &stx.stx_ctime);
+}
+
+/* Made during the run: a directory's change time moves with every entry made in it (git's own
+ * index.lock), so a directory counts as made only by its birth time; without one, it is
+ * checked by its contents. */
+static bool born(const struct fs_sweep *s, const struct statx *stx)
+{
+	return (stx->stx_mask & STATX_BTIME) && after_start(s, &stx->stx_btime);
+}
+
+static int open_dir(int dirfd, const char *name)
+{
+	return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* Each entry of directory NAME in DIRFD to FN; -errno when it cannot be read. */
+typedef void (*entry_fn)(struct sweep_ctx *c, int dfd, const char *dir, const char *name,
+                         unsigned char type, unsigned depth);
+
+static int each_entry_of(struct sweep_ctx *c, int pfd, const char *dir, const char *name,
+                         unsigned depth, entry_fn fn)
+{
+	_cleanup_free_ char *path = NULL;
+	int fd = open_dir(pfd, name);
+	DIR *d;
+	struct dirent *de;
+
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if ((strcmp(name, ".")      ? asprintf(&path, "%s/%s", strcmp(dir, "/") ? dir : "", name)
+	     : (path = strdup(dir)) ? 0
+	                            : -1) < 0) {
+		closedir(d);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			fn(c, dirfd(d), path, de->d_name, de->d_type, depth + 1);
+	closedir(d);
+	return 0;
+}
+
+static void check_git_dir(struct sweep_ctx *c, int dirfd, const char *dir, const char *name,
+                          unsigned depth);
+
+/* In a hooks directory: a hook made or changed during the run goes aside (git runs only the
+ * exact names). */
+static void on_hook(struct sweep_ctx *c, int dfd, const char *dir, const char *name,
+                    unsigned char type, unsigned depth)
+{
+	if (changed(c->s, dfd, name, NULL))
+		aside(c, FS_SWEEP_GIT, dfd, dir, name);
+}
+
+/* In modules/ or worktrees/: the git directory of a submodule or a linked worktree. */
+static void on_nested_gitdir(struct sweep_ctx *c, int dfd, const char *dir, const char *name,
+                             unsigned char type, unsigned depth)
+{
+	check_git_dir(c, dfd, dir, name, depth);
+}
+
+/* NAME in DIRFD is a git directory (or a .git file naming one): whatever of it git would run
+ * that the run made or changed goes aside. */
+static void check_git_dir(struct sweep_ctx *c, int dirfd, const char *dir, const char *name,
+                          unsigned depth)
+{
+	static const char *const files[] = {"config", "config.worktree", "commondir", "gitdir"};
+	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	struct statx stx = {0}, hooks = {0};
+	bool ch = changed(c->s, dirfd, name, &stx);
+
+	if (!(stx.stx_mask & STATX_TYPE))
+		return;
+	if (!S_ISDIR(stx.stx_mode)) {
+		if (ch) /* a .git file ("gitdir: …") or link made or changed during the run */
+			aside(c, FS_SWEEP_GIT, dirfd, dir, name);
+		return;
+	}
+	if (born(c->s, &stx)) {
+		aside(c, FS_SWEEP_GIT, dirfd, dir, name);
+		return;
+	}
+	if (depth > GIT_WALK_MAX_DEPTH)
+		goto too_deep;
+	fd = open_dir(dirfd, name);
+	if (fd < 0 || asprintf(&path, "%s/%s", strcmp(dir, "/") ? dir : "", name) < 0)
+		return;
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (changed(c->s, fd, files[i], NULL))
+			aside(c, FS_SWEEP_GIT, fd, path, files[i]);
+	if (changed(c->s, fd, "hooks", &hooks) && !S_ISDIR(hooks.stx_mode))
+		aside(c, FS_SWEEP_GIT, fd, path, "hooks");
+	else
+		(void)each_entry_of(c, fd, path, "hooks", depth, on_hook);
+	(void)each_entry_of(c, fd, path, "modules", depth, on_nested_gitdir);
+	(void)each_entry_of(c, fd, path, "worktrees", depth, on_nested_gitdir);
+	return;
+too_deep:
+	c->report(c->userdata, FS_SWEEP_UNCHECKED, dir, NULL, -ELOOP);
+}
+
+static void on_tree_entry(struct sweep_ctx *c, int dfd, const char *dir, const char *name,
+                          unsigned char type, unsigned depth)
+{
+	if (strcmp(name, ".git") == 0) {
+		check_git_dir(c, dfd, dir, name, depth);
+		return;
+	}
+	if (type == DT_UNKNOWN) {
+		struct stat st;
+
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return;
+		type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+	}
+	if (type != DT_DIR)
+		return;
+	if (depth > GIT_WALK_MAX_DEPTH) {
+		_cleanup_free_ char *path = NULL;
+
+		if (asprintf(&path, "%s/%s", dir, name) >= 0)
+			c->report(c->userdata, FS_SWEEP_UNCHECKED, path, NULL, -ELOOP);
+		return;
+	}
+	(void)each_entry_of(c, dfd, dir, name, depth, on_tree_entry);
+}
+
 void fs_sweep_run(const struct fs_sweep *s, fs_sweep_report_fn report, void *userdata)
 {
-	for (size_t i = 0; s && i < s->n; i++) {
-		const struct fs_absent *a = &s->v[i];
-		char to[NAME_MAX + 1];
-		struct stat st;
-		int r = -EEXIST;
+	struct sweep_ctx c = {s, report, userdata};
 
-		if (fstatat(a->dirfd, a->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		for (unsigned n = 0; r == -EEXIST && n < 100; n++) {
-			int len = n ? snprintf(to, sizeof(to), "%s.cloister-blocked.%u", a->name, n)
-			            : snprintf(to, sizeof(to), "%s.cloister-blocked", a->name);
+	for (size_t i = 0; s && i < s->n; i++)
+		sweep_absent(&c, &s->v[i]);
+	if (s && s->git_root >= 0) {
+		int r = each_entry_of(&c, s->git_root, s->git_root_path, ".", 0, on_tree_entry);
 
-			if (len < 0 || (size_t)len >= sizeof(to)) {
-				r = -ENAMETOOLONG;
-				break;
-			}
-			r = renameat2(a->dirfd, a->name, a->dirfd, to, RENAME_NOREPLACE) < 0
-			            ? -errno
-			            : 0;
-		}
-		if (r < 0) {
-			report(userdata, a->path, NULL, r);
-		} else {
-			_cleanup_free_ char *moved = NULL;
-			const char *slash = strrchr(a->path, '/');
-
-			if (asprintf(&moved, "%.*s/%s", (int)(slash - a->path), a->path, to) < 0)
-				moved = NULL;
-			report(userdata, a->path, moved ? moved : to, 0);
-		}
+		if (r < 0)
+			report(userdata, FS_SWEEP_UNCHECKED, s->git_root_path, NULL, r);
 	}
 }
 
@@ -161,6 +437,55 @@ static bool parent_exists(const char *path)
 		return false;
 	*slash = '\0';
 	return stat(parent, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int add_checked(struct confine_paths *p, const char *path)
+{
+	if (p->n >= FS_CONFINE_MAX_PATHS)
+		return -E2BIG;
+	return confine_paths_add(p, path);
+}
+
+static int on_protect(struct fs_confine *fc, const char *real, const struct stat *st, void *u)
+{
+	return add_checked(&fc->protect, real);
+}
+
+/* Each symlink on the way to protected PATH (expanded, absolute), itself included, that lies
+ * in a writable directory: the link, by its resolved directory and its name. Protecting the
+ * target alone would let the agent remove the link and put a file of its own there. */
+static int add_links(struct fs_confine *fc, const char *path)
+{
+	_cleanup_free_ char *copy = strdup(path);
+	char *slash = copy;
+	int r = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	while (r >= 0 && slash && (slash = strchr(slash + 1, '/'), true)) {
+		_cleanup_free_ char *dir = NULL, *link = NULL;
+		struct stat st;
+		char *name;
+
+		if (slash)
+			*slash = '\0';
+		name = strrchr(copy, '/');
+		if (lstat(copy, &st) == 0 && S_ISLNK(st.st_mode) && name) {
+			*name = '\0';
+			dir = realpath(copy[0] ? copy : "/", NULL);
+			*name = '/';
+			if (dir && asprintf(&link, "%s%s", strcmp(dir, "/") ? dir : "", name) < 0)
+				r = -ENOMEM;
+			for (size_t w = 0; r >= 0 && link && w < fc->write.n; w++)
+				if (confine_path_within(dir, fc->write.v[w])) {
+					r = add_checked(&fc->links, link);
+					break;
+				}
+		}
+		if (slash)
+			*slash = '/';
+	}
+	return r;
 }
 
 /* Each path PATTERN (expanded) names that exists, resolved, to FN. A missing one goes to
@@ -184,7 +509,8 @@ static int each_path(struct fs_confine *fc, const char *expanded, path_fn fn, vo
 			(*missing)++;
 			return add_absent(fc, expanded);
 		}
-		return fn(fc, real, &st, userdata);
+		r = fn == on_protect ? add_links(fc, expanded) : 0;
+		return r < 0 ? r : fn(fc, real, &st, userdata);
 	}
 	/* GLOB_PERIOD: a '*' matches a leading dot, as in fs_policy's fnmatch. */
 	r = glob(expanded, GLOB_NOSORT | GLOB_PERIOD, NULL, &g);
@@ -206,17 +532,12 @@ static int each_path(struct fs_confine *fc, const char *expanded, path_fn fn, vo
 			continue;
 		real = realpath(g.gl_pathv[i], NULL);
 		if (real && stat(real, &st) == 0)
+			r = fn == on_protect ? add_links(fc, g.gl_pathv[i]) : 0;
+		if (r >= 0 && real && stat(real, &st) == 0)
 			r = fn(fc, real, &st, userdata);
 	}
 	globfree(&g);
 	return r;
-}
-
-static int add_checked(struct confine_paths *p, const char *path)
-{
-	if (p->n >= FS_CONFINE_MAX_PATHS)
-		return -E2BIG;
-	return confine_paths_add(p, path);
 }
 
 static int on_write(struct fs_confine *fc, const char *real, const struct stat *st, void *u)
@@ -224,11 +545,6 @@ static int on_write(struct fs_confine *fc, const char *real, const struct stat *
 	if (strcmp(real, "/") == 0)
 		fc->all_writable = true;
 	return add_checked(&fc->write, real);
-}
-
-static int on_protect(struct fs_confine *fc, const char *real, const struct stat *st, void *u)
-{
-	return add_checked(&fc->protect, real);
 }
 
 struct hide_ctx {
@@ -297,9 +613,10 @@ static int each_entry(struct fs_confine *fc, const struct config_fs_list *list,
 /* The ancestors of each protected path below the writable path holding it. */
 static int plan_pins(struct fs_confine *fc)
 {
-	for (size_t i = 0; i < fc->protect.n; i++) {
+	for (size_t i = 0; i < fc->protect.n + fc->links.n; i++) {
 		_cleanup_(confine_paths_free) struct confine_paths up = {0};
-		const char *p = fc->protect.v[i];
+		const char *p =
+		        i < fc->protect.n ? fc->protect.v[i] : fc->links.v[i - fc->protect.n];
 		const char *holder = NULL;
 		int r;
 
@@ -316,6 +633,46 @@ static int plan_pins(struct fs_confine *fc)
 		if (r < 0)
 			return r;
 	}
+	return 0;
+}
+
+/* The start, on the clock of the file system holding DIRFD (a network file system's
+ * server's): an unnamed file's change time, or ours when it cannot make one; the earlier. */
+static struct timespec start_time(int dirfd)
+{
+	struct timespec now;
+	_cleanup_close_ int fd = -EBADF;
+	struct stat st;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &now);
+	fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0 && fstat(fd, &st) == 0 &&
+	    (st.st_ctim.tv_sec < now.tv_sec ||
+	     (st.st_ctim.tv_sec == now.tv_sec && st.st_ctim.tv_nsec < now.tv_nsec)))
+		now = st.st_ctim;
+	return now;
+}
+
+/* The worktree, when it is writable: every .git in it is checked at the end. */
+static int plan_git_check(struct fs_confine *fc, const char *worktree)
+{
+	_cleanup_close_ int dfd = -EBADF;
+	bool writable = false;
+
+	for (size_t w = 0; w < fc->write.n && !writable; w++)
+		writable = confine_path_within(worktree, fc->write.v[w]);
+	if (!writable)
+		return 0;
+	if (!sweep_of(fc))
+		return -ENOMEM;
+	dfd = open(worktree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fc->sweep->start = start_time(dfd);
+	fc->sweep->git_root_path = strdup(worktree);
+	if (!fc->sweep->git_root_path)
+		return -ENOMEM;
+	fc->sweep->git_root = TAKE_FD(dfd);
 	return 0;
 }
 
@@ -357,6 +714,10 @@ int fs_confine_prepare(const struct fs_confine_request *req, struct fs_confine *
 		return r;
 	fc->n_write_all = fc->write.n;
 	confine_paths_outermost(&fc->write);
+	r = plan_git_check(fc, worktree);
+	if (r < 0)
+		return cl_error_set(err, r, "fs: opening %s for the .git check: %s", worktree,
+		                    strerror(-r));
 	r = plan_pins(fc);
 	if (r < 0)
 		return cl_error_set(err, r, "fs: planning the pinned directories: %s",
@@ -376,6 +737,8 @@ void fs_confine_summarize(const struct fs_confine *fc, struct fs_confine_summary
 	        .created = fc->created,
 	        .skipped_hide = fc->skipped_hide,
 	        .pinned = fc->pins.n,
+	        .links = fc->links.n,
+	        .git_check = fc->sweep && fc->sweep->git_root >= 0,
 	        .private_tmp = fc->private_tmp,
 	};
 }
@@ -392,10 +755,10 @@ bool fs_confine_private_tmp(const struct fs_confine *fc)
 
 /* ---- in the init --------------------------------------------------------------------------- */
 
-static int clone_tree(const char *path)
+static int clone_tree(const char *path, unsigned flags)
 {
 	int fd = (int)syscall(SYS_open_tree, AT_FDCWD, path,
-	                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | flags);
 
 	return fd < 0 ? -errno : fd;
 }
@@ -414,10 +777,10 @@ static int set_attr(int dfd, const char *path, unsigned flags, uint64_t set, uin
 }
 
 /* A read-only clone of SOURCE (with what is below it) attached over TARGET. */
-static int readonly_over(const char *source, const char *target, uint64_t extra,
+static int readonly_over(const char *source, const char *target, uint64_t extra, unsigned flags,
                          struct cl_error *err)
 {
-	_cleanup_close_ int fd = clone_tree(source);
+	_cleanup_close_ int fd = clone_tree(source, flags);
 	int r;
 
 	if (fd < 0)
@@ -443,7 +806,7 @@ static int make_writable_paths_back(const struct fs_confine *fc, struct cl_error
 	/* Clone what stays writable before everything turns read-only; the clones keep the
 	 * flags they had. */
 	for (size_t i = 0; i < fc->write.n; i++) {
-		fds[i] = clone_tree(fc->write.v[i]);
+		fds[i] = clone_tree(fc->write.v[i], 0);
 		if (fds[i] < 0 && r >= 0)
 			r = cl_error_set(err, fds[i], "open_tree %s: %s", fc->write.v[i],
 			                 strerror(-fds[i]));
@@ -478,13 +841,16 @@ int fs_confine_mounts(const struct fs_confine *fc, struct cl_error *err)
 		if (mount(fc->pins.v[i], fc->pins.v[i], NULL, MS_BIND | MS_REC, NULL) < 0)
 			r = cl_error_set(err, -errno, "bind %s onto itself: %m", fc->pins.v[i]);
 	for (size_t i = 0; r >= 0 && i < fc->protect.n; i++)
-		r = readonly_over(fc->protect.v[i], fc->protect.v[i], 0, err);
+		r = readonly_over(fc->protect.v[i], fc->protect.v[i], 0, 0, err);
+	/* The link itself, over itself (neither open_tree nor move_mount follows it). */
+	for (size_t i = 0; r >= 0 && i < fc->links.n; i++)
+		r = readonly_over(fc->links.v[i], fc->links.v[i], 0, AT_SYMLINK_NOFOLLOW, err);
 	for (size_t i = 0; r >= 0 && i < fc->hide_dirs.n; i++)
 		if (mount("cloister-hidden", fc->hide_dirs.v[i], "tmpfs",
 		          MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4k,mode=0755") < 0)
 			r = cl_error_set(err, -errno, "hide %s: %m", fc->hide_dirs.v[i]);
 	/* A file: an empty device in its place, read-only and not executable. */
 	for (size_t i = 0; r >= 0 && i < fc->hide_files.n; i++)
-		r = readonly_over("/dev/null", fc->hide_files.v[i], MOUNT_ATTR_NOEXEC, err);
+		r = readonly_over("/dev/null", fc->hide_files.v[i], MOUNT_ATTR_NOEXEC, 0, err);
 	return r;
 }

@@ -55,15 +55,18 @@ EOF
 	tap_like "$(grep '^top' "$OUT")" '^top [12]$' \
 		"$who: the worktree's own .git/config stays read-only" "$(diag)"
 
-	tap_todo "a .git the agent creates in a subdirectory of the project is not protected"
-	tap_like "$(grep '^sub' "$OUT")" '^sub [12]$' \
-		"$who: the agent cannot write a .git/config of its own in a subdirectory" "$(diag)"
+	# The mechanism is the end-of-run check (see the README, "Files"): the write succeeds
+	# during the run, the repository is moved aside when the agent is gone.
+	tap_ok "$([ ! -e "$WT/sub/.git" ] && [ -f "$WT/sub/.git.cloister-blocked/config" ] &&
+		grep -qF "made or changed $WT/sub/.git (git runs it on the host): moved to $WT/sub/.git.cloister-blocked" "$ERR" &&
+		echo 0 || echo 1)" \
+		"$who: the .git the agent made in a subdirectory is moved aside at the end, and the run says so" \
+		"$(diag)"
 	# After the run: the person looks at sub/ with git, on the host.
 	rm -f "$MARK"
 	# shellcheck disable=SC2086
 	(cd "$WT/sub" 2>/dev/null && timeout 20 $AS env HOME="$W/home" git status >/dev/null 2>&1)
 	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
 		"$who: the person's \`git status\` in sub/ after the run runs nothing of the agent's"
-	tap_todo ""
 done
 tap_done
