@@ -327,6 +327,7 @@ static int each_entry_of(struct sweep_ctx *c, int pfd, const char *dir, const ch
 
 static void check_git_dir(struct sweep_ctx *c, int dirfd, const char *dir, const char *name,
                           unsigned depth);
+static void check_git_contents(struct sweep_ctx *c, int fd, const char *path, unsigned depth);
 
 /* In a hooks directory: a hook made or changed during the run goes aside (git runs only the
  * exact names). */
@@ -349,10 +350,9 @@ static void on_nested_gitdir(struct sweep_ctx *c, int dfd, const char *dir, cons
 static void check_git_dir(struct sweep_ctx *c, int dirfd, const char *dir, const char *name,
                           unsigned depth)
 {
-	static const char *const files[] = {"config", "config.worktree", "commondir", "gitdir"};
 	_cleanup_free_ char *path = NULL;
 	_cleanup_close_ int fd = -EBADF;
-	struct statx stx = {0}, hooks = {0};
+	struct statx stx = {0};
 	bool ch = changed(c->s, dirfd, name, &stx);
 
 	if (!(stx.stx_mask & STATX_TYPE))
@@ -366,11 +366,22 @@ static void check_git_dir(struct sweep_ctx *c, int dirfd, const char *dir, const
 		aside(c, FS_SWEEP_GIT, dirfd, dir, name);
 		return;
 	}
-	if (depth > GIT_WALK_MAX_DEPTH)
-		goto too_deep;
+	if (depth > GIT_WALK_MAX_DEPTH) {
+		c->report(c->userdata, FS_SWEEP_UNCHECKED, dir, NULL, -ELOOP);
+		return;
+	}
 	fd = open_dir(dirfd, name);
 	if (fd < 0 || asprintf(&path, "%s/%s", strcmp(dir, "/") ? dir : "", name) < 0)
 		return;
+	check_git_contents(c, fd, path, depth);
+}
+
+/* In a git directory FD (PATH in messages) that was there at the start. */
+static void check_git_contents(struct sweep_ctx *c, int fd, const char *path, unsigned depth)
+{
+	static const char *const files[] = {"config", "config.worktree", "commondir", "gitdir"};
+	struct statx hooks = {0};
+
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
 		if (changed(c->s, fd, files[i], NULL))
 			aside(c, FS_SWEEP_GIT, fd, path, files[i]);
@@ -380,9 +391,13 @@ static void check_git_dir(struct sweep_ctx *c, int dirfd, const char *dir, const
 		(void)each_entry_of(c, fd, path, "hooks", depth, on_hook);
 	(void)each_entry_of(c, fd, path, "modules", depth, on_nested_gitdir);
 	(void)each_entry_of(c, fd, path, "worktrees", depth, on_nested_gitdir);
-	return;
-too_deep:
-	c->report(c->userdata, FS_SWEEP_UNCHECKED, dir, NULL, -ELOOP);
+}
+
+static bool is_dir_at(int dfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
 static void on_tree_entry(struct sweep_ctx *c, int dfd, const char *dir, const char *name,
@@ -390,6 +405,14 @@ static void on_tree_entry(struct sweep_ctx *c, int dfd, const char *dir, const c
 {
 	if (strcmp(name, ".git") == 0) {
 		check_git_dir(c, dfd, dir, name, depth);
+		return;
+	}
+	/* A bare repository (HEAD, objects/, refs/): git uses it as the repository of the
+	 * directory it runs in, its config included (safe.bareRepository is "all" by
+	 * default). What git would run there is checked in place. */
+	if (strcmp(name, "HEAD") == 0 && type != DT_DIR && is_dir_at(dfd, "objects") &&
+	    is_dir_at(dfd, "refs")) {
+		check_git_contents(c, dfd, dir, depth);
 		return;
 	}
 	if (type == DT_UNKNOWN) {
@@ -507,7 +530,11 @@ static int each_path(struct fs_confine *fc, const char *expanded, path_fn fn, vo
 			if (!missing)
 				return 0;
 			(*missing)++;
-			return add_absent(fc, expanded);
+			/* A symlink on the way (~/.config -> dotfiles/config) is held as for an
+			 * existing path: replaced by a directory of the agent's, the path would
+			 * be looked for at the end where the agent did not put it. */
+			r = add_links(fc, expanded);
+			return r < 0 ? r : add_absent(fc, expanded);
 		}
 		r = fn == on_protect ? add_links(fc, expanded) : 0;
 		return r < 0 ? r : fn(fc, real, &st, userdata);

@@ -5,16 +5,17 @@
 # entry and binds the TARGET read-only; the link itself lives in a writable directory and is
 # no mount point: the agent removes ~/.bashrc and writes its own, which the person's next
 # shell runs. It existed at the start, so the end-of-run sweep does not look at it either.
-# Held (kept as coverage): writing through the link fails (its target is read-only), and a
-# protected regular file (~/.gitconfig) cannot be renamed away (EBUSY).
-# Expected once fixed: a protected entry that is a symlink protects the link too (a read-only
-# bind of the link itself, or its parent made a mount point as for .git), or the run warns.
+# Held: writing through the link fails (its target is read-only), a protected regular file
+# (~/.gitconfig) cannot be renamed away (EBUSY), and the link itself is a read-only mount of
+# itself: it cannot be removed or replaced (EBUSY). So is a symlink on the way to a protected
+# path (~/.config -> dotfiles/config for ~/.config/systemd/user), even when the protected path
+# does not exist yet.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=8
+PLAN=12
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
@@ -32,10 +33,16 @@ for who in root nobody; do
 	echo '# the real bashrc' >"$H/dotfiles/bashrc"
 	ln -s dotfiles/bashrc "$H/.bashrc"
 	echo '[user]' >"$H/.gitconfig"
+	mkdir -p "$H/dotfiles/config/systemd"
+	ln -s dotfiles/config "$H/.config"
 	cat >"$W/agent.sh" <<EOF
 (echo 'echo agent' >>'$H/.bashrc') 2>/dev/null; echo "through \$?"
 mv '$H/.gitconfig' '$H/gitconfig.old' 2>/dev/null; echo "gitconfig \$?"
 rm -f '$H/.bashrc' && echo 'echo agent' >'$H/.bashrc'; echo "replaced \$?"
+rm '$H/.config' && mkdir -p '$H/.config/systemd/user' &&
+	echo '[Service]' >'$H/.config/systemd/user/agent.service'; echo "config \$?"
+(mkdir -p '$H/.config/systemd/user' && echo '[Service]' >'$H/.config/systemd/user/b.service') \
+	2>/dev/null; echo "unit \$?"
 EOF
 	chmod 644 "$W/agent.sh"
 	if [ "$who" = nobody ]; then
@@ -59,5 +66,11 @@ EOF
 		"$who: the agent cannot replace the ~/.bashrc link by a file of its own" "$(diag)"
 	tap_is "$(cat "$H/.bashrc" 2>&1)" "# the real bashrc" \
 		"$who: after the run, the person's next shell reads the real ~/.bashrc" "$(diag)"
+	tap_like "$(grep '^config' "$OUT")" '^config [1-9]' \
+		"$who: the ~/.config link on the way to a protected path cannot be replaced" "$(diag)"
+	tap_ok "$([ -L "$H/.config" ] && [ ! -e "$H/.config/systemd/user/agent.service" ] &&
+		[ ! -e "$H/.config/systemd/user/b.service" ] && echo 0 || echo 1)" \
+		"$who: after the run, no unit of the agent's is where systemd looks" \
+		"$(ls -laR "$H/dotfiles"; diag)"
 done
 tap_done
