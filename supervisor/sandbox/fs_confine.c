@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,6 +156,16 @@ static int add_absent(struct fs_confine *fc, const char *path)
 	return 0;
 }
 
+/* DIR/NAME for messages (DIR itself for "."), malloc'd; NULL without memory. */
+static char *join(const char *dir, const char *name)
+{
+	char *path;
+
+	if (strcmp(name, ".") == 0)
+		return strdup(dir);
+	return asprintf(&path, "%s/%s", strcmp(dir, "/") ? dir : "", name) < 0 ? NULL : path;
+}
+
 /* Rename NAME in DIRFD (DIR in messages) aside, never replacing: "NAME.cloister-blocked", or,
  * when something is there (the agent may have made it), "NAME.cloister-blocked.RANDOM" — a
  * name it could not guess — tried a few times. */
@@ -203,7 +215,7 @@ static void aside(struct sweep_ctx *c, enum fs_sweep_what what, int dirfd, const
 	_cleanup_free_ char *path = NULL, *moved = NULL;
 	int r = move_aside(dirfd, dir, name, &moved);
 
-	if (asprintf(&path, "%s/%s", strcmp(dir, "/") ? dir : "", name) < 0)
+	if (!(path = join(dir, name)))
 		return;
 	c->report(c->userdata, what, path, r < 0 ? NULL : moved ? moved : name, r);
 }
@@ -293,7 +305,29 @@ static int open_dir(int dirfd, const char *name)
 	return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-/* Each entry of directory NAME in DIRFD to FN; -errno when it cannot be read. */
+/* A file system of the kernel's (a /proc or /sys mounted in the project, or a project that is
+ * "/"): no repository there, and walking it would take long or trigger automounts. */
+static bool kernel_fs(int fd)
+{
+	static const unsigned long magics[] = {
+	        PROC_SUPER_MAGIC,   SYSFS_MAGIC,    CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
+	        DEVPTS_SUPER_MAGIC, DEBUGFS_MAGIC,  TRACEFS_MAGIC,      SECURITYFS_MAGIC,
+	        BPF_FS_MAGIC,       PSTOREFS_MAGIC, EFIVARFS_MAGIC,     AUTOFS_SUPER_MAGIC,
+	        BINFMTFS_MAGIC,     SELINUX_MAGIC,  NSFS_MAGIC,
+	};
+	struct statfs sfs;
+
+	if (fstatfs(fd, &sfs) < 0)
+		return false;
+	for (size_t i = 0; i < sizeof(magics) / sizeof(magics[0]); i++)
+		if ((unsigned long)sfs.f_type == magics[i])
+			return true;
+	return false;
+}
+
+/* Each entry of directory NAME in DIRFD to FN; -errno when it cannot be read, reported unless
+ * it is absent (a directory of ours the agent made unreadable: git may still run in what is
+ * below it). */
 typedef void (*entry_fn)(struct sweep_ctx *c, int dfd, const char *dir, const char *name,
                          unsigned char type, unsigned depth);
 
@@ -305,16 +339,23 @@ static int each_entry_of(struct sweep_ctx *c, int pfd, const char *dir, const ch
 	DIR *d;
 	struct dirent *de;
 
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		int r = -errno;
+
+		if (r != -ENOENT && r != -ENOTDIR && r != -ELOOP && (path = join(dir, name)))
+			c->report(c->userdata, FS_SWEEP_UNCHECKED, path, NULL, r);
+		return r;
+	}
+	if (kernel_fs(fd)) {
+		close(fd);
+		return 0;
+	}
 	d = fdopendir(fd);
 	if (!d) {
 		close(fd);
 		return -ENOMEM;
 	}
-	if ((strcmp(name, ".")      ? asprintf(&path, "%s/%s", strcmp(dir, "/") ? dir : "", name)
-	     : (path = strdup(dir)) ? 0
-	                            : -1) < 0) {
+	if (!(path = join(dir, name))) {
 		closedir(d);
 		return -ENOMEM;
 	}
@@ -371,7 +412,7 @@ static void check_git_dir(struct sweep_ctx *c, int dirfd, const char *dir, const
 		return;
 	}
 	fd = open_dir(dirfd, name);
-	if (fd < 0 || asprintf(&path, "%s/%s", strcmp(dir, "/") ? dir : "", name) < 0)
+	if (fd < 0 || !(path = join(dir, name)))
 		return;
 	check_git_contents(c, fd, path, depth);
 }
@@ -427,7 +468,7 @@ static void on_tree_entry(struct sweep_ctx *c, int dfd, const char *dir, const c
 	if (depth > GIT_WALK_MAX_DEPTH) {
 		_cleanup_free_ char *path = NULL;
 
-		if (asprintf(&path, "%s/%s", dir, name) >= 0)
+		if ((path = join(dir, name)))
 			c->report(c->userdata, FS_SWEEP_UNCHECKED, path, NULL, -ELOOP);
 		return;
 	}
@@ -441,10 +482,7 @@ void fs_sweep_run(const struct fs_sweep *s, fs_sweep_report_fn report, void *use
 	for (size_t i = 0; s && i < s->n; i++)
 		sweep_absent(&c, &s->v[i]);
 	if (s && s->git_root >= 0) {
-		int r = each_entry_of(&c, s->git_root, s->git_root_path, ".", 0, on_tree_entry);
-
-		if (r < 0)
-			report(userdata, FS_SWEEP_UNCHECKED, s->git_root_path, NULL, r);
+		(void)each_entry_of(&c, s->git_root, s->git_root_path, ".", 0, on_tree_entry);
 	}
 }
 

@@ -15,7 +15,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=14
+PLAN=18
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv git
 tap_plan $PLAN
@@ -57,6 +57,12 @@ printf '#!/bin/sh\ntouch $MARK\n' >'$WT/old/.git/hooks/pre-commit' &&
 # it runs in as one when it has HEAD, objects/ and refs/).
 git init -q --bare '$WT/evil' && printf '[core]\n\tpager = "touch $MARK; cat"\n' >>'$WT/evil/config'
 mkdir '$WT/linked' && printf 'gitdir: ../evil\n' >'$WT/linked/.git'; echo "linked \$?"
+# Out of the check's reach: a repository deeper than it looks, and one under a directory its
+# owner cannot list (git still runs in what is below it: the directory can be crossed).
+d='$WT/deep'; i=0; while [ \$i -lt 140 ]; do d=\$d/d; i=\$((i + 1)); done
+mkdir -p "\$d" && git init -q "\$d"; echo "deep \$?"
+mkdir -p '$WT/closed/sub' && git init -q '$WT/closed/sub' && chmod 111 '$WT/closed'
+echo "closed \$?"
 EOF
 	chmod 644 "$W/agent.sh"
 	# shellcheck disable=SC2086 # words on purpose
@@ -104,5 +110,19 @@ EOF
 	(cd "$WT/evil" && timeout 20 $AS env HOME="$W/home" PAGER=cat git -p log >/dev/null 2>&1)
 	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
 		"$who: the person's \`git log\` in the bare repository runs nothing of the agent's"
+	tap_ok "$(grep -q "warning: $WT/deep/d/.*/d was not checked for a .git of the agent's: too deep" "$ERR" &&
+		echo 0 || echo 1)" "$who: a repository deeper than the check looks is named, not missed" \
+		"$(diag)"
+	if [ "$who" = root ]; then
+		tap_ok "$([ ! -e "$WT/closed/sub/.git" ] && [ -d "$WT/closed/sub/.git.cloister-blocked" ] &&
+			echo 0 || echo 1)" "$who: under a directory made unlistable, the .git goes aside" \
+			"$(grep '^closed' "$OUT"; diag)"
+	else
+		tap_ok "$(grep -q "warning: $WT/closed was not checked for a .git of the agent's: Permission denied" "$ERR" &&
+			echo 0 || echo 1)" \
+			"$who: a directory made unlistable is named as not checked, not passed over" \
+			"$(grep '^closed' "$OUT"; diag)"
+	fi
+	chmod 755 "$WT/closed"
 done
 tap_done
