@@ -1135,8 +1135,9 @@ static int start(struct run *run, struct cl_error *err)
 static void report_swept(void *userdata, enum fs_sweep_what what, const char *path,
                          const char *moved_to, int r)
 {
-	const char *why =
-	        what == FS_SWEEP_GIT ? "git runs it on the host" : "it is protected (fs.protect)";
+	const char *why = what == FS_SWEEP_GIT      ? "git runs it on the host"
+	                  : what == FS_SWEEP_HIDDEN ? "it is hidden (fs.hide)"
+	                                            : "it is protected (fs.protect)";
 
 	if (what == FS_SWEEP_UNCHECKED)
 		say("warning: %s was not checked for a .git of the agent's: %s; check it before "
@@ -1150,9 +1151,9 @@ static void report_swept(void *userdata, enum fs_sweep_what what, const char *pa
 		say("the agent made or changed %s (%s): moved to %s; check it before you use it",
 		    path, why, moved_to);
 	else
-		say("the agent created %s, which is protected (fs.protect): moved to %s; check "
-		    "it before you use it",
-		    path, moved_to);
+		say("the agent created %s, which is %s: moved to %s; check it before you use it",
+		    path, what == FS_SWEEP_HIDDEN ? "hidden (fs.hide)" : "protected (fs.protect)",
+		    moved_to);
 }
 
 static void teardown(struct run *run)

@@ -27,6 +27,7 @@ struct fs_absent {
 	int dirfd; /* O_PATH: the nearest ancestor that existed at the start */
 	char *rel; /* the path below it, "a/b/name"; its first component was absent */
 	char *path;
+	bool hidden; /* an fs.hide path, else fs.protect */
 };
 
 struct fs_sweep {
@@ -47,7 +48,7 @@ struct fs_confine {
 	struct confine_paths hide_files; /* resolved, existing non-directories */
 	struct confine_paths pins;       /* ancestors of protected paths inside a writable one */
 	size_t n_write_all;              /* writable paths before reducing to the outermost */
-	size_t absent_protect, created, skipped_hide;
+	size_t absent_protect, absent_hide, created, skipped_hide;
 	bool no_mounts;
 	bool private_tmp;
 	bool all_writable; /* "/" is in fs.write: nothing is made read-only */
@@ -98,10 +99,10 @@ static struct fs_sweep *sweep_of(struct fs_confine *fc)
 
 /* Remember absent protected PATH (expanded, no glob) by its nearest ancestor that exists,
  * opened now: what the agent creates at PATH, or on the way to it, is found at the end. */
-static int add_absent(struct fs_confine *fc, const char *path)
+static int add_absent(struct fs_confine *fc, const char *path, bool hidden)
 {
 	_cleanup_free_ char *parent = strdup(path);
-	struct fs_absent a = {.dirfd = -EBADF};
+	struct fs_absent a = {.dirfd = -EBADF, .hidden = hidden};
 	struct fs_absent *v;
 	char *slash;
 
@@ -235,7 +236,8 @@ static void sweep_absent(struct sweep_ctx *c, const struct fs_absent *a)
 	*strrchr(dir, '/') = '\0';
 	if (!slash) {
 		if (fstatat(a->dirfd, name, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0)
-			aside(c, FS_SWEEP_PROTECTED, a->dirfd, dir[0] ? dir : "/", name);
+			aside(c, a->hidden ? FS_SWEEP_HIDDEN : FS_SWEEP_PROTECTED, a->dirfd,
+			      dir[0] ? dir : "/", name);
 		return;
 	}
 	*slash = '\0';
@@ -248,7 +250,7 @@ static void sweep_absent(struct sweep_ctx *c, const struct fs_absent *a)
 	                   sizeof(struct open_how));
 	if (pfd >= 0) {
 		if (fstatat(pfd, name, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0)
-			aside(c, FS_SWEEP_PROTECTED, pfd, dir, name);
+			aside(c, a->hidden ? FS_SWEEP_HIDDEN : FS_SWEEP_PROTECTED, pfd, dir, name);
 		return;
 	}
 	if (errno == ENOENT || errno == ENOTDIR)
@@ -263,7 +265,8 @@ static void sweep_absent(struct sweep_ctx *c, const struct fs_absent *a)
 	memcpy(dir, a->path, strlen(a->path) - strlen(a->rel));
 	dir[strlen(a->path) - strlen(a->rel) - 1] = '\0';
 	if (fstatat(a->dirfd, first, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0)
-		aside(c, FS_SWEEP_PROTECTED, a->dirfd, dir[0] ? dir : "/", first);
+		aside(c, a->hidden ? FS_SWEEP_HIDDEN : FS_SWEEP_PROTECTED, a->dirfd,
+		      dir[0] ? dir : "/", first);
 }
 
 /* ---- every .git in the worktree ---------------------------------------------------------- */
@@ -515,6 +518,8 @@ static int on_protect(struct fs_confine *fc, const char *real, const struct stat
 /* Each symlink on the way to protected PATH (expanded, absolute), itself included, that lies
  * in a writable directory: the link, by its resolved directory and its name. Protecting the
  * target alone would let the agent remove the link and put a file of its own there. */
+static int on_hide(struct fs_confine *fc, const char *real, const struct stat *st, void *u);
+
 static int add_links(struct fs_confine *fc, const char *path)
 {
 	_cleanup_free_ char *copy = strdup(path);
@@ -572,9 +577,9 @@ static int each_path(struct fs_confine *fc, const char *expanded, path_fn fn, vo
 			 * existing path: replaced by a directory of the agent's, the path would
 			 * be looked for at the end where the agent did not put it. */
 			r = add_links(fc, expanded);
-			return r < 0 ? r : add_absent(fc, expanded);
+			return r < 0 ? r : add_absent(fc, expanded, fn == on_hide);
 		}
-		r = fn == on_protect ? add_links(fc, expanded) : 0;
+		r = fn == on_protect || fn == on_hide ? add_links(fc, expanded) : 0;
 		return r < 0 ? r : fn(fc, real, &st, userdata);
 	}
 	/* GLOB_PERIOD: a '*' matches a leading dot, as in fs_policy's fnmatch. */
@@ -597,7 +602,7 @@ static int each_path(struct fs_confine *fc, const char *expanded, path_fn fn, vo
 			continue;
 		real = realpath(g.gl_pathv[i], NULL);
 		if (real && stat(real, &st) == 0)
-			r = fn == on_protect ? add_links(fc, g.gl_pathv[i]) : 0;
+			r = fn == on_protect || fn == on_hide ? add_links(fc, g.gl_pathv[i]) : 0;
 		if (r >= 0 && real && stat(real, &st) == 0)
 			r = fn(fc, real, &st, userdata);
 	}
@@ -774,7 +779,8 @@ int fs_confine_prepare(const struct fs_confine_request *req, struct fs_confine *
 		r = each_entry(fc, &cfg->fs.protect, &vars, false, on_protect, NULL,
 		               &fc->absent_protect, err);
 	if (r >= 0)
-		r = each_entry(fc, &cfg->fs.hide, &vars, false, on_hide, &hc, NULL, err);
+		r = each_entry(fc, &cfg->fs.hide, &vars, false, on_hide, &hc, &fc->absent_hide,
+		               err);
 	if (r < 0)
 		return r;
 	fc->n_write_all = fc->write.n;
@@ -799,6 +805,7 @@ void fs_confine_summarize(const struct fs_confine *fc, struct fs_confine_summary
 	        .hide = fc->hide_dirs.n + fc->hide_files.n,
 	        .protect = fc->protect.n,
 	        .absent_protect = fc->absent_protect,
+	        .absent_hide = fc->absent_hide,
 	        .created = fc->created,
 	        .skipped_hide = fc->skipped_hide,
 	        .pinned = fc->pins.n,
