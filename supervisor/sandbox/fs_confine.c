@@ -370,8 +370,9 @@ static int each_entry_of(struct sweep_ctx *c, int pfd, const char *dir, const ch
 }
 
 static void check_git_dir(struct sweep_ctx *c, int dirfd, const char *dir, const char *name,
-                          unsigned depth);
-static void check_git_contents(struct sweep_ctx *c, int fd, const char *path, unsigned depth);
+                          bool in_worktree, unsigned depth);
+static void check_git_contents(struct sweep_ctx *c, int fd, const char *path, int topfd,
+                               const char *top, unsigned depth);
 
 /* In a hooks directory: a hook made or changed during the run goes aside (git runs only the
  * exact names). */
@@ -382,17 +383,61 @@ static void on_hook(struct sweep_ctx *c, int dfd, const char *dir, const char *n
 		aside(c, FS_SWEEP_GIT, dfd, dir, name);
 }
 
+/* In a directory core.hooksPath names, which may hold other files of the project: only the
+ * names git runs as hooks (githooks(5)). */
+static void on_named_hook(struct sweep_ctx *c, int dfd, const char *dir, const char *name,
+                          unsigned char type, unsigned depth)
+{
+	static const char *const hooks[] = {
+	        "applypatch-msg",
+	        "pre-applypatch",
+	        "post-applypatch",
+	        "pre-commit",
+	        "pre-merge-commit",
+	        "prepare-commit-msg",
+	        "commit-msg",
+	        "post-commit",
+	        "pre-rebase",
+	        "post-checkout",
+	        "post-merge",
+	        "pre-push",
+	        "pre-receive",
+	        "update",
+	        "proc-receive",
+	        "post-receive",
+	        "post-update",
+	        "reference-transaction",
+	        "push-to-checkout",
+	        "pre-auto-gc",
+	        "post-rewrite",
+	        "sendemail-validate",
+	        "fsmonitor-watchman",
+	        "p4-changelist",
+	        "p4-prepare-changelist",
+	        "p4-post-changelist",
+	        "p4-pre-submit",
+	        "post-index-change",
+	};
+
+	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++)
+		if (strcmp(name, hooks[i]) == 0) {
+			on_hook(c, dfd, dir, name, type, depth);
+			return;
+		}
+}
+
 /* In modules/ or worktrees/: the git directory of a submodule or a linked worktree. */
 static void on_nested_gitdir(struct sweep_ctx *c, int dfd, const char *dir, const char *name,
                              unsigned char type, unsigned depth)
 {
-	check_git_dir(c, dfd, dir, name, depth);
+	check_git_dir(c, dfd, dir, name, false, depth);
 }
 
 /* NAME in DIRFD is a git directory (or a .git file naming one): whatever of it git would run
- * that the run made or changed goes aside. */
+ * that the run made or changed goes aside. IN_WORKTREE: DIRFD is its work tree (NAME is
+ * ".git"), else a submodule's or worktree's git directory kept elsewhere. */
 static void check_git_dir(struct sweep_ctx *c, int dirfd, const char *dir, const char *name,
-                          unsigned depth)
+                          bool in_worktree, unsigned depth)
 {
 	_cleanup_free_ char *path = NULL;
 	_cleanup_close_ int fd = -EBADF;
@@ -417,11 +462,102 @@ static void check_git_dir(struct sweep_ctx *c, int dirfd, const char *dir, const
 	fd = open_dir(dirfd, name);
 	if (fd < 0 || !(path = join(dir, name)))
 		return;
-	check_git_contents(c, fd, path, depth);
+	check_git_contents(c, fd, path, in_worktree ? dirfd : -EBADF, dir, depth);
 }
 
-/* In a git directory FD (PATH in messages) that was there at the start. */
-static void check_git_contents(struct sweep_ctx *c, int fd, const char *path, unsigned depth)
+/* core.hooksPath in the config in git directory FD, malloc'd, or NULL. That config is the
+ * person's (one the run changed went aside before); its includes are not followed. */
+static char *hooks_path(int fd)
+{
+	_cleanup_close_ int cfd = openat(fd, "config", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_free_ char *buf = NULL;
+	char *value = NULL, *line, *save = NULL;
+	bool core = false;
+	ssize_t n;
+
+	if (cfd < 0 || !(buf = malloc(65536)))
+		return NULL;
+	n = read(cfd, buf, 65535);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *p = line + strspn(line, " \t"), *v, *end;
+
+		if (*p == '[') {
+			size_t len = strcspn(p + 1, " \t\"]");
+
+			core = len == 4 && strncasecmp(p + 1, "core", 4) == 0 && p[5] == ']';
+			continue;
+		}
+		if (!core || strncasecmp(p, "hookspath", 9) != 0)
+			continue;
+		v = p + 9 + strspn(p + 9, " \t");
+		if (*v++ != '=')
+			continue;
+		v += strspn(v, " \t");
+		if (*v == '"') {
+			end = strchr(++v, '"');
+		} else {
+			end = v + strcspn(v, "#;");
+			while (end > v && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+				end--;
+		}
+		if (!end || end == v)
+			continue;
+		free(value); /* the last one wins, as in git */
+		value = strndup(v, (size_t)(end - v));
+	}
+	return value;
+}
+
+/* The hooks directory that core.hooksPath names (.githooks, …), when it lies in the project:
+ * its entries as hooks/'s. Opened from the work tree TOPFD (TOP in messages) or the project's
+ * top, never through a symlink (one the agent made would lead the check elsewhere); what
+ * cannot be opened so is named. */
+static void check_hooks_path(struct sweep_ctx *c, int fd, int topfd, const char *top,
+                             unsigned depth)
+{
+	_cleanup_free_ char *hp = hooks_path(fd), *expanded = NULL, *shown = NULL;
+	_cleanup_close_ int hfd = -EBADF;
+	const char *rel = hp, *root = c->s->git_root_path, *home = getenv("HOME");
+	size_t rl = strlen(root);
+	int base = topfd;
+
+	if (!hp)
+		return;
+	if (strncmp(hp, "~/", 2) == 0 && home && home[0] == '/' &&
+	    asprintf(&expanded, "%s/%s", home, hp + 2) >= 0)
+		rel = expanded;
+	if (rel[0] == '/') {
+		/* Outside the project the agent could not write (unless fs.write says so). */
+		if (strncmp(rel, root, rl) != 0 || (rel[rl] != '/' && strcmp(root, "/")))
+			return;
+		base = c->s->git_root;
+		rel += strcmp(root, "/") ? rl + 1 : 1;
+		shown = strdup(expanded ? expanded : hp);
+	} else {
+		shown = join(top, rel);
+	}
+	if (base < 0 || !shown)
+		return;
+	hfd = (int)syscall(SYS_openat2, base, rel[0] ? rel : ".",
+	                   &(struct open_how){.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	                                      .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+	                                                 RESOLVE_NO_MAGICLINKS},
+	                   sizeof(struct open_how));
+	if (hfd < 0) {
+		if (errno != ENOENT)
+			c->report(c->userdata, FS_SWEEP_UNCHECKED, shown, NULL, -errno);
+		return;
+	}
+	(void)each_entry_of(c, hfd, shown, ".", depth, on_named_hook);
+}
+
+/* In a git directory FD (PATH in messages) that was there at the start; TOPFD its work tree
+ * (TOP in messages), or < 0. */
+static void check_git_contents(struct sweep_ctx *c, int fd, const char *path, int topfd,
+                               const char *top, unsigned depth)
 {
 	static const char *const files[] = {"config", "config.worktree", "commondir", "gitdir"};
 	struct statx hooks = {0};
@@ -433,6 +569,7 @@ static void check_git_contents(struct sweep_ctx *c, int fd, const char *path, un
 		aside(c, FS_SWEEP_GIT, fd, path, "hooks");
 	else
 		(void)each_entry_of(c, fd, path, "hooks", depth, on_hook);
+	check_hooks_path(c, fd, topfd, top, depth);
 	(void)each_entry_of(c, fd, path, "modules", depth, on_nested_gitdir);
 	(void)each_entry_of(c, fd, path, "worktrees", depth, on_nested_gitdir);
 }
@@ -448,7 +585,7 @@ static void on_tree_entry(struct sweep_ctx *c, int dfd, const char *dir, const c
                           unsigned char type, unsigned depth)
 {
 	if (strcmp(name, ".git") == 0) {
-		check_git_dir(c, dfd, dir, name, depth);
+		check_git_dir(c, dfd, dir, name, true, depth);
 		return;
 	}
 	/* A bare repository (HEAD, objects/, refs/): git uses it as the repository of the
@@ -456,7 +593,7 @@ static void on_tree_entry(struct sweep_ctx *c, int dfd, const char *dir, const c
 	 * default). What git would run there is checked in place. */
 	if (strcmp(name, "HEAD") == 0 && type != DT_DIR && is_dir_at(dfd, "objects") &&
 	    is_dir_at(dfd, "refs")) {
-		check_git_contents(c, dfd, dir, depth);
+		check_git_contents(c, dfd, dir, dfd, dir, depth);
 		return;
 	}
 	if (type == DT_UNKNOWN) {

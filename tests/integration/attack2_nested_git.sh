@@ -9,13 +9,14 @@
 # every .git in the project is looked at: one the run made goes aside whole; in one that was
 # there, the config, hooks, commondir and submodules' git directories the run changed go
 # aside; a .git file the run made (naming a git directory elsewhere) and the config of a bare
-# repository (HEAD, objects/, refs/) the run made go aside too. The run says what it moved.
+# repository (HEAD, objects/, refs/) the run made go aside too, and so do hooks the run made in
+# the directory that an unchanged config's core.hooksPath names. The run says what it moved.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=18
+PLAN=22
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv git
 tap_plan $PLAN
@@ -34,6 +35,10 @@ for who in root nobody; do
 	# A repository that was there before the run (a vendored project, a submodule's checkout).
 	git init -q "$WT/old"
 	git -C "$WT/old" config user.name "the person"
+	# The project's hooks in a directory of the project (core.hooksPath), as many set it up.
+	git -C "$WT" config core.hooksPath .githooks
+	mkdir "$WT/.githooks"
+	echo 'our hooks' >"$WT/.githooks/README"
 	if [ "$who" = nobody ]; then
 		chown -R "$NOBODY:$NOBODY" "$W"
 		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
@@ -63,6 +68,9 @@ d='$WT/deep'; i=0; while [ \$i -lt 140 ]; do d=\$d/d; i=\$((i + 1)); done
 mkdir -p "\$d" && git init -q "\$d"; echo "deep \$?"
 mkdir -p '$WT/closed/sub' && git init -q '$WT/closed/sub' && chmod 111 '$WT/closed'
 echo "closed \$?"
+# A hook where the project's config (read-only to the agent) says git looks for them.
+printf '#!/bin/sh\ntouch $MARK\n' >'$WT/.githooks/pre-commit' && chmod +x '$WT/.githooks/pre-commit' &&
+	echo 'edited' >>'$WT/.githooks/README'; echo "hookspath \$?"
 EOF
 	chmod 644 "$W/agent.sh"
 	# shellcheck disable=SC2086 # words on purpose
@@ -124,5 +132,15 @@ EOF
 			"$(grep '^closed' "$OUT"; diag)"
 	fi
 	chmod 755 "$WT/closed"
+	tap_ok "$([ ! -e "$WT/.githooks/pre-commit" ] && [ -e "$WT/.githooks/pre-commit.cloister-blocked" ] &&
+		grep -q edited "$WT/.githooks/README" && echo 0 || echo 1)" \
+		"$who: a hook in the core.hooksPath directory goes aside, the other files there stay" \
+		"$(grep '^hookspath' "$OUT"; ls -la "$WT/.githooks"; diag)"
+	rm -f "$MARK"
+	# shellcheck disable=SC2086
+	(cd "$WT" && echo y >g && timeout 20 $AS env HOME="$W/home" git add g >/dev/null 2>&1 &&
+		timeout 20 $AS env HOME="$W/home" git -c user.email=p@x -c user.name=p commit -qm y >/dev/null 2>&1)
+	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
+		"$who: the person's next commit in the project runs nothing of the agent's"
 done
 tap_done
