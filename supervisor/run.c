@@ -1132,13 +1132,16 @@ static int start(struct run *run, struct cl_error *err)
 	return 0;
 }
 
+/* Said even with -q: a file of the person's project moved, or one to look at. */
 static void report_swept(void *userdata, enum fs_sweep_what what, const char *path,
                          const char *moved_to, int r)
 {
 	const char *why = what == FS_SWEEP_GIT      ? "git runs it on the host"
 	                  : what == FS_SWEEP_HIDDEN ? "it is hidden (fs.hide)"
 	                                            : "it is protected (fs.protect)";
+	bool quiet = say_quiet();
 
+	say_set_quiet(false);
 	if (what == FS_SWEEP_UNCHECKED)
 		say("warning: %s was not checked for a .git of the agent's: %s; check it before "
 		    "you run git there",
@@ -1154,6 +1157,7 @@ static void report_swept(void *userdata, enum fs_sweep_what what, const char *pa
 		say("the agent created %s, which is %s: moved to %s; check it before you use it",
 		    path, what == FS_SWEEP_HIDDEN ? "hidden (fs.hide)" : "protected (fs.protect)",
 		    moved_to);
+	say_set_quiet(quiet);
 }
 
 static void teardown(struct run *run)

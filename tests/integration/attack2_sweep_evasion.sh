@@ -16,7 +16,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=10
+PLAN=14
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv git
 tap_plan $PLAN
@@ -26,10 +26,10 @@ chmod 711 "$TMP"
 cp "$SUPERVISOR" "$TMP/cloister-supervisor"
 chmod 755 "$TMP/cloister-supervisor"
 
-run_agent() { # WORKTREE SCRIPT
+run_agent() { # WORKTREE SCRIPT; $QUIET: -q or empty
 	# shellcheck disable=SC2086 # words on purpose
 	(cd "$1" && exec timeout -k 5 30 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
-		"$TMP/cloister-supervisor" run --config-dir "$W/cfg" --name "a2w$$" \
+		"$TMP/cloister-supervisor" run ${QUIET:-} --config-dir "$W/cfg" --name "a2w$$" \
 		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
 		-- sh "$2") </dev/null >"$OUT" 2>"$ERR"
 	rc=$?
@@ -70,6 +70,11 @@ EOF
 	run_agent "$W/plain" "$W/plain.sh"
 	tap_ok "$([ ! -e "$W/plain/.vscode" ] && [ -e "$W/plain/.vscode.cloister-blocked/tasks.json" ] &&
 		echo 0 || echo 1)" "$who: a .vscode created during the run is moved aside at its end" "$(diag)"
+	# With -q too the person learns what was moved: a file of theirs may be in it.
+	rm -rf "$W/plain/.vscode.cloister-blocked"
+	QUIET=-q run_agent "$W/plain" "$W/plain.sh"
+	tap_ok "$(grep -qF "created $W/plain/.vscode, which is protected (fs.protect): moved to $W/plain/.vscode.cloister-blocked" "$ERR" &&
+		echo 0 || echo 1)" "$who: with -q, the run still says what it moved" "$(diag)"
 
 	run_agent "$W/crowd" "$W/crowd.sh"
 	tap_ok "$([ -e "$W/crowd/.vscode/tasks.json" ] && echo 1 || echo 0)" \
