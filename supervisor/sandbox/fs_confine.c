@@ -137,6 +137,10 @@ static int add_absent(struct fs_confine *fc, const char *path, bool hidden)
 			a.rel = strdup(name);
 			break;
 		}
+		/* Out of descriptors, or memory: refuse to start rather than leave the path
+		 * unchecked. */
+		if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
+			return -errno;
 		if (!parent[0])
 			return 0;
 	}
