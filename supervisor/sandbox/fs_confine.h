@@ -13,23 +13,24 @@
  * Landlock (landlock.h) is the second layer: fs_confine_write_paths() are the paths its rules
  * grant write rights beneath.
  *
- * each fs.protect path that is a symlink (stow's ~/.bashrc -> dotfiles/bashrc), or has one on
- * its way, also gets a read-only clone of the link itself over it: the link cannot be removed
+ * A protected or hidden path that is a symlink (stow's ~/.bashrc -> dotfiles/bashrc), or has one
+ * on its way, also gets a read-only clone of the link itself over it: the link cannot be removed
  * or replaced (EBUSY), as its target cannot be written.
  *
- * What the mount layer cannot hold, and why: a protected or hidden path that does not exist
- * when the run starts (a new .envrc, a .git/config in a project without .git, a ~/.kube/config
- * whose exec plugin kubectl runs) cannot be mounted over, and Landlock cannot name it. Its nearest
+ * What the mount layer cannot hold, and why: a protected or hidden path that does not exist when
+ * the run starts (a new .envrc, a .git/config in a project without .git, a ~/.kube/config whose
+ * exec plugin kubectl runs) cannot be mounted over, and Landlock cannot name it. Its nearest
  * existing ancestor is opened when the run starts, and when the run ends — the agent and all its
  * processes gone, so nothing races the check — what was created at that name is renamed aside
  * (fs_sweep), to a name the agent cannot have taken. Likewise git reads the .git of whatever
  * directory it runs in: at the end, every .git in a writable worktree that the run made is renamed
- * aside, and in the ones that were there, what git would run (config, hooks, submodules' and
- * worktrees' git directories) that the run made or changed. "Made or changed during the run" is the
- * inode's birth time (directories) or change time (the rest), neither of which a process can set
- * back, against the start read on the worktree's own file system's clock. Until the end it is
- * there, for a program on the host that reads it during the run. Patterns are expanded (globs
- * included) once, when the run starts: a later file matching a hide or protect glob is not covered.
+ * aside, and in the ones that were there (and bare repositories), what git would run (config,
+ * hooks, those in the directory core.hooksPath names, submodules' and worktrees' git directories)
+ * that the run made or changed. "Made or changed during the run" is the inode's birth time
+ * (directories) or change time (the rest), neither of which a process can set back, against the
+ * start read on the worktree's own file system's clock. Until the end it is there, for a program
+ * on the host that reads it during the run. Patterns are expanded (globs included) once, when the
+ * run starts: a later file matching a hide or protect glob is not covered.
  *
  * fs_confine_prepare() runs in the supervisor (it resolves paths in the host's view and
  * creates the missing fs.write directories written with a trailing "/"); fs_confine_mounts()
