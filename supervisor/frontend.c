@@ -261,6 +261,7 @@ static int setup_web(struct frontend *fe, struct cl_error *err)
 	_cleanup_free_ char *dir = NULL;
 	struct cl_error why = {""};
 	struct api_info info = {0};
+	bool fallback = false;
 	char cwd[PATH_MAX];
 	int r;
 
@@ -278,7 +279,11 @@ static int setup_web(struct frontend *fe, struct cl_error *err)
 	}
 	/* The API token is the user's dashboard secret, shared by their supervisors (a dashboard
 	 * that logged in keeps working across restarts); the directory is hidden from sandboxes. */
-	r = api_info_dir(&dir);
+	r = api_info_dir_claim(&dir, &fallback);
+	if (r >= 0 && fallback)
+		say("note: /tmp/cloister-%u is another user's; the dashboard secret and the API "
+		    "files are in %.*s instead",
+		    (unsigned)geteuid(), (int)(strrchr(dir, '/') - dir), dir);
 	if (r >= 0)
 		r = api_info_secret(dir, fe->api_token, &why);
 	if (r < 0)

@@ -1147,16 +1147,32 @@ static int start(struct run *run, struct cl_error *err)
 	return 0;
 }
 
-static void report_swept(void *userdata, const char *path, const char *moved_to, int r)
+/* Said even with -q: a file of the person's project moved, or one to look at. */
+static void report_swept(void *userdata, enum fs_sweep_what what, const char *path,
+                         const char *moved_to, int r)
 {
-	if (r < 0)
-		say("warning: the agent created %s, which is protected (fs.protect), and it could "
-		    "not be moved aside: %s; check it before anything runs it",
-		    path, strerror(-r));
+	const char *why = what == FS_SWEEP_GIT      ? "git runs it on the host"
+	                  : what == FS_SWEEP_HIDDEN ? "it is hidden (fs.hide)"
+	                                            : "it is protected (fs.protect)";
+	bool quiet = say_quiet();
+
+	say_set_quiet(false);
+	if (what == FS_SWEEP_UNCHECKED)
+		say("warning: %s was not checked for a .git of the agent's: %s; check it before "
+		    "you run git there",
+		    path, r == -ELOOP ? "too deep" : strerror(-r));
+	else if (r < 0)
+		say("warning: the agent made or changed %s (%s), and it could not be moved aside: "
+		    "%s; check it before anything runs it",
+		    path, why, strerror(-r));
+	else if (what == FS_SWEEP_GIT)
+		say("the agent made or changed %s (%s): moved to %s; check it before you use it",
+		    path, why, moved_to);
 	else
-		say("the agent created %s, which is protected (fs.protect): moved to %s; check "
-		    "it before you use it",
-		    path, moved_to);
+		say("the agent created %s, which is %s: moved to %s; check it before you use it",
+		    path, what == FS_SWEEP_HIDDEN ? "hidden (fs.hide)" : "protected (fs.protect)",
+		    moved_to);
+	say_set_quiet(quiet);
 }
 
 static void teardown(struct run *run)

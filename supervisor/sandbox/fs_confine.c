@@ -5,37 +5,50 @@
 #include <fcntl.h>
 #include <glob.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <linux/magic.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "supervisor/policy/fs_policy.h"
 #include "supervisor/policy/path_boundary.h"
 
 struct fs_absent {
-	int dirfd; /* O_PATH, opened at the start */
-	char *name;
-	char *path; /* for messages */
+	int dirfd; /* O_PATH: the nearest ancestor that existed at the start */
+	char *rel; /* the path below it, "a/b/name"; its first component was absent */
+	char *path;
+	bool hidden; /* an fs.hide path, else fs.protect */
 };
 
 struct fs_sweep {
 	struct fs_absent *v;
 	size_t n;
+	/* The worktree, when writable: every .git in it is checked (fs_confine.h). */
+	int git_root; /* O_PATH | O_DIRECTORY, or -EBADF */
+	char *git_root_path;
+	struct timespec start; /* the run's start, on the worktree's file system's clock */
 };
 
 struct fs_confine {
-	struct fs_sweep *sweep;          /* absent protected paths */
+	struct fs_sweep *sweep;          /* absent protected paths, the .git check */
 	struct confine_paths write;      /* resolved, outermost only */
 	struct confine_paths protect;    /* resolved, existing */
+	struct confine_paths links;      /* symlinks on the way to a protected path */
 	struct confine_paths hide_dirs;  /* resolved, existing directories */
 	struct confine_paths hide_files; /* resolved, existing non-directories */
 	struct confine_paths pins;       /* ancestors of protected paths inside a writable one */
 	size_t n_write_all;              /* writable paths before reducing to the outermost */
-	size_t absent_protect, created, skipped_hide;
+	size_t absent_protect, absent_hide, created, skipped_hide;
 	bool no_mounts;
 	bool private_tmp;
 	bool all_writable; /* "/" is in fs.write: nothing is made read-only */
@@ -47,6 +60,7 @@ void fs_confine_free(struct fs_confine *fc)
 		return;
 	confine_paths_free(&fc->write);
 	confine_paths_free(&fc->protect);
+	confine_paths_free(&fc->links);
 	confine_paths_free(&fc->hide_dirs);
 	confine_paths_free(&fc->hide_files);
 	confine_paths_free(&fc->pins);
@@ -61,9 +75,12 @@ void fs_sweep_free(struct fs_sweep *s)
 	for (size_t i = 0; i < s->n; i++) {
 		if (s->v[i].dirfd >= 0)
 			close(s->v[i].dirfd);
-		free(s->v[i].name);
+		free(s->v[i].rel);
 		free(s->v[i].path);
 	}
+	if (s->git_root >= 0)
+		close(s->git_root);
+	free(s->git_root_path);
 	free(s->v);
 	free(s);
 }
@@ -73,39 +90,69 @@ struct fs_sweep *fs_confine_take_sweep(struct fs_confine *fc)
 	return fc ? TAKE_PTR(fc->sweep) : NULL;
 }
 
-/* Remember absent protected PATH (expanded, no glob) by its parent directory, opened now. */
-static int add_absent(struct fs_confine *fc, const char *path)
+static struct fs_sweep *sweep_of(struct fs_confine *fc)
+{
+	if (!fc->sweep && (fc->sweep = calloc(1, sizeof(*fc->sweep))))
+		fc->sweep->git_root = -EBADF;
+	return fc->sweep;
+}
+
+/* Remember absent protected PATH (expanded, no glob) by its nearest ancestor that exists,
+ * opened now: what the agent creates at PATH, or on the way to it, is found at the end. */
+static int add_absent(struct fs_confine *fc, const char *path, bool hidden)
 {
 	_cleanup_free_ char *parent = strdup(path);
-	char *slash = parent ? strrchr(parent, '/') : NULL;
-	struct fs_absent a = {.dirfd = -EBADF};
+	struct fs_absent a = {.dirfd = -EBADF, .hidden = hidden};
 	struct fs_absent *v;
+	char *slash;
 
 	if (!parent)
 		return -ENOMEM;
-	if (!slash || !slash[1])
-		return 0;
-	*slash = '\0';
-	if (!fc->sweep && !(fc->sweep = calloc(1, sizeof(*fc->sweep))))
-		return -ENOMEM;
+	if (path[0] != '/' || !sweep_of(fc))
+		return path[0] != '/' ? 0 : -ENOMEM;
 	if (fc->sweep->n >= FS_CONFINE_MAX_PATHS)
 		return -E2BIG;
-	a.dirfd = open(parent[0] ? parent : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (a.dirfd < 0)
-		return 0; /* no parent: see the README ("Files", what is not protected) */
-	/* Something at the name already (a dangling symlink): the user's, left alone. */
-	if (fstatat(a.dirfd, slash + 1, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0) {
-		close(a.dirfd);
-		return 0;
+	/* Up from PATH: the first ancestor that opens as a directory. Something at the name
+	 * below it already (a dangling symlink, a file where a directory is expected) is the
+	 * user's, left alone. */
+	while ((slash = strrchr(parent, '/'))) {
+		const char *name = path + (slash - parent) + 1;
+
+		*slash = '\0';
+		a.dirfd = open(parent[0] ? parent : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (a.dirfd >= 0) {
+			char first[NAME_MAX + 1];
+			size_t len = strcspn(name, "/");
+
+			if (len == 0 || len >= sizeof(first)) {
+				close(a.dirfd);
+				return 0;
+			}
+			memcpy(first, name, len);
+			first[len] = '\0';
+			if (fstatat(a.dirfd, first, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0) {
+				close(a.dirfd);
+				return 0;
+			}
+			a.rel = strdup(name);
+			break;
+		}
+		/* Out of descriptors, or memory: refuse to start rather than leave the path
+		 * unchecked. */
+		if (errno == EMFILE || errno == ENFILE || errno == ENOMEM)
+			return -errno;
+		if (!parent[0])
+			return 0;
 	}
-	a.name = strdup(slash + 1);
+	if (a.dirfd < 0)
+		return 0;
 	a.path = strdup(path);
 	v = reallocarray(fc->sweep->v, fc->sweep->n + 1, sizeof(*v));
-	if (!a.name || !a.path || !v) {
+	if (!a.rel || !a.path || !v) {
 		if (v)
 			fc->sweep->v = v;
 		close(a.dirfd);
-		free(a.name);
+		free(a.rel);
 		free(a.path);
 		return -ENOMEM;
 	}
@@ -114,38 +161,472 @@ static int add_absent(struct fs_confine *fc, const char *path)
 	return 0;
 }
 
+/* DIR/NAME for messages (DIR itself for "."), malloc'd; NULL without memory. */
+static char *join(const char *dir, const char *name)
+{
+	char *path;
+
+	if (strcmp(name, ".") == 0)
+		return strdup(dir);
+	return asprintf(&path, "%s/%s", strcmp(dir, "/") ? dir : "", name) < 0 ? NULL : path;
+}
+
+/* Rename NAME in DIRFD (DIR in messages) aside, never replacing: "NAME.cloister-blocked", or,
+ * when something is there (the agent may have made it), "NAME.cloister-blocked.RANDOM" — a
+ * name it could not guess — tried a few times. */
+static int move_aside(int dirfd, const char *dir, const char *name, char **ret_moved)
+{
+	char to[NAME_MAX + 1];
+	int r = -EEXIST;
+
+	for (unsigned n = 0; r == -EEXIST && n < 8; n++) {
+		uint64_t rnd = 0;
+		int len;
+
+		if (n && getrandom(&rnd, sizeof(rnd), 0) != sizeof(rnd))
+			return -EIO;
+		/* A name too long for the suffix keeps its first 200 bytes. */
+		len = n ? snprintf(to, sizeof(to), "%.200s.cloister-blocked.%016llx", name,
+		                   (unsigned long long)rnd)
+		        : snprintf(to, sizeof(to), "%.200s.cloister-blocked", name);
+		if (len < 0 || (size_t)len >= sizeof(to))
+			return -ENAMETOOLONG;
+		r = renameat2(dirfd, name, dirfd, to, RENAME_NOREPLACE) < 0 ? -errno : 0;
+		/* A file system without RENAME_NOREPLACE: the agent is gone, the check and the
+		 * rename are not raced by it. */
+		if (r == -EINVAL) {
+			if (fstatat(dirfd, to, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0)
+				r = -EEXIST;
+			else
+				r = renameat(dirfd, name, dirfd, to) < 0 ? -errno : 0;
+		}
+	}
+	if (r < 0)
+		return r;
+	if (asprintf(ret_moved, "%s/%s", strcmp(dir, "/") ? dir : "", to) < 0)
+		*ret_moved = NULL;
+	return 0;
+}
+
+struct sweep_ctx {
+	const struct fs_sweep *s;
+	fs_sweep_report_fn report;
+	void *userdata;
+};
+
+static void aside(struct sweep_ctx *c, enum fs_sweep_what what, int dirfd, const char *dir,
+                  const char *name)
+{
+	_cleanup_free_ char *path = NULL, *moved = NULL;
+	int r = move_aside(dirfd, dir, name, &moved);
+
+	if (!(path = join(dir, name)))
+		return;
+	c->report(c->userdata, what, path, r < 0 ? NULL : moved ? moved : name, r);
+}
+
+static void sweep_absent(struct sweep_ctx *c, const struct fs_absent *a)
+{
+	_cleanup_free_ char *parent = strdup(a->rel);
+	_cleanup_free_ char *dir = strdup(a->path);
+	_cleanup_close_ int pfd = -EBADF;
+	char *slash = parent ? strrchr(parent, '/') : NULL;
+	const char *name = slash ? slash + 1 : a->rel;
+	char first[NAME_MAX + 1];
+	size_t len;
+
+	if (!parent || !dir || !strrchr(dir, '/'))
+		return;
+	*strrchr(dir, '/') = '\0';
+	if (!slash) {
+		if (fstatat(a->dirfd, name, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0)
+			aside(c, a->hidden ? FS_SWEEP_HIDDEN : FS_SWEEP_PROTECTED, a->dirfd,
+			      dir[0] ? dir : "/", name);
+		return;
+	}
+	*slash = '\0';
+	/* The directories the agent made on the way, without a symlink: the path itself is
+	 * moved aside, the rest stays. */
+	pfd = (int)syscall(SYS_openat2, a->dirfd, parent,
+	                   &(struct open_how){.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	                                      .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+	                                                 RESOLVE_NO_MAGICLINKS},
+	                   sizeof(struct open_how));
+	if (pfd >= 0) {
+		if (fstatat(pfd, name, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0)
+			aside(c, a->hidden ? FS_SWEEP_HIDDEN : FS_SWEEP_PROTECTED, pfd, dir, name);
+		return;
+	}
+	if (errno == ENOENT || errno == ENOTDIR)
+		return;
+	/* A symlink on the way (or anything else odd): the first directory that was absent at
+	 * the start goes aside whole — everything in it was made during the run. */
+	len = strcspn(a->rel, "/");
+	if (len >= sizeof(first))
+		return;
+	memcpy(first, a->rel, len);
+	first[len] = '\0';
+	memcpy(dir, a->path, strlen(a->path) - strlen(a->rel));
+	dir[strlen(a->path) - strlen(a->rel) - 1] = '\0';
+	if (fstatat(a->dirfd, first, &(struct stat){0}, AT_SYMLINK_NOFOLLOW) == 0)
+		aside(c, a->hidden ? FS_SWEEP_HIDDEN : FS_SWEEP_PROTECTED, a->dirfd,
+		      dir[0] ? dir : "/", first);
+}
+
+/* ---- every .git in the worktree ---------------------------------------------------------- */
+
+/* Deeper than this below the worktree, directories are not looked into (each level holds a
+ * file descriptor); the run says so. */
+#define GIT_WALK_MAX_DEPTH 128
+
+static bool after_start(const struct fs_sweep *s, const struct statx_timestamp *t)
+{
+	return t->tv_sec > s->start.tv_sec ||
+	       (t->tv_sec == s->start.tv_sec && t->tv_nsec >= (uint32_t)s->start.tv_nsec);
+}
+
+/* Changed during the run: its inode's status (contents, mode, a rename) changed after the
+ * start. The agent cannot set a change time back. */
+static bool changed(const struct fs_sweep *s, int dirfd, const char *name, struct statx *ret)
+{
+	struct statx stx;
+
+	if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_CTIME | STATX_BTIME, &stx) <
+	    0)
+		return false;
+	if (ret)
+		*ret = stx;
+	return after_start(s, &stx.stx_ctime);
+}
+
+/* Made during the run: a directory's change time moves with every entry made in it (git's own
+ * index.lock), so a directory counts as made only by its birth time; without one, it is
+ * checked by its contents. */
+static bool born(const struct fs_sweep *s, const struct statx *stx)
+{
+	return (stx->stx_mask & STATX_BTIME) && after_start(s, &stx->stx_btime);
+}
+
+static int open_dir(int dirfd, const char *name)
+{
+	return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+}
+
+/* A file system of the kernel's (a /proc or /sys mounted in the project, or a project that is
+ * "/"): no repository there, and walking it would take long or trigger automounts. */
+static bool kernel_fs(int fd)
+{
+	static const unsigned long magics[] = {
+	        PROC_SUPER_MAGIC,   SYSFS_MAGIC,    CGROUP_SUPER_MAGIC, CGROUP2_SUPER_MAGIC,
+	        DEVPTS_SUPER_MAGIC, DEBUGFS_MAGIC,  TRACEFS_MAGIC,      SECURITYFS_MAGIC,
+	        BPF_FS_MAGIC,       PSTOREFS_MAGIC, EFIVARFS_MAGIC,     AUTOFS_SUPER_MAGIC,
+	        BINFMTFS_MAGIC,     SELINUX_MAGIC,  NSFS_MAGIC,
+	};
+	struct statfs sfs;
+
+	if (fstatfs(fd, &sfs) < 0)
+		return false;
+	for (size_t i = 0; i < sizeof(magics) / sizeof(magics[0]); i++)
+		if ((unsigned long)sfs.f_type == magics[i])
+			return true;
+	return false;
+}
+
+/* Each entry of directory NAME in DIRFD to FN; -errno when it cannot be read, reported unless
+ * it is absent (a directory of ours the agent made unreadable: git may still run in what is
+ * below it). */
+typedef void (*entry_fn)(struct sweep_ctx *c, int dfd, const char *dir, const char *name,
+                         unsigned char type, unsigned depth);
+
+static int each_entry_of(struct sweep_ctx *c, int pfd, const char *dir, const char *name,
+                         unsigned depth, entry_fn fn)
+{
+	_cleanup_free_ char *path = NULL;
+	int fd = open_dir(pfd, name);
+	DIR *d;
+	struct dirent *de;
+
+	if (fd < 0) {
+		int r = -errno;
+
+		if (r != -ENOENT && r != -ENOTDIR && r != -ELOOP && (path = join(dir, name)))
+			c->report(c->userdata, FS_SWEEP_UNCHECKED, path, NULL, r);
+		return r;
+	}
+	if (kernel_fs(fd)) {
+		close(fd);
+		return 0;
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if (!(path = join(dir, name))) {
+		closedir(d);
+		return -ENOMEM;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			fn(c, dirfd(d), path, de->d_name, de->d_type, depth + 1);
+	closedir(d);
+	return 0;
+}
+
+static void check_git_dir(struct sweep_ctx *c, int dirfd, const char *dir, const char *name,
+                          bool in_worktree, unsigned depth);
+static void check_git_contents(struct sweep_ctx *c, int fd, const char *path, int topfd,
+                               const char *top, unsigned depth);
+
+/* In a hooks directory: a hook made or changed during the run goes aside (git runs only the
+ * exact names). */
+static void on_hook(struct sweep_ctx *c, int dfd, const char *dir, const char *name,
+                    unsigned char type, unsigned depth)
+{
+	if (changed(c->s, dfd, name, NULL))
+		aside(c, FS_SWEEP_GIT, dfd, dir, name);
+}
+
+/* In a directory core.hooksPath names, which may hold other files of the project: only the
+ * names git runs as hooks (githooks(5)). */
+static void on_named_hook(struct sweep_ctx *c, int dfd, const char *dir, const char *name,
+                          unsigned char type, unsigned depth)
+{
+	static const char *const hooks[] = {
+	        "applypatch-msg",
+	        "pre-applypatch",
+	        "post-applypatch",
+	        "pre-commit",
+	        "pre-merge-commit",
+	        "prepare-commit-msg",
+	        "commit-msg",
+	        "post-commit",
+	        "pre-rebase",
+	        "post-checkout",
+	        "post-merge",
+	        "pre-push",
+	        "pre-receive",
+	        "update",
+	        "proc-receive",
+	        "post-receive",
+	        "post-update",
+	        "reference-transaction",
+	        "push-to-checkout",
+	        "pre-auto-gc",
+	        "post-rewrite",
+	        "sendemail-validate",
+	        "fsmonitor-watchman",
+	        "p4-changelist",
+	        "p4-prepare-changelist",
+	        "p4-post-changelist",
+	        "p4-pre-submit",
+	        "post-index-change",
+	};
+
+	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++)
+		if (strcmp(name, hooks[i]) == 0) {
+			on_hook(c, dfd, dir, name, type, depth);
+			return;
+		}
+}
+
+/* In modules/ or worktrees/: the git directory of a submodule or a linked worktree. */
+static void on_nested_gitdir(struct sweep_ctx *c, int dfd, const char *dir, const char *name,
+                             unsigned char type, unsigned depth)
+{
+	check_git_dir(c, dfd, dir, name, false, depth);
+}
+
+/* NAME in DIRFD is a git directory (or a .git file naming one): whatever of it git would run
+ * that the run made or changed goes aside. IN_WORKTREE: DIRFD is its work tree (NAME is
+ * ".git"), else a submodule's or worktree's git directory kept elsewhere. */
+static void check_git_dir(struct sweep_ctx *c, int dirfd, const char *dir, const char *name,
+                          bool in_worktree, unsigned depth)
+{
+	_cleanup_free_ char *path = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	struct statx stx = {0};
+	bool ch = changed(c->s, dirfd, name, &stx);
+
+	if (!(stx.stx_mask & STATX_TYPE))
+		return;
+	if (!S_ISDIR(stx.stx_mode)) {
+		if (ch) /* a .git file ("gitdir: …") or link made or changed during the run */
+			aside(c, FS_SWEEP_GIT, dirfd, dir, name);
+		return;
+	}
+	if (born(c->s, &stx)) {
+		aside(c, FS_SWEEP_GIT, dirfd, dir, name);
+		return;
+	}
+	if (depth > GIT_WALK_MAX_DEPTH) {
+		c->report(c->userdata, FS_SWEEP_UNCHECKED, dir, NULL, -ELOOP);
+		return;
+	}
+	fd = open_dir(dirfd, name);
+	if (fd < 0 || !(path = join(dir, name)))
+		return;
+	check_git_contents(c, fd, path, in_worktree ? dirfd : -EBADF, dir, depth);
+}
+
+/* core.hooksPath in the config in git directory FD, malloc'd, or NULL. That config is the
+ * person's (one the run changed went aside before); its includes are not followed. */
+static char *hooks_path(int fd)
+{
+	_cleanup_close_ int cfd = openat(fd, "config", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_free_ char *buf = NULL;
+	char *value = NULL, *line, *save = NULL;
+	bool core = false;
+	ssize_t n;
+
+	if (cfd < 0 || !(buf = malloc(65536)))
+		return NULL;
+	n = read(cfd, buf, 65535);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *p = line + strspn(line, " \t"), *v, *end;
+
+		if (*p == '[') {
+			size_t len = strcspn(p + 1, " \t\"]");
+
+			core = len == 4 && strncasecmp(p + 1, "core", 4) == 0 && p[5] == ']';
+			continue;
+		}
+		if (!core || strncasecmp(p, "hookspath", 9) != 0)
+			continue;
+		v = p + 9 + strspn(p + 9, " \t");
+		if (*v++ != '=')
+			continue;
+		v += strspn(v, " \t");
+		if (*v == '"') {
+			end = strchr(++v, '"');
+		} else {
+			end = v + strcspn(v, "#;");
+			while (end > v && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+				end--;
+		}
+		if (!end || end == v)
+			continue;
+		free(value); /* the last one wins, as in git */
+		value = strndup(v, (size_t)(end - v));
+	}
+	return value;
+}
+
+/* The hooks directory that core.hooksPath names (.githooks, …), when it lies in the project:
+ * its entries as hooks/'s. Opened from the work tree TOPFD (TOP in messages) or the project's
+ * top, never through a symlink (one the agent made would lead the check elsewhere); what
+ * cannot be opened so is named. */
+static void check_hooks_path(struct sweep_ctx *c, int fd, int topfd, const char *top,
+                             unsigned depth)
+{
+	_cleanup_free_ char *hp = hooks_path(fd), *expanded = NULL, *shown = NULL;
+	_cleanup_close_ int hfd = -EBADF;
+	const char *rel = hp, *root = c->s->git_root_path, *home = getenv("HOME");
+	size_t rl = strlen(root);
+	int base = topfd;
+
+	if (!hp)
+		return;
+	if (strncmp(hp, "~/", 2) == 0 && home && home[0] == '/' &&
+	    asprintf(&expanded, "%s/%s", home, hp + 2) >= 0)
+		rel = expanded;
+	if (rel[0] == '/') {
+		/* Outside the project the agent could not write (unless fs.write says so). */
+		if (strncmp(rel, root, rl) != 0 || (rel[rl] != '/' && strcmp(root, "/")))
+			return;
+		base = c->s->git_root;
+		rel += strcmp(root, "/") ? rl + 1 : 1;
+		shown = strdup(expanded ? expanded : hp);
+	} else {
+		shown = join(top, rel);
+	}
+	if (base < 0 || !shown)
+		return;
+	hfd = (int)syscall(SYS_openat2, base, rel[0] ? rel : ".",
+	                   &(struct open_how){.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+	                                      .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+	                                                 RESOLVE_NO_MAGICLINKS},
+	                   sizeof(struct open_how));
+	if (hfd < 0) {
+		if (errno != ENOENT)
+			c->report(c->userdata, FS_SWEEP_UNCHECKED, shown, NULL, -errno);
+		return;
+	}
+	(void)each_entry_of(c, hfd, shown, ".", depth, on_named_hook);
+}
+
+/* In a git directory FD (PATH in messages) that was there at the start; TOPFD its work tree
+ * (TOP in messages), or < 0. */
+static void check_git_contents(struct sweep_ctx *c, int fd, const char *path, int topfd,
+                               const char *top, unsigned depth)
+{
+	static const char *const files[] = {"config", "config.worktree", "commondir", "gitdir"};
+	struct statx hooks = {0};
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+		if (changed(c->s, fd, files[i], NULL))
+			aside(c, FS_SWEEP_GIT, fd, path, files[i]);
+	if (changed(c->s, fd, "hooks", &hooks) && !S_ISDIR(hooks.stx_mode))
+		aside(c, FS_SWEEP_GIT, fd, path, "hooks");
+	else
+		(void)each_entry_of(c, fd, path, "hooks", depth, on_hook);
+	check_hooks_path(c, fd, topfd, top, depth);
+	(void)each_entry_of(c, fd, path, "modules", depth, on_nested_gitdir);
+	(void)each_entry_of(c, fd, path, "worktrees", depth, on_nested_gitdir);
+}
+
+static bool is_dir_at(int dfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
+static void on_tree_entry(struct sweep_ctx *c, int dfd, const char *dir, const char *name,
+                          unsigned char type, unsigned depth)
+{
+	if (strcmp(name, ".git") == 0) {
+		check_git_dir(c, dfd, dir, name, true, depth);
+		return;
+	}
+	/* A bare repository (HEAD, objects/, refs/): git uses it as the repository of the
+	 * directory it runs in, its config included (safe.bareRepository is "all" by
+	 * default). What git would run there is checked in place. */
+	if (strcmp(name, "HEAD") == 0 && type != DT_DIR && is_dir_at(dfd, "objects") &&
+	    is_dir_at(dfd, "refs")) {
+		check_git_contents(c, dfd, dir, dfd, dir, depth);
+		return;
+	}
+	if (type == DT_UNKNOWN) {
+		struct stat st;
+
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return;
+		type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+	}
+	if (type != DT_DIR)
+		return;
+	if (depth > GIT_WALK_MAX_DEPTH) {
+		_cleanup_free_ char *path = NULL;
+
+		if ((path = join(dir, name)))
+			c->report(c->userdata, FS_SWEEP_UNCHECKED, path, NULL, -ELOOP);
+		return;
+	}
+	(void)each_entry_of(c, dfd, dir, name, depth, on_tree_entry);
+}
+
 void fs_sweep_run(const struct fs_sweep *s, fs_sweep_report_fn report, void *userdata)
 {
-	for (size_t i = 0; s && i < s->n; i++) {
-		const struct fs_absent *a = &s->v[i];
-		char to[NAME_MAX + 1];
-		struct stat st;
-		int r = -EEXIST;
+	struct sweep_ctx c = {s, report, userdata};
 
-		if (fstatat(a->dirfd, a->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		for (unsigned n = 0; r == -EEXIST && n < 100; n++) {
-			int len = n ? snprintf(to, sizeof(to), "%s.cloister-blocked.%u", a->name, n)
-			            : snprintf(to, sizeof(to), "%s.cloister-blocked", a->name);
-
-			if (len < 0 || (size_t)len >= sizeof(to)) {
-				r = -ENAMETOOLONG;
-				break;
-			}
-			r = renameat2(a->dirfd, a->name, a->dirfd, to, RENAME_NOREPLACE) < 0
-			            ? -errno
-			            : 0;
-		}
-		if (r < 0) {
-			report(userdata, a->path, NULL, r);
-		} else {
-			_cleanup_free_ char *moved = NULL;
-			const char *slash = strrchr(a->path, '/');
-
-			if (asprintf(&moved, "%.*s/%s", (int)(slash - a->path), a->path, to) < 0)
-				moved = NULL;
-			report(userdata, a->path, moved ? moved : to, 0);
-		}
+	for (size_t i = 0; s && i < s->n; i++)
+		sweep_absent(&c, &s->v[i]);
+	if (s && s->git_root >= 0) {
+		(void)each_entry_of(&c, s->git_root, s->git_root_path, ".", 0, on_tree_entry);
 	}
 }
 
@@ -161,6 +642,57 @@ static bool parent_exists(const char *path)
 		return false;
 	*slash = '\0';
 	return stat(parent, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int add_checked(struct confine_paths *p, const char *path)
+{
+	if (p->n >= FS_CONFINE_MAX_PATHS)
+		return -E2BIG;
+	return confine_paths_add(p, path);
+}
+
+static int on_protect(struct fs_confine *fc, const char *real, const struct stat *st, void *u)
+{
+	return add_checked(&fc->protect, real);
+}
+
+/* Each symlink on the way to protected PATH (expanded, absolute), itself included, that lies
+ * in a writable directory: the link, by its resolved directory and its name. Protecting the
+ * target alone would let the agent remove the link and put a file of its own there. */
+static int on_hide(struct fs_confine *fc, const char *real, const struct stat *st, void *u);
+
+static int add_links(struct fs_confine *fc, const char *path)
+{
+	_cleanup_free_ char *copy = strdup(path);
+	char *slash = copy;
+	int r = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	while (r >= 0 && slash && (slash = strchr(slash + 1, '/'), true)) {
+		_cleanup_free_ char *dir = NULL, *link = NULL;
+		struct stat st;
+		char *name;
+
+		if (slash)
+			*slash = '\0';
+		name = strrchr(copy, '/');
+		if (lstat(copy, &st) == 0 && S_ISLNK(st.st_mode) && name) {
+			*name = '\0';
+			dir = realpath(copy[0] ? copy : "/", NULL);
+			*name = '/';
+			if (dir && asprintf(&link, "%s%s", strcmp(dir, "/") ? dir : "", name) < 0)
+				r = -ENOMEM;
+			for (size_t w = 0; r >= 0 && link && w < fc->write.n; w++)
+				if (confine_path_within(dir, fc->write.v[w])) {
+					r = add_checked(&fc->links, link);
+					break;
+				}
+		}
+		if (slash)
+			*slash = '/';
+	}
+	return r;
 }
 
 /* Each path PATTERN (expanded) names that exists, resolved, to FN. A missing one goes to
@@ -182,9 +714,14 @@ static int each_path(struct fs_confine *fc, const char *expanded, path_fn fn, vo
 			if (!missing)
 				return 0;
 			(*missing)++;
-			return add_absent(fc, expanded);
+			/* A symlink on the way (~/.config -> dotfiles/config) is held as for an
+			 * existing path: replaced by a directory of the agent's, the path would
+			 * be looked for at the end where the agent did not put it. */
+			r = add_links(fc, expanded);
+			return r < 0 ? r : add_absent(fc, expanded, fn == on_hide);
 		}
-		return fn(fc, real, &st, userdata);
+		r = fn == on_protect || fn == on_hide ? add_links(fc, expanded) : 0;
+		return r < 0 ? r : fn(fc, real, &st, userdata);
 	}
 	/* GLOB_PERIOD: a '*' matches a leading dot, as in fs_policy's fnmatch. */
 	r = glob(expanded, GLOB_NOSORT | GLOB_PERIOD, NULL, &g);
@@ -206,17 +743,12 @@ static int each_path(struct fs_confine *fc, const char *expanded, path_fn fn, vo
 			continue;
 		real = realpath(g.gl_pathv[i], NULL);
 		if (real && stat(real, &st) == 0)
+			r = fn == on_protect || fn == on_hide ? add_links(fc, g.gl_pathv[i]) : 0;
+		if (r >= 0 && real && stat(real, &st) == 0)
 			r = fn(fc, real, &st, userdata);
 	}
 	globfree(&g);
 	return r;
-}
-
-static int add_checked(struct confine_paths *p, const char *path)
-{
-	if (p->n >= FS_CONFINE_MAX_PATHS)
-		return -E2BIG;
-	return confine_paths_add(p, path);
 }
 
 static int on_write(struct fs_confine *fc, const char *real, const struct stat *st, void *u)
@@ -224,11 +756,6 @@ static int on_write(struct fs_confine *fc, const char *real, const struct stat *
 	if (strcmp(real, "/") == 0)
 		fc->all_writable = true;
 	return add_checked(&fc->write, real);
-}
-
-static int on_protect(struct fs_confine *fc, const char *real, const struct stat *st, void *u)
-{
-	return add_checked(&fc->protect, real);
 }
 
 struct hide_ctx {
@@ -297,9 +824,10 @@ static int each_entry(struct fs_confine *fc, const struct config_fs_list *list,
 /* The ancestors of each protected path below the writable path holding it. */
 static int plan_pins(struct fs_confine *fc)
 {
-	for (size_t i = 0; i < fc->protect.n; i++) {
+	for (size_t i = 0; i < fc->protect.n + fc->links.n; i++) {
 		_cleanup_(confine_paths_free) struct confine_paths up = {0};
-		const char *p = fc->protect.v[i];
+		const char *p =
+		        i < fc->protect.n ? fc->protect.v[i] : fc->links.v[i - fc->protect.n];
 		const char *holder = NULL;
 		int r;
 
@@ -316,6 +844,46 @@ static int plan_pins(struct fs_confine *fc)
 		if (r < 0)
 			return r;
 	}
+	return 0;
+}
+
+/* The start, on the clock of the file system holding DIRFD (a network file system's
+ * server's): an unnamed file's change time, or ours when it cannot make one; the earlier. */
+static struct timespec start_time(int dirfd)
+{
+	struct timespec now;
+	_cleanup_close_ int fd = -EBADF;
+	struct stat st;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &now);
+	fd = openat(dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0 && fstat(fd, &st) == 0 &&
+	    (st.st_ctim.tv_sec < now.tv_sec ||
+	     (st.st_ctim.tv_sec == now.tv_sec && st.st_ctim.tv_nsec < now.tv_nsec)))
+		now = st.st_ctim;
+	return now;
+}
+
+/* The worktree, when it is writable: every .git in it is checked at the end. */
+static int plan_git_check(struct fs_confine *fc, const char *worktree)
+{
+	_cleanup_close_ int dfd = -EBADF;
+	bool writable = false;
+
+	for (size_t w = 0; w < fc->write.n && !writable; w++)
+		writable = confine_path_within(worktree, fc->write.v[w]);
+	if (!writable)
+		return 0;
+	if (!sweep_of(fc))
+		return -ENOMEM;
+	dfd = open(worktree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fc->sweep->start = start_time(dfd);
+	fc->sweep->git_root_path = strdup(worktree);
+	if (!fc->sweep->git_root_path)
+		return -ENOMEM;
+	fc->sweep->git_root = TAKE_FD(dfd);
 	return 0;
 }
 
@@ -352,11 +920,16 @@ int fs_confine_prepare(const struct fs_confine_request *req, struct fs_confine *
 		r = each_entry(fc, &cfg->fs.protect, &vars, false, on_protect, NULL,
 		               &fc->absent_protect, err);
 	if (r >= 0)
-		r = each_entry(fc, &cfg->fs.hide, &vars, false, on_hide, &hc, NULL, err);
+		r = each_entry(fc, &cfg->fs.hide, &vars, false, on_hide, &hc, &fc->absent_hide,
+		               err);
 	if (r < 0)
 		return r;
 	fc->n_write_all = fc->write.n;
 	confine_paths_outermost(&fc->write);
+	r = plan_git_check(fc, worktree);
+	if (r < 0)
+		return cl_error_set(err, r, "fs: opening %s for the .git check: %s", worktree,
+		                    strerror(-r));
 	r = plan_pins(fc);
 	if (r < 0)
 		return cl_error_set(err, r, "fs: planning the pinned directories: %s",
@@ -373,9 +946,12 @@ void fs_confine_summarize(const struct fs_confine *fc, struct fs_confine_summary
 	        .hide = fc->hide_dirs.n + fc->hide_files.n,
 	        .protect = fc->protect.n,
 	        .absent_protect = fc->absent_protect,
+	        .absent_hide = fc->absent_hide,
 	        .created = fc->created,
 	        .skipped_hide = fc->skipped_hide,
 	        .pinned = fc->pins.n,
+	        .links = fc->links.n,
+	        .git_check = fc->sweep && fc->sweep->git_root >= 0,
 	        .private_tmp = fc->private_tmp,
 	};
 }
@@ -392,10 +968,10 @@ bool fs_confine_private_tmp(const struct fs_confine *fc)
 
 /* ---- in the init --------------------------------------------------------------------------- */
 
-static int clone_tree(const char *path)
+static int clone_tree(const char *path, unsigned flags)
 {
 	int fd = (int)syscall(SYS_open_tree, AT_FDCWD, path,
-	                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | flags);
 
 	return fd < 0 ? -errno : fd;
 }
@@ -414,10 +990,10 @@ static int set_attr(int dfd, const char *path, unsigned flags, uint64_t set, uin
 }
 
 /* A read-only clone of SOURCE (with what is below it) attached over TARGET. */
-static int readonly_over(const char *source, const char *target, uint64_t extra,
+static int readonly_over(const char *source, const char *target, uint64_t extra, unsigned flags,
                          struct cl_error *err)
 {
-	_cleanup_close_ int fd = clone_tree(source);
+	_cleanup_close_ int fd = clone_tree(source, flags);
 	int r;
 
 	if (fd < 0)
@@ -443,7 +1019,7 @@ static int make_writable_paths_back(const struct fs_confine *fc, struct cl_error
 	/* Clone what stays writable before everything turns read-only; the clones keep the
 	 * flags they had. */
 	for (size_t i = 0; i < fc->write.n; i++) {
-		fds[i] = clone_tree(fc->write.v[i]);
+		fds[i] = clone_tree(fc->write.v[i], 0);
 		if (fds[i] < 0 && r >= 0)
 			r = cl_error_set(err, fds[i], "open_tree %s: %s", fc->write.v[i],
 			                 strerror(-fds[i]));
@@ -478,13 +1054,16 @@ int fs_confine_mounts(const struct fs_confine *fc, struct cl_error *err)
 		if (mount(fc->pins.v[i], fc->pins.v[i], NULL, MS_BIND | MS_REC, NULL) < 0)
 			r = cl_error_set(err, -errno, "bind %s onto itself: %m", fc->pins.v[i]);
 	for (size_t i = 0; r >= 0 && i < fc->protect.n; i++)
-		r = readonly_over(fc->protect.v[i], fc->protect.v[i], 0, err);
+		r = readonly_over(fc->protect.v[i], fc->protect.v[i], 0, 0, err);
+	/* The link itself, over itself (neither open_tree nor move_mount follows it). */
+	for (size_t i = 0; r >= 0 && i < fc->links.n; i++)
+		r = readonly_over(fc->links.v[i], fc->links.v[i], 0, AT_SYMLINK_NOFOLLOW, err);
 	for (size_t i = 0; r >= 0 && i < fc->hide_dirs.n; i++)
 		if (mount("cloister-hidden", fc->hide_dirs.v[i], "tmpfs",
 		          MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_RDONLY, "size=4k,mode=0755") < 0)
 			r = cl_error_set(err, -errno, "hide %s: %m", fc->hide_dirs.v[i]);
 	/* A file: an empty device in its place, read-only and not executable. */
 	for (size_t i = 0; r >= 0 && i < fc->hide_files.n; i++)
-		r = readonly_over("/dev/null", fc->hide_files.v[i], MOUNT_ATTR_NOEXEC, err);
+		r = readonly_over("/dev/null", fc->hide_files.v[i], MOUNT_ATTR_NOEXEC, 0, err);
 	return r;
 }

@@ -13,13 +13,24 @@
  * Landlock (landlock.h) is the second layer: fs_confine_write_paths() are the paths its rules
  * grant write rights beneath.
  *
- * What the mount layer cannot hold, and why: a protected path that does not exist when the
- * run starts (a new .envrc) cannot be mounted over, and Landlock cannot name it. Its parent
- * directory is opened when the run starts, and when the run ends — the agent and all its
- * processes gone, so nothing races the check — what was created at that name is renamed
- * aside (fs_sweep). Until then it is there, for a program on the host that reads it during
- * the run. Patterns are expanded (globs included) once, when the run starts: a later file
- * matching a hide or protect glob is not covered.
+ * A protected or hidden path that is a symlink (stow's ~/.bashrc -> dotfiles/bashrc), or has one
+ * on its way, also gets a read-only clone of the link itself over it: the link cannot be removed
+ * or replaced (EBUSY), as its target cannot be written.
+ *
+ * What the mount layer cannot hold, and why: a protected or hidden path that does not exist when
+ * the run starts (a new .envrc, a .git/config in a project without .git, a ~/.kube/config whose
+ * exec plugin kubectl runs) cannot be mounted over, and Landlock cannot name it. Its nearest
+ * existing ancestor is opened when the run starts, and when the run ends — the agent and all its
+ * processes gone, so nothing races the check — what was created at that name is renamed aside
+ * (fs_sweep), to a name the agent cannot have taken. Likewise git reads the .git of whatever
+ * directory it runs in: at the end, every .git in a writable worktree that the run made is renamed
+ * aside, and in the ones that were there (and bare repositories), what git would run (config,
+ * hooks, those in the directory core.hooksPath names, submodules' and worktrees' git directories)
+ * that the run made or changed. "Made or changed during the run" is the inode's birth time
+ * (directories) or change time (the rest), neither of which a process can set back, against the
+ * start read on the worktree's own file system's clock. Until the end it is there, for a program
+ * on the host that reads it during the run. Patterns are expanded (globs included) once, when the
+ * run starts: a later file matching a hide or protect glob is not covered.
  *
  * fs_confine_prepare() runs in the supervisor (it resolves paths in the host's view and
  * creates the missing fs.write directories written with a trailing "/"); fs_confine_mounts()
@@ -58,9 +69,12 @@ struct fs_confine_summary {
 	size_t hide;           /* hidden paths that exist */
 	size_t protect;        /* protected paths that exist */
 	size_t absent_protect; /* protected paths that do not exist (not held by a mount) */
+	size_t absent_hide;    /* hidden paths that do not exist (swept at the end) */
 	size_t created;        /* fs.write directories created for this run */
 	size_t skipped_hide;   /* hide entries skipped: they hold the worktree or a kept path */
 	size_t pinned;         /* ancestors of protected paths made mount points */
+	size_t links;          /* symlinks on the way to protected paths, held by a mount */
+	bool git_check;        /* every .git in the worktree is checked at the end */
 	bool private_tmp;      /* fs.tmp: private */
 };
 
@@ -78,13 +92,24 @@ CL_DEFINE_TRIVIAL_CLEANUP(struct fs_confine *, fs_confine_free)
 struct fs_sweep;
 struct fs_sweep *fs_confine_take_sweep(struct fs_confine *fc);
 
-/* Called for each absent protected path that exists now: MOVED_TO is where it was renamed
- * (NULL with R < 0 when it could not be). */
-typedef void (*fs_sweep_report_fn)(void *userdata, const char *path, const char *moved_to, int r);
+enum fs_sweep_what {
+	FS_SWEEP_PROTECTED, /* a protected path that was absent at the start */
+	FS_SWEEP_HIDDEN,    /* a hidden path that was absent at the start */
+	FS_SWEEP_GIT,       /* a .git, or what git runs in one, made or changed during the run */
+	FS_SWEEP_UNCHECKED, /* a directory not looked into (R: why; -ELOOP: too deep) */
+};
 
-/* After the sandbox is gone: rename aside what was created at each absent protected path
- * ("NAME.cloister-blocked", or "NAME.cloister-blocked.N" when that exists), never following
- * a symlink (the directory was opened at the start, the name is looked up in it). */
+/* Called for each path moved aside: MOVED_TO is where (NULL with R < 0 when it could not
+ * be). */
+typedef void (*fs_sweep_report_fn)(void *userdata, enum fs_sweep_what what, const char *path,
+                                   const char *moved_to, int r);
+
+/* After the sandbox is gone: rename aside what the run made at each absent protected or hidden
+ * path
+ * (the path itself when no symlink is on its way from the ancestor opened at the start, else
+ * the first directory on its way that was absent), and the .git check above. The new name is
+ * "NAME.cloister-blocked", or "NAME.cloister-blocked.RANDOM" when that exists; nothing is
+ * replaced and no symlink followed. */
 void fs_sweep_run(const struct fs_sweep *s, fs_sweep_report_fn report, void *userdata);
 void fs_sweep_free(struct fs_sweep *s);
 CL_DEFINE_TRIVIAL_CLEANUP(struct fs_sweep *, fs_sweep_free)

@@ -195,11 +195,16 @@ int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
 		sandbox_confine_summarize(*ret, &sum);
 		fs_confine_summarize(req.fs, &fs);
 		say("files, mount layer: %s; %zu writable paths (%zu created), %zu protected (%zu "
-		    "absent, not held by a mount), %zu hidden%s, %zu directories pinned; /tmp %s",
+		    "absent, not held by a mount; %zu symlinks held), %zu hidden (%zu absent)%s, "
+		    "%zu "
+		    "directories pinned; /tmp %s; at the end: %s",
 		    fs.mounts ? "on (the rest read-only)" : "OFF (--test-no-fs-mounts)", fs.write,
-		    fs.created, fs.protect, fs.absent_protect, fs.hide,
+		    fs.created, fs.protect, fs.absent_protect, fs.links, fs.hide, fs.absent_hide,
 		    fs.skipped_hide ? " (some skipped: they hold the project)" : "", fs.pinned,
-		    sum.private_tmp ? "private" : "the host's");
+		    sum.private_tmp ? "private" : "the host's",
+		    fs.git_check ? "absent protected and hidden paths and every .git in the "
+		                   "project checked"
+		                 : "absent protected and hidden paths checked");
 		say("files, Landlock: %s",
 		    sum.landlock_fs     ? "on: write rights only beneath the writable paths"
 		    : o->nested_sandbox ? "off: --allow-nested-sandbox (its file rules refuse "

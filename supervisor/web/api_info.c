@@ -20,36 +20,132 @@
 
 #define INFO_MAX_BYTES 4096
 
-int api_info_dir(char **ret_dir)
+/* 0 when PATH is a directory of ours that others cannot write, -EPERM when it is anything
+ * else (another user's, a symlink, a file), -ENOENT when absent. Looked at through a
+ * descriptor that followed no symlink. */
+static int check_private(const char *path)
 {
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
+		return -EPERM;
+	return 0;
+}
+
+/* Our first (by name) private directory /tmp/cloister-UID.*, made when the fixed name was
+ * another user's; NULL when there is none. */
+static char *tmp_fallback(const char *base)
+{
+	_cleanup_free_ char *prefix = NULL;
+	char *best = NULL;
+	struct dirent *de;
+	DIR *d;
+
+	if (asprintf(&prefix, "%s.", strrchr(base, '/') + 1) < 0)
+		return NULL;
+	d = opendir("/tmp");
+	if (!d)
+		return NULL;
+	while ((de = readdir(d))) {
+		_cleanup_free_ char *path = NULL;
+
+		if (strncmp(de->d_name, prefix, strlen(prefix)) != 0 ||
+		    (best && strcmp(de->d_name, strrchr(best, '/') + 1) >= 0) ||
+		    asprintf(&path, "/tmp/%s", de->d_name) < 0 || check_private(path) < 0)
+			continue;
+		free(best);
+		best = TAKE_PTR(path);
+	}
+	closedir(d);
+	return best;
+}
+
+/* The directory above api/ for a user without XDG_RUNTIME_DIR: /tmp/cloister-UID when it is
+ * ours or absent; when another user took that name (anyone can, in /tmp), a private
+ * /tmp/cloister-UID.XXXXXX of ours — made by CREATE when there is none yet. */
+static int tmp_dir(bool create, char **ret_dir, bool *ret_fallback)
+{
+	_cleanup_free_ char *base = NULL, *fallback = NULL;
+	int r;
+
+	*ret_fallback = false;
+	if (asprintf(&base, "/tmp/cloister-%u", (unsigned)geteuid()) < 0)
+		return -ENOMEM;
+	r = check_private(base);
+	if (r == 0) {
+		*ret_dir = TAKE_PTR(base);
+		return 0;
+	}
+	/* A fallback of ours first, even when the fixed name is free again: the supervisors
+	 * running there stay the ones the CLI finds. */
+	fallback = tmp_fallback(base);
+	if (!fallback && create && r == -ENOENT && mkdir(base, 0700) == 0) {
+		*ret_dir = TAKE_PTR(base);
+		return 0;
+	}
+	if (!fallback && create) {
+		if (asprintf(&fallback, "%s.XXXXXX", base) < 0)
+			return -ENOMEM;
+		if (!mkdtemp(fallback))
+			return -errno;
+	}
+	if (!fallback) { /* nothing of ours: the listing finds nothing there */
+		*ret_dir = TAKE_PTR(base);
+		return 0;
+	}
+	*ret_dir = TAKE_PTR(fallback);
+	*ret_fallback = true;
+	return 0;
+}
+
+static int dir_for(bool create, char **ret_dir, bool *ret_fallback)
+{
+	_cleanup_free_ char *top = NULL;
 	const char *xdg = getenv("XDG_RUNTIME_DIR");
 	char *dir;
 	int n;
 
+	*ret_fallback = false;
 	if (xdg && xdg[0] == '/')
 		n = asprintf(&dir, "%s/cloister/api", xdg);
 	else if (geteuid() == 0)
 		n = asprintf(&dir, "/run/cloister/api");
-	else
-		n = asprintf(&dir, "/tmp/cloister-%u/api", (unsigned)geteuid());
+	else {
+		int r = tmp_dir(create, &top, ret_fallback);
+
+		if (r < 0)
+			return r;
+		n = asprintf(&dir, "%s/api", top);
+	}
 	if (n < 0)
 		return -ENOMEM;
 	*ret_dir = dir;
 	return 0;
 }
 
+int api_info_dir(char **ret_dir)
+{
+	bool fallback;
+
+	return dir_for(false, ret_dir, &fallback);
+}
+
+int api_info_dir_claim(char **ret_dir, bool *ret_fallback)
+{
+	return dir_for(true, ret_dir, ret_fallback);
+}
+
 /* Create PATH 0700 if missing; refuse one that is not ours or is open to others. */
 static int private_dir(const char *path)
 {
-	struct stat st;
-
 	if (mkdir(path, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	if (lstat(path, &st) < 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
-		return -EPERM;
-	return 0;
+	return check_private(path);
 }
 
 static int private_dirs(const char *dir)

@@ -2,7 +2,10 @@
  * supervisor process in a private runtime directory,
  *   $XDG_RUNTIME_DIR/cloister/api/   when XDG_RUNTIME_DIR is an absolute path,
  *   /run/cloister/api/               for root,
- *   /tmp/cloister-UID/api/           otherwise,
+ *   /tmp/cloister-UID/api/           otherwise, or, when another user took that name (anyone
+ *                                    can create it in /tmp), /tmp/cloister-UID.XXXXXX/api/:
+ *                                    the first such private directory of ours, made with
+ *                                    mkdtemp by the first supervisor that needed it,
  * named PID.json, mode 0600 in a 0700 directory that must belong to us (a directory another
  * user prepared is refused). It holds the approval server's URL, the API token every request
  * without the dashboard's cookie needs, and a nonce only this supervisor and its user know: the
@@ -38,8 +41,11 @@ int api_info_start_time(pid_t pid, uint64_t *ret_start);
  * of CHALLENGE under NONCE, in hex. -EINVAL for a malformed challenge. */
 int api_info_proof(const char *nonce, const char *challenge, char ret_proof[static 65]);
 
-/* The directory for the current user (see above), malloc'd. */
+/* The directory for the current user (see above), malloc'd; nothing is created. */
 int api_info_dir(char **ret_dir);
+/* The same for a supervisor about to write there: the fallback directory is made if needed,
+ * and *ret_fallback says it is used (the fixed name is another user's). */
+int api_info_dir_claim(char **ret_dir, bool *ret_fallback);
 
 /* Write INFO to DIR/PID.json atomically (creating DIR 0700 if needed). *ret_path is the file,
  * malloc'd, for api_info_remove. */

@@ -1,6 +1,7 @@
 /* bench_run: what an exec costs under `cloister-supervisor run`, native vs supervised.
  *
- *   - `run -- true` end to end (start-up and teardown);
+ *   - `run -- true` end to end (start-up and teardown); and in a project of 10,100
+ *     directories, against an empty one: the end-of-run walk for .git (fs_confine.h);
  *   - 2000 fork+exec+wait of /bin/true (the worst case: nothing but execs), timed by the agent
  *     itself (tests/helpers/execloop -s), so run's start-up and teardown stay out of the ratio;
  *     native and supervised runs take turns, the ratio is the median of the rounds' ratios;
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
@@ -64,6 +66,55 @@ static void bench_startup(struct bench_agent *a, const char *who, int n)
 	}
 	printf("run -- true end to end, %s: %.1f ms (native /bin/true %.2f ms; medians of %d)\n",
 	       who, bench_median(sup, n) * 1e3, bench_median(nat, n) * 1e3, n);
+}
+
+/* The end-of-run walk for .git (fs_confine.h): `run -- true` in a project of PROJECT_DIRS
+ * directories of 5 empty files each, against an empty project; the cache is warm. */
+#define PROJECT_FANOUT 100 /* PROJECT_FANOUT² directories */
+static void bench_project_walk(struct bench_agent *a)
+{
+	char *argv[] = {"/bin/true", NULL};
+	char empty[128], big[128], path[256];
+	double e[STARTUPS], b[STARTUPS];
+
+	snprintf(empty, sizeof(empty), "%s/empty-project", a->root);
+	snprintf(big, sizeof(big), "%s/big-project", a->root);
+	if (mkdir(empty, 0755) < 0 || mkdir(big, 0755) < 0)
+		goto fail;
+	for (int i = 0; i < PROJECT_FANOUT; i++) {
+		snprintf(path, sizeof(path), "%s/d%d", big, i);
+		if (mkdir(path, 0755) < 0)
+			goto fail;
+		for (int j = 0; j < PROJECT_FANOUT; j++) {
+			snprintf(path, sizeof(path), "%s/d%d/e%d", big, i, j);
+			if (mkdir(path, 0755) < 0)
+				goto fail;
+			for (int k = 0; k < 5; k++) {
+				int fd;
+
+				snprintf(path, sizeof(path), "%s/d%d/e%d/f%d", big, i, j, k);
+				fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+				if (fd < 0)
+					goto fail;
+				close(fd);
+			}
+		}
+	}
+	for (int i = 0; i < STARTUPS; i++) {
+		e[i] = bench_agent_time(a, true, empty, argv);
+		b[i] = bench_agent_time(a, true, big, argv);
+		if (e[i] < 0 || b[i] < 0)
+			goto fail;
+	}
+	printf("run -- true in a project of %d directories, %d files (the end-of-run .git walk): "
+	       "%.1f ms, in an empty one %.1f ms (+%.1f ms; medians of %d)\n",
+	       PROJECT_FANOUT * PROJECT_FANOUT + PROJECT_FANOUT,
+	       5 * PROJECT_FANOUT * PROJECT_FANOUT, bench_median(b, STARTUPS) * 1e3,
+	       bench_median(e, STARTUPS) * 1e3,
+	       (bench_median(b, STARTUPS) - bench_median(e, STARTUPS)) * 1e3, STARTUPS);
+	return;
+fail:
+	printf("run -- true in a large project: failed to measure: %s\n", strerror(errno));
 }
 
 /* The supervisor's phases of one exec, from the report CLOISTER_TRACE_TIMING=1 makes it print
@@ -344,6 +395,7 @@ void bench_run(void)
 		printf("end to end: could not set up %s: %s\n", agent.root, strerror(-r));
 	else {
 		bench_startup(&agent, "root", STARTUPS);
+		bench_project_walk(&agent);
 		bench_exec_loop(&agent, "root (eBPF backstop)", ROUNDS, true);
 		bench_exec_phases();
 		bench_exec_syscalls();

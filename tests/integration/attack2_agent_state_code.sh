@@ -72,6 +72,5 @@ EOF
 		"$who: nor a Gemini CLI extension (~/.gemini/extensions: MCP servers it starts)" "$(diag)"
 	tap_ok "$([ -e "$H/.gemini/extensions/evil" ] && echo 1 || echo 0)" \
 		"$who: ... and none is left after the run" "$(diag)"
-	tap_todo ""
 done
 tap_done

@@ -73,6 +73,5 @@ EOF
 		"$(diag)"
 	tap_like "$(grep '^cargo' "$OUT")" '^cargo [12]$' \
 		"$who: ~/.cargo/env (sourced by ~/.profile) is read-only" "$(diag)"
-	tap_todo ""
 done
 tap_done

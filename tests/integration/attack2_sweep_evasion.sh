@@ -7,16 +7,16 @@
 #   - a protected path whose PARENT is absent at the start is not remembered at all: in a
 #     project without .git, the agent's `git init` and a .git/config with core.fsmonitor stay,
 #     and the person's `git status` after the run runs the agent's command on the host.
-# Held (kept as coverage): a plain .vscode created during the run is moved aside.
-# Expected once fixed: the sweep picks a name the agent cannot have made (after the agent is
-# gone: a fresh unique name, or removal into a directory of the supervisor's own), and an
-# absent protected path is remembered by its nearest existing ancestor.
+# Held: a plain .vscode created during the run is moved aside; when NAME.cloister-blocked is
+# taken, the sweep picks NAME.cloister-blocked.RANDOM (the agent is gone, the name unguessable);
+# an absent protected path is remembered by its nearest existing ancestor, and with a symlink
+# on its way (.git -> elsewhere) the first directory that was absent goes aside whole.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=8
+PLAN=14
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv git
 tap_plan $PLAN
@@ -26,10 +26,10 @@ chmod 711 "$TMP"
 cp "$SUPERVISOR" "$TMP/cloister-supervisor"
 chmod 755 "$TMP/cloister-supervisor"
 
-run_agent() { # WORKTREE SCRIPT
+run_agent() { # WORKTREE SCRIPT; $QUIET: -q or empty
 	# shellcheck disable=SC2086 # words on purpose
 	(cd "$1" && exec timeout -k 5 30 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
-		"$TMP/cloister-supervisor" run --config-dir "$W/cfg" --name "a2w$$" \
+		"$TMP/cloister-supervisor" run ${QUIET:-} --config-dir "$W/cfg" --name "a2w$$" \
 		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
 		-- sh "$2") </dev/null >"$OUT" 2>"$ERR"
 	rc=$?
@@ -37,7 +37,7 @@ run_agent() { # WORKTREE SCRIPT
 
 for who in root nobody; do
 	W=$TMP/$who
-	mkdir -p "$W/cfg" "$W/home" "$W/plain" "$W/crowd" "$W/nogit"
+	mkdir -p "$W/cfg" "$W/home" "$W/plain" "$W/crowd" "$W/nogit" "$W/linkgit"
 	printf 'exec:\n  security: full\n  defaults: false\n' >"$W/cfg/config.yaml"
 	MARK=$W/ran-on-host
 	cat >"$W/plain.sh" <<EOF
@@ -52,6 +52,12 @@ EOF
 git init -q . && printf '[core]\n\tfsmonitor = "touch $MARK; false"\n' >>.git/config
 echo "made \$?"
 EOF
+	# In a project without .git: .git a symlink to a repository of the agent's elsewhere.
+	cat >"$W/linkgit.sh" <<EOF
+mkdir -p '$W/linkgit/away' && git init -q '$W/linkgit/away' &&
+	printf '[core]\n\tfsmonitor = "touch $MARK; false"\n' >>'$W/linkgit/away/.git/config' &&
+	ln -s away/.git .git; echo "made \$?"
+EOF
 	chmod 644 "$W"/*.sh
 	if [ "$who" = nobody ]; then
 		chown -R "$NOBODY:$NOBODY" "$W"
@@ -64,15 +70,17 @@ EOF
 	run_agent "$W/plain" "$W/plain.sh"
 	tap_ok "$([ ! -e "$W/plain/.vscode" ] && [ -e "$W/plain/.vscode.cloister-blocked/tasks.json" ] &&
 		echo 0 || echo 1)" "$who: a .vscode created during the run is moved aside at its end" "$(diag)"
+	# With -q too the person learns what was moved: a file of theirs may be in it.
+	rm -rf "$W/plain/.vscode.cloister-blocked"
+	QUIET=-q run_agent "$W/plain" "$W/plain.sh"
+	tap_ok "$(grep -qF "created $W/plain/.vscode, which is protected (fs.protect): moved to $W/plain/.vscode.cloister-blocked" "$ERR" &&
+		echo 0 || echo 1)" "$who: with -q, the run still says what it moved" "$(diag)"
 
-	tap_todo "the end-of-run sweep gives up when the agent took its 100 names"
 	run_agent "$W/crowd" "$W/crowd.sh"
 	tap_ok "$([ -e "$W/crowd/.vscode/tasks.json" ] && echo 1 || echo 0)" \
 		"$who: with .vscode.cloister-blocked{,.1…99} taken first, .vscode is still moved aside" \
 		"$(diag)"
-	tap_todo ""
 
-	tap_todo "a protected path whose parent is absent at the start is never swept"
 	run_agent "$W/nogit" "$W/nogit.sh"
 	tap_ok "$([ -e "$W/nogit/.git/config" ] && echo 1 || echo 0)" \
 		"$who: in a project without .git, the .git the agent made does not stay" "$(diag)"
@@ -81,6 +89,15 @@ EOF
 	(cd "$W/nogit" && timeout 20 $AS env HOME="$W/home" git status >/dev/null 2>&1)
 	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
 		"$who: the person's \`git status\` there after the run runs nothing of the agent's"
-	tap_todo ""
+
+	run_agent "$W/linkgit" "$W/linkgit.sh"
+	tap_ok "$([ ! -e "$W/linkgit/.git" ] && [ -L "$W/linkgit/.git.cloister-blocked" ] &&
+		echo 0 || echo 1)" "$who: a .git symlink the agent made goes aside" \
+		"$(ls -la "$W/linkgit"; diag)"
+	rm -f "$MARK"
+	# shellcheck disable=SC2086
+	(cd "$W/linkgit" && timeout 20 $AS env HOME="$W/home" git status >/dev/null 2>&1)
+	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
+		"$who: the person's \`git status\` at the project's top runs nothing of the agent's"
 done
 tap_done
