@@ -25,21 +25,27 @@ int loop_new(struct loop **ret);
 /* Frees the loop and every registration; does not close the registered fds. NULL is fine. */
 void loop_free(struct loop *loop);
 
-int loop_add_fd(struct loop *loop, int fd, uint32_t events, loop_fd_fn fn, void *userdata);
-int loop_mod_fd(struct loop *loop, int fd, uint32_t events);
-/* -ENOENT when FD is not registered. */
+/* Registering and changing can fail (memory, epoll): a caller that went on would wait for an
+ * event or a timer that never comes. The compiler holds every caller to looking. */
+#define LOOP_MUST_CHECK __attribute__((warn_unused_result))
+
+LOOP_MUST_CHECK int loop_add_fd(struct loop *loop, int fd, uint32_t events, loop_fd_fn fn,
+                                void *userdata);
+LOOP_MUST_CHECK int loop_mod_fd(struct loop *loop, int fd, uint32_t events);
+/* -ENOENT when FD is not registered, and nothing else: a teardown may ignore it. */
 int loop_del_fd(struct loop *loop, int fd);
 
 /* A one-shot timer at DEADLINE_MS on the loop's clock (CLOCK_MONOTONIC milliseconds); a
  * deadline in the past (0 included) fires as soon as the loop gets back to its timers.
  * The returned handle stays valid until the timer fires or is cancelled: a callback must
  * forget its own handle. Cancelling the timer from its own callback does nothing. */
-int loop_add_timer(struct loop *loop, uint64_t deadline_ms, loop_timer_fn fn, void *userdata,
-                   struct loop_timer **ret);
+LOOP_MUST_CHECK int loop_add_timer(struct loop *loop, uint64_t deadline_ms, loop_timer_fn fn,
+                                   void *userdata, struct loop_timer **ret);
 void loop_cancel_timer(struct loop *loop, struct loop_timer *timer);
 
 /* Block SIGS for the whole process and deliver them through a signalfd to FN. */
-int loop_add_signals(struct loop *loop, const sigset_t *sigs, loop_signal_fn fn, void *userdata);
+LOOP_MUST_CHECK int loop_add_signals(struct loop *loop, const sigset_t *sigs, loop_signal_fn fn,
+                                     void *userdata);
 
 uint64_t loop_now_ms(void);
 

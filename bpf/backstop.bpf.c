@@ -71,14 +71,6 @@ struct {
 	__type(value, struct backstop_abi_args);
 } expected SEC(".maps");
 
-/* One chunk of arguments read from the new image. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64[BACKSTOP_ARGS_CHUNK / 8]);
-} chunk_buf SEC(".maps");
-
 /* Events lost because the ring buffer was full (an exec storm); the supervisor reports it. */
 __u64 events_dropped = 0;
 
@@ -231,42 +223,52 @@ static __always_inline void sip_block(struct sip *s, __u64 m)
 	s->v0 ^= m;
 }
 
+#define CHUNK_WORDS (BACKSTOP_ARGS_CHUNK / 8)
+
 struct hash_ctx {
 	struct sip s;
 	__u64 start; /* user address of the first byte */
 	__u64 len;   /* bytes to hash */
 	__u64 tail;  /* the last len % 8 bytes, little-endian */
+	__u32 done;  /* words seen */
 	__u32 failed;
+	/* The chunk being hashed, read from the new image. On this program's stack, not in a
+	 * per-CPU map that another exec preempting this one on the same CPU could overwrite
+	 * between the read and the hashing. */
+	__u64 buf[CHUNK_WORDS];
 };
 
-/* bpf_loop callback: hash chunk I (BACKSTOP_ARGS_CHUNK bytes, a multiple of 8, so words line
- * up across chunks). 0 goes on, 1 stops. */
-static long hash_chunk(__u64 i, void *data)
+/* bpf_loop callback: word I of the arguments (the chunk holding it is read at its first word).
+ * 0 goes on, 1 stops.
+ *
+ * One word per step and no loop inside: the verifier walks a callback until its states
+ * converge, and walked a loop inside it once per word (a 4096-byte chunk cost ~690 000
+ * instructions to verify, ~0.5 s of every run's start). */
+static long hash_word(__u64 i, void *data)
 {
 	struct hash_ctx *c = data;
-	__u64 off = i * BACKSTOP_ARGS_CHUNK, n;
-	__u32 zero = 0;
-	__u64 *buf = bpf_map_lookup_elem(&chunk_buf, &zero);
+	__u64 off = i * 8, n, w;
 
-	if (!buf || off >= c->len) {
-		c->failed = !buf;
-		return 1;
-	}
-	n = c->len - off;
-	if (n > BACKSTOP_ARGS_CHUNK)
-		n = BACKSTOP_ARGS_CHUNK;
-	if (bpf_probe_read_user(buf, n, (const void *)(c->start + off)) < 0) {
+	if (off >= c->len) {
 		c->failed = 1;
 		return 1;
 	}
-	for (__u32 j = 0; j < BACKSTOP_ARGS_CHUNK / 8; j++) {
-		if ((j + 1) * 8 > n)
-			break;
-		sip_block(&c->s, buf[j]);
+	if (i % CHUNK_WORDS == 0) {
+		n = c->len - off;
+		if (n > BACKSTOP_ARGS_CHUNK)
+			n = BACKSTOP_ARGS_CHUNK;
+		if (bpf_probe_read_user(c->buf, n, (const void *)(c->start + off)) < 0) {
+			c->failed = 1;
+			return 1;
+		}
 	}
-	if (n % 8)
-		c->tail = buf[(n / 8) & (BACKSTOP_ARGS_CHUNK / 8 - 1)] &
-		          ((1ull << (8 * (n % 8))) - 1);
+	w = c->buf[i % CHUNK_WORDS];
+	n = c->len - off;
+	if (n >= 8)
+		sip_block(&c->s, w);
+	else
+		c->tail = w & ((1ull << (8 * n)) - 1);
+	c->done++;
 	return 0;
 }
 
@@ -278,6 +280,7 @@ static __always_inline int args_mismatch(struct task_struct *p, pid_t old_pid)
 	struct backstop_abi_args want, *e;
 	__u32 tid = (__u32)old_pid;
 	__u64 a, z, h;
+	__u32 words;
 	struct mm_struct *mm;
 
 	e = bpf_map_lookup_elem(&expected, &tid);
@@ -322,8 +325,9 @@ static __always_inline int args_mismatch(struct task_struct *p, pid_t old_pid)
 	c.s.v1 = args_key[1] ^ 0x646f72616e646f6dULL;
 	c.s.v2 = args_key[0] ^ 0x6c7967656e657261ULL;
 	c.s.v3 = args_key[1] ^ 0x7465646279746573ULL;
-	bpf_loop((c.len + BACKSTOP_ARGS_CHUNK - 1) / BACKSTOP_ARGS_CHUNK, hash_chunk, &c, 0);
-	if (c.failed)
+	words = (c.len + 7) / 8;
+	/* Every word or no match: a loop that stopped early hashed only part of the arguments. */
+	if (bpf_loop(words, hash_word, &c, 0) != words || c.failed || c.done != words)
 		return BACKSTOP_ABI_WHY_ARGS;
 	sip_block(&c.s, (c.len << 56) | c.tail);
 	c.s.v2 ^= 0xff;

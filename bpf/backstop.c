@@ -533,6 +533,31 @@ int backstop_prog_stats(const struct backstop *b, uint64_t *ret_run_ns, uint64_t
 	return 0;
 }
 
+int backstop_verified_insns(const struct backstop *b, uint64_t *ret_insns)
+{
+	const struct bpf_program *progs[] = {b->skel->progs.backstop_exec,
+	                                     b->skel->progs.backstop_lsm};
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(progs); i++) {
+		struct bpf_prog_info info;
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(progs[i]), r;
+
+		if (fd < 0) /* not loaded in this mode */
+			continue;
+		memset(&info, 0, sizeof(info));
+		r = bpf_obj_get_info_by_fd(fd, &info, &len);
+		if (r < 0)
+			return r;
+		if (info.verified_insns == 0)
+			return -EOPNOTSUPP;
+		sum += info.verified_insns;
+	}
+	*ret_insns = sum;
+	return 0;
+}
+
 int backstop_dev_to_kernel(dev_t st_dev, uint32_t *ret_kdev)
 {
 	unsigned int maj = major(st_dev), min = minor(st_dev);

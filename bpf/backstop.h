@@ -180,6 +180,10 @@ uint64_t backstop_events_dropped(const struct backstop *b);
  * from bpf_enable_stats(BPF_STATS_RUN_TIME) held open); otherwise both stay 0. */
 int backstop_prog_stats(const struct backstop *b, uint64_t *ret_run_ns, uint64_t *ret_run_cnt);
 
+/* Instructions the kernel's verifier walked to load the programs in use (what their load costs
+ * every run's start: ~100 ns each here). -EOPNOTSUPP where the kernel does not say (< 5.16). */
+int backstop_verified_insns(const struct backstop *b, uint64_t *ret_insns);
+
 /* The kernel's internal dev_t encoding (MAJOR<<20 | MINOR, what the BPF program reads from
  * i_sb->s_dev) from user space's st_dev, and back. -EOVERFLOW if not representable. */
 int backstop_dev_to_kernel(dev_t st_dev, uint32_t *ret_kdev);

@@ -17,8 +17,9 @@
  * preallocated: 8192 execs in flight at once is far more than a sandbox has. */
 #define BACKSTOP_MAX_EXPECTED 8192
 /* Bytes of arguments hashed at most: the notifier reads 1 MiB at most (EXEC_MAX_ARGV_BYTES). */
-#define BACKSTOP_ARGS_MAX     (1024 * 1024)
-#define BACKSTOP_ARGS_CHUNK   4096
+#define BACKSTOP_ARGS_MAX (1024 * 1024)
+/* Bytes of arguments read at once onto the BPF stack (a power of 2, at least 8). */
+#define BACKSTOP_ARGS_CHUNK   256
 #define BACKSTOP_COMM_LEN     16
 #define BACKSTOP_FILENAME_LEN 128
 

@@ -24,6 +24,8 @@
  *                    (0.0.0.0, ::, ::ffff:0.0.0.0) is made to loopback (127.0.0.1, ::1,
  *                    ::ffff:127.0.0.1), a bind to any other address but loopback fails with
  *                    EPERM; a peer elsewhere on the network never finds its listeners
+ *   post_bind4/6     attached at the cgroup2 root, not the sandbox's cgroup: a port another
+ *                    Cloister supervisor binds in this netns joins the refused ones
  *   skb ingress      and what no bind names (listen() or a datagram on an unbound socket binds
  *                    the wildcard address without the bind hook) receives nothing that came in
  *                    on another interface than loopback: every connection of the agent's goes
@@ -32,6 +34,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
 #include "bpf/redirect_abi.h"
 
 #define SOCK_STREAM 1
@@ -61,6 +64,23 @@ struct {
 	__type(key, __u16);
 	__type(value, __u8);
 } refused_ports SEC(".maps");
+
+/* Ports (network byte order) a Cloister supervisor bound in this network namespace since the
+ * run started (post_bind4/6, attached at the cgroup2 root: every process's binds). Sized for
+ * every port: it never fills, so no bind is ever missed. Value unused. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 65536);
+	__type(key, __u16);
+	__type(value, __u8);
+} peer_ports SEC(".maps");
+
+/* Set by the loader before load: the network namespace whose loopback the sandbox shares (its
+ * cookie), and our own process, whose later listeners (meant for this agent or not) the loader
+ * refuses by itself. */
+const volatile __u64 host_netns_cookie = 0;
+const volatile __u32 own_tgid = 0;
 
 /* The client's local (address, port) → original destination, for the proxy. */
 struct {
@@ -111,7 +131,8 @@ static __always_inline bool refused_port(__u32 port)
 
 	if (key == proxy_port || key == dns_port)
 		return true;
-	return bpf_map_lookup_elem(&refused_ports, &key) != NULL;
+	return bpf_map_lookup_elem(&refused_ports, &key) != NULL ||
+	       bpf_map_lookup_elem(&peer_ports, &key) != NULL;
 }
 
 static __always_inline int remember4(struct bpf_sock_addr *ctx)
@@ -422,4 +443,53 @@ SEC("cgroup_skb/ingress")
 int redirect_ingress(struct __sk_buff *skb)
 {
 	return skb->ingress_ifindex == LOOPBACK_IFINDEX ? 1 : 0;
+}
+
+/* ---- later supervisors: attached at the cgroup2 root, not the sandbox's cgroup ------------- */
+
+/* The name of the running executable's file, as /proc/PID/exe's last component. */
+#define PEER_EXE     "cloister-supervisor"
+#define PEER_EXE_LEN (sizeof(PEER_EXE)) /* with its NUL */
+
+static __always_inline bool current_is_peer(void)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	const unsigned char *name;
+	char buf[PEER_EXE_LEN + 1];
+
+	name = BPF_CORE_READ(task, mm, exe_file, f_path.dentry, d_name.name);
+	if (!name || bpf_probe_read_kernel_str(buf, sizeof(buf), name) != PEER_EXE_LEN)
+		return false;
+	for (int i = 0; i < (int)PEER_EXE_LEN; i++)
+		if (buf[i] != PEER_EXE[i])
+			return false;
+	return true;
+}
+
+/* A socket bound by another Cloister supervisor in the shared network namespace: its port is
+ * refused to the sandbox from now on. post_bind runs before bind() returns, so before the
+ * listen() that would make the port reachable: no window. Never fails a bind (1). Anybody can
+ * name a program cloister-supervisor: that only takes its own ports from the sandbox. */
+static __always_inline int note_peer_bind(struct bpf_sock *sk)
+{
+	__u16 port = bpf_htons((__u16)sk->src_port);
+	__u8 one = 1;
+
+	if (bpf_get_netns_cookie(sk) != host_netns_cookie ||
+	    (__u32)(bpf_get_current_pid_tgid() >> 32) == own_tgid || !current_is_peer())
+		return 1;
+	bpf_map_update_elem(&peer_ports, &port, &one, BPF_ANY);
+	return 1;
+}
+
+SEC("cgroup/post_bind4")
+int redirect_peer_bind4(struct bpf_sock *sk)
+{
+	return note_peer_bind(sk);
+}
+
+SEC("cgroup/post_bind6")
+int redirect_peer_bind6(struct bpf_sock *sk)
+{
+	return note_peer_bind(sk);
 }

@@ -5,17 +5,25 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <linux/types.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf/backstop.h"
 #include "bpf/redirect_abi.h"
 #include "bpf/redirect.skel.h"
 #include "base/cleanup.h"
 
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
+
+_Static_assert(REDIRECT_REFUSED_MAX == REDIRECT_MAX_REFUSED, "the header says how many");
 _Static_assert(REDIRECT_AF_INET == AF_INET && REDIRECT_AF_INET6 == AF_INET6, "families");
 
 #define REDIRECT_PROGS 14
@@ -24,6 +32,7 @@ struct redirect {
 	struct redirect_bpf *skel;
 	struct bpf_link *links[REDIRECT_PROGS];
 	size_t n_links;
+	struct bpf_link *watch[2]; /* post_bind4/6 at the cgroup2 root */
 };
 
 static void programs(struct redirect_bpf *skel, struct bpf_program *out[REDIRECT_PROGS])
@@ -47,6 +56,21 @@ static void programs(struct redirect_bpf *skel, struct bpf_program *out[REDIRECT
 	out[n] = NULL;
 }
 
+/* The cookie of our network namespace (what bpf_get_netns_cookie() gives for its sockets). */
+static int netns_cookie(__u64 *ret_cookie)
+{
+	_cleanup_close_ int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	__u64 cookie = 0;
+	socklen_t len = sizeof(cookie);
+
+	if (fd < 0)
+		return -errno;
+	if (getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &cookie, &len) < 0)
+		return -errno;
+	*ret_cookie = cookie;
+	return 0;
+}
+
 int redirect_open(const struct redirect_config *cfg, struct redirect **ret, struct cl_error *err)
 {
 	struct redirect_bpf *skel;
@@ -63,6 +87,13 @@ int redirect_open(const struct redirect_config *cfg, struct redirect **ret, stru
 	}
 	skel->rodata->proxy_port = htons(cfg->proxy_port);
 	skel->rodata->dns_port = htons(cfg->dns_port);
+	skel->rodata->own_tgid = (__u32)getpid();
+	rc = netns_cookie(&skel->rodata->host_netns_cookie);
+	if (rc < 0) {
+		redirect_bpf__destroy(skel);
+		return cl_error_set(err, rc, "egress redirect: this network namespace's cookie: %s",
+		                    strerror(-rc));
+	}
 	rc = redirect_bpf__load(skel);
 	if (rc < 0) {
 		redirect_bpf__destroy(skel);
@@ -100,6 +131,35 @@ int redirect_attach(struct redirect *r, int cgroup_fd, struct cl_error *err)
 	return 0;
 }
 
+int redirect_watch_peers(struct redirect *r, struct cl_error *err)
+{
+	struct bpf_program *progs[] = {r->skel->progs.redirect_peer_bind4,
+	                               r->skel->progs.redirect_peer_bind6};
+	_cleanup_free_ char *root = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	int rc;
+
+	if (r->watch[0])
+		return cl_error_set(err, -EBUSY, "egress redirect: already watching");
+	rc = backstop_cgroup2_mount(&root);
+	if (rc < 0)
+		return cl_error_set(err, rc, "egress redirect: the cgroup2 hierarchy: %s",
+		                    strerror(-rc));
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return cl_error_set(err, -errno, "egress redirect: %s: %m", root);
+	for (size_t i = 0; i < ELEMENTSOF(progs); i++) {
+		r->watch[i] = bpf_program__attach_cgroup(progs[i], fd);
+		if (!r->watch[i]) {
+			rc = -errno;
+			redirect_detach(r);
+			return cl_error_set(err, rc, "egress redirect: attaching %s at %s: %s",
+			                    bpf_program__name(progs[i]), root, strerror(-rc));
+		}
+	}
+	return 0;
+}
+
 int redirect_refuse_port(struct redirect *r, uint16_t port)
 {
 	__u16 key = htons(port);
@@ -117,6 +177,10 @@ void redirect_detach(struct redirect *r)
 	/* Reverse order: sockops first, so nothing is filed that connect did not keep. */
 	while (r->n_links > 0)
 		bpf_link__destroy(r->links[--r->n_links]);
+	for (size_t i = 0; i < ELEMENTSOF(r->watch); i++) {
+		bpf_link__destroy(r->watch[i]);
+		r->watch[i] = NULL;
+	}
 }
 
 int redirect_lookup(struct redirect *r, const struct sockaddr *peer, socklen_t peer_len,

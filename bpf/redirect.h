@@ -4,7 +4,8 @@
  * and refuse the rest.
  *
  *   TCP or UDP to a refused port on this host (redirect_refuse_port: the supervisors' own
- *   APIs; always our proxy_port and dns_port) at any address that reaches its loopback
+ *   APIs; those other supervisors bind later, redirect_watch_peers; always our proxy_port and
+ *   dns_port) at any address that reaches its loopback
  *   listeners — 127.0.0.0/8, 0.0.0.0/8, ::1, ::, ::ffff:127.x.y.z, ::ffff:0.x.y.z → EPERM
  *   TCP connect to anything but loopback  → 127.0.0.1:proxy_port / [::1]:proxy_port
  *   UDP to port 53 (connect or sendmsg)   → 127.0.0.1:dns_port / [::1]:dns_port
@@ -31,7 +32,10 @@
  * IPv6 socket cannot reach the loopback listener and fails to connect; an unconnected UDP
  * socket that queries several servers sees every answer as coming from the last one it asked;
  * AF_PACKET sockets are outside these hooks (they need CAP_NET_RAW in the host netns, which an
- * agent must not have). The listeners must be bound before attach.
+ * agent must not have). The listeners must be bound before attach. A port a later supervisor
+ * bound stays refused until this sandbox's programs go, after that supervisor is gone too; the
+ * watch sees the processes of the cgroup2 hierarchy as mounted here (in a cgroup namespace,
+ * those below its root).
  *
  * Needs root (CAP_BPF, CAP_NET_ADMIN). */
 #ifndef CLOISTER_REDIRECT_H
@@ -41,6 +45,9 @@
 #include <sys/socket.h>
 
 #include "base/error.h"
+
+/* Ports redirect_refuse_port() takes at most. */
+#define REDIRECT_REFUSED_MAX 256
 
 struct redirect_config {
 	uint16_t proxy_port; /* the transparent TCP listener on 127.0.0.1 and [::1] */
@@ -60,11 +67,19 @@ int redirect_attach(struct redirect *r, int cgroup_fd, struct cl_error *err);
 /* Refuse the sandbox's connects and datagrams to PORT (host byte order) at every address that
  * reaches this host's loopback (see above); other destinations with that port keep their
  * treatment. Applies to connects after the call: call it before attach. -EINVAL for port 0,
- * -E2BIG when REDIRECT_MAX_REFUSED (256) ports are refused already; a port refused twice is
+ * -E2BIG when REDIRECT_REFUSED_MAX ports are refused already; a port refused twice is
  * fine. */
 int redirect_refuse_port(struct redirect *r, uint16_t port);
 
-/* Destroy every link. Idempotent. */
+/* From now on, refuse the sandbox every port that another Cloister supervisor (a process whose
+ * executable is named cloister-supervisor, of any user; not this one) binds in this network
+ * namespace, also after attach: cgroup post_bind programs at the root of the cgroup2
+ * hierarchy see every process's binds, before the listen() that would make them reachable.
+ * Call it before listing the supervisors already listening, so that none falls between the
+ * two. -EBUSY when already watching. */
+int redirect_watch_peers(struct redirect *r, struct cl_error *err);
+
+/* Destroy every link (the watch's too). Idempotent. */
 void redirect_detach(struct redirect *r);
 
 /* The original destination of the redirected TCP connection whose client end is peer (what

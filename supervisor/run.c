@@ -125,9 +125,6 @@ struct run {
 /* ---- the network ------------------------------------------------------------------------------
  */
 
-/* Up to REDIRECT_MAX_REFUSED ports: leave room for ours after the scan's. */
-#define MAX_REFUSED 240
-
 static void add_port(uint16_t *ports, size_t *n, uint16_t port)
 {
 	for (size_t i = 0; i < *n; i++)
@@ -141,8 +138,9 @@ static void add_port(uint16_t *ports, size_t *n, uint16_t port)
  * executor in any case; less the two meant for the agent, which need its token: our request
  * server (hostexec) and our CONNECT proxy. A scan that fails refuses the start: the agent
  * would reach what it missed. */
-static int refused_ports(struct run *run, uint16_t *ports, size_t *ret_n)
+static int refused_ports(void *userdata, uint16_t *ports, size_t max, size_t *ret_n)
 {
+	struct run *run = userdata;
 	const struct web *web = frontend_web(run->fe);
 	uint16_t keep[2] = {web ? web_request_port(web) : 0,
 	                    (uint16_t)egress_connect_port(run->egress)};
@@ -151,8 +149,11 @@ static int refused_ports(struct run *run, uint16_t *ports, size_t *ret_n)
 	size_t n = 0, k = 0, dropped = 0;
 	int r;
 
-	r = peer_listeners_scan("/proc", PEER_LISTENERS_EXE, geteuid(), ports, MAX_REFUSED, &n,
-	                        &dropped);
+	/* Room for ours after the scan's. */
+	if (max < ELEMENTSOF(own))
+		return -E2BIG;
+	r = peer_listeners_scan("/proc", PEER_LISTENERS_EXE, geteuid(), ports,
+	                        max - ELEMENTSOF(own), &n, &dropped);
 	if (r < 0)
 		return r;
 	if (dropped)
@@ -165,6 +166,10 @@ static int refused_ports(struct run *run, uint16_t *ports, size_t *ret_n)
 	for (size_t i = 0; i < n; i++)
 		if (ports[i] != keep[0] && ports[i] != keep[1])
 			ports[k++] = ports[i];
+	if (run->opt.common.verbose)
+		say("--net host: %zu of Cloister's ports refused to the agent, and those that "
+		    "other supervisors bind from now on",
+		    k);
 	*ret_n = k;
 	return 0;
 }
@@ -183,17 +188,8 @@ static int setup_network(void *userdata, int netns_fd, int cgroup_fd, struct cl_
 	if (run->opt.net_host) {
 		/* On the host's network a failure would leave every way out open: refuse to start.
 		 */
-		uint16_t refused[MAX_REFUSED + 3];
-		size_t n_refused = 0;
-
-		r = refused_ports(run, refused, &n_refused);
-		if (r < 0)
-			return cl_error_set(err, r, "--net host: listing Cloister's listeners: %s",
-			                    strerror(-r));
-		if (run->opt.common.verbose)
-			say("--net host: %zu of Cloister's ports refused to the agent", n_refused);
 		r = egress_attach_cgroup(run->egress, cgroup_fd, run->sandbox_name,
-		                         run->opt.common.project, refused, n_refused, &why);
+		                         run->opt.common.project, refused_ports, run, &why);
 		if (r < 0)
 			return cl_error_set(err, r, "--net host: %s", why.msg);
 		run->net_ready = true;

@@ -604,8 +604,10 @@ static int serve_listeners(struct egress *eg, struct attachment *a)
 }
 
 int egress_attach_cgroup(struct egress *eg, int cgroup_fd, const char *sandbox, const char *project,
-                         const uint16_t *refused, size_t n_refused, struct cl_error *err)
+                         egress_refused_fn refused_fn, void *userdata, struct cl_error *err)
 {
+	uint16_t refused[REDIRECT_REFUSED_MAX];
+	size_t n_refused = 0;
 	struct attachment *a;
 	struct redirect_config rc;
 	_cleanup_close_ int self = -EBADF;
@@ -632,6 +634,14 @@ int egress_attach_cgroup(struct egress *eg, int cgroup_fd, const char *sandbox, 
 		rc = (struct redirect_config){.proxy_port = a->listeners.proxy_port,
 		                              .dns_port = a->listeners.dns_port};
 		r = redirect_open(&rc, &a->redirect, err);
+	}
+	/* The watch first, then the list: a supervisor that starts in between is in one of them. */
+	if (r >= 0)
+		r = redirect_watch_peers(a->redirect, err);
+	if (r >= 0) {
+		r = refused_fn(userdata, refused, ELEMENTSOF(refused), &n_refused);
+		if (r < 0)
+			cl_error_set(err, r, "listing Cloister's listeners: %s", strerror(-r));
 	}
 	/* Before attach: the agent never sees a moment where these are open. */
 	for (size_t i = 0; r >= 0 && i < n_refused; i++) {

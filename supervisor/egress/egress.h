@@ -71,13 +71,19 @@ int egress_attach_netns_key(struct egress *eg, int netns_fd, const char *key, co
  * drop its rules. Its open connections go on. -ENOENT when KEY is unknown. */
 int egress_detach(struct egress *eg, const char *key);
 
+/* The ports a `run --net host` agent may not reach on this host's loopback (the supervisors'
+ * own APIs), at most MAX of them into PORTS; *ret_n is how many. Negative errno: the attach
+ * fails. */
+typedef int (*egress_refused_fn)(void *userdata, uint16_t *ports, size_t max, size_t *ret_n);
+
 /* For a sandbox that shares the host's network (`run --net host`): cgroup eBPF programs on
  * CGROUP_FD (not taken over) send its TCP connects and DNS to listeners in our own netns,
- * and refuse other UDP and raw sockets (bpf/redirect.h). It may not reach the N_REFUSED ports
- * REFUSED (the supervisors' own APIs) nor our proxy and resolver listeners on any address of
+ * and refuse other UDP and raw sockets (bpf/redirect.h). It may not reach the ports REFUSED
+ * lists (called once the ports other supervisors bind from then on are refused too, so that
+ * none starts unseen in between) nor our proxy and resolver listeners on any address of
  * this host's loopback. */
 int egress_attach_cgroup(struct egress *eg, int cgroup_fd, const char *sandbox, const char *project,
-                         const uint16_t *refused, size_t n_refused, struct cl_error *err);
+                         egress_refused_fn refused, void *userdata, struct cl_error *err);
 
 /* The port of the CONNECT proxy (0: none). */
 unsigned egress_connect_port(const struct egress *eg);

@@ -6,7 +6,8 @@
  * A process is Cloister's when its executable is named cloister-supervisor; a listening socket
  * is found in /proc/net/tcp and /proc/net/tcp6 (state LISTEN) and matched to the process by
  * the inode of one of its /proc/PID/fd links. A snapshot: a process that starts later is not
- * in it. Processes of every user are seen when we are root.
+ * in it (redirect_watch_peers, started before the scan, refuses those). Processes of every
+ * user are seen when we are root.
  *
  * Anybody can run a program of that name: the ports of processes owned by root or by the
  * trusted uid (ours) come first and must all fit; another owner's take the room that is left

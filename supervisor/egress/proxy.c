@@ -1154,8 +1154,12 @@ static int on_listener_resume(struct loop *loop, void *userdata)
 	struct listener *l = userdata;
 
 	l->paused = NULL;
-	(void)loop_mod_fd(loop, l->fd, EPOLLIN);
-	return 0;
+	if (loop_mod_fd(loop, l->fd, EPOLLIN) >= 0)
+		return 0;
+	/* Still paused: try again in a moment. A listener left paused for good would serve
+	 * nothing more and say nothing: stop the loop with the error instead. */
+	return loop_add_timer(loop, loop_now_ms() + ACCEPT_PAUSE_MS, on_listener_resume, l,
+	                      &l->paused);
 }
 
 static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdata)
@@ -1176,10 +1180,12 @@ static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdat
 			/* Out of fds or memory: the connection stays queued and the listener would
 			 * be ready again at once. Stop listening for a moment instead of spinning.
 			 */
+			/* No timer to resume it: listening again at once, or the loop stops
+			 * (a listener paused for good serves nothing more). */
 			if (!l->paused && loop_mod_fd(loop, fd, 0) >= 0 &&
 			    loop_add_timer(loop, loop_now_ms() + ACCEPT_PAUSE_MS,
 			                   on_listener_resume, l, &l->paused) < 0)
-				(void)loop_mod_fd(loop, fd, EPOLLIN);
+				return loop_mod_fd(loop, fd, EPOLLIN);
 		}
 		return 0; /* EAGAIN, or a transient error (ECONNABORTED) */
 	}

@@ -1115,25 +1115,43 @@ static int on_listener_resume(struct loop *loop, void *userdata)
 {
 	struct resolver *r = userdata;
 
+	bool still_paused = false;
+
 	for (size_t i = 0; i < r->n_served; i++)
 		if (r->paused_fd[i]) {
-			r->paused_fd[i] = false;
-			(void)loop_mod_fd(loop, r->served[i], EPOLLIN);
+			r->paused_fd[i] = loop_mod_fd(loop, r->served[i], EPOLLIN) < 0;
+			still_paused |= r->paused_fd[i];
 		}
 	r->pause_timer = NULL;
-	return 0;
+	if (!still_paused)
+		return 0;
+	/* Try again in a moment; a listener left paused for good would serve nothing more and
+	 * say nothing: stop the loop with the error instead. */
+	return loop_add_timer(loop, loop_now_ms() + 100, on_listener_resume, r, &r->pause_timer);
 }
 
 /* Out of fds: the connection stays queued and the listener would be ready again at once.
- * Stop listening for a moment instead of spinning. */
-static void pause_listener(struct resolver *r, int fd)
+ * Stop listening for a moment instead of spinning. Without a timer to resume them, the paused
+ * listeners listen again at once; a negative errno when one cannot (the loop stops with it: a
+ * listener paused for good serves nothing more). */
+static int pause_listener(struct resolver *r, int fd)
 {
 	for (size_t i = 0; i < r->n_served; i++)
 		if (r->served[i] == fd && !r->paused_fd[i] && loop_mod_fd(r->loop, fd, 0) >= 0)
 			r->paused_fd[i] = true;
-	if (!r->pause_timer)
-		(void)loop_add_timer(r->loop, loop_now_ms() + 100, on_listener_resume, r,
-		                     &r->pause_timer);
+	if (r->pause_timer || loop_add_timer(r->loop, loop_now_ms() + 100, on_listener_resume, r,
+	                                     &r->pause_timer) >= 0)
+		return 0;
+	r->pause_timer = NULL;
+	for (size_t i = 0; i < r->n_served; i++)
+		if (r->paused_fd[i]) {
+			int e = loop_mod_fd(r->loop, r->served[i], EPOLLIN);
+
+			if (e < 0)
+				return e;
+			r->paused_fd[i] = false;
+		}
+	return 0;
 }
 
 static int on_tcp_listener(struct loop *loop, int fd, uint32_t events, void *userdata)
@@ -1147,7 +1165,7 @@ static int on_tcp_listener(struct loop *loop, int fd, uint32_t events, void *use
 		if (cfd < 0) {
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
 			    errno == ENOMEM)
-				pause_listener(r, fd);
+				return pause_listener(r, fd);
 			return 0;
 		}
 		if (r->n_clients >= r->cfg.max_tcp_clients || !(c = calloc(1, sizeof(*c)))) {

@@ -290,7 +290,11 @@ static int on_remote_io(struct loop *loop, int fd, uint32_t events, void *userda
 		}
 		job->out_off += (size_t)n;
 		if (job->out_off == job->out_len) {
-			loop_mod_fd(loop, fd, EPOLLIN);
+			int r = loop_mod_fd(loop, fd, EPOLLIN);
+
+			/* Still watched for EPOLLOUT, the loop would call us again and again. */
+			if (r < 0)
+				remote_fail(job, "waiting for the response", -r);
 			return 0;
 		}
 	}

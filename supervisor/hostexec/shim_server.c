@@ -195,20 +195,46 @@ static int call_flush(struct shim_call *c)
 	return 0;
 }
 
+/* The loop could not change what it watches for the call (loop_mod_fd failed). Before the
+ * command runs, the registrations stay as they were (every mask has EPOLLIN and EPOLLRDHUP: a
+ * hang-up is still seen) and the next update tries again. While it runs, the command's output
+ * could no longer be paused or resumed: end the call as if the shim had hung up (nothing more
+ * is sent, the command is stopped, its exit or the drain's timeout frees the call). Never
+ * frees the call itself: the caller may be inside the owner's or the command's callback. */
+static void call_lost_loop(struct shim_call *c)
+{
+	if (c->state != CALL_RUNNING)
+		return;
+	c->peer_gone = true;
+	if (c->fd >= 0)
+		call_close_fd(c, &c->fd);
+	if (c->cmd) {
+		command_cancel(c->cmd);
+	} else if (!c->exited && !c->killed) {
+		c->killed = true;
+		kill(-c->pid, SIGKILL);
+	}
+	for (int i = 0; i < 2; i++)
+		call_close_fd(c, &c->pipe_fd[i]);
+}
+
 static void call_update_events(struct shim_call *c)
 {
 	/* Back-pressure: stop reading the command's output while the shim is slow (a shim that
 	 * is gone takes no more, so the output drains then). */
 	bool slow = !c->peer_gone && c->out_len - c->out_off > OUT_HIGH_WATER;
+	int r = 0;
 
 	if (c->cmd)
 		command_pause_output(c->cmd, slow);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2 && r >= 0; i++)
 		if (c->pipe_fd[i] >= 0)
-			loop_mod_fd(c->server->loop, c->pipe_fd[i], slow ? 0 : EPOLLIN);
-	if (c->fd >= 0)
-		loop_mod_fd(c->server->loop, c->fd,
-		            EPOLLIN | EPOLLRDHUP | (c->out_len > c->out_off ? EPOLLOUT : 0));
+			r = loop_mod_fd(c->server->loop, c->pipe_fd[i], slow ? 0 : EPOLLIN);
+	if (r >= 0 && c->fd >= 0)
+		r = loop_mod_fd(c->server->loop, c->fd,
+		                EPOLLIN | EPOLLRDHUP | (c->out_len > c->out_off ? EPOLLOUT : 0));
+	if (r < 0)
+		call_lost_loop(c);
 }
 
 static int call_queue(struct shim_call *c, const void *data, size_t len)
@@ -430,10 +456,11 @@ static int pidfd_handler(struct loop *loop, int fd, uint32_t events, void *userd
 	if (c->timer)
 		loop_cancel_timer(loop, c->timer);
 	c->timer = NULL;
-	if (c->pipe_fd[0] < 0 && c->pipe_fd[1] < 0)
+	/* Without the drain's timer, what the command left behind could hold the pipes forever:
+	 * end the run now then. */
+	if ((c->pipe_fd[0] < 0 && c->pipe_fd[1] < 0) ||
+	    loop_add_timer(loop, loop_now_ms() + EXIT_DRAIN_MS, drain_timeout, c, &c->timer) < 0)
 		call_end_run(c);
-	else
-		loop_add_timer(loop, loop_now_ms() + EXIT_DRAIN_MS, drain_timeout, c, &c->timer);
 	call_settle(c);
 	return 0;
 }
@@ -602,22 +629,27 @@ static int mirror_start(struct shim_call *c, char *const *argv, char *msg, size_
 	c->pidfd = res.pidfd;
 	c->pipe_fd[0] = res.stdout_fd;
 	c->pipe_fd[1] = res.stderr_fd;
-	if (loop_add_fd(s->loop, c->pidfd, EPOLLIN, pidfd_handler, c) < 0 ||
-	    loop_add_fd(s->loop, c->pipe_fd[0], EPOLLIN, pipe_handler, c) < 0 ||
-	    loop_add_fd(s->loop, c->pipe_fd[1], EPOLLIN, pipe_handler, c) < 0) {
-		/* Without the loop we cannot follow it: kill it; the exit frame says -1. */
-		c->timed_out = true;
-		call_reap(c, true);
-		c->exited = true;
-		return 0;
-	}
 	if (c->timer)
 		loop_cancel_timer(s->loop, c->timer);
 	c->timer = NULL;
-	loop_add_timer(s->loop,
-	               loop_now_ms() + (s->config.timeout_ms ? s->config.timeout_ms
-	                                                     : SHIM_SERVER_TIMEOUT_DEFAULT_MS),
-	               command_timeout, c, &c->timer);
+	if (loop_add_fd(s->loop, c->pidfd, EPOLLIN, pidfd_handler, c) < 0 ||
+	    loop_add_fd(s->loop, c->pipe_fd[0], EPOLLIN, pipe_handler, c) < 0 ||
+	    loop_add_fd(s->loop, c->pipe_fd[1], EPOLLIN, pipe_handler, c) < 0 ||
+	    loop_add_timer(s->loop,
+	                   loop_now_ms() + (s->config.timeout_ms ? s->config.timeout_ms
+	                                                         : SHIM_SERVER_TIMEOUT_DEFAULT_MS),
+	                   command_timeout, c, &c->timer) < 0) {
+		/* Without the loop (or without its timeout) we cannot follow it: kill it, and
+		 * close what was registered (a reaped pidfd stays readable); the exit frame says
+		 * -1. */
+		c->timed_out = true;
+		call_reap(c, true);
+		c->exited = true;
+		call_close_fd(c, &c->pidfd);
+		call_close_fd(c, &c->pipe_fd[0]);
+		call_close_fd(c, &c->pipe_fd[1]);
+		return 0;
+	}
 	return 0;
 }
 
@@ -675,8 +707,8 @@ int shim_call_answer(struct shim_call *c, enum shim_verdict verdict, const char 
 	/* Flushing happens from the loop: the owner may be inside decide(), and the call must
 	 * outlive this function. */
 	call_update_events(c);
-	if (c->fd >= 0)
-		loop_mod_fd(c->server->loop, c->fd, EPOLLIN | EPOLLRDHUP | EPOLLOUT);
+	if (c->fd >= 0 && loop_mod_fd(c->server->loop, c->fd, EPOLLIN | EPOLLRDHUP | EPOLLOUT) < 0)
+		call_lost_loop(c);
 	return 0;
 }
 

@@ -381,10 +381,12 @@ static void update_events(struct pty_relay *r)
 {
 	if (!r->started || r->closing)
 		return;
+	/* A timer that cannot be added is tried again at the next update (fg_timer stays NULL). */
 	if (!r->fg_timer && r->job_control && !r->foreground && !r->tty_gone &&
-	    (r->input || r->prompt))
-		(void)loop_add_timer(r->loop, loop_now_ms() + FOREGROUND_POLL_MS, on_fg_timer, r,
-		                     &r->fg_timer);
+	    (r->input || r->prompt) &&
+	    loop_add_timer(r->loop, loop_now_ms() + FOREGROUND_POLL_MS, on_fg_timer, r,
+	                   &r->fg_timer) < 0)
+		r->fg_timer = NULL;
 	set_events(r, r->master, &r->master_events,
 	           (want_master_read(r) ? EPOLLIN : 0) |
 	                   (!r->master_gone && buf_len(&r->in) ? EPOLLOUT : 0),
@@ -514,6 +516,20 @@ static int on_hold_timeout(struct loop *loop, void *userdata)
 	return 0;
 }
 
+static int on_redraw_timer(struct loop *loop, void *userdata);
+
+/* The redraw's size back at DEADLINE_MS; at once when no timer can be had (a pty left a
+ * column wider would stay so). */
+static void redraw_end_at(struct pty_relay *r, uint64_t deadline_ms)
+{
+	if (loop_add_timer(r->loop, deadline_ms, on_redraw_timer, r, &r->redraw_timer) < 0) {
+		r->redraw_timer = NULL;
+		r->redraw = REDRAW_NONE;
+		if (!r->master_gone)
+			(void)ioctl(r->master, TIOCSWINSZ, &r->ws);
+	}
+}
+
 static int on_redraw_timer(struct loop *loop, void *userdata)
 {
 	struct pty_relay *r = userdata;
@@ -529,11 +545,9 @@ static int on_redraw_timer(struct loop *loop, void *userdata)
 			(void)ioctl(r->master, TIOCSWINSZ, &r->ws);
 		return 0;
 	}
-	(void)loop_add_timer(r->loop,
-	                     r->redraw_seen && r->redraw_last + REDRAW_QUIET_MS < r->redraw_deadline
-	                             ? r->redraw_last + REDRAW_QUIET_MS
-	                             : r->redraw_deadline,
-	                     on_redraw_timer, r, &r->redraw_timer);
+	redraw_end_at(r, r->redraw_seen && r->redraw_last + REDRAW_QUIET_MS < r->redraw_deadline
+	                         ? r->redraw_last + REDRAW_QUIET_MS
+	                         : r->redraw_deadline);
 	return 0;
 }
 
@@ -559,7 +573,7 @@ static void start_redraw(struct pty_relay *r)
 	r->redraw_deadline = loop_now_ms() + REDRAW_MAX_MS;
 	if (r->redraw_timer)
 		loop_cancel_timer(r->loop, r->redraw_timer);
-	(void)loop_add_timer(r->loop, r->redraw_deadline, on_redraw_timer, r, &r->redraw_timer);
+	redraw_end_at(r, r->redraw_deadline);
 }
 
 static void redraw_saw(struct pty_relay *r, size_t n)
@@ -575,8 +589,7 @@ static void redraw_saw(struct pty_relay *r, size_t n)
 	r->redraw_last = loop_now_ms();
 	if (r->redraw_timer)
 		loop_cancel_timer(r->loop, r->redraw_timer);
-	(void)loop_add_timer(r->loop, r->redraw_last + REDRAW_QUIET_MS, on_redraw_timer, r,
-	                     &r->redraw_timer);
+	redraw_end_at(r, r->redraw_last + REDRAW_QUIET_MS);
 }
 
 /* ---- moving bytes -----------------------------------------------------------------------------
@@ -1112,9 +1125,13 @@ void pty_relay_prompt_begin(struct pty_relay *r)
 			(void)ioctl(r->master, TIOCSWINSZ, &r->ws);
 	}
 	r->hold = HOLD_WAIT;
-	if (!r->hold_timer)
-		(void)loop_add_timer(r->loop, loop_now_ms() + HOLD_GRACE_MS, on_hold_timeout, r,
-		                     &r->hold_timer);
+	/* Without the grace's timer, an agent stopped inside a sequence would hold the prompt
+	 * back forever: the prompt comes at once then (what the timeout does). */
+	if (!r->hold_timer && loop_add_timer(r->loop, loop_now_ms() + HOLD_GRACE_MS,
+	                                     on_hold_timeout, r, &r->hold_timer) < 0) {
+		r->hold_timer = NULL;
+		enter_prompt(r);
+	}
 	flush(r);
 }
 

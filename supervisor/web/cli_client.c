@@ -425,7 +425,7 @@ static int cmd_decide(struct targets *t, const char *id, bool allow, const struc
 {
 	char path[128];
 	_cleanup_free_ char *body = NULL, *domain_body = NULL;
-	unsigned reached = 0;
+	unsigned reached = 0, refused = 0;
 
 	if (!valid_id(id))
 		return EXIT_USAGE;
@@ -465,6 +465,13 @@ static int cmd_decide(struct targets *t, const char *id, bool allow, const struc
 			if (call(&t->v[i], "POST", path, k == 1 ? domain_body : body, &resp) < 0)
 				break;
 			reached++;
+			if (resp.status == 401) {
+				/* A stale API file: the ask may be another supervisor's. */
+				print_error(&t->v[i], &resp);
+				http_response_free(&resp);
+				refused++;
+				break; /* its other path would say the same */
+			}
 			if (resp.status == 404) {
 				http_response_free(&resp);
 				continue;
@@ -487,7 +494,8 @@ static int cmd_decide(struct targets *t, const char *id, bool allow, const struc
 	}
 	if (!reached)
 		return EXIT_NOSUP;
-	fprintf(stderr, PROG ": no pending request %s\n", id);
+	fprintf(stderr, PROG ": no pending request %s%s\n", id,
+	        refused ? " among the supervisors that took the token" : "");
 	return EXIT_REFUSE;
 }
 
@@ -576,7 +584,7 @@ static int cmd_sandbox(struct targets *t, const char *action, const char *name, 
 {
 	_cleanup_free_ char *path = NULL;
 	int matches[MAX_TARGETS], named;
-	unsigned reached = 0;
+	unsigned reached = 0, refused = 0;
 
 	if (!valid_name(name))
 		return EXIT_USAGE;
@@ -613,7 +621,13 @@ static int cmd_sandbox(struct targets *t, const char *action, const char *name, 
 		if (call(&t->v[i], "POST", path, NULL, &resp) < 0)
 			continue;
 		reached++;
-		if (resp.status == 404) {
+		if (resp.status == 404 || resp.status == 401) {
+			/* 401: a stale API file (its token is not the supervisor's any more); the
+			 * sandbox may be another supervisor's. Said, and the next one asked. */
+			if (resp.status == 401) {
+				print_error(&t->v[i], &resp);
+				refused++;
+			}
 			http_response_free(&resp);
 			continue;
 		}
@@ -631,7 +645,12 @@ static int cmd_sandbox(struct targets *t, const char *action, const char *name, 
 	}
 	if (!reached)
 		return EXIT_NOSUP;
-	fprintf(stderr, PROG ": no sandbox named %s\n", name);
+	if (refused)
+		fprintf(stderr,
+		        PROG ": no sandbox named %s among the supervisors that took the token\n",
+		        name);
+	else
+		fprintf(stderr, PROG ": no sandbox named %s\n", name);
 	return EXIT_REFUSE;
 }
 

@@ -194,8 +194,11 @@ static void arm_timer(struct http_server *srv)
 		loop_cancel_timer(srv->loop, srv->timer);
 		srv->timer = NULL;
 	}
-	if (MHD_get_timeout(srv->daemon, &timeout) == MHD_YES)
-		loop_add_timer(srv->loop, loop_now_ms() + timeout, on_timer, srv, &srv->timer);
+	/* Without the timer, MHD's timeouts wait for the next event on its fd, which arms it
+	 * again. */
+	if (MHD_get_timeout(srv->daemon, &timeout) == MHD_YES &&
+	    loop_add_timer(srv->loop, loop_now_ms() + timeout, on_timer, srv, &srv->timer) < 0)
+		srv->timer = NULL;
 }
 
 static void kick(struct http_server *srv)

@@ -404,8 +404,13 @@ int web_new(struct loop *loop, struct approvals *approvals, struct hostexec *hos
 	snprintf(web->origins[0], sizeof(web->origins[0]), "http://127.0.0.1:%u", port);
 	snprintf(web->origins[1], sizeof(web->origins[1]), "http://localhost:%u", port);
 	snprintf(web->origins[2], sizeof(web->origins[2]), "http://[::1]:%u", port);
-	loop_add_timer(loop, loop_now_ms() + web->config.heartbeat_ms, web_on_heartbeat, web,
-	               &web->heartbeat);
+	r = loop_add_timer(loop, loop_now_ms() + web->config.heartbeat_ms, web_on_heartbeat, web,
+	                   &web->heartbeat);
+	if (r < 0) {
+		web->heartbeat = NULL;
+		web_free(web);
+		return cl_error_set(err, r, "the event streams' heartbeat: %s", strerror(-r));
+	}
 	*ret = web;
 	return 0;
 }

@@ -142,8 +142,10 @@ int web_on_heartbeat(struct loop *loop, void *userdata)
 		next = c->next;
 		stream_send(c, beat, sizeof(beat) - 1);
 	}
-	loop_add_timer(loop, loop_now_ms() + web->config.heartbeat_ms, web_on_heartbeat, web,
-	               &web->heartbeat);
+	/* Without it, idle streams would go quiet: the next stream that opens arms it again. */
+	if (loop_add_timer(loop, loop_now_ms() + web->config.heartbeat_ms, web_on_heartbeat, web,
+	                   &web->heartbeat) < 0)
+		web->heartbeat = NULL;
 	return 0;
 }
 
@@ -154,6 +156,12 @@ struct stream_client *web_stream_open(struct web *web, struct http_exchange *ex,
 
 	if (web->n_streams >= MAX_EVENT_CLIENTS) {
 		web_respond_error(ex, 503, "too many event-stream clients");
+		return NULL;
+	}
+	if (!web->heartbeat && loop_add_timer(web->loop, loop_now_ms() + web->config.heartbeat_ms,
+	                                      web_on_heartbeat, web, &web->heartbeat) < 0) {
+		web->heartbeat = NULL;
+		web_respond_error(ex, 503, "no timer for the stream's heartbeat");
 		return NULL;
 	}
 	c = calloc(1, sizeof(*c));

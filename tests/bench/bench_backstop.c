@@ -167,9 +167,13 @@ static int run_block(const char *plain, const char *sandbox, uint64_t sandbox_id
 	if (first) {
 		/* Statistics cost a little themselves: taken in a loop of their own. */
 		struct timing unused = {0, 0};
-		uint64_t run_ns = 0, run_cnt = 0;
-		int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		uint64_t run_ns = 0, run_cnt = 0, insns = 0;
+		int stats_fd;
 
+		if (backstop_verified_insns(b, &insns) == 0)
+			printf("bench_backstop: verifier walked %llu instructions to load it\n",
+			       (unsigned long long)insns);
+		stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		if (stats_fd >= 0 && time_execs_in(sandbox, n, b, &unused) == 0 &&
 		    backstop_prog_stats(b, &run_ns, &run_cnt) == 0 && run_cnt > 0)
 			printf("bench_backstop: program run time %.3f us per exec (%llu runs)\n",

@@ -95,8 +95,11 @@ static void decide(void *userdata, struct shim_call *call, const struct shim_cal
 			a->st = st;
 			a->verdict = kind == RULE_ASK ? SHIM_ALLOW : SHIM_DENY;
 			shim_call_answer(call, SHIM_PENDING, NULL);
-			loop_add_timer(st->loop, loop_now_ms() + ASK_MS, answer_later, a,
-			               &a->timer);
+			if (loop_add_timer(st->loop, loop_now_ms() + ASK_MS, answer_later, a,
+			                   &a->timer) < 0) {
+				a->call = NULL;
+				shim_call_answer(call, SHIM_DENY, "no timer for the answer");
+			}
 			return;
 		}
 		shim_call_answer(call, SHIM_DENY, "too many questions");
@@ -212,7 +215,8 @@ int main(int argc, char **argv)
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
-	loop_add_signals(st.loop, &sigs, on_signal, NULL);
+	if (loop_add_signals(st.loop, &sigs, on_signal, NULL) < 0)
+		return 1;
 	r = shim_server_new(st.loop, &cfg, &ops, &st, &err, &server);
 	if (r < 0) {
 		fprintf(stderr, "shim_testserver: %s\n", err.msg);

@@ -3,15 +3,17 @@
 # ask's executable, directory and argv; `show ID`; `kill NAME` refuses the ambiguous name and
 # lists the supervisors, `--supervisor PID` chooses. The API files: one naming a server that is
 # not the supervisor (a squatter on the port, or a supervisor of another network namespace
-# answering for a copy) gets neither the token nor a second listing; a dead one is removed.
+# answering for a copy) gets neither the token nor a second listing; a dead one is removed; a
+# stale one (its token refused: 401) does not stop kill/pause/resume/approve before the
+# supervisor that has the sandbox or the ask.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-run_needs_root 26
-run_needs_tools 26 python3 curl setpriv
-tap_plan 26
+run_needs_root 31
+run_needs_tools 31 python3 curl setpriv
+tap_plan 31
 
 alive() { kill -0 "$1" 2>/dev/null; }
 wait_gone() { # PID SECONDS
@@ -197,4 +199,24 @@ cli kill twin --supervisor "$A"
 tap_is "$st:$out" "0:twin: killed" "kill NAME --supervisor PID kills that one"
 wait_gone "$A" 10
 tap_ok "$(! alive "$A" && alive "$B" && echo 0 || echo 1)" "the chosen supervisor ends, the other runs on" "$(diag)"
+
+# ---- a stale API file first: its token refused (401), the next supervisor is asked ----
+# B's own server (it proves the nonce) with a token it no longer takes, listed before B's
+# file (the files go by pid; this shell's is lower than B's; no start time to compare).
+sed "s/\"token\":\"[^\"]*\"/\"token\":\"stale-token-$$\"/; s/\"pid\":$B/\"pid\":$$/; s/,\"start\":[0-9]*//" \
+	"$DIR/$B.json" >"$DIR/$$.json"
+chmod 0600 "$DIR/$$.json"
+last() { printf '%s' "$out" | tail -n 1; }
+cli pause twin
+tap_is "$st:$(last)" "0:twin: paused" "pause NAME: a stale API file's 401 does not stop it, the next supervisor pauses" "$out"
+tap_like "$out" "twin: the API token is refused .a stale API file" "and the refused token is said" "$out"
+cli resume twin
+tap_is "$st:$(last)" "0:twin: resumed" "resume NAME: likewise" "$out"
+cli kill nobody-$$
+tap_is "$st:$(last)" "1:cloister-supervisor: no sandbox named nobody-$$ among the supervisors that took the token" \
+	"a name nobody runs: 1, and the refused token is part of the answer" "$out"
+cli approve 0123456789abcdef0123456789abcdef
+tap_is "$st:$(last)" "1:cloister-supervisor: no pending request 0123456789abcdef0123456789abcdef among the supervisors that took the token" \
+	"approve ID: the stale file does not stop it either (the id is looked for in B too)" "$out"
+rm -f "$DIR/$$.json"
 tap_done

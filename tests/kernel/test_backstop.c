@@ -140,10 +140,12 @@ static void find_helpers(char *buf)
 
 /* What run_in_cgroup's child tells the backstop about its own exec's arguments, as the
  * supervisor does before it lets an exec through: the argv it execs (the default), other
- * arguments than it execs, or nothing. */
-enum expect { EXPECT_SAME, EXPECT_OTHER, EXPECT_NOTHING };
+ * arguments than it execs, the argv it execs with one byte changed (byte expect_flip_at of
+ * argument expect_flip_arg), or nothing. */
+enum expect { EXPECT_SAME, EXPECT_OTHER, EXPECT_ONE_BYTE_OFF, EXPECT_NOTHING };
 static struct backstop *expect_b;
 static enum expect expect_how = EXPECT_SAME;
+static size_t expect_flip_arg, expect_flip_at;
 
 static int setup(void **state)
 {
@@ -307,11 +309,28 @@ static void expect_own_args(const char *path, char *const argv[])
 	while (argv[argc])
 		argc++;
 	backstop_args_key(expect_b, key);
-	if (expect_how == EXPECT_OTHER)
+	if (expect_how == EXPECT_OTHER) {
 		args_digest_of_exec(key, other, 3, is_script(path), false, &a);
-	else
+	} else if (expect_how == EXPECT_ONE_BYTE_OFF) {
+		/* In the child: the copy is left to the exec. */
+		const char *flipped[8];
+		char *arg;
+		size_t len;
+
+		if (argc > ELEMENTSOF(flipped) || expect_flip_arg >= argc)
+			_exit(124);
+		memcpy(flipped, argv, argc * sizeof(*argv));
+		len = strlen(argv[expect_flip_arg]);
+		arg = strdup(argv[expect_flip_arg]);
+		if (!arg || expect_flip_at >= len)
+			_exit(124);
+		arg[expect_flip_at] ^= 1;
+		flipped[expect_flip_arg] = arg;
+		args_digest_of_exec(key, flipped, argc, is_script(path), false, &a);
+	} else {
 		args_digest_of_exec(key, (const char *const *)argv, argc, is_script(path), false,
 		                    &a);
+	}
 	if (backstop_expect_args(expect_b, getpid(), &a) < 0)
 		_exit(124);
 }
@@ -405,6 +424,27 @@ static bool lsm_attaches_here(char *why, size_t why_len)
 	close(link);
 	snprintf(why, why_len, "an LSM program loads and attaches");
 	return true;
+}
+
+/* Every run loads the programs, so the verifier's walk over them is start-up time (~100 ns an
+ * instruction here): hashing the arguments 4 KiB per step with a loop inside made it walk
+ * ~690 000 instructions, half a second of every run. Counted, not timed. */
+static void test_loading_walks_few_verifier_instructions(void **state)
+{
+	struct fixture *f = fixture_or_skip(state);
+	uint64_t insns = 0;
+	int r = backstop_verified_insns(f->b, &insns);
+
+	if (r == -EOPNOTSUPP) {
+		print_message(
+		        "skipped: the kernel does not count verified instructions (< 5.16)\n");
+		skip();
+	}
+	assert_int_equal(r, 0);
+	printf("# verifier walked %llu instructions\n", (unsigned long long)insns);
+	if (insns > 50000)
+		fail_msg("the verifier walked %llu instructions (budget 50000)",
+		         (unsigned long long)insns);
 }
 
 static void test_mode_probe_picks_lsm_only_where_it_attaches(void **state)
@@ -744,14 +784,26 @@ static void test_arguments_other_than_expected_are_stopped(void **state)
 	expect_how = EXPECT_NOTHING;
 	assert_killed(run_in_cgroup(f->cgroups[cg], marker_bin,
 	                            (char *[]){marker_bin, marker, NULL}, NULL));
+	/* One byte off, wherever it is: every word of every chunk is hashed (the last bytes,
+	 * past the last whole word; a byte deep in a later chunk; the first byte). */
+	expect_how = EXPECT_ONE_BYTE_OFF;
+	const size_t flips[][2] = {{2, strlen(marker) - 1}, {1, 5000}, {0, 0}};
+	for (size_t k = 0; k < ELEMENTSOF(flips); k++) {
+		expect_flip_arg = flips[k][0];
+		expect_flip_at = flips[k][1];
+		assert_killed(run_in_cgroup(f->cgroups[cg], marker_bin,
+		                            (char *[]){marker_bin, longarg, marker, NULL}, NULL));
+	}
 	expect_how = EXPECT_SAME;
 	assert_false(exists(marker));
 	pfd = (struct pollfd){.fd = backstop_events_fd(f->b), .events = POLLIN};
 	assert_int_equal(poll(&pfd, 1, 2000), 1);
-	assert_int_equal(backstop_consume_events(f->b, collect, &c), 3);
+	assert_int_equal(backstop_consume_events(f->b, collect, &c), 6);
 	assert_int_equal(c.ev[0].why, BACKSTOP_WHY_ARGS);
 	assert_int_equal(c.ev[1].why, BACKSTOP_WHY_ARGS);
 	assert_int_equal(c.ev[2].why, BACKSTOP_WHY_NO_ARGS);
+	for (size_t k = 3; k < 6; k++)
+		assert_int_equal(c.ev[k].why, BACKSTOP_WHY_ARGS);
 }
 
 /* A file rewritten in place keeps its inode, not its ctime: the approval of what it held does
@@ -1088,6 +1140,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	        T(test_mode_probe_picks_lsm_only_where_it_attaches),
+	        T(test_loading_walks_few_verifier_instructions),
 	        T(test_unregistered_cgroup_is_never_touched),
 	        T(test_approved_binary_runs_normally),
 	        T(test_unapproved_binary_never_runs_an_instruction),

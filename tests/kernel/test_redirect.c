@@ -508,6 +508,144 @@ static void test_refuse_port_checks_its_arguments(void **state)
 	assert_int_equal(redirect_refuse_port(f->r, 40301), -E2BIG);
 }
 
+/* ---- supervisors that start later ----------------------------------------------------- */
+
+/* A "supervisor" started after the sandbox: this test program, exec'd under NAME (a copy of
+ * it, so that its executable is named that), listening on every address (IPv6 socket, dual
+ * stack: post_bind6) and on 127.0.0.1 (post_bind4) until *ret_sock is closed. Its ports in
+ * ret_ports, its pid in *ret_pid. */
+static void start_listener_named(const char *dir, const char *name, uint16_t ret_ports[2],
+                                 int *ret_sock, pid_t *ret_pid)
+{
+	char exe[PATH_MAX], fdarg[16];
+	int sv[2];
+	pid_t pid;
+
+	snprintf(exe, sizeof(exe), "%s/%s", dir, name);
+	if (access(exe, X_OK) < 0) {
+		char cmd[PATH_MAX + 64];
+
+		snprintf(cmd, sizeof(cmd), "cp /proc/%d/exe '%s'", (int)getpid(), exe);
+		assert_int_equal(system(cmd), 0);
+	}
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		char *argv[] = {exe, "--listen-until-closed", fdarg, NULL};
+
+		close(sv[0]);
+		if (fcntl(sv[1], F_SETFD, 0) < 0)
+			_exit(1);
+		snprintf(fdarg, sizeof(fdarg), "%d", sv[1]);
+		execv(exe, argv);
+		_exit(127);
+	}
+	close(sv[1]);
+	assert_true(wait_readable(sv[0], WAIT_MS));
+	assert_int_equal(read(sv[0], ret_ports, 2 * sizeof(uint16_t)), 2 * sizeof(uint16_t));
+	*ret_sock = sv[0];
+	*ret_pid = pid;
+}
+
+/* The other side of start_listener_named, in its own process. */
+static int listen_until_closed(int sock)
+{
+	struct sockaddr_in s4 = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	struct sockaddr_in6 s6 = {.sin6_family = AF_INET6};
+	socklen_t len4 = sizeof(s4), len6 = sizeof(s6);
+	int off = 0, fd6 = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd4 = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	uint16_t ports[2];
+	char c;
+
+	if (fd6 < 0 || fd4 < 0 ||
+	    setsockopt(fd6, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) < 0 ||
+	    bind(fd6, (struct sockaddr *)&s6, sizeof(s6)) < 0 || listen(fd6, 64) < 0 ||
+	    getsockname(fd6, (struct sockaddr *)&s6, &len6) < 0 ||
+	    bind(fd4, (struct sockaddr *)&s4, sizeof(s4)) < 0 || listen(fd4, 64) < 0 ||
+	    getsockname(fd4, (struct sockaddr *)&s4, &len4) < 0) {
+		perror("listener");
+		return 1;
+	}
+	ports[0] = ntohs(s6.sin6_port);
+	ports[1] = ntohs(s4.sin_port);
+	if (write(sock, ports, sizeof(ports)) != sizeof(ports))
+		return 1;
+	while (read(sock, &c, 1) > 0)
+		;
+	return 0;
+}
+
+static void stop_listener(int sock, pid_t pid)
+{
+	int status;
+
+	close(sock);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* A supervisor that binds after the sandbox started is refused to it too, its IPv6 and IPv4
+ * ports alike, at every loopback address; a program of another name that does the same is
+ * not (the agent's dev tools on loopback stay reachable). */
+static void test_ports_a_later_supervisor_binds_are_refused(void **state)
+{
+	struct fixture *f = fixture_or_skip(state);
+	struct cl_error err = {{0}};
+	char dir[] = "/tmp/cloister-test-redirect-XXXXXX", cmd[64];
+	uint16_t peer[2], other[2];
+	int peer_sock, other_sock;
+	pid_t peer_pid, other_pid;
+	struct refused_agent a;
+
+	assert_int_equal(redirect_watch_peers(f->r, &err), 0);
+	assert_int_equal(redirect_watch_peers(f->r, &err), -EBUSY);
+	assert_non_null(mkdtemp(dir));
+	start_listener_named(dir, "cloister-supervisor", peer, &peer_sock, &peer_pid);
+	start_listener_named(dir, "not-cloister", other, &other_sock, &other_pid);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+
+	a = (struct refused_agent){.refused = peer[0], .open = other[0]};
+	assert_agent_succeeded(start_agent(f, refused_agent, &a));
+	a = (struct refused_agent){.refused = peer[1], .open = other[0]};
+	assert_agent_succeeded(start_agent(f, refused_agent, &a));
+	stop_listener(peer_sock, peer_pid);
+	stop_listener(other_sock, other_pid);
+}
+
+/* Connects to 127.0.0.1:*arg. */
+static void connects_agent(const void *arg)
+{
+	const uint16_t *port = arg;
+	struct sockaddr_storage dst;
+	socklen_t len = make_addr(&dst, "127.0.0.1", *port);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	AGENT_CHECK(fd >= 0);
+	AGENT_CHECK(connect(fd, (struct sockaddr *)&dst, len) == 0);
+	close(fd);
+}
+
+/* Without the watch, the same later supervisor is reachable: what the test above sees is
+ * the watch's doing. */
+static void test_without_the_watch_a_later_supervisor_is_reachable(void **state)
+{
+	struct fixture *f = fixture_or_skip(state);
+	char dir[] = "/tmp/cloister-test-redirect-XXXXXX", cmd[64];
+	uint16_t peer[2];
+	int peer_sock;
+	pid_t peer_pid;
+
+	assert_non_null(mkdtemp(dir));
+	start_listener_named(dir, "cloister-supervisor", peer, &peer_sock, &peer_pid);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+	assert_agent_succeeded(start_agent(f, connects_agent, &peer[1]));
+	stop_listener(peer_sock, peer_pid);
+}
+
 /* ---- UDP ------------------------------------------------------------------------------- */
 
 struct udp_agent {
@@ -731,8 +869,10 @@ static const char *enter_private_netns(void)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc == 3 && strcmp(argv[1], "--listen-until-closed") == 0)
+		return listen_until_closed(atoi(argv[2]));
 	const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 	        T(test_tcp4_connect_lands_on_host_listener_and_lookup_finds_original),
@@ -742,6 +882,8 @@ int main(void)
 	        T(test_direct_connection_to_listener_is_refused),
 	        T(test_refused_port_fails_with_eperm_at_every_loopback_address),
 	        T(test_refuse_port_checks_its_arguments),
+	        T(test_ports_a_later_supervisor_binds_are_refused),
+	        T(test_without_the_watch_a_later_supervisor_is_reachable),
 	        T(test_udp_dns_reaches_resolver_and_answer_shows_original_source),
 	        T(test_udp_to_other_ports_fails_with_eperm),
 	        T(test_raw_and_icmp_sockets_are_refused),
