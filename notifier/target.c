@@ -32,9 +32,12 @@
 #define ST_VALID 0x0020
 #endif
 
-/* Everything one read needs; fds are relative to the target's /proc/PID. */
+/* Everything one read needs. The target's /proc/PID files are named by path (proc): one
+ * syscall each instead of opening the directory, the call and a close. */
 struct reader {
-	int piddir;
+	struct notifier *n;
+	pid_t pid;
+	char proc[32];           /* "/proc/PID" in our procfs */
 	int rootfd;              /* the target's root directory (in its mount namespace) */
 	struct notifier_own own; /* what the notifier knows of us (notifier_own) */
 	struct exec_view *view;  /* the sandbox's own view, or NULL */
@@ -160,10 +163,18 @@ static int to_sandbox_view(const char *root_link, char **path)
 	return 0;
 }
 
-static int read_cwd(int piddir, const char *root_link, char **ret)
+/* RD's /proc/PID/NAME into BUF. */
+static const char *proc_file(const struct reader *rd, const char *name, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/%s", rd->proc, name);
+	return buf;
+}
+
+static int read_cwd(const struct reader *rd, const char *root_link, char **ret)
 {
 	_cleanup_free_ char *cwd = NULL;
-	int r = readlink_alloc(piddir, "cwd", &cwd);
+	char name[64];
+	int r = readlink_alloc(AT_FDCWD, proc_file(rd, "cwd", name, sizeof(name)), &cwd);
 
 	if (r < 0)
 		return r;
@@ -174,9 +185,11 @@ static int read_cwd(int piddir, const char *root_link, char **ret)
 	return 0;
 }
 
-static int read_status(int piddir, struct proc_status *ret)
+static int read_status(const struct reader *rd, struct proc_status *ret)
 {
-	_cleanup_close_ int fd = openat(piddir, "status", O_RDONLY | O_CLOEXEC);
+	char name[64];
+	_cleanup_close_ int fd =
+	        open(proc_file(rd, "status", name, sizeof(name)), O_RDONLY | O_CLOEXEC);
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 
@@ -204,7 +217,7 @@ static int read_status(int piddir, struct proc_status *ret)
 static int reader_status(struct reader *rd, const struct proc_status **ret)
 {
 	if (!rd->have_status) {
-		int r = read_status(rd->piddir, &rd->status);
+		int r = read_status(rd, &rd->status);
 
 		if (r < 0)
 			return r;
@@ -215,7 +228,7 @@ static int reader_status(struct reader *rd, const struct proc_status **ret)
 }
 
 /* The target's ids. The /proc/PID directory belongs to the task's euid/egid, dumpable or not
- * (unlike the files in it), which costs one fstat; the status file (~20 µs for a new process)
+ * (unlike the files in it), which costs one stat; the status file (~20 µs for a new process)
  * is used when the exec permission check already read it. */
 static int read_ids(struct reader *rd, struct exec_target *t)
 {
@@ -229,7 +242,7 @@ static int read_ids(struct reader *rd, struct exec_target *t)
 		t->ids_exact = true;
 		return 0;
 	}
-	if (fstat(rd->piddir, &pst) < 0)
+	if (stat(rd->proc, &pst) < 0)
 		return -errno;
 	t->uid = t->euid = pst.st_uid;
 	t->gid = t->egid = pst.st_gid;
@@ -269,12 +282,15 @@ static int resolve_in_sandbox(struct reader *rd, int base, const char *base_name
 {
 	struct resolve_target rt = {
 	        .root = rd->rootfd,
-	        .piddir = rd->piddir,
+	        .piddir = -EBADF,
+	        .pid = rd->pid,
 	        .status = resolve_status,
 	        .userdata = rd,
 	};
 
-	return resolve_exec_path(&rt, base, base_name, path, nofollow ? RESOLVE_EXEC_NOFOLLOW : 0);
+	return resolve_exec_path_hinted(&rt, base, base_name, path,
+	                                nofollow ? RESOLVE_EXEC_NOFOLLOW : 0,
+	                                notifier_resolve_hint(rd->n, path));
 }
 
 /* The device of the superblock the kernel executes a file from, in its internal encoding: what
@@ -288,13 +304,14 @@ static int kernel_dev_of(struct reader *rd, uint64_t mnt_id, dev_t st_dev, const
 	_cleanup_fclose_ FILE *f = NULL;
 	_cleanup_free_ char *line = NULL;
 	size_t cap = 0;
+	char name[64];
 	int mfd;
 
 	if (sfs->f_type != OVERLAYFS_SUPER_MAGIC && sfs->f_type != BTRFS_SUPER_MAGIC) {
 		*ret_kdev = exec_kernel_dev(st_dev);
 		return 0;
 	}
-	mfd = openat(rd->piddir, "mountinfo", O_RDONLY | O_CLOEXEC);
+	mfd = open(proc_file(rd, "mountinfo", name, sizeof(name)), O_RDONLY | O_CLOEXEC);
 	if (mfd < 0)
 		return -errno;
 	f = fdopen(mfd, "re");
@@ -445,18 +462,18 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
                        struct exec_target **ret, struct cl_error *err)
 {
 	_cleanup_(exec_target_freep) struct exec_target *t = NULL;
-	_cleanup_close_ int piddir = -EBADF, rootfd = -EBADF, cwdfd = -EBADF;
+	_cleanup_close_ int rootfd = -EBADF, cwdfd = -EBADF;
 	_cleanup_close_ int basefd = -EBADF, filefd = -EBADF;
 	_cleanup_free_ char *base_name = NULL, *own_root_link = NULL;
 	const char *root_link = NULL;
-	struct reader rd = {.piddir = -EBADF, .rootfd = -EBADF};
+	struct reader rd = {.n = n, .rootfd = -EBADF};
 	struct remote_mem mem;
 	struct mem_ctx mem_ctx = {.pid = (pid_t)req->pid};
 	struct remote_argv argv = {0};
 	uint64_t path_addr, argv_addr;
-	char dir[32];
+	char name[64];
 	ssize_t len;
-	int r, open_errno;
+	int r;
 
 	if (req->data.arch != AUDIT_ARCH_X86_64)
 		return cl_error_set(err, -EINVAL, "notification for foreign arch 0x%x",
@@ -483,21 +500,11 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 		argv_addr = req->data.args[1];
 	}
 
-	/* Open first, then check the id: if the pid was reused before the open, the check fails;
-	 * if after, our fds still point at the original (dead) process and fail too. Memory is
-	 * read by pid (process_vm_readv), which the ID_VALID checks after the reads vouch for. */
-	snprintf(dir, sizeof(dir), "/proc/%d", (int)req->pid);
-	piddir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	open_errno = errno;
-	r = notifier_id_valid(n, req->id);
-	if (r == 0)
-		return -ENOENT;
-	if (r < 0)
-		return cl_error_set(err, r, "checking notification %llu: %s",
-		                    (unsigned long long)req->id, strerror(-r));
-	if (piddir < 0)
-		return cl_error_set(err, -open_errno, "opening %s: %s", dir, strerror(open_errno));
-	rd.piddir = piddir;
+	/* /proc/PID is read by name and the memory by pid (process_vm_readv): the NOTIF_ID_VALID
+	 * check after the reads vouches for both (a pid names another process only once the
+	 * target is dead, and then the check fails and everything read is thrown away). */
+	rd.pid = t->pid;
+	snprintf(rd.proc, sizeof(rd.proc), "/proc/%d", (int)req->pid);
 	rd.view = notifier_view(n);
 	notifier_own(n, &rd.own);
 
@@ -533,7 +540,8 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 		/* No target can have another root (notifier_set_fixed_root): the sandbox's, known
 		 * with its name once for all. */
 	} else {
-		rootfd = openat(piddir, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		rootfd = open(proc_file(&rd, "root", name, sizeof(name)),
+		              O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (rootfd < 0) {
 			r = -errno;
 			goto gone_or_fail;
@@ -544,13 +552,14 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 		struct stat rst;
 
 		if (fstat(rootfd, &rst) < 0 || !is_own_root(&rd, &rst))
-			(void)readlink_alloc(piddir, "root", &own_root_link);
+			(void)readlink_alloc(AT_FDCWD, proc_file(&rd, "root", name, sizeof(name)),
+			                     &own_root_link);
 		root_link = own_root_link;
 	}
 	/* The cwd is read when a relative path needs it or the file exists (for the record);
 	 * a PATH probe of an absolute name that is not there needs neither. */
 	if (t->path[0] != '/' && !(t->execveat && t->dirfd != AT_FDCWD)) {
-		r = read_cwd(piddir, root_link, &t->cwd);
+		r = read_cwd(&rd, root_link, &t->cwd);
 		if (r < 0)
 			goto gone_or_fail;
 	}
@@ -560,11 +569,12 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 		char fdname[32];
 
 		snprintf(fdname, sizeof(fdname), "fd/%d", t->dirfd);
-		r = readlink_alloc(piddir, fdname, &t->abs_path);
+		proc_file(&rd, fdname, name, sizeof(name));
+		r = readlink_alloc(AT_FDCWD, name, &t->abs_path);
 		if (r == -ENOMEM || to_sandbox_view(root_link, &t->abs_path) < 0)
 			return -ENOMEM;
 		/* The magic link leads to the very file the target holds. */
-		filefd = openat(piddir, fdname, O_PATH | O_CLOEXEC);
+		filefd = open(name, O_PATH | O_CLOEXEC);
 		if (t->dirfd == AT_FDCWD)
 			r = -EACCES; /* its cwd, a directory */
 		else if (filefd < 0)
@@ -577,7 +587,8 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 		if (t->path[0] == '/') {
 			r = path_join("/", t->path, &t->abs_path);
 		} else if (t->dirfd == AT_FDCWD) {
-			cwdfd = openat(piddir, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			cwdfd = open(proc_file(&rd, "cwd", name, sizeof(name)),
+			             O_PATH | O_DIRECTORY | O_CLOEXEC);
 			if (cwdfd < 0) {
 				r = -errno;
 				goto gone_or_fail;
@@ -591,12 +602,13 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 			char fdname[32];
 
 			snprintf(fdname, sizeof(fdname), "fd/%d", t->dirfd);
-			basefd = openat(piddir, fdname, O_PATH | O_CLOEXEC);
+			proc_file(&rd, fdname, name, sizeof(name));
+			basefd = open(name, O_PATH | O_CLOEXEC);
 			if (basefd < 0) {
 				r = errno == ENOENT ? -EBADF : -errno;
 				goto resolved;
 			}
-			(void)readlink_alloc(piddir, fdname, &base_name);
+			(void)readlink_alloc(AT_FDCWD, name, &base_name);
 			if (to_sandbox_view(root_link, &base_name) < 0)
 				return -ENOMEM;
 			r = base_name ? path_join(base_name, t->path, &t->abs_path) : -EINVAL;
@@ -619,7 +631,7 @@ resolved:
 	}
 
 	if (t->file.exists && !t->cwd) {
-		r = read_cwd(piddir, root_link, &t->cwd);
+		r = read_cwd(&rd, root_link, &t->cwd);
 		if (r < 0)
 			goto gone_or_fail;
 	}
@@ -638,7 +650,8 @@ resolved:
 			/* The kernel opens the interpreter like any path of the process: from
 			 * its root, or from its cwd when relative. */
 			if (sb.interp[0] != '/') {
-				icwd = openat(piddir, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+				icwd = open(proc_file(&rd, "cwd", name, sizeof(name)),
+				            O_PATH | O_DIRECTORY | O_CLOEXEC);
 				if (icwd < 0) {
 					r = -errno;
 					goto gone_or_fail;
