@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "notifier/file_facts.h"
 #include "notifier/view.h"
 
 /* Directories remembered for notifier_resolve_hint(): PATH's and a few more. */
@@ -33,6 +34,7 @@ struct notifier {
 	struct exec_view *view; /* not owned */
 	bool fixed_root;        /* every target's root is the view's (notifier_set_fixed_root) */
 	char *fixed_root_link;  /* its name from our root; NULL when it is our root */
+	struct file_facts_table *facts;
 	struct {
 		uint32_t dir_hash; /* 0: unused */
 		bool symlinks;
@@ -104,6 +106,8 @@ int notifier_new(int listener_fd, struct notifier **ret)
 	}
 	/* Best effort: the fallback is only slower. */
 	(void)notifier_set_sync_wake_up(n, true);
+	if (file_facts_new(&n->facts) < 0)
+		n->facts = NULL; /* every read learns it all */
 	*ret = n;
 	return 0;
 }
@@ -158,6 +162,11 @@ bool notifier_fixed_root(const struct notifier *n, int *ret_fd, const char **ret
 	return true;
 }
 
+struct file_facts_table *notifier_file_facts(struct notifier *n)
+{
+	return n->facts;
+}
+
 bool *notifier_resolve_hint(struct notifier *n, const char *path)
 {
 	const char *end = strrchr(path, '/');
@@ -189,6 +198,7 @@ void notifier_free(struct notifier *n)
 	if (n->own.fd_dir >= 0)
 		close(n->own.fd_dir);
 	free(n->fixed_root_link);
+	file_facts_free(n->facts);
 	free(n->req);
 	free(n->resp);
 	free(n);

@@ -59,6 +59,11 @@ void notifier_own(const struct notifier *n, struct notifier_own *ret);
  * overwritten on collision; a wrong hint costs a syscall, never a wrong answer. */
 bool *notifier_resolve_hint(struct notifier *n, const char *path);
 
+/* The facts of files recently executed (file_facts.h), owned by the notifier; NULL when it
+ * could not be allocated (then nothing is kept). */
+struct file_facts_table;
+struct file_facts_table *notifier_file_facts(struct notifier *n);
+
 /* The sandbox's own view (view.h) an exec's file is checked against, or NULL (the default): no
  * check. Not owned: it must outlive the notifier's reads. */
 struct exec_view;

@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "notifier/file_facts.h"
 #include "notifier/notify.h"
 #include "notifier/path.h"
 #include "notifier/proc_status.h"
@@ -377,66 +378,6 @@ static int check_view(struct reader *rd, struct exec_file *f)
 	return 0;
 }
 
-/* Fill f from the O_PATH fd of the file the exec would run. */
-static int describe_file(struct reader *rd, int fd, struct exec_file *f)
-{
-	const struct proc_status *cred;
-	char self[64];
-	struct statx x;
-	struct statfs sfs;
-	bool noexec;
-	int r;
-
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_BASIC_STATS | STATX_MNT_ID,
-	          &x) < 0 ||
-	    fstatfs(fd, &sfs) < 0)
-		return -errno;
-	if (!(x.stx_mask & STATX_MNT_ID))
-		return -EOPNOTSUPP;
-	f->exists = true;
-	f->regular = S_ISREG(x.stx_mode);
-	f->mode = x.stx_mode;
-	f->uid = x.stx_uid;
-	f->gid = x.stx_gid;
-	f->dev = makedev(x.stx_dev_major, x.stx_dev_minor);
-	f->ino = x.stx_ino;
-	f->nlink = x.stx_nlink;
-	f->ctime_ns = (uint64_t)x.stx_ctime.tv_sec * 1000000000u + x.stx_ctime.tv_nsec;
-	f->size = x.stx_size;
-	f->mnt_id = x.stx_mnt_id;
-	r = readlink_alloc(own_fd_entry(rd, fd, self, sizeof(self)), self, &f->real_path);
-	if (r == -ENOMEM)
-		return r;
-	r = rd->view ? check_view(rd, f) : kernel_dev_of(rd, f->mnt_id, f->dev, &sfs, &f->kdev);
-	if (r < 0)
-		return r;
-	if (!f->regular || (f->mode & 0111) == 0) {
-		f->executable = false;
-	} else if ((f->mode & 0111) == 0111) {
-		f->executable = true; /* whoever asks: no need for the target's credentials */
-	} else {
-		r = reader_status(rd, &cred);
-		if (r < 0)
-			return r;
-		f->executable = proc_status_may_exec(cred, f->mode, f->uid, f->gid);
-	}
-	/* The mount flags come with the fstatfs above; fstatvfs would repeat it. */
-	if (sfs.f_flags & ST_VALID) {
-		noexec = (sfs.f_flags & ST_NOEXEC) != 0;
-	} else {
-		struct statvfs vfs;
-
-		noexec = fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC);
-	}
-	if (f->executable && noexec)
-		f->executable = false;
-	/* What exec fails with: EACCES for anything but an executable regular file, ELOOP for a
-	 * symlink (AT_SYMLINK_NOFOLLOW; an fd of an O_PATH symlink). */
-	if (!f->executable)
-		f->error = S_ISLNK(f->mode) ? ELOOP : EACCES;
-	return 0;
-}
-
 /* Read the first line of a regular file for "#!". Returns 1 and *ret for a script, 0 if not. */
 static int read_shebang(const struct reader *rd, int fd, struct shebang *ret)
 {
@@ -458,6 +399,108 @@ static int read_shebang(const struct reader *rd, int fd, struct shebang *ret)
 	return shebang_parse(buf, (size_t)n, ret) == 0;
 }
 
+/* Fill f from the O_PATH fd of the file the exec would run; with RET_SB (a regular file), its
+ * "#!" line too: *ret_script says whether it is a script. What the file's identity settles
+ * (file_facts.h) is taken from the notifier's table when it has it, and kept there when not. */
+static int describe_file(struct reader *rd, int fd, struct exec_file *f, struct shebang *ret_sb,
+                         bool *ret_script)
+{
+	const struct proc_status *cred;
+	struct file_facts_table *table = notifier_file_facts(rd->n);
+	const struct file_facts *known;
+	struct file_facts facts = {0};
+	struct file_facts_key key;
+	char self[64];
+	struct statx x;
+	int r;
+
+	if (ret_script)
+		*ret_script = false;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_BASIC_STATS | STATX_MNT_ID,
+	          &x) < 0)
+		return -errno;
+	if (!(x.stx_mask & STATX_MNT_ID))
+		return -EOPNOTSUPP;
+	f->exists = true;
+	f->regular = S_ISREG(x.stx_mode);
+	f->mode = x.stx_mode;
+	f->uid = x.stx_uid;
+	f->gid = x.stx_gid;
+	f->dev = makedev(x.stx_dev_major, x.stx_dev_minor);
+	f->ino = x.stx_ino;
+	f->nlink = x.stx_nlink;
+	f->ctime_ns = (uint64_t)x.stx_ctime.tv_sec * 1000000000u + x.stx_ctime.tv_nsec;
+	f->size = x.stx_size;
+	f->mnt_id = x.stx_mnt_id;
+	key = (struct file_facts_key){f->dev, f->ino, f->mnt_id, f->ctime_ns, f->size};
+	known = f->regular ? file_facts_find(table, &key) : NULL;
+	if (known && !rd->view && !known->kdev_known)
+		known = NULL; /* kept while a view was set: its superblock is not in it */
+	if (known)
+		facts = *known;
+	r = readlink_alloc(own_fd_entry(rd, fd, self, sizeof(self)), self, &f->real_path);
+	if (r == -ENOMEM)
+		return r;
+	if (rd->view) {
+		r = check_view(rd, f);
+		if (r < 0)
+			return r;
+	}
+	if (!known) {
+		struct statfs sfs;
+
+		if (fstatfs(fd, &sfs) < 0)
+			return -errno;
+		if (!rd->view) {
+			r = kernel_dev_of(rd, f->mnt_id, f->dev, &sfs, &facts.kdev);
+			if (r < 0)
+				return r;
+			facts.kdev_known = true;
+		}
+		/* The mount flags come with fstatfs; fstatvfs would repeat it. */
+		if (sfs.f_flags & ST_VALID) {
+			facts.noexec = (sfs.f_flags & ST_NOEXEC) != 0;
+		} else {
+			struct statvfs vfs;
+
+			facts.noexec = fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC);
+		}
+	}
+	if (!rd->view)
+		f->kdev = facts.kdev;
+	if (!f->regular || (f->mode & 0111) == 0) {
+		f->executable = false;
+	} else if ((f->mode & 0111) == 0111) {
+		f->executable = true; /* whoever asks: no need for the target's credentials */
+	} else {
+		r = reader_status(rd, &cred);
+		if (r < 0)
+			return r;
+		f->executable = proc_status_may_exec(cred, f->mode, f->uid, f->gid);
+	}
+	if (f->executable && facts.noexec)
+		f->executable = false;
+	/* What exec fails with: EACCES for anything but an executable regular file, ELOOP for a
+	 * symlink (AT_SYMLINK_NOFOLLOW; an fd of an O_PATH symlink). */
+	if (!f->executable)
+		f->error = S_ISLNK(f->mode) ? ELOOP : EACCES;
+	if (ret_sb && f->regular) {
+		if (!facts.shebang_known) {
+			r = read_shebang(rd, fd, &facts.sb);
+			/* A file we cannot read is taken for a binary, and asked about again. */
+			facts.script = r == 1;
+			facts.shebang_known = r >= 0;
+		}
+		if (facts.script) {
+			*ret_sb = facts.sb;
+			*ret_script = true;
+		}
+	}
+	if (f->regular && (!known || facts.shebang_known != known->shebang_known))
+		file_facts_put(table, &key, &facts);
+	return 0;
+}
+
 int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
                        struct exec_target **ret, struct cl_error *err)
 {
@@ -470,6 +513,8 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 	struct remote_mem mem;
 	struct mem_ctx mem_ctx = {.pid = (pid_t)req->pid};
 	struct remote_argv argv = {0};
+	struct shebang sb;
+	bool script = false;
 	uint64_t path_addr, argv_addr;
 	char name[64];
 	ssize_t len;
@@ -621,7 +666,7 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 resolved:
 	if (r >= 0) {
 		filefd = r;
-		r = describe_file(&rd, filefd, &t->file);
+		r = describe_file(&rd, filefd, &t->file, &sb, &script);
 		if (r < 0)
 			goto gone_or_fail;
 	} else if (r == -ENOMEM) {
@@ -637,9 +682,7 @@ resolved:
 	}
 
 	if (t->file.regular) {
-		struct shebang sb;
-
-		if (read_shebang(&rd, filefd, &sb) == 1) {
+		if (script) {
 			_cleanup_close_ int ifd = -EBADF, icwd = -EBADF;
 
 			t->script = true;
@@ -661,7 +704,7 @@ resolved:
 			if (ifd == -ENOMEM)
 				return -ENOMEM;
 			if (ifd >= 0) {
-				r = describe_file(&rd, ifd, &t->interp_file);
+				r = describe_file(&rd, ifd, &t->interp_file, NULL, NULL);
 				if (r < 0)
 					goto gone_or_fail;
 			} else {
