@@ -10,8 +10,8 @@
 
 #include "notifier/file_facts.h"
 
-static const struct file_facts_key base = {.dev = 0x803, .ino = 1234, .mnt_id = 27,
-                                           .ctime_ns = 1700000000123456789ull, .size = 4096};
+static const struct file_facts_key base = {
+        .dev = 0x803, .ino = 1234, .mnt_id = 27, .ctime_ns = 1700000000123456789ull, .size = 4096};
 
 static void test_found_under_its_key_only(void **state)
 {
