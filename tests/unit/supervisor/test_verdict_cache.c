@@ -36,8 +36,13 @@ static void fill(struct fixture *f)
 	f->t.abs_path = f->abs_path;
 	f->t.argv = f->argv;
 	f->t.argc = 2;
-	f->t.file = (struct exec_file){.exists = true, .dev = 0x803, .ino = 42, .mnt_id = 7,
-	                               .ctime_ns = 123456789, .size = 1000, .real_path = f->real};
+	f->t.file = (struct exec_file){.exists = true,
+	                               .dev = 0x803,
+	                               .ino = 42,
+	                               .mnt_id = 7,
+	                               .ctime_ns = 123456789,
+	                               .size = 1000,
+	                               .real_path = f->real};
 }
 
 static const struct policy_result allow = {.verdict = POLICY_ALLOW, .rule = "exec.allow[0]"};
@@ -77,11 +82,11 @@ static void test_the_same_exec_only(void **state)
 	assert_int_equal(res.verdict, POLICY_ALLOW);
 	assert_string_equal(res.rule, "exec.allow[0]");
 
-#define MISSES_WITH(change)                        \
-	do {                                       \
-		fill(f);                           \
-		change;                            \
-		assert_false(hit(c, &f->t));       \
+#define MISSES_WITH(change)                  \
+	do {                                 \
+		fill(f);                     \
+		change;                      \
+		assert_false(hit(c, &f->t)); \
 	} while (0)
 	MISSES_WITH(f->t.file.ino++);                  /* replaced under its name */
 	MISSES_WITH(f->t.file.ctime_ns++);             /* rewritten in place */
@@ -92,8 +97,8 @@ static void test_the_same_exec_only(void **state)
 	MISSES_WITH(strcpy(f->real, "/w/tooL"));       /* another name resolved */
 	MISSES_WITH(strcpy(f->abs_path, "/w/tooL"));   /* another name given */
 	MISSES_WITH(f->t.file.real_path = NULL);
-	MISSES_WITH(strcpy(f->a1, "--flaG"));   /* another argument */
-	MISSES_WITH(f->t.argc = 1);             /* fewer */
+	MISSES_WITH(strcpy(f->a1, "--flaG"));    /* another argument */
+	MISSES_WITH(f->t.argc = 1);              /* fewer */
 	MISSES_WITH(f->t.argv_truncated = true); /* a prefix of a longer one */
 	/* The same bytes split otherwise are another command line. */
 	MISSES_WITH((strcpy(f->a0, "tool-"), strcpy(f->a1, "-flag")));
@@ -102,7 +107,8 @@ static void test_the_same_exec_only(void **state)
 	fill(f);
 	f->t.script = true;
 	f->t.interp = f->interp;
-	f->t.interp_file = (struct exec_file){.exists = true, .ino = 9, .real_path = f->interp_real};
+	f->t.interp_file =
+	        (struct exec_file){.exists = true, .ino = 9, .real_path = f->interp_real};
 	keep(c, &f->t, &allow);
 	assert_true(hit(c, &f->t));
 	f->t.interp_file.ctime_ns++;
