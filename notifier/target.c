@@ -58,6 +58,7 @@ void exec_target_free(struct exec_target *t)
 	free(t->path);
 	free(t->abs_path);
 	free(t->cwd);
+	free(t->root_link);
 	if (t->argv) {
 		for (size_t i = 0; i < t->argc; i++)
 			free(t->argv[i]);
@@ -501,8 +502,8 @@ static int describe_file(struct reader *rd, int fd, struct exec_file *f, struct 
 	return 0;
 }
 
-int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
-                       struct exec_target **ret, struct cl_error *err)
+static int read_exec(struct notifier *n, const struct seccomp_notif *req, bool lean,
+                     struct exec_target **ret, struct cl_error *err)
 {
 	_cleanup_(exec_target_freep) struct exec_target *t = NULL;
 	_cleanup_close_ int rootfd = -EBADF, cwdfd = -EBADF;
@@ -675,10 +676,16 @@ resolved:
 		t->file.error = -r;
 	}
 
-	if (t->file.exists && !t->cwd) {
+	if (t->file.exists && !t->cwd && !lean) {
 		r = read_cwd(&rd, root_link, &t->cwd);
 		if (r < 0)
 			goto gone_or_fail;
+	}
+	/* What notifier_read_exec_record() needs to name the cwd as the target sees it. */
+	if (lean && root_link) {
+		t->root_link = strdup(root_link);
+		if (!t->root_link)
+			return -ENOMEM;
 	}
 
 	if (t->file.regular) {
@@ -693,6 +700,12 @@ resolved:
 			/* The kernel opens the interpreter like any path of the process: from
 			 * its root, or from its cwd when relative. */
 			if (sb.interp[0] != '/') {
+				/* Its name makes the lookup one call (resolve.h). */
+				if (!t->cwd) {
+					r = read_cwd(&rd, root_link, &t->cwd);
+					if (r < 0)
+						goto gone_or_fail;
+				}
 				icwd = open(proc_file(&rd, "cwd", name, sizeof(name)),
 				            O_PATH | O_DIRECTORY | O_CLOEXEC);
 				if (icwd < 0) {
@@ -714,7 +727,7 @@ resolved:
 		}
 	}
 
-	if (t->file.exists) {
+	if (t->file.exists && !lean) {
 		r = read_ids(&rd, t);
 		if (r < 0)
 			goto gone_or_fail;
@@ -738,6 +751,41 @@ gone_or_fail:
 		return -ENOENT;
 	return cl_error_set(err, r, "pid %d: reading exec of %s: %s", t->pid, t->path,
 	                    strerror(-r));
+}
+
+int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
+                       struct exec_target **ret, struct cl_error *err)
+{
+	return read_exec(n, req, false, ret, err);
+}
+
+int notifier_read_exec_lean(struct notifier *n, const struct seccomp_notif *req,
+                            struct exec_target **ret, struct cl_error *err)
+{
+	return read_exec(n, req, true, ret, err);
+}
+
+int notifier_read_exec_record(struct notifier *n, const struct seccomp_notif *req,
+                              struct exec_target *t, struct cl_error *err)
+{
+	struct reader rd = {.n = n, .pid = t->pid, .rootfd = -EBADF};
+	int r = 0;
+
+	if (!t->file.exists || (t->cwd && t->uid != (uid_t)-1))
+		return 0;
+	snprintf(rd.proc, sizeof(rd.proc), "/proc/%d", (int)t->pid);
+	notifier_own(n, &rd.own);
+	if (!t->cwd)
+		r = read_cwd(&rd, t->root_link, &t->cwd);
+	if (r >= 0 && t->uid == (uid_t)-1)
+		r = read_ids(&rd, t);
+	/* As for the rest of the read: only what the target still asks for is its. */
+	if (notifier_id_valid(n, req->id) == 0)
+		return -ENOENT;
+	if (r < 0)
+		return cl_error_set(err, r, "pid %d: reading the cwd and ids of its exec: %s",
+		                    t->pid, strerror(-r));
+	return 0;
 }
 
 int notifier_read_connect(struct notifier *n, const struct seccomp_notif *req,

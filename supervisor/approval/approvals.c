@@ -334,6 +334,11 @@ void approvals_verdict(struct approval_source *src, const struct audit_record *r
 	audit_log_record(ap->audit, rec);
 }
 
+bool approvals_verdict_written(struct approval_source *src, const char *sandbox)
+{
+	return audit_log_would_write(src->ap->audit, sandbox);
+}
+
 void approvals_audit(struct approvals *ap, const struct audit_record *rec)
 {
 	audit_log_record(ap->audit, rec);

@@ -376,6 +376,13 @@ static int on_lift(struct loop *loop, void *userdata)
 	return 0;
 }
 
+bool audit_log_would_write(struct audit_log *log, const char *sandbox)
+{
+	if (!log || log->fd < 0)
+		return false;
+	return !log->automatic || audit_limit_would_take(log->automatic, sandbox, loop_now_ms());
+}
+
 void audit_log_record(struct audit_log *log, const struct audit_record *rec)
 {
 	if (!log || log->fd < 0)

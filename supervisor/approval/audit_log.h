@@ -70,6 +70,10 @@ void audit_log_flush(struct audit_log *log);
 /* Flushes, then closes. NULL is fine. */
 void audit_log_free(struct audit_log *log);
 
+/* Would an automatic line of SANDBOX be written now (the file open, its rate not over)? For a
+ * writer that reads what only the line needs (an exec's cwd) only when it will be written. */
+bool audit_log_would_write(struct audit_log *log, const char *sandbox);
+
 /* Write REC as one line, unless the rate holds it back (then it is counted). An automatic
  * line may wait for the end of the loop's round (audit_log_options.batch); every other line is
  * in the file when this returns. */

@@ -523,6 +523,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	struct cl_error err = {""};
 	struct verdict_key key;
 	struct policy_result res;
+	bool lean;
 	struct exec_files files;
 	struct exec_args args;
 	const char *const *argv;
@@ -530,7 +531,11 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	size_t argc;
 	int r;
 
-	r = notifier_read_exec(eg->notifier, req, &t, &err);
+	/* Over the audit rate, the line is not written: the cwd and ids only it needs are read
+	 * if an ask needs them after all. */
+	lean = !approvals_verdict_written(eg->approvals, eg->name);
+	r = lean ? notifier_read_exec_lean(eg->notifier, req, &t, &err)
+	         : notifier_read_exec(eg->notifier, req, &t, &err);
 	trace_exec_phase(TRACE_EXEC_READ);
 	if (r == -ENOENT)
 		return; /* the process is gone: nothing to answer */
@@ -617,6 +622,18 @@ decided:
 	exec_files_from_target(t, &files);
 	exec_args_from_target(eg, t, &args);
 
+	/* An ask shows the cwd and the user on its card. */
+	if (lean && res.verdict == POLICY_ASK) {
+		r = notifier_read_exec_record(eg->notifier, req, t, &err);
+		if (r == -ENOENT)
+			return;
+		if (r < 0) {
+			say("exec %s denied: %s", exe, err.msg);
+			audit_verdict(eg, t, exe, argv, argc, NULL, AUDIT_DENY, err.msg);
+			notifier_deny(eg->notifier, req->id, EACCES);
+			return;
+		}
+	}
 	trace_exec_phase(TRACE_EXEC_DECIDE);
 	switch (res.verdict) {
 	case POLICY_ALLOW:
