@@ -15,6 +15,7 @@
 #include "base/dirs.h"
 #include "base/loop.h"
 #include "base/say.h"
+#include "base/trace_timing.h"
 #include "supervisor/approval/audit.h"
 #include "supervisor/approval/audit_limit.h"
 
@@ -288,8 +289,15 @@ void audit_log_sync(struct audit_log *log)
 
 static void on_prepare(struct loop *loop, void *userdata)
 {
+	struct audit_log *log = userdata;
+
 	(void)loop;
-	audit_log_sync(userdata);
+	if (!log->pending_len)
+		return;
+	/* The execs' lines: their phase's time, though written here. */
+	trace_exec_more_begin();
+	audit_log_sync(log);
+	trace_exec_more_end(TRACE_EXEC_AUDIT);
 }
 
 static void write_line(struct audit_log *log, const struct audit_record *rec)
