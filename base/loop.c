@@ -59,6 +59,11 @@ struct loop {
 	bool timers_dispatching;
 	bool exiting;
 	int exit_code;
+	struct {
+		loop_prepare_fn fn;
+		void *userdata;
+	} prepare[LOOP_MAX_PREPARE];
+	size_t n_prepare;
 };
 
 uint64_t loop_now_ms(void)
@@ -426,6 +431,29 @@ static int dispatch_timers(struct loop *loop)
 	return arm_timer_fd(loop);
 }
 
+int loop_add_prepare(struct loop *loop, loop_prepare_fn fn, void *userdata)
+{
+	if (!fn)
+		return -EINVAL;
+	if (loop->n_prepare == LOOP_MAX_PREPARE)
+		return -ENOSPC;
+	loop->prepare[loop->n_prepare].fn = fn;
+	loop->prepare[loop->n_prepare].userdata = userdata;
+	loop->n_prepare++;
+	return 0;
+}
+
+void loop_del_prepare(struct loop *loop, loop_prepare_fn fn, void *userdata)
+{
+	for (size_t i = 0; i < loop->n_prepare; i++)
+		if (loop->prepare[i].fn == fn && loop->prepare[i].userdata == userdata) {
+			memmove(&loop->prepare[i], &loop->prepare[i + 1],
+			        (loop->n_prepare - i - 1) * sizeof(loop->prepare[0]));
+			loop->n_prepare--;
+			return;
+		}
+}
+
 void loop_exit(struct loop *loop, int code)
 {
 	loop->exiting = true;
@@ -439,7 +467,17 @@ int loop_run(struct loop *loop)
 	/* A loop can be run again after loop_exit() (a test or a client running it per job). */
 	loop->exiting = false;
 	while (!loop->exiting) {
-		int n = epoll_wait(loop->epoll_fd, events, MAX_EVENTS, -1);
+		int n;
+
+		/* By index: a hook may remove itself. */
+		for (size_t i = 0; i < loop->n_prepare; i++) {
+			size_t before = loop->n_prepare;
+
+			loop->prepare[i].fn(loop, loop->prepare[i].userdata);
+			if (loop->n_prepare < before)
+				i--;
+		}
+		n = epoll_wait(loop->epoll_fd, events, MAX_EVENTS, -1);
 
 		if (n < 0) {
 			if (errno == EINTR)

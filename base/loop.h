@@ -47,6 +47,14 @@ void loop_cancel_timer(struct loop *loop, struct loop_timer *timer);
 LOOP_MUST_CHECK int loop_add_signals(struct loop *loop, const sigset_t *sigs, loop_signal_fn fn,
                                      void *userdata);
 
+/* FN runs each time the loop is about to wait, after a round of handlers: for work gathered
+ * over the round and done once (the audit log's lines, one write). At most LOOP_MAX_PREPARE;
+ * -ENOSPC beyond. Removed by the same (FN, USERDATA); removing one not there does nothing. */
+#define LOOP_MAX_PREPARE 8
+typedef void (*loop_prepare_fn)(struct loop *loop, void *userdata);
+int loop_add_prepare(struct loop *loop, loop_prepare_fn fn, void *userdata);
+void loop_del_prepare(struct loop *loop, loop_prepare_fn fn, void *userdata);
+
 uint64_t loop_now_ms(void);
 
 /* Run until loop_exit() is called or a handler fails; returns the exit code or the failure.

@@ -32,8 +32,13 @@ enum trace_exec_phase {
 
 void trace_exec_begin(void);
 void trace_exec_phase(enum trace_exec_phase phase);
-/* One line per phase on stderr: its mean and how many execs went through it. Nothing when
- * off or when no exec was seen. */
+/* Time spent for the execs outside their own call (the audit lines written once a round of the
+ * loop), added to PHASE between the two calls without counting an exec. */
+void trace_exec_more_begin(void);
+void trace_exec_more_end(enum trace_exec_phase phase);
+/* One line per phase on stderr: its mean and how many execs went through it ("exec PHASE"),
+ * then the same for the thread's CPU time ("exec-cpu PHASE"). Nothing when off or when no
+ * exec was seen. */
 void trace_exec_report(void);
 
 #endif

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "notifier/file_facts.h"
 #include "notifier/view.h"
+
+/* Directories remembered for notifier_resolve_hint(): PATH's and a few more. */
+#define RESOLVE_HINTS 64
 
 struct notifier {
 	int fd;
@@ -29,7 +34,37 @@ struct notifier {
 	struct exec_view *view; /* not owned */
 	bool fixed_root;        /* every target's root is the view's (notifier_set_fixed_root) */
 	char *fixed_root_link;  /* its name from our root; NULL when it is our root */
+	struct file_facts_table *facts;
+	struct {
+		uint32_t dir_hash; /* 0: unused */
+		bool symlinks;
+	} hints[RESOLVE_HINTS];
 };
+
+/* Our pid without a getpid(2) per exec: known once, forgotten in a child of fork() (the
+ * handler runs in every fork of the process; a raw clone's child never reads an exec). */
+static pid_t cached_pid;
+
+static void forget_pid(void)
+{
+	cached_pid = 0;
+}
+
+static void remember_forks(void)
+{
+	(void)pthread_atfork(NULL, NULL, forget_pid);
+}
+
+static pid_t own_pid(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	if (cached_pid == 0) {
+		(void)pthread_once(&once, remember_forks);
+		cached_pid = getpid();
+	}
+	return cached_pid;
+}
 
 int notifier_new(int listener_fd, struct notifier **ret)
 {
@@ -55,7 +90,7 @@ int notifier_new(int listener_fd, struct notifier **ret)
 		return -ENOMEM;
 	}
 	n->fd = listener_fd;
-	n->own_pid = getpid();
+	n->own_pid = own_pid();
 	/* Best effort: without them, reads walk /proc/self/fd and stat "/" each time. */
 	n->own.fd_dir = open("/proc/self/fd", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (n->own.fd_dir < 0)
@@ -71,6 +106,8 @@ int notifier_new(int listener_fd, struct notifier **ret)
 	}
 	/* Best effort: the fallback is only slower. */
 	(void)notifier_set_sync_wake_up(n, true);
+	if (file_facts_new(&n->facts) < 0)
+		n->facts = NULL; /* every read learns it all */
 	*ret = n;
 	return 0;
 }
@@ -125,6 +162,28 @@ bool notifier_fixed_root(const struct notifier *n, int *ret_fd, const char **ret
 	return true;
 }
 
+struct file_facts_table *notifier_file_facts(struct notifier *n)
+{
+	return n->facts;
+}
+
+bool *notifier_resolve_hint(struct notifier *n, const char *path)
+{
+	const char *end = strrchr(path, '/');
+	uint32_t h = 2166136261u; /* FNV-1a */
+	unsigned i;
+
+	for (const char *p = path; end && p < end; p++)
+		h = (h ^ (unsigned char)*p) * 16777619u;
+	h |= 1; /* never 0, the unused slot's */
+	i = h % RESOLVE_HINTS;
+	if (n->hints[i].dir_hash != h) {
+		n->hints[i].dir_hash = h;
+		n->hints[i].symlinks = false;
+	}
+	return &n->hints[i].symlinks;
+}
+
 struct exec_view *notifier_view(const struct notifier *n)
 {
 	return n->view;
@@ -139,6 +198,7 @@ void notifier_free(struct notifier *n)
 	if (n->own.fd_dir >= 0)
 		close(n->own.fd_dir);
 	free(n->fixed_root_link);
+	file_facts_free(n->facts);
 	free(n->req);
 	free(n->resp);
 	free(n);
@@ -152,7 +212,7 @@ int notifier_fd(const struct notifier *n)
 void notifier_own(const struct notifier *n, struct notifier_own *ret)
 {
 	/* A forked child shares neither our fd table nor (necessarily) our root. */
-	if (getpid() != n->own_pid) {
+	if (own_pid() != n->own_pid) {
 		*ret = (struct notifier_own){.fd_dir = -EBADF};
 		return;
 	}

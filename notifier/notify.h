@@ -49,10 +49,20 @@ struct notifier_own {
 	ino_t root_ino;
 };
 
-/* Fill *ret for the calling process (one getpid(2)). In a process forked after notifier_new
- * nothing is known (fd_dir -EBADF, root_known false): the directory shows its creator's fd
- * table, and the caller must look things up itself. */
+/* Fill *ret for the calling process (our pid is known once, and again after a fork). In a process
+ * forked after notifier_new nothing is known (fd_dir -EBADF, root_known false): the directory shows
+ * its creator's fd table, and the caller must look things up itself. */
 void notifier_own(const struct notifier *n, struct notifier_own *ret);
+
+/* The hint resolve_exec_path_hinted() keeps for PATH's directory (its text up to the last
+ * '/'): whether the last path looked up there went through a symlink. A small table
+ * overwritten on collision; a wrong hint costs a syscall, never a wrong answer. */
+bool *notifier_resolve_hint(struct notifier *n, const char *path);
+
+/* The facts of files recently executed (file_facts.h), owned by the notifier; NULL when it
+ * could not be allocated (then nothing is kept). */
+struct file_facts_table;
+struct file_facts_table *notifier_file_facts(struct notifier *n);
 
 /* The sandbox's own view (view.h) an exec's file is checked against, or NULL (the default): no
  * check. Not owned: it must outlive the notifier's reads. */

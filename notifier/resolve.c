@@ -177,8 +177,16 @@ static int proc_self_name(const struct resolve_target *t, int procroot, bool thr
 	r = t->status(t->userdata, &st);
 	if (r < 0)
 		return r;
-	if (fstatat(t->piddir, "ns/pid", &own_ns, 0) < 0)
-		return -errno;
+	if (t->piddir >= 0) {
+		if (fstatat(t->piddir, "ns/pid", &own_ns, 0) < 0)
+			return -errno;
+	} else {
+		char ns_path[64];
+
+		snprintf(ns_path, sizeof(ns_path), "/proc/%d/ns/pid", (int)t->pid);
+		if (stat(ns_path, &own_ns) < 0)
+			return -errno;
+	}
 	for (size_t k = st->ns_levels; k-- > 0;) {
 		_cleanup_close_ int dir = -EBADF;
 		struct proc_status seen;
@@ -388,13 +396,13 @@ out:
 
 /* ---- the fast paths -------------------------------------------------------------------------- */
 
-int resolve_exec_path(const struct resolve_target *t, int base, const char *base_name,
-                      const char *path, unsigned flags)
+int resolve_exec_path_hinted(const struct resolve_target *t, int base, const char *base_name,
+                             const char *path, unsigned flags, bool *symlinks)
 {
 	_cleanup_free_ char *joined = NULL;
 	bool nofollow = flags & RESOLVE_EXEC_NOFOLLOW;
 	const char *scoped = NULL;
-	int fd;
+	int fd, first = 0; /* step 2's miss when it went first */
 
 	if (!*path)
 		return -ENOENT;
@@ -415,19 +423,35 @@ int resolve_exec_path(const struct resolve_target *t, int base, const char *base
 	if (!scoped)
 		return resolve_walk(t, base, path, flags);
 
+	/* 2 first, on the hint: its hit is trusted on its own (see below). */
+	if (*symlinks) {
+		fd = openat2_path(t->root, scoped, RESOLVE_IN_ROOT, nofollow);
+		if (fd >= 0)
+			return nofollow ? refuse_symlink(fd) : fd;
+		first = fd;
+	}
 	/* 1: no symlink on the way: what the kernel sees too, hit or miss. */
 	fd = openat2_path(t->root, scoped, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS, nofollow);
+	*symlinks = fd == -ELOOP;
 	if (fd >= 0)
 		return nofollow ? refuse_symlink(fd) : fd;
 	if (fd != -ELOOP && fd != -EXDEV && fd != -EAGAIN)
 		return fd;
 	/* 2: with symlinks. A hit cannot have been misled by procfs (see resolve.h); a miss
 	 * may be a "self" that names nobody for us, or a magic link we may not follow here. */
-	fd = openat2_path(t->root, scoped, RESOLVE_IN_ROOT, nofollow);
+	fd = first < 0 ? first : openat2_path(t->root, scoped, RESOLVE_IN_ROOT, nofollow);
 	if (fd >= 0)
 		return nofollow ? refuse_symlink(fd) : fd;
 	if (fd != -ENOENT && fd != -ENOTDIR && fd != -EXDEV && fd != -EAGAIN)
 		return fd;
 	/* 3 */
 	return resolve_walk(t, path[0] == '/' ? -EBADF : base, path, flags);
+}
+
+int resolve_exec_path(const struct resolve_target *t, int base, const char *base_name,
+                      const char *path, unsigned flags)
+{
+	bool symlinks = false;
+
+	return resolve_exec_path_hinted(t, base, base_name, path, flags, &symlinks);
 }

@@ -24,12 +24,14 @@
 #define CLOISTER_NOTIFIER_RESOLVE_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 struct proc_status;
 
 struct resolve_target {
 	int root; /* the target's root directory (O_PATH): absolute paths start, ".." stops here */
-	int piddir; /* its /proc/TID directory in our procfs */
+	int piddir; /* its /proc/TID directory in our procfs, or -EBADF: then named by pid */
+	pid_t pid;  /* with piddir -EBADF: its TID in our pid namespace */
 	/* Its /proc/TID/status, read on first use: only a "self" in a procfs needs it. */
 	int (*status)(void *userdata, const struct proc_status **ret);
 	void *userdata;
@@ -45,6 +47,13 @@ struct resolve_target {
  * would fail the lookup with. */
 int resolve_exec_path(const struct resolve_target *t, int base, const char *base_name,
                       const char *path, unsigned flags);
+
+/* The same, with a hint on the order of steps 1 and 2: *SYMLINKS true tries step 2 first (one
+ * call instead of two for a path through a symlink, as /bin/x is on a merged /usr; a miss then
+ * costs both). On return, *SYMLINKS says whether the path went through a symlink, as a hint
+ * for the next path in the same directory. The hint never changes the result, only its cost. */
+int resolve_exec_path_hinted(const struct resolve_target *t, int base, const char *base_name,
+                             const char *path, unsigned flags, bool *symlinks);
 
 /* Step 3 alone (for tests and for what step 1 and 2 cannot judge). */
 int resolve_walk(const struct resolve_target *t, int base, const char *path, unsigned flags);

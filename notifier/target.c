@@ -17,6 +17,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "notifier/file_facts.h"
 #include "notifier/notify.h"
 #include "notifier/path.h"
 #include "notifier/proc_status.h"
@@ -32,9 +33,12 @@
 #define ST_VALID 0x0020
 #endif
 
-/* Everything one read needs; fds are relative to the target's /proc/PID. */
+/* Everything one read needs. The target's /proc/PID files are named by path (proc): one
+ * syscall each instead of opening the directory, the call and a close. */
 struct reader {
-	int piddir;
+	struct notifier *n;
+	pid_t pid;
+	char proc[32];           /* "/proc/PID" in our procfs */
 	int rootfd;              /* the target's root directory (in its mount namespace) */
 	struct notifier_own own; /* what the notifier knows of us (notifier_own) */
 	struct exec_view *view;  /* the sandbox's own view, or NULL */
@@ -54,6 +58,7 @@ void exec_target_free(struct exec_target *t)
 	free(t->path);
 	free(t->abs_path);
 	free(t->cwd);
+	free(t->root_link);
 	if (t->argv) {
 		for (size_t i = 0; i < t->argc; i++)
 			free(t->argv[i]);
@@ -160,10 +165,18 @@ static int to_sandbox_view(const char *root_link, char **path)
 	return 0;
 }
 
-static int read_cwd(int piddir, const char *root_link, char **ret)
+/* RD's /proc/PID/NAME into BUF. */
+static const char *proc_file(const struct reader *rd, const char *name, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/%s", rd->proc, name);
+	return buf;
+}
+
+static int read_cwd(const struct reader *rd, const char *root_link, char **ret)
 {
 	_cleanup_free_ char *cwd = NULL;
-	int r = readlink_alloc(piddir, "cwd", &cwd);
+	char name[64];
+	int r = readlink_alloc(AT_FDCWD, proc_file(rd, "cwd", name, sizeof(name)), &cwd);
 
 	if (r < 0)
 		return r;
@@ -174,9 +187,11 @@ static int read_cwd(int piddir, const char *root_link, char **ret)
 	return 0;
 }
 
-static int read_status(int piddir, struct proc_status *ret)
+static int read_status(const struct reader *rd, struct proc_status *ret)
 {
-	_cleanup_close_ int fd = openat(piddir, "status", O_RDONLY | O_CLOEXEC);
+	char name[64];
+	_cleanup_close_ int fd =
+	        open(proc_file(rd, "status", name, sizeof(name)), O_RDONLY | O_CLOEXEC);
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 
@@ -204,7 +219,7 @@ static int read_status(int piddir, struct proc_status *ret)
 static int reader_status(struct reader *rd, const struct proc_status **ret)
 {
 	if (!rd->have_status) {
-		int r = read_status(rd->piddir, &rd->status);
+		int r = read_status(rd, &rd->status);
 
 		if (r < 0)
 			return r;
@@ -215,7 +230,7 @@ static int reader_status(struct reader *rd, const struct proc_status **ret)
 }
 
 /* The target's ids. The /proc/PID directory belongs to the task's euid/egid, dumpable or not
- * (unlike the files in it), which costs one fstat; the status file (~20 µs for a new process)
+ * (unlike the files in it), which costs one stat; the status file (~20 µs for a new process)
  * is used when the exec permission check already read it. */
 static int read_ids(struct reader *rd, struct exec_target *t)
 {
@@ -229,7 +244,7 @@ static int read_ids(struct reader *rd, struct exec_target *t)
 		t->ids_exact = true;
 		return 0;
 	}
-	if (fstat(rd->piddir, &pst) < 0)
+	if (stat(rd->proc, &pst) < 0)
 		return -errno;
 	t->uid = t->euid = pst.st_uid;
 	t->gid = t->egid = pst.st_gid;
@@ -269,12 +284,15 @@ static int resolve_in_sandbox(struct reader *rd, int base, const char *base_name
 {
 	struct resolve_target rt = {
 	        .root = rd->rootfd,
-	        .piddir = rd->piddir,
+	        .piddir = -EBADF,
+	        .pid = rd->pid,
 	        .status = resolve_status,
 	        .userdata = rd,
 	};
 
-	return resolve_exec_path(&rt, base, base_name, path, nofollow ? RESOLVE_EXEC_NOFOLLOW : 0);
+	return resolve_exec_path_hinted(&rt, base, base_name, path,
+	                                nofollow ? RESOLVE_EXEC_NOFOLLOW : 0,
+	                                notifier_resolve_hint(rd->n, path));
 }
 
 /* The device of the superblock the kernel executes a file from, in its internal encoding: what
@@ -288,13 +306,14 @@ static int kernel_dev_of(struct reader *rd, uint64_t mnt_id, dev_t st_dev, const
 	_cleanup_fclose_ FILE *f = NULL;
 	_cleanup_free_ char *line = NULL;
 	size_t cap = 0;
+	char name[64];
 	int mfd;
 
 	if (sfs->f_type != OVERLAYFS_SUPER_MAGIC && sfs->f_type != BTRFS_SUPER_MAGIC) {
 		*ret_kdev = exec_kernel_dev(st_dev);
 		return 0;
 	}
-	mfd = openat(rd->piddir, "mountinfo", O_RDONLY | O_CLOEXEC);
+	mfd = open(proc_file(rd, "mountinfo", name, sizeof(name)), O_RDONLY | O_CLOEXEC);
 	if (mfd < 0)
 		return -errno;
 	f = fdopen(mfd, "re");
@@ -360,66 +379,6 @@ static int check_view(struct reader *rd, struct exec_file *f)
 	return 0;
 }
 
-/* Fill f from the O_PATH fd of the file the exec would run. */
-static int describe_file(struct reader *rd, int fd, struct exec_file *f)
-{
-	const struct proc_status *cred;
-	char self[64];
-	struct statx x;
-	struct statfs sfs;
-	bool noexec;
-	int r;
-
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_BASIC_STATS | STATX_MNT_ID,
-	          &x) < 0 ||
-	    fstatfs(fd, &sfs) < 0)
-		return -errno;
-	if (!(x.stx_mask & STATX_MNT_ID))
-		return -EOPNOTSUPP;
-	f->exists = true;
-	f->regular = S_ISREG(x.stx_mode);
-	f->mode = x.stx_mode;
-	f->uid = x.stx_uid;
-	f->gid = x.stx_gid;
-	f->dev = makedev(x.stx_dev_major, x.stx_dev_minor);
-	f->ino = x.stx_ino;
-	f->nlink = x.stx_nlink;
-	f->ctime_ns = (uint64_t)x.stx_ctime.tv_sec * 1000000000u + x.stx_ctime.tv_nsec;
-	f->size = x.stx_size;
-	f->mnt_id = x.stx_mnt_id;
-	r = readlink_alloc(own_fd_entry(rd, fd, self, sizeof(self)), self, &f->real_path);
-	if (r == -ENOMEM)
-		return r;
-	r = rd->view ? check_view(rd, f) : kernel_dev_of(rd, f->mnt_id, f->dev, &sfs, &f->kdev);
-	if (r < 0)
-		return r;
-	if (!f->regular || (f->mode & 0111) == 0) {
-		f->executable = false;
-	} else if ((f->mode & 0111) == 0111) {
-		f->executable = true; /* whoever asks: no need for the target's credentials */
-	} else {
-		r = reader_status(rd, &cred);
-		if (r < 0)
-			return r;
-		f->executable = proc_status_may_exec(cred, f->mode, f->uid, f->gid);
-	}
-	/* The mount flags come with the fstatfs above; fstatvfs would repeat it. */
-	if (sfs.f_flags & ST_VALID) {
-		noexec = (sfs.f_flags & ST_NOEXEC) != 0;
-	} else {
-		struct statvfs vfs;
-
-		noexec = fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC);
-	}
-	if (f->executable && noexec)
-		f->executable = false;
-	/* What exec fails with: EACCES for anything but an executable regular file, ELOOP for a
-	 * symlink (AT_SYMLINK_NOFOLLOW; an fd of an O_PATH symlink). */
-	if (!f->executable)
-		f->error = S_ISLNK(f->mode) ? ELOOP : EACCES;
-	return 0;
-}
-
 /* Read the first line of a regular file for "#!". Returns 1 and *ret for a script, 0 if not. */
 static int read_shebang(const struct reader *rd, int fd, struct shebang *ret)
 {
@@ -441,22 +400,126 @@ static int read_shebang(const struct reader *rd, int fd, struct shebang *ret)
 	return shebang_parse(buf, (size_t)n, ret) == 0;
 }
 
-int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
-                       struct exec_target **ret, struct cl_error *err)
+/* Fill f from the O_PATH fd of the file the exec would run; with RET_SB (a regular file), its
+ * "#!" line too: *ret_script says whether it is a script. What the file's identity settles
+ * (file_facts.h) is taken from the notifier's table when it has it, and kept there when not. */
+static int describe_file(struct reader *rd, int fd, struct exec_file *f, struct shebang *ret_sb,
+                         bool *ret_script)
+{
+	const struct proc_status *cred;
+	struct file_facts_table *table = notifier_file_facts(rd->n);
+	const struct file_facts *known;
+	struct file_facts facts = {0};
+	struct file_facts_key key;
+	char self[64];
+	struct statx x;
+	int r;
+
+	if (ret_script)
+		*ret_script = false;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_BASIC_STATS | STATX_MNT_ID,
+	          &x) < 0)
+		return -errno;
+	if (!(x.stx_mask & STATX_MNT_ID))
+		return -EOPNOTSUPP;
+	f->exists = true;
+	f->regular = S_ISREG(x.stx_mode);
+	f->mode = x.stx_mode;
+	f->uid = x.stx_uid;
+	f->gid = x.stx_gid;
+	f->dev = makedev(x.stx_dev_major, x.stx_dev_minor);
+	f->ino = x.stx_ino;
+	f->nlink = x.stx_nlink;
+	f->ctime_ns = (uint64_t)x.stx_ctime.tv_sec * 1000000000u + x.stx_ctime.tv_nsec;
+	f->size = x.stx_size;
+	f->mnt_id = x.stx_mnt_id;
+	key = (struct file_facts_key){f->dev, f->ino, f->mnt_id, f->ctime_ns, f->size};
+	known = f->regular ? file_facts_find(table, &key) : NULL;
+	if (known && !rd->view && !known->kdev_known)
+		known = NULL; /* kept while a view was set: its superblock is not in it */
+	if (known)
+		facts = *known;
+	r = readlink_alloc(own_fd_entry(rd, fd, self, sizeof(self)), self, &f->real_path);
+	if (r == -ENOMEM)
+		return r;
+	if (rd->view) {
+		r = check_view(rd, f);
+		if (r < 0)
+			return r;
+	}
+	if (!known) {
+		struct statfs sfs;
+
+		if (fstatfs(fd, &sfs) < 0)
+			return -errno;
+		if (!rd->view) {
+			r = kernel_dev_of(rd, f->mnt_id, f->dev, &sfs, &facts.kdev);
+			if (r < 0)
+				return r;
+			facts.kdev_known = true;
+		}
+		/* The mount flags come with fstatfs; fstatvfs would repeat it. */
+		if (sfs.f_flags & ST_VALID) {
+			facts.noexec = (sfs.f_flags & ST_NOEXEC) != 0;
+		} else {
+			struct statvfs vfs;
+
+			facts.noexec = fstatvfs(fd, &vfs) == 0 && (vfs.f_flag & ST_NOEXEC);
+		}
+	}
+	if (!rd->view)
+		f->kdev = facts.kdev;
+	if (!f->regular || (f->mode & 0111) == 0) {
+		f->executable = false;
+	} else if ((f->mode & 0111) == 0111) {
+		f->executable = true; /* whoever asks: no need for the target's credentials */
+	} else {
+		r = reader_status(rd, &cred);
+		if (r < 0)
+			return r;
+		f->executable = proc_status_may_exec(cred, f->mode, f->uid, f->gid);
+	}
+	if (f->executable && facts.noexec)
+		f->executable = false;
+	/* What exec fails with: EACCES for anything but an executable regular file, ELOOP for a
+	 * symlink (AT_SYMLINK_NOFOLLOW; an fd of an O_PATH symlink). */
+	if (!f->executable)
+		f->error = S_ISLNK(f->mode) ? ELOOP : EACCES;
+	if (ret_sb && f->regular) {
+		if (!facts.shebang_known) {
+			r = read_shebang(rd, fd, &facts.sb);
+			/* A file we cannot read is taken for a binary, and asked about again. */
+			facts.script = r == 1;
+			facts.shebang_known = r >= 0;
+		}
+		if (facts.script) {
+			*ret_sb = facts.sb;
+			*ret_script = true;
+		}
+	}
+	if (f->regular && (!known || facts.shebang_known != known->shebang_known))
+		file_facts_put(table, &key, &facts);
+	return 0;
+}
+
+static int read_exec(struct notifier *n, const struct seccomp_notif *req, bool lean,
+                     struct exec_target **ret, struct cl_error *err)
 {
 	_cleanup_(exec_target_freep) struct exec_target *t = NULL;
-	_cleanup_close_ int piddir = -EBADF, rootfd = -EBADF, cwdfd = -EBADF;
+	_cleanup_close_ int rootfd = -EBADF, cwdfd = -EBADF;
 	_cleanup_close_ int basefd = -EBADF, filefd = -EBADF;
 	_cleanup_free_ char *base_name = NULL, *own_root_link = NULL;
 	const char *root_link = NULL;
-	struct reader rd = {.piddir = -EBADF, .rootfd = -EBADF};
+	struct reader rd = {.n = n, .rootfd = -EBADF};
 	struct remote_mem mem;
 	struct mem_ctx mem_ctx = {.pid = (pid_t)req->pid};
 	struct remote_argv argv = {0};
+	struct shebang sb;
+	bool script = false;
 	uint64_t path_addr, argv_addr;
-	char dir[32];
+	char name[64];
 	ssize_t len;
-	int r, open_errno;
+	int r;
 
 	if (req->data.arch != AUDIT_ARCH_X86_64)
 		return cl_error_set(err, -EINVAL, "notification for foreign arch 0x%x",
@@ -483,21 +546,11 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 		argv_addr = req->data.args[1];
 	}
 
-	/* Open first, then check the id: if the pid was reused before the open, the check fails;
-	 * if after, our fds still point at the original (dead) process and fail too. Memory is
-	 * read by pid (process_vm_readv), which the ID_VALID checks after the reads vouch for. */
-	snprintf(dir, sizeof(dir), "/proc/%d", (int)req->pid);
-	piddir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	open_errno = errno;
-	r = notifier_id_valid(n, req->id);
-	if (r == 0)
-		return -ENOENT;
-	if (r < 0)
-		return cl_error_set(err, r, "checking notification %llu: %s",
-		                    (unsigned long long)req->id, strerror(-r));
-	if (piddir < 0)
-		return cl_error_set(err, -open_errno, "opening %s: %s", dir, strerror(open_errno));
-	rd.piddir = piddir;
+	/* /proc/PID is read by name and the memory by pid (process_vm_readv): the NOTIF_ID_VALID
+	 * check after the reads vouches for both (a pid names another process only once the
+	 * target is dead, and then the check fails and everything read is thrown away). */
+	rd.pid = t->pid;
+	snprintf(rd.proc, sizeof(rd.proc), "/proc/%d", (int)req->pid);
 	rd.view = notifier_view(n);
 	notifier_own(n, &rd.own);
 
@@ -533,7 +586,8 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 		/* No target can have another root (notifier_set_fixed_root): the sandbox's, known
 		 * with its name once for all. */
 	} else {
-		rootfd = openat(piddir, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
+		rootfd = open(proc_file(&rd, "root", name, sizeof(name)),
+		              O_PATH | O_DIRECTORY | O_CLOEXEC);
 		if (rootfd < 0) {
 			r = -errno;
 			goto gone_or_fail;
@@ -544,13 +598,14 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 		struct stat rst;
 
 		if (fstat(rootfd, &rst) < 0 || !is_own_root(&rd, &rst))
-			(void)readlink_alloc(piddir, "root", &own_root_link);
+			(void)readlink_alloc(AT_FDCWD, proc_file(&rd, "root", name, sizeof(name)),
+			                     &own_root_link);
 		root_link = own_root_link;
 	}
 	/* The cwd is read when a relative path needs it or the file exists (for the record);
 	 * a PATH probe of an absolute name that is not there needs neither. */
 	if (t->path[0] != '/' && !(t->execveat && t->dirfd != AT_FDCWD)) {
-		r = read_cwd(piddir, root_link, &t->cwd);
+		r = read_cwd(&rd, root_link, &t->cwd);
 		if (r < 0)
 			goto gone_or_fail;
 	}
@@ -560,11 +615,12 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 		char fdname[32];
 
 		snprintf(fdname, sizeof(fdname), "fd/%d", t->dirfd);
-		r = readlink_alloc(piddir, fdname, &t->abs_path);
+		proc_file(&rd, fdname, name, sizeof(name));
+		r = readlink_alloc(AT_FDCWD, name, &t->abs_path);
 		if (r == -ENOMEM || to_sandbox_view(root_link, &t->abs_path) < 0)
 			return -ENOMEM;
 		/* The magic link leads to the very file the target holds. */
-		filefd = openat(piddir, fdname, O_PATH | O_CLOEXEC);
+		filefd = open(name, O_PATH | O_CLOEXEC);
 		if (t->dirfd == AT_FDCWD)
 			r = -EACCES; /* its cwd, a directory */
 		else if (filefd < 0)
@@ -577,7 +633,8 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 		if (t->path[0] == '/') {
 			r = path_join("/", t->path, &t->abs_path);
 		} else if (t->dirfd == AT_FDCWD) {
-			cwdfd = openat(piddir, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			cwdfd = open(proc_file(&rd, "cwd", name, sizeof(name)),
+			             O_PATH | O_DIRECTORY | O_CLOEXEC);
 			if (cwdfd < 0) {
 				r = -errno;
 				goto gone_or_fail;
@@ -591,12 +648,13 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 			char fdname[32];
 
 			snprintf(fdname, sizeof(fdname), "fd/%d", t->dirfd);
-			basefd = openat(piddir, fdname, O_PATH | O_CLOEXEC);
+			proc_file(&rd, fdname, name, sizeof(name));
+			basefd = open(name, O_PATH | O_CLOEXEC);
 			if (basefd < 0) {
 				r = errno == ENOENT ? -EBADF : -errno;
 				goto resolved;
 			}
-			(void)readlink_alloc(piddir, fdname, &base_name);
+			(void)readlink_alloc(AT_FDCWD, name, &base_name);
 			if (to_sandbox_view(root_link, &base_name) < 0)
 				return -ENOMEM;
 			r = base_name ? path_join(base_name, t->path, &t->abs_path) : -EINVAL;
@@ -609,7 +667,7 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
 resolved:
 	if (r >= 0) {
 		filefd = r;
-		r = describe_file(&rd, filefd, &t->file);
+		r = describe_file(&rd, filefd, &t->file, &sb, &script);
 		if (r < 0)
 			goto gone_or_fail;
 	} else if (r == -ENOMEM) {
@@ -618,16 +676,20 @@ resolved:
 		t->file.error = -r;
 	}
 
-	if (t->file.exists && !t->cwd) {
-		r = read_cwd(piddir, root_link, &t->cwd);
+	if (t->file.exists && !t->cwd && !lean) {
+		r = read_cwd(&rd, root_link, &t->cwd);
 		if (r < 0)
 			goto gone_or_fail;
 	}
+	/* What notifier_read_exec_record() needs to name the cwd as the target sees it. */
+	if (lean && root_link) {
+		t->root_link = strdup(root_link);
+		if (!t->root_link)
+			return -ENOMEM;
+	}
 
 	if (t->file.regular) {
-		struct shebang sb;
-
-		if (read_shebang(&rd, filefd, &sb) == 1) {
+		if (script) {
 			_cleanup_close_ int ifd = -EBADF, icwd = -EBADF;
 
 			t->script = true;
@@ -638,7 +700,14 @@ resolved:
 			/* The kernel opens the interpreter like any path of the process: from
 			 * its root, or from its cwd when relative. */
 			if (sb.interp[0] != '/') {
-				icwd = openat(piddir, "cwd", O_PATH | O_DIRECTORY | O_CLOEXEC);
+				/* Its name makes the lookup one call (resolve.h). */
+				if (!t->cwd) {
+					r = read_cwd(&rd, root_link, &t->cwd);
+					if (r < 0)
+						goto gone_or_fail;
+				}
+				icwd = open(proc_file(&rd, "cwd", name, sizeof(name)),
+				            O_PATH | O_DIRECTORY | O_CLOEXEC);
 				if (icwd < 0) {
 					r = -errno;
 					goto gone_or_fail;
@@ -648,7 +717,7 @@ resolved:
 			if (ifd == -ENOMEM)
 				return -ENOMEM;
 			if (ifd >= 0) {
-				r = describe_file(&rd, ifd, &t->interp_file);
+				r = describe_file(&rd, ifd, &t->interp_file, NULL, NULL);
 				if (r < 0)
 					goto gone_or_fail;
 			} else {
@@ -658,7 +727,7 @@ resolved:
 		}
 	}
 
-	if (t->file.exists) {
+	if (t->file.exists && !lean) {
 		r = read_ids(&rd, t);
 		if (r < 0)
 			goto gone_or_fail;
@@ -682,6 +751,41 @@ gone_or_fail:
 		return -ENOENT;
 	return cl_error_set(err, r, "pid %d: reading exec of %s: %s", t->pid, t->path,
 	                    strerror(-r));
+}
+
+int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
+                       struct exec_target **ret, struct cl_error *err)
+{
+	return read_exec(n, req, false, ret, err);
+}
+
+int notifier_read_exec_lean(struct notifier *n, const struct seccomp_notif *req,
+                            struct exec_target **ret, struct cl_error *err)
+{
+	return read_exec(n, req, true, ret, err);
+}
+
+int notifier_read_exec_record(struct notifier *n, const struct seccomp_notif *req,
+                              struct exec_target *t, struct cl_error *err)
+{
+	struct reader rd = {.n = n, .pid = t->pid, .rootfd = -EBADF};
+	int r = 0;
+
+	if (!t->file.exists || (t->cwd && t->uid != (uid_t)-1))
+		return 0;
+	snprintf(rd.proc, sizeof(rd.proc), "/proc/%d", (int)t->pid);
+	notifier_own(n, &rd.own);
+	if (!t->cwd)
+		r = read_cwd(&rd, t->root_link, &t->cwd);
+	if (r >= 0 && t->uid == (uid_t)-1)
+		r = read_ids(&rd, t);
+	/* As for the rest of the read: only what the target still asks for is its. */
+	if (notifier_id_valid(n, req->id) == 0)
+		return -ENOENT;
+	if (r < 0)
+		return cl_error_set(err, r, "pid %d: reading the cwd and ids of its exec: %s",
+		                    t->pid, strerror(-r));
+	return 0;
 }
 
 int notifier_read_connect(struct notifier *n, const struct seccomp_notif *req,

@@ -75,10 +75,11 @@ struct exec_target {
 	bool empty_path; /* AT_EMPTY_PATH with "": the file is dirfd itself (fexecve, memfd) */
 	bool nofollow;   /* AT_SYMLINK_NOFOLLOW: a final symlink fails with ELOOP */
 
-	char *path;     /* as passed ("" for empty_path) */
-	char *abs_path; /* absolute, lexically joined with cwd or dirfd's path; for empty_path
-	                 * the link text of /proc/PID/fd/N (a memfd: "/memfd:NAME (deleted)") */
-	char *cwd;      /* readlink /proc/PID/cwd */
+	char *path;      /* as passed ("" for empty_path) */
+	char *abs_path;  /* absolute, lexically joined with cwd or dirfd's path; for empty_path
+	                  * the link text of /proc/PID/fd/N (a memfd: "/memfd:NAME (deleted)") */
+	char *cwd;       /* readlink /proc/PID/cwd (NULL after a lean read: see below) */
+	char *root_link; /* a lean read's: the target's root from ours, NULL when ours */
 
 	char **argv; /* argc strings, NULL-terminated */
 	size_t argc;
@@ -117,6 +118,16 @@ CL_DEFINE_TRIVIAL_CLEANUP(struct exec_target *, exec_target_free)
  * not an exec syscall…). On any error other than -ENOENT the caller must still answer req. */
 int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
                        struct exec_target **ret, struct cl_error *err);
+
+/* The same without what only the exec's record needs: the cwd (unless a relative path or
+ * interpreter needs it) and the ids (uid stays (uid_t)-1) — two lookups in /proc of a pid new
+ * to it, the costliest part of a read. For an exec whose audit line will not be written (over
+ * the rate). notifier_read_exec_record() reads them later if they turn out to be needed (an
+ * ask), while the target still waits: 0, -ENOENT when it is gone, other -errno with err. */
+int notifier_read_exec_lean(struct notifier *n, const struct seccomp_notif *req,
+                            struct exec_target **ret, struct cl_error *err);
+int notifier_read_exec_record(struct notifier *n, const struct seccomp_notif *req,
+                              struct exec_target *t, struct cl_error *err);
 
 /* Who connects where, for attributing a connection the proxy sees to a process (the
  * decision is never taken here: netfilter and the proxy enforce). */

@@ -342,7 +342,8 @@ int frontend_new(struct loop *loop, const struct frontend_options *o,
                  void *userdata, struct cl_error *err, struct frontend **ret_frontend)
 {
 	struct frontend *fe = calloc(1, sizeof(*fe));
-	struct audit_log_options ao = {.rate = o->audit_rate, .burst = o->audit_burst};
+	struct audit_log_options ao = {
+	        .rate = o->audit_rate, .burst = o->audit_burst, .batch = true};
 	struct approvals_config ac = {0};
 	struct queue_config *qc = &ac.queue;
 	int r;

@@ -81,10 +81,36 @@ static void unlink_unregistered(struct approvals *ap)
 	}
 }
 
+/* The queue's events: their audit lines and the observers. */
+static void drain_events(struct approvals *ap)
+{
+	struct queue_event ev;
+
+	while (queue_pop_event(ap->queue, &ev) == 1) {
+		struct audit_record rec;
+
+		audit_record_from_queue_event(&ev, audit_log_now_ms(), &rec);
+		audit_log_record(ap->audit, &rec);
+		if (ev.type == QUEUE_EVENT_REMOVED) {
+			metrics_count_decision(&ap->metrics, queue_kind_to_string(ev.item->kind),
+			                       queue_state_to_string(ev.state),
+			                       ev.item->decided_by);
+			if (ev.state != QUEUE_STATE_CANCELLED)
+				metrics_observe_latency(
+				        &ap->metrics,
+				        (double)(ev.item->decided_ms - ev.item->created_ms) /
+				                1000.0);
+		}
+		for (size_t i = 0; i < APPROVALS_MAX_OBSERVERS; i++)
+			if (ap->observers[i].ops && ap->observers[i].ops->event)
+				ap->observers[i].ops->event(ap->observers[i].userdata, &ev);
+		queue_event_release(&ev);
+	}
+}
+
 static void drain(struct approvals *ap)
 {
 	struct queue_resolution res;
-	struct queue_event ev;
 
 	/* A source may decide more (a fallback): run the loop again rather than recursing. */
 	if (ap->draining) {
@@ -94,30 +120,14 @@ static void drain(struct approvals *ap)
 	ap->draining = true;
 	do {
 		ap->drain_again = false;
+		/* The lines first: a person's decision is in the audit log before the process it
+		 * lets go runs (a crash in between cannot lose it); then what delivering made. */
+		drain_events(ap);
 		while (queue_pop_resolution(ap->queue, &res) == 1) {
 			deliver(ap, &res);
 			queue_resolution_release(&res);
 		}
-		while (queue_pop_event(ap->queue, &ev) == 1) {
-			struct audit_record rec;
-
-			audit_record_from_queue_event(&ev, audit_log_now_ms(), &rec);
-			audit_log_record(ap->audit, &rec);
-			if (ev.type == QUEUE_EVENT_REMOVED) {
-				metrics_count_decision(
-				        &ap->metrics, queue_kind_to_string(ev.item->kind),
-				        queue_state_to_string(ev.state), ev.item->decided_by);
-				if (ev.state != QUEUE_STATE_CANCELLED)
-					metrics_observe_latency(&ap->metrics,
-					                        (double)(ev.item->decided_ms -
-					                                 ev.item->created_ms) /
-					                                1000.0);
-			}
-			for (size_t i = 0; i < APPROVALS_MAX_OBSERVERS; i++)
-				if (ap->observers[i].ops && ap->observers[i].ops->event)
-					ap->observers[i].ops->event(ap->observers[i].userdata, &ev);
-			queue_event_release(&ev);
-		}
+		drain_events(ap);
 	} while (ap->drain_again);
 	ap->draining = false;
 	unlink_unregistered(ap);
@@ -322,6 +332,11 @@ void approvals_verdict(struct approval_source *src, const struct audit_record *r
 		metrics_count_decision(&ap->metrics, rec->kind,
 		                       audit_verdict_to_string(rec->verdict), "policy");
 	audit_log_record(ap->audit, rec);
+}
+
+bool approvals_verdict_written(struct approval_source *src, const char *sandbox)
+{
+	return audit_log_would_write(src->ap->audit, sandbox);
 }
 
 void approvals_audit(struct approvals *ap, const struct audit_record *rec)

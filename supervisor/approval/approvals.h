@@ -124,6 +124,8 @@ void approvals_schedule(struct approval_source *src);
 /* An automatic verdict of SRC: one audit line (rate-limited, as REC->automatic says) and, for
  * the policy's allow and deny, one count in the metrics. */
 void approvals_verdict(struct approval_source *src, const struct audit_record *rec);
+/* Would an automatic verdict of SANDBOX be written to the audit log now (audit_log.h)? */
+bool approvals_verdict_written(struct approval_source *src, const char *sandbox);
 
 /* ---- deciding ---------------------------------------------------------------------------- */
 

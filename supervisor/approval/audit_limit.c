@@ -131,6 +131,17 @@ bool audit_limit_take(struct audit_limit *l, const char *sandbox, uint64_t now_m
 	return false;
 }
 
+bool audit_limit_would_take(struct audit_limit *l, const char *sandbox, uint64_t now_ms)
+{
+	struct bucket *b;
+
+	if (!l->cfg.rate)
+		return true;
+	b = bucket_of(l, sandbox, now_ms);
+	refill(l, b, now_ms);
+	return b->tokens >= MILLI;
+}
+
 static bool due(const struct bucket *b, uint64_t now_ms, bool all)
 {
 	return b->count && (all || b->due_ms <= now_ms);

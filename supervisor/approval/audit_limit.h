@@ -44,6 +44,8 @@ void audit_limit_free(struct audit_limit *l);
  * so that a count comes before the lines written after it. A bucket that cannot be had (out of
  * memory) counts as the shared one. */
 bool audit_limit_take(struct audit_limit *l, const char *sandbox, uint64_t now_ms);
+/* Would audit_limit_take() at NOW_MS say yes? Takes nothing, counts nothing. */
+bool audit_limit_would_take(struct audit_limit *l, const char *sandbox, uint64_t now_ms);
 
 /* One report due at NOW_MS (with ALL: every pending one, e.g. at exit): 1 with *ret (its
  * sandbox valid until the next call on L), 0 when none is due. The bucket's count starts

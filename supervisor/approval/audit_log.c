@@ -15,6 +15,7 @@
 #include "base/dirs.h"
 #include "base/loop.h"
 #include "base/say.h"
+#include "base/trace_timing.h"
 #include "supervisor/approval/audit.h"
 #include "supervisor/approval/audit_limit.h"
 
@@ -99,7 +100,15 @@ struct audit_log {
 	bool lost_cut; /* …during this count: the reader is told that line is cut */
 	audit_log_sink_fn sink;
 	void *sink_userdata;
+	/* Automatic lines gathered over the loop's round (audit_log_options.batch), whole lines
+	 * only, written with one write(2) by audit_log_sync(). */
+	bool batch;
+	char *pending;
+	size_t pending_len, pending_lines;
 };
+
+/* More gathered than this is written at once: one round rarely holds more than a few lines. */
+#define PENDING_MAX (64 * 1024)
 
 uint64_t audit_log_now_ms(void)
 {
@@ -208,6 +217,89 @@ static int write_lost(struct audit_log *log)
 	return 0;
 }
 
+/* The gathered lines with one write(2). What the file refuses is counted as lost, line by line
+ * (a line cut is said by the count, as for a line alone). */
+static void write_pending(struct audit_log *log)
+{
+	size_t done = 0;
+	int r = 0;
+
+	if (log->pending_len == 0)
+		return;
+	r = write_lost(log);
+	if (r >= 0 && log->torn) {
+		r = append(log, ""); /* ends the cut line with its "\n" */
+		if (r >= 0 && log->torn)
+			r = -ENOSPC;
+	}
+	while (r >= 0 && done < log->pending_len) {
+		ssize_t n = write(log->fd, log->pending + done, log->pending_len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : -ENOSPC;
+			break;
+		}
+		done += (size_t)n;
+	}
+	if (done < log->pending_len) {
+		/* The lines from the first not written whole: lost. */
+		size_t whole = 0, lines = 0;
+
+		for (size_t i = 0; i < done; i++)
+			if (log->pending[i] == '\n')
+				whole = i + 1, lines++;
+		if (done > whole)
+			log->torn = log->lost_cut = true;
+		for (size_t i = lines; i < log->pending_lines; i++)
+			count_lost(log, NULL, r < 0 ? r : -ENOSPC);
+	}
+	log->pending_len = 0;
+	log->pending_lines = 0;
+}
+
+/* Gather LINE; false when it must be written alone (not gathering, no memory). */
+static bool gather(struct audit_log *log, const char *line)
+{
+	size_t len = strlen(line);
+
+	if (!log->batch || log->lost || log->torn)
+		return false;
+	if (log->pending_len + len > PENDING_MAX)
+		write_pending(log);
+	if (!log->pending) {
+		log->pending = malloc(PENDING_MAX);
+		if (!log->pending)
+			return false;
+	}
+	if (len > PENDING_MAX - log->pending_len)
+		return false;
+	memcpy(log->pending + log->pending_len, line, len);
+	log->pending_len += len;
+	log->pending_lines++;
+	return true;
+}
+
+void audit_log_sync(struct audit_log *log)
+{
+	if (log && log->fd >= 0)
+		write_pending(log);
+}
+
+static void on_prepare(struct loop *loop, void *userdata)
+{
+	struct audit_log *log = userdata;
+
+	(void)loop;
+	if (!log->pending_len)
+		return;
+	/* The execs' lines: their phase's time, though written here. */
+	trace_exec_more_begin();
+	audit_log_sync(log);
+	trace_exec_more_end(TRACE_EXEC_AUDIT);
+}
+
 static void write_line(struct audit_log *log, const struct audit_record *rec)
 {
 	_cleanup_free_ char *line = NULL;
@@ -215,10 +307,16 @@ static void write_line(struct audit_log *log, const struct audit_record *rec)
 
 	if (log->fd < 0)
 		return;
-	/* The count of what was lost comes before the lines after it. */
-	r = write_lost(log);
+	r = audit_format_line(rec, &line);
+	if (r >= 0 && rec->automatic && gather(log, line)) {
+		if (log->sink)
+			log->sink(log->sink_userdata, rec->sandbox, line, strlen(line));
+		return;
+	}
+	/* Every line gathered before this one comes first; then the count of what was lost. */
+	write_pending(log);
 	if (r >= 0)
-		r = audit_format_line(rec, &line);
+		r = write_lost(log);
 	if (r >= 0)
 		r = append(log, line);
 	if (r < 0) {
@@ -284,6 +382,13 @@ static int on_lift(struct loop *loop, void *userdata)
 	write_suppressed(log, loop_now_ms(), false);
 	schedule_lift(log);
 	return 0;
+}
+
+bool audit_log_would_write(struct audit_log *log, const char *sandbox)
+{
+	if (!log || log->fd < 0)
+		return false;
+	return !log->automatic || audit_limit_would_take(log->automatic, sandbox, loop_now_ms());
 }
 
 void audit_log_record(struct audit_log *log, const struct audit_record *rec)
@@ -358,6 +463,8 @@ int audit_log_new(struct loop *loop, const struct audit_log_options *opts,
 		return r;
 	}
 	open_file(log);
+	if (opts->batch && log->fd >= 0 && loop && loop_add_prepare(loop, on_prepare, log) >= 0)
+		log->batch = true;
 	*ret_log = log;
 	return 0;
 }
@@ -367,6 +474,12 @@ void audit_log_flush(struct audit_log *log)
 	if (!log)
 		return;
 	log->freeing = true;
+	if (log->batch) {
+		loop_del_prepare(log->loop, on_prepare, log);
+		log->batch = false;
+	}
+	if (log->fd >= 0)
+		write_pending(log);
 	if (log->lift)
 		loop_cancel_timer(log->loop, log->lift);
 	log->lift = NULL;
@@ -386,6 +499,7 @@ void audit_log_free(struct audit_log *log)
 		return;
 	audit_log_flush(log);
 	cl_closep(&log->fd);
+	free(log->pending);
 	free(log->path);
 	free(log->dir);
 	free(log);

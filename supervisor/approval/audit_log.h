@@ -19,6 +19,7 @@
 #ifndef CLOISTER_AUDIT_LOG_H
 #define CLOISTER_AUDIT_LOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,19 +50,33 @@ struct audit_log_options {
 	 * (0: AUDIT_LIMIT_BURST); the same figures for unanswered asks. */
 	int64_t rate;
 	int64_t burst;
+	/* Automatic lines (audit_record.automatic) gathered and written with one write(2) when
+	 * the loop is about to wait (loop_add_prepare), instead of one write each. A line a
+	 * person's decision makes, and any other line not automatic, is written at once, after
+	 * the automatic lines gathered before it. A crash loses at most the automatic lines of
+	 * one round of the loop; never a person's decision. */
+	bool batch;
 };
 
 /* Opens the file from the environment (a failure is said and tolerated: the writer then
  * writes nothing). -ENOMEM only. */
 int audit_log_new(struct loop *loop, const struct audit_log_options *opts,
                   struct audit_log **ret_log);
-/* The end: every count still owed is written now, and from now on every line is written
- * whole (no rate). Call it while the sink still listens. NULL is fine. */
+/* Write the automatic lines gathered (the loop does it before it waits). NULL is fine. */
+void audit_log_sync(struct audit_log *log);
+/* The end: every line gathered and every count still owed is written now, and from now on every
+ * line is written whole (no rate). Call it while the sink still listens. NULL is fine. */
 void audit_log_flush(struct audit_log *log);
 /* Flushes, then closes. NULL is fine. */
 void audit_log_free(struct audit_log *log);
 
-/* Write REC as one line, unless the rate holds it back (then it is counted). */
+/* Would an automatic line of SANDBOX be written now (the file open, its rate not over)? For a
+ * writer that reads what only the line needs (an exec's cwd) only when it will be written. */
+bool audit_log_would_write(struct audit_log *log, const char *sandbox);
+
+/* Write REC as one line, unless the rate holds it back (then it is counted). An automatic
+ * line may wait for the end of the loop's round (audit_log_options.batch); every other line is
+ * in the file when this returns. */
 void audit_log_record(struct audit_log *log, const struct audit_record *rec);
 
 /* The file and its directory; NULL when there is none. */

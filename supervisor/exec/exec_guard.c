@@ -35,6 +35,7 @@
 #include "supervisor/approval/metrics.h"
 #include "supervisor/policy/policy.h"
 #include "supervisor/exec/ptrace_backstop.h"
+#include "supervisor/exec/verdict_cache.h"
 #include "base/trace_timing.h"
 
 /* While asks are pending, how often to check that their processes are still alive. */
@@ -99,6 +100,7 @@ struct exec_guard {
 	struct exec_decisions *decided; /* people's decisions wider than once */
 	struct approvals *service;      /* to decide asks a new decision covers */
 	bool recheck;                   /* a decision was kept: look at the other asks */
+	struct verdict_cache *verdicts; /* allows of a moment ago (cleared by forget_verdicts) */
 	uint64_t notifications;
 	struct {
 		uint64_t time_ms;
@@ -165,6 +167,13 @@ static void tell_agent(struct exec_guard *eg, uint64_t id, pid_t pid, const char
 		return;
 	n = agent_note_format(line, sizeof(line), "exec of", exe, why);
 	(void)agent_note_send(eg->notifier, id, pid, line, n, &eg->ttys);
+}
+
+/* The session's answers, people's decisions or termination changed: a verdict kept may rest
+ * on what they were (verdict_cache.h). */
+static void forget_verdicts(struct exec_guard *eg)
+{
+	verdict_cache_clear(eg->verdicts);
 }
 
 /* ---- pending execs and session answers --------------------------------------------------- */
@@ -313,6 +322,7 @@ static void on_resolved(void *userdata, const struct queue_item *item, const uin
 	struct exec_guard *eg = userdata;
 	bool allow = item->state == QUEUE_STATE_APPROVED;
 
+	forget_verdicts(eg);
 	for (size_t i = 0; i < n; i++) {
 		struct pending_exec *p = pending_find(eg, cookies[i]);
 
@@ -414,6 +424,7 @@ static int on_decided(void *userdata, const struct queue_item *item,
 
 	int r = exec_decisions_keep(eg->decided, item, d, err);
 
+	forget_verdicts(eg);
 	/* The other asks waiting now that it covers are answered too, from the timer (not
 	 * from inside this decision). */
 	if (d->scope != QUEUE_SCOPE_ONCE && r != -EINVAL) {
@@ -510,7 +521,9 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	_cleanup_(exec_target_freep) struct exec_target *t = NULL;
 	_cleanup_free_ char *session_key = NULL;
 	struct cl_error err = {""};
+	struct verdict_key key;
 	struct policy_result res;
+	bool lean;
 	struct exec_files files;
 	struct exec_args args;
 	const char *const *argv;
@@ -518,7 +531,11 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	size_t argc;
 	int r;
 
-	r = notifier_read_exec(eg->notifier, req, &t, &err);
+	/* Over the audit rate, the line is not written: the cwd and ids only it needs are read
+	 * if an ask needs them after all. */
+	lean = !approvals_verdict_written(eg->approvals, eg->name);
+	r = lean ? notifier_read_exec_lean(eg->notifier, req, &t, &err)
+	         : notifier_read_exec(eg->notifier, req, &t, &err);
 	trace_exec_phase(TRACE_EXEC_READ);
 	if (r == -ENOENT)
 		return; /* the process is gone: nothing to answer */
@@ -567,6 +584,10 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	exe = t->file.real_path ? t->file.real_path : t->abs_path;
 	argv = (const char *const *)t->argv;
 	argc = t->argc;
+	/* The same exec as a moment ago, nothing it rests on changed: the same allow. */
+	verdict_key_of(t, &key);
+	if (verdict_cache_find(eg->verdicts, &key, &res))
+		goto decided;
 	r = exec_decide(eg->config, t->abs_path, t->file.real_path, argv, argc, t->argv_truncated,
 	                &res, &err);
 	/* The file is a deny rule's file under another name (a hard link): that rule holds. */
@@ -596,9 +617,23 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	/* An ask a person's wider decision covers is answered by it. */
 	exec_decisions_apply(eg->decided, t->abs_path, t->file.real_path, argv, argc,
 	                     t->argv_truncated, &res);
+	(void)verdict_cache_put(eg->verdicts, &key, &res); /* allows only */
+decided:
 	exec_files_from_target(t, &files);
 	exec_args_from_target(eg, t, &args);
 
+	/* An ask shows the cwd and the user on its card. */
+	if (lean && res.verdict == POLICY_ASK) {
+		r = notifier_read_exec_record(eg->notifier, req, t, &err);
+		if (r == -ENOENT)
+			return;
+		if (r < 0) {
+			say("exec %s denied: %s", exe, err.msg);
+			audit_verdict(eg, t, exe, argv, argc, NULL, AUDIT_DENY, err.msg);
+			notifier_deny(eg->notifier, req->id, EACCES);
+			return;
+		}
+	}
 	trace_exec_phase(TRACE_EXEC_DECIDE);
 	switch (res.verdict) {
 	case POLICY_ALLOW:
@@ -812,6 +847,8 @@ int exec_guard_new(struct loop *loop, struct approvals *approvals, int listener_
 	}
 	r = exec_answers_new(&eg->answers);
 	if (r >= 0)
+		r = verdict_cache_new(&eg->verdicts);
+	if (r >= 0)
 		r = exec_decisions_new(config->decisions_dir, config->project, &eg->decided);
 	eg->service = approvals;
 	if (r >= 0)
@@ -862,6 +899,7 @@ void exec_guard_free(struct exec_guard *eg)
 	notifier_free(eg->notifier);
 	exec_answers_free(eg->answers);
 	exec_decisions_free(eg->decided);
+	verdict_cache_free(eg->verdicts);
 	free(eg->name);
 	free(eg->project);
 	free(eg);
@@ -870,6 +908,7 @@ void exec_guard_free(struct exec_guard *eg)
 void exec_guard_set_terminating(struct exec_guard *eg, bool terminating)
 {
 	eg->terminating = terminating;
+	forget_verdicts(eg);
 }
 
 void exec_guard_set_open_handler(struct exec_guard *eg,

@@ -603,6 +603,77 @@ static void test_timers_added_from_a_timer_callback_fire(void **state)
 	loop_free(loop);
 }
 
+struct prep {
+	struct loop *loop;
+	unsigned a, b;
+	int fd;          /* written by the timer: a round with work for the fd handler */
+	bool seen_ready; /* the fd handler ran; a's next call must follow it */
+	bool a_after_fd;
+};
+
+static void on_prepare_a(struct loop *loop, void *userdata)
+{
+	struct prep *p = userdata;
+
+	if (p->seen_ready)
+		p->a_after_fd = true;
+	p->a++;
+}
+
+/* Runs once, then removes itself: the hook after it still runs in that same round. */
+static void on_prepare_b(struct loop *loop, void *userdata)
+{
+	struct prep *p = userdata;
+
+	p->b++;
+	loop_del_prepare(loop, on_prepare_b, p);
+}
+
+static int on_prep_readable(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct prep *p = userdata;
+	char c;
+
+	assert_int_equal(read(fd, &c, 1), 1);
+	p->seen_ready = true;
+	assert_int_equal(loop_add_timer(loop, 0, on_exit_timer, NULL, NULL), 0);
+	return 0;
+}
+
+static int on_prep_timer(struct loop *loop, void *userdata)
+{
+	struct prep *p = userdata;
+
+	assert_int_equal(write(p->fd, "x", 1), 1);
+	return 0;
+}
+
+/* Hooks run before every wait: after the handlers of the round before it. */
+static void test_prepare_hooks_run_before_each_wait(void **state)
+{
+	struct loop *loop;
+	struct prep p = {0};
+	int fds[2];
+
+	assert_int_equal(pipe(fds), 0);
+	p.fd = fds[1];
+	assert_int_equal(loop_new(&loop), 0);
+	assert_int_equal(loop_add_prepare(loop, on_prepare_b, &p), 0);
+	assert_int_equal(loop_add_prepare(loop, on_prepare_a, &p), 0);
+	assert_int_equal(loop_add_fd(loop, fds[0], EPOLLIN, on_prep_readable, &p), 0);
+	assert_int_equal(loop_add_timer(loop, 0, on_prep_timer, &p, NULL), 0);
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(p.b, 1);
+	assert_true(p.a >= 3); /* first wait, after the timer, after the fd */
+	assert_true(p.a_after_fd);
+	for (int i = 0; i < LOOP_MAX_PREPARE - 1; i++)
+		assert_int_equal(loop_add_prepare(loop, on_prepare_b, &p), 0);
+	assert_int_equal(loop_add_prepare(loop, on_prepare_b, &p), -ENOSPC);
+	loop_free(loop);
+	close(fds[0]);
+	close(fds[1]);
+}
+
 /* A loop freed with fds and timers still registered frees them (checked under ASan/valgrind). */
 static void test_free_with_registrations_left(void **state)
 {
@@ -624,6 +695,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_fd_handler_sees_data_and_exit_code_is_returned),
+	        cmocka_unit_test(test_prepare_hooks_run_before_each_wait),
 	        cmocka_unit_test(test_timers_fire_in_deadline_order_and_cancelled_ones_never),
 	        cmocka_unit_test(test_fd_removed_inside_a_handler_is_not_dispatched),
 	        cmocka_unit_test(test_signals_arrive_through_the_loop),

@@ -2,7 +2,8 @@
  * own: each source hears only its own waiters, a person's decision reaches the sources that
  * wait before the queue applies it, a deferred source never hears a resolution inside its own
  * call, an unregistered one hears nothing, automatic verdicts are one audit line and one
- * count, every transition is one line and one event, ticks and deadlines run. */
+ * count, every transition is one line and one event (a decision's on disk before its source
+ * hears it), ticks and deadlines run. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +43,8 @@ struct src {
 	unsigned ticks;
 	uint64_t want_tick; /* what its tick hook returns */
 	struct approvals *ap;
+	const char *audit_file; /* set: look at it when a resolution is heard */
+	bool decision_on_disk;  /* …and the decision's line was there already */
 };
 
 struct fixture {
@@ -58,6 +61,16 @@ static void on_resolved(void *userdata, const struct queue_item *item, const uin
 	struct src *s = userdata;
 
 	s->resolutions++;
+	if (s->audit_file) {
+		_cleanup_free_ char *text = NULL;
+		_cleanup_fclose_ FILE *f = fopen(s->audit_file, "re");
+		size_t cap = 0;
+
+		while (f && getline(&text, &cap, f) > 0)
+			if (strstr(text, "\"verdict\":\"approved\"") &&
+			    strstr(text, "\"decided_by\":\"tty\""))
+				s->decision_on_disk = true;
+	}
 	s->last_state = item->state;
 	s->last_scope = item->scope;
 	for (size_t i = 0; i < n && s->n_cookies < MAX_HEARD; i++)
@@ -379,6 +392,7 @@ static void test_verdicts_and_transitions_are_one_line_and_one_count_each(void *
 	unsigned before;
 
 	src_init(fx, &s, false, false);
+	s.audit_file = audit_log_file(fx->audit);
 	before = fx->drained;
 	approvals_verdict(s.s, &allow);
 	allow.verdict = AUDIT_DENY;
@@ -398,6 +412,10 @@ static void test_verdicts_and_transitions_are_one_line_and_one_count_each(void *
 	assert_int_equal(fx->events_added, 1);
 	assert_int_equal(fx->events_removed, 1);
 	assert_true(fx->drained > before);
+	/* The person's decision was in the file before the source heard it (and answered the
+	 * process it lets go): a crash in between cannot lose it. */
+	assert_int_equal(s.resolutions, 1);
+	assert_true(s.decision_on_disk);
 
 	assert_true(metrics_render(approvals_metrics(fx->ap), &(struct metrics_gauges){0}, &text) >
 	            0);

@@ -751,6 +751,87 @@ static void test_a_full_file_counts_what_it_lost_and_goes_on(void **state)
 	assert_int_equal(strchr(after, '\n')[1], '\0');
 }
 
+static void record_auto(struct audit_log *log, const char *summary)
+{
+	struct audit_record rec = {
+	        .time_ms = T0,
+	        .sandbox = "main",
+	        .kind = "exec",
+	        .pid = 1,
+	        .uid = 0,
+	        .summary = summary,
+	        .verdict = AUDIT_ALLOW,
+	        .decided_by = "policy",
+	        .latency_ms = -1,
+	        .automatic = true,
+	};
+
+	audit_log_record(log, &rec);
+}
+
+static int stop_loop(struct loop *loop, void *userdata)
+{
+	(void)userdata;
+	loop_exit(loop, 0);
+	return 0;
+}
+
+static void file_text(const char *path, char *buf, size_t size)
+{
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	assert_non_null(f);
+	n = fread(buf, 1, size - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+}
+
+/* Gathered: automatic lines wait for the loop's round to end and go with one write; a person's
+ * decision is in the file when audit_log_record returns, after the lines gathered before it;
+ * what is still gathered at the end is written by audit_log_free. */
+static void test_automatic_lines_are_written_once_a_round_decisions_at_once(void **state)
+{
+	struct loop *loop = NULL;
+	struct audit_log *log = NULL;
+	struct audit_log_options opts = {.rate = -1, .batch = true};
+	struct loop_timer *timer;
+	char path[256], text[8192];
+	const char *a, *b, *c, *d, *e;
+
+	(void)state;
+	setenv("XDG_STATE_HOME", tmpdir, 1);
+	snprintf(path, sizeof(path), "%s/cloister/audit.log", tmpdir);
+	assert_int_equal(loop_new(&loop), 0);
+	assert_int_equal(audit_log_new(loop, &opts, &log), 0);
+	record_auto(log, "auto-a");
+	record_auto(log, "auto-b");
+	file_text(path, text, sizeof(text));
+	assert_string_equal(text, "");
+	/* One round: the loop writes them before it waits. */
+	assert_int_equal(loop_add_timer(loop, 0, stop_loop, NULL, &timer), 0);
+	assert_int_equal(loop_run(loop), 0);
+	file_text(path, text, sizeof(text));
+	a = strstr(text, "auto-a");
+	b = strstr(text, "auto-b");
+	assert_true(a && b && a < b);
+
+	record_auto(log, "auto-c");
+	record_line(log, AUDIT_APPROVED, "decided-d");
+	file_text(path, text, sizeof(text));
+	c = strstr(text, "auto-c");
+	d = strstr(text, "decided-d");
+	assert_true(b < c && c && c < d);
+
+	record_auto(log, "auto-e");
+	audit_log_free(log);
+	file_text(path, text, sizeof(text));
+	e = strstr(text, "auto-e");
+	assert_true(e && strstr(text, "decided-d") < e);
+	loop_free(loop);
+	unsetenv("XDG_STATE_HOME");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -778,6 +859,9 @@ int main(void)
 	                                        make_tmpdir, remove_tmpdir),
 	        cmocka_unit_test_setup_teardown(test_a_full_file_counts_what_it_lost_and_goes_on,
 	                                        make_tmpdir, remove_tmpdir),
+	        cmocka_unit_test_setup_teardown(
+	                test_automatic_lines_are_written_once_a_round_decisions_at_once,
+	                make_tmpdir, remove_tmpdir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -96,6 +96,26 @@ static void test_sandboxes_have_their_own_buckets(void **state)
 	audit_limit_free(l);
 }
 
+/* Asking whether a line would be written takes nothing and counts nothing. */
+static void test_would_take_only_looks(void **state)
+{
+	struct audit_limit *l = new_limit(10, 2);
+	struct audit_limit_report rep;
+
+	(void)state;
+	for (int i = 0; i < 10; i++)
+		assert_true(audit_limit_would_take(l, "sb", 1000));
+	assert_true(audit_limit_take(l, "sb", 1000));
+	assert_true(audit_limit_would_take(l, "sb", 1000));
+	assert_true(audit_limit_take(l, "sb", 1000));
+	assert_false(audit_limit_would_take(l, "sb", 1000));
+	assert_false(audit_limit_would_take(l, "sb", 1050));
+	assert_int_equal(audit_limit_pop_due(l, UINT64_MAX, true, &rep), 0); /* none counted */
+	assert_true(audit_limit_would_take(l, "sb", 1100));
+	assert_true(audit_limit_would_take(l, "other", 1000)); /* its own bucket */
+	audit_limit_free(l);
+}
+
 static void test_rate_zero_writes_everything(void **state)
 {
 	struct audit_limit *l = new_limit(0, 0);
@@ -165,6 +185,7 @@ int main(void)
 	                test_a_burst_is_written_then_counted_and_reported_when_the_limit_lifts),
 	        cmocka_unit_test(test_a_sustained_flood_is_bounded_and_every_line_is_counted),
 	        cmocka_unit_test(test_sandboxes_have_their_own_buckets),
+	        cmocka_unit_test(test_would_take_only_looks),
 	        cmocka_unit_test(test_rate_zero_writes_everything),
 	        cmocka_unit_test(test_refill_is_capped_at_the_burst),
 	        cmocka_unit_test(test_too_many_sandboxes_share_a_bucket),

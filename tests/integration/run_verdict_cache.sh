@@ -1,0 +1,83 @@
+#!/bin/sh
+# The allows the exec guard keeps for the same exec again (verdict_cache.h) rest on the file as
+# it was read, not on its name: the same command run again is allowed again; a file replaced
+# under the same name by a hard link of a denied program is decided again, and denied; a
+# script rewritten in place (same inode, same size, a new ctime) to name a denied interpreter
+# is denied. As root and as a user. Prints TAP.
+set -u
+# shellcheck source=tests/lib/run_common.sh
+. "$(dirname "$0")/../lib/run_common.sh"
+
+PLAN=12
+run_needs_root $PLAN
+run_needs_tools $PLAN setpriv
+tap_plan $PLAN
+
+NOBODY=65534
+U=$TMP/nobody
+chmod 711 "$TMP"
+mkdir -p "$U/cfg" "$U/bin" "$U/work" "$U/home"
+cp "$SUPERVISOR" "$U/cloister-supervisor"
+cp "$HELPERS/marker" "$U/bin/denied"
+cp "$HELPERS/marker" "$U/bin/okokok" # as long a name as the denied one
+cat >"$U/cfg/config.yaml" <<EOF
+exec:
+  security: allowlist
+  ask: off
+  allow:
+    - path: "/usr/bin/*"
+    - path: "$U/bin/okokok"
+    - path: "$U/work/*/*"
+  deny:
+    - path: "$U/bin/den*"
+  defaults: false
+EOF
+cp "$U/cfg/config.yaml" "$CFG/config.yaml"
+chown -R "$NOBODY:$NOBODY" "$U"
+
+as_run() { # USER RUN-ARGS…: run the supervisor to its end; $rc
+	who=$1
+	shift
+	if [ "$who" = root ]; then
+		(cd "$U" && exec timeout -k 5 "$SV_TIMEOUT" "$SUPERVISOR" run --config-dir "$CFG" "$@") \
+			</dev/null >"$OUT" 2>"$ERR"
+		rc=$?
+	else
+		(cd "$U" && exec timeout -k 5 "$SV_TIMEOUT" setpriv --reuid=$NOBODY --regid=$NOBODY \
+			--clear-groups env HOME="$U/home" XDG_STATE_HOME="$U/state" \
+			"$U/cloister-supervisor" run --config-dir "$U/cfg" "$@") </dev/null >"$OUT" 2>"$ERR"
+		rc=$?
+	fi
+}
+
+for who in root nobody; do
+	W=$U/work/$who
+	mkdir -p "$W"
+	cp "$HELPERS/marker" "$W/tool"
+	printf '#!%s\n' "$U/bin/okokok" >"$W/script"
+	chmod 755 "$W/script"
+	chown -R "$NOBODY:$NOBODY" "$W"
+	# Each exec twice before the change, with the same arguments (they are in the key): the
+	# second is the kept allow. Whether the image ran is the marker M it creates.
+	SV_TIMEOUT=40 as_run "$who" --ask none -- sh -c "
+		$W/tool $W/m && rm $W/m && $W/tool $W/m && rm $W/m; echo \"tool \$?\"
+		rm $W/tool && ln $U/bin/denied $W/tool && $W/tool $W/m; echo \"replaced \$?\"
+		test -e $W/m && mv $W/m $W/m-replaced
+		$W/script $W/m && rm $W/m && $W/script $W/m && rm $W/m; echo \"script \$?\"
+		printf '#!%s\n' $U/bin/denied >$W/script && $W/script $W/m; echo \"rewritten \$?\"
+		test -e $W/m && mv $W/m $W/m-rewritten
+		$W/script $W/m; echo \"again \$?\""
+	tap_is "$(grep '^tool ' "$OUT")" "tool 0" "$who: an allowed program runs, and again" "$(diag)"
+	tap_is "$(grep '^replaced ' "$OUT")$(test -e "$W/m-replaced" && echo ' RAN')" "replaced 126" \
+		"$who: replaced under its name by a hard link of a denied program, it is denied" "$(diag)"
+	tap_like "$(cat "$ERR")" "exec $W/tool denied: exec\\.deny\\[0\\] path \"$U/bin/den\\*\"" \
+		"$who: by the deny rule of the program it now is" "$(diag)"
+	tap_is "$(grep '^script ' "$OUT")" "script 0" \
+		"$who: a script with an allowed interpreter runs, and again" "$(diag)"
+	tap_is "$(grep '^rewritten ' "$OUT")$(test -e "$W/m-rewritten" && echo ' RAN')" "rewritten 126" \
+		"$who: rewritten in place to name a denied interpreter, it is denied" "$(diag)"
+	tap_is "$(grep '^again ' "$OUT")$(test -e "$W/m" && echo ' RAN')" "again 126" \
+		"$who: and again (a denial is never kept as an allow)" "$(diag)"
+done
+
+tap_done
