@@ -44,6 +44,8 @@
 #define MAX_LISTENERS   256
 #define MAX_DIAL_ADDRS  4
 #define REASON_MAX      256
+/* Empty pipes kept for the next relays (two per relay that moved bytes both ways). */
+#define PIPES_KEPT 32
 
 enum conn_state {
 	ST_PEEK,
@@ -96,6 +98,7 @@ struct proxy {
 	struct loop *loop;
 	struct proxy_config cfg;
 	struct local_route *local; /* is a destination this host itself? */
+	struct relay_pipes *pipes; /* the relays' pipes, reused */
 	struct proxy_ops ops;
 	void *userdata;
 	struct listener *listeners[MAX_LISTENERS];
@@ -196,7 +199,10 @@ int proxy_new(struct loop *loop, const struct proxy_config *cfg, const struct pr
 	if (!p)
 		return -ENOMEM;
 	e = local_route_new(&p->local);
+	if (e >= 0)
+		e = relay_pipes_new(PIPES_KEPT, &p->pipes);
 	if (e < 0) {
+		local_route_free(p->local);
 		free(p);
 		return e;
 	}
@@ -403,7 +409,8 @@ static void on_relay_done(void *userdata, const struct relay_stats *st)
 static void start_relay(struct proxy_conn *c)
 {
 	struct proxy *p = c->p;
-	struct relay_options opts = {.pipe_size = p->cfg.pipe_size, .idle_ms = p->cfg.idle_ms};
+	struct relay_options opts = {
+	        .pipe_size = p->cfg.pipe_size, .idle_ms = p->cfg.idle_ms, .pipes = p->pipes};
 	int one = 1, e, fd, up;
 
 	if (c->timer)
@@ -1259,6 +1266,7 @@ void proxy_free(struct proxy *p)
 		free(l->project);
 		free(l);
 	}
+	relay_pipes_free(p->pipes); /* after the relays: they gave theirs back */
 	local_route_free(p->local);
 	free(p);
 }
