@@ -39,7 +39,6 @@
 
 #define LINGER_MS       2000
 #define LINGER_DISCARD  (64 * 1024)
-#define ACCEPT_BATCH    64
 #define ACCEPT_PAUSE_MS 100
 #define MAX_LISTENERS   256
 #define MAX_DIAL_ADDRS  4
@@ -62,6 +61,7 @@ struct listener {
 	struct listener *retired_next; /* once removed: kept, connections use its names */
 	int fd;
 	struct loop_timer *paused; /* accepting resumes when it fires */
+	bool nodelay;              /* set on the listener: accepted sockets inherit it */
 	enum proxy_source source;
 	char *sandbox, *project;
 };
@@ -1105,7 +1105,8 @@ static void accept_one(struct listener *l, int fd, const struct sockaddr_storage
 		p->conns->prev = c;
 	p->conns = c;
 	p->n_conns++;
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!l->nodelay)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
 	if (l->source == PROXY_SOURCE_CONNECT) {
 		c->state = ST_HEAD;
@@ -1165,32 +1166,29 @@ static int on_listener_resume(struct loop *loop, void *userdata)
 	return 0;
 }
 
+/* One connection per wake-up: the listener is level-triggered, so another one waiting makes
+ * the next epoll_wait() return at once, and the usual lone connection costs no accept4() that
+ * can only say EAGAIN. */
 static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdata)
 {
 	struct listener *l = userdata;
+	struct sockaddr_storage peer;
+	socklen_t plen = sizeof(peer);
+	int cfd = accept4(fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-	for (int i = 0; i < ACCEPT_BATCH; i++) {
-		struct sockaddr_storage peer;
-		socklen_t plen = sizeof(peer);
-		int cfd =
-		        accept4(fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (cfd >= 0) {
-			accept_one(l, cfd, &peer, plen);
-			continue;
-		}
-		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-			/* Out of fds or memory: the connection stays queued and the listener would
-			 * be ready again at once. Stop listening for a moment instead of spinning.
-			 */
-			if (!l->paused && loop_mod_fd(loop, fd, 0) >= 0 &&
-			    loop_add_timer(loop, loop_now_ms() + ACCEPT_PAUSE_MS,
-			                   on_listener_resume, l, &l->paused) < 0)
-				(void)loop_mod_fd(loop, fd, EPOLLIN);
-		}
-		return 0; /* EAGAIN, or a transient error (ECONNABORTED) */
+	if (cfd >= 0) {
+		accept_one(l, cfd, &peer, plen);
+		return 0;
 	}
-	return 0;
+	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+		/* Out of fds or memory: the connection stays queued and the listener would be
+		 * ready again at once. Stop listening for a moment instead of spinning. */
+		if (!l->paused && loop_mod_fd(loop, fd, 0) >= 0 &&
+		    loop_add_timer(loop, loop_now_ms() + ACCEPT_PAUSE_MS, on_listener_resume, l,
+		                   &l->paused) < 0)
+			(void)loop_mod_fd(loop, fd, EPOLLIN);
+	}
+	return 0; /* EAGAIN, or a transient error (ECONNABORTED) */
 }
 
 static int add_listener(struct proxy *p, int fd, enum proxy_source source, const char *sandbox,
@@ -1209,6 +1207,9 @@ static int add_listener(struct proxy *p, int fd, enum proxy_source source, const
 	l->p = p;
 	l->fd = fd;
 	l->source = source;
+	/* Small writes (a TLS handshake, a request) go out at once; set once here rather than on
+	 * every accepted socket, which inherits it from its listener. */
+	l->nodelay = setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int)) == 0;
 	if ((sandbox && !(l->sandbox = strdup(sandbox))) ||
 	    (project && !(l->project = strdup(project)))) {
 		free(l->sandbox);
