@@ -39,11 +39,12 @@
 
 #define LINGER_MS       2000
 #define LINGER_DISCARD  (64 * 1024)
-#define ACCEPT_BATCH    64
 #define ACCEPT_PAUSE_MS 100
 #define MAX_LISTENERS   256
 #define MAX_DIAL_ADDRS  4
 #define REASON_MAX      256
+/* Empty pipes kept for the next relays (two per relay that moved bytes both ways). */
+#define PIPES_KEPT 32
 
 enum conn_state {
 	ST_PEEK,
@@ -60,6 +61,7 @@ struct listener {
 	struct listener *retired_next; /* once removed: kept, connections use its names */
 	int fd;
 	struct loop_timer *paused; /* accepting resumes when it fires */
+	bool nodelay;              /* set on the listener: accepted sockets inherit it */
 	enum proxy_source source;
 	char *sandbox, *project;
 };
@@ -96,6 +98,7 @@ struct proxy {
 	struct loop *loop;
 	struct proxy_config cfg;
 	struct local_route *local; /* is a destination this host itself? */
+	struct relay_pipes *pipes; /* the relays' pipes, reused */
 	struct proxy_ops ops;
 	void *userdata;
 	struct listener *listeners[MAX_LISTENERS];
@@ -196,7 +199,10 @@ int proxy_new(struct loop *loop, const struct proxy_config *cfg, const struct pr
 	if (!p)
 		return -ENOMEM;
 	e = local_route_new(&p->local);
+	if (e >= 0)
+		e = relay_pipes_new(PIPES_KEPT, &p->pipes);
 	if (e < 0) {
+		local_route_free(p->local);
 		free(p);
 		return e;
 	}
@@ -403,7 +409,8 @@ static void on_relay_done(void *userdata, const struct relay_stats *st)
 static void start_relay(struct proxy_conn *c)
 {
 	struct proxy *p = c->p;
-	struct relay_options opts = {.pipe_size = p->cfg.pipe_size, .idle_ms = p->cfg.idle_ms};
+	struct relay_options opts = {
+	        .pipe_size = p->cfg.pipe_size, .idle_ms = p->cfg.idle_ms, .pipes = p->pipes};
 	int one = 1, e, fd, up;
 
 	if (c->timer)
@@ -1098,7 +1105,8 @@ static void accept_one(struct listener *l, int fd, const struct sockaddr_storage
 		p->conns->prev = c;
 	p->conns = c;
 	p->n_conns++;
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!l->nodelay)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 
 	if (l->source == PROXY_SOURCE_CONNECT) {
 		c->state = ST_HEAD;
@@ -1162,34 +1170,31 @@ static int on_listener_resume(struct loop *loop, void *userdata)
 	                      &l->paused);
 }
 
+/* One connection per wake-up: the listener is level-triggered, so another one waiting makes
+ * the next epoll_wait() return at once, and the usual lone connection costs no accept4() that
+ * can only say EAGAIN. */
 static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdata)
 {
 	struct listener *l = userdata;
+	struct sockaddr_storage peer;
+	socklen_t plen = sizeof(peer);
+	int cfd = accept4(fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-	for (int i = 0; i < ACCEPT_BATCH; i++) {
-		struct sockaddr_storage peer;
-		socklen_t plen = sizeof(peer);
-		int cfd =
-		        accept4(fd, (struct sockaddr *)&peer, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-
-		if (cfd >= 0) {
-			accept_one(l, cfd, &peer, plen);
-			continue;
-		}
-		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-			/* Out of fds or memory: the connection stays queued and the listener would
-			 * be ready again at once. Stop listening for a moment instead of spinning.
-			 */
+	if (cfd >= 0) {
+		accept_one(l, cfd, &peer, plen);
+		return 0;
+	}
+	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+		/* Out of fds or memory: the connection stays queued and the listener would be
+		 * ready again at once. Stop listening for a moment instead of spinning. */
+		if (!l->paused && loop_mod_fd(loop, fd, 0) >= 0 &&
+		    loop_add_timer(loop, loop_now_ms() + ACCEPT_PAUSE_MS, on_listener_resume, l,
+		                   &l->paused) < 0)
 			/* No timer to resume it: listening again at once, or the loop stops
 			 * (a listener paused for good serves nothing more). */
-			if (!l->paused && loop_mod_fd(loop, fd, 0) >= 0 &&
-			    loop_add_timer(loop, loop_now_ms() + ACCEPT_PAUSE_MS,
-			                   on_listener_resume, l, &l->paused) < 0)
-				return loop_mod_fd(loop, fd, EPOLLIN);
-		}
-		return 0; /* EAGAIN, or a transient error (ECONNABORTED) */
+			return loop_mod_fd(loop, fd, EPOLLIN);
 	}
-	return 0;
+	return 0; /* EAGAIN, or a transient error (ECONNABORTED) */
 }
 
 static int add_listener(struct proxy *p, int fd, enum proxy_source source, const char *sandbox,
@@ -1208,6 +1213,9 @@ static int add_listener(struct proxy *p, int fd, enum proxy_source source, const
 	l->p = p;
 	l->fd = fd;
 	l->source = source;
+	/* Small writes (a TLS handshake, a request) go out at once; set once here rather than on
+	 * every accepted socket, which inherits it from its listener. */
+	l->nodelay = setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int)) == 0;
 	if ((sandbox && !(l->sandbox = strdup(sandbox))) ||
 	    (project && !(l->project = strdup(project)))) {
 		free(l->sandbox);
@@ -1265,6 +1273,7 @@ void proxy_free(struct proxy *p)
 		free(l->project);
 		free(l);
 	}
+	relay_pipes_free(p->pipes); /* after the relays: they gave theirs back */
 	local_route_free(p->local);
 	free(p);
 }

@@ -21,12 +21,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 
 #define FALLBACK_BUF (64u * 1024)
+/* What pipe2() gives (16 pages); the only size a cached pipe has. */
+#define DEFAULT_PIPE (64u * 1024)
+
+struct relay_pipes {
+	size_t max, n;
+	uint64_t reused;
+	int (*fds)[2]; /* [i][0] read end, [i][1] write end */
+};
 
 struct direction {
 	int src, dst;
@@ -44,6 +53,7 @@ struct direction {
 	bool shut;  /* dst got SHUT_WR */
 	uint64_t bytes;
 	bool fallback_used;
+	struct relay_pipes *pipes; /* NULL: pipe2() and close() */
 };
 
 struct relay {
@@ -62,6 +72,66 @@ static void close_pipe(struct direction *d)
 	cl_closep(&d->pipe_r);
 	cl_closep(&d->pipe_w);
 	d->pipe_r = d->pipe_w = -EBADF;
+}
+
+int relay_pipes_new(size_t max, struct relay_pipes **ret)
+{
+	struct relay_pipes *c;
+
+	if (max == 0)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->fds = calloc(max, sizeof(*c->fds));
+	if (!c->fds) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->max = max;
+	*ret = c;
+	return 0;
+}
+
+void relay_pipes_free(struct relay_pipes *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++) {
+		close(c->fds[i][0]);
+		close(c->fds[i][1]);
+	}
+	free(c->fds);
+	free(c);
+}
+
+size_t relay_pipes_held(const struct relay_pipes *c)
+{
+	return c->n;
+}
+
+uint64_t relay_pipes_reused(const struct relay_pipes *c)
+{
+	return c->reused;
+}
+
+/* The relay is done with D's pipe: back to the cache when it is empty for sure and at the
+ * default size (a grown one would keep its memory and the user's pipe quota), else closed. */
+static void release_pipe(struct direction *d)
+{
+	struct relay_pipes *c = d->pipes;
+	int queued = -1;
+
+	if (c && d->pipe_r >= 0 && c->n < c->max && d->in_pipe == 0 &&
+	    d->pipe_size == DEFAULT_PIPE && ioctl(d->pipe_r, FIONREAD, &queued) == 0 &&
+	    queued == 0) {
+		c->fds[c->n][0] = d->pipe_r;
+		c->fds[c->n][1] = d->pipe_w;
+		c->n++;
+		d->pipe_r = d->pipe_w = -EBADF;
+		return;
+	}
+	close_pipe(d);
 }
 
 static void reset_socket(int fd)
@@ -106,7 +176,7 @@ static void relay_finish(struct relay *r, enum relay_end end, int error)
 	close(r->a);
 	close(r->b);
 	for (int i = 0; i < 2; i++) {
-		close_pipe(&r->d[i]);
+		release_pipe(&r->d[i]);
 		free(r->d[i].buf);
 		free(r->d[i].prefix);
 	}
@@ -147,11 +217,18 @@ static void open_pipe(struct direction *d)
 	int p[2];
 
 	d->pipe_tried = true;
+	d->pipe_size = DEFAULT_PIPE; /* a smaller pipe only makes splice stop earlier */
+	if (d->pipes && d->pipes->n > 0) {
+		d->pipes->n--;
+		d->pipes->reused++;
+		d->pipe_r = d->pipes->fds[d->pipes->n][0];
+		d->pipe_w = d->pipes->fds[d->pipes->n][1];
+		return;
+	}
 	if (pipe2(p, O_CLOEXEC | O_NONBLOCK) < 0)
 		return;
 	d->pipe_r = p[0];
 	d->pipe_w = p[1];
-	d->pipe_size = 65536; /* the default; a smaller pipe only makes splice stop earlier */
 }
 
 /* Once per direction: the biggest size the kernel grants, from pipe_max down by halves. */
@@ -347,12 +424,14 @@ static int on_idle_timer(struct loop *loop, void *userdata)
 	return 0;
 }
 
-static void setup_direction(struct direction *d, int src, int dst, size_t pipe_max)
+static void setup_direction(struct direction *d, int src, int dst, size_t pipe_max,
+                            struct relay_pipes *pipes)
 {
 	d->src = src;
 	d->dst = dst;
 	d->pipe_r = d->pipe_w = -EBADF;
 	d->pipe_max = pipe_max;
+	d->pipes = pipes;
 	d->dry = true; /* until the first readable edge: see the top of this file */
 }
 
@@ -391,8 +470,14 @@ int relay_start(struct loop *loop, int a, int b, const struct relay_options *opt
 	r->userdata = userdata;
 	r->idle_ms = opts->idle_ms;
 	r->started_ms = r->last_ms = loop_now_ms();
-	setup_direction(&r->d[0], a, b, pipe_max);
-	setup_direction(&r->d[1], b, a, pipe_max);
+	setup_direction(&r->d[0], a, b, pipe_max, opts->pipes);
+	setup_direction(&r->d[1], b, a, pipe_max, opts->pipes);
+	/* The prefix (the request that named the connection) goes at once: a round through the
+	 * loop less before the server has it. EAGAIN or an error: the first pump goes on (B's
+	 * writable edge, or its error, follows the registration). */
+	if (r->d[0].prefix_len &&
+	    flush_bytes(&r->d[0], r->d[0].prefix, r->d[0].prefix_len, &r->d[0].prefix_off) > 0)
+		r->last_ms = loop_now_ms();
 
 	e = loop_add_fd(loop, a, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, on_socket, r);
 	if (e >= 0) {
@@ -418,7 +503,7 @@ int relay_start(struct loop *loop, int a, int b, const struct relay_options *opt
 	fa = fb = -EBADF; /* the relay's now */
 	if (ret)
 		*ret = r;
-	/* No first pump here: adding a socket that is ready already queues its first edge. */
+	/* No pump here: adding a socket that is ready already queues its first edge. */
 	return 0;
 }
 

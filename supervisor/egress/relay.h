@@ -17,7 +17,14 @@
  * moved for idle_ms ends as well.
  *
  * The sockets are registered edge-triggered once and never modified; the idle timer is one
- * loop timer per relay that is re-armed only when it fires. */
+ * loop timer per relay that is re-armed only when it fires.
+ *
+ * Set-up cost: a prefix is sent at once by relay_start() (the request that named the
+ * connection reaches the server without a round through the loop), and a relay given a
+ * relay_pipes cache takes its pipes from it and gives them back when it ends, so a short
+ * connection costs no pipe2() and no close() of pipes. Only a pipe known to be empty (the
+ * relay's count and the kernel's FIONREAD both say 0) and still at the default size goes back:
+ * bytes of one connection can never come out in another's. */
 #ifndef CLOISTER_RELAY_H
 #define CLOISTER_RELAY_H
 
@@ -50,6 +57,18 @@ struct relay;
  * were closed; the relay is freed right after it returns. */
 typedef void (*relay_done_fn)(void *userdata, const struct relay_stats *stats);
 
+/* A bounded cache of empty pipes at the kernel's default size, shared by the relays of one
+ * loop (never by two threads). */
+struct relay_pipes;
+
+/* Keep at most MAX pipes (2 fds each); -EINVAL for 0, -ENOMEM. */
+int relay_pipes_new(size_t max, struct relay_pipes **ret);
+/* Closes the pipes it holds. Every relay using it must have ended. NULL is fine. */
+void relay_pipes_free(struct relay_pipes *pipes);
+/* How many pipes it holds now, and how many it handed out since it was made (for tests). */
+size_t relay_pipes_held(const struct relay_pipes *pipes);
+uint64_t relay_pipes_reused(const struct relay_pipes *pipes);
+
 struct relay_options {
 	size_t pipe_size; /* the most a pipe grows to; 0: RELAY_DEFAULT_PIPE_SIZE; at most
 	                     RELAY_MAX_PIPE_SIZE */
@@ -57,6 +76,7 @@ struct relay_options {
 	/* Bytes to send to B before anything read from A (copied; may be NULL). */
 	const void *prefix;
 	size_t prefix_len;
+	struct relay_pipes *pipes; /* where pipes come from and go back to; NULL: pipe2/close */
 };
 
 #define RELAY_DEFAULT_PIPE_SIZE (1024u * 1024)
@@ -64,7 +84,8 @@ struct relay_options {
 #define RELAY_MAX_PREFIX        (64u * 1024)
 
 /* Start relaying between the connected sockets A and B (non-blocking; the relay owns them from
- * now on, also when this fails: they are closed then). -EINVAL for a prefix over
+ * now on, also when this fails: they are closed then). The prefix is sent to B at once as far
+ * as B takes it (an error is met again, and reported, by the first pump). -EINVAL for a prefix over
  * RELAY_MAX_PREFIX, -ENOMEM, or the loop's error. *ret (may be NULL) is valid until DONE is
  * called. */
 int relay_start(struct loop *loop, int a, int b, const struct relay_options *opts,

@@ -936,6 +936,24 @@ static const void *served_tag(const struct resolver *r, int fd)
 	return NULL;
 }
 
+static void on_prefetched(void *userdata, int error, const struct dns_addrs *addrs)
+{
+	/* Never called: the lookup is cancelled at once, its answer only fills the cache. */
+}
+
+/* A name the policy allows, answered with a fake address: the connection that follows will
+ * be allowed and dialled to the host-side resolution of the name, so start that lookup now
+ * (what real-IP mode does for the same names). Its answer fills the cache, and the proxy's
+ * lookup at connect time costs no DNS round trip. Over max_lookups it is simply not done. */
+static void prefetch(struct resolver *r, const char *name)
+{
+	struct resolver_lookup *w = NULL;
+	struct dns_addrs addrs;
+
+	if (resolver_lookup(r, name, &addrs, on_prefetched, NULL, &w) == 0)
+		resolver_lookup_cancel(r, w);
+}
+
 static int handle_query(struct resolver *r, const uint8_t *msg, size_t len, int udp_fd,
                         const struct sockaddr_storage *peer, socklen_t peer_len,
                         struct tcp_client *c)
@@ -981,6 +999,8 @@ static int handle_query(struct resolver *r, const uint8_t *msg, size_t len, int 
 			return 0;
 		}
 		answer(r, &q, DNS_RCODE_NOERROR, a, 2, r->cfg.fake_ttl, udp_fd, peer, peer_len, c);
+		if (verdict == RESOLVER_NAME_LOOKUP)
+			prefetch(r, q.name);
 		return 0;
 	}
 	if (r->n_agent_queries >= r->cfg.max_lookups) {

@@ -6,7 +6,10 @@
  * any other name
  *   - fake-IP mode (default): an address from fakeip.h, so that whatever protocol a TCP
  *     connection speaks, the proxy knows the name it was for and decides on it; nothing
- *     about the name leaves the machine before a connection to it is allowed;
+ *     about the name leaves the machine before a connection to it is allowed. For a name
+ *     the policy allows (name_allowed says RESOLVER_NAME_LOOKUP) the host-side lookup
+ *     starts at once in the background, as real-IP mode's would: the proxy's dial then
+ *     finds the answer in the cache;
  *   - real-IP mode: for a name the policy allows, the host-side lookup below, answered with
  *     the real addresses, each recorded as belonging to the name (so connections to it are
  *     named too); a name it does not list (an ask at connect) gets a fake address as in

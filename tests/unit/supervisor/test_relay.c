@@ -1,8 +1,10 @@
 /* The splice relay on real loopback TCP connections: bytes intact both ways with pipes that
  * grow (and that fall back to a smaller size the kernel grants), big transfers both ways at
  * once, many small exchanges with quiet gaps (a source that ran dry wakes the relay again),
- * half-close passed on in each direction, the prefix first, idle timeout, a reset passed on,
- * cancel. The loop runs in a thread of its own; the test drives both ends. */
+ * half-close passed on in each direction, the prefix first (sent by relay_start itself), idle
+ * timeout, a reset passed on, cancel, and the pipe cache (empty default-size pipes reused, a
+ * grown one or one that may hold bytes closed). The loop runs in a thread of its own; the test
+ * drives both ends. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -478,6 +480,149 @@ static void test_oversized_prefix_is_refused_and_the_sockets_closed(void **state
 	loop_free(loop);
 }
 
+/* The prefix is on its way before the loop runs at all: relay_start() sent it. */
+static void test_the_prefix_is_sent_by_relay_start_itself(void **state)
+{
+	struct env e;
+	struct relay_options o = {.prefix = "HEAD:", .prefix_len = 5};
+	char buf[16];
+	size_t len = 0;
+	ssize_t n;
+
+	start(&e, &o);
+	read_exactly(e.server, buf, 5); /* no loop thread yet */
+	assert_memory_equal(buf, "HEAD:", 5);
+	run(&e);
+	assert_int_equal(write(e.client, "x", 1), 1);
+	shutdown(e.client, SHUT_WR);
+	while ((n = read(e.server, buf + len, sizeof(buf) - len)) > 0)
+		len += (size_t)n;
+	assert_int_equal(len, 1); /* and never again */
+	assert_memory_equal(buf, "x", 1);
+	shutdown(e.server, SHUT_WR);
+	assert_int_equal(read(e.client, buf, sizeof(buf)), 0);
+	finish(&e);
+	assert_int_equal(e.st.bytes_a_to_b, 6);
+	assert_int_equal(e.st.end, RELAY_END_CLOSED);
+}
+
+/* One request / answer round and both ends: C to S and back. */
+static void exchange(struct env *e, const char *up, const char *down)
+{
+	char buf[64];
+	size_t ul = strlen(up), dl = strlen(down);
+
+	assert_int_equal(write(e->client, up, ul), (ssize_t)ul);
+	read_exactly(e->server, buf, ul);
+	assert_memory_equal(buf, up, ul);
+	assert_int_equal(write(e->server, down, dl), (ssize_t)dl);
+	read_exactly(e->client, buf, dl);
+	assert_memory_equal(buf, down, dl);
+	shutdown(e->client, SHUT_WR);
+	assert_int_equal(read(e->server, buf, sizeof(buf)), 0);
+	shutdown(e->server, SHUT_WR);
+	assert_int_equal(read(e->client, buf, sizeof(buf)), 0);
+}
+
+/* A relay that ended cleanly gives its two empty pipes back and the next relay takes them
+ * (no pipe2): it carries its own bytes and nothing of the first one's. */
+static void test_empty_pipes_go_back_and_serve_the_next_relay(void **state)
+{
+	struct relay_pipes *pipes;
+	struct relay_options o = {0};
+	struct env e;
+
+	assert_int_equal(relay_pipes_new(4, &pipes), 0);
+	o.pipes = pipes;
+	start(&e, &o);
+	run(&e);
+	exchange(&e, "first request", "first answer");
+	finish(&e);
+	assert_int_equal(e.st.end, RELAY_END_CLOSED);
+	assert_int_equal(relay_pipes_held(pipes), 2);
+	assert_int_equal(relay_pipes_reused(pipes), 0);
+
+	start(&e, &o);
+	run(&e);
+	exchange(&e, "second", "2nd");
+	finish(&e);
+	assert_int_equal(e.st.bytes_a_to_b, 6);
+	assert_int_equal(e.st.bytes_b_to_a, 3);
+	assert_int_equal(relay_pipes_reused(pipes), 2);
+	assert_int_equal(relay_pipes_held(pipes), 2);
+	relay_pipes_free(pipes);
+}
+
+/* A pipe that grew for a bulk transfer is closed at the end, not kept: only the small
+ * direction's pipe goes back. */
+static void test_a_grown_pipe_is_not_kept(void **state)
+{
+	struct relay_pipes *pipes;
+	struct relay_options o = {0};
+	struct writer up = {.len = 8u << 20, .seed = 7};
+	struct reader at_server = {.seed = 7, .delay_ms = 100};
+	struct env e;
+	pthread_t tu;
+	char buf[8];
+
+	assert_int_equal(relay_pipes_new(4, &pipes), 0);
+	o.pipes = pipes;
+	start(&e, &o);
+	run(&e);
+	up.fd = e.client;
+	at_server.fd = e.server;
+	assert_int_equal(pthread_create(&tu, NULL, write_then_shut, &up), 0);
+	read_check_thread(&at_server);
+	pthread_join(tu, NULL);
+	assert_int_equal(at_server.got, (ssize_t)up.len);
+	assert_int_equal(write(e.server, "ok", 2), 2);
+	read_exactly(e.client, buf, 2);
+	shutdown(e.server, SHUT_WR);
+	assert_int_equal(read(e.client, buf, sizeof(buf)), 0);
+	finish(&e);
+	assert_int_equal(e.st.end, RELAY_END_CLOSED);
+	assert_true(e.st.pipe_size > 65536); /* the precondition: it grew */
+	assert_int_equal(relay_pipes_held(pipes), 1);
+	relay_pipes_free(pipes);
+}
+
+/* The attack on the cache: a connection that ends while its pipe still holds bytes (its
+ * server reset it mid-transfer) must not hand that pipe, bytes and all, to the next
+ * connection. The pipe stays at the default size, so only its content can keep it out. */
+static void test_a_pipe_that_holds_bytes_is_never_kept(void **state)
+{
+	struct relay_pipes *pipes;
+	struct relay_options o = {.pipe_size = 65536};
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	static char chunk[65536];
+	struct env e;
+
+	assert_int_equal(relay_pipes_new(4, &pipes), 0);
+	o.pipes = pipes;
+	start(&e, &o);
+	run(&e);
+	fcntl(e.client, F_SETFL, O_NONBLOCK);
+	/* Write until everything is backed up: the server reads nothing, so its socket, the
+	 * relay's pipe and the client's socket fill, and then no byte moves for 300 ms. */
+	for (;;) {
+		struct pollfd p = {.fd = e.client, .events = POLLOUT};
+
+		while (write(e.client, chunk, sizeof(chunk)) > 0)
+			;
+		assert_int_equal(errno, EAGAIN);
+		if (poll(&p, 1, 300) == 0)
+			break;
+	}
+	assert_int_equal(setsockopt(e.server, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	close(e.server);
+	e.server = -1;
+	finish(&e);
+	assert_int_equal(e.st.end, RELAY_END_ERROR);
+	assert_int_equal(e.st.pipe_size, 65536);
+	assert_int_equal(relay_pipes_held(pipes), 0);
+	relay_pipes_free(pipes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -491,6 +636,10 @@ int main(void)
 	        cmocka_unit_test(test_a_reset_on_one_side_resets_the_other),
 	        cmocka_unit_test(test_cancel_ends_it_at_once),
 	        cmocka_unit_test(test_oversized_prefix_is_refused_and_the_sockets_closed),
+	        cmocka_unit_test(test_the_prefix_is_sent_by_relay_start_itself),
+	        cmocka_unit_test(test_empty_pipes_go_back_and_serve_the_next_relay),
+	        cmocka_unit_test(test_a_grown_pipe_is_not_kept),
+	        cmocka_unit_test(test_a_pipe_that_holds_bytes_is_never_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

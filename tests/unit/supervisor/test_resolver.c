@@ -97,8 +97,10 @@ static void test_questions_encode_names_and_refuse_bad_ones(void **state)
 struct upstream {
 	int fd;
 	struct sockaddr_in addr;
-	int queries; /* received */
-	int mode;    /* 0 answer, 1 NXDOMAIN, 2 silent, 3 forged id first */
+	int queries;  /* received */
+	int mode;     /* 0 answer, 1 NXDOMAIN, 2 silent, 3 forged id first */
+	int exit_at;  /* loop_exit() once this many queries arrived (0: never) */
+	int unlisted; /* queries for names with "unlisted" in them */
 	struct loop *loop;
 };
 
@@ -117,6 +119,10 @@ static int on_upstream(struct loop *loop, int fd, uint32_t events, void *userdat
 		return 0;
 	u->queries++;
 	assert_int_equal(dns_query_parse(msg, (size_t)n, &q, NULL), 0);
+	if (strstr(q.name, "unlisted"))
+		u->unlisted++;
+	if (u->exit_at && u->queries >= u->exit_at)
+		loop_exit(loop, 0);
 	if (u->mode == 2)
 		return 0;
 	if (q.qtype == DNS_TYPE_A) {
@@ -509,6 +515,96 @@ static void test_real_ip_mode_forwards_and_records_the_answer(void **state)
 	loop_free(loop);
 }
 
+static int on_too_late(struct loop *loop, void *userdata)
+{
+	*(struct loop_timer **)userdata = NULL;
+	loop_exit(loop, 1);
+	return 0;
+}
+
+/* Fake-IP mode: the agent gets a fake address either way, but for a name the policy allows
+ * the host-side lookup starts right away, so the connection that follows finds the answer in
+ * the cache (no DNS round trip at connect). A name nobody allowed yet, and a denied one,
+ * still never leave the machine. */
+static void test_fake_ip_mode_looks_up_allowed_names_ahead_only(void **state)
+{
+	struct loop *loop;
+	struct upstream u;
+	struct resolver *r;
+	struct resolver_config cfg;
+	struct resolver_ops ops = {.name_allowed = deny_evil};
+	struct sockaddr_in srv = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t slen = sizeof(srv);
+	struct agent_answer ans = {.len = -1};
+	struct result res = {.want = 1};
+	struct resolver_lookup *l;
+	struct loop_timer *late = NULL;
+	struct dns_query q;
+	struct dns_addrs got, now;
+	uint8_t msg[512];
+	char name[DOMAIN_HOST_MAX + 1], ip[INET_ADDRSTRLEN];
+	struct sockaddr_in conn = {.sin_family = AF_INET, .sin_port = htons(443)};
+	const char *const names[] = {"evil.test", "data.unlisted.test", "allowed.test"};
+	bool fake = false;
+	int sfd, cfd, n;
+
+	assert_int_equal(loop_new(&loop), 0);
+	ans.loop = res.loop = loop;
+	upstream_open(&u, loop, 0);
+	resolver_config_init(&cfg);
+	cfg.system_hosts = NULL;
+	cfg.nsswitch_conf = NULL;
+	memcpy(&cfg.upstream, &u.addr, sizeof(u.addr));
+	assert_int_equal(resolver_new(loop, &cfg, &ops, NULL, &r, NULL), 0);
+	sfd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(sfd, (struct sockaddr *)&srv, sizeof(srv)), 0);
+	assert_int_equal(getsockname(sfd, (struct sockaddr *)&srv, &slen), 0);
+	assert_int_equal(resolver_serve_udp(r, sfd, served_as), 0);
+	cfd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(cfd, (struct sockaddr *)&srv, sizeof(srv)), 0);
+	assert_int_equal(loop_add_fd(loop, cfd, EPOLLIN, on_agent_answer, &ans), 0);
+
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(resolver_question(names[i], DNS_TYPE_A, &q), 0);
+		n = dns_query_build(&q, (uint16_t)(0x7000 + i), msg, sizeof(msg));
+		assert_int_equal(send(cfd, msg, (size_t)n, 0), n);
+		assert_int_equal(loop_run(loop), 0);
+		assert_int_equal(dns_response_addrs(ans.buf, (size_t)ans.len, &q,
+		                                    (uint16_t)(0x7000 + i), &got, NULL),
+		                 0);
+		assert_int_equal(got.rcode, i == 0 ? DNS_RCODE_NXDOMAIN : DNS_RCODE_NOERROR);
+	}
+	/* allowed.test got a fake address, like the others... */
+	conn.sin_addr = got.addrs[0].v4;
+	assert_int_equal(resolver_name_of(r, (struct sockaddr *)&conn, name, &fake), 0);
+	assert_string_equal(name, "allowed.test");
+	assert_true(fake);
+	/* ...and its A and AAAA went upstream with nobody asking for them yet. */
+	u.exit_at = 2;
+	assert_int_equal(loop_add_timer(loop, loop_now_ms() + 5000, on_too_late, &late, &late), 0);
+	assert_int_equal(loop_run(loop), 0);
+	loop_cancel_timer(loop, late);
+	assert_int_equal(u.queries, 2);
+	assert_int_equal(u.unlisted, 0);
+	/* The proxy's lookup at connect: from the cache, or joined to the prefetch in flight. */
+	n = resolver_lookup(r, "allowed.test", &now, on_done, &res, &l);
+	if (n == 0) {
+		assert_int_equal(loop_run(loop), 0);
+		now = res.addrs;
+	}
+	assert_string_equal(first_v4(&now, ip), "192.0.2.77");
+	assert_int_equal(resolver_lookup(r, "allowed.test", &now, on_done, &res, &l), 1);
+	assert_int_equal(u.queries, 2);
+
+	resolver_free(r);
+	loop_del_fd(loop, cfd);
+	loop_del_fd(loop, u.fd);
+	close(cfd);
+	close(sfd);
+	close(u.fd);
+	loop_free(loop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -516,6 +612,7 @@ int main(void)
 	        cmocka_unit_test(test_resolv_conf_gives_the_first_nameserver),
 	        cmocka_unit_test(test_questions_encode_names_and_refuse_bad_ones),
 	        cmocka_unit_test(test_lookup_asks_upstream_once_then_answers_from_the_cache),
+	        cmocka_unit_test(test_fake_ip_mode_looks_up_allowed_names_ahead_only),
 	        cmocka_unit_test(test_nxdomain_timeout_and_forged_answers),
 	        cmocka_unit_test(test_lookup_follows_nsswitch_order_of_files_and_dns),
 	        cmocka_unit_test(test_real_ip_mode_forwards_and_records_the_answer),
