@@ -42,6 +42,7 @@ struct found {
 	struct decisions_entry e;
 	char *text;    /* the domain as written, or the exec rule's path */
 	char *command; /* an exec rule's command (copy) */
+	char *argv0;   /* an exec rule's argv[0] pin (copy) */
 	char id[13];
 };
 
@@ -57,6 +58,7 @@ static void found_list_done(struct found_list *l)
 		free(l->v[i].where);
 		free(l->v[i].text);
 		free(l->v[i].command);
+		free(l->v[i].argv0);
 		free((char *)l->v[i].e.path_glob);
 	}
 	free(l->v);
@@ -66,11 +68,14 @@ static void found_list_done(struct found_list *l)
 static void make_id(struct found *f)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
-	const char *parts[5] = {f->where, f->e.section == DECISIONS_EXEC ? "exec" : "proxy",
-	                        f->e.list == DECISIONS_ALLOW ? "allow" : "deny", f->text,
-	                        f->command ? f->command : ""};
+	const char *parts[6] = {f->where,
+	                        f->e.section == DECISIONS_EXEC ? "exec" : "proxy",
+	                        f->e.list == DECISIONS_ALLOW ? "allow" : "deny",
+	                        f->text,
+	                        f->command ? f->command : "",
+	                        f->argv0 ? f->argv0 : ""};
 
-	for (size_t i = 0; i < 5; i++) {
+	for (size_t i = 0; i < 6; i++) {
 		for (const char *p = parts[i]; *p; p++) {
 			h ^= (unsigned char)*p;
 			h *= 0x100000001b3ull;
@@ -83,7 +88,8 @@ static void make_id(struct found *f)
 
 static int push(struct found_list *l, const char *file, const char *where,
                 enum decisions_section section, enum decisions_list list,
-                const struct domain_spec *spec, const char *path_glob, const char *command)
+                const struct domain_spec *spec, const char *path_glob, const char *command,
+                const char *argv0)
 {
 	struct found *v = reallocarray(l->v, l->n + 1, sizeof(*v)), *f;
 	char text[DOMAIN_HOST_MAX + 16];
@@ -105,9 +111,11 @@ static int push(struct found_list *l, const char *file, const char *where,
 		f->e.path_glob = path_glob ? strdup(path_glob) : NULL;
 		f->command = command ? strdup(command) : NULL;
 		f->e.command = f->command;
+		f->argv0 = argv0 ? strdup(argv0) : NULL;
+		f->e.argv0 = f->argv0;
 	}
 	if (!f->file || !f->where || !f->text || (path_glob && !f->e.path_glob) ||
-	    (command && !f->command))
+	    (command && !f->command) || (argv0 && !f->argv0))
 		return -ENOMEM;
 	make_id(f);
 	l->n++;
@@ -132,17 +140,18 @@ static int read_file(struct found_list *l, const char *file, const char *where,
 		return r;
 	for (size_t i = 0; i < cfg->proxy.allow.n && r >= 0; i++)
 		r = push(l, file, where, DECISIONS_PROXY, DECISIONS_ALLOW,
-		         &cfg->proxy.allow.items[i].spec, NULL, NULL);
+		         &cfg->proxy.allow.items[i].spec, NULL, NULL, NULL);
 	for (size_t i = 0; i < cfg->proxy.deny.n && r >= 0; i++)
 		r = push(l, file, where, DECISIONS_PROXY, DECISIONS_DENY,
-		         &cfg->proxy.deny.items[i].spec, NULL, NULL);
+		         &cfg->proxy.deny.items[i].spec, NULL, NULL, NULL);
 	for (size_t i = 0; i < cfg->exec.allow.n && r >= 0; i++)
 		r = push(l, file, where, DECISIONS_EXEC, DECISIONS_ALLOW, NULL,
 		         cfg->exec.allow.items[i].path_glob,
-		         cfg->exec.allow.items[i].command.source);
+		         cfg->exec.allow.items[i].command.source, cfg->exec.allow.items[i].argv0);
 	for (size_t i = 0; i < cfg->exec.deny.n && r >= 0; i++)
 		r = push(l, file, where, DECISIONS_EXEC, DECISIONS_DENY, NULL,
-		         cfg->exec.deny.items[i].path_glob, cfg->exec.deny.items[i].command.source);
+		         cfg->exec.deny.items[i].path_glob, cfg->exec.deny.items[i].command.source,
+		         cfg->exec.deny.items[i].argv0);
 	return r < 0 ? cl_error_set(err, r, "out of memory") : 0;
 }
 
@@ -199,6 +208,10 @@ static void print_found(const struct found *f)
 	if (f->command) {
 		fputs("  command ", stdout);
 		term_escape_put(stdout, f->command, 300);
+	}
+	if (f->argv0) {
+		fputs("  as ", stdout);
+		term_escape_put(stdout, f->argv0, 100);
 	}
 	putchar('\n');
 }

@@ -490,6 +490,16 @@ static void show_exec_list(const char *key, const struct config_exec_list *l)
 			else
 				putchar('\n');
 		}
+		if (r->argv0) {
+			fputs("      argv0: ", stdout);
+			put_quoted(r->argv0);
+			putchar('\n');
+		}
+		if (r->sha256) {
+			fputs("      sha256: ", stdout);
+			put_quoted(r->sha256);
+			putchar('\n');
+		}
 	}
 }
 

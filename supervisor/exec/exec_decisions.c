@@ -73,36 +73,78 @@ static enum exec_match match_of(const struct approval_decision *d)
 	return m;
 }
 
+/* The file name argv[0] has, which a multi-call program acts on ("" for an empty argv). */
+static const char *argv0_name(const struct queue_item *item)
+{
+	const char *a0 = item->argc > 0 ? item->argv[0] : "", *slash = strrchr(a0, '/');
+
+	return slash ? slash + 1 : a0;
+}
+
+/* The rule decision D on ITEM makes, and its pins: *RET_ARGV0 the name argv[0] must have, and
+ * for an allow *RET_SHA256 the content it must have (SHA256: the file's, NULL when it could
+ * not be read, and then nothing wider than once is allowed). */
 static int rule_of(const struct queue_item *item, const struct approval_decision *d,
-                   struct exec_pattern_rule *ret, struct cl_error *err)
+                   const char *sha256, struct exec_pattern_rule *ret, const char **ret_argv0,
+                   const char **ret_sha256, struct cl_error *err)
 {
 	enum exec_match m = EXEC_MATCH_EXACT;
+	const char *a0 = argv0_name(item);
 
 	if (d->match && exec_match_from_string(d->match, &m) < 0)
 		return cl_error_set(err, -EINVAL, "match must be one of exact, program, pattern");
 	if (!item->exe)
 		return cl_error_set(err, -EINVAL, "this ask names no executable");
+	/* Kept for the name it ran under: busybox allowed as `ls` is not busybox as `rm`. */
+	*ret_argv0 = NULL;
+	if (*a0) {
+		if (strlen(a0) > 255)
+			return cl_error_set(
+			        err, -EINVAL,
+			        "argv[0] is too long to keep with a decision; decide once");
+		for (const char *p = a0; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				return cl_error_set(
+				        err, -EINVAL,
+				        "argv[0] has a control character, which a decision "
+				        "cannot keep; decide once");
+		*ret_argv0 = a0;
+	}
+	/* An allow holds for the content a person was shown, not for whatever is later copied
+	 * to that path. */
+	*ret_sha256 = NULL;
+	if (d->allow) {
+		if (!sha256)
+			return cl_error_set(
+			        err, -EINVAL,
+			        "the file could not be read to keep its content with the "
+			        "decision; allow it once");
+		*ret_sha256 = sha256;
+	}
 	return exec_pattern_rule(item->exe, (const char *const *)item->argv, item->argc, m,
 	                         d->pattern, ret, err);
 }
 
 int exec_decisions_validate(const struct queue_item *item, const struct approval_decision *d,
-                            struct cl_error *err)
+                            const char *sha256, struct cl_error *err)
 {
 	struct exec_pattern_rule rule = {0};
+	const char *argv0, *pin;
 	int r;
 
 	if (d->scope == QUEUE_SCOPE_ONCE)
 		return 0;
-	r = rule_of(item, d, &rule, err);
+	r = rule_of(item, d, sha256, &rule, &argv0, &pin, err);
 	exec_pattern_rule_done(&rule);
 	return r < 0 ? r : 0;
 }
 
 /* Add RULE to the kept ones, its origin a note saying who decided what and why. */
 static int add_rule(struct exec_decisions *x, bool allow, struct exec_pattern_rule *rule,
-                    const char *note)
+                    const char *argv0, const char *sha256, const char *note)
 {
+	_cleanup_free_ char *a0 = argv0 ? strdup(argv0) : NULL;
+	_cleanup_free_ char *pin = sha256 ? strdup(sha256) : NULL;
 	struct config_exec_list *list = allow ? &x->rules->exec.allow : &x->rules->exec.deny;
 	struct config_exec_rule *items, *r;
 	char **files;
@@ -111,6 +153,8 @@ static int add_rule(struct exec_decisions *x, bool allow, struct exec_pattern_ru
 
 	if (exec_decisions_count(x) >= EXEC_DECISIONS_MAX)
 		return -E2BIG;
+	if ((argv0 && !a0) || (sha256 && !pin))
+		return -ENOMEM;
 	items = reallocarray(list->items, list->n + 1, sizeof(*items));
 	if (!items)
 		return -ENOMEM;
@@ -135,13 +179,15 @@ static int add_rule(struct exec_decisions *x, bool allow, struct exec_pattern_ru
 	}
 	x->rules->n_files++;
 	r->path_glob = TAKE_PTR(rule->path_glob);
+	r->argv0 = TAKE_PTR(a0);
+	r->sha256 = TAKE_PTR(pin);
 	list->n++;
 	return 0;
 }
 
 static int persist(struct exec_decisions *x, const struct queue_item *item, bool allow,
-                   enum queue_scope scope, const struct exec_pattern_rule *rule,
-                   struct cl_error *err)
+                   enum queue_scope scope, const struct exec_pattern_rule *rule, const char *argv0,
+                   const char *sha256, struct cl_error *err)
 {
 	const char *project = item->project ? item->project : x->project;
 	_cleanup_free_ char *path = NULL;
@@ -150,6 +196,8 @@ static int persist(struct exec_decisions *x, const struct queue_item *item, bool
 	        .list = allow ? DECISIONS_ALLOW : DECISIONS_DENY,
 	        .path_glob = rule->path_glob,
 	        .command = rule->command,
+	        .argv0 = argv0,
+	        .sha256 = sha256,
 	};
 	int r;
 
@@ -171,15 +219,16 @@ static int persist(struct exec_decisions *x, const struct queue_item *item, bool
 }
 
 int exec_decisions_keep(struct exec_decisions *x, const struct queue_item *item,
-                        const struct approval_decision *d, struct cl_error *err)
+                        const struct approval_decision *d, const char *sha256, struct cl_error *err)
 {
 	struct exec_pattern_rule rule = {0};
 	char note[QUEUE_REASON_MAX + 128];
+	const char *argv0, *pin;
 	int r;
 
 	if (d->scope == QUEUE_SCOPE_ONCE || item->kind != QUEUE_KIND_EXEC)
 		return 0;
-	r = rule_of(item, d, &rule, err);
+	r = rule_of(item, d, sha256, &rule, &argv0, &pin, err);
 	if (r < 0)
 		return r;
 	snprintf(note, sizeof(note), "%s (%s, %s) by %s%s%s", d->allow ? "allowed" : "denied",
@@ -189,9 +238,9 @@ int exec_decisions_keep(struct exec_decisions *x, const struct queue_item *item,
 	/* Project and global decisions go to the file first: what the next run will read. The
 	 * session keeps the decision either way. */
 	if (d->scope == QUEUE_SCOPE_PROJECT || d->scope == QUEUE_SCOPE_GLOBAL)
-		r = persist(x, item, d->allow, d->scope, &rule, err);
+		r = persist(x, item, d->allow, d->scope, &rule, argv0, pin, err);
 	{
-		int k = add_rule(x, d->allow, &rule, note);
+		int k = add_rule(x, d->allow, &rule, argv0, pin, note);
 
 		if (k < 0 && r >= 0)
 			r = cl_error_set(err, k,
@@ -203,7 +252,7 @@ int exec_decisions_keep(struct exec_decisions *x, const struct queue_item *item,
 }
 
 bool exec_decisions_apply(const struct exec_decisions *x, const char *given, const char *real,
-                          const char *const *argv, size_t argc, bool truncated,
+                          const char *const *argv, size_t argc, bool truncated, const char *sha256,
                           struct policy_result *res)
 {
 	struct policy_result d;
@@ -211,8 +260,11 @@ bool exec_decisions_apply(const struct exec_decisions *x, const char *given, con
 
 	if (!x || res->verdict != POLICY_ASK || exec_decisions_count(x) == 0)
 		return false;
-	if (exec_decide(x->rules, given, real, argv, argc, truncated, &d, &err) < 0)
+	if (exec_decide_content(x->rules, given, real, argv, argc, truncated, sha256, &d, &err) < 0)
 		return false;
+	/* A person allowed it for the session, but another content: say so on the card. */
+	if (d.content_changed)
+		res->content_changed = true;
 	if (d.verdict == POLICY_ALLOW || (d.verdict == POLICY_DENY && d.by_deny_rule)) {
 		res->verdict = d.verdict;
 		res->by_deny_rule = false; /* a session decision, not the config's rule */

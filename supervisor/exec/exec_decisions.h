@@ -35,16 +35,24 @@ void exec_decisions_free(struct exec_decisions *x);
  * -errno when a project or global decision could not be written (it holds for the session
  * all the same). */
 int exec_decisions_keep(struct exec_decisions *x, const struct queue_item *item,
-                        const struct approval_decision *d, struct cl_error *err);
+                        const struct approval_decision *d, const char *sha256,
+                        struct cl_error *err);
 
-/* Check a decision before it is made: 0 when D on ITEM can be kept, -EINVAL with a reason. */
+/* Check a decision before it is made: 0 when D on ITEM can be kept, -EINVAL with a reason.
+ *
+ * What a decision is pinned to (config.h's config_exec_rule): the file name of argv[0] the
+ * exec had (a multi-call program's applet), and for an allow SHA256, the digest of the
+ * file's content when it was asked (NULL: it could not be read, and an allow wider than once
+ * is refused): a file copied over it later is asked again, in this run and in the next. */
 int exec_decisions_validate(const struct queue_item *item, const struct approval_decision *d,
-                            struct cl_error *err);
+                            const char *sha256, struct cl_error *err);
 
 /* An ask (*RES) that a kept decision covers becomes its allow or deny. GIVEN and REAL are the
- * exec's two names (exec_decision.h). True when *RES changed. */
+ * exec's two names (exec_decision.h), SHA256 its file's digest (NULL: unknown, pinned allows
+ * do not match). True when *RES changed; res->content_changed set when an allow kept for
+ * another content of the file would have covered it. */
 bool exec_decisions_apply(const struct exec_decisions *x, const char *given, const char *real,
-                          const char *const *argv, size_t argc, bool truncated,
+                          const char *const *argv, size_t argc, bool truncated, const char *sha256,
                           struct policy_result *res);
 
 /* How many decisions are kept (for tests and the verbose output). */

@@ -13,6 +13,8 @@
  *       allow:
  *         - path: "/usr/bin/git"
  *           command: "\\A(?:git) status(?: …)*\\z"
+ *           argv0: "git"
+ *           sha256: "9f86d0…"          (the file's content when it was allowed)
  * Existing entries are kept in order (the older flat lists `domains`, `patterns`,
  * `denied_domains`, `denied_patterns` become entries of the same meaning), duplicates are
  * dropped, comments are not kept (as in Cloister). A file that does not parse, or that has
@@ -49,6 +51,8 @@ struct decisions_entry {
 	struct domain_spec domain; /* DECISIONS_PROXY */
 	const char *path_glob;     /* DECISIONS_EXEC: either may be NULL, not both */
 	const char *command;
+	const char *argv0;  /* DECISIONS_EXEC: the pins (config.h's config_exec_rule), or NULL; */
+	const char *sha256; /* an entry differing only in sha256 replaces the one there */
 };
 
 /* The new text of a decisions file (as decisions_add() below) with ADD added (may be NULL)

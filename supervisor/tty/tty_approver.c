@@ -111,6 +111,11 @@ int tty_approver_format_exec_prompt(const struct queue_item *item, uint64_t now_
 		term_escape_put(f, item->exe, SHOW_ARG_MAX);
 		fputs("\n", f);
 	}
+	if (item->note) {
+		fputs("  why:     ", f);
+		term_escape_put(f, item->note, SHOW_ARG_MAX);
+		fputs("\n", f);
+	}
 	if (item->interpreter) {
 		fputs("  script interpreter: ", f);
 		term_escape_put(f, item->interpreter, SHOW_ARG_MAX);

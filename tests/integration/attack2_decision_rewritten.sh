@@ -5,15 +5,15 @@
 # (--program, "this program with any arguments"), the agent copies another program over
 # ./tool and it runs without an ask — in this run, and, for a project decision, in every
 # later run of the project (whose agent can write anything at that path).
-# Expected once fixed: a decision on a file the sandbox can write holds for that file's
-# content (a digest kept with the decision, checked again by the backstop), or is offered
-# only as "once".
+# Fixed: an allow wider than once keeps the file's content (its SHA-256, with the decision in
+# the session and in the decisions file); another content at the path is asked again, and
+# the card says why.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=5
+PLAN=6
 run_needs_root $PLAN
 tap_plan $PLAN
 
@@ -99,12 +99,14 @@ tap_is "$st" 0 "the person allows $TMP/tool (true) for the project, any argument
 done_within 1 20
 tap_like "$res" '^ran' "the allowed program runs" "$res"
 
-tap_todo "an exec decision names the file by its path, not by its content"
 # The agent puts another program in its place (id, outside its allow list) and runs it.
 step 2 "rm -f $TMP/tool && cp /usr/bin/id $TMP/tool && $TMP/tool -u"
 done_within 2 5
 tap_ok "$(printf '%s\n' "$res" | grep -q '^0$' && echo 1 || echo 0)" \
 	"a program copied over the allowed one does not run on the decision (same run)" "$res"
+wait_pending "tool -u"
+cli pending
+tap_like "$out" 'changed since you allowed it' "its card says why it is asked again" "$out"
 stop_sv
 
 # ---- run 2: the project's next run, whose agent writes what it likes at that path ----
@@ -115,7 +117,6 @@ step 1 "$TMP/tool -un"
 done_within 1 5
 tap_ok "$(printf '%s\n' "$res" | grep -q '^root$' && echo 1 || echo 0)" \
 	"nor in the project's next run" "$res"
-tap_todo ""
 stop_sv
 cli pending
 tap_ok "$(printf '%s\n' "$out" | grep -q '^[0-9a-f]\{12\} ' && echo 1 || echo 0)" \

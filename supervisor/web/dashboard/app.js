@@ -470,6 +470,7 @@ function commandBody(item, card) {
 	);
 	if (Array.isArray(item.args) && item.args.length) row(dl, 'Arguments', argList(item.args));
 	if (item.exe) row(dl, 'Executable', agentText(item.exe, 'path'));
+	if (item.note) row(dl, 'Asked again', String(item.note));
 	if (item.interpreter) row(dl, 'Interpreter', agentText(item.interpreter, 'path'));
 	if (item.cwd) row(dl, 'Directory', agentText(item.cwd, 'path'));
 	if (typeof item.pid === 'number')
