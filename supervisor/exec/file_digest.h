@@ -25,6 +25,10 @@ struct file_digests;
 
 int file_digests_new(struct file_digests **ret);
 void file_digests_free(struct file_digests *c);
+static inline void file_digests_freep(struct file_digests **c)
+{
+	file_digests_free(*c);
+}
 
 /* The digest of the file FD refers to (any fd, O_PATH included), which was read as DEV, INO,
  * CTIME_NS, SIZE: from the cache, or by reading it (reopened read-only through /proc/self/fd).
