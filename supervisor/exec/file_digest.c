@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -60,6 +61,11 @@ static int identity_of(int fd, struct statx *x)
 	return S_ISREG(x->stx_mode) ? 0 : -EACCES;
 }
 
+/* tmpfs and ramfs: a write through a shared mapping changes the content and never the ctime
+ * (no page_mkwrite), so no identity holds for their files' content. */
+#define TMPFS_MAGIC_ 0x01021994
+#define RAMFS_MAGIC_ 0x858458f6
+
 /* Read the file of FD whole into the digest; it must be what the identity says before and
  * after. */
 static int compute(int fd, dev_t dev, ino_t ino, uint64_t ctime_ns, uint64_t size,
@@ -73,9 +79,21 @@ static int compute(int fd, dev_t dev, ino_t ino, uint64_t ctime_ns, uint64_t siz
 	uint64_t total = 0;
 	int r;
 
+	struct statfs sfs;
+
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	rfd = open(proc, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (rfd < 0)
+		return -errno;
+	if (fstatfs(rfd, &sfs) < 0)
+		return -errno;
+	if (sfs.f_type == TMPFS_MAGIC_ || sfs.f_type == (typeof(sfs.f_type))RAMFS_MAGIC_)
+		return -EOPNOTSUPP;
+	/* Pages written through a shared mapping before now are written back and write-protected:
+	 * the next write through it faults and sets a new ctime. Without this, a page already
+	 * dirty takes more writes and the ctime stays. (After the statx below, that new ctime is
+	 * a fine-grained one, distinct from the one read: multigrain timestamps, 6.13.) */
+	if (fdatasync(rfd) < 0 && errno != EINVAL && errno != EROFS)
 		return -errno;
 	r = identity_of(rfd, &x);
 	if (r < 0)
