@@ -11,7 +11,9 @@
  * Only asks are looked up here: what the config allows or denies outright is not changed by a
  * decision of the session (a remembered denial is a deny rule in the next run's config, where
  * it beats allow rules as every deny does). Other supervisors that run at the same time read
- * the file when they start; `decisions rm` takes effect for runs started afterwards. */
+ * the files again when they change (exec_decisions_watch()): a project or global decision made
+ * in one run answers the asks of the others too, the waiting ones included. `decisions rm`
+ * takes effect for runs started afterwards (a running one keeps its config's copy). */
 #ifndef CLOISTER_EXEC_DECISIONS_H
 #define CLOISTER_EXEC_DECISIONS_H
 
@@ -54,6 +56,17 @@ int exec_decisions_validate(const struct queue_item *item, const struct approval
 bool exec_decisions_apply(const struct exec_decisions *x, const char *given, const char *real,
                           const char *const *argv, size_t argc, bool truncated, const char *sha256,
                           struct policy_result *res);
+
+struct loop;
+
+/* Watch the decisions directory (inotify on the config directory, decisions/ and
+ * decisions/projects/) and read the global and project files again, each under its lock, when
+ * one changes; then CHANGED(USERDATA) (to look at the waiting asks again). Reads them once
+ * now. A file that does not parse keeps what was read before it. 0, or -errno with ERR. */
+int exec_decisions_watch(struct exec_decisions *x, struct loop *loop,
+                         void (*changed)(void *userdata), void *userdata, struct cl_error *err);
+/* Read the files again now (what the watch does). */
+int exec_decisions_reload(struct exec_decisions *x, struct cl_error *err);
 
 /* How many decisions are kept (for tests and the verbose output). */
 size_t exec_decisions_count(const struct exec_decisions *x);

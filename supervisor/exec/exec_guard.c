@@ -443,6 +443,15 @@ static int on_decided(void *userdata, const struct queue_item *item,
 	return r;
 }
 
+/* The decisions files changed (another run decided): look at the waiting asks again. */
+static void on_shared_decisions(void *userdata)
+{
+	struct exec_guard *eg = userdata;
+
+	eg->recheck = true;
+	approvals_schedule(eg->approvals);
+}
+
 static const struct approval_source_ops exec_source_ops = {
         .resolved = on_resolved,
         .decided = on_decided,
@@ -900,6 +909,15 @@ int exec_guard_new(struct loop *loop, struct approvals *approvals, int listener_
 	eg->service = approvals;
 	if (r >= 0)
 		r = approvals_register(approvals, &exec_source_ops, eg, &eg->approvals);
+	/* Other runs' project and global decisions, as they are made. Without it (no inotify),
+	 * they hold from the next run, as before. */
+	if (r >= 0) {
+		struct cl_error err = {""};
+
+		if (exec_decisions_watch(eg->decided, loop, on_shared_decisions, eg, &err) < 0 &&
+		    config->verbose)
+			say("decisions of other runs are read at start only: %s", err.msg);
+	}
 	if (r < 0) {
 		close(listener_fd);
 		exec_guard_free(eg);
