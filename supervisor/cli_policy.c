@@ -312,7 +312,7 @@ static int check_command(const struct config *cfg, char **argv, int argc)
 	r = exec_decide(cfg, path, real, (const char *const *)argv, (size_t)argc, false, &exec_res,
 	                &err);
 	/* A person's decision holds for the content it was made on: read the file's. */
-	if (r >= 0 && exec_res.verdict == POLICY_ASK && exec_res.pin_wanted) {
+	if (r >= 0 && exec_res.verdict != POLICY_ALLOW && exec_res.pin_wanted) {
 		char sha256[FILE_DIGEST_HEX];
 
 		if (content_digest(real ? real : path, sha256) == 0)

@@ -138,7 +138,9 @@ static int rule_of(const struct queue_item *item, const struct approval_decision
 	 * to that path. */
 	*ret_sha256 = NULL;
 	if (d->allow) {
-		if (!sha256)
+		/* What config.c reads back: a malformed pin would make the file unreadable. */
+		if (!sha256 || strlen(sha256) != CONFIG_SHA256_HEX ||
+		    strspn(sha256, "0123456789abcdef") != CONFIG_SHA256_HEX)
 			return cl_error_set(
 			        err, -EINVAL,
 			        "the file could not be read to keep its content with the "

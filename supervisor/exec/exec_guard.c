@@ -657,9 +657,11 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	argc = t->argc;
 	r = decide(eg, t, NULL, &res, &err);
 	/* An ask: the file's content counts, for the decisions pinned to one (a person's) and
-	 * for what a decision on this ask will be pinned to. Asks only: an allowed exec costs no
+	 * for what a decision on this ask will be pinned to; so it does when a pinned rule would
+	 * allow what the settings deny (exec.ask off). An exec the config allows costs no
 	 * digest. */
-	if (r >= 0 && res.verdict == POLICY_ASK) {
+	if (r >= 0 &&
+	    (res.verdict == POLICY_ASK || (res.pin_wanted && res.verdict != POLICY_ALLOW))) {
 		if (file_digest_get(eg->digests, t->file_fd, t->file.dev, t->file.ino,
 		                    t->file.ctime_ns, t->file.size, sha256) == 0)
 			have_sha256 = true;

@@ -21,6 +21,7 @@ tap_plan $PLAN
 NOBODY=65534
 alive() { kill -0 "$1" 2>/dev/null; }
 # As the scenario's user ($AS: nothing for root, setpriv for nobody), with its runtime dir.
+# shellcheck disable=SC2086 # $AS is a command prefix, split on purpose
 cli() {
 	out=$(timeout 20 $AS env XDG_RUNTIME_DIR="$RT" "$BIN" "$@" 2>&1)
 	st=$?
@@ -62,6 +63,7 @@ PROJECT=a2d$$
 AGENT='n=1; while :; do while [ ! -e "$1/cmd$n" ]; do sleep 0.05; done
 	sh "$1/cmd$n" >"$1/out$n" 2>&1; echo "status $?" >>"$1/out$n"; n=$((n + 1)); done'
 SV=
+# shellcheck disable=SC2086 # $AS, as above
 start_sv() { # NAME
 	rm -f "$W"/cmd* "$W"/out*
 	(cd "$W" && exec $AS env XDG_RUNTIME_DIR="$RT" HOME="$H" "$BIN" run --config-dir "$C" \

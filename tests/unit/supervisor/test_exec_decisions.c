@@ -6,7 +6,11 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "supervisor/approval/approvals.h"
 #include "supervisor/approval/queue.h"
@@ -15,7 +19,7 @@
 
 static char *argv_git[] = {"git", "status", NULL};
 /* Two contents of /usr/bin/git: the one a person was shown, and one copied over it. */
-#define SHA_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define SHA_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define SHA_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 
 static struct queue_item item_of(char **argv, size_t argc)
@@ -171,9 +175,68 @@ static void test_decisions_keep_the_applet(void **state)
 	exec_decisions_free(x);
 }
 
+static void put_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "we");
+
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* What other runs wrote to the decisions files since the start is read again: an allow of the
+ * global file answers, a denial of the project file wins over it and over this session's
+ * allow; a file that no longer parses keeps what was read. */
+static void test_the_files_are_read_again(void **state)
+{
+	char dir[] = "/var/tmp/cloister-xd.XXXXXX", path[128];
+	struct exec_decisions *x = NULL;
+	struct queue_item it = item_of(argv_git, 2);
+	struct approval_decision exact = {.allow = true, .scope = QUEUE_SCOPE_SESSION};
+	const char *const status[] = {"git", "status"}, *log[] = {"git", "log"};
+	struct cl_error err = {""};
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/decisions", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/decisions/projects", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(exec_decisions_new(dir, "p", &x), 0);
+	assert_int_equal(exec_decisions_reload(x, &err), 0);
+	assert_int_equal(verdict(x, log, 2, NULL, 0), '?');
+
+	snprintf(path, sizeof(path), "%s/decisions/global.yaml", dir);
+	put_file(path, "exec:\n  allow:\n    - path: \"/usr/bin/git\"\n      argv0: \"git\"\n"
+	               "      sha256: \"" SHA_A "\"\n");
+	assert_int_equal(exec_decisions_reload(x, &err), 0);
+	assert_int_equal(verdict(x, log, 2, NULL, 0), 'a');
+	assert_int_equal(verdict_of(x, log, 2, SHA_B, NULL, 0), 'c');
+
+	assert_int_equal(exec_decisions_keep(x, &it, &exact, SHA_A, &err), 0);
+	snprintf(path, sizeof(path), "%s/decisions/projects/p.yaml", dir);
+	put_file(path, "exec:\n  deny:\n    - path: \"/usr/bin/git\"\n");
+	assert_int_equal(exec_decisions_reload(x, &err), 0);
+	assert_int_equal(verdict(x, log, 2, NULL, 0), 'd');
+	assert_int_equal(verdict(x, status, 2, NULL, 0), 'd');
+
+	put_file(path, "exec: [\n");
+	assert_true(exec_decisions_reload(x, &err) < 0);
+	assert_int_equal(verdict(x, status, 2, NULL, 0), 'd');
+	exec_decisions_free(x);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/decisions/global.yaml", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/decisions/projects", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/decisions", dir);
+	rmdir(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	        cmocka_unit_test(test_the_files_are_read_again),
 	        cmocka_unit_test(test_allows_are_pinned_to_the_content),
 	        cmocka_unit_test(test_decisions_keep_the_applet),
 	        cmocka_unit_test(test_session_decisions_answer_what_they_cover),
