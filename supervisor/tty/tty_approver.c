@@ -551,7 +551,7 @@ static void edit_key(struct tty_approver *ta, const struct queue_item *item, uin
 
 		if (exec_pattern_rule(item->exe, (const char *const *)item->argv, item->argc,
 		                      EXEC_MATCH_PATTERN, ta->edit, &rule, &err) < 0) {
-			snprintf(ta->edit_error, sizeof(ta->edit_error), "%s", err.msg);
+			snprintf(ta->edit_error, sizeof(ta->edit_error), "%.250s", err.msg);
 			break;
 		}
 		exec_pattern_rule_done(&rule);

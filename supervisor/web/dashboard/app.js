@@ -310,6 +310,7 @@ function connectPeer(peer) {
 		peer.failures = 0;
 		for (const c of state.cards.values()) if (c.item.origin === peer.url) setCardEnabled(c, !c.busy);
 		resyncPeer(peer);
+		if (!peer.log) connectPeerLog(peer); // its log stream failed with it: again
 	});
 	es.addEventListener('request-added', (e) => {
 		const item = parseJson(e.data);
@@ -1452,8 +1453,8 @@ function connectPeerLog(peer) {
 		}
 		addLogEntry(entry, item.run);
 	});
-	// The peer's own stream reconnects it (connectPeer); a failed log stream waits for the
-	// next connectLogs (a filter change, Retry) rather than retrying on its own.
+	// A failed log stream does not retry on its own: the peer's event stream, once it is
+	// open again, reconnects it (connectPeer), as does connectLogs (a filter change, Retry).
 	es.addEventListener('error', () => {
 		if (peer.log !== es) return;
 		es.close();
