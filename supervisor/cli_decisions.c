@@ -43,6 +43,7 @@ struct found {
 	struct decisions_entry e;
 	char *text;    /* the domain as written, or the exec rule's path */
 	char *command; /* an exec rule's command (copy) */
+	char *argv0;   /* an exec rule's argv[0] pin (copy) */
 	char id[13];
 };
 
@@ -58,6 +59,7 @@ static void found_list_done(struct found_list *l)
 		free(l->v[i].where);
 		free(l->v[i].text);
 		free(l->v[i].command);
+		free(l->v[i].argv0);
 		free((char *)l->v[i].e.path_glob);
 		free((char *)l->v[i].e.fs_path);
 	}
@@ -73,12 +75,15 @@ static const char *section_name(enum decisions_section s)
 static void make_id(struct found *f)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
-	const char *parts[5] = {
-	        f->where, f->e.section == DECISIONS_PROXY ? "proxy" : section_name(f->e.section),
-	        f->e.list == DECISIONS_ALLOW ? "allow" : "deny", f->text,
-	        f->command ? f->command : ""};
+	const char *parts[6] = {f->where,
+	                        f->e.section == DECISIONS_PROXY ? "proxy"
+	                                                        : section_name(f->e.section),
+	                        f->e.list == DECISIONS_ALLOW ? "allow" : "deny",
+	                        f->text,
+	                        f->command ? f->command : "",
+	                        f->argv0 ? f->argv0 : ""};
 
-	for (size_t i = 0; i < 5; i++) {
+	for (size_t i = 0; i < 6; i++) {
 		for (const char *p = parts[i]; *p; p++) {
 			h ^= (unsigned char)*p;
 			h *= 0x100000001b3ull;
@@ -91,7 +96,8 @@ static void make_id(struct found *f)
 
 static int push(struct found_list *l, const char *file, const char *where,
                 enum decisions_section section, enum decisions_list list,
-                const struct domain_spec *spec, const char *path_glob, const char *command)
+                const struct domain_spec *spec, const char *path_glob, const char *command,
+                const char *argv0)
 {
 	struct found *v = reallocarray(l->v, l->n + 1, sizeof(*v)), *f;
 	char text[DOMAIN_HOST_MAX + 16];
@@ -118,9 +124,12 @@ static int push(struct found_list *l, const char *file, const char *where,
 		f->e.path_glob = path_glob ? strdup(path_glob) : NULL;
 		f->command = command ? strdup(command) : NULL;
 		f->e.command = f->command;
+		f->argv0 = argv0 ? strdup(argv0) : NULL;
+		f->e.argv0 = f->argv0;
 	}
 	if (!f->file || !f->where || !f->text ||
-	    (section == DECISIONS_EXEC && path_glob && !f->e.path_glob) || (command && !f->command))
+	    (section == DECISIONS_EXEC && path_glob && !f->e.path_glob) ||
+	    (command && !f->command) || (argv0 && !f->argv0))
 		return -ENOMEM;
 	make_id(f);
 	l->n++;
@@ -145,20 +154,21 @@ static int read_file(struct found_list *l, const char *file, const char *where,
 		return r;
 	for (size_t i = 0; i < cfg->proxy.allow.n && r >= 0; i++)
 		r = push(l, file, where, DECISIONS_PROXY, DECISIONS_ALLOW,
-		         &cfg->proxy.allow.items[i].spec, NULL, NULL);
+		         &cfg->proxy.allow.items[i].spec, NULL, NULL, NULL);
 	for (size_t i = 0; i < cfg->proxy.deny.n && r >= 0; i++)
 		r = push(l, file, where, DECISIONS_PROXY, DECISIONS_DENY,
-		         &cfg->proxy.deny.items[i].spec, NULL, NULL);
+		         &cfg->proxy.deny.items[i].spec, NULL, NULL, NULL);
 	for (size_t i = 0; i < cfg->exec.allow.n && r >= 0; i++)
 		r = push(l, file, where, DECISIONS_EXEC, DECISIONS_ALLOW, NULL,
 		         cfg->exec.allow.items[i].path_glob,
-		         cfg->exec.allow.items[i].command.source);
+		         cfg->exec.allow.items[i].command.source, cfg->exec.allow.items[i].argv0);
 	for (size_t i = 0; i < cfg->exec.deny.n && r >= 0; i++)
 		r = push(l, file, where, DECISIONS_EXEC, DECISIONS_DENY, NULL,
-		         cfg->exec.deny.items[i].path_glob, cfg->exec.deny.items[i].command.source);
+		         cfg->exec.deny.items[i].path_glob, cfg->exec.deny.items[i].command.source,
+		         cfg->exec.deny.items[i].argv0);
 	for (size_t i = 0; i < cfg->fs.allow.n && r >= 0; i++)
 		r = push(l, file, where, DECISIONS_FS, DECISIONS_ALLOW, NULL,
-		         cfg->fs.allow.items[i].pattern, NULL);
+		         cfg->fs.allow.items[i].pattern, NULL, NULL);
 	return r < 0 ? cl_error_set(err, r, "out of memory") : 0;
 }
 
@@ -214,6 +224,10 @@ static void print_found(const struct found *f)
 	if (f->command) {
 		fputs("  command ", stdout);
 		term_escape_put(stdout, f->command, 300);
+	}
+	if (f->argv0) {
+		fputs("  as ", stdout);
+		term_escape_put(stdout, f->argv0, 100);
 	}
 	putchar('\n');
 }

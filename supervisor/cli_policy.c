@@ -1,6 +1,7 @@
 #include "supervisor/cli_policy.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -9,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
 #include "base/say.h"
 #include "protocol/protocol.h"
+#include "supervisor/exec/file_digest.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/config_files.h"
 #include "supervisor/policy/exec_decision.h"
@@ -213,6 +216,26 @@ static void print_result(const char *what, const struct policy_result *res, cons
 /* Find CMD as execvp would: as given when it has a '/', else in each PATH entry (an empty
  * entry is the current directory). The result is absolute; a path with "." or ".." parts is
  * resolved with realpath() so that it reads as the kernel would see the file. */
+/* The SHA-256 of the file at PATH, as `run` digests an asked file (file_digest.h). */
+static int content_digest(const char *path, char ret[FILE_DIGEST_HEX])
+{
+	_cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
+	_cleanup_(file_digests_freep) struct file_digests *c = NULL;
+	struct statx x;
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_CTIME | STATX_SIZE, &x) < 0)
+		return -errno;
+	r = file_digests_new(&c);
+	if (r < 0)
+		return r;
+	return file_digest_get(c, fd, makedev(x.stx_dev_major, x.stx_dev_minor), x.stx_ino,
+	                       (uint64_t)x.stx_ctime.tv_sec * 1000000000u + x.stx_ctime.tv_nsec,
+	                       x.stx_size, ret);
+}
+
 static int resolve_command(const char *cmd, char **ret_path)
 {
 	_cleanup_free_ char *found = NULL;
@@ -288,6 +311,14 @@ static int check_command(const struct config *cfg, char **argv, int argc)
 	real = realpath(path, NULL);
 	r = exec_decide(cfg, path, real, (const char *const *)argv, (size_t)argc, false, &exec_res,
 	                &err);
+	/* A person's decision holds for the content it was made on: read the file's. */
+	if (r >= 0 && exec_res.verdict != POLICY_ALLOW && exec_res.pin_wanted) {
+		char sha256[FILE_DIGEST_HEX];
+
+		if (content_digest(real ? real : path, sha256) == 0)
+			r = exec_decide_content(cfg, path, real, (const char *const *)argv,
+			                        (size_t)argc, false, sha256, &exec_res, &err);
+	}
 	if (r >= 0)
 		r = cl_quote_strv((const char *const *)argv, (size_t)argc, &err, &hostexec_command);
 	if (r >= 0)
@@ -489,6 +520,16 @@ static void show_exec_list(const char *key, const struct config_exec_list *l)
 				put_comment(&r->origin);
 			else
 				putchar('\n');
+		}
+		if (r->argv0) {
+			fputs("      argv0: ", stdout);
+			put_quoted(r->argv0);
+			putchar('\n');
+		}
+		if (r->sha256) {
+			fputs("      sha256: ", stdout);
+			put_quoted(r->sha256);
+			putchar('\n');
 		}
 	}
 }

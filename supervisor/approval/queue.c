@@ -141,6 +141,7 @@ static void item_unref(struct qitem *it)
 	free(it->pub.cwd);
 	free(it->pub.interpreter);
 	free(it->pub.identity);
+	free(it->pub.note);
 	for (size_t i = 0; i < it->pub.argc; i++)
 		free(it->pub.argv[i]);
 	free(it->pub.argv);
@@ -162,8 +163,8 @@ static int dup_opt(const char *s, char **ret)
 static size_t request_bytes(const struct queue_request *req)
 {
 	size_t n = 0;
-	const char *strs[] = {req->sandbox,     req->project, req->summary, req->exe,
-	                      req->interpreter, req->cwd,     req->identity};
+	const char *strs[] = {req->sandbox,     req->project, req->summary,  req->exe,
+	                      req->interpreter, req->cwd,     req->identity, req->note};
 
 	for (size_t i = 0; i < ELEMENTSOF(strs); i++)
 		n += strs[i] ? strlen(strs[i]) + 1 : 0;
@@ -192,7 +193,7 @@ static int item_new(const struct queue_request *req, struct qitem **ret)
 	    dup_opt(req->summary, &it->pub.summary) < 0 || dup_opt(req->exe, &it->pub.exe) < 0 ||
 	    dup_opt(req->cwd, &it->pub.cwd) < 0 ||
 	    dup_opt(req->interpreter, &it->pub.interpreter) < 0 ||
-	    dup_opt(req->identity, &it->pub.identity) < 0)
+	    dup_opt(req->identity, &it->pub.identity) < 0 || dup_opt(req->note, &it->pub.note) < 0)
 		goto nomem;
 	it->pub.kind = req->kind;
 	it->pub.pid = req->pid;
@@ -225,7 +226,7 @@ static bool item_matches(const struct qitem *it, const struct queue_request *req
 	    !str_eq(p->sandbox, req->sandbox) || !str_eq(p->summary, req->summary) ||
 	    !str_eq(p->project, req->project) || !str_eq(p->exe, req->exe) ||
 	    !str_eq(p->cwd, req->cwd) || !str_eq(p->interpreter, req->interpreter) ||
-	    !str_eq(p->identity, req->identity))
+	    !str_eq(p->identity, req->identity) || !str_eq(p->note, req->note))
 		return false;
 	for (size_t i = 0; i < req->argc; i++)
 		if (!str_eq(p->argv[i], req->argv[i] ? req->argv[i] : ""))

@@ -131,11 +131,12 @@ struct queue_request {
 	const char *cwd;         /* optional */
 	const char *interpreter; /* optional: a script's #! line */
 	const char *identity;    /* optional: what else must match to merge (see Merging) */
-	int64_t pid;             /* -1: unknown */
-	int64_t uid;             /* -1: unknown */
-	bool allowlist_matched;  /* an allow rule matched: what ask_fallback=allowlist needs */
-	uint32_t owner;          /* the waiter: its owner … */
-	uint64_t cookie;         /* … and the owner's name for it */
+	const char *note; /* optional: the supervisor's word on why it asks (not the agent's) */
+	int64_t pid;      /* -1: unknown */
+	int64_t uid;      /* -1: unknown */
+	bool allowlist_matched; /* an allow rule matched: what ask_fallback=allowlist needs */
+	uint32_t owner;         /* the waiter: its owner … */
+	uint64_t cookie;        /* … and the owner's name for it */
 };
 
 /* One waiter of an item (see "Waiters" above). */
@@ -159,6 +160,7 @@ struct queue_item {
 	char *cwd;
 	char *interpreter;
 	char *identity;
+	char *note;
 	int64_t pid; /* of the first asker */
 	int64_t uid;
 	bool allowlist_matched;

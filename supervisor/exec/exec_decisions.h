@@ -11,7 +11,9 @@
  * Only asks are looked up here: what the config allows or denies outright is not changed by a
  * decision of the session (a remembered denial is a deny rule in the next run's config, where
  * it beats allow rules as every deny does). Other supervisors that run at the same time read
- * the file when they start; `decisions rm` takes effect for runs started afterwards. */
+ * the files again when they change (exec_decisions_watch()): a project or global decision made
+ * in one run answers the asks of the others too, the waiting ones included. `decisions rm`
+ * takes effect for runs started afterwards (a running one keeps its config's copy). */
 #ifndef CLOISTER_EXEC_DECISIONS_H
 #define CLOISTER_EXEC_DECISIONS_H
 
@@ -35,17 +37,36 @@ void exec_decisions_free(struct exec_decisions *x);
  * -errno when a project or global decision could not be written (it holds for the session
  * all the same). */
 int exec_decisions_keep(struct exec_decisions *x, const struct queue_item *item,
-                        const struct approval_decision *d, struct cl_error *err);
+                        const struct approval_decision *d, const char *sha256,
+                        struct cl_error *err);
 
-/* Check a decision before it is made: 0 when D on ITEM can be kept, -EINVAL with a reason. */
+/* Check a decision before it is made: 0 when D on ITEM can be kept, -EINVAL with a reason.
+ *
+ * What a decision is pinned to (config.h's config_exec_rule): the file name of argv[0] the
+ * exec had (a multi-call program's applet), and for an allow SHA256, the digest of the
+ * file's content when it was asked (NULL: it could not be read, and an allow wider than once
+ * is refused): a file copied over it later is asked again, in this run and in the next. */
 int exec_decisions_validate(const struct queue_item *item, const struct approval_decision *d,
-                            struct cl_error *err);
+                            const char *sha256, struct cl_error *err);
 
 /* An ask (*RES) that a kept decision covers becomes its allow or deny. GIVEN and REAL are the
- * exec's two names (exec_decision.h). True when *RES changed. */
+ * exec's two names (exec_decision.h), SHA256 its file's digest (NULL: unknown, pinned allows
+ * do not match). True when *RES changed; res->content_changed set when an allow kept for
+ * another content of the file would have covered it. */
 bool exec_decisions_apply(const struct exec_decisions *x, const char *given, const char *real,
-                          const char *const *argv, size_t argc, bool truncated,
+                          const char *const *argv, size_t argc, bool truncated, const char *sha256,
                           struct policy_result *res);
+
+struct loop;
+
+/* Watch the decisions directory (inotify on the config directory, decisions/ and
+ * decisions/projects/) and read the global and project files again, each under its lock, when
+ * one changes; then CHANGED(USERDATA) (to look at the waiting asks again). Reads them once
+ * now. A file that does not parse keeps what was read before it. 0, or -errno with ERR. */
+int exec_decisions_watch(struct exec_decisions *x, struct loop *loop,
+                         void (*changed)(void *userdata), void *userdata, struct cl_error *err);
+/* Read the files again now (what the watch does). */
+int exec_decisions_reload(struct exec_decisions *x, struct cl_error *err);
 
 /* How many decisions are kept (for tests and the verbose output). */
 size_t exec_decisions_count(const struct exec_decisions *x);

@@ -28,6 +28,8 @@
 #include "supervisor/exec/deny_ids.h"
 #include "supervisor/exec/exec_decisions.h"
 #include "supervisor/exec/exec_verdict.h"
+#include "supervisor/exec/file_digest.h"
+#include "supervisor/approval/sha256.h"
 #include "supervisor/policy/exec_decision.h"
 #include "supervisor/approval/approvals.h"
 #include "base/loop.h"
@@ -68,7 +70,9 @@ struct pending_exec {
 	struct exec_files files;
 	struct exec_args args;
 	int fd; /* the file as it was read (O_PATH), to see at approval whether it changed */
-	char *session_key;              /* what an "always" answer adds to the session */
+	char *session_key;              /* what an "always" answer adds to the session (NULL:
+	                                 * nothing: the argv was only read in part) */
+	char sha256[FILE_DIGEST_HEX];   /* the file's content digest, "" when it is not known */
 	char item_id[QUEUE_ID_LEN + 1]; /* the ask it waits on */
 };
 
@@ -98,6 +102,7 @@ struct exec_guard {
 	size_t n_pending, cap_pending;
 	struct exec_answers *answers;   /* "always", and denials of a moment ago */
 	struct exec_decisions *decided; /* people's decisions wider than once */
+	struct file_digests *digests;   /* content digests of asked files, by identity */
 	struct approvals *service;      /* to decide asks a new decision covers */
 	bool recheck;                   /* a decision was kept: look at the other asks */
 	struct verdict_cache *verdicts; /* allows of a moment ago (cleared by forget_verdicts) */
@@ -189,7 +194,7 @@ static struct pending_exec *pending_find(struct exec_guard *eg, uint64_t cookie)
 /* Takes *FD (set to -1) once added. */
 static int pending_add(struct exec_guard *eg, uint64_t cookie, pid_t pid,
                        const struct exec_files *files, const struct exec_args *args, int *fd,
-                       const char *session_key)
+                       const char *session_key, const char *sha256)
 {
 	struct pending_exec *p;
 
@@ -208,8 +213,9 @@ static int pending_add(struct exec_guard *eg, uint64_t cookie, pid_t pid,
 	p->files = *files;
 	p->args = *args;
 	p->item_id[0] = '\0';
-	p->session_key = strdup(session_key);
-	if (!p->session_key)
+	snprintf(p->sha256, sizeof(p->sha256), "%s", sha256 ? sha256 : "");
+	p->session_key = session_key ? strdup(session_key) : NULL;
+	if (session_key && !p->session_key)
 		return -ENOMEM;
 	p->fd = *fd;
 	*fd = -1;
@@ -334,12 +340,14 @@ static void on_resolved(void *userdata, const struct queue_item *item, const uin
 			pending_remove(eg, p);
 			continue;
 		}
-		if (allow && item->scope == QUEUE_SCOPE_SESSION)
+		if (allow && item->scope == QUEUE_SCOPE_SESSION && p->session_key)
 			exec_answers_allow_always(eg->answers, p->session_key);
 		/* A shell whose exec was refused tries the next PATH entry (/usr/bin/x, then
 		 * /bin/x): the same process asking again this soon gets the same answer. */
 		if (!allow && item->state != QUEUE_STATE_CANCELLED) {
-			exec_answers_denied(eg->answers, p->session_key, p->pid, loop_now_ms());
+			if (p->session_key)
+				exec_answers_denied(eg->answers, p->session_key, p->pid,
+				                    loop_now_ms());
 			tell_agent(eg, p->cookie, p->pid, item->exe ? item->exe : item->summary,
 			           item->reason && *item->reason ? item->reason
 			                                         : "the user denied it");
@@ -350,6 +358,16 @@ static void on_resolved(void *userdata, const struct queue_item *item, const uin
 	if (item->state == QUEUE_STATE_DENIED || item->state == QUEUE_STATE_TIMED_OUT)
 		say("exec %s %s: %s", item->exe ? item->exe : item->summary,
 		    queue_state_to_string(item->state), item->reason);
+}
+
+/* The content digest of the file the ask ID is about (its waiters all name the same file as
+ * it was read: they merged on its identity); NULL when not known. */
+static const char *pending_sha256(const struct exec_guard *eg, const char *id)
+{
+	for (size_t i = 0; i < eg->n_pending; i++)
+		if (strcmp(eg->pending[i].item_id, id) == 0)
+			return eg->pending[i].sha256[0] ? eg->pending[i].sha256 : NULL;
+	return NULL;
 }
 
 /* A decision was kept: decide the waiting asks of this guard it covers. */
@@ -372,7 +390,8 @@ static void recheck_pending(struct exec_guard *eg)
 
 		if (!item || !item->exe ||
 		    !exec_decisions_apply(eg->decided, item->exe, item->exe,
-		                          (const char *const *)item->argv, item->argc, false, &res))
+		                          (const char *const *)item->argv, item->argc, false,
+		                          pending_sha256(eg, ids[i]), &res))
 			continue;
 		d.allow = res.verdict == POLICY_ALLOW;
 		d.reason = res.reason;
@@ -413,8 +432,9 @@ static uint64_t on_tick(void *userdata, uint64_t now_ms)
 static int on_validate(void *userdata, const struct queue_item *item,
                        const struct approval_decision *d, struct cl_error *err)
 {
-	(void)userdata;
-	return exec_decisions_validate(item, d, err);
+	struct exec_guard *eg = userdata;
+
+	return exec_decisions_validate(item, d, pending_sha256(eg, item->id), err);
 }
 
 static int on_decided(void *userdata, const struct queue_item *item,
@@ -422,7 +442,7 @@ static int on_decided(void *userdata, const struct queue_item *item,
 {
 	struct exec_guard *eg = userdata;
 
-	int r = exec_decisions_keep(eg->decided, item, d, err);
+	int r = exec_decisions_keep(eg->decided, item, d, pending_sha256(eg, item->id), err);
 
 	forget_verdicts(eg);
 	/* The other asks waiting now that it covers are answered too, from the timer (not
@@ -432,6 +452,16 @@ static int on_decided(void *userdata, const struct queue_item *item,
 		approvals_schedule(eg->approvals);
 	}
 	return r;
+}
+
+/* The decisions files changed (another run decided): look at the waiting asks again. */
+static void on_shared_decisions(void *userdata)
+{
+	struct exec_guard *eg = userdata;
+
+	forget_verdicts(eg); /* a decision removed there must not live on here */
+	eg->recheck = true;
+	approvals_schedule(eg->approvals);
 }
 
 static const struct approval_source_ops exec_source_ops = {
@@ -516,6 +546,63 @@ static int decide_alias(struct exec_guard *eg, const struct exec_file *f, const 
 	return exec_decide_alias(eg->config, alias, argv, argc, truncated, res, err);
 }
 
+/* The policy's verdict on T, its file's content SHA256 (NULL: unknown): the program's exec,
+ * the deny rules' files under other names, a script's interpreter. */
+static int decide(struct exec_guard *eg, const struct exec_target *t, const char *sha256,
+                  struct policy_result *res, struct cl_error *err)
+{
+	const char *const *argv = (const char *const *)t->argv;
+	size_t argc = t->argc;
+	int r;
+
+	r = exec_decide_content(eg->config, t->abs_path, t->file.real_path, argv, argc,
+	                        t->argv_truncated, sha256, res, err);
+	/* The file is a deny rule's file under another name (a hard link): that rule holds. */
+	if (r >= 0)
+		r = decide_alias(eg, &t->file, argv, argc, t->argv_truncated, res, err);
+	/* The interpreter's exec is decided too. */
+	if (r >= 0 && t->script)
+		r = exec_decide_interpreter(eg->config, t->interp[0] == '/' ? t->interp : NULL,
+		                            t->interp_file.real_path, t->interp_arg,
+		                            t->path[0] ? t->path : t->abs_path, argv, argc,
+		                            t->argv_truncated, res, err);
+	if (r >= 0 && t->script)
+		r = decide_alias(eg, &t->interp_file, argv, argc, t->argv_truncated, res, err);
+	return r;
+}
+
+/* What a session's answer to T is kept by: its real file, the files as they were read
+ * (device, inode, ctime, size: another content at the name is another key) and a digest of
+ * its whole argv, argv[0] included (a multi-call program acts on it; a display string would
+ * be cut). *RET NULL when the argv was only read in part: nothing certain to keep. */
+static int session_key_of(const struct exec_target *t, const struct exec_files *files, char **ret)
+{
+	uint8_t digest[SHA256_DIGEST_SIZE];
+	char hex[2 * SHA256_DIGEST_SIZE + 1], identity[256];
+	struct sha256 ctx;
+
+	*ret = NULL;
+	if (t->argv_truncated)
+		return 0;
+	sha256_init(&ctx);
+	for (size_t i = 0; i < t->argc; i++) {
+		uint64_t len = strlen(t->argv[i]);
+
+		/* Length first: ["a b"] and ["a", "b"] differ. */
+		sha256_update(&ctx, &len, sizeof(len));
+		sha256_update(&ctx, t->argv[i], len);
+	}
+	sha256_final(&ctx, digest);
+	sha256_hex(digest, hex);
+	exec_files_identity(files, identity, sizeof(identity));
+	if (asprintf(ret, "%s\n%s\n%zu %s", t->file.real_path ? t->file.real_path : t->abs_path,
+	             identity, t->argc, hex) < 0) {
+		*ret = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 {
 	_cleanup_(exec_target_freep) struct exec_target *t = NULL;
@@ -524,6 +611,8 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	struct verdict_key key;
 	struct policy_result res;
 	bool lean;
+	char sha256[FILE_DIGEST_HEX];
+	bool have_sha256 = false;
 	struct exec_files files;
 	struct exec_args args;
 	const char *const *argv;
@@ -586,21 +675,24 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	argc = t->argc;
 	/* The same exec as a moment ago, nothing it rests on changed: the same allow. */
 	verdict_key_of(t, &key);
-	if (verdict_cache_find(eg->verdicts, &key, &res))
+	if (verdict_cache_find(eg->verdicts, &key, &res)) {
+		exec_files_from_target(t, &files);
+		exec_args_from_target(eg, t, &args);
 		goto decided;
-	r = exec_decide(eg->config, t->abs_path, t->file.real_path, argv, argc, t->argv_truncated,
-	                &res, &err);
-	/* The file is a deny rule's file under another name (a hard link): that rule holds. */
-	if (r >= 0)
-		r = decide_alias(eg, &t->file, argv, argc, t->argv_truncated, &res, &err);
-	/* The interpreter's exec is decided too. */
-	if (r >= 0 && t->script)
-		r = exec_decide_interpreter(eg->config, t->interp[0] == '/' ? t->interp : NULL,
-		                            t->interp_file.real_path, t->interp_arg,
-		                            t->path[0] ? t->path : t->abs_path, argv, argc,
-		                            t->argv_truncated, &res, &err);
-	if (r >= 0 && t->script)
-		r = decide_alias(eg, &t->interp_file, argv, argc, t->argv_truncated, &res, &err);
+	}
+	r = decide(eg, t, NULL, &res, &err);
+	/* An ask: the file's content counts, for the decisions pinned to one (a person's) and
+	 * for what a decision on this ask will be pinned to; so it does when a pinned rule would
+	 * allow what the settings deny (exec.ask off). An exec the config allows costs no
+	 * digest. */
+	if (r >= 0 &&
+	    (res.verdict == POLICY_ASK || (res.pin_wanted && res.verdict != POLICY_ALLOW))) {
+		if (file_digest_get(eg->digests, t->file_fd, t->file.dev, t->file.ino,
+		                    t->file.ctime_ns, t->file.size, sha256) == 0)
+			have_sha256 = true;
+		if (have_sha256 && res.pin_wanted)
+			r = decide(eg, t, sha256, &res, &err);
+	}
 	if (r < 0) {
 		say("exec %s denied: %s", exe, err.msg);
 		audit_verdict(eg, t, exe, argv, argc, NULL, AUDIT_DENY, err.msg);
@@ -608,19 +700,22 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		notifier_deny(eg->notifier, req->id, EACCES);
 		return;
 	}
-	/* An ask is known by its file and command: what a person answers is kept by that. */
-	if (res.verdict == POLICY_ASK && asprintf(&session_key, "%s\n%s", exe, res.subject) < 0) {
+	exec_files_from_target(t, &files);
+	exec_args_from_target(eg, t, &args);
+	/* An ask is known by its files as they were read and its whole argv: what a person
+	 * answers is kept by that. */
+	if (res.verdict == POLICY_ASK && session_key_of(t, &files, &session_key) < 0) {
 		notifier_deny(eg->notifier, req->id, EACCES);
 		return;
 	}
 	exec_verdict_rewrite(t, eg->answers, session_key, eg->terminating, loop_now_ms(), &res);
 	/* An ask a person's wider decision covers is answered by it. */
 	exec_decisions_apply(eg->decided, t->abs_path, t->file.real_path, argv, argc,
-	                     t->argv_truncated, &res);
-	(void)verdict_cache_put(eg->verdicts, &key, &res); /* allows only */
+	                     t->argv_truncated, have_sha256 ? sha256 : NULL, &res);
+	/* Allows only. A pinned decision's allow is kept by the same identity its digest was
+	 * taken at (ctime and size are in the key). */
+	(void)verdict_cache_put(eg->verdicts, &key, &res);
 decided:
-	exec_files_from_target(t, &files);
-	exec_args_from_target(eg, t, &args);
 
 	/* An ask shows the cwd and the user on its card. */
 	if (lean && res.verdict == POLICY_ASK) {
@@ -678,6 +773,9 @@ decided:
 		        .cwd = t->cwd,
 		        .interpreter = NULL,
 		        .identity = identity,
+		        .note = res.content_changed ? "the file changed since you allowed it (its "
+		                                      "content is not the one decided on)"
+		                                    : NULL,
 		        .pid = t->pid,
 		        .uid = t->uid == (uid_t)-1 ? -1 : (int64_t)t->uid,
 		        .allowlist_matched = res.fallback == POLICY_ALLOW,
@@ -692,7 +790,8 @@ decided:
 		}
 		char item_id[QUEUE_ID_LEN + 1] = "";
 
-		r = pending_add(eg, req->id, t->pid, &files, &args, &t->file_fd, session_key);
+		r = pending_add(eg, req->id, t->pid, &files, &args, &t->file_fd, session_key,
+		                have_sha256 ? sha256 : NULL);
 		if (r >= 0)
 			r = approvals_ask(eg->approvals, &qr, item_id);
 		if (r >= 0 && r != QUEUE_ADD_DECIDED) {
@@ -849,10 +948,21 @@ int exec_guard_new(struct loop *loop, struct approvals *approvals, int listener_
 	if (r >= 0)
 		r = verdict_cache_new(&eg->verdicts);
 	if (r >= 0)
+		r = file_digests_new(&eg->digests);
+	if (r >= 0)
 		r = exec_decisions_new(config->decisions_dir, config->project, &eg->decided);
 	eg->service = approvals;
 	if (r >= 0)
 		r = approvals_register(approvals, &exec_source_ops, eg, &eg->approvals);
+	/* Other runs' project and global decisions, as they are made. Without it (no inotify),
+	 * they hold from the next run, as before. */
+	if (r >= 0) {
+		struct cl_error err = {""};
+
+		if (exec_decisions_watch(eg->decided, loop, on_shared_decisions, eg, &err) < 0 &&
+		    config->verbose)
+			say("decisions of other runs are read at start only: %s", err.msg);
+	}
 	if (r < 0) {
 		close(listener_fd);
 		exec_guard_free(eg);
@@ -900,6 +1010,7 @@ void exec_guard_free(struct exec_guard *eg)
 	exec_answers_free(eg->answers);
 	exec_decisions_free(eg->decided);
 	verdict_cache_free(eg->verdicts);
+	file_digests_free(eg->digests);
 	free(eg->name);
 	free(eg->project);
 	free(eg);

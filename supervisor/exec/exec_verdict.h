@@ -29,8 +29,10 @@ struct exec_answers;
 #define EXEC_ANSWERS_RECENT      16
 #define EXEC_ANSWERS_RECENT_MS   3000
 
-/* What people answered, for one sandbox. KEY names an exec: its real file and its canonical
- * command ("/usr/bin/curl\ncurl example.com"). */
+/* What people answered, for one sandbox. KEY names an exec exactly (exec_guard.c builds it):
+ * its real file, the files as they were read (device, inode, ctime, size) and a digest of its
+ * whole argv, argv[0] included; never a display string, which is cut and names the program by
+ * its file (a multi-call program acts on argv[0]). */
 int exec_answers_new(struct exec_answers **ret_answers);
 void exec_answers_free(struct exec_answers *a);
 /* "Always": KEY is allowed for the rest of the session (past the bound, once only). */

@@ -29,6 +29,8 @@ void exec_list_clear(struct config_exec_list *list)
 {
 	for (size_t i = 0; i < list->n; i++) {
 		free(list->items[i].path_glob);
+		free(list->items[i].argv0);
+		free(list->items[i].sha256);
 		config_regex_done(&list->items[i].command);
 	}
 	free(list->items);
@@ -984,6 +986,39 @@ static char *home_glob(const char *home, const char *rest)
 	return out;
 }
 
+/* An exec rule's pins (config.h): ARGV0 a file name, SHA256 a content digest (allow rules
+ * only: a deny holds whatever the file holds). Either may be NULL. */
+static int exec_pins(struct parse_ctx *ctx, const char *ipath, const struct ydoc_node *argv0,
+                     const struct ydoc_node *sha256, bool deny)
+{
+	char kpath[320];
+
+	if (argv0) {
+		pathf(kpath, sizeof(kpath), "%s.argv0", ipath);
+		if (argv0->kind != YDOC_SCALAR || ydoc_is_null(argv0) || !argv0->text[0] ||
+		    strchr(argv0->text, '/') || strlen(argv0->text) > 255)
+			return fail(ctx, argv0, kpath,
+			            "expected a program's file name (no '/', at most 255 bytes)");
+		for (const char *p = argv0->text; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				return fail(ctx, argv0, kpath,
+				            "a control character in a file name");
+	}
+	if (sha256) {
+		pathf(kpath, sizeof(kpath), "%s.sha256", ipath);
+		if (deny)
+			return fail(ctx, sha256, kpath,
+			            "a deny rule holds whatever the file holds; sha256 pins allow "
+			            "rules only");
+		if (sha256->kind != YDOC_SCALAR || ydoc_is_null(sha256) ||
+		    strlen(sha256->text) != CONFIG_SHA256_HEX ||
+		    strspn(sha256->text, "0123456789abcdef") != CONFIG_SHA256_HEX)
+			return fail(ctx, sha256, kpath,
+			            "expected a SHA-256 digest: 64 lowercase hex digits");
+	}
+	return 0;
+}
+
 static int exec_entries(struct parse_ctx *ctx, const struct ydoc_node *node, const char *path,
                         struct config_exec_list *list, const char *list_name, bool deny)
 {
@@ -992,7 +1027,8 @@ static int exec_entries(struct parse_ctx *ctx, const struct ydoc_node *node, con
 	if (r <= 0)
 		return r;
 	for (size_t i = 0; i < node->n; i++) {
-		const struct ydoc_node *item = node->items[i], *pathv = NULL, *command = NULL;
+		const struct ydoc_node *item = node->items[i], *pathv = NULL, *command = NULL,
+		                       *argv0 = NULL, *sha256 = NULL;
 		struct config_exec_rule rule = {.list = list_name, .index = (unsigned)i};
 		char ipath[300], kpath[320];
 
@@ -1009,6 +1045,10 @@ static int exec_entries(struct parse_ctx *ctx, const struct ydoc_node *node, con
 				pathv = item->items[k + 1];
 			else if (strcmp(key->text, "command") == 0)
 				command = item->items[k + 1];
+			else if (strcmp(key->text, "argv0") == 0)
+				argv0 = item->items[k + 1];
+			else if (strcmp(key->text, "sha256") == 0)
+				sha256 = item->items[k + 1];
 			else /* strict, as the exec section: `comand:` would widen an allow rule */
 				return fail(ctx, key, kpath,
 				            "unknown key; expected \"path\" and/or \"command\"");
@@ -1016,6 +1056,9 @@ static int exec_entries(struct parse_ctx *ctx, const struct ydoc_node *node, con
 		if (!pathv && !command)
 			return fail(ctx, item, ipath,
 			            "expected a mapping with \"path\" and/or \"command\"");
+		r = exec_pins(ctx, ipath, argv0, sha256, deny);
+		if (r < 0)
+			return r;
 		/* The command's first word is only the file's name, and the agent can write a
 		 * file of any name: such a rule allows its own "git" as readily as /usr/bin/git. */
 		if (!pathv && !deny) {
@@ -1097,9 +1140,20 @@ static int exec_entries(struct parse_ctx *ctx, const struct ydoc_node *node, con
 				return oom(ctx);
 			}
 		}
+		rule.argv0 = argv0 ? strdup(argv0->text) : NULL;
+		rule.sha256 = sha256 ? strdup(sha256->text) : NULL;
+		if ((argv0 && !rule.argv0) || (sha256 && !rule.sha256)) {
+			free(rule.argv0);
+			free(rule.sha256);
+			free(rule.path_glob);
+			config_regex_done(&rule.command);
+			return oom(ctx);
+		}
 		rule.origin = origin_of(ctx, item);
 		r = grow((void **)&list->items, list->n, sizeof(*list->items));
 		if (r < 0) {
+			free(rule.argv0);
+			free(rule.sha256);
 			free(rule.path_glob);
 			config_regex_done(&rule.command);
 			return r == -E2BIG ? too_many(ctx, item, ipath) : oom(ctx);

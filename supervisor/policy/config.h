@@ -122,14 +122,23 @@ enum unlisted_behavior {
 
 /* exec.allow / exec.deny entry: `path:` (fnmatch glob, FNM_PATHNAME, absolute) and/or
  * `command:` (regex on the canonical command); with both, both must match. */
+/* The length of a `sha256:` pin, in hex digits. */
+#define CONFIG_SHA256_HEX 64
+
 struct config_exec_rule {
 	char *path_glob; /* NULL: any path */
 	/* path_glob is a path, no glob: the rule matches that file and every file below it (run's
 	 * rules for the agent's own files, never written in a file). */
 	bool tree;
 	struct config_regex command; /* source NULL: any command */
-	const char *list;            /* "exec.allow" / "exec.deny" */
-	unsigned index;              /* position in its file's list */
+	/* A person's decision (exec_decisions.h) pins what it saw: ARGV0, the file name argv[0]
+	 * must have (a multi-call program acts on it: a decision on busybox run as `ls` is not
+	 * one on busybox run as `rm`), and SHA256, the file's content (lowercase hex; allow
+	 * rules only): a file copied over the one allowed is not allowed by it. NULL: any. */
+	char *argv0;
+	char *sha256;
+	const char *list; /* "exec.allow" / "exec.deny" */
+	unsigned index;   /* position in its file's list */
 	struct config_origin origin;
 };
 

@@ -32,7 +32,8 @@ static bool same_str(const char *a, const char *b)
 
 static bool same_exec(const struct config_exec_rule *r, const struct decisions_entry *e)
 {
-	return same_str(r->path_glob, e->path_glob) && same_str(r->command.source, e->command);
+	return same_str(r->path_glob, e->path_glob) && same_str(r->command.source, e->command) &&
+	       same_str(r->argv0, e->argv0);
 }
 
 struct text_buf {
@@ -93,7 +94,8 @@ static int append_yaml_quoted(struct text_buf *b, const char *s)
 	return r < 0 ? r : append(b, "\"");
 }
 
-static int append_exec_entry(struct text_buf *b, const char *path_glob, const char *command)
+static int append_exec_entry(struct text_buf *b, const char *path_glob, const char *command,
+                             const char *argv0, const char *sha256)
 {
 	int r = 0;
 
@@ -108,6 +110,20 @@ static int append_exec_entry(struct text_buf *b, const char *path_glob, const ch
 		r = append(b, path_glob ? "      command: " : "    - command: ");
 		if (r >= 0)
 			r = append_yaml_quoted(b, command);
+		if (r >= 0)
+			r = append(b, "\n");
+	}
+	if (r >= 0 && argv0) {
+		r = append(b, "      argv0: ");
+		if (r >= 0)
+			r = append_yaml_quoted(b, argv0);
+		if (r >= 0)
+			r = append(b, "\n");
+	}
+	if (r >= 0 && sha256) {
+		r = append(b, "      sha256: ");
+		if (r >= 0)
+			r = append_yaml_quoted(b, sha256);
 		if (r >= 0)
 			r = append(b, "\n");
 	}
@@ -172,20 +188,35 @@ static int append_exec_list(struct text_buf *b, const char *key,
 
 		for (size_t k = 0; k < i && !dup; k++)
 			dup = same_str(list->items[k].path_glob, rule->path_glob) &&
-			      same_str(list->items[k].command.source, rule->command.source);
+			      same_str(list->items[k].command.source, rule->command.source) &&
+			      same_str(list->items[k].argv0, rule->argv0);
 		if (dup)
 			continue;
 		if (drop && same_exec(rule, drop)) {
 			*ret_dropped = true;
 			continue;
 		}
-		if (extra && same_exec(rule, extra))
+		/* The same rule decided again: its new pin (the file's content now) replaces
+		 * the old one in place. */
+		if (extra && same_exec(rule, extra)) {
+			if (extra_present)
+				continue;
 			extra_present = true;
-		if ((r = append_exec_entry(b, rule->path_glob, rule->command.source)) < 0)
+			if (!same_str(rule->sha256, extra->sha256)) {
+				*ret_added = true;
+				rule = NULL;
+			}
+		}
+		r = rule ? append_exec_entry(b, rule->path_glob, rule->command.source, rule->argv0,
+		                             rule->sha256)
+		         : append_exec_entry(b, extra->path_glob, extra->command, extra->argv0,
+		                             extra->sha256);
+		if (r < 0)
 			return r;
 	}
 	if (extra && !extra_present) {
-		if ((r = append_exec_entry(b, extra->path_glob, extra->command)) < 0)
+		if ((r = append_exec_entry(b, extra->path_glob, extra->command, extra->argv0,
+		                           extra->sha256)) < 0)
 			return r;
 		*ret_added = true;
 	}

@@ -13,6 +13,8 @@
  *       allow:
  *         - path: "/usr/bin/git"
  *           command: "\\A(?:git) status(?: …)*\\z"
+ *           argv0: "git"
+ *           sha256: "9f86d0…"          (the file's content when it was allowed)
  *     fs:                        (once there is a write decision: fs.ask on-write)
  *       allow:
  *         - "/home/u/.toolrc"
@@ -54,6 +56,8 @@ struct decisions_entry {
 	struct domain_spec domain; /* DECISIONS_PROXY */
 	const char *path_glob;     /* DECISIONS_EXEC: either may be NULL, not both */
 	const char *command;
+	const char *argv0;   /* DECISIONS_EXEC: the pins (config.h's config_exec_rule), or NULL; */
+	const char *sha256;  /* an entry differing only in sha256 replaces the one there */
 	const char *fs_path; /* DECISIONS_FS: absolute, literal; a trailing "/" for a directory */
 };
 

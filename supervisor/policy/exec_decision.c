@@ -14,18 +14,26 @@ int exec_decide(const struct config *config, const char *given_path, const char 
                 const char *const *argv, size_t argc, bool truncated, struct policy_result *ret,
                 struct cl_error *err)
 {
-	exec_check_fn check = truncated ? policy_check_exec_prefix : policy_check_exec;
+	return exec_decide_content(config, given_path, real_path, argv, argc, truncated, NULL, ret,
+	                           err);
+}
+
+int exec_decide_content(const struct config *config, const char *given_path, const char *real_path,
+                        const char *const *argv, size_t argc, bool truncated, const char *sha256,
+                        struct policy_result *ret, struct cl_error *err)
+{
 	struct policy_result given, real;
 	int r;
 
-	r = check(config, given_path, argv, argc, &given, err);
+	r = policy_check_exec_content(config, given_path, argv, argc, truncated, sha256, &given,
+	                              err);
 	if (r < 0)
 		return r;
 	if (!real_path || strcmp(real_path, given_path) == 0 || given.by_deny_rule) {
 		*ret = given;
 		return 0;
 	}
-	r = check(config, real_path, argv, argc, &real, err);
+	r = policy_check_exec_content(config, real_path, argv, argc, truncated, sha256, &real, err);
 	if (r < 0)
 		return r;
 	*ret = real;

@@ -23,6 +23,12 @@ int exec_decide(const struct config *config, const char *given_path, const char 
                 const char *const *argv, size_t argc, bool truncated, struct policy_result *ret,
                 struct cl_error *err);
 
+/* The same for a file whose content has the digest SHA256 (NULL: unknown), for the rules
+ * pinned to a content (config_exec_rule.sha256: a person's decision). */
+int exec_decide_content(const struct config *config, const char *given_path, const char *real_path,
+                        const char *const *argv, size_t argc, bool truncated, const char *sha256,
+                        struct policy_result *ret, struct cl_error *err);
+
 /* A `#!` script: the kernel runs INTERP [INTERP_ARG] SCRIPT ARGV[1..] (SCRIPT as the exec named
  * it), so the interpreter is an exec of its own that the policy must allow too, or an allowed
  * script could run a denied program (`#!/usr/bin/sudo /bin/sh`). Decide it, by INTERP_GIVEN

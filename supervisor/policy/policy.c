@@ -89,7 +89,12 @@ static void describe_exec_rule(const struct config_exec_rule *rule, char *buf, s
 	if (rule->path_glob)
 		n += snprintf(buf + n, size - (size_t)n, " path \"%.200s\"", rule->path_glob);
 	if ((size_t)n < size && rule->command.source)
-		snprintf(buf + n, size - (size_t)n, " command \"%.200s\"", rule->command.source);
+		n += snprintf(buf + n, size - (size_t)n, " command \"%.200s\"",
+		              rule->command.source);
+	if ((size_t)n < size && rule->argv0)
+		n += snprintf(buf + n, size - (size_t)n, " argv0 \"%.60s\"", rule->argv0);
+	if ((size_t)n < size && rule->sha256)
+		snprintf(buf + n, size - (size_t)n, " sha256 %.12s…", rule->sha256);
 }
 
 /* The canonical commands an exec's `command:` rules are matched against. by_path names the
@@ -196,6 +201,8 @@ static int exec_rule_matches(const struct config_exec_rule *rule, const char *pa
 		return strncmp(path, rule->path_glob, len) == 0 &&
 		       (path[len] == '\0' || path[len] == '/');
 	}
+	if (rule->argv0 && strcmp(rule->argv0, cmds->argv0_name) != 0)
+		return 0;
 	if (rule->path_glob && !path_glob_match(rule->path_glob, path))
 		return 0;
 	if (!rule->command.code)
@@ -231,7 +238,8 @@ static void note_exec_details(struct policy_result *res, const struct exec_comma
 }
 
 static int check_exec(const struct config *cfg, const char *path, const char *const *argv,
-                      size_t argc, bool truncated, struct policy_result *ret, struct cl_error *err)
+                      size_t argc, bool truncated, const char *sha256, struct policy_result *ret,
+                      struct cl_error *err)
 {
 	_cleanup_(exec_commands_done) struct exec_commands cmds = {0};
 	const struct config_exec_rule *allowed = NULL, *unsure = NULL;
@@ -273,9 +281,19 @@ static int check_exec(const struct config *cfg, const char *path, const char *co
 			unsure = rule;
 	}
 
-	for (size_t i = 0; i < cfg->exec.allow.n && !allowed; i++)
-		if (exec_rule_matches(&cfg->exec.allow.items[i], path, &cmds, false) == 1)
-			allowed = &cfg->exec.allow.items[i];
+	for (size_t i = 0; i < cfg->exec.allow.n && !allowed; i++) {
+		const struct config_exec_rule *rule = &cfg->exec.allow.items[i];
+
+		if (exec_rule_matches(rule, path, &cmds, false) != 1)
+			continue;
+		/* A rule pinned to a content holds for that content only. */
+		if (rule->sha256 && !sha256)
+			res.pin_wanted = true;
+		else if (rule->sha256 && strcmp(rule->sha256, sha256) != 0)
+			res.content_changed = true;
+		else
+			allowed = rule;
+	}
 
 	switch (cfg->exec.ask_fallback) {
 	case EXEC_SECURITY_DENY:
@@ -353,13 +371,20 @@ static int check_exec(const struct config *cfg, const char *path, const char *co
 int policy_check_exec(const struct config *cfg, const char *path, const char *const *argv,
                       size_t argc, struct policy_result *ret, struct cl_error *err)
 {
-	return check_exec(cfg, path, argv, argc, false, ret, err);
+	return check_exec(cfg, path, argv, argc, false, NULL, ret, err);
 }
 
 int policy_check_exec_prefix(const struct config *cfg, const char *path, const char *const *argv,
                              size_t argc, struct policy_result *ret, struct cl_error *err)
 {
-	return check_exec(cfg, path, argv, argc, true, ret, err);
+	return check_exec(cfg, path, argv, argc, true, NULL, ret, err);
+}
+
+int policy_check_exec_content(const struct config *cfg, const char *path, const char *const *argv,
+                              size_t argc, bool truncated, const char *sha256,
+                              struct policy_result *ret, struct cl_error *err)
+{
+	return check_exec(cfg, path, argv, argc, truncated, sha256, ret, err);
 }
 
 /* ---- hostexec ---------------------------------------------------------------------------- */

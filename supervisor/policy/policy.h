@@ -67,6 +67,11 @@ struct policy_result {
 	 * pattern or the unlisted rule. Only such an allow lets the proxy dial a loopback,
 	 * metadata or local address (proxy.h). */
 	bool exact_host;
+	/* exec: an allow rule pinned to a content (config_exec_rule.sha256) matched all but the
+	 * content: unknown (pin_wanted: decide again with the file's digest), or another one
+	 * (content_changed: the file changed since a person allowed it). */
+	bool pin_wanted;
+	bool content_changed;
 	/* The rule or setting that decided; origin.file NULL when a built-in rule of the
 	 * policy itself decided (a malformed path). */
 	struct config_origin origin;
@@ -93,6 +98,12 @@ int policy_check_exec(const struct config *config, const char *path, const char 
  * stopped reading at its limit: exec_target.argv_truncated); see "incomplete argv" above. */
 int policy_check_exec_prefix(const struct config *config, const char *path, const char *const *argv,
                              size_t argc, struct policy_result *ret, struct cl_error *err);
+
+/* Either of the above (TRUNCATED) for a file whose content has the digest SHA256 (64 lowercase
+ * hex digits; NULL: unknown, and rules pinned to a content do not match). */
+int policy_check_exec_content(const struct config *config, const char *path,
+                              const char *const *argv, size_t argc, bool truncated,
+                              const char *sha256, struct policy_result *ret, struct cl_error *err);
 
 /* Decide a hostexec request for the canonical command COMMAND. */
 int policy_check_hostexec(const struct config *config, const char *command,

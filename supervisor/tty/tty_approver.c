@@ -15,6 +15,7 @@
 
 #include "base/cleanup.h"
 #include "base/term_escape.h"
+#include "protocol/quote.h"
 #include "supervisor/tty/vt_parse.h"
 
 #define SHOW_COMMAND_MAX 512  /* bytes of the command shown on the one-line prompt */
@@ -27,7 +28,11 @@
 /* An exec: every scope, both ways, and what a wider one covers ([c] to change). */
 #define EXEC_CHOICES_ALLOW "  allow: [a] once  [A] session  [p] project  [g] global\n"
 #define EXEC_CHOICES_DENY  "  deny:  [d] once  [D] session  [P] project  [G] global\n"
-#define EXEC_HINT          "Please answer a, A, p, g, d, D, P, G, c or ?"
+#define EXEC_HINT          "Please answer a, A, p, g, d, D, P, G, c, e or ?"
+#define EDIT_HINT                                                                        \
+	"  edit the pattern: * any characters of one argument, ? one character, ** any " \
+	"arguments\n"                                                                    \
+	"  Enter keeps it, Ctrl-U clears the line, Ctrl-C leaves it as it was\n"
 
 /* ---- pure ------------------------------------------------------------------------------- */
 
@@ -50,6 +55,8 @@ enum tty_answer tty_approver_parse_key(char key)
 		return TTY_ANSWER_DENY_GLOBAL;
 	case 'c':
 		return TTY_ANSWER_COVER;
+	case 'e':
+		return TTY_ANSWER_EDIT;
 	case 'd':
 	case '\x03': /* Ctrl-C: whoever presses it wants nothing to happen */
 		return TTY_ANSWER_DENY;
@@ -111,6 +118,11 @@ int tty_approver_format_exec_prompt(const struct queue_item *item, uint64_t now_
 		term_escape_put(f, item->exe, SHOW_ARG_MAX);
 		fputs("\n", f);
 	}
+	if (item->note) {
+		fputs("  why:     ", f);
+		term_escape_put(f, item->note, SHOW_ARG_MAX);
+		fputs("\n", f);
+	}
 	if (item->interpreter) {
 		fputs("  script interpreter: ", f);
 		term_escape_put(f, item->interpreter, SHOW_ARG_MAX);
@@ -158,7 +170,7 @@ int tty_approver_format_exec_prompt(const struct queue_item *item, uint64_t now_
 		} else {
 			fputs("this exact command", f);
 		}
-		fputs("   [?] details", f);
+		fputs("   [e] edit the pattern   [?] details", f);
 	} else {
 		fputs(CHOICES, f);
 	}
@@ -193,6 +205,11 @@ struct tty_approver {
 	/* An exec: what a wider scope covers, and the pattern offered for it. */
 	enum exec_match cover;
 	char *pattern;
+	/* The pattern being edited ([e]): the line, and why the last one was refused. */
+	bool editing;
+	char edit[EXEC_PATTERN_MAX + 1];
+	size_t edit_len;
+	char edit_error[256];
 };
 
 /* Best effort: a terminal stopped by flow control must not block the loop. */
@@ -271,11 +288,47 @@ void tty_approver_unfreeze(struct tty_approver *ta)
 	ta->paused = false;
 }
 
+/* The line being edited, under the prompt, its text escaped (the agent chose the command it
+ * was prefilled from). */
+static char *edit_screen(const struct tty_approver *ta)
+{
+	char *text = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&text, &size);
+
+	if (!f)
+		return NULL;
+	fputs(ta->text ? ta->text : "", f);
+	fputs("\n" EDIT_HINT, f);
+	if (ta->edit_error[0])
+		fprintf(f, "  refused: %s\n", ta->edit_error);
+	fputs("  pattern: ", f);
+	term_escape_put(f, ta->edit, sizeof(ta->edit));
+	if (fclose(f) != 0) {
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
 /* The prompt for the current item as it stands: its text, a hint, and "> " once keys count. */
 static void show(struct tty_approver *ta, bool fresh)
 {
 	_cleanup_free_ char *screen = NULL;
 
+	if (ta->editing) {
+		screen = edit_screen(ta);
+		if (!screen)
+			return;
+		if (ta->relay) {
+			pty_relay_prompt_show(ta->relay, screen);
+			return;
+		}
+		if (fresh)
+			put(ta, "\n");
+		put(ta, screen);
+		return;
+	}
 	if (asprintf(&screen, "%s%s%s", ta->text ? ta->text : "approval needed " CHOICES,
 	             !ta->hint                                     ? ""
 	             : ta->text && strstr(ta->text, "[c] a wider") ? "\n" EXEC_HINT
@@ -423,7 +476,7 @@ int tty_approver_sync(struct tty_approver *ta, const struct queue *q, uint64_t n
 		(void)tcflush(ta->fd, TCIFLUSH);
 	vt_input_init(&ta->keys);
 	memcpy(ta->current, item->id, sizeof(ta->current));
-	ta->details = ta->hint = ta->armed = false;
+	ta->details = ta->hint = ta->armed = ta->editing = false;
 	ta->cover = EXEC_MATCH_EXACT;
 	free(ta->pattern);
 	ta->pattern = NULL;
@@ -447,6 +500,97 @@ void tty_approver_tick(struct tty_approver *ta, uint64_t now_ms)
 		arm(ta);
 }
 
+/* The command of ITEM as a pattern matching just it: the program's name and each argument,
+ * quoted as the card shows them; the person edits it from there. */
+static void edit_begin(struct tty_approver *ta, const struct queue_item *item)
+{
+	const char *slash = strrchr(item->exe, '/');
+	size_t len = 0;
+
+	ta->editing = true;
+	ta->edit_error[0] = '\0';
+	if (ta->cover == EXEC_MATCH_PATTERN && ta->pattern) {
+		len = (size_t)snprintf(ta->edit, sizeof(ta->edit), "%s", ta->pattern);
+	} else {
+		for (size_t i = 0; i < (item->argc ? item->argc : 1); i++) {
+			const char *arg = i == 0 ? (slash ? slash + 1 : item->exe) : item->argv[i];
+			size_t alen = strlen(arg), qlen = cl_quote_arg_length(arg, alen);
+
+			if (len + (i > 0) + qlen >= sizeof(ta->edit)) {
+				/* Too long to spell whole: the rest is any arguments. */
+				if (len + 3 < sizeof(ta->edit))
+					len += (size_t)snprintf(ta->edit + len,
+					                        sizeof(ta->edit) - len, " **");
+				break;
+			}
+			if (i > 0)
+				ta->edit[len++] = ' ';
+			if (cl_quote_arg(arg, alen, ta->edit + len, sizeof(ta->edit) - len) < 0)
+				break;
+			len += qlen;
+		}
+	}
+	if (len >= sizeof(ta->edit))
+		len = sizeof(ta->edit) - 1;
+	ta->edit[len] = '\0';
+	ta->edit_len = len;
+}
+
+/* One key while the pattern line is edited: Enter keeps the line as what a wider scope
+ * covers (once it makes a rule), Backspace, Ctrl-U, Ctrl-C, and text. */
+static void edit_key(struct tty_approver *ta, const struct queue_item *item, uint64_t now, char key)
+{
+	unsigned char c = (unsigned char)key;
+
+	switch (c) {
+	case '\r':
+	case '\n': {
+		struct exec_pattern_rule rule = {0};
+		struct cl_error err = {""};
+		char *copy;
+
+		if (exec_pattern_rule(item->exe, (const char *const *)item->argv, item->argc,
+		                      EXEC_MATCH_PATTERN, ta->edit, &rule, &err) < 0) {
+			snprintf(ta->edit_error, sizeof(ta->edit_error), "%.250s", err.msg);
+			break;
+		}
+		exec_pattern_rule_done(&rule);
+		copy = strdup(ta->edit);
+		if (!copy) {
+			snprintf(ta->edit_error, sizeof(ta->edit_error), "out of memory");
+			break;
+		}
+		free(ta->pattern);
+		ta->pattern = copy;
+		ta->cover = EXEC_MATCH_PATTERN;
+		ta->editing = false;
+		set_text(ta, item, now);
+		break;
+	}
+	case 0x03: /* Ctrl-C: nothing changes (Esc starts a key's escape sequence) */
+		ta->editing = false;
+		break;
+	case 0x15: /* Ctrl-U */
+		ta->edit_len = 0;
+		ta->edit[0] = '\0';
+		break;
+	case 0x7f:
+	case 0x08:
+		/* One character: back over UTF-8 continuation bytes. */
+		while (ta->edit_len > 0 && ((unsigned char)ta->edit[--ta->edit_len] & 0xc0) == 0x80)
+			;
+		ta->edit[ta->edit_len] = '\0';
+		break;
+	default:
+		if (c < 0x20 || ta->edit_len + 1 >= sizeof(ta->edit))
+			return; /* no control characters in a pattern; full */
+		ta->edit[ta->edit_len++] = key;
+		ta->edit[ta->edit_len] = '\0';
+		break;
+	}
+	show(ta, true);
+}
+
 static int handle_key(struct tty_approver *ta, const struct queue *q, uint64_t now, char key,
                       struct tty_decision *ret)
 {
@@ -455,11 +599,16 @@ static int handle_key(struct tty_approver *ta, const struct queue *q, uint64_t n
 
 	if (!item)
 		return TTY_APPROVER_NONE; /* sync() will say what happened to it */
+	if (ta->editing) {
+		if (item->kind == QUEUE_KIND_EXEC && item->exe)
+			edit_key(ta, item, now, key);
+		return TTY_APPROVER_NONE;
+	}
 	/* Scopes beyond the session's "A", and what they cover, are for execs. */
 	if (item->kind != QUEUE_KIND_EXEC || !item->exe) {
 		if (a == TTY_ANSWER_ALLOW_PROJECT || a == TTY_ANSWER_ALLOW_GLOBAL ||
 		    a == TTY_ANSWER_DENY_SESSION || a == TTY_ANSWER_DENY_PROJECT ||
-		    a == TTY_ANSWER_DENY_GLOBAL || a == TTY_ANSWER_COVER)
+		    a == TTY_ANSWER_DENY_GLOBAL || a == TTY_ANSWER_COVER || a == TTY_ANSWER_EDIT)
 			a = TTY_ANSWER_INVALID;
 	}
 	switch (a) {
@@ -506,6 +655,11 @@ static int handle_key(struct tty_approver *ta, const struct queue *q, uint64_t n
 		                                                             : EXEC_MATCH_EXACT;
 		ta->hint = false;
 		set_text(ta, item, now);
+		show(ta, true);
+		return TTY_APPROVER_NONE;
+	case TTY_ANSWER_EDIT:
+		ta->hint = false;
+		edit_begin(ta, item);
 		show(ta, true);
 		return TTY_APPROVER_NONE;
 	case TTY_ANSWER_DETAILS:

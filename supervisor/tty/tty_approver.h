@@ -4,7 +4,9 @@
  * An exec has every scope, both ways: allow `a` once, `A` session, `p` project, `g` global;
  * deny `d` once, `D` session, `P` project, `G` global; and `c` changes what a wider scope
  * covers: this exact command → this program with any arguments → the suggested pattern
- * (exec_pattern.h; to edit a pattern, use the dashboard or `approve --pattern`).
+ * (exec_pattern.h); `e` opens a line to edit the pattern, prefilled with the command (or the
+ * pattern chosen): Enter keeps it once it makes a rule (else it says why and stays open),
+ * Backspace, Ctrl-U clears, Ctrl-C leaves it as it was; then a scope key decides.
  *
  * Where it asks:
  *   - on the user's own terminal, through the relay (config.relay, pty_relay.h): the agent
@@ -62,6 +64,7 @@ enum tty_answer {
 	TTY_ANSWER_DENY_PROJECT,  /* P */
 	TTY_ANSWER_DENY_GLOBAL,   /* G */
 	TTY_ANSWER_COVER,         /* c: what a wider scope covers, next */
+	TTY_ANSWER_EDIT,          /* e: edit the pattern a wider scope covers */
 };
 
 /* One key. Case matters: "a" once, "A" always. Nothing is ever allowed by default. */

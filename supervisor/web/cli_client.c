@@ -228,6 +228,7 @@ static void print_details(const cJSON *it, const char *indent)
 	const cJSON *args = cJSON_GetObjectItemCaseSensitive(it, "args");
 	const cJSON *a;
 	static const char *const fields[][2] = {
+	        {"note", "asked again"},
 	        {"exe", "executable"},
 	        {"interpreter", "interpreter"},
 	        {"cwd", "directory"},

@@ -72,6 +72,8 @@ cJSON *web_item_json(const struct queue_item *item, int64_t wall_offset,
 		cJSON_AddStringToObject(o, "cwd", item->cwd);
 	if (item->interpreter)
 		cJSON_AddStringToObject(o, "interpreter", item->interpreter);
+	if (item->note)
+		cJSON_AddStringToObject(o, "note", item->note);
 	if (item->argc) {
 		cJSON *args = cJSON_AddArrayToObject(o, "args");
 

@@ -1,15 +1,20 @@
 /* bench_core: what the pure core costs per decision. */
 #include "tests/bench/bench.h"
 
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "protocol/protocol.h"
 #include "supervisor/approval/audit.h"
 #include "supervisor/approval/audit_limit.h"
+#include "supervisor/exec/file_digest.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/domain.h"
 #include "supervisor/policy/policy.h"
@@ -70,6 +75,60 @@ static void bench_policy(void)
 	t1 = now_ns();
 	printf("domain policy on the built-in config: %.2f µs\n", (double)(t1 - t0) / N / 1e3);
 	config_free(cfg);
+}
+
+/* A decision pinned to a file's content (file_digest.h): what an exec it covers costs the
+ * first time (the whole file read and digested) and afterwards (a lookup by identity). */
+static void bench_digest(void)
+{
+	static const char *const files[] = {"/usr/bin/busybox", "/usr/bin/bash", "/bin/sh"};
+	struct file_digests *c = NULL;
+	char hex[FILE_DIGEST_HEX];
+	struct statx x;
+	const char *path = NULL;
+	int fd = -1;
+	enum { COLD = 20, WARM = 200000 };
+	uint64_t t0, t1, t2, ctime_ns;
+	dev_t dev;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]) && fd < 0; i++) {
+		path = files[i];
+		fd = open(path, O_PATH | O_CLOEXEC);
+	}
+	if (fd < 0 || statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_CTIME | STATX_SIZE, &x) < 0) {
+		printf("file digest: no program to digest\n");
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	dev = makedev(x.stx_dev_major, x.stx_dev_minor);
+	ctime_ns = (uint64_t)x.stx_ctime.tv_sec * 1000000000u + x.stx_ctime.tv_nsec;
+
+	t0 = now_ns();
+	for (int i = 0; i < COLD; i++) {
+		if (file_digests_new(&c) < 0 ||
+		    file_digest_get(c, fd, dev, x.stx_ino, ctime_ns, x.stx_size, hex) < 0) {
+			printf("file digest: %s could not be digested\n", path);
+			file_digests_free(c);
+			close(fd);
+			return;
+		}
+		if (i < COLD - 1) {
+			file_digests_free(c);
+			c = NULL;
+		}
+	}
+	t1 = now_ns();
+	for (int i = 0; i < WARM; i++)
+		(void)file_digest_get(c, fd, dev, x.stx_ino, ctime_ns, x.stx_size, hex);
+	t2 = now_ns();
+	printf("content pin of %s (%llu KiB): %.2f ms the first time (read and SHA-256), "
+	       "%.3f µs cached (by dev, ino, ctime, size): %.0fx\n",
+	       path, (unsigned long long)x.stx_size / 1024, (double)(t1 - t0) / COLD / 1e6,
+	       (double)(t2 - t1) / WARM / 1e3,
+	       ((double)(t1 - t0) / COLD) / ((double)(t2 - t1) / WARM));
+	file_digests_free(c);
+	close(fd);
 }
 
 /* Decoding stdout frames of 16 KiB against copying the same bytes: the framing overhead. */
@@ -188,6 +247,7 @@ void bench_core(void)
 {
 	bench_quote();
 	bench_policy();
+	bench_digest();
 	bench_frames();
 	bench_audit();
 }

@@ -679,6 +679,27 @@ async function main() {
 		await until(async () => (await peerCard.count()) === 0, 'the card to go');
 	});
 
+	await check('the aggregated view also lists the other run\'s sandbox, decision and audit line, each naming its run', async () => {
+		const sb = page.locator('#sandbox-list > li[data-name="browser-peer"]');
+		await until(async () => (await sb.count()) === 1, 'the other run\'s sandbox', 15000);
+		eq(await sb.locator('.run-name').textContent(), 'run browser-peer', 'the sandbox names its run');
+		assert(/running/.test(await sb.textContent()), await sb.textContent());
+		await until(
+			async () =>
+				(await page.locator('#decision-list > li').allTextContents()).some(
+					(t) => t.includes('from-peer') && t.includes('run browser-peer') && /✓ Approved/.test(t),
+				),
+			'the other run\'s decision, naming its run',
+		);
+		await until(
+			async () =>
+				(await page.locator('#log-list > li').allTextContents()).some(
+					(t) => t.includes('from-peer') && t.includes('run browser-peer'),
+				),
+			'the other run\'s audit line, naming its run',
+		);
+	});
+
 	await check('recent decisions list the approval and the denial with its reason', async () => {
 		// The list follows the decisions a moment after each (one refresh per burst).
 		const decisionsText = () => page.locator('#decision-list > li').allTextContents();

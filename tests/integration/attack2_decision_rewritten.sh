@@ -1,25 +1,29 @@
 #!/bin/sh
-# Attack on exec decisions with scopes: a decision wider than once names the file by its path
+# Attack on exec decisions with scopes: a decision wider than once named the file by its path
 # ("the rule's path is the file that ran"), not by what the file is. A program in the project
-# is writable by the agent: once the person allows `./tool` for the session or the project
-# (--program, "this program with any arguments"), the agent copies another program over
-# ./tool and it runs without an ask — in this run, and, for a project decision, in every
-# later run of the project (whose agent can write anything at that path).
-# Expected once fixed: a decision on a file the sandbox can write holds for that file's
-# content (a digest kept with the decision, checked again by the backstop), or is offered
-# only as "once".
+# is writable by the agent: once the person allows `./tool` for the project (--program, "this
+# program with any arguments"), the agent copies another program over ./tool and it ran
+# without an ask — in this run, and in every later run of the project (whose agent can write
+# anything at that path).
+# Fixed: an allow wider than once keeps the file's content (its SHA-256, with the decision in
+# the session and in the decisions file); another content at the path is asked again, and
+# the card says why. Shown with a root supervisor and with one run by an ordinary user.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=5
+PLAN=12
 run_needs_root $PLAN
+run_needs_tools $PLAN setpriv
 tap_plan $PLAN
 
+NOBODY=65534
 alive() { kill -0 "$1" 2>/dev/null; }
+# As the scenario's user ($AS: nothing for root, setpriv for nobody), with its runtime dir.
+# shellcheck disable=SC2086 # $AS is a command prefix, split on purpose
 cli() {
-	out=$(timeout 20 "$SUPERVISOR" "$@" 2>&1)
+	out=$(timeout 20 $AS env XDG_RUNTIME_DIR="$RT" "$BIN" "$@" 2>&1)
 	st=$?
 }
 wait_pending() { # TEXT: the id of the pending ask showing TEXT, in $id (10 s)
@@ -32,22 +36,18 @@ wait_pending() { # TEXT: the id of the pending ask showing TEXT, in $id (10 s)
 		i=$((i + 1))
 	done
 }
-step() { printf '%s\n' "$2" >"$TMP/cmd$1.tmp" && mv "$TMP/cmd$1.tmp" "$TMP/cmd$1"; }
+step() { printf '%s\n' "$2" >"$W/cmd$1.tmp" && mv "$W/cmd$1.tmp" "$W/cmd$1"; }
 done_within() { # N SECONDS: step N finished; its output in $res
 	i=0
-	while ! grep -q '^status' "$TMP/out$1" 2>/dev/null && [ $i -lt $(($2 * 20)) ]; do
+	while ! grep -q '^status' "$W/out$1" 2>/dev/null && [ $i -lt $(($2 * 20)) ]; do
 		sleep 0.05
 		i=$((i + 1))
 	done
-	res=$(cat "$TMP/out$1" 2>/dev/null)
-	grep -q '^status' "$TMP/out$1" 2>/dev/null
+	res=$(cat "$W/out$1" 2>/dev/null)
+	grep -q '^status' "$W/out$1" 2>/dev/null
 }
 
-XDG_RUNTIME_DIR=$TMP/rt
-export XDG_RUNTIME_DIR
-mkdir -m 0700 "$XDG_RUNTIME_DIR"
-write_config <<'EOF'
-exec:
+CONFIG='exec:
   defaults: false
   security: allowlist
   ask: on-miss
@@ -57,26 +57,28 @@ exec:
     - path: "/usr/bin/sleep"
     - path: "/usr/bin/mv"
     - path: "/usr/bin/cp"
-    - path: "/usr/bin/rm"
-EOF
+    - path: "/usr/bin/rm"'
 PROJECT=a2d$$
 # shellcheck disable=SC2016 # the agent's shell expands these
 AGENT='n=1; while :; do while [ ! -e "$1/cmd$n" ]; do sleep 0.05; done
 	sh "$1/cmd$n" >"$1/out$n" 2>&1; echo "status $?" >>"$1/out$n"; n=$((n + 1)); done'
+SV=
+# shellcheck disable=SC2086 # $AS, as above
 start_sv() { # NAME
-	rm -f "$TMP"/cmd* "$TMP"/out*
-	(cd "$TMP" && exec "$SUPERVISOR" run --config-dir "$CFG" --project "$PROJECT" --ask web \
-		--ask-timeout 60s --name "$1" --listen-approval 127.0.0.1:0 --listen-tokens off \
-		--listen-request off -- sh -c "$AGENT" sh "$TMP") </dev/null >"$OUT" 2>"$ERR" &
+	rm -f "$W"/cmd* "$W"/out*
+	(cd "$W" && exec $AS env XDG_RUNTIME_DIR="$RT" HOME="$H" "$BIN" run --config-dir "$C" \
+		--project "$PROJECT" --ask web --ask-timeout 60s --name "$1" \
+		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off \
+		-- sh -c "$AGENT" sh "$W") </dev/null >"$W.out" 2>"$W.err" &
 	SV=$!
 	i=0
-	while [ ! -s "$XDG_RUNTIME_DIR/cloister/api/$SV.json" ] && alive "$SV" && [ $i -lt 200 ]; do
+	while [ -z "$(ls "$RT/cloister/api/" 2>/dev/null)" ] && alive "$SV" && [ $i -lt 200 ]; do
 		sleep 0.05
 		i=$((i + 1))
 	done
 }
 stop_sv() {
-	alive "$SV" || return 0
+	[ -n "$SV" ] && alive "$SV" || return 0
 	kill -TERM "$SV" 2>/dev/null
 	i=0
 	while alive "$SV" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
@@ -86,38 +88,72 @@ stop_sv() {
 }
 on_exit 'stop_sv'
 
-# The harmless program the person looks at and allows: ./tool is /usr/bin/true.
-cp /usr/bin/true "$TMP/tool"
-chmod 755 "$TMP/tool"
+scenario() { # WHO
+	# The harmless program the person looks at and allows: ./tool is /usr/bin/true.
+	cp /usr/bin/true "$W/tool"
+	chmod 755 "$W/tool"
+	[ -z "$AS" ] || chown "$NOBODY:$NOBODY" "$W/tool"
 
-# ---- run 1: the person allows ./tool for the project ----
-start_sv one$$
-step 1 "$TMP/tool --version >/dev/null; echo ran"
-wait_pending "tool --version"
-cli approve "$id" --scope project --program
-tap_is "$st" 0 "the person allows $TMP/tool (true) for the project, any arguments" "$out"
-done_within 1 20
-tap_like "$res" '^ran' "the allowed program runs" "$res"
+	# ---- run 1: the person allows ./tool for the project ----
+	start_sv one$$
+	step 1 "$W/tool --version >/dev/null; echo ran"
+	wait_pending "tool --version"
+	cli approve "$id" --scope project --program
+	tap_is "$st" 0 "$1: the person allows ./tool (true) for the project, any arguments" "$out"
+	done_within 1 20
+	tap_like "$res" '^ran' "$1: the allowed program runs" "$res"
 
-tap_todo "an exec decision names the file by its path, not by its content"
-# The agent puts another program in its place (id, outside its allow list) and runs it.
-step 2 "rm -f $TMP/tool && cp /usr/bin/id $TMP/tool && $TMP/tool -u"
-done_within 2 5
-tap_ok "$(printf '%s\n' "$res" | grep -q '^0$' && echo 1 || echo 0)" \
-	"a program copied over the allowed one does not run on the decision (same run)" "$res"
-stop_sv
+	# The agent puts another program in its place (id, outside its allow list) and runs it.
+	step 2 "rm -f $W/tool && cp /usr/bin/id $W/tool && $W/tool -u"
+	done_within 2 5
+	tap_ok "$(printf '%s\n' "$res" | grep -q '^[0-9][0-9]*$' && echo 1 || echo 0)" \
+		"$1: a program copied over the allowed one does not run on the decision (same run)" \
+		"$res"
+	wait_pending "tool -u"
+	tap_like "$out" 'changed since you allowed it' "$1: its card says why it is asked again" \
+		"$out"
+	stop_sv
 
-# ---- run 2: the project's next run, whose agent writes what it likes at that path ----
-rm -f "$TMP/tool"
-cp /usr/bin/id "$TMP/tool"
-start_sv two$$
-step 1 "$TMP/tool -un"
-done_within 1 5
-tap_ok "$(printf '%s\n' "$res" | grep -q '^root$' && echo 1 || echo 0)" \
-	"nor in the project's next run" "$res"
-tap_todo ""
-stop_sv
-cli pending
-tap_ok "$(printf '%s\n' "$out" | grep -q '^[0-9a-f]\{12\} ' && echo 1 || echo 0)" \
-	"nothing is left waiting" "$out"
+	# ---- run 2: the project's next run, whose agent writes what it likes at that path ----
+	rm -f "$W/tool"
+	cp /usr/bin/id "$W/tool"
+	[ -z "$AS" ] || chown "$NOBODY:$NOBODY" "$W/tool"
+	start_sv two$$
+	step 1 "$W/tool -un"
+	done_within 1 5
+	tap_ok "$(printf '%s\n' "$res" | grep -q '^[a-z]' && echo 1 || echo 0)" \
+		"$1: nor in the project's next run" "$res"
+	stop_sv
+	cli pending
+	tap_ok "$(printf '%s\n' "$out" | grep -q '^[0-9a-f]\{12\} ' && echo 1 || echo 0)" \
+		"$1: nothing is left waiting" "$out"
+}
+
+# ---- a root supervisor ----
+AS=
+BIN=$SUPERVISOR
+RT=$TMP/rt
+C=$CFG
+H=${HOME:-/root}
+W=$TMP/w
+mkdir -m 0700 "$RT"
+mkdir -p "$W"
+printf '%s\n' "$CONFIG" >"$C/config.yaml"
+scenario root
+
+# ---- a supervisor of an ordinary user (nobody) ----
+U=$TMP/nobody
+chmod 711 "$TMP"
+mkdir -p "$U/cfg" "$U/rt" "$U/w"
+chmod 0700 "$U/rt"
+cp "$SUPERVISOR" "$U/cloister-supervisor"
+printf '%s\n' "$CONFIG" >"$U/cfg/config.yaml"
+chown -R "$NOBODY:$NOBODY" "$U"
+AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
+BIN=$U/cloister-supervisor
+RT=$U/rt
+C=$U/cfg
+H=$U
+W=$U/w
+scenario nobody
 tap_done

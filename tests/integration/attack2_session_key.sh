@@ -10,8 +10,8 @@
 #     execve("/usr/bin/busybox", ["rm", "echo", FILE]) (bash's `exec -a rm`) runs rm.
 #   - a "program" decision (this program, any arguments) on busybox run as `ls` is the rule
 #     \A(?:busybox|ls) …: `busybox rm FILE` matches it under both names and runs.
-# Expected once fixed: the key is the whole argv, argv[0] included (or a digest of it), never
-# a display string.
+# Fixed: the key is the file as it was read and a digest of the whole argv, argv[0] included;
+# a decision keeps the name argv[0] had (an `argv0:` pin), so one applet covers no other.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
@@ -83,7 +83,6 @@ tap_is "$st" 0 "the person allows \`rm -f -f … $TMP/junk\` for the session (ex
 done_within 1 20
 tap_ok "$([ ! -e "$TMP/junk" ] && echo 0 || echo 1)" "the allowed command ran" "$res"
 
-tap_todo "the session's answers are keyed by the display subject, cut at 1020 bytes"
 step 2 "/usr/bin/rm $PAD $TMP/precious; echo rc \$?"
 done_within 2 5
 cli pending
@@ -92,7 +91,6 @@ cli pending
 done_within 2 10
 tap_ok "$([ -e "$TMP/precious" ] && echo 0 || echo 1)" \
 	"another command with the same first 1020 bytes is asked, not run on that answer" "$res"
-tap_todo ""
 
 # ---- a multi-call program allowed under one argv[0] runs under another ----
 if [ -x /usr/bin/busybox ]; then
@@ -101,7 +99,6 @@ if [ -x /usr/bin/busybox ]; then
 	wait_pending "busybox echo"
 	cli approve "$id" --scope session
 	tap_is "$st" 0 "the person allows \`busybox echo $TMP/precious2\` for the session (exact)" "$out"
-	tap_todo "the session's answers leave argv[0] out of the key"
 	step 4 "bash -c 'exec -a rm /usr/bin/busybox echo $TMP/precious2'; echo rc \$?"
 	done_within 4 5
 	cli pending
@@ -110,8 +107,7 @@ if [ -x /usr/bin/busybox ]; then
 	done_within 4 10
 	tap_ok "$([ -e "$TMP/precious2" ] && echo 0 || echo 1)" \
 		"busybox run as rm with the same arguments is asked, not run on that answer" "$res"
-	tap_todo ""
-
+	
 	# ---- "this program with any arguments" on a multi-call program's applet ----
 	: >"$TMP/precious3"
 	step 5 "bash -c 'exec -a ls /usr/bin/busybox $TMP'"
@@ -119,7 +115,6 @@ if [ -x /usr/bin/busybox ]; then
 	wait_pending "busybox $TMP"
 	cli approve "$id" --scope session --program
 	tap_is "$st" 0 "the person allows busybox run as \`ls\` for the session, any arguments" "$out"
-	tap_todo "a program decision on an applet of a multi-call program covers all its applets"
 	step 6 "/usr/bin/busybox rm $TMP/precious3; echo rc \$?"
 	done_within 6 5
 	cli pending
@@ -128,8 +123,7 @@ if [ -x /usr/bin/busybox ]; then
 	done_within 6 10
 	tap_ok "$([ -e "$TMP/precious3" ] && echo 0 || echo 1)" \
 		"\`busybox rm FILE\` is asked, not run on the decision about \`ls\`" "$res"
-	tap_todo ""
-else
+	else
 	for _ in 1 2 3 4; do tap_skip "busybox" "no /usr/bin/busybox"; done
 fi
 kill "$SV" 2>/dev/null

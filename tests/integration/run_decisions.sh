@@ -8,13 +8,13 @@
 #     honours them without asking (session ones are gone), `policy show` names their origin,
 #     `decisions rm` undoes one;
 #   - from the terminal (a test pty): `c` (what it covers) then `g` allows the program for
-#     every project, and the file says so.
+#     every project, and the file says so; `e` edits the pattern on the card.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=37
+PLAN=42
 run_needs_root $PLAN
 tap_plan $PLAN
 
@@ -240,3 +240,24 @@ tap_is "$rc" 0 "terminal: c, c, g allows tty (the suggested pattern, every proje
 	"$(screen_text <"$TMP/terminal" | tail -n 15)"
 tap_like "$(cat "$GLOBAL_FILE" 2>&1)" 'path: "/usr/bin/tty"' \
 	"the global decisions file has it" "$(cat "$GLOBAL_FILE" 2>&1)"
+
+# ---- the terminal: e edits the pattern (prefilled from the command), then p (project) -----
+# Typed at once: e, Ctrl-U, a pattern the card refuses (not the program's name), Enter,
+# Ctrl-U, the pattern meant, Enter; then p at the prompt that comes back.
+KEYS=$(printf 'e\025ls **\r\025expr 7 + *\r')
+(cd "$TMP" && timeout -k 5 "$SV_TIMEOUT" "$PTY" --ctty "$KEYS,p" -- \
+	timeout --foreground -k 5 $((SV_TIMEOUT - 5)) \
+	"$SUPERVISOR" run --config-dir "$CFG" --project "$PROJECT" -- /usr/bin/expr 7 + 1) \
+	</dev/null >"$OUT" 2>"$TMP/terminal2"
+rc=$?
+tap_is "$rc" 0 "terminal: e, an edited pattern, p allows expr 7 + 1 for the project" \
+	"$(screen_text <"$TMP/terminal2" | tail -n 15)"
+tap_like "$(cat "$TMP/terminal2")" 'pattern: expr 7 \+ 1' "the line is prefilled with the command" \
+	"$(screen_text <"$TMP/terminal2" | tail -n 15)"
+tap_like "$(cat "$TMP/terminal2")" "refused: the pattern must start with the program's name" \
+	"a pattern that makes no rule is refused on the card, which stays open" \
+	"$(screen_text <"$TMP/terminal2" | tail -n 15)"
+cli policy check --config-dir "$CFG" --project "$PROJECT" -- /usr/bin/expr 7 + 9
+tap_is "$st" 0 "the edited pattern covers expr 7 + 9" "$out"
+cli policy check --config-dir "$CFG" --project "$PROJECT" -- /usr/bin/expr 8 + 9
+tap_is "$st" 2 "and not expr 8 + 9" "$out"

@@ -113,7 +113,8 @@ function renderConnection() {
 		    : 'Reconnecting…';
 	document.body.classList.toggle('offline', !state.connected);
 	for (const c of state.cards.values()) setCardEnabled(c, cardOnline(c) && !c.busy);
-	for (const b of $('sandbox-list').querySelectorAll('.sandbox-tools button')) b.disabled = !state.connected;
+	for (const b of $('sandbox-list').querySelectorAll('.sandbox-tools button'))
+		b.disabled = !sourceOnline(b.dataset.origin || '');
 	for (const r of state.running.values()) r.button.disabled = !state.connected || r.busy;
 	if (!banner) {
 		box.hidden = true;
@@ -259,27 +260,41 @@ async function resync() {
 // run, decided on the peer itself. When this page's supervisor ends, the peers' streams go on.
 
 const MAX_PEERS = 32;
+const MAX_SANDBOXES_PER_RUN = 64;
+const MAX_DECISIONS_PER_RUN = 10;
 const PEER_GIVE_UP = 5; // failed connections in a row: the peer is gone
 
 async function refreshPeers() {
 	const d = await getJson('/peers');
 	if (!d || !Array.isArray(d.peers)) return; // this supervisor is down: keep what works
 	const listed = new Set();
+	let added = false;
 	for (const p of d.peers.slice(0, MAX_PEERS)) {
 		if (!p || typeof p.url !== 'string' || !/^http:\/\/127\.0\.0\.1:\d{1,5}$/.test(p.url)) continue;
 		listed.add(p.url);
 		if (!state.peers.has(p.url)) {
-			const peer = { url: p.url, name: String(p.name || ''), es: null, failures: 0, timer: 0 };
+			const peer = { url: p.url, name: String(p.name || ''), es: null, failures: 0, timer: 0, log: null };
 			state.peers.set(p.url, peer);
 			connectPeer(peer);
+			connectPeerLog(peer);
+			added = true;
 		}
 	}
-	for (const peer of [...state.peers.values()]) if (!listed.has(peer.url)) dropPeer(peer);
+	let dropped = false;
+	for (const peer of [...state.peers.values()])
+		if (!listed.has(peer.url)) {
+			dropPeer(peer);
+			dropped = true;
+		}
+	// A run came or went: its sandboxes and decisions with it.
+	if (added || dropped) scheduleRefresh();
 }
 
 function dropPeer(peer) {
 	clearTimeout(peer.timer);
 	if (peer.es) peer.es.close();
+	if (peer.log) peer.log.close();
+	peer.log = null;
 	state.peers.delete(peer.url);
 	for (const [id, c] of [...state.cards]) if (c.item.origin === peer.url) removeCard(id);
 }
@@ -295,6 +310,7 @@ function connectPeer(peer) {
 		peer.failures = 0;
 		for (const c of state.cards.values()) if (c.item.origin === peer.url) setCardEnabled(c, !c.busy);
 		resyncPeer(peer);
+		if (!peer.log) connectPeerLog(peer); // its log stream failed with it: again
 	});
 	es.addEventListener('request-added', (e) => {
 		const item = parseJson(e.data);
@@ -470,6 +486,7 @@ function commandBody(item, card) {
 	);
 	if (Array.isArray(item.args) && item.args.length) row(dl, 'Arguments', argList(item.args));
 	if (item.exe) row(dl, 'Executable', agentText(item.exe, 'path'));
+	if (item.note) row(dl, 'Asked again', String(item.note));
 	if (item.interpreter) row(dl, 'Interpreter', agentText(item.interpreter, 'path'));
 	if (item.cwd) row(dl, 'Directory', agentText(item.cwd, 'path'));
 	if (typeof item.pid === 'number')
@@ -1011,8 +1028,9 @@ function setupDialogs() {
 	$('kill-cancel').addEventListener('click', () => closeDialog($('kill-dialog')));
 	$('kill-confirm').addEventListener('click', () => {
 		const name = $('kill-dialog').dataset.name;
+		const origin = $('kill-dialog').dataset.origin || '';
 		closeDialog($('kill-dialog'));
-		if (name) sandboxAction(name, 'kill');
+		if (name) sandboxAction(name, 'kill', origin);
 	});
 }
 
@@ -1053,10 +1071,25 @@ function noteSandbox(name) {
 
 let statusTimer = 0;
 
+// This run's sandboxes and every peer's, each peer's naming its run (origin: where its
+// buttons send). A source that does not answer keeps what it showed last.
 async function refreshStatus() {
 	clearTimeout(statusTimer);
-	const st = await getJson('/status');
-	if (st && Array.isArray(st.sandboxes)) renderSandboxes(st.sandboxes);
+	const peers = [...state.peers.values()];
+	const [own, ...others] = await Promise.all([
+		getJson('/status'),
+		...peers.map((p) => getJson('/status', p.url)),
+	]);
+	const sources = [{ d: own, origin: '', run: '' }, ...peers.map((p, i) => ({ d: others[i], origin: p.url, run: p.name }))];
+	if (sources.some((x) => x.d && Array.isArray(x.d.sandboxes))) {
+		const list = [];
+		for (const { d, origin, run } of sources) {
+			if (d && Array.isArray(d.sandboxes))
+				for (const sb of d.sandboxes.slice(0, MAX_SANDBOXES_PER_RUN)) list.push({ ...sb, origin, run });
+			else list.push(...state.sandboxes.filter((sb) => sb.origin === origin));
+		}
+		renderSandboxes(list);
+	}
 	refreshPeers();
 	clearTimeout(statusTimer);
 	if (state.loggedOut) return;
@@ -1089,8 +1122,9 @@ function renderSandboxes(list) {
 		noteSandbox(s.name);
 		const stateName = ['running', 'paused', 'stopped'].includes(s.state) ? s.state : 'unknown';
 		const headId = nextId('sb');
+		const origin = typeof s.origin === 'string' ? s.origin : '';
 		const li = el('li', {
-			class: `sandbox${s.name === state.filter ? ' current' : ''}`,
+			class: `sandbox${s.name === state.filter ? ' current' : ''}${origin ? ' sandbox-peer' : ''}`,
 			'data-name': s.name,
 			'aria-labelledby': headId,
 		});
@@ -1103,6 +1137,7 @@ function renderSandboxes(list) {
 		view.addEventListener('click', () => setFilter(s.name === state.filter ? '' : s.name));
 		const facts = el('p', { class: 'sandbox-facts' });
 		facts.append(el('span', { class: `state state-${stateName}` }, stateName));
+		if (origin) facts.append(' · ', el('span', { class: 'run-name' }, `run ${visible(s.run || origin)}`));
 		if (s.project && s.project !== s.name) facts.append(' · project ', agentText(s.project));
 		if (typeof s.pid === 'number') facts.append(` · pid ${s.pid}`);
 		if (typeof s.pending === 'number') facts.append(` · ${s.pending} pending`);
@@ -1111,14 +1146,15 @@ function renderSandboxes(list) {
 		const tools = el('div', { class: 'buttons sandbox-tools' });
 		const label = visible(s.name);
 		if (stateName === 'running')
-			tools.append(actionButton('Pause', `Pause ${label}`, () => sandboxAction(s.name, 'pause')));
+			tools.append(actionButton('Pause', `Pause ${label}`, origin, () => sandboxAction(s.name, 'pause', origin)));
 		if (stateName === 'paused')
-			tools.append(actionButton('Resume', `Resume ${label}`, () => sandboxAction(s.name, 'resume')));
+			tools.append(actionButton('Resume', `Resume ${label}`, origin, () => sandboxAction(s.name, 'resume', origin)));
 		if (stateName !== 'stopped') {
-			const kill = actionButton('Kill…', `Kill ${label}`, () => {
+			const kill = actionButton('Kill…', `Kill ${label}`, origin, () => {
 				$('kill-text').textContent =
 					`Every process of sandbox “${label}” will be killed, the agent included. This cannot be undone.`;
 				$('kill-dialog').dataset.name = s.name;
+				$('kill-dialog').dataset.origin = origin;
 				openDialog($('kill-dialog'), $('kill-cancel'));
 			});
 			kill.classList.add('btn-deny-quiet');
@@ -1127,8 +1163,8 @@ function renderSandboxes(list) {
 		}
 		li.append(el('div', { class: 'sandbox-head' }, view, tools), facts);
 		ul.append(li);
-		view.dataset.key = `${s.name}\0view`;
-		for (const b of tools.children) b.dataset.key = `${s.name}\0${b.textContent}`;
+		view.dataset.key = `${s.name}\0view\0${origin}`;
+		for (const b of tools.children) b.dataset.key = `${s.name}\0${b.textContent}\0${origin}`;
 	}
 	if (focused) {
 		const buttons = [...ul.querySelectorAll('button')];
@@ -1140,21 +1176,31 @@ function renderSandboxes(list) {
 	}
 }
 
-function actionButton(text, label, fn) {
+// ORIGIN: the supervisor the button acts on ('' this page's, or a peer's URL).
+function sourceOnline(origin) {
+	if (!origin) return state.connected;
+	const peer = state.peers.get(origin);
+	return Boolean(peer && peer.failures === 0);
+}
+
+function actionButton(text, label, origin, fn) {
 	const b = el('button', { type: 'button', class: 'btn btn-quiet', 'aria-label': label }, text);
-	b.disabled = !state.connected;
+	b.dataset.origin = origin;
+	b.disabled = !sourceOnline(origin);
 	b.addEventListener('click', fn);
 	return b;
 }
 
-async function sandboxAction(name, action) {
-	const res = await postJson(`/sandboxes/${encodeURIComponent(name)}/${action}`, {});
+async function sandboxAction(name, action, origin = '') {
+	const res = await postJson(`/sandboxes/${encodeURIComponent(name)}/${action}`, {}, origin);
 	const label = visible(name);
 	if (res.ok) {
 		const past = { pause: 'Paused', resume: 'Resumed', kill: 'Killed' }[action];
 		// A killed run's supervisor ends with it: no later /status would say it stopped.
 		if (action === 'kill')
-			renderSandboxes(state.sandboxes.map((s) => (s.name === name ? { ...s, state: 'stopped' } : s)));
+			renderSandboxes(
+				state.sandboxes.map((s) => (s.name === name && (s.origin || '') === origin ? { ...s, state: 'stopped' } : s)),
+			);
 		notify({ level: action === 'kill' ? 'denied' : 'success', text: `${past} sandbox ${label}` });
 	} else {
 		notify({
@@ -1317,10 +1363,32 @@ async function cancelRunning(r) {
 
 let decisions = [];
 
+// This run's recent decisions and every peer's, newest first, each peer's naming its run. A
+// source that does not answer keeps what it showed last.
 async function refreshDecisions() {
-	const d = await getJson('/decisions');
-	if (!d || !Array.isArray(d.decisions)) return;
-	decisions = d.decisions.filter((x) => x && typeof x.id === 'string').slice(0, 10);
+	const peers = [...state.peers.values()];
+	const [own, ...others] = await Promise.all([
+		getJson('/decisions'),
+		...peers.map((p) => getJson('/decisions', p.url)),
+	]);
+	const sources = [{ d: own, origin: '', run: '' }, ...peers.map((p, i) => ({ d: others[i], origin: p.url, run: p.name }))];
+	if (!sources.some((x) => x.d && Array.isArray(x.d.decisions))) return;
+	const all = [];
+	for (const { d, origin, run } of sources) {
+		if (d && Array.isArray(d.decisions))
+			all.push(
+				...d.decisions
+					.filter((x) => x && typeof x.id === 'string')
+					.slice(0, MAX_DECISIONS_PER_RUN)
+					.map((x) => ({ ...x, origin, run })),
+			);
+		else all.push(...decisions.filter((x) => x.origin === origin));
+	}
+	const at = (x) => {
+		const t = Date.parse(x.decided_at);
+		return Number.isFinite(t) ? t : 0;
+	};
+	decisions = all.sort((a, b) => at(b) - at(a)); // stable: a run's own order stays
 	renderDecisions();
 }
 
@@ -1351,6 +1419,7 @@ function renderDecisions() {
 		const bits = [];
 		bits.push(isDomain ? 'domain' : d.kind || 'command');
 		if (d.cloister) bits.push(visible(d.cloister));
+		if (d.origin) bits.push(`run ${visible(d.run || d.origin)}`);
 		if (d.decided_by) bits.push(`by ${visible(d.decided_by)}`);
 		if (d.scope && d.status !== 'timed_out' && d.status !== 'cancelled') bits.push(scopeText(d.scope));
 		const at = Date.parse(d.decided_at);
@@ -1364,8 +1433,38 @@ function renderDecisions() {
 
 // ---- audit log -------------------------------------------------------------------------------
 
+// A peer's audit log, beside this run's: its entries name the run.
+function connectPeerLog(peer) {
+	if (peer.log) peer.log.close();
+	peer.log = null;
+	if (state.peers.get(peer.url) !== peer) return;
+	const q = state.filter ? `?cloister=${encodeURIComponent(state.filter)}` : '';
+	const es = new EventSource(`${peer.url}/logs${q}`, { withCredentials: true });
+	peer.log = es;
+	es.addEventListener('log', (e) => {
+		if (peer.log !== es) return;
+		const entry = parseJson(e.data) || e.data;
+		const item = { entry, run: peer.name || peer.url };
+		if (state.log.paused) {
+			state.log.held.push(item);
+			if (state.log.held.length > MAX_LOG_ENTRIES) state.log.held.shift();
+			$('log-state').textContent = `Paused, ${state.log.held.length} new.`;
+			return;
+		}
+		addLogEntry(entry, item.run);
+	});
+	// A failed log stream does not retry on its own: the peer's event stream, once it is
+	// open again, reconnects it (connectPeer), as does connectLogs (a filter change, Retry).
+	es.addEventListener('error', () => {
+		if (peer.log !== es) return;
+		es.close();
+		peer.log = null;
+	});
+}
+
 function connectLogs() {
 	const log = state.log;
+	for (const peer of state.peers.values()) connectPeerLog(peer);
 	clearTimeout(log.timer);
 	if (log.es) log.es.close();
 	$('log-list').replaceChildren(); // the server sends its backlog again
@@ -1409,7 +1508,9 @@ function logTime(entry) {
 	return Number.isFinite(t) ? formatClock(t) : '';
 }
 
-function addLogEntry(entry) {
+// RUN: the peer's run the entry comes from ('' this page's). Newest first, by the entry's time:
+// several runs' streams interleave.
+function addLogEntry(entry, run = '') {
 	const list = $('log-list');
 	let li;
 	if (typeof entry === 'string') {
@@ -1428,6 +1529,7 @@ function addLogEntry(entry) {
 			el('span', { class: 'log-time' }, logTime(entry)),
 			el('span', { class: `log-verdict st-${verdictClass(verdict)}` }, verdict || '?'),
 			entry.sandbox ? agentText(String(entry.sandbox), 'log-sandbox') : null,
+			run ? el('span', { class: 'run-name' }, `run ${visible(run)}`) : null,
 			agentText(clip(String(summary), 500).text, 'log-summary'),
 		);
 		const extra = [];
@@ -1437,7 +1539,11 @@ function addLogEntry(entry) {
 		if (typeof entry.latency_ms === 'number' && entry.latency_ms > 0) extra.push(`${entry.latency_ms} ms`);
 		if (extra.length) li.append(el('span', { class: 'log-extra' }, extra.join(' · ')));
 	}
-	list.prepend(li);
+	const t = typeof entry === 'object' && entry ? Date.parse(entry.time) : NaN;
+	li.dataset.t = String(Number.isFinite(t) ? t : Date.now());
+	let before = list.firstElementChild;
+	while (before && Number(before.dataset.t) > Number(li.dataset.t)) before = before.nextElementSibling;
+	list.insertBefore(li, before);
 	while (list.children.length > MAX_LOG_ENTRIES) list.lastElementChild.remove();
 }
 
@@ -1449,7 +1555,10 @@ function setupLog() {
 		pause.setAttribute('aria-pressed', String(log.paused));
 		pause.textContent = log.paused ? 'Resume' : 'Pause';
 		if (!log.paused) {
-			for (const e of log.held) addLogEntry(e);
+			for (const e of log.held) {
+				if (e && typeof e === 'object' && 'run' in e && 'entry' in e) addLogEntry(e.entry, e.run);
+				else addLogEntry(e);
+			}
 			log.held = [];
 		}
 		$('log-state').textContent = log.paused ? 'Paused.' : log.es ? 'Live.' : 'Connecting…';

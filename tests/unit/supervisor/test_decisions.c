@@ -309,6 +309,86 @@ static void test_a_file_entry_must_be_a_literal_absolute_path(void **state)
 	}
 }
 
+/* Pinned exec entries: argv0 and sha256 are written and read back, the policy allows only
+ * the content pinned (and says when another content would have been allowed), and the same
+ * rule decided again on a new content replaces its pin instead of adding an entry. */
+static void test_pinned_exec_entries(void **state)
+{
+#define PIN_A "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define PIN_B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+	static const char *const argv[] = {"ls", "/tmp"}, *other[] = {"rm", "/tmp"};
+	struct exec_pattern_rule rule = {0};
+	struct cl_error err = {{0}};
+	_cleanup_free_ char *t1 = NULL, *t2 = NULL;
+	_cleanup_(config_freep) struct config *cfg = NULL;
+	struct decisions_entry e = {.section = DECISIONS_EXEC, .list = DECISIONS_ALLOW};
+	struct config_source src = {"d.yaml", NULL, 0, true};
+	struct policy_result res;
+
+	assert_int_equal(exec_pattern_rule("/usr/bin/busybox", argv, 2, EXEC_MATCH_PROGRAM, NULL,
+	                                   &rule, &err),
+	                 0);
+	e.path_glob = rule.path_glob;
+	e.command = rule.command;
+	e.argv0 = "ls";
+	e.sha256 = PIN_A;
+	assert_int_equal(decisions_edit("d.yaml", NULL, 0, false, &e, NULL, &t1, &err), 1);
+	e.sha256 = PIN_B;
+	assert_int_equal(decisions_edit("d.yaml", t1, strlen(t1), true, &e, NULL, &t2, &err), 1);
+	assert_null(strstr(t2, PIN_A));
+	src.data = t2;
+	src.len = strlen(t2);
+	if (config_parse_file(CONFIG_FILE_DECISIONS, CONFIG_LAYER_GLOBAL_DECISIONS, &src, NULL,
+	                      &cfg, &err) < 0)
+		fail_msg("%s\n%s", err.msg, t2);
+	assert_int_equal(cfg->exec.allow.n, 1);
+	assert_string_equal(cfg->exec.allow.items[0].argv0, "ls");
+	assert_string_equal(cfg->exec.allow.items[0].sha256, PIN_B);
+	cfg->exec.security = EXEC_SECURITY_ALLOWLIST;
+	cfg->exec.ask = EXEC_ASK_ON_MISS;
+	/* Content unknown: not allowed, and the caller is told a digest would count. */
+	assert_int_equal(policy_check_exec(cfg, "/usr/bin/busybox", argv, 2, &res, &err), 0);
+	assert_int_equal(res.verdict, POLICY_ASK);
+	assert_true(res.pin_wanted);
+	assert_int_equal(policy_check_exec_content(cfg, "/usr/bin/busybox", argv, 2, false, PIN_B,
+	                                           &res, &err),
+	                 0);
+	assert_int_equal(res.verdict, POLICY_ALLOW);
+	assert_int_equal(policy_check_exec_content(cfg, "/usr/bin/busybox", argv, 2, false, PIN_A,
+	                                           &res, &err),
+	                 0);
+	assert_int_equal(res.verdict, POLICY_ASK);
+	assert_true(res.content_changed);
+	/* Another applet of the same file, same content: not this decision. */
+	assert_int_equal(policy_check_exec_content(cfg, "/usr/bin/busybox", other, 2, false, PIN_B,
+	                                           &res, &err),
+	                 0);
+	assert_int_equal(res.verdict, POLICY_ASK);
+	assert_false(res.content_changed);
+	exec_pattern_rule_done(&rule);
+}
+
+/* A pin config.c cannot trust is refused, not dropped: a deny rule's sha256, a bad digest, an
+ * argv0 with a slash. */
+static void test_bad_pins_are_refused(void **state)
+{
+	static const char *const bad[] = {
+	        "exec:\n  deny:\n    - path: \"/x\"\n      sha256: \"" PIN_A "\"\n",
+	        "exec:\n  allow:\n    - path: \"/x\"\n      sha256: \"ABC\"\n",
+	        "exec:\n  allow:\n    - path: \"/x\"\n      argv0: \"a/b\"\n",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct config_source src = {"d.yaml", bad[i], strlen(bad[i]), true};
+		struct config *cfg = NULL;
+		struct cl_error err = {{0}};
+
+		assert_true(config_parse_file(CONFIG_FILE_DECISIONS, CONFIG_LAYER_GLOBAL_DECISIONS,
+		                              &src, NULL, &cfg, &err) < 0);
+		config_free(cfg);
+	}
+}
+
 static void test_wildcard_needs_three_labels(void **state)
 {
 	static const struct {
@@ -649,6 +729,8 @@ int main(void)
 	        cmocka_unit_test(test_exec_entries_are_added_read_back_and_removed),
 	        cmocka_unit_test(test_file_entries_are_added_read_back_and_removed),
 	        cmocka_unit_test(test_a_file_entry_must_be_a_literal_absolute_path),
+	        cmocka_unit_test(test_pinned_exec_entries),
+	        cmocka_unit_test(test_bad_pins_are_refused),
 	        cmocka_unit_test(test_wildcard_needs_three_labels),
 	        cmocka_unit_test(test_paths_follow_cloisters_layout),
 	        cmocka_unit_test(test_write_creates_private_dirs_and_a_0600_file),

@@ -111,7 +111,8 @@ static void test_prompt_shows_what_is_asked_and_the_choices(void **state)
 	                      "expires in 4m59s",
 	                      "allow: [a] once  [A] session  [p] project  [g] global",
 	                      "deny:  [d] once  [D] session  [P] project  [G] global",
-	                      "[c] a wider scope covers: this exact command   [?] details"};
+	                      "[c] a wider scope covers: this exact command   [e] edit the pattern "
+	                      "  [?] details"};
 	size_t len;
 
 	assert_int_equal(queue_add(q, &r, 0, id), QUEUE_ADD_NEW);
@@ -350,7 +351,8 @@ static void test_typed_answers_decide(void **state)
 		expect_output(&p, &at, "command: ls -l");
 		expect_output(&p, &at, "expires in 5m00s");
 		expect_output(&p, &at,
-		              "[c] a wider scope covers: this exact command   [?] details");
+		              "[c] a wider scope covers: this exact command   [e] edit the pattern "
+		              "  [?] details");
 		assert_int_equal(tty_approver_next_deadline(ta), G);
 		tty_approver_tick(ta, G);
 		expect_output(&p, &at, " > ");
@@ -440,13 +442,15 @@ static void test_exec_scopes_and_what_they_cover(void **state)
 	assert_int_equal(queue_add(q, &r, 0, id), QUEUE_ADD_NEW);
 	assert_int_equal(tty_approver_sync(ta, q, 0), 0);
 	tty_approver_tick(ta, G);
-	expect_output(&p, &at, "this exact command   [?] details > ");
+	expect_output(&p, &at, "this exact command   [e] edit the pattern   [?] details > ");
 	pty_type(&p, "c");
 	assert_int_equal(readable(ta, q, G, &dec), TTY_APPROVER_NONE);
-	expect_output(&p, &at, "covers: this program, any arguments   [?] details > ");
+	expect_output(
+	        &p, &at,
+	        "covers: this program, any arguments   [e] edit the pattern   [?] details > ");
 	pty_type(&p, "c");
 	assert_int_equal(readable(ta, q, G, &dec), TTY_APPROVER_NONE);
-	expect_output(&p, &at, "covers: the pattern ls **   [?] details > ");
+	expect_output(&p, &at, "covers: the pattern ls **   [e] edit the pattern   [?] details > ");
 	pty_type(&p, "P");
 	assert_int_equal(readable(ta, q, G, &dec), TTY_APPROVER_DECIDED);
 	expect_output(&p, &at, "denied for this project");
@@ -458,16 +462,42 @@ static void test_exec_scopes_and_what_they_cover(void **state)
 	assert_int_equal(queue_decide(q, id, false, dec.scope, "tty", NULL, G), 0);
 	drain(q);
 
-	/* A domain: `g` is no answer there. */
-	assert_int_equal(queue_add(q, &dom, G, id), QUEUE_ADD_NEW);
+	/* `e`: a line prefilled with the command; a pattern that makes no rule is refused on
+	 * the card, which stays on the line; Enter keeps one that does, and a scope key decides
+	 * with it. Keys typed on the line are text, not answers. */
+	r.cookie = 3;
+	assert_int_equal(queue_add(q, &r, G, id), QUEUE_ADD_NEW);
 	assert_int_equal(tty_approver_sync(ta, q, G), 0);
 	tty_approver_tick(ta, 2 * G);
-	expect_output(&p, &at, "[A]lways (session)  [?] details > ");
-	pty_type(&p, "g");
+	expect_output(&p, &at, "[?] details > ");
+	pty_type(&p, "e");
 	assert_int_equal(readable(ta, q, 2 * G, &dec), TTY_APPROVER_NONE);
-	expect_output(&p, &at, "Please answer a, d, A or ? > ");
+	expect_output(&p, &at, "pattern: ls -l");
+	pty_type(&p, "\x15rm *\r");
+	assert_int_equal(readable(ta, q, 2 * G, &dec), TTY_APPROVER_NONE);
+	expect_output(&p, &at, "refused: the pattern must start with the program's name");
+	pty_type(&p, "\x15ls -a\x7f*\r");
+	assert_int_equal(readable(ta, q, 2 * G, &dec), TTY_APPROVER_NONE);
+	expect_output(&p, &at, "covers: the pattern ls -*   [e] edit the pattern   [?] details > ");
 	pty_type(&p, "A");
 	assert_int_equal(readable(ta, q, 2 * G, &dec), TTY_APPROVER_DECIDED);
+	assert_true(dec.allow);
+	assert_int_equal(dec.scope, QUEUE_SCOPE_SESSION);
+	assert_int_equal(dec.match, EXEC_MATCH_PATTERN);
+	assert_string_equal(dec.pattern, "ls -*");
+	assert_int_equal(queue_decide(q, id, true, dec.scope, "tty", NULL, 2 * G), 0);
+	drain(q);
+
+	/* A domain: `g` is no answer there. */
+	assert_int_equal(queue_add(q, &dom, 2 * G, id), QUEUE_ADD_NEW);
+	assert_int_equal(tty_approver_sync(ta, q, 2 * G), 0);
+	tty_approver_tick(ta, 3 * G);
+	expect_output(&p, &at, "[A]lways (session)  [?] details > ");
+	pty_type(&p, "g");
+	assert_int_equal(readable(ta, q, 3 * G, &dec), TTY_APPROVER_NONE);
+	expect_output(&p, &at, "Please answer a, d, A or ? > ");
+	pty_type(&p, "A");
+	assert_int_equal(readable(ta, q, 3 * G, &dec), TTY_APPROVER_DECIDED);
 	assert_int_equal(dec.scope, QUEUE_SCOPE_SESSION);
 	assert_int_equal(dec.match, EXEC_MATCH_EXACT);
 	tty_approver_free(ta);
@@ -495,7 +525,7 @@ static void test_other_keys_show_a_hint_and_details_show_argv(void **state)
 	pty_type(&p, "x");
 	assert_int_equal(readable(ta, q, 1000, &dec), TTY_APPROVER_NONE);
 	expect_output(&p, &at, "expires in 4m59s");
-	expect_output(&p, &at, "Please answer a, A, p, g, d, D, P, G, c or ? > ");
+	expect_output(&p, &at, "Please answer a, A, p, g, d, D, P, G, c, e or ? > ");
 	assert_true(tty_approver_active(ta));
 
 	/* a paste is not keys */
