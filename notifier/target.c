@@ -788,15 +788,36 @@ int notifier_read_exec_record(struct notifier *n, const struct seccomp_notif *re
 	return 0;
 }
 
+void connect_target_read_process(struct connect_target *t, pid_t pid)
+{
+	char path[64];
+	ssize_t got;
+	int fd;
+
+	t->pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	got = readlink(path, t->exe, sizeof(t->exe) - 1);
+	t->exe[got > 0 ? got : 0] = '\0';
+	t->cmdline_len = 0;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		got = read(fd, t->cmdline, sizeof(t->cmdline) - 1);
+		close(fd);
+		/* Keep whole strings only: cut after the last NUL. */
+		while (got > 0 && t->cmdline[got - 1] != '\0')
+			got--;
+		t->cmdline_len = got > 0 ? (size_t)got : 0;
+	}
+}
+
 int notifier_read_connect(struct notifier *n, const struct seccomp_notif *req,
                           struct connect_target *ret)
 {
 	struct mem_ctx mc = {.pid = (pid_t)req->pid};
 	struct connect_target t = {.pid = (pid_t)req->pid};
 	uint64_t len = req->data.args[2];
-	char path[64];
 	ssize_t got;
-	int fd;
 
 	if (len < sizeof(sa_family_t))
 		return -EFAULT;
@@ -808,19 +829,7 @@ int notifier_read_connect(struct notifier *n, const struct seccomp_notif *req,
 	if (!((t.addr.ss_family == AF_INET && got >= (ssize_t)sizeof(struct sockaddr_in)) ||
 	      (t.addr.ss_family == AF_INET6 && got >= (ssize_t)sizeof(struct sockaddr_in6))))
 		return -EAFNOSUPPORT;
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)req->pid);
-	got = readlink(path, t.exe, sizeof(t.exe) - 1);
-	t.exe[got > 0 ? got : 0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)req->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		got = read(fd, t.cmdline, sizeof(t.cmdline) - 1);
-		close(fd);
-		/* Keep whole strings only: cut after the last NUL. */
-		while (got > 0 && t.cmdline[got - 1] != '\0')
-			got--;
-		t.cmdline_len = got > 0 ? (size_t)got : 0;
-	}
+	connect_target_read_process(&t, (pid_t)req->pid);
 	/* What was read belongs to the process only if it is still the one that asked. */
 	if (notifier_id_valid(n, req->id) == 0)
 		return -ENOENT;

@@ -139,6 +139,10 @@ struct connect_target {
 	size_t cmdline_len;           /* bytes used, 0 when unknown */
 };
 
+/* Fill T's pid, exe and cmdline from /proc/PID (exe "" and cmdline_len 0 for what cannot be
+ * read: a process gone, or not ours to read). T's addr is left as it is. */
+void connect_target_read_process(struct connect_target *t, pid_t pid);
+
 /* Read the connect notification REQ: the address (when it is IPv4 or IPv6), the process's
  * executable and command line, confirmed by NOTIF_ID_VALID afterwards. 0 and *ret; -ENOENT
  * when the notification is gone; -EAFNOSUPPORT for another family (unix sockets…); -EFAULT.

@@ -28,8 +28,10 @@
 #include "base/loop.h"
 #include "base/say.h"
 #include "base/trace_timing.h"
+#include "bpf/connattr.h"
 #include "notifier/filter.h"
 #include "notifier/notify.h"
+#include "notifier/target.h"
 #include "notifier/view.h"
 #include "supervisor/approval/approvals.h"
 #include "supervisor/approval/audit_log.h"
@@ -108,6 +110,7 @@ struct run {
 	struct deny_ids *deny_ids;    /* deny rules' files, by identity */
 	struct fs_sweep *fs_sweep;    /* protected paths absent at the start, checked at the end */
 	struct egress *egress;        /* its connections */
+	struct connattr *connattr;    /* who made each connection, as root (else: notifications) */
 	bool net_ready;               /* the netns got its rules and listeners */
 	struct terminal *terminal;    /* the user's, relayed, and the prompts */
 	struct loop_timer *terminate; /* the grace after an ending signal */
@@ -174,6 +177,22 @@ static int refused_ports(void *userdata, uint16_t *ports, size_t max, size_t *re
 	return 0;
 }
 
+/* The cgroup programs that name the process of each connection. Loaded before the sandbox
+ * (its filter was then made without connect notifications): failing here costs the cards
+ * their process name, nothing else, so it is said and the run goes on. */
+static void attach_connattr(struct run *run, int cgroup_fd)
+{
+	struct cl_error why = {""};
+
+	if (!run->connattr)
+		return;
+	if (cgroup_fd < 0)
+		cl_error_set(&why, -ENOENT, "the sandbox has no cgroup");
+	else if (connattr_attach(run->connattr, cgroup_fd, &why) >= 0)
+		return;
+	say("warning: domain cards will not name the process: %s", why.msg);
+}
+
 /* sandbox_start's hook, before the agent runs: its own netns gets a route, rules and
  * listeners; on the host's network (--net host) its cgroup gets the eBPF redirect. */
 static int setup_network(void *userdata, int netns_fd, int cgroup_fd, struct cl_error *err)
@@ -188,6 +207,7 @@ static int setup_network(void *userdata, int netns_fd, int cgroup_fd, struct cl_
 	if (run->opt.net_host) {
 		/* On the host's network a failure would leave every way out open: refuse to start.
 		 */
+		attach_connattr(run, cgroup_fd);
 		r = egress_attach_cgroup(run->egress, cgroup_fd, run->sandbox_name,
 		                         run->opt.common.project, refused_ports, run, &why);
 		if (r < 0)
@@ -195,6 +215,7 @@ static int setup_network(void *userdata, int netns_fd, int cgroup_fd, struct cl_
 		run->net_ready = true;
 		return 0;
 	}
+	attach_connattr(run, cgroup_fd);
 	r = egress_attach_netns(run->egress, netns_fd, run->sandbox_name, run->opt.common.project,
 	                        &why);
 	if (r < 0) {
@@ -206,11 +227,26 @@ static int setup_network(void *userdata, int netns_fd, int cgroup_fd, struct cl_
 	return 0;
 }
 
-static int who_connected(void *userdata, const struct sockaddr_storage *dst,
-                         struct connect_target *ret)
+/* As root, the cgroup programs' map, by the client's end; else the connect notifications,
+ * by the destination. /proc is read only now, for the card that asks. */
+static int who_connected(void *userdata, const struct sockaddr_storage *peer,
+                         const struct sockaddr_storage *dst, struct connect_target *ret)
 {
 	const struct run *run = userdata;
+	pid_t tgid, pid;
+	int r;
 
+	if (run->connattr) {
+		r = connattr_lookup(run->connattr, (const struct sockaddr *)peer, sizeof(*peer),
+		                    &tgid, &pid);
+		if (r < 0)
+			return r;
+		memset(ret, 0, sizeof(*ret));
+		ret->addr = *dst;
+		connect_target_read_process(ret, tgid);
+		ret->pid = pid;
+		return 0;
+	}
 	return run->guard ? exec_guard_who_connected(run->guard, dst, ret) : -ENOENT;
 }
 
@@ -383,9 +419,10 @@ static bool writes_watched(const struct run *run)
 static int install_filter(void *userdata, int *ret_listener_fd)
 {
 	const struct run *run = userdata;
-	/* With egress, connects are notified too: to name the process on a domain card. */
+	/* With egress, connects are notified too, to name the process on a domain card, unless
+	 * the cgroup programs do (as root). */
 	struct notifier_filter_opts fo = {
-	        .notify_connect = run->egress != NULL,
+	        .notify_connect = run->egress != NULL && !run->connattr,
 	        .notify_open_write = writes_watched(run),
 	        .refuse_untraced = backstops_ptrace(run->backstops) != NULL,
 	        .allow_nested_sandbox = run->opt.allow_nested_sandbox,
@@ -819,6 +856,14 @@ static int start_egress(struct run *run, struct cl_error *err)
 		return 0;
 	}
 	trace_timing_mark("egress (proxy, resolver)");
+	/* Without the privilege to load it (not root), connects are notified instead. */
+	if (connattr_open(&run->connattr, &why) < 0) {
+		run->connattr = NULL;
+		if (run->opt.common.verbose)
+			say("domain cards name the process through connect notifications (%s)",
+			    why.msg);
+	}
+	trace_timing_mark("egress: connection attribution");
 	return 0;
 }
 
@@ -1186,6 +1231,8 @@ static void teardown(struct run *run)
 	trace_timing_mark("teardown: queue, exec guard");
 	egress_free(run->egress);
 	run->egress = NULL;
+	connattr_free(run->connattr);
+	run->connattr = NULL;
 	trace_timing_mark("teardown: egress");
 	terminal_stop_asking(run->terminal);
 	frontend_free(run->fe);

@@ -213,12 +213,12 @@ static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return PROXY_DENY;
-	/* Name the process on the card: the connect notification that went to this address. */
+	/* Name the process on the card (only now: most connections never need it). */
 	struct connect_target who;
 	const char *argv[32];
 	size_t argc = 0;
 	bool known = info->source == PROXY_SOURCE_TRANSPARENT && eg->cfg.who &&
-	             eg->cfg.who(eg->cfg.who_userdata, &info->original_dst, &who) == 0;
+	             eg->cfg.who(eg->cfg.who_userdata, &info->peer, &info->original_dst, &who) == 0;
 
 	for (size_t off = 0; known && off < who.cmdline_len && argc < 32;
 	     off += strlen(who.cmdline + off) + 1)

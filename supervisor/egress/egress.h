@@ -34,9 +34,10 @@ struct sockaddr_storage;
 
 struct egress_config {
 	const struct config *config;
-	/* Which process connected to DST (exec_guard_who_connected), for domain cards and the
-	 * audit log; NULL: unknown. */
-	int (*who)(void *userdata, const struct sockaddr_storage *dst, struct connect_target *ret);
+	/* Which process made the transparent connection from PEER to DST, for domain cards
+	 * (asked only when a card is shown); NULL: unknown. */
+	int (*who)(void *userdata, const struct sockaddr_storage *peer,
+	           const struct sockaddr_storage *dst, struct connect_target *ret);
 	void *who_userdata;
 	/* The config of PROJECT in *RET when it is not CONFIG (a container of another project);
 	 * *RET NULL, or no callback: CONFIG. A negative errno (with ERR set) denies. */

@@ -11,6 +11,9 @@
  *   - one more supervised loop with CLOISTER_TRACE_TIMING=1: where the supervisor's time goes,
  *     phase by phase (wall clock, as the supervisor reports it); and one with strace -c attached
  *     to the supervisor over the loop alone: its syscalls per exec, a count no load can move.
+ *   - 2000 connect+accept rounds of the agent on its own loopback listener
+ *     (tests/helpers/connloop, timed by itself): what egress's attribution of connections
+ *     costs a connect (as root the cgroup programs, as nobody a seccomp notification each);
  * The start-up and the loop run as root (with the eBPF backstop) and again as an unprivileged
  * user (nobody: the ptrace backstop, and --no-backstop to show what it costs), whose figures
  * stay out of the summary. Every exec is auto-allowed by a path
@@ -40,6 +43,7 @@
 #define IDLE_MS       100
 #define STRACE_EXECS  500
 #define NOBODY        65534
+#define CONNECTS      2000
 
 static struct bench_agent agent;
 /* The supervisor's process CPU clock per exec (bench_exec_loop), for the summary's row beside
@@ -396,6 +400,68 @@ static void bench_exec_loop(struct bench_agent *a, const char *who, int rounds, 
 	bench_summary_set(BENCH_ROW_RSS, bench_median(pss, rounds), bench_median(rss_idle, rounds));
 }
 
+/* The mean µs of one connect+accept round of tests/helpers/connloop N, or -1. */
+static double connloop_us(const struct bench_agent *a, bool supervised)
+{
+	char n[16], out[128] = "";
+	char path[200];
+	char *argv[] = {path, n, NULL};
+	int fds[2];
+	double us = -1;
+	ssize_t got;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/connloop", a->helpers);
+	snprintf(n, sizeof(n), "%d", CONNECTS);
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -1;
+	struct bench_spawn sp = {
+	        .supervised = supervised, .argv = argv, .stdin_fd = -1, .stdout_fd = fds[1]};
+	if (bench_agent_spawn(a, &sp, &pid) < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -1;
+	}
+	close(fds[1]);
+	got = read(fds[0], out, sizeof(out) - 1);
+	close(fds[0]);
+	if (bench_agent_wait(pid, 60000) < 0 || got <= 0)
+		return -1;
+	out[got] = '\0';
+	if (sscanf(out, "connloop-us %lf", &us) != 1)
+		return -1;
+	return us;
+}
+
+/* The agent's connect+accept loop on loopback, native and supervised taking turns. */
+static void bench_connect_loop(struct bench_agent *a, const char *who, int rounds)
+{
+	double nat[ROUNDS], sup[ROUNDS], ratio[ROUNDS];
+
+	for (int i = 0; i < rounds; i++) {
+		bool native_first = i % 2 == 0;
+		double x = connloop_us(a, !native_first);
+		double y = x < 0 ? -1 : connloop_us(a, native_first);
+
+		if (y < 0) {
+			char why[200];
+
+			bench_agent_last_error(a, why, sizeof(why));
+			printf("%d connect+accept on loopback, %s: failed to measure%s%s\n",
+			       CONNECTS, who, why[0] ? ": " : "", why);
+			return;
+		}
+		nat[i] = native_first ? x : y;
+		sup[i] = native_first ? y : x;
+		ratio[i] = sup[i] / nat[i];
+	}
+	printf("%d connect+accept of the agent on its own loopback listener, %s, %d rounds "
+	       "taking turns: native %.1f µs, supervised %.1f µs a round (medians): %.2fx (%.2f "
+	       "to %.2f)\n",
+	       CONNECTS, who, rounds, bench_median(nat, rounds), bench_median(sup, rounds),
+	       bench_median(ratio, rounds), ratio[0], ratio[rounds - 1]);
+}
+
 /* Root has the eBPF backstop, an unprivileged user the ptrace one (and --no-backstop shows what
  * that costs). Issue 16's figures are root's. */
 void bench_run(void)
@@ -416,6 +482,7 @@ void bench_run(void)
 		bench_startup(&agent, "root", STARTUPS);
 		bench_project_walk(&agent);
 		bench_exec_loop(&agent, "root (eBPF backstop)", ROUNDS, true);
+		bench_connect_loop(&agent, "root (cgroup eBPF attribution)", ROUNDS);
 		bench_exec_phases();
 		bench_exec_syscalls();
 		r = bench_agent_setup(&user, NOBODY, NULL);
@@ -425,6 +492,8 @@ void bench_run(void)
 			bench_startup(&user, "unprivileged", USER_STARTUPS);
 			bench_exec_loop(&user, "unprivileged (ptrace backstop)", USER_ROUNDS,
 			                false);
+			bench_connect_loop(&user, "unprivileged (a connect notification each)",
+			                   USER_ROUNDS);
 			/* What the ptrace backstop costs. */
 			user.run_option = "--no-backstop";
 			bench_exec_loop(&user, "unprivileged, --no-backstop", USER_ROUNDS, false);

@@ -1,0 +1,92 @@
+/* Connection attribution without a seccomp notification per connect(2): which process opened
+ * each TCP connection of the sandbox, for the domain card. Attached to the sandbox's cgroup.
+ *
+ *   connect4/6   keep the caller's (tgid, pid) in the socket's local storage; never refuses
+ *                nor changes anything (the egress redirect, if attached, decides)
+ *   sockops      at TCP_CONNECT (local port bound, SYN not sent yet): file it under the
+ *                client's local address and port, which is what the proxy's accept() sees
+ *                as the peer; clear the entry of that end when the socket has no caller kept
+ *
+ * The map is the supervisor's alone: never pinned, its fd never leaves the supervisor.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "bpf/connattr_abi.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct connattr_abi_who);
+} caller SEC(".maps");
+
+/* The client's local (address, port) → who connected. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, CONNATTR_MAX);
+	__type(key, struct connattr_abi_key);
+	__type(value, struct connattr_abi_who);
+} who_by_peer SEC(".maps");
+
+static __always_inline int keep_caller(struct bpf_sock_addr *ctx)
+{
+	struct connattr_abi_who *w;
+	__u64 id;
+
+	if (!ctx->sk || ctx->type != 1 /* SOCK_STREAM */)
+		return 1;
+	w = bpf_sk_storage_get(&caller, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!w)
+		return 1; /* only the card loses its process name */
+	id = bpf_get_current_pid_tgid();
+	w->tgid = (__u32)(id >> 32);
+	w->pid = (__u32)id;
+	return 1;
+}
+
+SEC("cgroup/connect4")
+int connattr_connect4(struct bpf_sock_addr *ctx)
+{
+	return keep_caller(ctx);
+}
+
+SEC("cgroup/connect6")
+int connattr_connect6(struct bpf_sock_addr *ctx)
+{
+	return keep_caller(ctx);
+}
+
+SEC("sockops")
+int connattr_sockops(struct bpf_sock_ops *skops)
+{
+	struct connattr_abi_key key = {};
+	struct connattr_abi_who *w;
+	struct bpf_sock *sk;
+
+	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB)
+		return 1;
+	sk = skops->sk;
+	if (!sk)
+		return 1;
+	key.family = skops->family;
+	key.port = bpf_htons((__u16)skops->local_port);
+	if (skops->family == CONNATTR_AF_INET) {
+		key.addr[0] = skops->local_ip4;
+	} else if (skops->family == CONNATTR_AF_INET6) {
+		key.addr[0] = skops->local_ip6[0];
+		key.addr[1] = skops->local_ip6[1];
+		key.addr[2] = skops->local_ip6[2];
+		key.addr[3] = skops->local_ip6[3];
+	} else {
+		return 1;
+	}
+	w = bpf_sk_storage_get(&caller, sk, 0, 0);
+	if (w)
+		bpf_map_update_elem(&who_by_peer, &key, w, BPF_ANY);
+	else
+		bpf_map_delete_elem(&who_by_peer, &key); /* an older connection's, now stale */
+	return 1;
+}

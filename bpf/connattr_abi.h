@@ -1,0 +1,29 @@
+/* Structures and limits shared by connattr.bpf.c (the kernel side) and connattr.c (its loader).
+ * Both sides include this file: keep it free of libc and of vmlinux.h, fixed-width types only.
+ * Not part of the public API: callers use bpf/connattr.h. */
+#ifndef CLOISTER_CONNATTR_ABI_H
+#define CLOISTER_CONNATTR_ABI_H
+
+/* Connections remembered (LRU: the oldest goes first; a new connection from the same local
+ * address and port overwrites its entry). */
+#define CONNATTR_MAX 65536
+
+#define CONNATTR_AF_INET  2
+#define CONNATTR_AF_INET6 10
+
+/* The client's end of a TCP connection as the kernel stores it: addr in network byte order
+ * (IPv4 in addr[0]), port in network byte order. */
+struct connattr_abi_key {
+	__u32 family;
+	__u16 port;
+	__u16 pad; /* always 0: keys are hashed byte for byte */
+	__u32 addr[4];
+};
+
+/* Who called connect(2): ids in the initial pid namespace. */
+struct connattr_abi_who {
+	__u32 tgid;
+	__u32 pid; /* the thread */
+};
+
+#endif
