@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <linux/types.h>
 
 #include <bpf/bpf.h>
@@ -25,12 +26,24 @@ struct connattr {
 	size_t n_links;
 };
 
+/* The initial pid namespace's inode (PROC_PID_INIT_INO): the only one whose pids
+ * bpf_get_current_pid_tgid() gives. */
+#define PID_NS_INIT_INO 0xEFFFFFFCU
+
 int connattr_open(struct connattr **ret, struct cl_error *err)
 {
 	struct connattr_bpf *skel;
 	struct connattr *c;
+	struct stat st;
 	int rc;
 
+	/* In another pid namespace (a container), the pids noted would name other processes, or
+	 * none, in our /proc. */
+	if (stat("/proc/self/ns/pid", &st) < 0)
+		return cl_error_set(err, -errno, "connection attribution: /proc/self/ns/pid: %m");
+	if (st.st_ino != PID_NS_INIT_INO)
+		return cl_error_set(err, -EOPNOTSUPP,
+		                    "connection attribution: not in the initial pid namespace");
 	skel = connattr_bpf__open_and_load();
 	if (!skel) {
 		rc = -errno;

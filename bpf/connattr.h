@@ -22,7 +22,8 @@
 
 struct connattr;
 
-/* Load the programs (not attached yet). */
+/* Load the programs (not attached yet). -EOPNOTSUPP outside the initial pid namespace (the
+ * kernel notes pids there); -EPERM without the privilege. */
 int connattr_open(struct connattr **ret, struct cl_error *err);
 
 /* Attach them to the cgroup (an O_DIRECTORY fd of a cgroup2 directory; its descendants too).

@@ -5,8 +5,10 @@
 #define CLOISTER_CONNATTR_ABI_H
 
 /* Connections remembered (LRU: the oldest goes first; a new connection from the same local
- * address and port overwrites its entry). */
-#define CONNATTR_MAX 65536
+ * address and port overwrites its entry). An entry is needed only from the connect to its
+ * card, moments later: this many connections in between would push it out (the card then
+ * names no process). About 1.5 MB of kernel memory, preallocated. */
+#define CONNATTR_MAX 16384
 
 #define CONNATTR_AF_INET  2
 #define CONNATTR_AF_INET6 10

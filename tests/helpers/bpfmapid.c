@@ -29,7 +29,8 @@ int main(int argc, char **argv)
 			close((int)fd);
 			rc = 2;
 		} else {
-			printf("%s %s\n", argv[i], strerrorname_np(errno) ? strerrorname_np(errno) : "?");
+			printf("%s %s\n", argv[i],
+			       strerrorname_np(errno) ? strerrorname_np(errno) : "?");
 		}
 	}
 	return rc;
