@@ -455,11 +455,14 @@ static void bench_connect_loop(struct bench_agent *a, const char *who, int round
 		sup[i] = native_first ? y : x;
 		ratio[i] = sup[i] / nat[i];
 	}
+	/* bench_median() sorts: the rounds' extremes are at both ends once it returns. */
+	double mid = bench_median(ratio, rounds);
+
 	printf("%d connect+accept of the agent on its own loopback listener, %s, %d rounds "
 	       "taking turns: native %.1f µs, supervised %.1f µs a round (medians): %.2fx (%.2f "
 	       "to %.2f)\n",
-	       CONNECTS, who, rounds, bench_median(nat, rounds), bench_median(sup, rounds),
-	       bench_median(ratio, rounds), ratio[0], ratio[rounds - 1]);
+	       CONNECTS, who, rounds, bench_median(nat, rounds), bench_median(sup, rounds), mid,
+	       ratio[0], ratio[rounds - 1]);
 }
 
 /* Root has the eBPF backstop, an unprivileged user the ptrace one (and --no-backstop shows what
