@@ -32,6 +32,7 @@ struct connattr {
 
 int connattr_open(struct connattr **ret, struct cl_error *err)
 {
+	libbpf_print_fn_t saved_print;
 	struct connattr_bpf *skel;
 	struct connattr *c;
 	struct stat st;
@@ -44,11 +45,13 @@ int connattr_open(struct connattr **ret, struct cl_error *err)
 	if (st.st_ino != PID_NS_INIT_INO)
 		return cl_error_set(err, -EOPNOTSUPP,
 		                    "connection attribution: not in the initial pid namespace");
+	/* Unprivileged, the load fails by design: the caller falls back, libbpf keeps quiet. */
+	saved_print = libbpf_set_print(NULL);
 	skel = connattr_bpf__open_and_load();
-	if (!skel) {
-		rc = -errno;
+	rc = skel ? 0 : -errno;
+	libbpf_set_print(saved_print);
+	if (!skel)
 		return cl_error_set(err, rc, "connection attribution: load: %s", strerror(-rc));
-	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		connattr_bpf__destroy(skel);
