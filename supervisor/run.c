@@ -371,13 +371,15 @@ static int on_signal(struct loop *loop, int sig, void *userdata)
 	return 0;
 }
 
-/* Opens that write reach the supervisor only for the ask (fs.ask: on-write). With fs.ask: off
- * the kernel layers alone refuse a write outside fs.write: watching every write open there
- * too, for the reason line, would put the supervisor on every write of every run (and judge by
- * path writes the kernel layers judge by file). */
+/* Opens that write reach the supervisor with either fs.ask: for the ask (on-write), and with
+ * off for the reason line: the mount layer would refuse a write outside fs.write with a bare
+ * EROFS, so the supervisor refuses it first, by the same policy, and tells the agent why. The
+ * filter notifies only opens whose flags write, and one inside fs.write is answered CONTINUE
+ * at once (the kernel layers still hold). */
 static bool writes_watched(const struct run *run)
 {
-	return run->config->fs.ask == FS_ASK_ON_WRITE;
+	(void)run;
+	return true;
 }
 
 static int install_filter(void *userdata, int *ret_listener_fd)
