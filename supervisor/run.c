@@ -372,14 +372,13 @@ static int on_signal(struct loop *loop, int sig, void *userdata)
 }
 
 /* Opens that write reach the supervisor with either fs.ask: for the ask (on-write), and with
- * off for the reason line: the mount layer would refuse a write outside fs.write with a bare
- * EROFS, so the supervisor refuses it first, by the same policy, and tells the agent why. The
- * filter notifies only opens whose flags write, and one inside fs.write is answered CONTINUE
- * at once (the kernel layers still hold). */
+ * off for the reason line: the kernel layers refuse a write outside fs.write with a bare EROFS
+ * or EACCES, and the supervisor, answering CONTINUE, tells the agent why (files/write_ask.h).
+ * The filter notifies only opens whose flags write; one inside fs.write is continued at once.
+ * Without the file system's confinement (a bench's switch) nothing is refused: no line. */
 static bool writes_watched(const struct run *run)
 {
-	(void)run;
-	return true;
+	return run->config->fs.ask == FS_ASK_ON_WRITE || !run->opt.test_no_fs_confinement;
 }
 
 static int install_filter(void *userdata, int *ret_listener_fd)
@@ -389,6 +388,7 @@ static int install_filter(void *userdata, int *ret_listener_fd)
 	struct notifier_filter_opts fo = {
 	        .notify_connect = run->egress != NULL,
 	        .notify_open_write = writes_watched(run),
+	        .open_write_tell_only = run->config->fs.ask != FS_ASK_ON_WRITE,
 	        .refuse_untraced = backstops_ptrace(run->backstops) != NULL,
 	        .allow_nested_sandbox = run->opt.allow_nested_sandbox,
 	};
