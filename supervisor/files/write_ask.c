@@ -538,30 +538,13 @@ static enum fs_verdict stricter(enum fs_verdict a, enum fs_verdict b)
 	return rank[b] > rank[a] ? b : a;
 }
 
-/* Whether the fs.protect/fs.hide entry that covers PATH exists on the host: the mount layer
- * covers an entry only if it did at start (a glob's matches are the files themselves). */
-static bool entry_was_mounted(struct write_ask *wa, const char *path)
-{
-	struct fs_vars vars = {.home = wa->home, .worktree = wa->worktree};
-	_cleanup_free_ char *expanded = NULL;
-	struct cl_error err = {""};
-	struct fs_result res;
-	struct stat st;
-	bool dir;
-
-	if (fs_policy_check(wa->config, &vars, path, true, &res, &err) < 0 || !res.rule ||
-	    fs_pattern_expand(res.rule->pattern, &vars, &expanded, &dir) < 0)
-		return lstat(path, &st) == 0;
-	return lstat(fs_pattern_is_glob(expanded) ? path : expanded, &st) == 0;
-}
-
 /* fs.ask: off: the kernel layers refuse a write outside fs.write (EROFS from the read-only
  * mount, EACCES from Landlock) and the supervisor only says why, on the process's stderr, for
  * the file the open lands on when the agent's view there is the host's (not the agent's own
  * mount in a nested namespace); it never answers anything but CONTINUE, so a name that
  * misleads us changes no verdict, at worst a line. The mount layer covers only fs.protect and
- * fs.hide entries that existed at start: one absent then (a new .envrc, created and moved aside
- * at the end) is no refusal, so no line. */
+ * fs.hide entries that existed at start (the shield's, write_shield.h): one absent then (a new
+ * .envrc, created and moved aside at the end) is no refusal, so no line. */
 static void tell_kernel_refusal(struct write_ask *wa, const struct open_target *t, const char *path,
                                 const char *rule)
 {
@@ -684,9 +667,10 @@ void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
 		let_kernel_decide(wa, t->id);
 		return;
 	}
+	/* fs.protect/fs.hide the shield did not cover: an entry absent at start (the agent's new
+	 * .envrc, even written again), which no mount holds: no refusal, no line. */
 	if (tell_only) {
-		if ((v == FS_DENY_PROTECT || v == FS_DENY_HIDE) &&
-		    !entry_was_mounted(wa, p.where.path))
+		if (v == FS_DENY_PROTECT || v == FS_DENY_HIDE)
 			let_kernel_decide(wa, t->id);
 		else
 			tell_kernel_refusal(wa, t, p.where.path, rule);

@@ -39,6 +39,7 @@ echo x 2>"$e/hook" >"$proj/.git/hooks/pre-commit"
 echo x 2>"$e/outside" >"$HOME/new-file"
 echo x 2>"$e/inside" >"$proj/notes.txt"
 echo x 2>"$e/envrc" >"$proj/.envrc"
+echo x 2>>"$e/envrc" >>"$proj/.envrc"
 # The same path again and again from one process: one line.
 sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do echo x >>"$HOME/.bashrc"; done' 2>"$e/same"
 # A flood of paths: bounded per second.
@@ -94,7 +95,7 @@ for who in root nobody; do
 		grep -qF "cloister: write to $home/new-file refused: not in fs.write" "$e/outside" &&
 		echo 0 || echo 1)" "$who: a write outside fs.write names that" "$(cat "$e/outside")"
 	tap_is "$(cat "$e/inside")" "" "$who: a write in the project says nothing"
-	tap_is "$(cat "$e/envrc")" "" "$who: a protected name absent at the start is created, no line"
+	tap_is "$(cat "$e/envrc")" "" "$who: a protected name absent at the start is created and appended to, no line"
 	tap_is "$(notes same)" 1 "$who: one process writing one path ten times: one line" "$(cat "$e/same")"
 	n=$(notes flood) s=$(cat "$e/seconds")
 	tap_ok "$([ "$n" -ge 1 ] && [ "$n" -le $((10 * s)) ] && echo 0 || echo 1)" \
