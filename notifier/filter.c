@@ -160,7 +160,7 @@ static int add_confinement_rules(scmp_filter_ctx ctx, const struct notifier_filt
 
 /* Opens that may write: each flag bit is a rule of its own (a filter compares one argument per
  * rule, and libseccomp ORs the rules of one syscall). The flags are an int: low 32 bits. */
-static int add_open_write_rules(scmp_filter_ctx ctx)
+static int add_open_write_rules(scmp_filter_ctx ctx, bool tell_only)
 {
 	static const unsigned int write_bits[] = {O_WRONLY, O_RDWR, O_CREAT, O_TRUNC, __O_TMPFILE};
 	int r = add_rule(ctx, SCMP_ACT_NOTIFY, "creat", 0, NULL);
@@ -175,7 +175,7 @@ static int add_open_write_rules(scmp_filter_ctx ctx)
 		if (r >= 0)
 			r = add_rule(ctx, SCMP_ACT_NOTIFY, "openat", 1, &openat_flags);
 	}
-	if (r >= 0)
+	if (r >= 0 && !tell_only)
 		r = add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), "openat2", 0, NULL);
 	return r;
 }
@@ -218,7 +218,7 @@ static int build_program(const struct notifier_filter_opts *opts, struct sock_fi
 	if (r >= 0 && opts->notify_connect)
 		r = add_rule(ctx, SCMP_ACT_NOTIFY, "connect", 0, NULL);
 	if (r >= 0 && opts->notify_open_write)
-		r = add_open_write_rules(ctx);
+		r = add_open_write_rules(ctx, opts->open_write_tell_only);
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(enosys); i++)
 		r = add_rule(ctx, SCMP_ACT_ERRNO(ENOSYS), enosys[i], 0, NULL);
 	if (r >= 0)

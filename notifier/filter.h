@@ -9,7 +9,7 @@
  *                                   one at a time, and the supervisor continues it)
  *                                   openat2 → ENOSYS then: its flags sit in memory a filter
  *                                   cannot read, and libc's open never uses it (callers that do
- *                                   fall back to openat)
+ *                                   fall back to openat); not with opts.open_write_tell_only
  *   io_uring_setup/enter/register → ENOSYS (io_uring runs syscalls that seccomp never sees)
  *   userfaultfd, ioctl(USERFAULTFD_IOC_NEW) → ENOSYS (it would let the agent stall our reads
  *                                   of its memory)
@@ -58,6 +58,9 @@
 struct notifier_filter_opts {
 	bool notify_connect;        /* also notify connect(2); off by default */
 	bool notify_open_write;     /* also notify opens that ask for writing (see above) */
+	bool open_write_tell_only;  /* with it: the supervisor only tells why the kernel refused
+	                             * (fs.ask: off), so openat2 stays allowed: it would be
+	                             * unseen, not unchecked */
 	bool no_wait_killable;      /* do not use WAIT_KILLABLE_RECV even where the kernel has it */
 	bool allow_nested_listener; /* do not refuse seccomp(NEW_LISTENER) to the agent */
 	bool tsync;                /* apply to all threads (TSYNC|TSYNC_ESRCH); the launcher's child

@@ -407,13 +407,14 @@ static int on_signal(struct loop *loop, int sig, void *userdata)
 	return 0;
 }
 
-/* Opens that write reach the supervisor only for the ask (fs.ask: on-write). With fs.ask: off
- * the kernel layers alone refuse a write outside fs.write: watching every write open there
- * too, for the reason line, would put the supervisor on every write of every run (and judge by
- * path writes the kernel layers judge by file). */
+/* Opens that write reach the supervisor with either fs.ask: for the ask (on-write), and with
+ * off for the reason line: the kernel layers refuse a write outside fs.write with a bare EROFS
+ * or EACCES, and the supervisor, answering CONTINUE, tells the agent why (files/write_ask.h).
+ * The filter notifies only opens whose flags write; one inside fs.write is continued at once.
+ * Without the file system's confinement (a bench's switch) nothing is refused: no line. */
 static bool writes_watched(const struct run *run)
 {
-	return run->config->fs.ask == FS_ASK_ON_WRITE;
+	return run->config->fs.ask == FS_ASK_ON_WRITE || !run->opt.test_no_fs_confinement;
 }
 
 static int install_filter(void *userdata, int *ret_listener_fd)
@@ -424,6 +425,7 @@ static int install_filter(void *userdata, int *ret_listener_fd)
 	struct notifier_filter_opts fo = {
 	        .notify_connect = run->egress != NULL && !run->connattr,
 	        .notify_open_write = writes_watched(run),
+	        .open_write_tell_only = run->config->fs.ask != FS_ASK_ON_WRITE,
 	        .refuse_untraced = backstops_ptrace(run->backstops) != NULL,
 	        .allow_nested_sandbox = run->opt.allow_nested_sandbox,
 	};

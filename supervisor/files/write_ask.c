@@ -64,6 +64,7 @@ struct write_ask {
 	struct agent_note_ttys ttys;
 	struct write_answers *answers;
 	struct write_shield *shield;
+	struct write_notes notes; /* the reason lines' bound */
 	struct pending_write *pending;
 	size_t n_pending, cap_pending;
 };
@@ -101,7 +102,7 @@ static void audit_refusal(struct write_ask *wa, const struct open_target *t, con
 static void refuse(struct write_ask *wa, uint64_t id, pid_t pid, const char *path, const char *why,
                    int error)
 {
-	if (!wa->quiet_to_agent) {
+	if (!wa->quiet_to_agent && write_notes_admit(&wa->notes, loop_now_ms(), pid, path)) {
 		char line[AGENT_NOTE_MAX];
 		size_t n = agent_note_format(line, sizeof(line), "write to", path, why);
 
@@ -537,12 +538,33 @@ static enum fs_verdict stricter(enum fs_verdict a, enum fs_verdict b)
 	return rank[b] > rank[a] ? b : a;
 }
 
+/* fs.ask: off: the kernel layers refuse a write outside fs.write (EROFS from the read-only
+ * mount, EACCES from Landlock) and the supervisor only says why, on the process's stderr, for
+ * the file the open lands on when the agent's view there is the host's (not the agent's own
+ * mount in a nested namespace); it never answers anything but CONTINUE, so a name that
+ * misleads us changes no verdict, at worst a line. The mount layer covers only fs.protect and
+ * fs.hide entries that existed at start (the shield's, write_shield.h): one absent then (a new
+ * .envrc, created and moved aside at the end) is no refusal, so no line. */
+static void tell_kernel_refusal(struct write_ask *wa, const struct open_target *t, const char *path,
+                                const char *rule)
+{
+	if (!wa->quiet_to_agent && write_notes_admit(&wa->notes, loop_now_ms(), t->pid, path)) {
+		char line[AGENT_NOTE_MAX];
+		size_t n = agent_note_format(line, sizeof(line), "write to", path, rule);
+
+		(void)agent_note_send(wa->notifier, t->id, t->pid, line, n, &wa->ttys);
+	}
+	let_kernel_decide(wa, t->id);
+}
+
 void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
 {
 	_cleanup_(open_target_freep) struct open_target *t = NULL;
 	_cleanup_close_ int root = -EBADF, base = -EBADF;
 	struct pending_write p = {.where = {.view_dir = -EBADF, .host_dir = -EBADF}};
 	struct cl_error err = {""};
+	/* fs.ask: off: the kernel layers refuse; the supervisor only says why. */
+	bool tell_only = wa->config->fs.ask != FS_ASK_ON_WRITE;
 	enum fs_verdict v, hv;
 	char rule[768], hrule[768], why[256];
 	int r;
@@ -573,7 +595,7 @@ void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
 	if (r == -ESRCH)
 		return;
 	/* Outside fs.write: asked (on-write) or refused (off) — for the file it really is. */
-	if (v != FS_ASK && v != FS_DENY_OUTSIDE) {
+	if (v != FS_ASK && v != FS_DENY_OUTSIDE && !tell_only) {
 		refuse_logged(wa, t, t->abs_path, rule);
 		return;
 	}
@@ -609,6 +631,10 @@ void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
 		let_kernel_decide(wa, t->id);
 		return;
 	}
+	if (r < 0 && tell_only) {
+		let_kernel_decide(wa, t->id);
+		return;
+	}
 	if (r < 0) {
 		(void)notifier_deny(wa->notifier, t->id, r == -ELOOP ? ELOOP : EACCES);
 		return;
@@ -616,7 +642,14 @@ void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
 	/* A shielded file or directory, however it was reached: refused, never asked. */
 	if (write_shield_covers(wa->shield, p.where.host_dir, p.where.exists ? &p.where.st : NULL,
 	                        why, sizeof(why))) {
-		refuse_logged(wa, t, p.where.path, why);
+		/* The rule with its origin where the name says it too; else the shield's why. */
+		if (tell_only)
+			tell_kernel_refusal(wa, t, p.where.path,
+			                    decide(wa, p.where.path, rule, sizeof(rule)) != FS_ALLOW
+			                            ? rule
+			                            : why);
+		else
+			refuse_logged(wa, t, p.where.path, why);
 		pending_done(&p);
 		return;
 	}
@@ -632,6 +665,16 @@ void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
 	if (v == FS_ALLOW || write_rules_kernel_only(p.where.path)) {
 		pending_done(&p);
 		let_kernel_decide(wa, t->id);
+		return;
+	}
+	/* fs.protect/fs.hide the shield did not cover: an entry absent at start (the agent's new
+	 * .envrc, even written again), which no mount holds: no refusal, no line. */
+	if (tell_only) {
+		if (v == FS_DENY_PROTECT || v == FS_DENY_HIDE)
+			let_kernel_decide(wa, t->id);
+		else
+			tell_kernel_refusal(wa, t, p.where.path, rule);
+		pending_done(&p);
 		return;
 	}
 	if (v != FS_ASK) {

@@ -1,4 +1,5 @@
-/* The ask for writes outside fs.write (fs.ask: on-write), a source of asks of kind "file".
+/* The ask for writes outside fs.write (fs.ask: on-write), a source of asks of kind "file";
+ * with fs.ask: off, the reason line for the writes the kernel layers refuse.
  *
  * The sandbox's seccomp filter notifies opens whose flags write (notifier/filter.h); the exec
  * guard that owns the listener hands them here (exec_guard_set_open_handler). For each:
@@ -26,7 +27,13 @@
  * path, or the directory the decision names, for the rest of the run. Project and global
  * scopes are also written to the decisions files (fs: allow:, policy/decisions.h) and read
  * back as answers at the next run's start: such a write is then opened without an ask, the
- * same checks made. */
+ * same checks made.
+ *
+ * With fs.ask: off the same opens come here only for the reason line: every one is answered
+ * CONTINUE (the kernel layers refuse), and the line is written first when the open lands, in
+ * the host's view, outside fs.write, on a shielded file, or below an fs.protect/fs.hide entry
+ * that existed at start (the mount layer holds only those). Every reason line of either mode
+ * is bounded: one per process and path, 10 a second (write_rules.h). */
 #ifndef CLOISTER_FILES_WRITE_ASK_H
 #define CLOISTER_FILES_WRITE_ASK_H
 

@@ -90,3 +90,35 @@ bool write_answers_covers(const struct write_answers *a, const char *path)
 	}
 	return false;
 }
+
+/* FNV-1a: a collision only loses a line, never lets one more through. */
+static uint64_t path_hash(const char *path)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+		h = (h ^ *c) * 1099511628211ULL;
+	return h;
+}
+
+bool write_notes_admit(struct write_notes *wn, uint64_t now_ms, pid_t pid, const char *path)
+{
+	uint64_t hash = path_hash(path);
+
+	for (unsigned i = 0; i < wn->n; i++)
+		if (wn->recent[i].pid == pid && wn->recent[i].hash == hash)
+			return false;
+	if (now_ms / 1000 != wn->second) {
+		wn->second = now_ms / 1000;
+		wn->in_second = 0;
+	}
+	if (wn->in_second >= WRITE_NOTES_PER_SECOND)
+		return false;
+	wn->in_second++;
+	wn->recent[wn->next].pid = pid;
+	wn->recent[wn->next].hash = hash;
+	wn->next = (wn->next + 1) % WRITE_NOTES_RECENT;
+	if (wn->n < WRITE_NOTES_RECENT)
+		wn->n++;
+	return true;
+}

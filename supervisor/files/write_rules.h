@@ -14,6 +14,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #define WRITE_ANSWERS_MAX 4096
 
@@ -28,5 +30,24 @@ void write_answers_free(struct write_answers *a);
  * below it too. 0, -E2BIG past the bound, -ENOMEM. */
 int write_answers_allow(struct write_answers *a, const char *path, bool prefix);
 bool write_answers_covers(const struct write_answers *a, const char *path);
+
+/* How many reason lines a refused write gets, so that an agent cannot flood the user's terminal
+ * through us: one per process and path among the last WRITE_NOTES_RECENT lines written, and
+ * at most WRITE_NOTES_PER_SECOND in each second of the clock given. */
+#define WRITE_NOTES_RECENT     32
+#define WRITE_NOTES_PER_SECOND 10
+
+struct write_notes {
+	uint64_t second;
+	unsigned in_second;
+	struct {
+		pid_t pid;
+		uint64_t hash;
+	} recent[WRITE_NOTES_RECENT];
+	unsigned next, n;
+};
+
+/* May a line about PATH go to PID now (NOW_MS, a monotonic clock)? Counts it if so. */
+bool write_notes_admit(struct write_notes *wn, uint64_t now_ms, pid_t pid, const char *path);
 
 #endif

@@ -11,12 +11,12 @@
  *     and each costs the exec path what any of the others does (cc, cc1, as). It runs three
  *     ways in turn: native, supervised without the file system's confinement
  *     (--test-no-fs-confinement) and supervised as shipped, with it (a read-only tree,
- *     writable binds, Landlock's write rules): the last over the second is that
- *     confinement's cost;
+ *     writable binds, Landlock's write rules, and the write opens notified for the reason
+ *     line of fs.ask: off): the last over the second is that confinement's cost;
  *   - the same compile with `fs.ask: on-write` in the agent's config, against native and the
- *     config as shipped (fs.ask: off): every open that writes (cc1's and as's output, make's)
- *     is notified and decided by the supervisor (inside the worktree: continued) — the cost of
- *     the ask for writes when nothing is asked.
+ *     config as shipped (fs.ask: off): with both, every open that writes (cc1's and as's
+ *     output, make's) is notified and decided by the supervisor (inside the worktree:
+ *     continued); on-write over shipped is what the ask adds when nothing is asked.
  * Native and supervised runs take turns, each round starting with the other; the ratio is the
  * median of the rounds' ratios. */
 #include "tests/bench/bench.h"

@@ -53,7 +53,8 @@ chmod -R a+rX "$TMP/src"
 # The agent: each probe on a line of its own, "NAME: ok" or "NAME: <error>".
 cat >"$TMP/agent.sh" <<'EOF'
 proj=$1 src=$2 full=$3
-probe() { n=$1; shift; if out=$("$@" 2>&1); then echo "$n: ok"; else echo "$n: $out" | tail -n 1; fi; }
+# The error's last line: the kernel's message, after Cloister's reason line (run_fs_reason.sh).
+probe() { n=$1; shift; if out=$("$@" 2>&1); then echo "$n: ok"; else echo "$n: $(echo "$out" | tail -n 1)"; fi; }
 w() { echo planted >>"$1"; }
 probe worktree w "$proj/notes.txt"
 probe tmp w /tmp/x

@@ -728,6 +728,33 @@ static void test_write_opens_are_notified_and_answered_with_our_fd(void **state)
 	assert_int_equal(access(path, F_OK), -1); /* the child's own name was never opened */
 }
 
+/* Telling only (fs.ask: off): openat2 is let through, unseen — a read with it works. */
+static int child_openat2(void *arg)
+{
+	struct {
+		uint64_t flags, mode, resolve;
+	} how = {O_RDONLY | O_CLOEXEC, 0, 0};
+	int fd;
+
+	(void)arg;
+	fd = (int)syscall(SYS_openat2, AT_FDCWD, "/etc/hostname", &how, sizeof(how));
+	if (fd < 0)
+		return errno == ENOSYS ? 98 : 99;
+	close(fd);
+	return 0;
+}
+
+static void test_openat2_is_allowed_when_only_telling(void **state)
+{
+	struct notifier_filter_opts opts = {.notify_open_write = true,
+	                                    .open_write_tell_only = true};
+	struct sandbox sb;
+	REQUIRE_ROOT();
+
+	start_opts(&sb, &opts, child_openat2, NULL);
+	assert_exited(finish(&sb), 0);
+}
+
 static int child_huge_argv(void *arg)
 {
 	static char big[4000];
@@ -1533,6 +1560,8 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(
 	                test_write_opens_are_notified_and_answered_with_our_fd, make_tmpdir,
 	                remove_tmpdir),
+	        cmocka_unit_test_setup_teardown(test_openat2_is_allowed_when_only_telling,
+	                                        make_tmpdir, remove_tmpdir),
 	        cmocka_unit_test_setup_teardown(test_fifty_concurrent_execs_answered_in_one_loop,
 	                                        guard, unguard),
 	};

@@ -74,6 +74,39 @@ static void test_session_answers_are_bounded(void **state)
 	write_answers_free(a);
 }
 
+static void test_reason_lines_once_per_process_and_path(void **state)
+{
+	struct write_notes wn = {0};
+
+	(void)state;
+	assert_true(write_notes_admit(&wn, 5000, 10, "/home/u/.bashrc"));
+	assert_false(write_notes_admit(&wn, 5100, 10, "/home/u/.bashrc"));
+	assert_false(write_notes_admit(&wn, 9000, 10, "/home/u/.bashrc"));
+	assert_true(write_notes_admit(&wn, 9000, 11, "/home/u/.bashrc"));
+	assert_true(write_notes_admit(&wn, 9000, 10, "/home/u/.profile"));
+}
+
+static void test_reason_lines_capped_per_second(void **state)
+{
+	struct write_notes wn = {0};
+	char path[32];
+	unsigned admitted = 0;
+
+	(void)state;
+	for (int i = 0; i < 1000; i++) {
+		snprintf(path, sizeof(path), "/x/%d", i);
+		admitted += write_notes_admit(&wn, 7000 + (uint64_t)i % 1000, 10, path);
+	}
+	assert_int_equal(admitted, WRITE_NOTES_PER_SECOND);
+	/* The next second lets lines through again; the ring forgets the oldest paths. */
+	assert_true(write_notes_admit(&wn, 8000, 10, "/y"));
+	for (int i = 0; i < WRITE_NOTES_RECENT; i++) {
+		snprintf(path, sizeof(path), "/z/%d", i);
+		(void)write_notes_admit(&wn, 9000 + (uint64_t)i * 1000, 10, path);
+	}
+	assert_true(write_notes_admit(&wn, 99000, 10, "/y"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -81,6 +114,8 @@ int main(void)
 	        cmocka_unit_test(test_devices_and_kernel_files_are_the_kernels),
 	        cmocka_unit_test(test_session_answers_exact_and_prefix),
 	        cmocka_unit_test(test_session_answers_are_bounded),
+	        cmocka_unit_test(test_reason_lines_once_per_process_and_path),
+	        cmocka_unit_test(test_reason_lines_capped_per_second),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
