@@ -79,15 +79,28 @@ tap_ok "$([ "$rc" = 0 ] && [ -n "$n" ] && [ "$n" -lt 300 ] && echo 0 || echo 1)"
 rt=$TMP/xdg-map
 mkdir -p "$rt"
 chmod 700 "$rt"
-(cd "$TMP" && XDG_RUNTIME_DIR=$rt exec timeout -k 5 40 "$SUPERVISOR" run --config-dir "$CFG" \
+(cd "$TMP" && XDG_RUNTIME_DIR=$rt exec timeout -k 5 40 "$SUPERVISOR" run -v --config-dir "$CFG" \
 	--ask none -- sh -c "i=0; while [ ! -s $R/ids ] && [ \$i -lt 400 ]; do sleep 0.05; \
 		i=\$((i + 1)); done; $HELPERS/bpfmapid \$(cat $R/ids) >$R/map 2>&1; echo \$? >$R/map.rc" \
 	</dev/null >"$TMP/map.out" 2>"$TMP/map.err") &
 bg=$!
 on_exit "kill $bg 2>/dev/null"
-# Every supervisor's map of this kind (another checkout's runs included): none may open.
-map_ids() { bpftool map show 2>/dev/null | sed -n 's/^\([0-9]*\): lru_hash  name who_by_peer .*/\1/p'; }
-wait_until 20 sh -c "[ -n \"\$(bpftool map show 2>/dev/null | grep 'name who_by_peer')\" ]"
+# The map is found through the supervisor's own fds (an LRU hash of connattr's size), not by
+# listing every map: `bpftool map show` stops at a map that goes away while it lists, which
+# other runs' maps do all the time on a busy machine.
+map_ids() {
+	for m_pid in $(pgrep -P "$bg"); do
+		for m_fd in /proc/"$m_pid"/fd/*; do
+			[ "$(readlink "$m_fd" 2>/dev/null)" = anon_inode:bpf-map ] || continue
+			m_info=/proc/$m_pid/fdinfo/${m_fd##*/}
+			grep -q '^map_type:[[:space:]]*9$' "$m_info" 2>/dev/null || continue
+			grep -q '^max_entries:[[:space:]]*16384$' "$m_info" 2>/dev/null || continue
+			sed -n 's/^map_id:[[:space:]]*//p' "$m_info"
+		done
+	done
+}
+have_map() { [ -n "$(map_ids)" ]; }
+wait_until 20 have_map
 map_ids | tr '\n' ' ' >"$R/ids.tmp"
 mv "$R/ids.tmp" "$R/ids"
 wait "$bg"
