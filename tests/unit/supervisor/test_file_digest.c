@@ -111,7 +111,8 @@ static void test_a_write_through_a_dirty_mapping_is_seen(void **state)
 	assert_int_equal(statfs(dir, &sfs), 0);
 	if (sfs.f_type == 0x01021994) {
 		rmdir(dir);
-		skip(); /* /var/tmp on tmpfs: the next test covers it */
+		print_message("skipped: /var/tmp is a tmpfs here (the next test covers tmpfs)\n");
+		skip();
 	}
 	fd = make_file(dir, 'A', path, sizeof(path));
 	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -140,7 +141,8 @@ static void test_tmpfs_files_get_no_digest(void **state)
 
 	if (!mkdtemp(dir) || statfs(dir, &sfs) < 0 || sfs.f_type != 0x01021994) {
 		rmdir(dir);
-		skip(); /* no tmpfs at /dev/shm here */
+		print_message("skipped: no tmpfs at /dev/shm here\n");
+		skip();
 	}
 	fd = make_file(dir, 'A', path, sizeof(path));
 	assert_int_equal(file_digests_new(&c), 0);
