@@ -13,6 +13,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "bpf/connattr_abi.h"
+#include "bpf/inet_addr.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -27,7 +28,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, CONNATTR_MAX);
-	__type(key, struct connattr_abi_key);
+	__type(key, struct inet_addr_abi);
 	__type(value, struct connattr_abi_who);
 } who_by_peer SEC(".maps");
 
@@ -62,27 +63,15 @@ int connattr_connect6(struct bpf_sock_addr *ctx)
 SEC("sockops")
 int connattr_sockops(struct bpf_sock_ops *skops)
 {
-	struct connattr_abi_key key = {};
+	struct inet_addr_abi key;
 	struct connattr_abi_who *w;
 	struct bpf_sock *sk;
 
 	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB)
 		return 1;
 	sk = skops->sk;
-	if (!sk)
+	if (!sk || !inet_addr_local_end(skops, &key))
 		return 1;
-	key.family = skops->family;
-	key.port = bpf_htons((__u16)skops->local_port);
-	if (skops->family == CONNATTR_AF_INET) {
-		key.addr[0] = skops->local_ip4;
-	} else if (skops->family == CONNATTR_AF_INET6) {
-		key.addr[0] = skops->local_ip6[0];
-		key.addr[1] = skops->local_ip6[1];
-		key.addr[2] = skops->local_ip6[2];
-		key.addr[3] = skops->local_ip6[3];
-	} else {
-		return 1;
-	}
 	w = bpf_sk_storage_get(&caller, sk, 0, 0);
 	if (w)
 		bpf_map_update_elem(&who_by_peer, &key, w, BPF_ANY);

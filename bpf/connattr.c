@@ -15,8 +15,7 @@
 #include "base/cleanup.h"
 #include "bpf/connattr_abi.h"
 #include "bpf/connattr.skel.h"
-
-_Static_assert(CONNATTR_AF_INET == AF_INET && CONNATTR_AF_INET6 == AF_INET6, "families");
+#include "bpf/inet_addr.h"
 
 #define CONNATTR_PROGS 3
 
@@ -95,31 +94,13 @@ int connattr_attach(struct connattr *c, int cgroup_fd, struct cl_error *err)
 int connattr_lookup(const struct connattr *c, const struct sockaddr *peer, socklen_t peer_len,
                     pid_t *ret_tgid, pid_t *ret_pid)
 {
-	struct connattr_abi_key key;
+	struct inet_addr_abi key;
 	struct connattr_abi_who who;
+	int rc;
 
-	memset(&key, 0, sizeof(key)); /* padding included: the key is hashed byte for byte */
-	if (!peer)
-		return -EINVAL;
-	if (peer->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const void *)peer;
-
-		if (peer_len < sizeof(*s4))
-			return -EINVAL;
-		key.family = AF_INET;
-		key.port = s4->sin_port;
-		key.addr[0] = s4->sin_addr.s_addr;
-	} else if (peer->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const void *)peer;
-
-		if (peer_len < sizeof(*s6))
-			return -EINVAL;
-		key.family = AF_INET6;
-		key.port = s6->sin6_port;
-		memcpy(key.addr, &s6->sin6_addr, sizeof(key.addr));
-	} else {
-		return -EAFNOSUPPORT;
-	}
+	rc = inet_addr_from_sockaddr(peer, peer_len, &key);
+	if (rc < 0)
+		return rc;
 	if (bpf_map_lookup_elem(bpf_map__fd(c->skel->maps.who_by_peer), &key, &who) < 0)
 		return errno == ENOENT ? -ENOENT : -errno;
 	if (who.tgid == 0 || who.tgid > INT32_MAX || who.pid > INT32_MAX)

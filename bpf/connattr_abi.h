@@ -10,17 +10,8 @@
  * names no process). About 1.5 MB of kernel memory, preallocated. */
 #define CONNATTR_MAX 16384
 
-#define CONNATTR_AF_INET  2
-#define CONNATTR_AF_INET6 10
-
-/* The client's end of a TCP connection as the kernel stores it: addr in network byte order
- * (IPv4 in addr[0]), port in network byte order. */
-struct connattr_abi_key {
-	__u32 family;
-	__u16 port;
-	__u16 pad; /* always 0: keys are hashed byte for byte */
-	__u32 addr[4];
-};
+/* The map's key is the client's end of the TCP connection: struct inet_addr_abi
+ * (inet_addr_abi.h). */
 
 /* Who called connect(2): ids in the initial pid namespace. */
 struct connattr_abi_who {

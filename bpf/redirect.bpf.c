@@ -36,6 +36,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_core_read.h>
 #include "bpf/redirect_abi.h"
+#include "bpf/inet_addr.bpf.h"
 
 #define SOCK_STREAM 1
 #define SOCK_DGRAM  2
@@ -53,7 +54,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, int);
-	__type(value, struct redirect_abi_addr);
+	__type(value, struct inet_addr_abi);
 } orig_dst SEC(".maps");
 
 /* Ports (network byte order) the sandbox may not reach on the host's loopback: the
@@ -86,8 +87,8 @@ const volatile __u32 own_tgid = 0;
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, REDIRECT_MAX_PENDING);
-	__type(key, struct redirect_abi_addr);
-	__type(value, struct redirect_abi_addr);
+	__type(key, struct inet_addr_abi);
+	__type(value, struct inet_addr_abi);
 } by_peer SEC(".maps");
 
 static __always_inline bool loopback4(__u32 ip)
@@ -137,14 +138,14 @@ static __always_inline bool refused_port(__u32 port)
 
 static __always_inline int remember4(struct bpf_sock_addr *ctx)
 {
-	struct redirect_abi_addr *o;
+	struct inet_addr_abi *o;
 
 	if (!ctx->sk)
 		return -1;
 	o = bpf_sk_storage_get(&orig_dst, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!o)
 		return -1;
-	o->family = REDIRECT_AF_INET;
+	o->family = INET_ADDR_AF_INET;
 	o->port = (__u16)ctx->user_port;
 	o->pad = 0;
 	o->addr[0] = ctx->user_ip4;
@@ -154,14 +155,14 @@ static __always_inline int remember4(struct bpf_sock_addr *ctx)
 
 static __always_inline int remember6(struct bpf_sock_addr *ctx)
 {
-	struct redirect_abi_addr *o;
+	struct inet_addr_abi *o;
 
 	if (!ctx->sk)
 		return -1;
 	o = bpf_sk_storage_get(&orig_dst, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!o)
 		return -1;
-	o->family = REDIRECT_AF_INET6;
+	o->family = INET_ADDR_AF_INET6;
 	o->port = (__u16)ctx->user_port;
 	o->pad = 0;
 	o->addr[0] = ctx->user_ip6[0];
@@ -267,7 +268,7 @@ int redirect_sock_create(struct bpf_sock *sk)
 {
 	if (sk->family == REDIRECT_AF_PACKET)
 		return 0;
-	if (sk->family != REDIRECT_AF_INET && sk->family != REDIRECT_AF_INET6)
+	if (sk->family != INET_ADDR_AF_INET && sk->family != INET_ADDR_AF_INET6)
 		return 1;
 	if (sk->type == SOCK_STREAM && sk->protocol == IPPROTO_TCP)
 		return 1;
@@ -303,14 +304,14 @@ int redirect_sendmsg6(struct bpf_sock_addr *ctx)
 /* Report the original address where the kernel would report our listener's. */
 static __always_inline void restore(struct bpf_sock_addr *ctx, __u32 family)
 {
-	struct redirect_abi_addr *o;
+	struct inet_addr_abi *o;
 
 	if (!ctx->sk)
 		return;
 	o = bpf_sk_storage_get(&orig_dst, ctx->sk, 0, 0);
 	if (!o || o->family != family)
 		return;
-	if (family == REDIRECT_AF_INET) {
+	if (family == INET_ADDR_AF_INET) {
 		ctx->user_ip4 = o->addr[0];
 	} else {
 		ctx->user_ip6[0] = o->addr[0];
@@ -340,7 +341,7 @@ SEC("cgroup/recvmsg4")
 int redirect_recvmsg4(struct bpf_sock_addr *ctx)
 {
 	if (is_listener4(ctx))
-		restore(ctx, REDIRECT_AF_INET);
+		restore(ctx, INET_ADDR_AF_INET);
 	return 1;
 }
 
@@ -348,7 +349,7 @@ SEC("cgroup/recvmsg6")
 int redirect_recvmsg6(struct bpf_sock_addr *ctx)
 {
 	if (is_listener6(ctx))
-		restore(ctx, REDIRECT_AF_INET6);
+		restore(ctx, INET_ADDR_AF_INET6);
 	return 1;
 }
 
@@ -356,7 +357,7 @@ SEC("cgroup/getpeername4")
 int redirect_getpeername4(struct bpf_sock_addr *ctx)
 {
 	if (is_listener4(ctx))
-		restore(ctx, REDIRECT_AF_INET);
+		restore(ctx, INET_ADDR_AF_INET);
 	return 1;
 }
 
@@ -364,34 +365,22 @@ SEC("cgroup/getpeername6")
 int redirect_getpeername6(struct bpf_sock_addr *ctx)
 {
 	if (is_listener6(ctx))
-		restore(ctx, REDIRECT_AF_INET6);
+		restore(ctx, INET_ADDR_AF_INET6);
 	return 1;
 }
 
 SEC("sockops")
 int redirect_sockops(struct bpf_sock_ops *skops)
 {
-	struct redirect_abi_addr key = {};
-	struct redirect_abi_addr *o;
+	struct inet_addr_abi key;
+	struct inet_addr_abi *o;
 	struct bpf_sock *sk;
 
 	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB)
 		return 1;
 	sk = skops->sk;
-	if (!sk)
+	if (!sk || !inet_addr_local_end(skops, &key))
 		return 1;
-	key.family = skops->family;
-	key.port = bpf_htons((__u16)skops->local_port);
-	if (skops->family == REDIRECT_AF_INET) {
-		key.addr[0] = skops->local_ip4;
-	} else if (skops->family == REDIRECT_AF_INET6) {
-		key.addr[0] = skops->local_ip6[0];
-		key.addr[1] = skops->local_ip6[1];
-		key.addr[2] = skops->local_ip6[2];
-		key.addr[3] = skops->local_ip6[3];
-	} else {
-		return 1;
-	}
 	o = bpf_sk_storage_get(&orig_dst, sk, 0, 0);
 	if (o)
 		bpf_map_update_elem(&by_peer, &key, o, BPF_ANY);

@@ -15,6 +15,7 @@
 #include <bpf/libbpf.h>
 
 #include "bpf/backstop.h"
+#include "bpf/inet_addr.h"
 #include "bpf/redirect_abi.h"
 #include "bpf/redirect.skel.h"
 #include "base/cleanup.h"
@@ -24,7 +25,6 @@
 #endif
 
 _Static_assert(REDIRECT_REFUSED_MAX == REDIRECT_MAX_REFUSED, "the header says how many");
-_Static_assert(REDIRECT_AF_INET == AF_INET && REDIRECT_AF_INET6 == AF_INET6, "families");
 
 #define REDIRECT_PROGS 14
 
@@ -186,31 +186,13 @@ void redirect_detach(struct redirect *r)
 int redirect_lookup(struct redirect *r, const struct sockaddr *peer, socklen_t peer_len,
                     struct sockaddr_storage *ret_orig)
 {
-	struct redirect_abi_addr key, val;
+	struct inet_addr_abi key, val;
 	struct sockaddr_storage out;
+	int rc;
 
-	memset(&key, 0, sizeof(key)); /* padding included: the key is hashed byte for byte */
-	if (!peer)
-		return -EINVAL;
-	if (peer->sa_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const void *)peer;
-
-		if (peer_len < sizeof(*s4))
-			return -EINVAL;
-		key.family = AF_INET;
-		key.port = s4->sin_port;
-		key.addr[0] = s4->sin_addr.s_addr;
-	} else if (peer->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *s6 = (const void *)peer;
-
-		if (peer_len < sizeof(*s6))
-			return -EINVAL;
-		key.family = AF_INET6;
-		key.port = s6->sin6_port;
-		memcpy(key.addr, &s6->sin6_addr, sizeof(key.addr));
-	} else {
-		return -EAFNOSUPPORT;
-	}
+	rc = inet_addr_from_sockaddr(peer, peer_len, &key);
+	if (rc < 0)
+		return rc;
 	if (bpf_map_lookup_and_delete_elem(bpf_map__fd(r->skel->maps.by_peer), &key, &val) < 0)
 		return errno == ENOENT ? -ENOENT : -errno;
 

@@ -12,18 +12,9 @@
 /* Ports of the supervisors' own listeners refused to the sandbox (redirect_refuse_port). */
 #define REDIRECT_MAX_REFUSED 256
 
-#define REDIRECT_AF_INET   2
-#define REDIRECT_AF_INET6  10
 #define REDIRECT_AF_PACKET 17
 
-/* An address and port as the kernel stores them: addr in network byte order (IPv4 in
- * addr[0]), port in network byte order. Also the key of the by-peer map: the client's end
- * of a redirected connection, as the proxy's accept() sees it. */
-struct redirect_abi_addr {
-	__u32 family;
-	__u16 port;
-	__u16 pad; /* always 0: keys are hashed byte for byte */
-	__u32 addr[4];
-};
+/* Original destinations and the by-peer map's keys (the client's end of a redirected
+ * connection, as the proxy's accept() sees it) are struct inet_addr_abi (inet_addr_abi.h). */
 
 #endif

@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -35,6 +36,7 @@
 #include <bpf/bpf.h>
 
 #include "bpf/backstop.h" /* backstop_cgroup2_mount */
+#include "bpf/inet_addr.h"
 #include "bpf/redirect.h"
 #include "netfilter/listen.h"
 #include "base/cleanup.h"
@@ -869,6 +871,49 @@ static const char *enter_private_netns(void)
 	return NULL;
 }
 
+/* The key the loaders look a connection up by (redirect_lookup, connattr_lookup) must be, byte
+ * for byte, what the sockops programs filed: family, port and address in network order, the
+ * rest zero. Pure: no kernel needed. */
+static void test_lookup_key_is_the_peer_byte_for_byte_and_bad_peers_are_refused(void **state)
+{
+	struct sockaddr_in s4 = {.sin_family = AF_INET, .sin_port = htons(40001)};
+	struct sockaddr_in6 s6 = {.sin6_family = AF_INET6, .sin6_port = htons(40002)};
+	struct sockaddr_un su = {.sun_family = AF_UNIX};
+	struct inet_addr_abi key, want;
+
+	(void)state;
+	assert_int_equal(inet_pton(AF_INET, "127.0.0.5", &s4.sin_addr), 1);
+	assert_int_equal(inet_pton(AF_INET6, "2001:db8::7", &s6.sin6_addr), 1);
+
+	memset(&key, 0xa5, sizeof(key));
+	assert_int_equal(inet_addr_from_sockaddr((struct sockaddr *)&s4, sizeof(s4), &key), 0);
+	memset(&want, 0, sizeof(want));
+	want.family = AF_INET;
+	want.port = htons(40001);
+	want.addr[0] = htonl(0x7f000005);
+	assert_memory_equal(&key, &want, sizeof(key));
+
+	memset(&key, 0xa5, sizeof(key));
+	assert_int_equal(inet_addr_from_sockaddr((struct sockaddr *)&s6, sizeof(s6), &key), 0);
+	memset(&want, 0, sizeof(want));
+	want.family = AF_INET6;
+	want.port = htons(40002);
+	memcpy(want.addr, &s6.sin6_addr, sizeof(want.addr));
+	assert_memory_equal(&key, &want, sizeof(key));
+
+	/* Refused, and the key is left as it was. */
+	memset(&key, 0xa5, sizeof(key));
+	want = key;
+	assert_int_equal(inet_addr_from_sockaddr(NULL, sizeof(s4), &key), -EINVAL);
+	assert_int_equal(inet_addr_from_sockaddr((struct sockaddr *)&s4, sizeof(s4) - 1, &key),
+	                 -EINVAL);
+	assert_int_equal(inet_addr_from_sockaddr((struct sockaddr *)&s6, sizeof(s6) - 1, &key),
+	                 -EINVAL);
+	assert_int_equal(inet_addr_from_sockaddr((struct sockaddr *)&su, sizeof(su), &key),
+	                 -EAFNOSUPPORT);
+	assert_memory_equal(&key, &want, sizeof(key));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--listen-until-closed") == 0)
@@ -891,6 +936,8 @@ int main(int argc, char **argv)
 	        T(test_detach_removes_every_program),
 	        T(test_open_rejects_port_zero),
 #undef T
+	        cmocka_unit_test(
+	                test_lookup_key_is_the_peer_byte_for_byte_and_bad_peers_are_refused),
 	};
 
 	global_skip = enter_private_netns();

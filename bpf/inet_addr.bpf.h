@@ -1,0 +1,30 @@
+/* The BPF programs' side of inet_addr_abi.h: include it after vmlinux.h. */
+#ifndef CLOISTER_INET_ADDR_BPF_H
+#define CLOISTER_INET_ADDR_BPF_H
+
+#include "bpf/inet_addr_abi.h"
+
+/* The local end (address, port) of the TCP connection a sockops program is called for: what
+ * the proxy's accept() sees as the peer, so the key the loaders rebuild with
+ * inet_addr_from_sockaddr(). Every byte of *ret is written (the padding too: keys are hashed
+ * byte for byte). False for a family other than IPv4 and IPv6. */
+static __always_inline bool inet_addr_local_end(const struct bpf_sock_ops *skops,
+                                                struct inet_addr_abi *ret)
+{
+	__builtin_memset(ret, 0, sizeof(*ret));
+	ret->family = skops->family;
+	ret->port = bpf_htons((__u16)skops->local_port);
+	if (skops->family == INET_ADDR_AF_INET) {
+		ret->addr[0] = skops->local_ip4;
+	} else if (skops->family == INET_ADDR_AF_INET6) {
+		ret->addr[0] = skops->local_ip6[0];
+		ret->addr[1] = skops->local_ip6[1];
+		ret->addr[2] = skops->local_ip6[2];
+		ret->addr[3] = skops->local_ip6[3];
+	} else {
+		return false;
+	}
+	return true;
+}
+
+#endif
