@@ -16,37 +16,14 @@
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
+# shellcheck source=tests/lib/ask_common.sh
+. "$(dirname "$0")/../lib/ask_common.sh"
 
 PLAN=8
 run_needs_root $PLAN
 run_needs_tools $PLAN bash
 tap_plan $PLAN
 
-alive() { kill -0 "$1" 2>/dev/null; }
-cli() {
-	out=$(timeout 20 "$SUPERVISOR" "$@" 2>&1)
-	st=$?
-}
-wait_pending() { # TEXT: the id of the pending ask showing TEXT, in $id (10 s)
-	id=
-	i=0
-	while [ -z "$id" ] && [ $i -lt 200 ]; do
-		cli pending
-		id=$(printf '%s\n' "$out" | grep -F -- "$1" | awk '{ print $1 }' | head -n 1)
-		[ -n "$id" ] || sleep 0.05
-		i=$((i + 1))
-	done
-}
-step() { printf '%s\n' "$2" >"$TMP/cmd$1.tmp" && mv "$TMP/cmd$1.tmp" "$TMP/cmd$1"; }
-done_within() { # N SECONDS: step N finished; its output in $res
-	i=0
-	while ! grep -q '^status' "$TMP/out$1" 2>/dev/null && [ $i -lt $(($2 * 20)) ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	res=$(cat "$TMP/out$1" 2>/dev/null)
-	grep -q '^status' "$TMP/out$1" 2>/dev/null
-}
 
 XDG_RUNTIME_DIR=$TMP/rt
 export XDG_RUNTIME_DIR
@@ -63,12 +40,9 @@ exec:
     - path: "/usr/bin/sleep"
     - path: "/usr/bin/mv"
 EOF
-# shellcheck disable=SC2016 # the agent's shell expands these
-AGENT='n=1; while :; do while [ ! -e "$1/cmd$n" ]; do sleep 0.05; done
-	sh "$1/cmd$n" >"$1/out$n" 2>&1; echo "status $?" >>"$1/out$n"; n=$((n + 1)); done'
 (cd "$TMP" && exec "$SUPERVISOR" run --config-dir "$CFG" --ask web --ask-timeout 60s \
 	--name "a2k$$" --listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off \
-	-- sh -c "$AGENT" sh "$TMP") </dev/null >"$OUT" 2>"$ERR" &
+	-- sh -c "$STEP_AGENT" sh "$TMP") </dev/null >"$OUT" 2>"$ERR" &
 SV=$!
 on_exit "kill $SV 2>/dev/null"
 

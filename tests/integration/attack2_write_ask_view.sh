@@ -30,22 +30,18 @@
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
+# shellcheck source=tests/lib/ask_common.sh
+. "$(dirname "$0")/../lib/ask_common.sh"
 
 PLAN=48
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
 
-NOBODY=65534
-chmod 711 "$TMP"
-cp "$SUPERVISOR" "$TMP/cloister-supervisor"
-chmod 755 "$TMP/cloister-supervisor"
 
 setup() { # WHO: a home, a worktree, a config and a runtime directory of its own
-	W=$TMP/$1
-	H=$W/home
-	WT=$W/wt
-	mkdir -p "$W/cfg" "$H/sub" "$WT" "$W/rt" "$W/dotfiles/aws" "$W/cfgbind"
+	user_tree "$1"
+	mkdir -p "$H/sub" "$W/dotfiles/aws" "$W/cfgbind"
 	# Dotfiles kept elsewhere and linked in (stow, chezmoi, home-manager): ~/.aws is hidden.
 	echo "aws-secret-$$" >"$W/dotfiles/aws/credentials"
 	ln -s "$W/dotfiles/aws" "$H/.aws"
@@ -61,44 +57,17 @@ exec:
 fs:
   ask: on-write
 YAML
-	if [ "$1" = nobody ]; then
-		chown -R "$NOBODY:$NOBODY" "$W"
-		chmod 711 "$W"
-		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
-	else
-		AS=""
-	fi
-	chmod 700 "$W/rt"
-	AUD=$W/state/cloister/audit.log
+	user_tree_own
 }
 
-envs() { echo "env HOME=$H XDG_CONFIG_HOME=$H/.config XDG_STATE_HOME=$W/state XDG_RUNTIME_DIR=$W/rt"; }
 
-start() { # AGENT-SCRIPT: the supervisor in the background (pid in $svpid)
-	# shellcheck disable=SC2046,SC2086 # words on purpose
-	(cd "$WT" && exec timeout -k 5 40 $AS $(envs) "$TMP/cloister-supervisor" run \
+start() { # AGENT-SCRIPT: the supervisor in the background (pid in $SV)
+	# shellcheck disable=SC2086 # words on purpose
+	(cd "$WT" && exec timeout -k 5 40 $AS $USER_ENV "$BIN" run \
 		--config-dir "$W/cfg" --name "a2v$$" --listen-approval 127.0.0.1:0 \
 		--listen-tokens off --listen-request off --ask web --ask-timeout 20s \
 		-- sh -c "$1") </dev/null >"$OUT" 2>"$ERR" &
-	svpid=$!
-}
-finish() {
-	wait "$svpid"
-	rc=$?
-}
-cli() {
-	# shellcheck disable=SC2046,SC2086
-	out=$(timeout 20 $AS $(envs) "$TMP/cloister-supervisor" "$@" 2>&1)
-}
-wait_pending() { # TEXT: the id of the pending ask that shows TEXT, in $id ("" once the agent ended)
-	id=
-	i=0
-	while [ -z "$id" ] && [ $i -lt 300 ] && kill -0 "$svpid" 2>/dev/null; do
-		cli pending
-		id=$(printf '%s\n' "$out" | grep -F -- "$1" | awk '{ print $1 }' | head -n 1)
-		[ -n "$id" ] || sleep 0.05
-		i=$((i + 1))
-	done
+	SV=$!
 }
 asked() { [ -n "$id" ] && echo 1 || echo 0; }
 

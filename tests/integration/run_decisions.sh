@@ -13,39 +13,13 @@
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
+# shellcheck source=tests/lib/ask_common.sh
+. "$(dirname "$0")/../lib/ask_common.sh"
 
 PLAN=42
 run_needs_root $PLAN
 tap_plan $PLAN
 
-alive() { kill -0 "$1" 2>/dev/null; }
-cli() {
-	out=$(timeout 20 "$SUPERVISOR" "$@" 2>&1)
-	st=$?
-}
-# wait_pending TEXT: poll `pending` for a line with TEXT (10 s); its id in $id.
-wait_pending() {
-	id=
-	i=0
-	while [ -z "$id" ] && [ $i -lt 200 ]; do
-		cli pending
-		id=$(printf '%s\n' "$out" | grep -F -- "$1" | awk '{ print $1 }' | head -n 1)
-		[ -n "$id" ] || sleep 0.05
-		i=$((i + 1))
-	done
-}
-# step N COMMAND: the agent runs COMMAND (a line of sh) as its step N.
-step() { printf '%s\n' "$2" >"$TMP/cmd$1.tmp" && mv "$TMP/cmd$1.tmp" "$TMP/cmd$1"; }
-# done_within N SECONDS: step N finished within SECONDS; its output in $res.
-done_within() {
-	i=0
-	while ! grep -q '^status' "$TMP/out$1" 2>/dev/null && [ $i -lt $(($2 * 20)) ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	res=$(cat "$TMP/out$1" 2>/dev/null)
-	grep -q '^status' "$TMP/out$1" 2>/dev/null
-}
 # pending_count: how many asks wait now.
 pending_count() {
 	cli pending
@@ -70,33 +44,19 @@ PROJECT=dec$$
 GLOBAL_FILE=$CFG/decisions/global.yaml
 PROJECT_FILE=$CFG/decisions/projects/$PROJECT.yaml
 
-# The agent: runs $TMP/cmdN (one line of sh) for N = 1, 2, … as they appear, each one's
-# output and status in $TMP/outN.
-# shellcheck disable=SC2016 # the agent's shell expands these
-AGENT='n=1; while :; do while [ ! -e "$1/cmd$n" ]; do sleep 0.05; done
-	sh "$1/cmd$n" >"$1/out$n" 2>&1; echo "status $?" >>"$1/out$n"; n=$((n + 1)); done'
 start_sv() { # NAME
 	rm -f "$TMP"/cmd* "$TMP"/out*
 	# In $TMP: the worktree, where the agent may write its outputs.
 	(cd "$TMP" && exec "$SUPERVISOR" run --config-dir "$CFG" --project "$PROJECT" --ask web \
 		--ask-timeout 60s --name "$1" --listen-approval 127.0.0.1:0 \
-		--listen-tokens 127.0.0.1:0 --listen-request 127.0.0.1:0 -- sh -c "$AGENT" sh "$TMP") \
-		</dev/null >"$OUT" 2>"$ERR" &
+		--listen-tokens 127.0.0.1:0 --listen-request 127.0.0.1:0 \
+		-- sh -c "$STEP_AGENT" sh "$TMP") </dev/null >"$OUT" 2>"$ERR" &
 	SV=$!
 	i=0
 	while [ ! -s "$XDG_RUNTIME_DIR/cloister/api/$SV.json" ] && alive "$SV" && [ $i -lt 200 ]; do
 		sleep 0.05
 		i=$((i + 1))
 	done
-}
-stop_sv() {
-	alive "$SV" || return 0
-	kill -TERM "$SV" 2>/dev/null
-	i=0
-	while alive "$SV" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-	alive "$SV" && kill -KILL "$SV" 2>/dev/null
-	wait "$SV" 2>/dev/null
-	return 0
 }
 on_exit 'stop_sv'
 

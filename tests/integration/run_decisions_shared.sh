@@ -8,39 +8,13 @@
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
+# shellcheck source=tests/lib/ask_common.sh
+. "$(dirname "$0")/../lib/ask_common.sh"
 
 PLAN=5
 run_needs_root $PLAN
 tap_plan $PLAN
 
-alive() { kill -0 "$1" 2>/dev/null; }
-cli() {
-	out=$(timeout 20 "$SUPERVISOR" "$@" 2>&1)
-	st=$?
-}
-wait_pending() { # NAME TEXT: the id of the pending ask of sandbox NAME showing TEXT, in $id
-	id=
-	i=0
-	while [ -z "$id" ] && [ $i -lt 200 ]; do
-		cli pending
-		id=$(printf '%s\n' "$out" | grep -F -- " $1 " | grep -F -- "$2" | awk '{ print $1 }' |
-			head -n 1)
-		[ -n "$id" ] || sleep 0.05
-		i=$((i + 1))
-	done
-}
-step() { # DIR N COMMAND: the agent of DIR runs COMMAND as its step N
-	printf '%s\n' "$3" >"$1/cmd$2.tmp" && mv "$1/cmd$2.tmp" "$1/cmd$2"
-}
-done_within() { # DIR N SECONDS: step N finished; its output in $res
-	i=0
-	while ! grep -q '^status' "$1/out$2" 2>/dev/null && [ $i -lt $(($3 * 20)) ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	res=$(cat "$1/out$2" 2>/dev/null)
-	grep -q '^status' "$1/out$2" 2>/dev/null
-}
 
 XDG_RUNTIME_DIR=$TMP/rt
 export XDG_RUNTIME_DIR
@@ -57,14 +31,11 @@ exec:
     - path: "/usr/bin/mv"
 EOF2
 PROJECT=shr$$
-# shellcheck disable=SC2016 # the agent's shell expands these
-AGENT='n=1; while :; do while [ ! -e "$1/cmd$n" ]; do sleep 0.05; done
-	sh "$1/cmd$n" >"$1/out$n" 2>&1; echo "status $?" >>"$1/out$n"; n=$((n + 1)); done'
 start_sv() { # NAME DIR: a run of the project whose agent works in DIR; its pid in $pid
 	mkdir -p "$2"
 	(cd "$2" && exec "$SUPERVISOR" run --config-dir "$CFG" --project "$PROJECT" --ask web \
 		--ask-timeout 60s --name "$1" --listen-approval 127.0.0.1:0 --listen-tokens off \
-		--listen-request off -- sh -c "$AGENT" sh "$2") </dev/null >"$2.out" 2>"$2.err" &
+		--listen-request off -- sh -c "$STEP_AGENT" sh "$2") </dev/null >"$2.out" 2>"$2.err" &
 	pid=$!
 	i=0
 	while [ ! -s "$XDG_RUNTIME_DIR/cloister/api/$pid.json" ] && alive "$pid" && [ $i -lt 200 ]; do
@@ -72,40 +43,34 @@ start_sv() { # NAME DIR: a run of the project whose agent works in DIR; its pid 
 		i=$((i + 1))
 	done
 }
-stop_sv() { # PID
-	alive "$1" || return 0
-	kill -TERM "$1" 2>/dev/null
-	i=0
-	while alive "$1" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-	alive "$1" && kill -KILL "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-	return 0
-}
 A=$TMP/a
 B=$TMP/b
 start_sv one$$ "$A"
 PA=$pid
 start_sv two$$ "$B"
 PB=$pid
-on_exit "stop_sv $PA; stop_sv $PB"
+on_exit "stop_pid $PA; stop_pid $PB"
 
 # Both ask for seq; the second run's ask waits first.
-step "$B" 1 '/usr/bin/seq 1 3'
-wait_pending two$$ 'seq 1 3'
+STEPS=$B
+step 1 '/usr/bin/seq 1 3'
+wait_pending " two$$ " 'seq 1 3'
 idb=$id
-step "$A" 1 '/usr/bin/seq 1 2'
-wait_pending one$$ 'seq 1 2'
+STEPS=$A
+step 1 '/usr/bin/seq 1 2'
+wait_pending " one$$ " 'seq 1 2'
 tap_ok "$([ -n "$idb" ] && [ -n "$id" ] && echo 0 || echo 1)" "both runs ask for seq" "$out"
 cli approve "$id" --scope project --program
 tap_is "$st" 0 "the first run's ask is allowed for the project, any arguments" "$out"
-done_within "$B" 1 10
+STEPS=$B # from here on, the second run's agent
+done_within 1 10
 tap_like "$res" '^3$' "the second run's waiting ask is answered by that decision" \
 	"$res $(cat "$B.err")"
-step "$B" 2 '/usr/bin/seq 4 5'
-done_within "$B" 2 10
+step 2 '/usr/bin/seq 4 5'
+done_within 2 10
 tap_like "$res" '^5$' "and its next seq runs without an ask" "$res"
-step "$B" 3 '/usr/bin/nproc'
-wait_pending two$$ 'nproc'
+step 3 '/usr/bin/nproc'
+wait_pending " two$$ " 'nproc'
 tap_like "$id" '^[0-9a-f]{12}$' "a program the decision does not cover still asks there" "$out"
 [ -n "$id" ] && cli deny "$id"
 tap_done

@@ -12,22 +12,18 @@
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
+# shellcheck source=tests/lib/ask_common.sh
+. "$(dirname "$0")/../lib/ask_common.sh"
 
 PLAN=36
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
 
-NOBODY=65534
-chmod 711 "$TMP"
-cp "$SUPERVISOR" "$TMP/cloister-supervisor"
-chmod 755 "$TMP/cloister-supervisor"
 
 setup() { # WHO: a home, a worktree, a config and a runtime directory of its own
-	W=$TMP/$1
-	H=$W/home
-	WT=$W/wt
-	mkdir -p "$W/cfg" "$H/real" "$H/victim" "$WT/.git/hooks" "$W/rt"
+	user_tree "$1"
+	mkdir -p "$H/real" "$H/victim" "$WT/.git/hooks"
 	cat >"$W/cfg/config.yaml" <<YAML
 exec:
   defaults: false
@@ -38,49 +34,22 @@ exec:
 fs:
   ask: on-write
 YAML
-	if [ "$1" = nobody ]; then
-		chown -R "$NOBODY:$NOBODY" "$W"
-		chmod 711 "$W"
-		UID_=$NOBODY
-		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
-	else
-		UID_=0
-		AS=""
-	fi
-	chmod 700 "$W/rt"
-	AUD=$W/state/cloister/audit.log
+	user_tree_own
+	UID_=0
+	[ -z "$AS" ] || UID_=$NOBODY
 }
 
-envs() { echo "env HOME=$H XDG_CONFIG_HOME=$H/.config XDG_STATE_HOME=$W/state XDG_RUNTIME_DIR=$W/rt"; }
 
-# start AGENT-SCRIPT [RUN OPTIONS]: the supervisor in the background (pid in $svpid).
+# start AGENT-SCRIPT [RUN OPTIONS]: the supervisor in the background (pid in $SV).
 start() {
 	script=$1
 	shift
-	# shellcheck disable=SC2046,SC2086 # words on purpose
-	(cd "$WT" && exec timeout -k 5 30 $AS $(envs) "$TMP/cloister-supervisor" run \
+	# shellcheck disable=SC2086 # words on purpose
+	(cd "$WT" && exec timeout -k 5 30 $AS $USER_ENV "$BIN" run \
 		--config-dir "$W/cfg" --name "wa$$" --listen-approval 127.0.0.1:0 \
 		--listen-tokens off --listen-request off "$@" -- sh -c "$script") \
 		</dev/null >"$OUT" 2>"$ERR" &
-	svpid=$!
-}
-finish() {
-	wait "$svpid"
-	rc=$?
-}
-cli() {
-	# shellcheck disable=SC2046,SC2086
-	out=$(timeout 20 $AS $(envs) "$TMP/cloister-supervisor" "$@" 2>&1)
-}
-wait_pending() { # TEXT: the id of the pending ask that shows TEXT, in $id
-	id=
-	i=0
-	while [ -z "$id" ] && [ $i -lt 200 ] && kill -0 "$svpid" 2>/dev/null; do
-		cli pending
-		id=$(printf '%s\n' "$out" | grep -F -- "$1" | awk '{ print $1 }' | head -n 1)
-		[ -n "$id" ] || sleep 0.05
-		i=$((i + 1))
-	done
+	SV=$!
 }
 as_user() { # run a shell command as WHO, on the host (the person's side of a race)
 	# shellcheck disable=SC2086

@@ -12,23 +12,18 @@
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
+# shellcheck source=tests/lib/ask_common.sh
+. "$(dirname "$0")/../lib/ask_common.sh"
 
 PLAN=24
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
 
-NOBODY=65534
-chmod 711 "$TMP"
-cp "$SUPERVISOR" "$TMP/cloister-supervisor"
-chmod 755 "$TMP/cloister-supervisor"
 PROJECT=wad$$
 
 setup() { # WHO
-	W=$TMP/$1
-	H=$W/home
-	WT=$W/wt
-	mkdir -p "$W/cfg" "$H" "$WT" "$W/rt"
+	user_tree "$1"
 	cat >"$W/cfg/config.yaml" <<YAML
 exec:
   defaults: false
@@ -39,46 +34,18 @@ exec:
 fs:
   ask: on-write
 YAML
-	if [ "$1" = nobody ]; then
-		chown -R "$NOBODY:$NOBODY" "$W"
-		chmod 711 "$W"
-		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
-	else
-		AS=""
-	fi
-	chmod 700 "$W/rt"
-	AUD=$W/state/cloister/audit.log
+	user_tree_own
 	FILE=$W/cfg/decisions/projects/$PROJECT.yaml
 }
 
-envs() { echo "env HOME=$H XDG_CONFIG_HOME=$H/.config XDG_STATE_HOME=$W/state XDG_RUNTIME_DIR=$W/rt"; }
 
-start() { # ASK AGENT-SCRIPT: the supervisor in the background (pid in $svpid)
-	# shellcheck disable=SC2046,SC2086 # words on purpose
-	(cd "$WT" && exec timeout -k 5 30 $AS $(envs) "$TMP/cloister-supervisor" run \
+start() { # ASK AGENT-SCRIPT: the supervisor in the background (pid in $SV)
+	# shellcheck disable=SC2086 # words on purpose
+	(cd "$WT" && exec timeout -k 5 30 $AS $USER_ENV "$BIN" run \
 		--config-dir "$W/cfg" --project "$PROJECT" --name "wad$$" \
 		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off \
 		--ask "$1" --ask-timeout 20s -- sh -c "$2") </dev/null >"$OUT" 2>"$ERR" &
-	svpid=$!
-}
-finish() {
-	wait "$svpid"
-	rc=$?
-}
-cli() {
-	# shellcheck disable=SC2046,SC2086
-	out=$(timeout 20 $AS $(envs) "$TMP/cloister-supervisor" "$@" 2>&1)
-	st=$?
-}
-wait_pending() { # TEXT: the id of the pending ask that shows TEXT, in $id
-	id=
-	i=0
-	while [ -z "$id" ] && [ $i -lt 300 ] && kill -0 "$svpid" 2>/dev/null; do
-		cli pending
-		id=$(printf '%s\n' "$out" | grep -F -- "$1" | awk '{ print $1 }' | head -n 1)
-		[ -n "$id" ] || sleep 0.05
-		i=$((i + 1))
-	done
+	SV=$!
 }
 
 for who in root nobody; do
