@@ -256,15 +256,22 @@ static void print_details(const cJSON *it, const char *indent)
 		printf("%s%-11s %d\n", indent, "pid", (int)pid->valuedouble);
 }
 
-static int cmd_pending(struct targets *t, bool json)
+/* A pending request, from the supervisor SV; DOMAIN: from its domain list. Nonzero stops
+ * the walk. */
+typedef int (*pending_fn)(const struct api_info *sv, bool domain, const cJSON *req, void *userdata);
+
+/* Every request pending at every supervisor of T to FN, each supervisor's commands
+ * (/pending) before its domains (/pending-domains), until FN returns nonzero: that value is
+ * returned, else 0. A list that does not come is reported on stderr; after a 401 the
+ * supervisor's other list is not asked for (it would say the same). *ret_reached: the
+ * supervisors that answered over HTTP at all; *ret_listed: those whose command list came. */
+static int for_each_pending(struct targets *t, pending_fn fn, void *userdata, unsigned *ret_reached,
+                            unsigned *ret_listed)
 {
-	cJSON *all = cJSON_CreateArray();
-	unsigned reached = 0, answered = 0;
-	int count = 0;
+	static const char *const paths[2] = {"/pending", "/pending-domains"};
 
+	*ret_reached = *ret_listed = 0;
 	for (unsigned i = 0; i < t->n; i++) {
-		const char *paths[2] = {"/pending", "/pending-domains"};
-
 		for (int k = 0; k < 2; k++) {
 			struct http_response resp = {0};
 			_cleanup_cjson_ cJSON *o = NULL;
@@ -272,7 +279,7 @@ static int cmd_pending(struct targets *t, bool json)
 
 			if (call(&t->v[i], "GET", paths[k], NULL, &resp) < 0)
 				break;
-			reached += k == 0;
+			*ret_reached += k == 0;
 			o = resp.status == 200 ? parse_body(&resp) : NULL;
 			if (!o) {
 				int status = resp.status;
@@ -280,106 +287,113 @@ static int cmd_pending(struct targets *t, bool json)
 				print_error(&t->v[i], &resp);
 				http_response_free(&resp);
 				if (status == 401)
-					break; /* the other path would say the same */
+					break;
 				continue;
 			}
 			http_response_free(&resp);
-			answered += k == 0;
+			*ret_listed += k == 0;
 			cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(o, "requests"))
 			{
-				count++;
-				if (json) {
-					cJSON_AddItemToArray(all, cJSON_Duplicate(it, true));
-					continue;
-				}
-				long left = seconds_until(str(it, "expires"));
-				char when[32] = "-";
-				_cleanup_free_ char *id = shown(str(it, "id")),
-				                    *kind = shown(*str(it, "kind") ? str(it, "kind")
-				                                                   : "command"),
-				                    *name = shown(str(it, "cloister")),
-				                    *what = shown(k == 0 ? str(it, "cmd")
-				                                         : str(it, "domain"));
+				int r = fn(&t->v[i], k == 1, it, userdata);
 
-				if (left >= 0)
-					snprintf(when, sizeof(when), "%ldm%02lds", left / 60,
-					         left % 60);
-				printf("%-12s  %-8s  %-16s  %8s  %s\n", id ? id : "?",
-				       kind ? kind : "?", name ? name : "?", when,
-				       what ? what : "?");
-				print_details(it, "              ");
+				if (r)
+					return r;
 			}
 		}
 	}
+	return 0;
+}
+
+struct pending_list {
+	bool json; /* collected in all; else printed */
+	cJSON *all;
+	int count;
+};
+
+static int list_one(const struct api_info *sv, bool domain, const cJSON *it, void *userdata)
+{
+	struct pending_list *l = userdata;
+
+	(void)sv;
+	l->count++;
+	if (l->json) {
+		cJSON_AddItemToArray(l->all, cJSON_Duplicate(it, true));
+		return 0;
+	}
+	long left = seconds_until(str(it, "expires"));
+	char when[32] = "-";
+	_cleanup_free_ char *id = shown(str(it, "id")),
+	                    *kind = shown(*str(it, "kind") ? str(it, "kind") : "command"),
+	                    *name = shown(str(it, "cloister")),
+	                    *what = shown(domain ? str(it, "domain") : str(it, "cmd"));
+
+	if (left >= 0)
+		snprintf(when, sizeof(when), "%ldm%02lds", left / 60, left % 60);
+	printf("%-12s  %-8s  %-16s  %8s  %s\n", id ? id : "?", kind ? kind : "?", name ? name : "?",
+	       when, what ? what : "?");
+	print_details(it, "              ");
+	return 0;
+}
+
+static int cmd_pending(struct targets *t, bool json)
+{
+	struct pending_list l = {.json = json, .all = cJSON_CreateArray()};
+	unsigned reached, listed;
+
+	for_each_pending(t, list_one, &l, &reached, &listed);
 	if (json)
-		put_json(all);
-	else if (count == 0 && answered)
+		put_json(l.all);
+	else if (l.count == 0 && listed)
 		printf("no pending requests\n");
-	cJSON_Delete(all);
+	cJSON_Delete(l.all);
 	/* A supervisor that refused to answer (401) is not "nothing pending". */
-	return answered ? 0 : reached ? EXIT_REFUSE : EXIT_NOSUP;
+	return listed ? 0 : reached ? EXIT_REFUSE : EXIT_NOSUP;
 }
 
 static bool valid_id(const char *id);
 
+struct show_one {
+	const char *id;
+	bool json;
+};
+
+static int show_one(const struct api_info *sv, bool domain, const cJSON *it, void *userdata)
+{
+	const struct show_one *s = userdata;
+	static const char *const fields[][2] = {
+	        {"id", "id"},           {"kind", "kind"},     {"cloister", "sandbox"},
+	        {"project", "project"}, {"branch", "branch"}, {"agent", "agent"},
+	        {"cmd", "command"},     {"domain", "domain"}, {"timestamp", "asked"},
+	        {"expires", "expires"},
+	};
+
+	(void)domain;
+	if (strcmp(str(it, "id"), s->id))
+		return 0;
+	if (s->json) {
+		put_json(it);
+		return 1;
+	}
+	for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
+		if (!*str(it, fields[f][0]))
+			continue;
+		_cleanup_free_ char *v = shown(str(it, fields[f][0]));
+
+		printf("%-11s %s\n", fields[f][1], v ? v : "?");
+	}
+	print_details(it, "");
+	printf("%-11s pid %d at %s\n", "supervisor", (int)sv->pid, sv->url);
+	return 1;
+}
+
 /* show ID: everything known of one ask, from whichever supervisor holds it. */
 static int cmd_show(struct targets *t, const char *id, bool json)
 {
-	unsigned reached = 0;
+	struct show_one s = {.id = id, .json = json};
+	unsigned reached, listed;
 
-	for (unsigned i = 0; i < t->n; i++) {
-		const char *paths[2] = {"/pending", "/pending-domains"};
-
-		for (int k = 0; k < 2; k++) {
-			struct http_response resp = {0};
-			_cleanup_cjson_ cJSON *o = NULL;
-			const cJSON *it;
-
-			if (call(&t->v[i], "GET", paths[k], NULL, &resp) < 0)
-				break;
-			reached++;
-			o = resp.status == 200 ? parse_body(&resp) : NULL;
-			if (!o) {
-				print_error(&t->v[i], &resp);
-				http_response_free(&resp);
-				break;
-			}
-			http_response_free(&resp);
-			cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(o, "requests"))
-			{
-				if (strcmp(str(it, "id"), id))
-					continue;
-				if (json) {
-					put_json(it);
-					return 0;
-				}
-				static const char *const fields[][2] = {
-				        {"id", "id"},
-				        {"kind", "kind"},
-				        {"cloister", "sandbox"},
-				        {"project", "project"},
-				        {"branch", "branch"},
-				        {"agent", "agent"},
-				        {"cmd", "command"},
-				        {"domain", "domain"},
-				        {"timestamp", "asked"},
-				        {"expires", "expires"},
-				};
-
-				for (size_t f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
-					if (!*str(it, fields[f][0]))
-						continue;
-					_cleanup_free_ char *v = shown(str(it, fields[f][0]));
-
-					printf("%-11s %s\n", fields[f][1], v ? v : "?");
-				}
-				print_details(it, "");
-				printf("%-11s pid %d at %s\n", "supervisor", (int)t->v[i].pid,
-				       t->v[i].url);
-				return 0;
-			}
-		}
-	}
+	if (for_each_pending(t, show_one, &s, &reached, &listed))
+		return 0;
 	if (!reached)
 		return EXIT_NOSUP;
 	fprintf(stderr, PROG ": no pending request %s\n", id);

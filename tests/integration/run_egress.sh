@@ -12,7 +12,7 @@
 # shellcheck source=tests/lib/server_ns.sh
 . "$(dirname "$0")/../lib/server_ns.sh"
 
-PLAN=42
+PLAN=44
 run_needs_root $PLAN
 run_needs_tools $PLAN curl wget openssl busybox ip
 tap_plan $PLAN
@@ -168,6 +168,10 @@ tap_ok "$([ ! -e "$R/unl.rc" ] && echo 0 || echo 1)" "... and the connection is 
 tap_like "$(curl -s -H "Authorization: Bearer $TOK" "$URL/pending-domains")" \
 	'"exe":"[^"]*curl","args":\["curl","-sS"' \
 	"the card names the process that connected (pid, exe, argv)"
+out=$("$SUPERVISOR" pending 2>&1)
+tap_like "$out" "^$id .* unlisted\\.test:80\$" "the CLI's pending lists the domain card" "$out"
+out=$("$SUPERVISOR" show "$id" 2>&1)
+tap_like "$out" "^domain +unlisted\\.test:80\$" "... and show ID names its domain" "$out"
 resp=$(curl -s -X POST -H "Authorization: Bearer $TOK" -d '{"scope":"project"}' \
 	"$URL/approve-domain/$id")
 tap_like "$resp" '"status":"approved","scope":"project"' "approved with scope project"
