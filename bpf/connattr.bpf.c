@@ -63,19 +63,6 @@ int connattr_connect6(struct bpf_sock_addr *ctx)
 SEC("sockops")
 int connattr_sockops(struct bpf_sock_ops *skops)
 {
-	struct inet_addr_abi key;
-	struct connattr_abi_who *w;
-	struct bpf_sock *sk;
-
-	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB)
-		return 1;
-	sk = skops->sk;
-	if (!sk || !inet_addr_local_end(skops, &key))
-		return 1;
-	w = bpf_sk_storage_get(&caller, sk, 0, 0);
-	if (w)
-		bpf_map_update_elem(&who_by_peer, &key, w, BPF_ANY);
-	else
-		bpf_map_delete_elem(&who_by_peer, &key); /* an older connection's, now stale */
+	inet_addr_file_at_connect(skops, &caller, &who_by_peer);
 	return 1;
 }

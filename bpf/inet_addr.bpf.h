@@ -27,4 +27,27 @@ static __always_inline bool inet_addr_local_end(const struct bpf_sock_ops *skops
 	return true;
 }
 
+/* A sockops program's whole work at TCP_CONNECT (the local port bound, the SYN not sent yet):
+ * what STORAGE (an sk_storage map) keeps for the socket is filed in BY_PEER under the local
+ * end, the key the loader looks the connection up by; a socket with nothing kept clears that
+ * key, an older connection's entry, now stale. STORAGE's values and BY_PEER's must be alike. */
+static __always_inline void inet_addr_file_at_connect(struct bpf_sock_ops *skops, void *storage,
+                                                      void *by_peer)
+{
+	struct inet_addr_abi key;
+	struct bpf_sock *sk;
+	void *kept;
+
+	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB)
+		return;
+	sk = skops->sk;
+	if (!sk || !inet_addr_local_end(skops, &key))
+		return;
+	kept = bpf_sk_storage_get(storage, sk, 0, 0);
+	if (kept)
+		bpf_map_update_elem(by_peer, &key, kept, BPF_ANY);
+	else
+		bpf_map_delete_elem(by_peer, &key);
+}
+
 #endif

@@ -372,20 +372,7 @@ int redirect_getpeername6(struct bpf_sock_addr *ctx)
 SEC("sockops")
 int redirect_sockops(struct bpf_sock_ops *skops)
 {
-	struct inet_addr_abi key;
-	struct inet_addr_abi *o;
-	struct bpf_sock *sk;
-
-	if (skops->op != BPF_SOCK_OPS_TCP_CONNECT_CB)
-		return 1;
-	sk = skops->sk;
-	if (!sk || !inet_addr_local_end(skops, &key))
-		return 1;
-	o = bpf_sk_storage_get(&orig_dst, sk, 0, 0);
-	if (o)
-		bpf_map_update_elem(&by_peer, &key, o, BPF_ANY);
-	else
-		bpf_map_delete_elem(&by_peer, &key); /* an older connection's, now stale */
+	inet_addr_file_at_connect(skops, &orig_dst, &by_peer);
 	return 1;
 }
 
