@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "supervisor/egress/resolver.h"
+#include "base/fd_read.h"
 
 /* ---- nsswitch.conf (pure) ---------------------------------------------------------------- */
 
@@ -211,32 +212,6 @@ struct hostsdb {
 	struct hostsdb_order order;
 };
 
-static int read_bounded(int fd, char **ret, size_t *ret_len)
-{
-	_cleanup_free_ char *buf = malloc(HOSTSDB_MAX_BYTES + 1);
-	size_t len = 0;
-
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n = read(fd, buf + len, HOSTSDB_MAX_BYTES + 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > HOSTSDB_MAX_BYTES)
-			return -EFBIG;
-	}
-	buf[len] = '\0';
-	*ret = TAKE_PTR(buf);
-	*ret_len = len;
-	return 0;
-}
-
 /* Look at W's file again: re-read it when it is not the one read last time. With KEEP, a
  * file that cannot be read keeps its last good text (the file the user named, being
  * rewritten, does not make its names vanish); otherwise its names go. */
@@ -266,7 +241,7 @@ static void watched_check(struct watched *w, bool keep)
 	/* A FIFO would block, a device never end. */
 	r = !S_ISREG(st.st_mode)             ? -EINVAL
 	    : st.st_size > HOSTSDB_MAX_BYTES ? -EFBIG
-	                                     : read_bounded(fd, &text, &len);
+	                                     : fd_read_all(fd, HOSTSDB_MAX_BYTES, &text, &len);
 	w->error = r < 0 ? r : 0;
 	if (r < 0 && keep && w->text)
 		return; /* not marked seen: tried again at the next check */

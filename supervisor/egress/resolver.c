@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/fd_read.h"
 #include "supervisor/egress/fakeip.h"
 #include "supervisor/egress/hostsdb.h"
 
@@ -268,9 +269,7 @@ void resolver_config_init(struct resolver_config *cfg)
 static int read_small_file(const char *path, size_t max, char **ret, size_t *ret_len)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	_cleanup_free_ char *buf = NULL;
 	struct stat st;
-	size_t len = 0;
 
 	if (fd < 0)
 		return -errno;
@@ -280,27 +279,7 @@ static int read_small_file(const char *path, size_t max, char **ret, size_t *ret
 		return -EINVAL;
 	if ((size_t)st.st_size > max)
 		return -EFBIG;
-	buf = malloc(max + 1);
-	if (!buf)
-		return -ENOMEM;
-	for (;;) {
-		ssize_t n = read(fd, buf + len, max + 1 - len);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > max)
-			return -EFBIG;
-	}
-	buf[len] = '\0';
-	*ret = TAKE_PTR(buf);
-	*ret_len = len;
-	return 0;
+	return fd_read_all(fd, max, ret, ret_len);
 }
 
 int resolver_new(struct loop *loop, const struct resolver_config *cfg,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "supervisor/policy/yaml_doc.h"
+#include "base/fd_read.h"
 
 int config_files_dir(const char *config_dir, const char *xdg_config_home, const char *home,
                      char **ret_dir, struct cl_error *err)
@@ -49,6 +50,7 @@ int config_file_read(const char *path, char **ret_data, size_t *ret_len, struct 
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 	struct stat st;
+	int r;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
@@ -70,25 +72,15 @@ int config_file_read(const char *path, char **ret_data, size_t *ret_len, struct 
 	if (st.st_size > YDOC_MAX_BYTES)
 		return cl_error_set(err, -EFBIG, "%s: file is larger than %d bytes", path,
 		                    YDOC_MAX_BYTES);
-	/* One byte more than the limit, to notice a file that grew since fstat. */
-	buf = malloc(YDOC_MAX_BYTES + 2);
-	if (!buf)
-		return cl_error_set(err, -ENOMEM, "out of memory");
-	for (;;) {
-		ssize_t n = read(fd, buf + len, YDOC_MAX_BYTES + 1 - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return cl_error_set(err, -errno, "%s: cannot read: %m", path);
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > YDOC_MAX_BYTES)
-			return cl_error_set(err, -EFBIG, "%s: file is larger than %d bytes", path,
-			                    YDOC_MAX_BYTES);
-	}
-	buf[len] = '\0';
+	/* Bounded again: the file may have grown since fstat. */
+	r = fd_read_all(fd, YDOC_MAX_BYTES, &buf, &len);
+	if (r == -EFBIG)
+		return cl_error_set(err, r, "%s: file is larger than %d bytes", path,
+		                    YDOC_MAX_BYTES);
+	if (r == -ENOMEM)
+		return cl_error_set(err, r, "out of memory");
+	if (r < 0)
+		return cl_error_set(err, r, "%s: cannot read: %s", path, strerror(-r));
 	*ret_data = TAKE_PTR(buf);
 	*ret_len = len;
 	return 1;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/cleanup.h"
+#include "base/fd_read.h"
 #include "supervisor/sandbox/cgroup.h"
 #include "supervisor/sandbox/confine_plan.h"
 #include "supervisor/sandbox/landlock.h"
@@ -118,38 +119,11 @@ static bool hidden_anyway(const struct sandbox_confine *c, const char *path)
 static int read_text(const char *path, size_t max, char **ret)
 {
 	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0, cap = 0;
+	size_t len;
 
 	if (fd < 0)
 		return -errno;
-	for (;;) {
-		ssize_t n;
-
-		if (cap - len < 4096) {
-			char *b;
-
-			if (cap >= max)
-				return -E2BIG;
-			cap = cap ? cap * 2 : 65536;
-			b = realloc(buf, cap + 1);
-			if (!b)
-				return -ENOMEM;
-			buf = b;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	*ret = TAKE_PTR(buf);
-	return 0;
+	return fd_read_all(fd, max, ret, &len);
 }
 
 static int plan_tmp(struct sandbox_confine *c, const struct sandbox_confine_request *req,
