@@ -20,7 +20,6 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
 
-
 CONFIG='exec:
   defaults: false
   security: allowlist

@@ -24,7 +24,6 @@ run_needs_root $PLAN
 run_needs_tools $PLAN bash
 tap_plan $PLAN
 
-
 XDG_RUNTIME_DIR=$TMP/rt
 export XDG_RUNTIME_DIR
 mkdir -m 0700 "$XDG_RUNTIME_DIR"

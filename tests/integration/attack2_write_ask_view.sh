@@ -38,7 +38,6 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
 
-
 setup() { # WHO: a home, a worktree, a config and a runtime directory of its own
 	user_tree "$1"
 	mkdir -p "$H/sub" "$W/dotfiles/aws" "$W/cfgbind"
@@ -59,7 +58,6 @@ fs:
 YAML
 	user_tree_own
 }
-
 
 start() { # AGENT-SCRIPT: the supervisor in the background (pid in $SV)
 	# shellcheck disable=SC2086 # words on purpose

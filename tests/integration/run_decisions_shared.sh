@@ -15,7 +15,6 @@ PLAN=5
 run_needs_root $PLAN
 tap_plan $PLAN
 
-
 XDG_RUNTIME_DIR=$TMP/rt
 export XDG_RUNTIME_DIR
 mkdir -m 0700 "$XDG_RUNTIME_DIR"

@@ -20,7 +20,6 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
 
-
 setup() { # WHO: a home, a worktree, a config and a runtime directory of its own
 	user_tree "$1"
 	mkdir -p "$H/real" "$H/victim" "$WT/.git/hooks"
@@ -38,7 +37,6 @@ YAML
 	UID_=0
 	[ -z "$AS" ] || UID_=$NOBODY
 }
-
 
 # start AGENT-SCRIPT [RUN OPTIONS]: the supervisor in the background (pid in $SV).
 start() {

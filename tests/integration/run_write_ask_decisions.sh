@@ -38,7 +38,6 @@ YAML
 	FILE=$W/cfg/decisions/projects/$PROJECT.yaml
 }
 
-
 start() { # ASK AGENT-SCRIPT: the supervisor in the background (pid in $SV)
 	# shellcheck disable=SC2086 # words on purpose
 	(cd "$WT" && exec timeout -k 5 30 $AS $USER_ENV "$BIN" run \
