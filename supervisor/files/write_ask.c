@@ -395,6 +395,50 @@ static int on_decided(void *userdata, const struct queue_item *item,
 	return r;
 }
 
+static enum fs_verdict decide(struct write_ask *wa, const char *path, char *rule, size_t size);
+
+/* Before a person's decision on a file ask is applied: what a scope wider than once would keep
+ * must be a path an ask could reach. A denial is kept for no write but this one (the config's
+ * fs.protect is the lasting refusal of a path). An allowance is refused when the file, as it
+ * is now, is under fs.hide/fs.protect or shielded (Cloister's own files, several names): the
+ * ask was made when it was none of these, and a card must not turn into a lasting rule for
+ * what its file became meanwhile. -EINVAL with ERR's why, and nothing is decided. */
+static int on_validate(void *userdata, const struct queue_item *item,
+                       const struct approval_decision *d, struct cl_error *err)
+{
+	struct write_ask *wa = userdata;
+	const struct pending_write *p = NULL;
+	char rule[768], why[256];
+	struct stat st;
+
+	if (d->scope == QUEUE_SCOPE_ONCE)
+		return 0;
+	if (!d->allow)
+		return cl_error_set(err, -EINVAL,
+		                    "a write is denied once only (the next one asks again); "
+		                    "fs.protect in the config refuses a path for good");
+	if (decide(wa, item->summary, rule, sizeof(rule)) != FS_ASK)
+		return cl_error_set(err, -EINVAL, "%s can never be remembered: %s", item->summary,
+		                    rule);
+	for (size_t i = 0; i < wa->n_pending && !p; i++)
+		if (strcmp(wa->pending[i].where.path, item->summary) == 0)
+			p = &wa->pending[i];
+	if (!p)
+		return 0; /* nobody waits: the decision keeps nothing this source could check */
+	if (strcmp(p->where.host_path, p->where.path) != 0 &&
+	    decide(wa, p->where.host_path, rule, sizeof(rule)) != FS_ASK)
+		return cl_error_set(err, -EINVAL, "%s can never be remembered: %s", item->summary,
+		                    rule);
+	if (write_shield_covers(
+	            wa->shield, p->where.host_dir,
+	            fstatat(p->where.host_dir, p->where.last, &st, AT_SYMLINK_NOFOLLOW) == 0 ? &st
+	                                                                                     : NULL,
+	            why, sizeof(why)))
+		return cl_error_set(err, -EINVAL, "%s can never be remembered: %s", item->summary,
+		                    why);
+	return 0;
+}
+
 static uint64_t on_tick(void *userdata, uint64_t now_ms)
 {
 	struct write_ask *wa = userdata;
@@ -418,6 +462,7 @@ static uint64_t on_tick(void *userdata, uint64_t now_ms)
 static const struct approval_source_ops write_source_ops = {
         .resolved = on_resolved,
         .decided = on_decided,
+        .validate = on_validate,
         .tick = on_tick,
 };
 

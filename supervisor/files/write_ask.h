@@ -25,9 +25,11 @@
  *     O_EXCL, EISDIR…), and the reason line.
  * Session answers ("A" on the terminal, scope session on the CLI and the dashboard) allow the
  * path, or the directory the decision names, for the rest of the run. Project and global
- * scopes are also written to the decisions files (fs: allow:, policy/decisions.h) and read
- * back as answers at the next run's start: such a write is then opened without an ask, the
- * same checks made.
+ * scopes ("p"/"g", the dashboard's Project/Global) are also written to the decisions files
+ * (fs: allow:, policy/decisions.h) and read back as answers at the next run's start: such a
+ * write is then opened without an ask, the same checks made. A denial is for this write only:
+ * a wider one is refused, as is a wider allowance for a file that became, while the card was
+ * up, one no ask may reach (fs.hide, fs.protect, the shield): nothing is decided then.
  *
  * With fs.ask: off the same opens come here only for the reason line: every one is answered
  * CONTINUE (the kernel layers refuse), and the line is written first when the open lands, in

@@ -83,8 +83,14 @@ static void apply(struct terminal *t, int r, const struct tty_decision *d)
 		struct cl_error err = {""};
 
 		/* An answer to a prompt of an item decided meanwhile is harmless. */
-		if (approvals_decide(t->approvals, d->id, &ad, &err) == 1)
+		int k = approvals_decide(t->approvals, d->id, &ad, &err);
+
+		if (k == 1)
 			say("decided, but not kept: %s", err.msg);
+		/* Refused by its source (a file that became one no ask may reach): the prompt
+		 * comes back, and the person reads why. */
+		else if (k == -EINVAL && err.msg[0])
+			say("[%s] not decided: %s", d->id, err.msg);
 	} else if (r == TTY_APPROVER_GONE) {
 		say("the terminal is gone; only the dashboard can answer from now on");
 		update_approvers(t);

@@ -29,6 +29,11 @@
 #define EXEC_CHOICES_ALLOW "  allow: [a] once  [A] session  [p] project  [g] global\n"
 #define EXEC_CHOICES_DENY  "  deny:  [d] once  [D] session  [P] project  [G] global\n"
 #define EXEC_HINT          "Please answer a, A, p, g, d, D, P, G, c, e or ?"
+/* A write: allowed in every scope, the path itself; denied once (a lasting refusal of a path
+ * is fs.protect's, in the config). */
+#define FILE_CHOICES \
+	EXEC_CHOICES_ALLOW "  deny:  [d] once (the next write asks again)\n  [?] details"
+#define FILE_HINT "Please answer a, A, p, g, d or ?"
 #define EDIT_HINT                                                                        \
 	"  edit the pattern: * any characters of one argument, ? one character, ** any " \
 	"arguments\n"                                                                    \
@@ -171,6 +176,8 @@ int tty_approver_format_exec_prompt(const struct queue_item *item, uint64_t now_
 			fputs("this exact command", f);
 		}
 		fputs("   [e] edit the pattern   [?] details", f);
+	} else if (item->kind == QUEUE_KIND_FILE) {
+		fputs(FILE_CHOICES, f);
 	} else {
 		fputs(CHOICES, f);
 	}
@@ -201,7 +208,8 @@ struct tty_approver {
 	bool hint;                      /* a key that is no answer was typed */
 	bool armed;                     /* keys count */
 	uint64_t guard_until;
-	char *text; /* the current prompt's text */
+	char *text;           /* the current prompt's text */
+	enum queue_kind kind; /* the current item's */
 	/* An exec: what a wider scope covers, and the pattern offered for it. */
 	enum exec_match cover;
 	char *pattern;
@@ -332,6 +340,7 @@ static void show(struct tty_approver *ta, bool fresh)
 	if (asprintf(&screen, "%s%s%s", ta->text ? ta->text : "approval needed " CHOICES,
 	             !ta->hint                                     ? ""
 	             : ta->text && strstr(ta->text, "[c] a wider") ? "\n" EXEC_HINT
+	             : ta->kind == QUEUE_KIND_FILE                 ? "\n" FILE_HINT
 	                                                           : "\n" HINT,
 	             ta->armed ? " > " : "") < 0)
 		return;
@@ -476,6 +485,7 @@ int tty_approver_sync(struct tty_approver *ta, const struct queue *q, uint64_t n
 		(void)tcflush(ta->fd, TCIFLUSH);
 	vt_input_init(&ta->keys);
 	memcpy(ta->current, item->id, sizeof(ta->current));
+	ta->kind = item->kind;
 	ta->details = ta->hint = ta->armed = ta->editing = false;
 	ta->cover = EXEC_MATCH_EXACT;
 	free(ta->pattern);
@@ -604,8 +614,13 @@ static int handle_key(struct tty_approver *ta, const struct queue *q, uint64_t n
 			edit_key(ta, item, now, key);
 		return TTY_APPROVER_NONE;
 	}
-	/* Scopes beyond the session's "A", and what they cover, are for execs. */
-	if (item->kind != QUEUE_KIND_EXEC || !item->exe) {
+	/* A write: allowed in every scope (its path), denied once. */
+	if (item->kind == QUEUE_KIND_FILE) {
+		if (a == TTY_ANSWER_DENY_SESSION || a == TTY_ANSWER_DENY_PROJECT ||
+		    a == TTY_ANSWER_DENY_GLOBAL || a == TTY_ANSWER_COVER || a == TTY_ANSWER_EDIT)
+			a = TTY_ANSWER_INVALID;
+	} else if (item->kind != QUEUE_KIND_EXEC || !item->exe) {
+		/* Scopes beyond the session's "A", and what they cover, are for execs. */
 		if (a == TTY_ANSWER_ALLOW_PROJECT || a == TTY_ANSWER_ALLOW_GLOBAL ||
 		    a == TTY_ANSWER_DENY_SESSION || a == TTY_ANSWER_DENY_PROJECT ||
 		    a == TTY_ANSWER_DENY_GLOBAL || a == TTY_ANSWER_COVER || a == TTY_ANSWER_EDIT)

@@ -7,6 +7,8 @@
  * (exec_pattern.h); `e` opens a line to edit the pattern, prefilled with the command (or the
  * pattern chosen): Enter keeps it once it makes a rule (else it says why and stays open),
  * Backspace, Ctrl-U clears, Ctrl-C leaves it as it was; then a scope key decides.
+ * A write (a file ask) takes the exec's allow keys (a, A, p, g: its path) and `d` only: a
+ * denial is for that write (the write source refuses a wider one).
  *
  * Where it asks:
  *   - on the user's own terminal, through the relay (config.relay, pty_relay.h): the agent
@@ -58,7 +60,7 @@ enum tty_answer {
 	TTY_ANSWER_ALLOW_SESSION, /* A */
 	TTY_ANSWER_DETAILS,       /* ? */
 	TTY_ANSWER_NONE,          /* Enter, typed out of habit: nothing */
-	TTY_ANSWER_ALLOW_PROJECT, /* p (execs) */
+	TTY_ANSWER_ALLOW_PROJECT, /* p (execs, files) */
 	TTY_ANSWER_ALLOW_GLOBAL,  /* g */
 	TTY_ANSWER_DENY_SESSION,  /* D */
 	TTY_ANSWER_DENY_PROJECT,  /* P */

@@ -1,7 +1,8 @@
 /* The other dashboards of this user on this machine, so that one tab shows every run's asks
  * (docs/ARCHITECTURE.md, "One dashboard for every run"). A peer is a supervisor whose API file
  * (api_info.h: our private directory, our uid, its process alive) names an approval server on
- * 127.0.0.1:PORT, and whose port a socket of our own uid listens on now (/proc/net/tcp): a
+ * 127.0.0.1:PORT, and whose port a socket of our own uid listens on now (the kernel's socket
+ * table, listeners.h: one port asked for, however many connections the machine has): a
  * program of another local user that took the port of a supervisor that died is no peer. A
  * peer's page may call this server from its origin (CORS with the dashboard's cookie, which
  * every supervisor of the user shares); no other origin may. */
@@ -15,15 +16,8 @@
 
 #include "supervisor/web/api_info.h"
 
-/* Pure: the uid of the socket listening on 127.0.0.1:PORT in TEXT (the contents of
- * /proc/net/tcp). 0 with *RET_UID, -ENOENT when no such listener is listed, -EINVAL for a
- * text that is not such a table. */
-int peers_listener_uid(const char *text, uint16_t port, uid_t *ret_uid);
-
-/* Pure: does any socket listen on PORT (any address) in TEXT (/proc/net/tcp or tcp6)? */
-bool peers_port_listened(const char *text, uint16_t port);
-
-/* Does any socket listen on PORT now, IPv4 or IPv6? (true when it cannot be told) */
+/* Does any socket listen on PORT now, IPv4 or IPv6, any address? (true when it cannot be
+ * told: a port of a dead peer counts as one only when nothing holds it, listeners.h) */
 bool peers_port_held(uint16_t port);
 
 /* Pure: PORT of "http://127.0.0.1:PORT" (no path, no trailing slash), else 0. */

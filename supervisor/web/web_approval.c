@@ -346,7 +346,9 @@ static void handle_decide(struct web *web, struct http_exchange *ex, const char 
 		web_respond_error(ex, 400, "only exec and file asks take a scope wider than once");
 		return;
 	}
-	if (it->kind == QUEUE_KIND_FILE && (match_s || pattern)) {
+	/* "exact" is what a file's scope covers anyway: a client that sends it for every card
+	 * is right. */
+	if (it->kind == QUEUE_KIND_FILE && ((match_s && match != EXEC_MATCH_EXACT) || pattern)) {
 		web_respond_error(ex, 400,
 		                  "a file ask's scope covers its path: no program or pattern");
 		return;

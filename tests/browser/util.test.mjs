@@ -12,6 +12,7 @@ const {
 	clip,
 	commandConfirmation,
 	commandDecisionBody,
+	fileDecisionBody,
 	comparePending,
 	countdownText,
 	domainConfirmation,
@@ -168,6 +169,12 @@ test('confirmations follow guardian-api.md', () => {
 	assert.match(failedWrite.warning, /^Not saved to the global decisions: EROFS\\u\{202e\}\./);
 	assert.equal(removalNotice({ status: 'timed_out', summary: 'api.newservice.com' }).text, '⏱ Timed out: api.newservice.com');
 	assert.equal(removalNotice({ status: 'approved', summary: 'ls', decided_by: 'tty' }).detail, 'Decided by tty.');
+});
+
+test('file decisions: the scope and the reason only (a file decision covers its path)', () => {
+	assert.deepEqual(fileDecisionBody('once', ''), { scope: 'once' });
+	assert.deepEqual(fileDecisionBody('project', ''), { scope: 'project' });
+	assert.deepEqual(fileDecisionBody('global', 'for npm'), { scope: 'global', reason: 'for npm' });
 });
 
 test('command decisions: the body of each scope and cover, and what the server applied', () => {

@@ -16,6 +16,7 @@ import {
 	domainConfirmation,
 	domainHost,
 	elapsedText,
+	fileDecisionBody,
 	formatClock,
 	hasHidden,
 	isTypingTarget,
@@ -42,6 +43,9 @@ const NOTICE_MS = 20000;
 const STALE_MS = 75000; // no heartbeat for this long: the stream is dead
 const STATUS_POLL_MS = 5000;
 const SCOPES = ['once', 'session', 'project', 'global'];
+// A write is allowed in every scope (its path) but denied for this write only: the server keeps
+// no denial of a path (fs.protect in the config is the lasting one) and refuses a wider one.
+const FILE_DENY_SCOPES = ['once'];
 
 const $ = (id) => document.getElementById(id);
 
@@ -454,13 +458,22 @@ function timeValue(item, card) {
 	return t;
 }
 
+const CARD_TITLES = { domain: 'Domain request', file: 'File write request', command: 'Command request' };
+
+// A card's look: a domain, a file write (kind "file" among the command-type asks) or a command.
+function cardLook(item) {
+	if (item.type === 'domain') return 'domain';
+	return item.kind === 'file' ? 'file' : 'command';
+}
+
 function cardHeader(item, titleId) {
 	const isDomain = item.type === 'domain';
+	const look = cardLook(item);
 	const h = el(
 		'h3',
 		{ class: 'card-title', id: titleId },
-		el('span', { class: `card-icon icon-${isDomain ? 'domain' : 'command'}`, 'aria-hidden': 'true' }),
-		isDomain ? 'Domain request' : 'Command request',
+		el('span', { class: `card-icon icon-${look}`, 'aria-hidden': 'true' }),
+		CARD_TITLES[look],
 	);
 	const meta = el('p', { class: 'card-meta' });
 	if (!isDomain && item.kind) meta.append(el('span', { class: `kind kind-${item.kind}` }, item.kind));
@@ -493,6 +506,24 @@ function commandBody(item, card) {
 		row(dl, 'Process', `pid ${item.pid}${typeof item.uid === 'number' ? `, uid ${item.uid}` : ''}`);
 	row(dl, 'Time', timeValue(item, card));
 
+	const actions = el('div', { class: 'actions command-actions' }, reasonRow(card));
+	actions.append(coverChoice(item, card));
+	card.buttons = [...card.covers, card.pattern];
+	const summary = visible(clip(item.cmd || '', 200).text);
+	actions.append(
+		...scopeGroups(card, {
+			words: ['Approve', 'Deny'],
+			actions: ['approve', 'deny'],
+			label: summary,
+			summary,
+			decide: (allow, scope) => decideCommand(card, allow, scope),
+		}),
+	);
+	return [dl, actions];
+}
+
+// The optional reason a person types for a command or file decision (Escape leaves it).
+function reasonRow(card) {
 	const reasonId = nextId('reason');
 	const reason = el('input', {
 		type: 'text',
@@ -509,42 +540,73 @@ function commandBody(item, card) {
 			card.li.focus();
 		}
 	});
-	const actions = el(
-		'div',
-		{ class: 'actions command-actions' },
-		el('div', { class: 'reason-row' }, el('label', { class: 'reason-label', for: reasonId }, 'Reason'), reason),
-	);
-	actions.append(coverChoice(item, card));
-	card.buttons = [...card.covers, card.pattern];
-	const summary = visible(clip(item.cmd || '', 200).text);
+	return el('div', { class: 'reason-row' }, el('label', { class: 'reason-label', for: reasonId }, 'Reason'), reason);
+}
+
+// The two button groups every card ends with, the one home of their look and wording: WORDS
+// ["Approve", "Deny"] or ["Allow", "Deny"], ACTIONS the data-action of each, one button per
+// scope in ALLOWSCOPES / DENYSCOPES (all four unless said), each calling DECIDE(allow, scope).
+// LABEL names the groups for a screen reader, SUMMARY (if any) ends each button's label.
+function scopeGroups(card, { words, actions, label, summary, allowScopes = SCOPES, denyScopes = SCOPES, decide }) {
+	const groups = [];
 	for (const allow of [true, false]) {
-		const word = allow ? 'Approve' : 'Deny';
+		const word = allow ? words[0] : words[1];
 		const group = el('div', {
 			class: `scope-group ${allow ? 'group-allow' : 'group-deny'}`,
 			role: 'group',
-			'aria-label': `${word} ${summary}`,
+			'aria-label': `${word} ${label}`,
 		});
 		group.append(el('span', { class: 'scope-label', 'aria-hidden': 'true' }, word));
 		const btns = el('div', { class: 'buttons' });
-		for (const scope of SCOPES) {
+		for (const scope of allow ? allowScopes : denyScopes) {
+			const how = scope === 'once' ? 'once' : `for the ${scope}`;
 			const b = el(
 				'button',
 				{
 					type: 'button',
 					class: `btn ${allow ? 'btn-approve' : 'btn-deny'} btn-scope`,
-					'data-action': allow ? 'approve' : 'deny',
+					'data-action': allow ? actions[0] : actions[1],
 					'data-scope': scope,
-					'aria-label': `${word} ${scope === 'once' ? 'once' : `for the ${scope}`}: ${summary}`,
+					'aria-label': summary ? `${word} ${how}: ${summary}` : `${word} ${how}`,
 				},
 				scope[0].toUpperCase() + scope.slice(1),
 			);
-			b.addEventListener('click', () => decideCommand(card, allow, scope));
+			b.addEventListener('click', () => decide(allow, scope));
 			btns.append(b);
 			card.buttons.push(b);
 		}
 		group.append(btns);
-		actions.append(group);
+		groups.push(group);
 	}
+	return groups;
+}
+
+// A write outside fs.write (fs.ask: on-write): the file, the process that opens it, and the
+// scopes a file decision takes — its path, so nothing to choose about what a scope covers.
+function fileBody(item, card) {
+	const dl = el('dl', { class: 'facts' });
+	row(dl, 'Cloister', agentText(item.cloister || ''));
+	if (item.project && item.project !== item.cloister) row(dl, 'Project', agentText(item.project));
+	if (item.branch) row(dl, 'Branch', agentText(item.branch));
+	if (item.agent) row(dl, 'Agent', agentText(item.agent));
+	const path = clip(item.cmd || '', MAX_ARG_CHARS);
+	row(dl, 'File', agentText(path.text, 'path'));
+	processRows(dl, item);
+	row(dl, 'Time', timeValue(item, card));
+
+	const actions = el('div', { class: 'actions command-actions' }, reasonRow(card));
+	card.buttons = [];
+	const summary = visible(clip(item.cmd || '', 200).text);
+	actions.append(
+		...scopeGroups(card, {
+			words: ['Approve', 'Deny'],
+			actions: ['approve', 'deny'],
+			label: `the write to ${summary}`,
+			summary,
+			denyScopes: FILE_DENY_SCOPES,
+			decide: (allow, scope) => decideCommand(card, allow, scope),
+		}),
+	);
 	return [dl, actions];
 }
 
@@ -630,35 +692,14 @@ function domainBody(item, card) {
 		);
 	}
 	card.buttons = card.wildcard ? [card.wildcard] : [];
-	const host = visible(domainHost(item.domain || ''));
-	for (const allow of [true, false]) {
-		const word = allow ? 'Allow' : 'Deny';
-		const group = el('div', {
-			class: `scope-group ${allow ? 'group-allow' : 'group-deny'}`,
-			role: 'group',
-			'aria-label': `${word} ${host}`,
-		});
-		group.append(el('span', { class: 'scope-label', 'aria-hidden': 'true' }, word));
-		const btns = el('div', { class: 'buttons' });
-		for (const scope of SCOPES) {
-			const b = el(
-				'button',
-				{
-					type: 'button',
-					class: `btn ${allow ? 'btn-approve' : 'btn-deny'} btn-scope`,
-					'data-action': allow ? 'allow' : 'deny',
-					'data-scope': scope,
-					'aria-label': `${word} ${scope === 'once' ? 'once' : `for the ${scope}`}`,
-				},
-				scope[0].toUpperCase() + scope.slice(1),
-			);
-			b.addEventListener('click', () => decideDomain(card, allow, scope));
-			btns.append(b);
-			card.buttons.push(b);
-		}
-		group.append(btns);
-		actions.append(group);
-	}
+	actions.append(
+		...scopeGroups(card, {
+			words: ['Allow', 'Deny'],
+			actions: ['allow', 'deny'],
+			label: visible(domainHost(item.domain || '')),
+			decide: (allow, scope) => decideDomain(card, allow, scope),
+		}),
+	);
 	return [dl, actions];
 }
 
@@ -667,14 +708,16 @@ let cardSeq = 0;
 function buildCard(item) {
 	const card = { item, busy: false, seq: ++cardSeq };
 	const titleId = nextId('card');
+	const look = cardLook(item);
 	const li = el('li', {
-		class: `card card-${item.type === 'domain' ? 'domain' : 'command'}${item.origin ? ' card-peer' : ''}`,
+		class: `card card-${look}${item.origin ? ' card-peer' : ''}`,
 		tabindex: '-1',
 		'aria-labelledby': titleId,
 		'data-id': item.id,
 	});
 	card.li = li;
-	const body = item.type === 'domain' ? domainBody(item, card) : commandBody(item, card);
+	const body =
+		look === 'domain' ? domainBody(item, card) : look === 'file' ? fileBody(item, card) : commandBody(item, card);
 	li.append(cardHeader(item, titleId), ...body);
 	li.addEventListener('focusin', () => select(item.id, false));
 	li.addEventListener('click', () => select(item.id, false));
@@ -718,7 +761,7 @@ function addItem(item, live) {
 	noteSandbox(item.cloister);
 	if (live && matchesFilter(item)) {
 		announce(
-			`New ${item.type} request from ${visible(item.cloister || '')}: ${visible(itemSummary(item))}`,
+			`New ${cardLook(item) === 'file' ? 'file write' : item.type} request from ${visible(item.cloister || '')}: ${visible(itemSummary(item))}`,
 		);
 		card.li.classList.add('fresh');
 		setTimeout(() => card.li.classList.remove('fresh'), 1500);
@@ -736,9 +779,9 @@ function notificationPermission() {
 }
 
 function systemNotice(item) {
-	const kind = item.type === 'domain' ? 'Domain' : 'Command';
+	const kind = CARD_TITLES[cardLook(item)];
 	try {
-		const n = new Notification(`Cloister: ${kind} request from ${visible(item.cloister || '?')}`, {
+		const n = new Notification(`Cloister: ${kind} from ${visible(item.cloister || '?')}`, {
 			body: visible(clip(itemSummary(item), 200).text),
 			tag: `cloister-${item.id}`,
 		});
@@ -877,7 +920,7 @@ async function decideCommand(card, allow, scope = 'once') {
 	setCardEnabled(card, false);
 	card.li.setAttribute('aria-busy', 'true');
 	state.decidedHere.add(id);
-	const body = commandDecisionBody(scope, match, pattern, reason);
+	const body = card.item.kind === 'file' ? fileDecisionBody(scope, reason) : commandDecisionBody(scope, match, pattern, reason);
 	const res = await postJson(`/${allow ? 'approve' : 'deny'}/${encodeURIComponent(id)}`, body, card.item.origin || '');
 	card.busy = false;
 	card.li.removeAttribute('aria-busy');

@@ -179,6 +179,14 @@ export function commandDecisionBody(scope, match, pattern, reason) {
 	return body;
 }
 
+// The body of POST /approve/ID or /deny/ID for a file card: a file decision covers its path,
+// so no match or pattern (the server refuses a program or pattern for a file).
+export function fileDecisionBody(scope, reason) {
+	const body = { scope };
+	if (reason) body.reason = reason;
+	return body;
+}
+
 // The one card keyboard shortcuts act on: the selected one, else the only one shown.
 export function shortcutTarget(selected, shown) {
 	if (selected) return selected;

@@ -506,6 +506,70 @@ static void test_exec_scopes_and_what_they_cover(void **state)
 	queue_free(q);
 }
 
+/* A write: allowed in every scope with the exec cards' keys, denied once only; the keys that
+ * deny wider, or change what a scope covers, are no answer there. */
+static void test_file_asks_take_project_and_global(void **state)
+{
+	static const struct {
+		char key;
+		enum queue_scope scope;
+		const char *echo;
+	} cases[] = {
+	        {'p', QUEUE_SCOPE_PROJECT, "allowed for this project"},
+	        {'g', QUEUE_SCOPE_GLOBAL, "allowed everywhere"},
+	};
+	struct pty p;
+	struct queue *q = new_queue();
+	struct queue_request f = {.kind = QUEUE_KIND_FILE,
+	                          .sandbox = "main",
+	                          .summary = "/home/u/.npmrc",
+	                          .exe = "/usr/bin/npm",
+	                          .pid = 7,
+	                          .uid = -1,
+	                          .cookie = 1};
+	struct tty_decision dec;
+	char id[QUEUE_ID_LEN + 1];
+	uint64_t now = 0;
+	size_t at = 0;
+
+	(void)state;
+	pty_open(&p);
+	struct tty_approver *ta = separate_approver(&p, -1);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		f.cookie = i + 1;
+		assert_int_equal(queue_add(q, &f, now, id), QUEUE_ADD_NEW);
+		assert_int_equal(tty_approver_sync(ta, q, now), 0);
+		now += G;
+		tty_approver_tick(ta, now);
+		expect_output(&p, &at, "file:    /home/u/.npmrc");
+		/* (the terminal ends lines with \r\n) */
+		expect_output(&p, &at, "  allow: [a] once  [A] session  [p] project  [g] global");
+		expect_output(&p, &at, "  deny:  [d] once (the next write asks again)");
+		expect_output(&p, &at, "  [?] details > ");
+		for (const char *k = "DPGce"; *k; k++) {
+			char key[2] = {*k, 0};
+
+			pty_type(&p, key);
+			assert_int_equal(readable(ta, q, now, &dec), TTY_APPROVER_NONE);
+			expect_output(&p, &at, "Please answer a, A, p, g, d or ? > ");
+		}
+		pty_type(&p, (char[]){cases[i].key, 0});
+		assert_int_equal(readable(ta, q, now, &dec), TTY_APPROVER_DECIDED);
+		expect_output(&p, &at, cases[i].echo);
+		assert_true(dec.allow);
+		assert_int_equal(dec.scope, cases[i].scope);
+		assert_int_equal(dec.match, EXEC_MATCH_EXACT);
+		assert_null(dec.pattern);
+		assert_string_equal(dec.id, id);
+		assert_int_equal(queue_decide(q, id, true, dec.scope, "tty", NULL, now), 0);
+		drain(q);
+	}
+	tty_approver_free(ta);
+	pty_close(&p);
+	drain(q);
+	queue_free(q);
+}
+
 static void test_other_keys_show_a_hint_and_details_show_argv(void **state)
 {
 	struct pty p;
@@ -721,6 +785,7 @@ int main(void)
 	        cmocka_unit_test(test_decided_elsewhere_removes_the_prompt_and_the_next_follows),
 	        cmocka_unit_test(test_a_path_that_is_not_a_terminal_is_refused),
 	        cmocka_unit_test(test_exec_scopes_and_what_they_cover),
+	        cmocka_unit_test(test_file_asks_take_project_and_global),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
