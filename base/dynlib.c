@@ -29,7 +29,8 @@ int dynlib_use(struct dynlib *lib, struct cl_error *err)
 		if (!sym) {
 			memset(lib->table, 0, lib->table_size);
 			dlclose(h);
-			return cl_error_set(err, -ENOENT, "cannot use %s, needed for %s: it has no %s",
+			return cl_error_set(err, -ENOENT,
+			                    "cannot use %s, needed for %s: it has no %s",
 			                    lib->soname, lib->needed_for, lib->names[i]);
 		}
 		/* memcpy: a data pointer's bytes into a function pointer's slot, the way POSIX

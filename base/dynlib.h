@@ -45,18 +45,18 @@ void *dynlib_symbol(const struct dynlib *lib, const char *name);
 #define DYNLIB_NAME_(f) #f,
 /* Defines `static struct {...} NAME` (the table: NAME.func(...)) and `static struct dynlib
  * NAME##_lib`. */
-#define DYNLIB_DEFINE(NAME, FUNCS, SONAME, NEEDED_FOR)                                           \
-	static struct {                                                                          \
-		FUNCS(DYNLIB_SLOT_)                                                              \
-	} NAME;                                                                                  \
-	static const char *const NAME##_names_[] = {FUNCS(DYNLIB_NAME_) NULL};                   \
-	_Static_assert(sizeof(NAME) == (sizeof(NAME##_names_) / sizeof(char *) - 1) *            \
-	                                       sizeof(void (*)(void)),                           \
-	               "a table of function pointers only");                                    \
-	static struct dynlib NAME##_lib = {.soname = SONAME,                                     \
-	                                   .needed_for = NEEDED_FOR,                             \
-	                                   .names = NAME##_names_,                               \
-	                                   .table = &NAME,                                       \
+#define DYNLIB_DEFINE(NAME, FUNCS, SONAME, NEEDED_FOR)                                \
+	static struct {                                                               \
+		FUNCS(DYNLIB_SLOT_)                                                   \
+	} NAME;                                                                       \
+	static const char *const NAME##_names_[] = {FUNCS(DYNLIB_NAME_) NULL};        \
+	_Static_assert(sizeof(NAME) == (sizeof(NAME##_names_) / sizeof(char *) - 1) * \
+	                                       sizeof(void (*)(void)),                \
+	               "a table of function pointers only");                          \
+	static struct dynlib NAME##_lib = {.soname = SONAME,                          \
+	                                   .needed_for = NEEDED_FOR,                  \
+	                                   .names = NAME##_names_,                    \
+	                                   .table = &NAME,                            \
 	                                   .table_size = sizeof(NAME)}
 
 #endif
