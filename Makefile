@@ -32,6 +32,8 @@ endif
 # which is after scripts/install-deps on a fresh machine.
 CORE_PKGS  := libcjson yaml-0.1 libpcre2-8 libmicrohttpd
 KERNEL_PKGS:= libseccomp libbpf
+# Loaded with dlopen(3) only while a mode needs them (base/dynlib.h): programs get their
+# headers, not their -l; only a test that calls them itself links them.
 NET_PKGS   := libnftables libnl-3.0 libnl-route-3.0
 TEST_PKGS  := cmocka
 pkg_cflags = $(shell $(PKG) --cflags $(1))
@@ -185,7 +187,7 @@ $(call obj,$(BPF_USER_SRC) $(SUPERVISOR_SRC) supervisor/main.c $(KERNEL_TESTS)):
 $(SUPERVISOR_BIN): $(call obj,supervisor/main.c) $(ALL_LIBS)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(LIBS_NET)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL)
 
 # The OCI createRuntime hook (docker/README.md): a small program of its own, on protocol/ and
 # the two modules it needs (oci/oci_state, notifier/fdpass).
@@ -264,7 +266,7 @@ $(BUILD)/tests/oci/%: $(BUILD)/obj/tests/unit/oci/%.o $(OCI_LIB) $(NOTIFIER_LIB)
 $(BUILD)/tests/netfilter/%: $(BUILD)/obj/tests/unit/netfilter/%.o $(NETFILTER_LIB) $(PROTOCOL_LIB) $(BASE_LIB)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_NET) $(call pkg_libs,$(TEST_PKGS)) -lpthread
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(call pkg_libs,$(TEST_PKGS)) -lpthread
 
 $(BUILD)/tests/kernel/%: $(BUILD)/obj/tests/kernel/%.o $(ALL_LIBS)
 	$(call say,LD,$@)
@@ -293,7 +295,7 @@ $(PLAIN_HELPER_BINS): LDFLAGS_ALL := -pie -Wl,-z,relro,-z,now $(LDFLAGS)
 $(LIB_HELPER_BINS): $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(ALL_LIBS)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(LIBS_NET) -lpthread
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) -lpthread
 
 $(call obj,$(UNIT_TESTS) $(KERNEL_TESTS)): CFLAGS_ALL += $(call pkg_cflags,$(TEST_PKGS))
 
@@ -402,7 +404,7 @@ fuzz: $(FUZZ_BINS)
 $(BENCH_BIN): $(call obj,$(BENCH_SRC)) $(ALL_LIBS)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(LIBS_NET) -lpthread
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) -lpthread
 
 # The programs section compiles a copy of these sources with the project's own flags
 # (BENCH_SOURCES, BENCH_CFLAGS) and runs ./configure of a project made with autoconf/automake.
