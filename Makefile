@@ -197,6 +197,9 @@ $(HOOK_BIN): $(call obj,$(HOOK_SRC)) $(OCI_LIB) $(NOTIFIER_LIB) $(PROTOCOL_LIB) 
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE)
 
 # ---- eBPF (libbpf CO-RE): vmlinux.h from the running kernel's BTF, skeletons into build/gen ---
+# -g for BTF; the DWARF it also makes (vmlinux.h's types: 0.6 MB an object) is stripped
+# before the skeleton embeds the object in the supervisor, where libbpf reads it at load.
+LLVM_STRIP ?= llvm-strip
 BPF_CLANG_FLAGS = -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(BUILD)/gen -I. \
 	$(call pkg_cflags,libbpf) -Wall -Werror
 
@@ -208,7 +211,8 @@ $(BUILD)/gen/vmlinux.h:
 $(BUILD)/gen/bpf/%.bpf.o: bpf/%.bpf.c $(BUILD)/gen/vmlinux.h $(wildcard bpf/*.h)
 	$(call say,BPF,$<)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(BPF_CLANG_FLAGS) -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CLANG_FLAGS) -c $< -o $@.tmp
+	$(Q)$(LLVM_STRIP) -g $@.tmp && mv $@.tmp $@
 
 $(BUILD)/gen/bpf/%.skel.h: $(BUILD)/gen/bpf/%.bpf.o
 	$(call say,SKEL,$@)
