@@ -106,8 +106,8 @@ HOOK_BIN       := $(BUILD)/bin/cloister-oci-hook
 UNIT_BINS      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 KERNEL_BINS    := $(patsubst tests/kernel/%.c,$(BUILD)/tests/kernel/%,$(KERNEL_TESTS))
 HELPER_BINS    := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
-# Helpers that are small servers built on our libraries (they link them all); none today.
-LIB_HELPER_BINS:=
+# Helpers built on our libraries (they link them all, as the supervisor does).
+LIB_HELPER_BINS:= $(BUILD)/tests/helpers/nftunload
 FUZZ_BINS      := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_PROTOCOL) $(FUZZ_SUPERVISOR) \
 	$(FUZZ_NOTIFIER) $(FUZZ_OCI))
 BENCH_BIN      := $(BUILD)/bench/bench_core
@@ -292,7 +292,8 @@ $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o
 
 # They are fixtures, not code under test, and never sanitized: LeakSanitizer cannot run in a
 # traced process, and a non-root sandbox traces every process (the ptrace exec backstop).
-PLAIN_HELPER_BINS := $(filter-out $(BUILD)/tests/helpers/shim_%,$(HELPER_BINS))
+# Those that link our libraries are built as they are.
+PLAIN_HELPER_BINS := $(filter-out $(BUILD)/tests/helpers/shim_% $(LIB_HELPER_BINS),$(HELPER_BINS))
 $(PLAIN_HELPER_BINS): OPT := -O2 -g -D_FORTIFY_SOURCE=2
 $(PLAIN_HELPER_BINS): LDFLAGS_ALL := -pie -Wl,-z,relro,-z,now $(LDFLAGS)
 

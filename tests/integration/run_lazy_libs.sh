@@ -4,11 +4,12 @@
 # root or not, maps neither. When one cannot be loaded (here: its file shows /dev/null in a
 # mount namespace of the test, the system's file untouched), run says which library, what
 # needs it and why, and the agent runs without a network (fail closed); --net none needs
-# neither and runs as usual.
+# neither and runs as usual. libgmp, which libnftables loads and GnuTLS keeps, gets its own
+# allocator back from libnftables before the unload (tests/helpers/nftunload).
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=14
+PLAN=15
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv unshare curl ldconfig
 lib_path() { ldconfig -p | awk -v n="$1" '$1 == n { print $NF; exit }'; }
@@ -121,3 +122,12 @@ tap_like "$rc $(cat "$OUT")" "^0 agent ran, curl [1-9]" \
 	"non-root, --net none without libnl: the agent runs" "$(diag)"
 tap_ok "$(grep -q 'libnl' "$ERR" && echo 1 || echo 0)" \
 	"non-root, --net none: no word of libnl" "$(diag)"
+
+out=$("$HELPERS/nftunload" 2>&1)
+st=$?
+if [ "$st" -eq 77 ]; then
+	tap_skip "libgmp allocates with its own allocator after the unload" "$out"
+else
+	tap_is "$st $out" "0 ok" \
+		"after libnftables' unload, libgmp (kept by another library) allocates with its own allocator"
+fi
