@@ -40,7 +40,8 @@ int main(void)
 	gmp = dlopen("libgmp.so.10", RTLD_NOW | RTLD_GLOBAL);
 	if (gmp) {
 		init = (void (*)(void *))dlsym(gmp, "__gmpz_init");
-		pow = (void (*)(void *, unsigned long, unsigned long))dlsym(gmp, "__gmpz_ui_pow_ui");
+		pow = (void (*)(void *, unsigned long, unsigned long))dlsym(gmp,
+		                                                            "__gmpz_ui_pow_ui");
 		clear = (void (*)(void *))dlsym(gmp, "__gmpz_clear");
 	}
 	if (!gmp || !init || !pow || !clear) {
