@@ -282,7 +282,7 @@ static int install_in_netns(void *userdata)
 	struct install_ctx *c = userdata;
 	_cleanup_(nft_ctx_freep) struct nft_ctx *ctx = NULL;
 	struct fd_set_snapshot before;
-	int r, sock;
+	int r, found, sock = -ENOENT;
 
 	c->ran = true;
 	snapshot_fds(&before);
@@ -307,7 +307,9 @@ static int install_in_netns(void *userdata)
 			                    strerror(-r));
 	}
 	r = nft.nft_run_cmd_from_buffer(ctx, c->text);
-	sock = cloexec_new_netfilter_sockets(&before);
+	found = cloexec_new_netfilter_sockets(&before);
+	if (!c->persist) /* the table block went through the context's one socket */
+		sock = found;
 	if (r != 0) {
 		r = nft_error(ctx, c->err, -EINVAL, "installing the egress ruleset");
 		/* Nothing installed on failure: a table of ours would outlive the socket. */
