@@ -32,6 +32,8 @@ endif
 # which is after scripts/install-deps on a fresh machine.
 CORE_PKGS  := libcjson yaml-0.1 libpcre2-8 libmicrohttpd
 KERNEL_PKGS:= libseccomp libbpf
+# Loaded with dlopen(3) only while a mode needs them (base/dynlib.h): programs get their
+# headers, not their -l; only a test that calls them itself links them.
 NET_PKGS   := libnftables libnl-3.0 libnl-route-3.0
 TEST_PKGS  := cmocka
 pkg_cflags = $(shell $(PKG) --cflags $(1))
@@ -104,8 +106,8 @@ HOOK_BIN       := $(BUILD)/bin/cloister-oci-hook
 UNIT_BINS      := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 KERNEL_BINS    := $(patsubst tests/kernel/%.c,$(BUILD)/tests/kernel/%,$(KERNEL_TESTS))
 HELPER_BINS    := $(patsubst tests/helpers/%.c,$(BUILD)/tests/helpers/%,$(TEST_HELPERS))
-# Helpers that are small servers built on our libraries (they link them all); none today.
-LIB_HELPER_BINS:=
+# Helpers built on our libraries (they link them all, as the supervisor does).
+LIB_HELPER_BINS:= $(BUILD)/tests/helpers/nftunload
 FUZZ_BINS      := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_PROTOCOL) $(FUZZ_SUPERVISOR) \
 	$(FUZZ_NOTIFIER) $(FUZZ_OCI))
 BENCH_BIN      := $(BUILD)/bench/bench_core
@@ -185,7 +187,7 @@ $(call obj,$(BPF_USER_SRC) $(SUPERVISOR_SRC) supervisor/main.c $(KERNEL_TESTS)):
 $(SUPERVISOR_BIN): $(call obj,supervisor/main.c) $(ALL_LIBS)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(LIBS_NET)
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL)
 
 # The OCI createRuntime hook (docker/README.md): a small program of its own, on protocol/ and
 # the two modules it needs (oci/oci_state, notifier/fdpass).
@@ -195,6 +197,9 @@ $(HOOK_BIN): $(call obj,$(HOOK_SRC)) $(OCI_LIB) $(NOTIFIER_LIB) $(PROTOCOL_LIB) 
 	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE)
 
 # ---- eBPF (libbpf CO-RE): vmlinux.h from the running kernel's BTF, skeletons into build/gen ---
+# -g for BTF; the DWARF it also makes (vmlinux.h's types: 0.6 MB an object) is stripped
+# before the skeleton embeds the object in the supervisor, where libbpf reads it at load.
+LLVM_STRIP ?= llvm-strip
 BPF_CLANG_FLAGS = -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(BUILD)/gen -I. \
 	$(call pkg_cflags,libbpf) -Wall -Werror
 
@@ -206,7 +211,8 @@ $(BUILD)/gen/vmlinux.h:
 $(BUILD)/gen/bpf/%.bpf.o: bpf/%.bpf.c $(BUILD)/gen/vmlinux.h $(wildcard bpf/*.h)
 	$(call say,BPF,$<)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(BPF_CLANG_FLAGS) -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CLANG_FLAGS) -c $< -o $@.tmp
+	$(Q)$(LLVM_STRIP) -g $@.tmp && mv $@.tmp $@
 
 $(BUILD)/gen/bpf/%.skel.h: $(BUILD)/gen/bpf/%.bpf.o
 	$(call say,SKEL,$@)
@@ -264,7 +270,7 @@ $(BUILD)/tests/oci/%: $(BUILD)/obj/tests/unit/oci/%.o $(OCI_LIB) $(NOTIFIER_LIB)
 $(BUILD)/tests/netfilter/%: $(BUILD)/obj/tests/unit/netfilter/%.o $(NETFILTER_LIB) $(PROTOCOL_LIB) $(BASE_LIB)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_NET) $(call pkg_libs,$(TEST_PKGS)) -lpthread
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(call pkg_libs,$(TEST_PKGS)) -lpthread
 
 $(BUILD)/tests/kernel/%: $(BUILD)/obj/tests/kernel/%.o $(ALL_LIBS)
 	$(call say,LD,$@)
@@ -286,14 +292,15 @@ $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o
 
 # They are fixtures, not code under test, and never sanitized: LeakSanitizer cannot run in a
 # traced process, and a non-root sandbox traces every process (the ptrace exec backstop).
-PLAIN_HELPER_BINS := $(filter-out $(BUILD)/tests/helpers/shim_%,$(HELPER_BINS))
+# Those that link our libraries are built as they are.
+PLAIN_HELPER_BINS := $(filter-out $(BUILD)/tests/helpers/shim_% $(LIB_HELPER_BINS),$(HELPER_BINS))
 $(PLAIN_HELPER_BINS): OPT := -O2 -g -D_FORTIFY_SOURCE=2
 $(PLAIN_HELPER_BINS): LDFLAGS_ALL := -pie -Wl,-z,relro,-z,now $(LDFLAGS)
 
 $(LIB_HELPER_BINS): $(BUILD)/tests/helpers/%: $(BUILD)/obj/tests/helpers/%.o $(ALL_LIBS)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(LIBS_NET) -lpthread
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) -lpthread
 
 $(call obj,$(UNIT_TESTS) $(KERNEL_TESTS)): CFLAGS_ALL += $(call pkg_cflags,$(TEST_PKGS))
 
@@ -402,7 +409,7 @@ fuzz: $(FUZZ_BINS)
 $(BENCH_BIN): $(call obj,$(BENCH_SRC)) $(ALL_LIBS)
 	$(call say,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) $(LIBS_NET) -lpthread
+	$(Q)$(CC) $(LDFLAGS_ALL) -o $@ $^ $(LIBS_CORE) $(LIBS_KERNEL) -lpthread
 
 # The programs section compiles a copy of these sources with the project's own flags
 # (BENCH_SOURCES, BENCH_CFLAGS) and runs ./configure of a project made with autoconf/automake.

@@ -26,6 +26,7 @@
 #include <netlink/route/route.h>
 
 #include "base/cleanup.h"
+#include "base/dynlib.h"
 
 struct netns_call {
 	int netns_fd;
@@ -177,6 +178,50 @@ int netfilter_netns_create(int *ret_fd)
 
 /* ---- rtnetlink ----------------------------------------------------------------------------- */
 
+/* libnl-route-3 and libnl-3 (0.6 MB of pages resident) are mapped only while a netns is set
+ * up: its routes and addresses are set once, and nothing reads them back. */
+#define NL_FUNCS(X)                  \
+	X(nl_addr_parse)             \
+	X(nl_addr_put)               \
+	X(nl_connect)                \
+	X(nl_geterror)               \
+	X(nl_socket_alloc)           \
+	X(nl_socket_free)            \
+	X(rtnl_addr_add)             \
+	X(rtnl_addr_alloc)           \
+	X(rtnl_addr_put)             \
+	X(rtnl_addr_set_flags)       \
+	X(rtnl_addr_set_ifindex)     \
+	X(rtnl_addr_set_local)       \
+	X(rtnl_addr_set_prefixlen)   \
+	X(rtnl_link_add)             \
+	X(rtnl_link_alloc)           \
+	X(rtnl_link_change)          \
+	X(rtnl_link_get_flags)       \
+	X(rtnl_link_get_ifindex)     \
+	X(rtnl_link_get_kernel)      \
+	X(rtnl_link_put)             \
+	X(rtnl_link_set_flags)       \
+	X(rtnl_link_set_mtu)         \
+	X(rtnl_link_set_name)        \
+	X(rtnl_link_set_type)        \
+	X(rtnl_route_add)            \
+	X(rtnl_route_add_nexthop)    \
+	X(rtnl_route_alloc)          \
+	X(rtnl_route_nh_alloc)       \
+	X(rtnl_route_nh_free)        \
+	X(rtnl_route_nh_set_ifindex) \
+	X(rtnl_route_put)            \
+	X(rtnl_route_set_dst)        \
+	X(rtnl_route_set_family)     \
+	X(rtnl_route_set_pref_src)   \
+	X(rtnl_route_set_protocol)   \
+	X(rtnl_route_set_scope)      \
+	X(rtnl_route_set_table)      \
+	X(rtnl_route_set_type)
+DYNLIB_DEFINE(nl, NL_FUNCS, "libnl-route-3.so.200",
+              "the sandbox's network namespace (--net proxy)");
+
 /* libnl's NLE_* codes back to errno, for our -errno convention. */
 static int nl_to_errno(int nle)
 {
@@ -210,11 +255,18 @@ static int nl_to_errno(int nle)
 	}
 }
 
-CL_DEFINE_TRIVIAL_CLEANUP(struct nl_sock *, nl_socket_free)
-CL_DEFINE_TRIVIAL_CLEANUP(struct rtnl_link *, rtnl_link_put)
-CL_DEFINE_TRIVIAL_CLEANUP(struct rtnl_addr *, rtnl_addr_put)
-CL_DEFINE_TRIVIAL_CLEANUP(struct rtnl_route *, rtnl_route_put)
-CL_DEFINE_TRIVIAL_CLEANUP(struct nl_addr *, nl_addr_put)
+/* Through the table: CL_DEFINE_TRIVIAL_CLEANUP names the function itself. */
+#define NL_CLEANUP(type, func)              \
+	static inline void func##p(type *p) \
+	{                                   \
+		if (*p)                     \
+			nl.func(*p);        \
+	}
+NL_CLEANUP(struct nl_sock *, nl_socket_free)
+NL_CLEANUP(struct rtnl_link *, rtnl_link_put)
+NL_CLEANUP(struct rtnl_addr *, rtnl_addr_put)
+NL_CLEANUP(struct rtnl_route *, rtnl_route_put)
+NL_CLEANUP(struct nl_addr *, nl_addr_put)
 
 struct setup_ctx {
 	struct cl_error *err;
@@ -227,19 +279,19 @@ static int link_up(struct nl_sock *sk, const char *name, struct cl_error *err)
 	_cleanup_(rtnl_link_putp) struct rtnl_link *change = NULL;
 	int r;
 
-	r = rtnl_link_get_kernel(sk, 0, name, &link);
+	r = nl.rtnl_link_get_kernel(sk, 0, name, &link);
 	if (r < 0)
-		return cl_error_set(err, nl_to_errno(r), "link %s: %s", name, nl_geterror(r));
-	if (rtnl_link_get_flags(link) & IFF_UP)
+		return cl_error_set(err, nl_to_errno(r), "link %s: %s", name, nl.nl_geterror(r));
+	if (nl.rtnl_link_get_flags(link) & IFF_UP)
 		return 0;
-	change = rtnl_link_alloc();
+	change = nl.rtnl_link_alloc();
 	if (!change)
 		return cl_error_set(err, -ENOMEM, "link %s: out of memory", name);
-	rtnl_link_set_flags(change, IFF_UP);
-	r = rtnl_link_change(sk, link, change, 0);
+	nl.rtnl_link_set_flags(change, IFF_UP);
+	r = nl.rtnl_link_change(sk, link, change, 0);
 	if (r < 0)
 		return cl_error_set(err, nl_to_errno(r), "bringing %s up: %s", name,
-		                    nl_geterror(r));
+		                    nl.nl_geterror(r));
 	return 0;
 }
 
@@ -251,35 +303,35 @@ static int egress_link(struct nl_sock *sk, struct cl_error *err)
 	_cleanup_(rtnl_link_putp) struct rtnl_link *link = NULL;
 	int r = 0, ifindex;
 
-	r = rtnl_link_get_kernel(sk, 0, NETFILTER_EGRESS_IFNAME, &link);
+	r = nl.rtnl_link_get_kernel(sk, 0, NETFILTER_EGRESS_IFNAME, &link);
 	if (r < 0 && r != -NLE_NODEV && r != -NLE_OBJ_NOTFOUND)
 		return cl_error_set(err, nl_to_errno(r), "link %s: %s", NETFILTER_EGRESS_IFNAME,
-		                    nl_geterror(r));
+		                    nl.nl_geterror(r));
 	for (size_t i = 0; !link && i < ELEMENTSOF(kinds); i++) {
-		_cleanup_(rtnl_link_putp) struct rtnl_link *want = rtnl_link_alloc();
+		_cleanup_(rtnl_link_putp) struct rtnl_link *want = nl.rtnl_link_alloc();
 
 		if (!want)
 			return cl_error_set(err, -ENOMEM, "egress link: out of memory");
-		rtnl_link_set_name(want, NETFILTER_EGRESS_IFNAME);
+		nl.rtnl_link_set_name(want, NETFILTER_EGRESS_IFNAME);
 		/* lo's MTU: a redirected connection keeps the MSS of the route it was sent by, this
 		 * device's; at 1500 the redirect cost 40 % of loopback throughput. */
-		rtnl_link_set_mtu(want, NETFILTER_EGRESS_MTU);
-		r = rtnl_link_set_type(want, kinds[i]);
+		nl.rtnl_link_set_mtu(want, NETFILTER_EGRESS_MTU);
+		r = nl.rtnl_link_set_type(want, kinds[i]);
 		if (r < 0)
 			continue;
-		r = rtnl_link_add(sk, want, NLM_F_CREATE | NLM_F_EXCL);
+		r = nl.rtnl_link_add(sk, want, NLM_F_CREATE | NLM_F_EXCL);
 		if (r < 0 && r != -NLE_EXIST)
 			continue;
-		r = rtnl_link_get_kernel(sk, 0, NETFILTER_EGRESS_IFNAME, &link);
+		r = nl.rtnl_link_get_kernel(sk, 0, NETFILTER_EGRESS_IFNAME, &link);
 		if (r < 0)
 			return cl_error_set(err, nl_to_errno(r), "link %s: %s",
-			                    NETFILTER_EGRESS_IFNAME, nl_geterror(r));
+			                    NETFILTER_EGRESS_IFNAME, nl.nl_geterror(r));
 	}
 	if (!link)
 		return cl_error_set(err, nl_to_errno(r),
 		                    "cannot create the egress link %s (neither dummy nor ifb): %s",
-		                    NETFILTER_EGRESS_IFNAME, nl_geterror(r));
-	ifindex = rtnl_link_get_ifindex(link);
+		                    NETFILTER_EGRESS_IFNAME, nl.nl_geterror(r));
+	ifindex = nl.rtnl_link_get_ifindex(link);
 	r = link_up(sk, NETFILTER_EGRESS_IFNAME, err);
 	if (r < 0)
 		return r;
@@ -293,25 +345,25 @@ static int add_address(struct nl_sock *sk, int ifindex, int family, const char *
 	_cleanup_(nl_addr_putp) struct nl_addr *local = NULL;
 	int r;
 
-	r = nl_addr_parse(text, family, &local);
+	r = nl.nl_addr_parse(text, family, &local);
 	if (r < 0)
-		return cl_error_set(err, nl_to_errno(r), "address %s: %s", text, nl_geterror(r));
-	addr = rtnl_addr_alloc();
+		return cl_error_set(err, nl_to_errno(r), "address %s: %s", text, nl.nl_geterror(r));
+	addr = nl.rtnl_addr_alloc();
 	if (!addr)
 		return cl_error_set(err, -ENOMEM, "address %s: out of memory", text);
-	rtnl_addr_set_ifindex(addr, ifindex);
-	r = rtnl_addr_set_local(addr, local);
+	nl.rtnl_addr_set_ifindex(addr, ifindex);
+	r = nl.rtnl_addr_set_local(addr, local);
 	if (r < 0)
-		return cl_error_set(err, nl_to_errno(r), "address %s: %s", text, nl_geterror(r));
-	rtnl_addr_set_prefixlen(addr, family == AF_INET ? 32 : 128);
+		return cl_error_set(err, nl_to_errno(r), "address %s: %s", text, nl.nl_geterror(r));
+	nl.rtnl_addr_set_prefixlen(addr, family == AF_INET ? 32 : 128);
 	/* No DAD: an IPv6 address is "tentative" (unusable as a source) until it completes,
 	 * and there is no one on this link to collide with. */
 	if (family == AF_INET6)
-		rtnl_addr_set_flags(addr, IFA_F_NODAD);
-	r = rtnl_addr_add(sk, addr, 0);
+		nl.rtnl_addr_set_flags(addr, IFA_F_NODAD);
+	r = nl.rtnl_addr_add(sk, addr, 0);
 	if (r < 0 && r != -NLE_EXIST)
 		return cl_error_set(err, nl_to_errno(r), "adding address %s to %s: %s", text,
-		                    NETFILTER_EGRESS_IFNAME, nl_geterror(r));
+		                    NETFILTER_EGRESS_IFNAME, nl.nl_geterror(r));
 	return 0;
 }
 
@@ -325,39 +377,39 @@ static int add_default_route(struct nl_sock *sk, int ifindex, int family, const 
 	const char *fam = family == AF_INET ? "IPv4" : "IPv6";
 	int r;
 
-	r = nl_addr_parse("default", family, &dst);
+	r = nl.nl_addr_parse("default", family, &dst);
 	if (r >= 0)
-		r = nl_addr_parse(src, family, &pref);
+		r = nl.nl_addr_parse(src, family, &pref);
 	if (r < 0)
 		return cl_error_set(err, nl_to_errno(r), "%s default route: %s", fam,
-		                    nl_geterror(r));
-	route = rtnl_route_alloc();
-	nh = rtnl_route_nh_alloc();
+		                    nl.nl_geterror(r));
+	route = nl.rtnl_route_alloc();
+	nh = nl.rtnl_route_nh_alloc();
 	if (!route || !nh) {
 		if (nh)
-			rtnl_route_nh_free(nh);
+			nl.rtnl_route_nh_free(nh);
 		return cl_error_set(err, -ENOMEM, "%s default route: out of memory", fam);
 	}
-	rtnl_route_set_family(route, (uint8_t)family);
-	rtnl_route_set_table(route, RT_TABLE_MAIN);
-	rtnl_route_set_protocol(route, RTPROT_STATIC);
+	nl.rtnl_route_set_family(route, (uint8_t)family);
+	nl.rtnl_route_set_table(route, RT_TABLE_MAIN);
+	nl.rtnl_route_set_protocol(route, RTPROT_STATIC);
 	/* A route without a gateway: the destination is "on the link" (which discards it). */
-	rtnl_route_set_scope(route, family == AF_INET ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE);
-	rtnl_route_set_type(route, RTN_UNICAST);
-	r = rtnl_route_set_dst(route, dst);
+	nl.rtnl_route_set_scope(route, family == AF_INET ? RT_SCOPE_LINK : RT_SCOPE_UNIVERSE);
+	nl.rtnl_route_set_type(route, RTN_UNICAST);
+	r = nl.rtnl_route_set_dst(route, dst);
 	if (r >= 0)
-		r = rtnl_route_set_pref_src(route, pref);
+		r = nl.rtnl_route_set_pref_src(route, pref);
 	if (r < 0) {
-		rtnl_route_nh_free(nh);
+		nl.rtnl_route_nh_free(nh);
 		return cl_error_set(err, nl_to_errno(r), "%s default route: %s", fam,
-		                    nl_geterror(r));
+		                    nl.nl_geterror(r));
 	}
-	rtnl_route_nh_set_ifindex(nh, ifindex);
-	rtnl_route_add_nexthop(route, nh); /* owned by route from here */
-	r = rtnl_route_add(sk, route, NLM_F_CREATE | NLM_F_REPLACE);
+	nl.rtnl_route_nh_set_ifindex(nh, ifindex);
+	nl.rtnl_route_add_nexthop(route, nh); /* owned by route from here */
+	r = nl.rtnl_route_add(sk, route, NLM_F_CREATE | NLM_F_REPLACE);
 	if (r < 0)
 		return cl_error_set(err, nl_to_errno(r), "adding the %s default route via %s: %s",
-		                    fam, NETFILTER_EGRESS_IFNAME, nl_geterror(r));
+		                    fam, NETFILTER_EGRESS_IFNAME, nl.nl_geterror(r));
 	return 0;
 }
 
@@ -374,12 +426,13 @@ static int setup_in_netns(void *userdata)
 	int r, ifindex;
 
 	c->ran = true;
-	sk = nl_socket_alloc();
+	sk = nl.nl_socket_alloc();
 	if (!sk)
 		return cl_error_set(c->err, -ENOMEM, "netlink socket: out of memory");
-	r = nl_connect(sk, NETLINK_ROUTE);
+	r = nl.nl_connect(sk, NETLINK_ROUTE);
 	if (r < 0)
-		return cl_error_set(c->err, nl_to_errno(r), "netlink socket: %s", nl_geterror(r));
+		return cl_error_set(c->err, nl_to_errno(r), "netlink socket: %s",
+		                    nl.nl_geterror(r));
 
 	r = link_up(sk, "lo", c->err);
 	if (r < 0)
@@ -406,7 +459,11 @@ int netfilter_netns_setup(int netns_fd, struct cl_error *err)
 	struct setup_ctx c = {.err = err};
 	int r;
 
+	r = dynlib_use(&nl_lib, err);
+	if (r < 0)
+		return r;
 	r = netfilter_run_in_netns(netns_fd, setup_in_netns, &c);
+	dynlib_release(&nl_lib);
 	if (r < 0 && !c.ran)
 		cl_error_set(err, r, "joining the sandbox network namespace: %s", strerror(-r));
 	return r;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <arpa/inet.h>
@@ -22,6 +23,20 @@
 
 #include "netfilter/netns.h"
 #include "base/cleanup.h"
+#include "base/dynlib.h"
+
+/* libnftables and what it loads (libnftnl, libmnl, libxtables, libjansson: 1.2 MB of pages
+ * resident) are mapped only while a ruleset is installed: the table is then kept through a
+ * copy of the context's netlink socket, and deleted by a message built here. */
+#define NFT_FUNCS(X)                \
+	X(nft_ctx_new)              \
+	X(nft_ctx_free)             \
+	X(nft_ctx_buffer_output)    \
+	X(nft_ctx_buffer_error)     \
+	X(nft_ctx_get_error_buffer) \
+	X(nft_run_cmd_from_buffer)
+DYNLIB_DEFINE(nft, NFT_FUNCS, "libnftables.so.1",
+              "the sandbox's egress rules (--net proxy; --net host and --net none do without)");
 
 /* The order of the nat chain matters: DNS first (whatever the destination, so a resolv.conf
  * naming 127.0.0.53 also reaches our resolver), then local destinations stay local, then the
@@ -78,15 +93,21 @@ int nft_egress_ruleset(const struct nft_egress_config *cfg, char **ret_text)
 }
 
 struct nft_egress {
-	struct nft_ctx *ctx; /* its netlink socket lives in the sandbox netns and owns the table */
+	/* The netlink socket of the context that installed the table, in the sandbox netns: it
+	 * owns the table (the kernel knows its port id, not this fd). */
+	int sock;
 };
 
-CL_DEFINE_TRIVIAL_CLEANUP(struct nft_ctx *, nft_ctx_free)
+static void nft_ctx_freep(struct nft_ctx **ctx)
+{
+	if (*ctx)
+		nft.nft_ctx_free(*ctx);
+}
 
 /* Copy the first line of nft's error output into err. */
 static int nft_error(struct nft_ctx *ctx, struct cl_error *err, int code, const char *what)
 {
-	const char *msg = nft_ctx_get_error_buffer(ctx);
+	const char *msg = nft.nft_ctx_get_error_buffer(ctx);
 	size_t len;
 
 	if (!msg || !*msg)
@@ -178,10 +199,10 @@ static void put_msg(char *buf, size_t *off, uint16_t type, uint16_t flags, uint3
 	*off += NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(*g));
 }
 
-/* Create the (empty) table with FLAGS through the socket FD, which then owns it: nft 1.0.6
- * has no word for the persist flag, so this one message is built by hand. 0, or the kernel's
- * negative errno. */
-static int create_table(int fd, uint32_t flags)
+/* Create the (empty) table with FLAGS through the socket FD, which then owns it (nft 1.0.6
+ * has no word for the persist flag), or with delete, delete it (libnftables is gone by then):
+ * one message built by hand. 0, or the kernel's negative errno. */
+static int table_message(int fd, bool delete, uint32_t flags)
 {
 	static const char name[] = NFT_EGRESS_TABLE;
 	struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
@@ -196,10 +217,17 @@ static int create_table(int fd, uint32_t flags)
 	        NFNL_SUBSYS_NFTABLES);
 	((struct nlmsghdr *)out.buf)->nlmsg_len = (uint32_t)off;
 	start = off;
-	put_msg(out.buf, &off, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWTABLE,
-	        NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK, seq + 1, NFPROTO_INET, 0);
-	put_attr(out.buf, &off, NFTA_TABLE_NAME, name, sizeof(name));
-	put_attr(out.buf, &off, NFTA_TABLE_FLAGS, &be_flags, sizeof(be_flags));
+	if (delete) {
+		put_msg(out.buf, &off, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_DELTABLE,
+		        NLM_F_REQUEST | NLM_F_ACK, seq + 1, NFPROTO_INET, 0);
+		put_attr(out.buf, &off, NFTA_TABLE_NAME, name, sizeof(name));
+	} else {
+		put_msg(out.buf, &off, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWTABLE,
+		        NLM_F_REQUEST | NLM_F_CREATE | NLM_F_EXCL | NLM_F_ACK, seq + 1,
+		        NFPROTO_INET, 0);
+		put_attr(out.buf, &off, NFTA_TABLE_NAME, name, sizeof(name));
+		put_attr(out.buf, &off, NFTA_TABLE_FLAGS, &be_flags, sizeof(be_flags));
+	}
 	((struct nlmsghdr *)(out.buf + start))->nlmsg_len = (uint32_t)(off - start);
 	start = off;
 	put_msg(out.buf, &off, NFNL_MSG_BATCH_END, NLM_F_REQUEST, seq + 2, AF_UNSPEC,
@@ -245,7 +273,7 @@ struct install_ctx {
 	const char *text;
 	bool persist;
 	struct cl_error *err;
-	struct nft_ctx *ctx; /* result */
+	int sock; /* result: a copy of the context's socket, which owns the table */
 	bool ran;
 };
 
@@ -254,42 +282,52 @@ static int install_in_netns(void *userdata)
 	struct install_ctx *c = userdata;
 	_cleanup_(nft_ctx_freep) struct nft_ctx *ctx = NULL;
 	struct fd_set_snapshot before;
-	int r;
+	int r, found, sock = -ENOENT;
 
 	c->ran = true;
 	snapshot_fds(&before);
 	/* The netlink socket is opened here, inside the netns: the table goes there and belongs
 	 * to it. */
-	ctx = nft_ctx_new(NFT_CTX_DEFAULT);
+	ctx = nft.nft_ctx_new(NFT_CTX_DEFAULT);
 	if (!ctx)
 		return cl_error_set(c->err, -ENOMEM, "nftables: cannot create a context");
-	if (nft_ctx_buffer_output(ctx) < 0 || nft_ctx_buffer_error(ctx) < 0)
+	if (nft.nft_ctx_buffer_output(ctx) < 0 || nft.nft_ctx_buffer_error(ctx) < 0)
 		return cl_error_set(c->err, -ENOMEM, "nftables: cannot buffer output");
 	if (c->persist) {
 		/* The context's socket (opened by nft_ctx_new) creates the table, so that it
 		 * owns it; the ruleset then only adds chains and rules to it. */
-		int sock = cloexec_new_netfilter_sockets(&before);
-
+		sock = cloexec_new_netfilter_sockets(&before);
 		if (sock < 0)
 			return cl_error_set(c->err, -EIO, "nftables: no netlink socket found");
-		r = create_table(sock, NFT_TABLE_F_OWNER | NFT_TABLE_F_PERSIST);
+		r = table_message(sock, false, NFT_TABLE_F_OWNER | NFT_TABLE_F_PERSIST);
 		if (r == -EOPNOTSUPP || r == -EINVAL) /* a kernel older than 6.9 */
-			r = create_table(sock, NFT_TABLE_F_OWNER);
+			r = table_message(sock, false, NFT_TABLE_F_OWNER);
 		if (r < 0)
 			return cl_error_set(c->err, r, "creating the egress table: %s",
 			                    strerror(-r));
 	}
-	r = nft_run_cmd_from_buffer(ctx, c->text);
-	cloexec_new_netfilter_sockets(&before);
+	r = nft.nft_run_cmd_from_buffer(ctx, c->text);
+	found = cloexec_new_netfilter_sockets(&before);
+	if (!c->persist) /* the table block went through the context's one socket */
+		sock = found;
 	if (r != 0) {
 		r = nft_error(ctx, c->err, -EINVAL, "installing the egress ruleset");
 		/* Nothing installed on failure: a table of ours would outlive the socket. */
 		if (c->persist)
-			(void)nft_run_cmd_from_buffer(ctx,
-			                              "delete table inet " NFT_EGRESS_TABLE "\n");
+			(void)nft.nft_run_cmd_from_buffer(ctx, "delete table inet " NFT_EGRESS_TABLE
+			                                       "\n");
 		return r;
 	}
-	c->ctx = TAKE_PTR(ctx);
+	/* The copy keeps the socket, and so the table's owner, once the context (and the
+	 * library) is gone. */
+	r = sock < 0 ? -EIO : fcntl(sock, F_DUPFD_CLOEXEC, 3);
+	if (r < 0) {
+		r = r == -1 ? -errno : r;
+		(void)nft.nft_run_cmd_from_buffer(ctx, "delete table inet " NFT_EGRESS_TABLE "\n");
+		return cl_error_set(c->err, r,
+		                    "nftables: cannot keep the netlink socket that owns the table");
+	}
+	c->sock = r;
 	return 0;
 }
 
@@ -297,8 +335,10 @@ int nft_egress_install(int netns_fd, const struct nft_egress_config *cfg, struct
                        struct cl_error *err)
 {
 	_cleanup_free_ char *text = NULL;
-	struct install_ctx c = {.err = err};
+	struct install_ctx c = {.err = err, .sock = -EBADF};
 	struct nft_egress *e;
+	void (*gmp_set_memory)(void *(*)(size_t), void *(*)(void *, size_t, size_t),
+	                       void (*)(void *, size_t));
 	int r;
 
 	r = nft_egress_ruleset(cfg, &text);
@@ -309,9 +349,20 @@ int nft_egress_install(int netns_fd, const struct nft_egress_config *cfg, struct
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return cl_error_set(err, -ENOMEM, "egress ruleset: out of memory");
+	r = dynlib_use(&nft_lib, err);
+	if (r < 0) {
+		free(e);
+		return r;
+	}
 	c.text = text;
 	c.persist = cfg->persist;
 	r = netfilter_run_in_netns(netns_fd, install_in_netns, &c);
+	/* libnftables points libgmp's allocator at its own functions; libgmp stays loaded
+	 * where another library needs it (GnuTLS's libhogweed): give it back its own. */
+	gmp_set_memory = dynlib_symbol(&nft_lib, "__gmp_set_memory_functions");
+	if (gmp_set_memory)
+		gmp_set_memory(NULL, NULL, NULL);
+	dynlib_release(&nft_lib);
 	if (r < 0) {
 		free(e);
 		if (!c.ran)
@@ -319,7 +370,7 @@ int nft_egress_install(int netns_fd, const struct nft_egress_config *cfg, struct
 			             strerror(-r));
 		return r;
 	}
-	e->ctx = c.ctx;
+	e->sock = c.sock;
 	*ret = e;
 	return 0;
 }
@@ -331,8 +382,9 @@ int nft_egress_remove(struct nft_egress *e, struct cl_error *err)
 	if (!e)
 		return 0;
 	/* Sent through the owning socket: the only one the kernel lets delete the table. */
-	if (nft_run_cmd_from_buffer(e->ctx, "delete table inet " NFT_EGRESS_TABLE "\n") != 0)
-		r = nft_error(e->ctx, err, -EIO, "deleting the egress ruleset");
+	r = table_message(e->sock, true, 0);
+	if (r < 0)
+		cl_error_set(err, r, "deleting the egress ruleset: %s", strerror(-r));
 	nft_egress_free(e);
 	return r;
 }
@@ -341,6 +393,6 @@ void nft_egress_free(struct nft_egress *e)
 {
 	if (!e)
 		return;
-	nft_ctx_free(e->ctx);
+	close(e->sock);
 	free(e);
 }

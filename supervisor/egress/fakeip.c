@@ -17,13 +17,15 @@ struct slot {
 	size_t key_len;
 	char *value; /* real table: the name */
 	uint32_t hash;
-	int32_t bucket_next;
+	int32_t bucket_next;        /* as buckets[] */
 	int32_t lru_prev, lru_next; /* head: most recently used */
 };
 
 struct lru_map {
 	size_t cap, used;
 	uint32_t mask;
+	/* A bucket's first slot's index + 1, 0 for none: calloc's pages, never touched until a
+	 * name lands there (a table sized for the worst case costs its RSS only when used). */
 	int32_t *buckets;
 	struct slot *slots;
 	int32_t head, tail;
@@ -96,12 +98,10 @@ static int map_init(struct lru_map *m, size_t cap)
 	m->head = m->tail = NIL;
 	if (cap == 0)
 		return 0;
-	m->buckets = malloc(nb * sizeof(*m->buckets));
+	m->buckets = calloc(nb, sizeof(*m->buckets));
 	m->slots = calloc(cap, sizeof(*m->slots));
 	if (!m->buckets || !m->slots)
 		return -ENOMEM;
-	for (size_t i = 0; i < nb; i++)
-		m->buckets[i] = NIL;
 	return 0;
 }
 
@@ -157,11 +157,11 @@ static int32_t map_find(struct lru_map *m, const uint8_t key16[16], const void *
 	if (m->cap == 0)
 		return NIL;
 	h = keyed_hash(key16, key, len);
-	for (int32_t i = m->buckets[h & m->mask]; i != NIL; i = m->slots[i].bucket_next) {
-		struct slot *s = &m->slots[i];
+	for (int32_t n = m->buckets[h & m->mask]; n != 0; n = m->slots[n - 1].bucket_next) {
+		struct slot *s = &m->slots[n - 1];
 
 		if (s->hash == h && s->key_len == len && memcmp(s->key, key, len) == 0)
-			return i;
+			return n - 1;
 	}
 	return NIL;
 }
@@ -171,8 +171,9 @@ static void map_evict(struct lru_map *m, int32_t i)
 {
 	struct slot *s = &m->slots[i];
 
-	for (int32_t *p = &m->buckets[s->hash & m->mask]; *p != NIL; p = &m->slots[*p].bucket_next)
-		if (*p == i) {
+	for (int32_t *p = &m->buckets[s->hash & m->mask]; *p != 0;
+	     p = &m->slots[*p - 1].bucket_next)
+		if (*p == i + 1) {
 			*p = s->bucket_next;
 			break;
 		}
@@ -208,7 +209,7 @@ static int map_insert(struct lru_map *m, const uint8_t key16[16], const void *ke
 	s->key_len = len;
 	s->hash = keyed_hash(key16, key, len);
 	s->bucket_next = m->buckets[s->hash & m->mask];
-	m->buckets[s->hash & m->mask] = i;
+	m->buckets[s->hash & m->mask] = i + 1;
 	lru_push_front(m, i);
 	m->used++;
 	*ret = i;

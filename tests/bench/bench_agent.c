@@ -351,6 +351,7 @@ int bench_agent_loop(const struct bench_agent *a, bool supervised, const char *c
 			r = measure_idle(pid, clock, idle_ms, &res);
 		res.rss_idle_kib = proc_kib(pid, "status", "VmRSS");
 		res.rss_anon_idle_kib = proc_kib(pid, "status", "RssAnon");
+		res.rss_file_idle_kib = proc_kib(pid, "status", "RssFile");
 		res.pss_idle_kib = proc_kib(pid, "smaps_rollup", "Pss");
 		if (r >= 0 && hooks && hooks->before)
 			r = hooks->before(pid, hooks->userdata);

@@ -52,13 +52,14 @@ double bench_agent_time(const struct bench_agent *a, bool supervised, const char
  * supervisor's CPU time (its process CPU clock: every thread) is read at both ends of the loop,
  * and over IDLE_MS before it (0: not) while the agent waits, which is its idle baseline. */
 struct bench_loop {
-	double loop_s;         /* the loop's wall time */
-	double agent_cpu_s;    /* the CPU time of the agent (execloop) and its children in it */
-	double sup_cpu_s;      /* the supervisor's CPU time over the loop (supervised) */
-	double sup_idle_cpu_s; /* …over the idle window before it */
-	double idle_s;         /* the idle window's length */
-	long rss_idle_kib;     /* the supervisor's RSS while the agent waits, before the loop */
-	long rss_anon_idle_kib; /* …of which anonymous (the rest: files, mostly shared libraries) */
+	double loop_s;          /* the loop's wall time */
+	double agent_cpu_s;     /* the CPU time of the agent (execloop) and its children in it */
+	double sup_cpu_s;       /* the supervisor's CPU time over the loop (supervised) */
+	double sup_idle_cpu_s;  /* …over the idle window before it */
+	double idle_s;          /* the idle window's length */
+	long rss_idle_kib;      /* the supervisor's RSS while the agent waits, before the loop */
+	long rss_anon_idle_kib; /* …of which anonymous */
+	long rss_file_idle_kib; /* …and of files (our binary, the shared libraries) */
 	long pss_idle_kib;  /* …its proportional set size (shared pages divided among users) */
 	long rss_after_kib; /* …and right after it */
 	long sup_switches;  /* the supervisor's context switches over the loop */

@@ -333,8 +333,9 @@ static void bench_exec_loop(struct bench_agent *a, const char *who, int rounds, 
 	char *argv[] = {"/bin/true", NULL};
 	double n_wall[ROUNDS], s_wall[ROUNDS], ratio[ROUNDS], n_cpu[ROUNDS], s_cpu[ROUNDS];
 	double cpu_ratio[ROUNDS], per_exec_us[ROUNDS], idle_pct[ROUNDS], sup_cpu[ROUNDS];
-	double rss_idle[ROUNDS], rss_after[ROUNDS], rss_anon[ROUNDS], pss[ROUNDS], sw[ROUNDS];
-	double wall, cpu;
+	double rss_idle[ROUNDS], rss_after[ROUNDS], rss_anon[ROUNDS], rss_file[ROUNDS], pss[ROUNDS];
+	double sw[ROUNDS];
+	double wall, cpu, rss, pss_median;
 
 	for (int i = 0; i < rounds; i++) {
 		struct bench_loop nat, sup;
@@ -367,6 +368,7 @@ static void bench_exec_loop(struct bench_agent *a, const char *who, int rounds, 
 		rss_idle[i] = (double)sup.rss_idle_kib / 1024;
 		rss_after[i] = (double)sup.rss_after_kib / 1024;
 		rss_anon[i] = (double)sup.rss_anon_idle_kib / 1024;
+		rss_file[i] = (double)sup.rss_file_idle_kib / 1024;
 		pss[i] = (double)sup.pss_idle_kib / 1024;
 		sw[i] = (double)sup.sup_switches / EXECS;
 	}
@@ -387,17 +389,22 @@ static void bench_exec_loop(struct bench_agent *a, const char *who, int rounds, 
 	       "idle baseline of %.2f %% of a CPU); %.2f context switches an exec\n",
 	       bench_median(per_exec_us, rounds), bench_median(sup_cpu, rounds),
 	       bench_median(idle_pct, rounds), bench_median(sw, rounds));
-	printf("  supervisor RSS while the agent idles: %.1f MB, of which %.1f MB anonymous, the "
-	       "rest files (shared libraries); PSS %.1f MB; RSS after %d execs: %.1f MB\n",
-	       bench_median(rss_idle, rounds), bench_median(rss_anon, rounds),
-	       bench_median(pss, rounds), EXECS, bench_median(rss_after, rounds));
+	/* Sorted by bench_median() before their extremes are read. */
+	rss = bench_median(rss_idle, rounds);
+	pss_median = bench_median(pss, rounds);
+	printf("  supervisor RSS while the agent idles: %.1f MB (%.1f to %.1f): anonymous %.1f MB, "
+	       "files %.1f MB (its binary and the shared libraries); PSS %.1f MB (%.1f to %.1f); "
+	       "RSS after %d execs: %.1f MB\n",
+	       rss, rss_idle[0], rss_idle[rounds - 1], bench_median(rss_anon, rounds),
+	       bench_median(rss_file, rounds), pss_median, pss[0], pss[rounds - 1], EXECS,
+	       bench_median(rss_after, rounds));
 	if (!summary)
 		return;
 	bench_summary_set(BENCH_ROW_EXEC_LOOP, wall, cpu);
 	/* The phases' sum comes with bench_exec_phases(). */
 	exec_cpu_us = bench_median(per_exec_us, rounds);
 	bench_summary_set(BENCH_ROW_EXEC_CPU, -1, exec_cpu_us);
-	bench_summary_set(BENCH_ROW_RSS, bench_median(pss, rounds), bench_median(rss_idle, rounds));
+	bench_summary_set(BENCH_ROW_RSS, rss, pss_median);
 }
 
 /* The mean µs of one connect+accept round of tests/helpers/connloop N, or -1. */

@@ -24,7 +24,7 @@ enum bench_row {
  * less; the goal is met when both are within it. CPU < 0: none. Two rows name their second
  * figure otherwise and judge only the first: the supervisor's time per exec (the phases' sum,
  * and the process CPU clock beside it; NOW < 0 when the phases were not measured) and its
- * memory (PSS, and RSS beside it). */
+ * memory (RSS, and PSS beside it). */
 void bench_summary_set(enum bench_row row, double now, double cpu);
 
 /* The table on stdout: every row, "not measured" for those no section recorded. LOAD is the
