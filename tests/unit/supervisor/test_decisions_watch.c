@@ -24,8 +24,12 @@
 
 static void test_stamps(void **state)
 {
-	struct decisions_stamp a = {.present = true, .dev = 1, .ino = 2, .mtime_ns = 10 * SEC,
-	                            .ctime_ns = 10 * SEC, .size = 5};
+	struct decisions_stamp a = {.present = true,
+	                            .dev = 1,
+	                            .ino = 2,
+	                            .mtime_ns = 10 * SEC,
+	                            .ctime_ns = 10 * SEC,
+	                            .size = 5};
 	struct decisions_stamp b = a, absent = {0}, absent2 = {0};
 
 	(void)state;
@@ -164,7 +168,8 @@ static void test_files_read_again(void **state)
 
 	/* Edited in place, same size, its mtime put back: the read moments ago was too close
 	 * to that mtime to trust the stamp, so it is read again. */
-	put_in_place_same_stamp(f->project, "proxy:\n  allow:\n    - domain: d.example\n    - domain: e.example\n");
+	put_in_place_same_stamp(
+	        f->project, "proxy:\n  allow:\n    - domain: d.example\n    - domain: e.example\n");
 	assert_int_equal(decisions_watch_check(w, &err), 1);
 	assert_string_equal(first_allowed(decisions_watch_project(w)), "d.example");
 	/* Read again, unchanged: no change told. */
@@ -271,8 +276,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_stamps),
 	        cmocka_unit_test_setup_teardown(test_files_read_again, setup, teardown),
-	        cmocka_unit_test_setup_teardown(test_settled_file_edited_in_place, setup,
-	                                        teardown),
+	        cmocka_unit_test_setup_teardown(test_settled_file_edited_in_place, setup, teardown),
 	        cmocka_unit_test_setup_teardown(test_told_from_the_loop, setup, teardown),
 	        cmocka_unit_test(test_no_dir),
 	};
