@@ -480,7 +480,6 @@ static int on_decided(void *userdata, const struct queue_item *item,
                       const struct approval_decision *d, struct cl_error *err)
 {
 	struct egress *eg = userdata;
-	const char *project = item->project ? item->project : eg->cfg.project;
 	struct cl_error why = {""};
 	int r;
 
@@ -492,12 +491,12 @@ static int on_decided(void *userdata, const struct queue_item *item,
 		return 0;
 	}
 	r = persist_rule(eg, item, d, err);
-	/* Written to a file the watch reads: it holds from there, and `decisions rm` takes it
-	 * back. Else (not written, or a container's project) it is kept in memory for the
-	 * session. */
+	/* Written to a file the watch reads for this sandbox's connections: it holds from there,
+	 * and `decisions rm` takes it back. Else (not written, a sandbox of no project or of a
+	 * container's project) it is kept in memory for the session. */
 	if (r >= 0 &&
 	    (d->scope == QUEUE_SCOPE_GLOBAL ? decisions_watch_known(eg->watch, false)
-	                                    : watched_project(eg, project)) &&
+	                                    : watched_project(eg, item->project)) &&
 	    decisions_watch_check(eg->watch, &why) >= 0)
 		return 0;
 	add_rule(eg, item->sandbox, item->project, d->scope, d->allow, d->value, d->is_pattern);

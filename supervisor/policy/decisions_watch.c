@@ -36,7 +36,8 @@ struct decisions_watch {
 	struct loop *loop;
 	struct loop_timer *timer;
 	bool in_timer;
-	bool notify; /* a change not yet told to CHANGED */
+	bool notify;          /* a change not yet told to CHANGED */
+	uint64_t hurry_until; /* loop ms: asks may be waiting, look more often until then */
 	void (*changed)(void *userdata);
 	void *userdata;
 };
@@ -223,6 +224,14 @@ int decisions_watch_check(struct decisions_watch *w, struct cl_error *err)
 		/* Told from the loop: the caller may be in the middle of a decision. */
 		if (!w->in_timer)
 			arm(w, 0);
+	} else if (!w->in_timer && w->loop) {
+		/* A caller about to ask: a person may answer it in another run. */
+		uint64_t now = loop_now_ms();
+
+		if (w->hurry_until < now + DECISIONS_WATCH_HURRY_MS / 2 || !w->timer) {
+			w->hurry_until = now + DECISIONS_WATCH_HURRY_MS;
+			arm(w, now + DECISIONS_WATCH_HURRY_INTERVAL_MS);
+		}
 	}
 	return r < 0 ? r : changed ? 1 : 0;
 }
@@ -242,7 +251,12 @@ static int on_timer(struct loop *loop, void *userdata)
 		if (w->changed)
 			w->changed(w->userdata);
 	}
-	arm(w, loop_now_ms() + DECISIONS_WATCH_INTERVAL_MS);
+	{
+		uint64_t now = loop_now_ms();
+
+		arm(w, now + (now < w->hurry_until ? DECISIONS_WATCH_HURRY_INTERVAL_MS
+		                                   : DECISIONS_WATCH_INTERVAL_MS));
+	}
 	return 0;
 }
 

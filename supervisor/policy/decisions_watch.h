@@ -1,6 +1,6 @@
 /* The decisions files of one project (decisions.h: global and project) as other runs change
  * them, for a running supervisor: exec and domain decisions made or removed elsewhere hold
- * here within a second, and at once for an ask.
+ * here within a second, and at once for an ask; while asks may be waiting, within 100 ms.
  *
  * No inotify: closing an inotify instance waits for an SRCU grace period (6-17 ms of every
  * run's exit on this kernel). Instead, a stat of each file — its stamp: device, inode, mtime
@@ -19,6 +19,10 @@
 #include "base/error.h"
 
 #define DECISIONS_WATCH_INTERVAL_MS 1000
+/* After a caller's check (it is about to ask a person, who may answer in another run), every
+ * DECISIONS_WATCH_HURRY_INTERVAL_MS for DECISIONS_WATCH_HURRY_MS. */
+#define DECISIONS_WATCH_HURRY_INTERVAL_MS 100
+#define DECISIONS_WATCH_HURRY_MS          60000
 /* A file whose mtime is less than this before the stat that read it is read again. */
 #define DECISIONS_STAMP_RACY_NS (2 * 1000000000LL)
 
@@ -51,7 +55,8 @@ void decisions_watch_free(struct decisions_watch *w);
 /* Stat the files; read again (each under its lock, decisions.h) those whose stamp changed or
  * was not settled. 1 when what a file holds changed, 0 when nothing did, -errno with ERR when
  * one could not be read or parsed (what was read before holds). After a change the CHANGED
- * of decisions_watch_start() is called from the loop, never from inside this call. */
+ * of decisions_watch_start() is called from the loop, never from inside this call. Call it
+ * before asking a person: the timer then hurries (DECISIONS_WATCH_HURRY_*). */
 int decisions_watch_check(struct decisions_watch *w, struct cl_error *err);
 
 /* Check every DECISIONS_WATCH_INTERVAL_MS on LOOP, and call CHANGED(USERDATA) after a check
