@@ -230,7 +230,7 @@ static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
 	r = check_domain(eg, info->sandbox, info->project, hp, &pr, &err);
 	/* Before a person is asked: what another run decided a moment ago answers it (a stat of
 	 * each decisions file; read again only when one changed). */
-	if (r >= 0 && pr.verdict == POLICY_ASK && decisions_watch_check(eg->watch, &err) > 0)
+	if (r >= 0 && pr.verdict == POLICY_ASK && decisions_watch_before_ask(eg->watch, &err) > 0)
 		r = check_domain(eg, info->sandbox, info->project, hp, &pr, &err);
 	if (r < 0) {
 		audit_conn(eg, info, hp, AUDIT_DENY, NULL, err.msg, NULL);

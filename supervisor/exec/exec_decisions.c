@@ -304,7 +304,7 @@ bool exec_decisions_apply(struct exec_decisions *x, const char *given, const cha
 		return false;
 	/* Before a person is asked: what another run decided a moment ago answers it. A file
 	 * that cannot be read keeps what was read before. */
-	(void)decisions_watch_check(x->watch, &err);
+	(void)decisions_watch_before_ask(x->watch, &err);
 	sets[0] = x->rules;
 	sets[1] = decisions_watch_project(x->watch);
 	sets[2] = decisions_watch_global(x->watch);

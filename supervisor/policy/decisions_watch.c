@@ -163,10 +163,9 @@ static void arm(struct decisions_watch *w, uint64_t deadline_ms)
 int decisions_watch_check(struct decisions_watch *w, struct cl_error *err)
 {
 	int64_t now_ns = realtime_ns();
-	bool changed = false;
-	int r = 0;
-
 	const char *sub = "decisions";
+	bool changed = false;
+	int r;
 
 	if (!w)
 		return 0;
@@ -224,16 +223,24 @@ int decisions_watch_check(struct decisions_watch *w, struct cl_error *err)
 		/* Told from the loop: the caller may be in the middle of a decision. */
 		if (!w->in_timer)
 			arm(w, 0);
-	} else if (!w->in_timer && w->loop) {
-		/* A caller about to ask: a person may answer it in another run. */
-		uint64_t now = loop_now_ms();
-
-		if (w->hurry_until < now + DECISIONS_WATCH_HURRY_MS / 2 || !w->timer) {
-			w->hurry_until = now + DECISIONS_WATCH_HURRY_MS;
-			arm(w, now + DECISIONS_WATCH_HURRY_INTERVAL_MS);
-		}
 	}
 	return r < 0 ? r : changed ? 1 : 0;
+}
+
+int decisions_watch_before_ask(struct decisions_watch *w, struct cl_error *err)
+{
+	int r = decisions_watch_check(w, err);
+	uint64_t now;
+
+	if (!w || !w->loop || r > 0)
+		return r;
+	/* A person may answer this ask in another run: look more often for a while. */
+	now = loop_now_ms();
+	if (w->hurry_until < now + DECISIONS_WATCH_HURRY_MS / 2 || !w->timer) {
+		w->hurry_until = now + DECISIONS_WATCH_HURRY_MS;
+		arm(w, now + DECISIONS_WATCH_HURRY_INTERVAL_MS);
+	}
+	return r;
 }
 
 static int on_timer(struct loop *loop, void *userdata)

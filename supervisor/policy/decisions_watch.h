@@ -55,9 +55,12 @@ void decisions_watch_free(struct decisions_watch *w);
 /* Stat the files; read again (each under its lock, decisions.h) those whose stamp changed or
  * was not settled. 1 when what a file holds changed, 0 when nothing did, -errno with ERR when
  * one could not be read or parsed (what was read before holds). After a change the CHANGED
- * of decisions_watch_start() is called from the loop, never from inside this call. Call it
- * before asking a person: the timer then hurries (DECISIONS_WATCH_HURRY_*). */
+ * of decisions_watch_start() is called from the loop, never from inside this call. */
 int decisions_watch_check(struct decisions_watch *w, struct cl_error *err);
+/* The same, called just before a person is asked: from then on the timer looks every
+ * DECISIONS_WATCH_HURRY_INTERVAL_MS for DECISIONS_WATCH_HURRY_MS (the person may answer in
+ * another run of the project, and the ask here waits for it). */
+int decisions_watch_before_ask(struct decisions_watch *w, struct cl_error *err);
 
 /* Check every DECISIONS_WATCH_INTERVAL_MS on LOOP, and call CHANGED(USERDATA) after a check
  * (this one's or a caller's) found a change. 0 or -errno. */

@@ -253,10 +253,28 @@ static void test_told_from_the_loop(void **state)
 	assert_int_equal(loop_run(loop), 0);
 	assert_int_equal(told, 1);
 
-	/* A caller checked before an ask: another run's change is told at the hurried
-	 * interval, before the idle one would come (timers fire in the order of their
-	 * deadlines, whatever the machine's load). */
+	/* A plain check does not hurry the timer: a change is told at the idle interval,
+	 * after a deadline between the two (timers fire in the order of their deadlines,
+	 * whatever the machine's load). */
 	assert_int_equal(decisions_watch_check(w, &err), 0);
+	put(f->project, "proxy:\n  allow:\n    - domain: c.example\n");
+	assert_int_equal(loop_add_timer(loop,
+	                                loop_now_ms() + (DECISIONS_WATCH_HURRY_INTERVAL_MS +
+	                                                 DECISIONS_WATCH_INTERVAL_MS) /
+	                                                        2,
+	                                stop, NULL, &t),
+	                 0);
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(told, 1);
+	assert_int_equal(
+	        loop_add_timer(loop, loop_now_ms() + DECISIONS_WATCH_INTERVAL_MS, stop, NULL, &t),
+	        0);
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(told, 2);
+
+	/* A caller about to ask: another run's change is told at the hurried interval,
+	 * before the idle one would come. */
+	assert_int_equal(decisions_watch_before_ask(w, &err), 0);
 	put(f->project, "proxy:\n  allow:\n    - domain: b.example\n");
 	assert_int_equal(loop_add_timer(loop,
 	                                loop_now_ms() + (DECISIONS_WATCH_HURRY_INTERVAL_MS +
@@ -265,7 +283,7 @@ static void test_told_from_the_loop(void **state)
 	                                stop, NULL, &t),
 	                 0);
 	assert_int_equal(loop_run(loop), 0);
-	assert_int_equal(told, 2);
+	assert_int_equal(told, 3);
 	assert_string_equal(first_allowed(decisions_watch_project(w)), "b.example");
 	decisions_watch_free(w);
 	loop_free(loop);
