@@ -6,7 +6,10 @@
 #   - run A allows a name for the project: the decisions file is replaced (rename), run B's
 #     waiting connection to that name goes through, and its next one needs no ask;
 #   - `decisions rm` (another replacement) makes run B ask again;
-#   - the file edited in place (same inode), by hand, is read too.
+#   - the file edited in place (same inode), by hand, is read too;
+#   - as an unprivileged user (nobody), with no asks (unlisted names refused): a name the
+#     project's file allows (written by another run: a rename) is reached, and refused again
+#     once it is taken out.
 # The name resolves to a server of the test on this host's loopback (--hosts), which an exact
 # domain entry may reach.
 # Prints TAP.
@@ -14,9 +17,9 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=10
+PLAN=14
 run_needs_root $PLAN
-run_needs_tools $PLAN curl python3
+run_needs_tools $PLAN curl python3 setpriv
 tap_plan $PLAN
 
 alive() { kill -0 "$1" 2>/dev/null; }
@@ -176,4 +179,72 @@ tap_like "$res" 'hello-live' "the running second run connects to $TWO without an
 cli pending
 tap_ok "$(printf '%s\n' "$out" | grep -qF -- "$TWO" && echo 1 || echo 0)" \
 	"and nothing asks for it" "$out"
+stop_sv "$PA"
+stop_sv "$PB"
+
+# ---- nobody: the same watch without privileges ---------------------------------------------
+NOBODY=65534
+U=$TMP/nobody
+chmod 711 "$TMP"
+mkdir -p "$U/cfg/decisions/projects" "$U/b" "$U/rt"
+chmod 700 "$U/rt" "$U/cfg/decisions" "$U/cfg/decisions/projects"
+cp "$SUPERVISOR" "$U/cloister-supervisor"
+cp "$TMP/hosts" "$U/hosts"
+cat >"$U/cfg/config.yaml" <<'EOF2'
+exec:
+  security: full
+  defaults: false
+proxy:
+  unlisted_domain_behavior: reject
+EOF2
+chown -R "$NOBODY:$NOBODY" "$U"
+as_nobody() {
+	setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups \
+		env HOME="$U" XDG_CONFIG_HOME="$U/.config" XDG_STATE_HOME="$U/state" \
+		XDG_RUNTIME_DIR="$U/rt" "$@"
+}
+# Another run's write: a new file renamed over the project's, as nobody.
+put_decisions() { # TEXT
+	# shellcheck disable=SC2016 # the inner shell expands these
+	as_nobody sh -c 'umask 077; printf "%s" "$1" >"$2.tmp" && mv "$2.tmp" "$2"' sh "$1" \
+		"$U/cfg/decisions/projects/$PROJECT.yaml"
+}
+(cd "$U/b" && exec timeout -k 5 120 setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups \
+	env HOME="$U" XDG_CONFIG_HOME="$U/.config" XDG_STATE_HOME="$U/state" \
+	XDG_RUNTIME_DIR="$U/rt" "$U/cloister-supervisor" run --config-dir "$U/cfg" \
+	--project "$PROJECT" --ask none --name three$$ --hosts "$U/hosts" -- \
+	sh -c "$AGENT" sh "$U/b") </dev/null >"$U/b.out" 2>"$U/b.err" &
+PN=$!
+on_exit "stop_sv $PN"
+as_nobody_step() { # N COMMAND
+	# shellcheck disable=SC2016 # the inner shell expands these
+	as_nobody sh -c 'printf "%s\n" "$2" >"$1.tmp" && mv "$1.tmp" "$1"' sh "$U/b/cmd$1" "$2"
+}
+as_nobody_step 1 "$(fetch "$ONE")"
+done_within "$U/b" 1 20
+hellos=$(printf '%s\n' "$res" | grep -c hello-live)
+tap_ok "$([ "$hellos" -eq 0 ] && grep -q '^status [1-9]' "$U/b/out1" && echo 0 ||
+	echo 1)" "nobody: an unlisted name is refused" "$res $(cat "$U/b.err")"
+put_decisions "proxy:
+  allow:
+    - domain: \"$ONE\"
+"
+# shellcheck disable=SC2016 # the agent's shell expands these
+as_nobody_step 2 'i=0; until '"$(fetch "$ONE")"' 2>/dev/null; do [ $i -lt 100 ] || exit 1; sleep 0.05; i=$((i + 1)); done'
+done_within "$U/b" 2 20
+tap_like "$res" 'hello-live' "nobody: once another run allows it for the project, it is reached" \
+	"$res $(cat "$U/b.err")"
+put_decisions "proxy:
+  allow:
+    - domain: \"$TWO\"
+"
+# shellcheck disable=SC2016 # the agent's shell expands these
+as_nobody_step 3 'i=0; while '"$(fetch "$ONE")"' >/dev/null 2>&1; do [ $i -lt 100 ] || exit 1; sleep 0.05; i=$((i + 1)); done; echo refused'
+done_within "$U/b" 3 20
+tap_like "$res" 'refused' "nobody: taken out of the file, it is refused again" \
+	"$res $(cat "$U/b.err")"
+as_nobody_step 4 "$(fetch "$TWO")"
+done_within "$U/b" 4 20
+tap_like "$res" 'hello-live' "nobody: and the name the file now allows is reached" \
+	"$res $(cat "$U/b.err")"
 tap_done
