@@ -200,7 +200,11 @@ $(HOOK_BIN): $(call obj,$(HOOK_SRC)) $(OCI_LIB) $(NOTIFIER_LIB) $(PROTOCOL_LIB) 
 # -g for BTF; the DWARF it also makes (vmlinux.h's types: 0.6 MB an object) is stripped
 # before the skeleton embeds the object in the supervisor, where libbpf reads it at load.
 LLVM_STRIP ?= llvm-strip
+# The multiarch directory: a program built on the UAPI's <linux/bpf.h> (no CO-RE, so libbpf
+# loads it without parsing the kernel's BTF) needs its <asm/types.h>.
+BPF_MULTIARCH  := $(shell $(CC) -print-multiarch 2>/dev/null)
 BPF_CLANG_FLAGS = -g -O2 -target bpf -D__TARGET_ARCH_x86 -I$(BUILD)/gen -I. \
+	$(if $(BPF_MULTIARCH),-idirafter /usr/include/$(BPF_MULTIARCH)) \
 	$(call pkg_cflags,libbpf) -Wall -Werror
 
 $(BUILD)/gen/vmlinux.h:

@@ -1,6 +1,8 @@
-/* The BPF programs' side of inet_addr_abi.h: include it after vmlinux.h. */
+/* The BPF programs' side of inet_addr_abi.h: include it after vmlinux.h or <linux/bpf.h>. */
 #ifndef CLOISTER_INET_ADDR_BPF_H
 #define CLOISTER_INET_ADDR_BPF_H
+
+#include <stdbool.h>
 
 #include "bpf/inet_addr_abi.h"
 

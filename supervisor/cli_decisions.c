@@ -31,8 +31,9 @@ static void usage(FILE *out)
 	      "The decisions kept for a project or for every project: domains and programs\n"
 	      "allowed or denied, and files allowed written, with the scope project or global.\n"
 	      "`list` shows each with its ID; `rm` removes one, by its ID or the entry itself (a\n"
-	      "domain, a pattern, an exec rule's path, a file's path). Running supervisors keep\n"
-	      "what they read at their start.\n",
+	      "domain, a pattern, an exec rule's path, a file's path). Running supervisors of\n"
+	      "the project see a change within a second: a decision added holds there, a domain\n"
+	      "removed too; an exec rule removed counts from their next start.\n",
 	      out);
 }
 

@@ -24,6 +24,7 @@
 #include "supervisor/approval/audit_log.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/decisions.h"
+#include "supervisor/policy/decisions_watch.h"
 #include "supervisor/policy/domain.h"
 #include "supervisor/approval/approvals.h"
 #include "base/loop.h"
@@ -41,6 +42,7 @@
 struct held {
 	struct proxy_conn *conn;
 	uint64_t cookie;
+	char item_id[QUEUE_ID_LEN + 1]; /* its ask, for a decision another run made meanwhile */
 	struct held *next;
 };
 
@@ -65,7 +67,12 @@ struct attachment {
 
 struct egress {
 	struct loop *loop;
+	struct approvals *service;
 	struct approval_source *approvals; /* domain asks */
+	/* The decisions files of the supervisor's project and of every project, as other runs
+	 * change them (NULL: no config directory): what they hold replaces the copy the config
+	 * read at the start, so that a domain decided or removed elsewhere holds here too. */
+	struct decisions_watch *watch;
 	struct egress_config cfg;
 	struct resolver *resolver;
 	struct proxy *proxy;
@@ -155,25 +162,55 @@ static const struct policy_session *rules_of(struct egress *eg, enum queue_scope
 	return s ? &s->rules : NULL;
 }
 
+/* PROJECT is the one whose decisions file the watch reads. */
+static bool watched_project(const struct egress *eg, const char *project)
+{
+	const char *w = decisions_watch_project_name(eg->watch);
+
+	return project && w && !strcmp(project, w) && decisions_watch_known(eg->watch, true);
+}
+
 /* Decide HOST for SANDBOX of PROJECT (either may be NULL): its project's config (a container
  * of another project than the supervisor's has its own) with the decisions in memory that
- * apply to it. */
+ * apply to it. The decisions files the watch reads count as they are now, not as the config
+ * read them at the start: their layers of the config are left out. */
 static int check_domain(struct egress *eg, const char *sandbox, const char *project,
                         const char *host, struct policy_result *ret, struct cl_error *err)
 {
-	const struct policy_session *sets[] = {
+	const struct config *live_project = NULL, *live_global = NULL;
+	struct policy_session files[2];
+	const struct policy_session *sets[5] = {
 	        rules_of(eg, QUEUE_SCOPE_SESSION, sandbox),
 	        rules_of(eg, QUEUE_SCOPE_PROJECT, project),
 	        rules_of(eg, QUEUE_SCOPE_GLOBAL, NULL),
 	};
 	const struct config *cfg = NULL;
 	struct cl_error why = {""};
+	unsigned skip = 0;
 
 	if (project && eg->cfg.project_config &&
 	    eg->cfg.project_config(eg->cfg.project_config_userdata, project, &cfg, &why) < 0)
 		return cl_error_set(err, -EACCES, "project %s: %s", project, why.msg);
-	return policy_check_domain_in(cfg ? cfg : eg->cfg.config, sets, ELEMENTSOF(sets), host, ret,
-	                              err);
+	if (watched_project(eg, project)) {
+		skip |= 1U << CONFIG_LAYER_PROJECT_DECISIONS;
+		live_project = decisions_watch_project(eg->watch);
+	}
+	if (decisions_watch_known(eg->watch, false)) {
+		skip |= 1U << CONFIG_LAYER_GLOBAL_DECISIONS;
+		live_global = decisions_watch_global(eg->watch);
+	}
+	if (live_project) {
+		files[0] = (struct policy_session){live_project->proxy.allow,
+		                                   live_project->proxy.deny};
+		sets[3] = &files[0];
+	}
+	if (live_global) {
+		files[1] =
+		        (struct policy_session){live_global->proxy.allow, live_global->proxy.deny};
+		sets[4] = &files[1];
+	}
+	return policy_check_domain_except(cfg ? cfg : eg->cfg.config, skip, sets, ELEMENTSOF(sets),
+	                                  host, ret, err);
 }
 
 /* ---- proxy callbacks --------------------------------------------------------------------- */
@@ -190,7 +227,12 @@ static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
 	int r;
 
 	host_port(info->host, info->port, hp, sizeof(hp));
-	if (check_domain(eg, info->sandbox, info->project, hp, &pr, &err) < 0) {
+	r = check_domain(eg, info->sandbox, info->project, hp, &pr, &err);
+	/* Before a person is asked: what another run decided a moment ago answers it (a stat of
+	 * each decisions file; read again only when one changed). */
+	if (r >= 0 && pr.verdict == POLICY_ASK && decisions_watch_before_ask(eg->watch, &err) > 0)
+		r = check_domain(eg, info->sandbox, info->project, hp, &pr, &err);
+	if (r < 0) {
 		audit_conn(eg, info, hp, AUDIT_DENY, NULL, err.msg, NULL);
 		return PROXY_DENY;
 	}
@@ -242,7 +284,7 @@ static enum proxy_verdict on_decide(void *userdata, struct proxy_conn *conn,
 	/* Held first: a fallback's decision comes from the loop (a deferred source). */
 	h->next = eg->held;
 	eg->held = h;
-	r = approvals_ask(eg->approvals, &qr, NULL);
+	r = approvals_ask(eg->approvals, &qr, h->item_id);
 	if (r < 0) {
 		free(held_take(eg, h->cookie));
 		audit_conn(eg, info, hp, AUDIT_DENY, rule, queue_strerror(r), NULL);
@@ -438,13 +480,63 @@ static int on_decided(void *userdata, const struct queue_item *item,
                       const struct approval_decision *d, struct cl_error *err)
 {
 	struct egress *eg = userdata;
+	struct cl_error why = {""};
+	int r;
 
 	if (d->scope == QUEUE_SCOPE_ONCE || !d->value)
 		return 0;
-	add_rule(eg, item->sandbox, item->project, d->scope, d->allow, d->value, d->is_pattern);
-	if (d->scope != QUEUE_SCOPE_PROJECT && d->scope != QUEUE_SCOPE_GLOBAL)
+	if (d->scope != QUEUE_SCOPE_PROJECT && d->scope != QUEUE_SCOPE_GLOBAL) {
+		add_rule(eg, item->sandbox, item->project, d->scope, d->allow, d->value,
+		         d->is_pattern);
 		return 0;
-	return persist_rule(eg, item, d, err);
+	}
+	r = persist_rule(eg, item, d, err);
+	/* Written to a file the watch reads for this sandbox's connections: it holds from there,
+	 * and `decisions rm` takes it back. Else (not written, a sandbox of no project or of a
+	 * container's project) it is kept in memory for the session. */
+	if (r >= 0 &&
+	    (d->scope == QUEUE_SCOPE_GLOBAL ? decisions_watch_known(eg->watch, false)
+	                                    : watched_project(eg, item->project)) &&
+	    decisions_watch_check(eg->watch, &why) >= 0)
+		return 0;
+	add_rule(eg, item->sandbox, item->project, d->scope, d->allow, d->value, d->is_pattern);
+	return r;
+}
+
+/* The decisions files changed (another run decided, or `decisions rm`): the connections
+ * held for a name they now decide are answered as if a person had. From the loop. */
+static void on_decisions_changed(void *userdata)
+{
+	struct egress *eg = userdata;
+	char(*ids)[QUEUE_ID_LEN + 1];
+	size_t n = 0, max = 0;
+
+	for (struct held *h = eg->held; h; h = h->next)
+		max++;
+	if (!max)
+		return;
+	ids = calloc(max, sizeof(*ids));
+	if (!ids)
+		return;
+	/* Copied first: a decision resolves (and frees) held connections. */
+	for (struct held *h = eg->held; h; h = h->next)
+		if (h->item_id[0])
+			memcpy(ids[n++], h->item_id, sizeof(*ids));
+	for (size_t i = 0; i < n; i++) {
+		const struct queue_item *item = queue_find(approvals_queue(eg->service), ids[i]);
+		struct approval_decision d = {.scope = QUEUE_SCOPE_ONCE, .by = "decision"};
+		struct policy_result pr;
+
+		if (!item || item->kind != QUEUE_KIND_DOMAIN ||
+		    item->state != QUEUE_STATE_PENDING ||
+		    check_domain(eg, item->sandbox, item->project, item->summary, &pr, NULL) < 0 ||
+		    pr.verdict == POLICY_ASK)
+			continue;
+		d.allow = pr.verdict == POLICY_ALLOW;
+		d.reason = pr.reason;
+		(void)approvals_decide(eg->service, ids[i], &d, NULL);
+	}
+	free(ids);
 }
 
 static const struct approval_source_ops egress_source_ops = {
@@ -487,11 +579,21 @@ int egress_new(struct loop *loop, struct approvals *approvals, const struct egre
 	if (!eg)
 		return -ENOMEM;
 	eg->loop = loop;
+	eg->service = approvals;
 	eg->cfg = *config;
 	eg->connect_fd = -EBADF;
 	r = approvals_register(approvals, &egress_source_ops, eg, &eg->approvals);
 	if (r < 0) {
 		free(eg);
+		return r;
+	}
+	r = decisions_watch_new(config->decisions_dir, config->project, &eg->watch, err);
+	if (r >= 0)
+		r = decisions_watch_start(eg->watch, loop, on_decisions_changed, eg);
+	if (r < 0) {
+		if (!err->msg[0])
+			cl_error_set(err, r, "decisions files: %s", strerror(-r));
+		egress_free(eg);
 		return r;
 	}
 	resolver_config_init(&rc);
@@ -729,6 +831,7 @@ void egress_free(struct egress *eg)
 	resolver_free(eg->resolver);
 	trace_timing_mark("egress free: proxy, resolver");
 	approvals_unregister(eg->approvals);
+	decisions_watch_free(eg->watch);
 	while (eg->held) {
 		struct held *h = eg->held;
 

@@ -13,7 +13,10 @@
  * card and is held until a person decides or proxy.approval_timeout (60 s) passes. A person's
  * decision of scope session, project or global on the dashboard applies to later connections
  * at once, and a project or global one is written to the decisions files (decisions.h);
- * denials win. Every verdict and every connection's end is one audit line with its bytes. */
+ * denials win. Those files (global, and DECISIONS_DIR's PROJECT) count as they are now: what
+ * another run adds or `decisions rm` removes holds here within a second, and at once for a
+ * connection about to be asked (decisions_watch.h); held connections it decides are answered.
+ * Every verdict and every connection's end is one audit line with its bytes. */
 #ifndef CLOISTER_EGRESS_H
 #define CLOISTER_EGRESS_H
 

@@ -6,19 +6,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/file.h>
-#include <sys/inotify.h>
 #include <unistd.h>
 
 #include "base/cleanup.h"
-#include "base/loop.h"
 #include "base/say.h"
 #include "supervisor/approval/approvals.h"
 #include "supervisor/approval/queue.h"
 #include "supervisor/policy/config.h"
 #include "supervisor/policy/config_files.h"
 #include "supervisor/policy/decisions.h"
+#include "supervisor/policy/decisions_watch.h"
 #include "supervisor/policy/exec_decision.h"
 #include "supervisor/policy/exec_pattern.h"
 #include "supervisor/policy/policy.h"
@@ -35,14 +33,10 @@ struct exec_decisions {
 	 * DENY by the setting (nothing kept covers it) otherwise. Each rule's origin file is a
 	 * note of who decided what, with the reason, kept in rules->files. */
 	struct config *rules;
-	/* The decisions files as read since the start (exec_decisions_watch()): what other runs
-	 * decided for this project or every project after this one read its config. NULL: not
-	 * read. Same settings as RULES. */
-	struct config *shared[2]; /* global, project */
-	struct loop *loop;
-	int inotify_fd;
-	void (*changed)(void *userdata);
-	void *changed_userdata;
+	/* The decisions files as other runs change them (decisions_watch.h): what they decided
+	 * for this project or every project after this one read its config. NULL: no config
+	 * directory. */
+	struct decisions_watch *watch;
 };
 
 int exec_decisions_new(const char *decisions_dir, const char *project, struct exec_decisions **ret)
@@ -58,7 +52,15 @@ int exec_decisions_new(const char *decisions_dir, const char *project, struct ex
 		exec_decisions_free(x);
 		return -ENOMEM;
 	}
-	x->inotify_fd = -1;
+	{
+		struct cl_error err = {""};
+		int r = decisions_watch_new(decisions_dir, project, &x->watch, &err);
+
+		if (r < 0) {
+			exec_decisions_free(x);
+			return r;
+		}
+	}
 	x->rules->exec.security = EXEC_SECURITY_ALLOWLIST;
 	x->rules->exec.ask = EXEC_ASK_OFF;
 	x->rules->exec.ask_fallback = EXEC_SECURITY_DENY;
@@ -70,13 +72,7 @@ void exec_decisions_free(struct exec_decisions *x)
 {
 	if (!x)
 		return;
-	if (x->inotify_fd >= 0) {
-		if (x->loop)
-			(void)loop_del_fd(x->loop, x->inotify_fd);
-		close(x->inotify_fd);
-	}
-	config_free(x->shared[0]);
-	config_free(x->shared[1]);
+	decisions_watch_free(x->watch);
 	config_free(x->rules);
 	free(x->dir);
 	free(x->project);
@@ -295,19 +291,23 @@ static int decide_in(const struct config *set, const char *given, const char *re
 	                                                          : 0;
 }
 
-bool exec_decisions_apply(const struct exec_decisions *x, const char *given, const char *real,
+bool exec_decisions_apply(struct exec_decisions *x, const char *given, const char *real,
                           const char *const *argv, size_t argc, bool truncated, const char *sha256,
                           struct policy_result *res)
 {
 	const struct config *sets[3];
 	struct policy_result d, found;
 	bool changed = false, have = false;
+	struct cl_error err = {""};
 
 	if (!x || res->verdict != POLICY_ASK)
 		return false;
+	/* Before a person is asked: what another run decided a moment ago answers it. A file
+	 * that cannot be read keeps what was read before. */
+	(void)decisions_watch_before_ask(x->watch, &err);
 	sets[0] = x->rules;
-	sets[1] = x->shared[1];
-	sets[2] = x->shared[0];
+	sets[1] = decisions_watch_project(x->watch);
+	sets[2] = decisions_watch_global(x->watch);
 	/* A denial in any set wins, as deny rules do; else the first allow. */
 	for (size_t i = 0; i < 3; i++) {
 		int k = decide_in(sets[i], given, real, argv, argc, truncated, sha256, &d,
@@ -339,133 +339,20 @@ bool exec_decisions_apply(const struct exec_decisions *x, const char *given, con
 
 /* ---- the decisions files of other runs ---------------------------------------------------- */
 
-/* Read PATH (absent: an empty set) under a shared lock of its "<PATH>.lock", as the writers
- * take it exclusively (decisions.h), as a rule set of the settings above. */
-static int read_shared(const char *path, enum config_layer layer, struct config **ret,
-                       struct cl_error *err)
-{
-	_cleanup_free_ char *lock_path = NULL, *data = NULL;
-	_cleanup_close_ int lock = -EBADF;
-	_cleanup_(config_freep) struct config *cfg = NULL;
-	struct config_source src = {.name = path};
-	size_t len = 0;
-	int r;
-
-	if (asprintf(&lock_path, "%s.lock", path) < 0) {
-		lock_path = NULL;
-		return cl_error_set(err, -ENOMEM, "out of memory");
-	}
-	lock = open(lock_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (lock >= 0)
-		while (flock(lock, LOCK_SH) < 0 && errno == EINTR)
-			;
-	r = config_file_read(path, &data, &len, err);
-	if (r < 0)
-		return r;
-	src.data = data;
-	src.len = len;
-	src.present = r > 0;
-	r = config_parse_file(CONFIG_FILE_DECISIONS, layer, &src, NULL, &cfg, err);
-	if (r < 0)
-		return r;
-	cfg->exec.security = EXEC_SECURITY_ALLOWLIST;
-	cfg->exec.ask = EXEC_ASK_OFF;
-	cfg->exec.ask_fallback = EXEC_SECURITY_DENY;
-	*ret = TAKE_PTR(cfg);
-	return 0;
-}
-
-/* Watch DIR, DIR/decisions and DIR/decisions/projects, those that exist (again: one may have
- * appeared since). */
-static void watch_dirs(struct exec_decisions *x)
-{
-	static const char *const subs[] = {"", "/decisions", "/decisions/projects"};
-	char path[PATH_MAX];
-
-	for (size_t i = 0; i < 3; i++) {
-		if (snprintf(path, sizeof(path), "%s%s", x->dir, subs[i]) >= (int)sizeof(path))
-			continue;
-		(void)inotify_add_watch(x->inotify_fd, path,
-		                        IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE |
-		                                IN_ONLYDIR);
-	}
-}
-
 int exec_decisions_reload(struct exec_decisions *x, struct cl_error *err)
 {
-	struct config *fresh[2] = {NULL, NULL};
-	int r = 0;
+	int r = decisions_watch_check(x->watch, err);
 
-	if (!x->dir)
-		return 0;
-	for (int i = 0; i < 2 && r >= 0; i++) {
-		_cleanup_free_ char *path = NULL;
-
-		if (i == 1 && !x->project)
-			break;
-		r = decisions_path(x->dir, i == 1 ? x->project : NULL, &path, err);
-		if (r >= 0)
-			r = read_shared(path,
-			                i ? CONFIG_LAYER_PROJECT_DECISIONS
-			                  : CONFIG_LAYER_GLOBAL_DECISIONS,
-			                &fresh[i], err);
-	}
-	if (r < 0) {
-		/* A file that does not parse now (being edited by hand): keep what held. */
-		config_free(fresh[0]);
-		config_free(fresh[1]);
-		return r;
-	}
-	for (int i = 0; i < 2; i++) {
-		config_free(x->shared[i]);
-		x->shared[i] = fresh[i];
-	}
-	return 0;
-}
-
-static int on_inotify(struct loop *loop, int fd, uint32_t events, void *userdata)
-{
-	struct exec_decisions *x = userdata;
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	struct cl_error err = {""};
-	bool any = false;
-
-	(void)loop;
-	(void)events;
-	while (read(fd, buf, sizeof(buf)) > 0)
-		any = true;
-	if (!any)
-		return 0;
-	watch_dirs(x);
-	if (exec_decisions_reload(x, &err) < 0) {
-		say("decisions files not read again: %s", err.msg);
-		return 0;
-	}
-	if (x->changed)
-		x->changed(x->changed_userdata);
-	return 0;
+	return r < 0 ? r : 0;
 }
 
 int exec_decisions_watch(struct exec_decisions *x, struct loop *loop,
                          void (*changed)(void *userdata), void *userdata, struct cl_error *err)
 {
-	int r;
+	int r = decisions_watch_start(x->watch, loop, changed, userdata);
 
-	if (!x->dir)
-		return 0;
-	x->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (x->inotify_fd < 0)
-		return cl_error_set(err, -errno, "inotify: %m");
-	watch_dirs(x);
-	r = loop_add_fd(loop, x->inotify_fd, EPOLLIN, on_inotify, x);
-	if (r < 0) {
-		close(x->inotify_fd);
-		x->inotify_fd = -1;
-		return cl_error_set(err, r, "inotify on the loop: %s", strerror(-r));
-	}
-	x->loop = loop;
-	x->changed = changed;
-	x->changed_userdata = userdata;
+	if (r < 0)
+		return cl_error_set(err, r, "decisions files: %s", strerror(-r));
 	/* What was written between this run's config and the watch. */
 	return exec_decisions_reload(x, err);
 }

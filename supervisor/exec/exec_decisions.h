@@ -12,8 +12,9 @@
  * decision of the session (a remembered denial is a deny rule in the next run's config, where
  * it beats allow rules as every deny does). Other supervisors that run at the same time read
  * the files again when they change (exec_decisions_watch()): a project or global decision made
- * in one run answers the asks of the others too, the waiting ones included. `decisions rm`
- * takes effect for runs started afterwards (a running one keeps its config's copy). */
+ * in one run answers the asks of the others too, the waiting ones included, and `decisions rm`
+ * of one made elsewhere takes it back there within a second (what this run decided itself it
+ * keeps for the session, and the config read at the start keeps its copy). */
 #ifndef CLOISTER_EXEC_DECISIONS_H
 #define CLOISTER_EXEC_DECISIONS_H
 
@@ -49,20 +50,22 @@ int exec_decisions_keep(struct exec_decisions *x, const struct queue_item *item,
 int exec_decisions_validate(const struct queue_item *item, const struct approval_decision *d,
                             const char *sha256, struct cl_error *err);
 
-/* An ask (*RES) that a kept decision covers becomes its allow or deny. GIVEN and REAL are the
+/* An ask (*RES) that a kept decision covers becomes its allow or deny. The decisions files are
+ * looked at first (a stat each: decisions_watch_check()), so that another run's decision of
+ * a moment ago answers it. GIVEN and REAL are the
  * exec's two names (exec_decision.h), SHA256 its file's digest (NULL: unknown, pinned allows
  * do not match). True when *RES changed; res->content_changed set when an allow kept for
  * another content of the file would have covered it. */
-bool exec_decisions_apply(const struct exec_decisions *x, const char *given, const char *real,
+bool exec_decisions_apply(struct exec_decisions *x, const char *given, const char *real,
                           const char *const *argv, size_t argc, bool truncated, const char *sha256,
                           struct policy_result *res);
 
 struct loop;
 
-/* Watch the decisions directory (inotify on the config directory, decisions/ and
- * decisions/projects/) and read the global and project files again, each under its lock, when
- * one changes; then CHANGED(USERDATA) (to look at the waiting asks again). Reads them once
- * now. A file that does not parse keeps what was read before it. 0, or -errno with ERR. */
+/* Watch the global and project decisions files (decisions_watch.h: a stat of each every
+ * second and before each ask, no inotify) and read them again, each under its lock, when one
+ * changes; then CHANGED(USERDATA) from the loop (to look at the waiting asks again). A file
+ * that does not parse keeps what was read before it. 0, or -errno with ERR. */
 int exec_decisions_watch(struct exec_decisions *x, struct loop *loop,
                          void (*changed)(void *userdata), void *userdata, struct cl_error *err);
 /* Read the files again now (what the watch does). */

@@ -436,12 +436,14 @@ int policy_check_hostexec(const struct config *cfg, const char *command, struct 
 
 /* The first entry of LIST that matches QUERY: a deny list's patterns cover every depth below
  * their apex, an allow list's one level; with EXACT only entries naming a host (no pattern). */
+/* SKIP: a mask of (1 << config_layer) whose rules are left out. */
 static const struct config_domain_rule *domain_match(const struct config_domain_list *list,
-                                                     const struct domain_spec *query, bool deny,
-                                                     bool exact)
+                                                     unsigned skip, const struct domain_spec *query,
+                                                     bool deny, bool exact)
 {
 	for (size_t i = 0; list && i < list->n; i++)
-		if ((!exact || !list->items[i].spec.wildcard) &&
+		if (!(skip & (1U << list->items[i].origin.layer)) &&
+		    (!exact || !list->items[i].spec.wildcard) &&
 		    (deny ? domain_spec_matches_deny(&list->items[i].spec, query)
 		          : domain_spec_matches(&list->items[i].spec, query)))
 			return &list->items[i];
@@ -451,11 +453,14 @@ static const struct config_domain_rule *domain_match(const struct config_domain_
 /* An allow pattern that would have covered QUERY but for its depth (a.b.example.com under
  * "*.example.com"): worth naming in the reason of an unlisted domain. */
 static const struct config_domain_rule *deeper_than_allowed(const struct config_domain_list *list,
+                                                            unsigned skip,
                                                             const struct domain_spec *query)
 {
 	for (size_t i = 0; list && i < list->n; i++) {
 		const struct domain_spec *rule = &list->items[i].spec;
 
+		if (skip & (1U << list->items[i].origin.layer))
+			continue;
 		if ((rule->port == 0 || rule->port == query->port) &&
 		    domain_spec_depth_below(rule, query) > 1)
 			return &list->items[i];
@@ -483,6 +488,13 @@ int policy_check_domain_in(const struct config *cfg, const struct policy_session
                            size_t n, const char *host, struct policy_result *ret,
                            struct cl_error *err)
 {
+	return policy_check_domain_except(cfg, 0, sessions, n, host, ret, err);
+}
+
+int policy_check_domain_except(const struct config *cfg, unsigned skip_layers,
+                               const struct policy_session *const *sessions, size_t n,
+                               const char *host, struct policy_result *ret, struct cl_error *err)
+{
 	struct policy_result res = {.fallback = POLICY_DENY};
 	const struct config_domain_rule *rule;
 	struct domain_spec query;
@@ -496,10 +508,10 @@ int policy_check_domain_in(const struct config *cfg, const struct policy_session
 		return cl_error_set(err, r, "cannot format \"%s\"", host);
 
 	/* Denials win over approvals at every scope. */
-	rule = domain_match(&cfg->proxy.deny, &query, true, false);
+	rule = domain_match(&cfg->proxy.deny, skip_layers, &query, true, false);
 	for (size_t i = 0; !rule && i < n; i++)
 		if (sessions[i])
-			rule = domain_match(&sessions[i]->deny, &query, true, false);
+			rule = domain_match(&sessions[i]->deny, 0, &query, true, false);
 	if (rule) {
 		describe_domain_rule(rule, res.rule, sizeof(res.rule));
 		if (rule->spec.wildcard)
@@ -518,10 +530,10 @@ int policy_check_domain_in(const struct config *cfg, const struct policy_session
 	/* An entry naming the host itself, wherever it is listed, is the one that decides: it
 	 * says more than a pattern that also matches (and it is what exact_host needs). */
 	for (int exact = 1; exact >= 0 && !rule; exact--) {
-		rule = domain_match(&cfg->proxy.allow, &query, false, exact);
+		rule = domain_match(&cfg->proxy.allow, skip_layers, &query, false, exact);
 		for (size_t i = 0; !rule && i < n; i++)
 			if (sessions[i])
-				rule = domain_match(&sessions[i]->allow, &query, false, exact);
+				rule = domain_match(&sessions[i]->allow, 0, &query, false, exact);
 	}
 	if (rule) {
 		describe_domain_rule(rule, res.rule, sizeof(res.rule));
@@ -542,12 +554,12 @@ int policy_check_domain_in(const struct config *cfg, const struct policy_session
 	         unlisted_behavior_to_string(cfg->proxy.unlisted));
 	{
 		const struct config_domain_rule *near =
-		        deeper_than_allowed(&cfg->proxy.allow, &query);
+		        deeper_than_allowed(&cfg->proxy.allow, skip_layers, &query);
 		char why[DOMAIN_HOST_MAX + 160] = "";
 
 		for (size_t i = 0; !near && i < n; i++)
 			if (sessions[i])
-				near = deeper_than_allowed(&sessions[i]->allow, &query);
+				near = deeper_than_allowed(&sessions[i]->allow, 0, &query);
 		if (near)
 			snprintf(why, sizeof(why),
 			         " (the allowed pattern \"*.%s\" covers one subdomain level only)",

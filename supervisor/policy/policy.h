@@ -118,6 +118,12 @@ int policy_check_domain(const struct config *config, const struct policy_session
 int policy_check_domain_in(const struct config *config,
                            const struct policy_session *const *sessions, size_t n, const char *host,
                            struct policy_result *ret, struct cl_error *err);
+/* The same, leaving out CONFIG's rules of the layers in SKIP_LAYERS (a mask of 1 << layer):
+ * the decisions files a running supervisor reads again as they change, passed among
+ * SESSIONS instead. */
+int policy_check_domain_except(const struct config *config, unsigned skip_layers,
+                               const struct policy_session *const *sessions, size_t n,
+                               const char *host, struct policy_result *ret, struct cl_error *err);
 
 const char *policy_verdict_to_string(enum policy_verdict verdict);
 

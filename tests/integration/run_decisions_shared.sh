@@ -1,9 +1,10 @@
 #!/bin/sh
 # A project decision made in one run holds at once in the user's other running supervisors of
-# that project (issue 15): each watches the decisions directory (inotify) and reads the files
-# again under their lock. Two runs of one project ask for the same program; allowing it for
-# the project in the first answers the second's waiting ask, and the second's next use of it
-# runs without an ask; a program it does not cover still asks there.
+# that project (issue 15): each looks at the decisions files (a stat, every second and before
+# an ask: issue 16) and reads them again under their lock. Two runs of one project ask for the
+# same program; allowing it for the project in the first (the file replaced by rename) answers
+# the second's waiting ask, and the second's next use of it runs without an ask; a program it
+# does not cover still asks there. The file edited in place by hand is read again too.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
@@ -11,7 +12,7 @@ set -u
 # shellcheck source=tests/lib/ask_common.sh
 . "$(dirname "$0")/../lib/ask_common.sh"
 
-PLAN=5
+PLAN=7
 run_needs_root $PLAN
 tap_plan $PLAN
 
@@ -72,4 +73,20 @@ step 3 '/usr/bin/nproc'
 wait_pending " two$$ " 'nproc'
 tap_like "$id" '^[0-9a-f]{12}$' "a program the decision does not cover still asks there" "$out"
 [ -n "$id" ] && cli deny "$id"
+done_within "$B" 3 10
+
+# Edited in place by hand (truncated and written: the same inode): nproc allowed.
+PROJECT_FILE=$CFG/decisions/projects/$PROJECT.yaml
+ino=$(stat -c %i "$PROJECT_FILE")
+{
+	cat "$PROJECT_FILE"
+	printf '%s\n' '    - path: "/usr/bin/nproc"'
+} >"$TMP/edited"
+cat "$TMP/edited" >"$PROJECT_FILE"
+tap_is "$(stat -c %i "$PROJECT_FILE")" "$ino" "the decisions file is edited in place" \
+	"$(cat "$PROJECT_FILE")"
+step "$B" 4 '/usr/bin/nproc'
+done_within "$B" 4 10
+tap_like "$res" '^[0-9]+' "the second run runs what the edit allows without an ask" \
+	"$res $(cat "$PROJECT_FILE")"
 tap_done

@@ -37,7 +37,7 @@ static struct queue_item item_of(char **argv, size_t argc)
 
 /* What an ask of ARGV on the file of content SHA becomes with X's decisions: 'a', 'd' or '?'
  * (still an ask). */
-static char verdict_of(const struct exec_decisions *x, const char *const *argv, size_t argc,
+static char verdict_of(struct exec_decisions *x, const char *const *argv, size_t argc,
                        const char *sha, char *reason, size_t size)
 {
 	struct policy_result res = {.verdict = POLICY_ASK};
@@ -49,8 +49,8 @@ static char verdict_of(const struct exec_decisions *x, const char *const *argv, 
 	return res.verdict == POLICY_ALLOW ? 'a' : res.verdict == POLICY_DENY ? 'd' : '?';
 }
 
-static char verdict(const struct exec_decisions *x, const char *const *argv, size_t argc,
-                    char *reason, size_t size)
+static char verdict(struct exec_decisions *x, const char *const *argv, size_t argc, char *reason,
+                    size_t size)
 {
 	return verdict_of(x, argv, argc, SHA_A, reason, size);
 }

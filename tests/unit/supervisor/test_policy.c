@@ -1028,10 +1028,57 @@ static void test_domain_malformed_host_is_an_error(void **state)
 	}
 }
 
+/* A running supervisor reads the decisions files again as they change: the config's copy of
+ * their layers is left out (policy_check_domain_except), the fresh rules come as a rule set. */
+static void test_domain_decisions_left_out_of_the_config(void **state)
+{
+	_cleanup_(config_freep) struct config *cfg =
+	        load4("proxy:\n  allow:\n    - domain: own.example\n"
+	              "  unlisted_domain_behavior: request_approval\n",
+	              NULL, "proxy:\n  allow:\n    - domain: g.example\n",
+	              "proxy:\n  allow:\n    - domain: p.example\n  deny:\n"
+	              "    - domain: own.example\n");
+	_cleanup_(config_freep) struct config *fresh =
+	        load4(NULL, NULL, NULL, "proxy:\n  allow:\n    - domain: q.example\n");
+	const unsigned both =
+	        1U << CONFIG_LAYER_GLOBAL_DECISIONS | 1U << CONFIG_LAYER_PROJECT_DECISIONS;
+	struct policy_session now = {fresh->proxy.allow, fresh->proxy.deny};
+	const struct policy_session *sets[] = {&now};
+	struct policy_result res;
+	struct cl_error err = {""};
+
+	(void)state;
+	/* As read at the start: the project's denial wins over the config's own allow. */
+	assert_int_equal(policy_check_domain_except(cfg, 0, NULL, 0, "own.example", &res, &err), 0);
+	assert_int_equal(res.verdict, POLICY_DENY);
+	assert_int_equal(policy_check_domain_except(cfg, 0, NULL, 0, "p.example", &res, &err), 0);
+	assert_int_equal(res.verdict, POLICY_ALLOW);
+	/* Both decisions layers left out: what the files said at the start no longer counts,
+	 * the config's own entries still do, and the fresh set decides. */
+	assert_int_equal(policy_check_domain_except(cfg, both, sets, 1, "own.example", &res, &err),
+	                 0);
+	assert_int_equal(res.verdict, POLICY_ALLOW);
+	assert_int_equal(policy_check_domain_except(cfg, both, sets, 1, "p.example", &res, &err),
+	                 0);
+	assert_int_equal(res.verdict, POLICY_ASK);
+	assert_int_equal(policy_check_domain_except(cfg, both, sets, 1, "g.example", &res, &err),
+	                 0);
+	assert_int_equal(res.verdict, POLICY_ASK);
+	assert_int_equal(policy_check_domain_except(cfg, both, sets, 1, "q.example", &res, &err),
+	                 0);
+	assert_int_equal(res.verdict, POLICY_ALLOW);
+	/* One layer only: the global file's entry still holds. */
+	assert_int_equal(policy_check_domain_except(cfg, 1U << CONFIG_LAYER_PROJECT_DECISIONS, sets,
+	                                            1, "g.example", &res, &err),
+	                 0);
+	assert_int_equal(res.verdict, POLICY_ALLOW);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_exec_verdict_for_every_security_and_ask_combination),
+	        cmocka_unit_test(test_domain_decisions_left_out_of_the_config),
 	        cmocka_unit_test(test_exec_deny_beats_allow_across_global_and_project),
 	        cmocka_unit_test(test_exec_path_glob_and_command_regex_semantics),
 	        cmocka_unit_test(test_exec_path_that_is_not_normalised_is_denied),
