@@ -471,6 +471,47 @@ static void test_cancelling_the_earliest_timer_rearms_for_the_next(void **state)
 	loop_free(loop);
 }
 
+/* Cancelling the earliest timer leaves the timerfd set to its deadline (no timerfd_settime
+ * per cancel): that early expiry must fire nothing, and the later timers still fire, each at
+ * or after its own deadline. */
+struct punctual {
+	uint64_t deadline;
+	int fired;
+	bool early;
+};
+
+static int on_punctual(struct loop *loop, void *userdata)
+{
+	struct punctual *t = userdata;
+
+	t->fired++;
+	t->early |= loop_now_ms() < t->deadline;
+	loop_exit(loop, 0);
+	return 0;
+}
+
+static void test_a_cancelled_earliest_deadline_fires_nothing_early(void **state)
+{
+	struct loop *loop;
+	struct loop_timer *early;
+	uint64_t start = loop_now_ms();
+	struct punctual late = {.deadline = start + 50}, later = {.deadline = start + 80};
+
+	assert_int_equal(loop_new(&loop), 0);
+	assert_int_equal(loop_add_timer(loop, start + 5, on_timer_never, NULL, &early), 0);
+	assert_int_equal(loop_add_timer(loop, late.deadline, on_punctual, &late, NULL), 0);
+	loop_cancel_timer(loop, early);
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(late.fired, 1);
+	assert_false(late.early);
+	/* And with nothing left but a stale setting, a new later timer is still served. */
+	assert_int_equal(loop_add_timer(loop, later.deadline, on_punctual, &later, NULL), 0);
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(later.fired, 1);
+	assert_false(later.early);
+	loop_free(loop);
+}
+
 /* loop_exit() from a timer leaves the other due ones (same deadline) for the next run. */
 static int on_exit_first(struct loop *loop, void *userdata)
 {
@@ -705,6 +746,7 @@ int main(void)
 	                test_fds_deleted_and_reused_inside_a_batch_are_not_dispatched_stale),
 	        cmocka_unit_test(test_thousands_of_timers_fire_in_deadline_order_fifo_on_ties),
 	        cmocka_unit_test(test_cancelling_the_earliest_timer_rearms_for_the_next),
+	        cmocka_unit_test(test_a_cancelled_earliest_deadline_fires_nothing_early),
 	        cmocka_unit_test(test_due_timers_left_at_exit_fire_on_the_next_run),
 	        cmocka_unit_test(test_a_timer_cancels_another_due_in_the_same_round),
 	        cmocka_unit_test(test_timers_added_from_a_timer_callback_fire),
