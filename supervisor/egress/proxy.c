@@ -43,7 +43,7 @@
 #define MAX_LISTENERS   256
 #define MAX_DIAL_ADDRS  4
 #define REASON_MAX      256
-/* Empty pipes kept for the next relays (two per relay that moved bytes both ways). */
+/* Empty pipes kept for the next relays (one per direction that went bulk). */
 #define PIPES_KEPT 32
 
 enum conn_state {
