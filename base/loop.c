@@ -292,6 +292,23 @@ int loop_mod_fd(struct loop *loop, int fd, uint32_t events)
 	return 0;
 }
 
+int loop_set_fd(struct loop *loop, int fd, uint32_t events, loop_fd_fn fn, void *userdata)
+{
+	struct loop_fd *f = find_fd(loop, fd);
+	struct epoll_event ev = {.events = events};
+
+	if (!f)
+		return loop_add_fd(loop, fd, events, fn, userdata);
+	if (!fn)
+		return -EINVAL;
+	ev.data.ptr = f;
+	if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, fd, &ev) < 0)
+		return -errno;
+	f->fn = fn;
+	f->userdata = userdata;
+	return 0;
+}
+
 int loop_del_fd(struct loop *loop, int fd)
 {
 	struct loop_fd *f = find_fd(loop, fd);

@@ -417,11 +417,6 @@ static void start_relay(struct proxy_conn *c)
 	if (c->timer)
 		loop_cancel_timer(p->loop, c->timer);
 	c->timer = NULL;
-	if (c->fd_registered)
-		loop_del_fd(p->loop, c->fd);
-	if (c->up_registered)
-		loop_del_fd(p->loop, c->up);
-	c->fd_registered = c->up_registered = false;
 	(void)setsockopt(c->up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (c->info.source == PROXY_SOURCE_CONNECT) {
 		char ok[128];
@@ -438,6 +433,8 @@ static void start_relay(struct proxy_conn *c)
 	fd = c->fd;
 	up = c->up;
 	c->fd = c->up = -EBADF;
+	/* Registered or not, both go to the relay, which takes a registration over. */
+	c->fd_registered = c->up_registered = false;
 	c->state = ST_RELAY;
 	e = relay_start(p->loop, fd, up, &opts, on_relay_done, c, &c->relay);
 	free(c->buf);

@@ -37,6 +37,8 @@
 
 /* The stack buffer of a small read; a read that fills it makes the direction bulk. */
 #define COPY_CHUNK (16u * 1024)
+/* Edge-triggered, set once: see the top of this file. */
+#define RELAY_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET)
 /* What pipe2() gives (16 pages); the only size a cached pipe has. */
 #define DEFAULT_PIPE (64u * 1024)
 
@@ -471,6 +473,15 @@ static void setup_direction(struct direction *d, int src, int dst, size_t pipe_m
 	d->dry = true; /* until the first readable edge: see the top of this file */
 }
 
+/* relay_start() failed with E: neither socket may stay registered once closed, not to us and
+ * not to a caller whose registration was not taken over yet. */
+static int unregister(struct loop *loop, int a, int b, int e)
+{
+	loop_del_fd(loop, a);
+	loop_del_fd(loop, b);
+	return e;
+}
+
 int relay_start(struct loop *loop, int a, int b, const struct relay_options *opts,
                 relay_done_fn done, void *userdata, struct relay **ret)
 {
@@ -486,15 +497,15 @@ int relay_start(struct loop *loop, int a, int b, const struct relay_options *opt
 	if (pipe_max > RELAY_MAX_PIPE_SIZE)
 		pipe_max = RELAY_MAX_PIPE_SIZE;
 	if (opts->prefix_len > RELAY_MAX_PREFIX)
-		return -EINVAL;
+		return unregister(loop, a, b, -EINVAL);
 	r = calloc(1, sizeof(*r));
 	if (!r)
-		return -ENOMEM;
+		return unregister(loop, a, b, -ENOMEM);
 	if (opts->prefix_len) {
 		r->d[0].prefix = malloc(opts->prefix_len);
 		if (!r->d[0].prefix) {
 			free(r);
-			return -ENOMEM;
+			return unregister(loop, a, b, -ENOMEM);
 		}
 		memcpy(r->d[0].prefix, opts->prefix, opts->prefix_len);
 		r->d[0].prefix_len = opts->prefix_len;
@@ -515,22 +526,14 @@ int relay_start(struct loop *loop, int a, int b, const struct relay_options *opt
 	    flush_bytes(&r->d[0], r->d[0].prefix, r->d[0].prefix_len, &r->d[0].prefix_off) > 0)
 		r->last_ms = loop_now_ms();
 
-	e = loop_add_fd(loop, a, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET, on_socket,
-	                r);
-	if (e >= 0) {
-		e = loop_add_fd(loop, b, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET,
-		                on_socket, r);
-		if (e < 0)
-			loop_del_fd(loop, a);
-	}
-	if (e >= 0 && r->idle_ms) {
+	/* A socket the caller still has registered is taken over (loop_set_fd). */
+	e = loop_set_fd(loop, a, RELAY_EVENTS, on_socket, r);
+	if (e >= 0)
+		e = loop_set_fd(loop, b, RELAY_EVENTS, on_socket, r);
+	if (e >= 0 && r->idle_ms)
 		e = loop_add_timer(loop, r->last_ms + r->idle_ms, on_idle_timer, r, &r->timer);
-		if (e < 0) {
-			loop_del_fd(loop, a);
-			loop_del_fd(loop, b);
-		}
-	}
 	if (e < 0) {
+		unregister(loop, a, b, e);
 		for (int i = 0; i < 2; i++) {
 			close_pipe(&r->d[i]);
 			free(r->d[i].prefix);

@@ -88,7 +88,9 @@ struct relay_options {
 #define RELAY_MAX_PREFIX        (64u * 1024)
 
 /* Start relaying between the connected sockets A and B (non-blocking; the relay owns them from
- * now on, also when this fails: they are closed then). The prefix is sent to B at once as far
+ * now on, also when this fails: they are closed then, and no longer registered on the loop).
+ * Either may still be registered on LOOP by the caller: the relay takes the registration over
+ * (loop_set_fd), so the caller must not delete it. The prefix is sent to B at once as far
  * as B takes it (an error is met again, and reported, by the first pump). -EINVAL for a prefix over
  * RELAY_MAX_PREFIX, -ENOMEM, or the loop's error. *ret (may be NULL) is valid until DONE is
  * called. */

@@ -39,6 +39,42 @@ static int on_readable(struct loop *loop, int fd, uint32_t events, void *userdat
 	return 0;
 }
 
+static int on_readable_never(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	fail_msg("the handler a registration was handed over from was called");
+	return 0;
+}
+
+/* loop_set_fd() hands a registration over (one MOD): only the new handler is called, also for
+ * bytes that were waiting before the hand-over (reported at once, as after an add); on an fd
+ * not registered it registers it. */
+static void test_a_registration_handed_over_calls_only_the_new_handler(void **state)
+{
+	struct loop *loop;
+	struct record rec = {0};
+	int other[2];
+
+	assert_int_equal(loop_new(&loop), 0);
+	assert_int_equal(pipe2(rec.fds, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(other, O_CLOEXEC), 0);
+	/* One byte: edge-triggered, the handler reads one byte per event. */
+	assert_int_equal(write(rec.fds[1], "q", 1), 1);
+	assert_int_equal(loop_add_fd(loop, rec.fds[0], EPOLLIN, on_readable_never, NULL), 0);
+	assert_int_equal(loop_set_fd(loop, rec.fds[0], EPOLLIN | EPOLLET, on_readable, &rec), 0);
+	assert_int_equal(loop_run(loop), 7);
+	assert_string_equal(rec.order, "q");
+	assert_int_equal(loop_set_fd(loop, other[0], EPOLLIN, on_readable, &rec), 0);
+	assert_int_equal(write(other[1], "q", 1), 1);
+	assert_int_equal(loop_run(loop), 7);
+	assert_string_equal(rec.order, "qq");
+	assert_int_equal(loop_set_fd(loop, other[0], EPOLLIN, NULL, NULL), -EINVAL);
+	loop_free(loop);
+	for (int i = 0; i < 2; i++) {
+		close(rec.fds[i]);
+		close(other[i]);
+	}
+}
+
 static void test_fd_handler_sees_data_and_exit_code_is_returned(void **state)
 {
 	struct loop *loop;
@@ -736,6 +772,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_fd_handler_sees_data_and_exit_code_is_returned),
+	        cmocka_unit_test(test_a_registration_handed_over_calls_only_the_new_handler),
 	        cmocka_unit_test(test_prepare_hooks_run_before_each_wait),
 	        cmocka_unit_test(test_timers_fire_in_deadline_order_and_cancelled_ones_never),
 	        cmocka_unit_test(test_fd_removed_inside_a_handler_is_not_dispatched),

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -492,6 +493,44 @@ static void test_cancel_ends_it_at_once(void **state)
 	loop_free(e.loop);
 }
 
+static int on_never(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	fail_msg("the caller's handler was called after the relay took the socket");
+	return 0;
+}
+
+/* A socket the caller still has registered (the proxy's client while it was named) is taken
+ * over by the relay: the caller's handler is never called again, and the relay's end leaves
+ * nothing registered. */
+static void test_a_registered_socket_is_taken_over(void **state)
+{
+	struct env e;
+	char buf[8];
+
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(loop_new(&e.loop), 0);
+	tcp_pair(&e.client, &e.relay_a);
+	tcp_pair(&e.relay_b, &e.server);
+	fcntl(e.relay_a, F_SETFL, O_NONBLOCK);
+	fcntl(e.relay_b, F_SETFL, O_NONBLOCK);
+	assert_int_equal(write(e.client, "hi", 2), 2);
+	assert_int_equal(loop_add_fd(e.loop, e.relay_a, EPOLLIN, on_never, NULL), 0);
+	assert_int_equal(relay_start(e.loop, e.relay_a, e.relay_b, NULL, on_done, &e, NULL), 0);
+	run(&e);
+	read_exactly(e.server, buf, 2); /* waiting before the hand-over: still reported */
+	assert_memory_equal(buf, "hi", 2);
+	shutdown(e.client, SHUT_WR);
+	assert_int_equal(read(e.server, buf, sizeof(buf)), 0);
+	shutdown(e.server, SHUT_WR);
+	assert_int_equal(read(e.client, buf, sizeof(buf)), 0);
+	pthread_join(e.thread, NULL);
+	assert_int_equal(e.done, 1);
+	assert_int_equal(loop_del_fd(e.loop, e.relay_a), -ENOENT);
+	close(e.client);
+	close(e.server);
+	loop_free(e.loop);
+}
+
 static void test_oversized_prefix_is_refused_and_the_sockets_closed(void **state)
 {
 	static char big[RELAY_MAX_PREFIX + 1];
@@ -502,9 +541,13 @@ static void test_oversized_prefix_is_refused_and_the_sockets_closed(void **state
 	assert_int_equal(loop_new(&loop), 0);
 	tcp_pair(&a, &b);
 	tcp_pair(&c, &d);
+	/* The caller had one registered: it must not stay registered to a closed fd (its number
+	 * comes back with the next socket). */
+	assert_int_equal(loop_add_fd(loop, b, EPOLLIN, on_never, NULL), 0);
 	assert_int_equal(relay_start(loop, b, c, &o, on_done, NULL, NULL), -EINVAL);
 	assert_int_equal(fcntl(b, F_GETFD), -1); /* closed */
 	assert_int_equal(fcntl(c, F_GETFD), -1);
+	assert_int_equal(loop_del_fd(loop, b), -ENOENT);
 	close(a);
 	close(d);
 	loop_free(loop);
@@ -664,6 +707,7 @@ int main(void)
 	        cmocka_unit_test(test_idle_relay_ends_and_resets_both_sides),
 	        cmocka_unit_test(test_a_reset_on_one_side_resets_the_other),
 	        cmocka_unit_test(test_cancel_ends_it_at_once),
+	        cmocka_unit_test(test_a_registered_socket_is_taken_over),
 	        cmocka_unit_test(test_oversized_prefix_is_refused_and_the_sockets_closed),
 	        cmocka_unit_test(test_the_prefix_is_sent_by_relay_start_itself),
 	        cmocka_unit_test(test_empty_pipes_go_back_and_serve_the_next_relay),
