@@ -53,7 +53,7 @@ struct loop {
 	size_t n_timers, timers_size;
 	uint64_t timer_seq;
 	/* What the timerfd was last set to, so it is only set again when the earliest deadline
-	 * changes; timers_dispatching defers that to the end of the timer round. */
+	 * comes before it; timers_dispatching defers that to the end of the timer round. */
 	bool armed;
 	uint64_t armed_ms;
 	bool timers_dispatching;
@@ -136,7 +136,10 @@ static void heap_remove(struct loop *loop, size_t i)
 		heap_sift_down(loop, i);
 }
 
-/* Sets the timerfd to the earliest deadline when that differs from what it holds. */
+/* Sets the timerfd when the earliest deadline comes before what it holds (or it holds
+ * nothing). A deadline that moved later (its timer cancelled: a connection's timeout, most
+ * often) leaves the timerfd as it is: its one early expiry finds nothing due and sets it
+ * again, which costs less than a timerfd_settime() at every cancel. */
 static int arm_timer_fd(struct loop *loop)
 {
 	struct itimerspec its = {0};
@@ -145,19 +148,17 @@ static int arm_timer_fd(struct loop *loop)
 
 	if (loop->timers_dispatching)
 		return 0; /* the timer round sets it once at its end */
-	if (want == loop->armed && (!want || d == loop->armed_ms))
+	if (!want || (loop->armed && loop->armed_ms <= d))
 		return 0;
-	if (want) {
-		/* TFD_TIMER_ABSTIME with 0 would disarm; a deadline in the past fires at once. */
-		its.it_value.tv_sec = (time_t)(d / 1000);
-		its.it_value.tv_nsec = (long)(d % 1000) * 1000000;
-		if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
-			its.it_value.tv_nsec = 1;
-	}
+	/* TFD_TIMER_ABSTIME with 0 would disarm; a deadline in the past fires at once. */
+	its.it_value.tv_sec = (time_t)(d / 1000);
+	its.it_value.tv_nsec = (long)(d % 1000) * 1000000;
+	if (its.it_value.tv_sec == 0 && its.it_value.tv_nsec == 0)
+		its.it_value.tv_nsec = 1;
 	/* On failure the timerfd keeps its old setting, and so does our record of it. */
 	if (timerfd_settime(loop->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) < 0)
 		return -errno;
-	loop->armed = want;
+	loop->armed = true;
 	loop->armed_ms = d;
 	return 0;
 }
@@ -288,6 +289,23 @@ int loop_mod_fd(struct loop *loop, int fd, uint32_t events)
 	ev.data.ptr = f;
 	if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, fd, &ev) < 0)
 		return -errno;
+	return 0;
+}
+
+int loop_set_fd(struct loop *loop, int fd, uint32_t events, loop_fd_fn fn, void *userdata)
+{
+	struct loop_fd *f = find_fd(loop, fd);
+	struct epoll_event ev = {.events = events};
+
+	if (!f)
+		return loop_add_fd(loop, fd, events, fn, userdata);
+	if (!fn)
+		return -EINVAL;
+	ev.data.ptr = f;
+	if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_MOD, fd, &ev) < 0)
+		return -errno;
+	f->fn = fn;
+	f->userdata = userdata;
 	return 0;
 }
 

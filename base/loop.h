@@ -32,6 +32,12 @@ void loop_free(struct loop *loop);
 LOOP_MUST_CHECK int loop_add_fd(struct loop *loop, int fd, uint32_t events, loop_fd_fn fn,
                                 void *userdata);
 LOOP_MUST_CHECK int loop_mod_fd(struct loop *loop, int fd, uint32_t events);
+/* Register FD with FN and USERDATA, or hand its registration over to them: one epoll_ctl
+ * (MOD) where a loop_del_fd() and a loop_add_fd() would cost two, and the kernel reports it at
+ * once when it is ready, as after an add. An event of FD already fetched in this round goes to
+ * FN: the new handler must take an event it did not wait for. */
+LOOP_MUST_CHECK int loop_set_fd(struct loop *loop, int fd, uint32_t events, loop_fd_fn fn,
+                                void *userdata);
 /* -ENOENT when FD is not registered, and nothing else: a teardown may ignore it. */
 int loop_del_fd(struct loop *loop, int fd);
 

@@ -43,7 +43,7 @@
 #define MAX_LISTENERS   256
 #define MAX_DIAL_ADDRS  4
 #define REASON_MAX      256
-/* Empty pipes kept for the next relays (two per relay that moved bytes both ways). */
+/* Empty pipes kept for the next relays (one per direction that went bulk). */
 #define PIPES_KEPT 32
 
 enum conn_state {
@@ -78,6 +78,7 @@ struct proxy_conn {
 	char host[DOMAIN_HOST_MAX + 1];
 	char *sandbox, *project; /* CONNECT: from the token (owned) */
 	bool dial_original;      /* unnamed: dial info.original_dst itself */
+	bool dst_fake;           /* original_dst is a fake address our resolver handed out */
 	uint8_t *buf;
 	size_t len, head_len;
 	struct loop_timer *timer;
@@ -416,11 +417,6 @@ static void start_relay(struct proxy_conn *c)
 	if (c->timer)
 		loop_cancel_timer(p->loop, c->timer);
 	c->timer = NULL;
-	if (c->fd_registered)
-		loop_del_fd(p->loop, c->fd);
-	if (c->up_registered)
-		loop_del_fd(p->loop, c->up);
-	c->fd_registered = c->up_registered = false;
 	(void)setsockopt(c->up, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (c->info.source == PROXY_SOURCE_CONNECT) {
 		char ok[128];
@@ -437,6 +433,8 @@ static void start_relay(struct proxy_conn *c)
 	fd = c->fd;
 	up = c->up;
 	c->fd = c->up = -EBADF;
+	/* Registered or not, both go to the relay, which takes a registration over. */
+	c->fd_registered = c->up_registered = false;
 	c->state = ST_RELAY;
 	e = relay_start(p->loop, fd, up, &opts, on_relay_done, c, &c->relay);
 	free(c->buf);
@@ -750,7 +748,10 @@ static void decide(struct proxy_conn *c)
 	const char *why;
 
 	c->info.host = c->host;
-	if (c->info.source == PROXY_SOURCE_TRANSPARENT &&
+	/* A fake address aims at the name it stands for, never at this host (the dial goes to
+	 * that name's resolution, which is checked then): asking the kernel whether the host
+	 * holds it would cost a route lookup per connection and could only refuse wrongly. */
+	if (c->info.source == PROXY_SOURCE_TRANSPARENT && !c->dst_fake &&
 	    (why = dest_refused(c, (struct sockaddr *)&c->info.original_dst))) {
 		refuse(c, HTTP_ANSWER_FORBIDDEN, NULL, PROXY_OUTCOME_REFUSED, why);
 		return;
@@ -1137,6 +1138,7 @@ static void accept_one(struct listener *l, int fd, const struct sockaddr_storage
 		if (resolver_name_of(p->cfg.resolver, (struct sockaddr *)&c->info.original_dst,
 		                     c->host, &fake) >= 0) {
 			c->info.name_source = "resolver";
+			c->dst_fake = fake;
 		} else if (fakeip_is_fake((struct sockaddr *)&c->info.original_dst)) {
 			/* A fake address nobody holds: there is nowhere to go. */
 			conn_end(c, true, PROXY_OUTCOME_REJECTED, "unknown fake address");

@@ -27,7 +27,9 @@
  * cloud-metadata destinations (169.254.169.254, fd00:ec2::254), and every address of this host
  * (local_route.h: any interface's, IPv4 and IPv6, asked of the kernel at the dial, so an
  * address added a moment ago counts) are refused — as the original destination and as a
- * resolved one — unless ops->allow_restricted says the policy names that exact host.
+ * resolved one — unless ops->allow_restricted says the policy names that exact host. A fake
+ * address the resolver handed out is not judged as an original destination: it stands for its
+ * name, and only that name's resolution is dialled.
  *
  * Bounds: max_conns connections (more are reset at once), peek_bytes per connection while it
  * is named, head bytes of HTTP_HEAD_MAX_BYTES, timeouts for every phase. Every fd is

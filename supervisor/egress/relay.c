@@ -12,8 +12,16 @@
  * readable edge (or an error or hang-up on it). Edge-triggered epoll reports every arrival of
  * new bytes, so nothing is missed, and a pump woken only because the destination became
  * writable costs no read that can only fail. A direction starts dry: registering a socket that
- * already holds bytes (or an EOF) reports it readable at once. So a pipe is only made once its
- * source has something to give. */
+ * already holds bytes (or an EOF) reports it readable at once.
+ *
+ * Small first: a direction reads with recv(2) into a buffer on the stack and sends at once,
+ * until one read fills that buffer; only then does it switch to splice for good (a pipe, its
+ * bookkeeping and two splices per chunk pay off for bulk, not for a request and its answer).
+ * A short read of a stream socket means its queue is empty now: the direction is dry without
+ * the read that can only say EAGAIN. Two exceptions keep reading: after the peer's end was
+ * reported (the EOF still has to be read) and once urgent data was seen (TCP stops a read
+ * short at the urgent mark). What a destination does not take at once is kept, in a buffer of
+ * exactly its size, until its writable edge. */
 #include "supervisor/egress/relay.h"
 
 #include <errno.h>
@@ -27,7 +35,10 @@
 
 #include "base/cleanup.h"
 
-#define FALLBACK_BUF (64u * 1024)
+/* The stack buffer of a small read; a read that fills it makes the direction bulk. */
+#define COPY_CHUNK (16u * 1024)
+/* Edge-triggered, set once: see the top of this file. */
+#define RELAY_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET)
 /* What pipe2() gives (16 pages); the only size a cached pipe has. */
 #define DEFAULT_PIPE (64u * 1024)
 
@@ -43,15 +54,18 @@ struct direction {
 	size_t in_pipe;
 	size_t pipe_size, pipe_max;
 	bool pipe_tried, pipe_grown;
-	uint8_t *buf; /* fallback, allocated when first needed */
+	bool bulk;    /* a read filled COPY_CHUNK: splice from now on */
+	bool no_pipe; /* splice cannot serve this direction: copy for good */
+	uint8_t *buf; /* what dst did not take yet (exactly that size); NULL when empty */
 	size_t buf_len, buf_off;
 	uint8_t *prefix; /* owned; sent before anything else */
 	size_t prefix_len, prefix_off;
-	bool dry;   /* src said EAGAIN with nothing in the pipe: wait for its readable edge */
-	bool rdhup; /* src reported the peer's end of sending (EPOLLRDHUP) */
-	bool eof;   /* src ended and everything before the end was read */
-	bool shut;  /* dst got SHUT_WR */
-	uint64_t bytes;
+	bool dry;    /* src said EAGAIN with nothing in the pipe: wait for its readable edge */
+	bool rdhup;  /* src reported the peer's end of sending (EPOLLRDHUP) */
+	bool urgent; /* src reported urgent data (EPOLLPRI): a short read proves nothing */
+	bool eof;    /* src ended and everything before the end was read */
+	bool shut;   /* dst got SHUT_WR */
+	uint64_t bytes, copied;
 	bool fallback_used;
 	struct relay_pipes *pipes; /* NULL: pipe2() and close() */
 };
@@ -148,6 +162,7 @@ static void fill_stats(const struct relay *r, struct relay_stats *s)
 	s->started_ms = r->started_ms;
 	s->ended_ms = loop_now_ms();
 	s->spliced = !r->d[0].fallback_used && !r->d[1].fallback_used;
+	s->bytes_copied = r->d[0].copied + r->d[1].copied;
 	s->pipe_size =
 	        r->d[0].pipe_size > r->d[1].pipe_size ? r->d[0].pipe_size : r->d[1].pipe_size;
 	s->end = RELAY_END_CLOSED;
@@ -197,15 +212,49 @@ static int flush_bytes(struct direction *d, const uint8_t *p, size_t len, size_t
 	return 1;
 }
 
-static int ensure_buf(struct direction *d)
+/* Read what SRC holds into a buffer on the stack and send it on; keep what DST does not take.
+ * 1: progress, 0: nothing to read now (d->dry set when that is known), -errno. */
+static int copy_once(struct direction *d)
 {
-	if (!d->buf) {
-		d->buf = malloc(FALLBACK_BUF);
+	uint8_t chunk[COPY_CHUNK];
+	ssize_t n = recv(d->src, chunk, sizeof(chunk), MSG_DONTWAIT), sent;
+
+	if (n == 0) {
+		d->eof = true;
+		return 1;
+	}
+	if (n < 0) {
+		if (errno == EAGAIN) {
+			d->dry = true;
+			return 0;
+		}
+		return errno == EINTR ? 0 : -errno;
+	}
+	d->copied += (uint64_t)n;
+	if ((size_t)n == sizeof(chunk)) {
+		if (!d->no_pipe)
+			d->bulk = true; /* more is likely to follow: splice it */
+	} else if (!d->rdhup && !d->urgent) {
+		/* A stream socket's read stops short only when its queue ran empty (urgent data
+		 * aside); bytes arriving after it raise a new edge. */
+		d->dry = true;
+	}
+	sent = send(d->dst, chunk, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (sent < 0) {
+		if (errno != EAGAIN && errno != EINTR)
+			return -errno;
+		sent = 0;
+	}
+	d->bytes += (uint64_t)sent;
+	if (sent < n) {
+		d->buf = malloc((size_t)(n - sent));
 		if (!d->buf)
 			return -ENOMEM;
+		memcpy(d->buf, chunk + sent, (size_t)(n - sent));
+		d->buf_len = (size_t)(n - sent);
+		d->buf_off = 0;
 	}
-	d->fallback_used = true;
-	return 0;
+	return 1;
 }
 
 /* The pipe is made when the first bytes move (a connection that ends at once, or only
@@ -247,8 +296,10 @@ static void grow_pipe(struct direction *d)
 	}
 }
 
-/* Move bytes of D until neither step makes progress. Returns 0 or -errno. */
-static int pump(struct direction *d, bool *ret_moved)
+/* Move bytes of D until neither step makes progress. OTHER is the opposite direction: when it
+ * has finished, D's end needs no shutdown(): relay_finish()'s close() sends the FIN (every byte
+ * of both sockets was read, so close() does not reset). Returns 0 or -errno. */
+static int pump(struct direction *d, const struct direction *other, bool *ret_moved)
 {
 	bool progress;
 
@@ -265,11 +316,17 @@ static int pump(struct direction *d, bool *ret_moved)
 			if (d->prefix_off < d->prefix_len)
 				goto fill_skip; /* keep the order: nothing read goes before it */
 		}
-		if (d->buf_off < d->buf_len) {
+		if (d->buf) {
 			r = flush_bytes(d, d->buf, d->buf_len, &d->buf_off);
 			if (r < 0)
 				return r;
 			progress |= r > 0;
+			if (d->buf_off < d->buf_len)
+				goto fill_skip; /* the destination is full: its writable edge
+				                   follows */
+			free(d->buf);
+			d->buf = NULL;
+			d->buf_len = d->buf_off = 0;
 		} else if (d->in_pipe > 0) {
 			ssize_t n = splice(d->pipe_r, NULL, d->dst, NULL, d->in_pipe,
 			                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
@@ -286,24 +343,21 @@ static int pump(struct direction *d, bool *ret_moved)
 		/* 2. refill */
 		if (d->eof || d->dry)
 			goto fill_skip;
-		if (!d->pipe_tried && d->rdhup) {
-			/* The end came before any byte needed a pipe (a request sent with the
-			 * prefix and then a FIN, an answer-less side): is there more than it? */
-			char c;
-			ssize_t n = recv(d->src, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-
-			if (n == 0) {
-				d->eof = true;
-				progress = true;
-				goto fill_skip;
-			}
-			/* An error is reported once (reading clears it): it is the answer. */
-			if (n < 0 && errno != EAGAIN && errno != EINTR)
-				return -errno;
+		if (!d->bulk) {
+			r = copy_once(d);
+			if (r < 0)
+				return r;
+			progress |= r > 0;
+			goto fill_skip;
 		}
 		if (!d->pipe_tried)
 			open_pipe(d);
-		if (d->pipe_r >= 0 && d->buf_off >= d->buf_len && d->in_pipe < d->pipe_size) {
+		if (d->pipe_r < 0) {
+			/* No pipe to be had: copy for good. */
+			d->bulk = false;
+			d->no_pipe = d->fallback_used = true;
+			progress = true;
+		} else if (d->in_pipe < d->pipe_size) {
 			ssize_t n = splice(d->src, NULL, d->pipe_w, NULL, d->pipe_size - d->in_pipe,
 			                   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
 
@@ -316,8 +370,10 @@ static int pump(struct direction *d, bool *ret_moved)
 				d->eof = true;
 				progress = true;
 			} else if (errno == EINVAL && d->in_pipe == 0) {
-				/* This socket cannot splice: read and write from now on. */
+				/* This socket cannot splice: copy from now on. */
 				close_pipe(d);
+				d->bulk = false;
+				d->no_pipe = d->fallback_used = true;
 				progress = true;
 			} else if (errno == EAGAIN) {
 				/* With bytes in the pipe this may only mean its slots are taken:
@@ -327,35 +383,15 @@ static int pump(struct direction *d, bool *ret_moved)
 			} else if (errno != EINTR) {
 				return -errno;
 			}
-		} else if (d->pipe_r < 0 && d->buf_off >= d->buf_len) {
-			ssize_t n;
-
-			r = ensure_buf(d);
-			if (r < 0)
-				return r;
-			n = recv(d->src, d->buf, FALLBACK_BUF, MSG_DONTWAIT);
-			if (n > 0) {
-				d->buf_len = (size_t)n;
-				d->buf_off = 0;
-				progress = true;
-			} else if (n == 0) {
-				d->eof = true;
-				progress = true;
-			} else if (errno == EAGAIN) {
-				d->dry = true; /* the buffer is empty here */
-			} else if (errno != EINTR) {
-				return -errno;
-			}
 		}
 	fill_skip:
 		if (progress)
 			*ret_moved = true;
 	} while (progress);
 
-	if (d->eof && !d->shut && d->in_pipe == 0 && d->buf_off >= d->buf_len &&
-	    d->prefix_off >= d->prefix_len) {
+	if (d->eof && !d->shut && d->in_pipe == 0 && !d->buf && d->prefix_off >= d->prefix_len) {
 		/* ENOTCONN: the peer is already gone; the other direction will tell. */
-		if (shutdown(d->dst, SHUT_WR) < 0 && errno != ENOTCONN)
+		if (!other->shut && shutdown(d->dst, SHUT_WR) < 0 && errno != ENOTCONN)
 			return -errno;
 		d->shut = true;
 	}
@@ -372,7 +408,7 @@ static void pump_dirs(struct relay *r, unsigned mask)
 
 		if (!(mask & (1u << i)))
 			continue;
-		e = pump(&r->d[i], &moved);
+		e = pump(&r->d[i], &r->d[1 - i], &moved);
 
 		if (e < 0) {
 			relay_finish(r, RELAY_END_ERROR, e);
@@ -392,11 +428,13 @@ static int on_socket(struct loop *loop, int fd, uint32_t events, void *userdata)
 	 * other direction would only meet EAGAIN. */
 	unsigned in = fd == r->a ? 1u : 2u, out = fd == r->a ? 2u : 1u, mask = 0;
 
-	if (events & (EPOLLIN | EPOLLRDHUP)) {
+	if (events & (EPOLLIN | EPOLLRDHUP | EPOLLPRI)) {
 		mask |= in;
 		r->d[in - 1].dry = false;
 		if (events & EPOLLRDHUP)
 			r->d[in - 1].rdhup = true;
+		if (events & EPOLLPRI)
+			r->d[in - 1].urgent = true;
 	}
 	if (events & EPOLLOUT)
 		mask |= out;
@@ -435,6 +473,15 @@ static void setup_direction(struct direction *d, int src, int dst, size_t pipe_m
 	d->dry = true; /* until the first readable edge: see the top of this file */
 }
 
+/* relay_start() failed with E: neither socket may stay registered once closed, not to us and
+ * not to a caller whose registration was not taken over yet. */
+static int unregister(struct loop *loop, int a, int b, int e)
+{
+	loop_del_fd(loop, a);
+	loop_del_fd(loop, b);
+	return e;
+}
+
 int relay_start(struct loop *loop, int a, int b, const struct relay_options *opts,
                 relay_done_fn done, void *userdata, struct relay **ret)
 {
@@ -450,15 +497,15 @@ int relay_start(struct loop *loop, int a, int b, const struct relay_options *opt
 	if (pipe_max > RELAY_MAX_PIPE_SIZE)
 		pipe_max = RELAY_MAX_PIPE_SIZE;
 	if (opts->prefix_len > RELAY_MAX_PREFIX)
-		return -EINVAL;
+		return unregister(loop, a, b, -EINVAL);
 	r = calloc(1, sizeof(*r));
 	if (!r)
-		return -ENOMEM;
+		return unregister(loop, a, b, -ENOMEM);
 	if (opts->prefix_len) {
 		r->d[0].prefix = malloc(opts->prefix_len);
 		if (!r->d[0].prefix) {
 			free(r);
-			return -ENOMEM;
+			return unregister(loop, a, b, -ENOMEM);
 		}
 		memcpy(r->d[0].prefix, opts->prefix, opts->prefix_len);
 		r->d[0].prefix_len = opts->prefix_len;
@@ -479,20 +526,14 @@ int relay_start(struct loop *loop, int a, int b, const struct relay_options *opt
 	    flush_bytes(&r->d[0], r->d[0].prefix, r->d[0].prefix_len, &r->d[0].prefix_off) > 0)
 		r->last_ms = loop_now_ms();
 
-	e = loop_add_fd(loop, a, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, on_socket, r);
-	if (e >= 0) {
-		e = loop_add_fd(loop, b, EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, on_socket, r);
-		if (e < 0)
-			loop_del_fd(loop, a);
-	}
-	if (e >= 0 && r->idle_ms) {
+	/* A socket the caller still has registered is taken over (loop_set_fd). */
+	e = loop_set_fd(loop, a, RELAY_EVENTS, on_socket, r);
+	if (e >= 0)
+		e = loop_set_fd(loop, b, RELAY_EVENTS, on_socket, r);
+	if (e >= 0 && r->idle_ms)
 		e = loop_add_timer(loop, r->last_ms + r->idle_ms, on_idle_timer, r, &r->timer);
-		if (e < 0) {
-			loop_del_fd(loop, a);
-			loop_del_fd(loop, b);
-		}
-	}
 	if (e < 0) {
+		unregister(loop, a, b, e);
 		for (int i = 0; i < 2; i++) {
 			close_pipe(&r->d[i]);
 			free(r->d[i].prefix);

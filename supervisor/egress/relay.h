@@ -1,30 +1,33 @@
 /* A bidirectional byte relay between two connected stream sockets, on the loop.
  *
- * Bytes move with splice(2) through a pipe per direction, so they are never copied through
- * user space; where splice fails (no pipe to be had, a socket type that cannot splice) that
- * direction falls back to read/write through a buffer. What one direction holds is bounded by
- * its pipe (or buffer): a slow reader stops the writer's side being read, nothing queues up.
- * A pipe is made when a direction first carries bytes, at the kernel's default size, and
- * grows to pipe_size once it runs full (bulk transfers need big pipes, most connections not);
- * where the kernel refuses that size (F_SETPIPE_SZ: over fs.pipe-max-size without
- * CAP_SYS_RESOURCE, the user's pipe quota, memory) it tries half as much, and so on down to
- * the size it has.
+ * A direction starts small: recv(2) into a buffer on the stack and send(2) on at once, the
+ * cheapest way to pass a request and its answer (no pipe, two system calls a message). The
+ * first read that fills that buffer (16 KiB) makes the direction bulk for good: from then on
+ * its bytes move with splice(2) through a pipe, so they are never copied through user space;
+ * where splice fails (no pipe to be had, a socket type that cannot splice) it stays with
+ * recv/send. What one direction holds is bounded by its pipe (or by one read): a slow reader
+ * stops the writer's side being read, nothing queues up. A bulk direction's pipe starts at the
+ * kernel's default size and grows to pipe_size once it runs full; where the kernel refuses that
+ * size (F_SETPIPE_SZ: over fs.pipe-max-size without CAP_SYS_RESOURCE, the user's pipe quota,
+ * memory) it tries half as much, and so on down to the size it has.
  *
  * Half-close: when one side ends its sending (EOF), the other side's sending is shut
  * (shutdown(SHUT_WR)) once everything before the EOF was delivered; the relay finishes when
- * both directions did. An error on either side (a reset, EPIPE) ends both at once, and the
- * other side is reset too (SO_LINGER 0), so an abort is seen as one. A relay in which no byte
- * moved for idle_ms ends as well.
+ * both directions did (the second end needs no shutdown: closing both sockets sends its FIN).
+ * An error on either side (a reset, EPIPE) ends both at once, and the other side is reset too
+ * (SO_LINGER 0), so an abort is seen as one. A relay in which no byte moved for idle_ms ends as
+ * well.
  *
  * The sockets are registered edge-triggered once and never modified; the idle timer is one
  * loop timer per relay that is re-armed only when it fires.
  *
  * Set-up cost: a prefix is sent at once by relay_start() (the request that named the
- * connection reaches the server without a round through the loop), and a relay given a
- * relay_pipes cache takes its pipes from it and gives them back when it ends, so a short
- * connection costs no pipe2() and no close() of pipes. Only a pipe known to be empty (the
- * relay's count and the kernel's FIONREAD both say 0) and still at the default size goes back:
- * bytes of one connection can never come out in another's. */
+ * connection reaches the server without a round through the loop), a request and its answer
+ * cost a recv and a send each way, and a relay given a relay_pipes cache takes its pipes (for
+ * bulk) from it and gives them back when it ends, so a bulk connection costs no pipe2() and no
+ * close() of pipes. Only a pipe known to be empty (the relay's count and the kernel's FIONREAD
+ * both say 0) and still at the default size goes back: bytes of one connection can never come
+ * out in another's. */
 #ifndef CLOISTER_RELAY_H
 #define CLOISTER_RELAY_H
 
@@ -46,9 +49,10 @@ struct relay_stats {
 	uint64_t bytes_b_to_a;
 	uint64_t started_ms, ended_ms; /* loop_now_ms() */
 	enum relay_end end;
-	int error;        /* negative errno for RELAY_END_ERROR, else 0 */
-	bool spliced;     /* every byte moved with splice (no read/write fallback) */
-	size_t pipe_size; /* the biggest pipe a direction had (0: none was made) */
+	int error;             /* negative errno for RELAY_END_ERROR, else 0 */
+	bool spliced;          /* no direction had to give up splicing (no pipe, EINVAL) */
+	uint64_t bytes_copied; /* of the bytes read, those moved with recv/send (small reads) */
+	size_t pipe_size;      /* the biggest pipe a direction had (0: none was made) */
 };
 
 struct relay;
@@ -84,7 +88,9 @@ struct relay_options {
 #define RELAY_MAX_PREFIX        (64u * 1024)
 
 /* Start relaying between the connected sockets A and B (non-blocking; the relay owns them from
- * now on, also when this fails: they are closed then). The prefix is sent to B at once as far
+ * now on, also when this fails: they are closed then, and no longer registered on the loop).
+ * Either may still be registered on LOOP by the caller: the relay takes the registration over
+ * (loop_set_fd), so the caller must not delete it. The prefix is sent to B at once as far
  * as B takes it (an error is met again, and reported, by the first pump). -EINVAL for a prefix over
  * RELAY_MAX_PREFIX, -ENOMEM, or the loop's error. *ret (may be NULL) is valid until DONE is
  * called. */

@@ -382,28 +382,50 @@ static uint64_t oncpu_ns(pid_t pid)
 	return ns;
 }
 
+/* How often PID went to sleep and was woken again (voluntary context switches, all its
+ * threads: the proxy has one). 0 when unknown. */
+static uint64_t wakeups(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "voluntary_ctxt_switches: %llu", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
 /* The median set-up time of each way in ON, the ways taking turns every SETUP_RUN set-ups
  * (long enough for each way to run warm, short enough that a change in the machine's load
  * hits all alike), and the CPU time our proxy (PROXY) spent per set-up of the transparent
  * and CONNECT ways: what it costs whatever the machine's wake-up latency. A tinyproxy that
  * fails is dropped from ON (with a note); a failure of ours or of the direct way ends it. */
 static int measure_setups(const struct bench *b, pid_t proxy, bool on[WAY_COUNT],
-                          double ret_us[WAY_COUNT], double ret_cpu_us[WAY_COUNT])
+                          double ret_us[WAY_COUNT], double ret_cpu_us[WAY_COUNT],
+                          double ret_wakeups[WAY_COUNT])
 {
 	_cleanup_free_ uint64_t *samples = calloc((size_t)SETUPS * WAY_COUNT, sizeof(uint64_t));
-	uint64_t cpu[WAY_COUNT] = {0};
+	uint64_t cpu[WAY_COUNT] = {0}, woken[WAY_COUNT] = {0};
 
 	if (!samples)
 		return -ENOMEM;
 	for (int start = 0; start < SETUPS; start += SETUP_RUN)
 		for (int k = 0; k < WAY_COUNT * SETUP_RUN; k++) {
 			int w = k / SETUP_RUN, i = start + k % SETUP_RUN, fd, r;
-			uint64_t c0 = 0;
+			uint64_t c0 = 0, w0 = 0;
 
 			if (!on[w] || i >= SETUPS)
 				continue;
-			if (w == WAY_TRANSPARENT || w == WAY_CONNECT)
+			if (w == WAY_TRANSPARENT || w == WAY_CONNECT) {
 				c0 = oncpu_ns(proxy);
+				w0 = wakeups(proxy);
+			}
 			r = way_open(b, w, &samples[(size_t)w * SETUPS + (size_t)i], &fd);
 			if (r < 0 && w == WAY_TINYPROXY) {
 				printf("proxy: measuring tinyproxy failed: %s\n", strerror(-r));
@@ -416,13 +438,16 @@ static int measure_setups(const struct bench *b, pid_t proxy, bool on[WAY_COUNT]
 				return r;
 			}
 			close(fd);
-			if (w == WAY_TRANSPARENT || w == WAY_CONNECT)
+			if (w == WAY_TRANSPARENT || w == WAY_CONNECT) {
 				cpu[w] += oncpu_ns(proxy) - c0;
+				woken[w] += wakeups(proxy) - w0;
+			}
 		}
 	for (int w = 0; w < WAY_COUNT; w++) {
 		uint64_t *s = samples + (size_t)w * SETUPS;
 
 		ret_cpu_us[w] = (double)cpu[w] / SETUPS / 1e3;
+		ret_wakeups[w] = (double)woken[w] / SETUPS;
 		if (!on[w])
 			continue;
 		qsort(s, SETUPS, sizeof(uint64_t), cmp_u64);
@@ -661,7 +686,7 @@ void bench_proxy(void)
 	_cleanup_close_ int connect_fd = -EBADF;
 	pid_t proxy_pid = -1, tiny_pid = -1;
 	double setup_us[WAY_COUNT] = {0}, best_gbs[WAY_COUNT] = {0}, ratio[WAY_COUNT] = {0};
-	double setup_cpu_us[WAY_COUNT] = {0};
+	double setup_cpu_us[WAY_COUNT] = {0}, setup_wakeups[WAY_COUNT] = {0};
 	double cpu_ms_per_gib[WAY_COUNT] = {0};
 	double run_gbs[BULK_RUNS][WAY_COUNT] = {{0}}, run_cpu[BULK_RUNS][WAY_COUNT] = {{0}};
 	bool on[WAY_COUNT] = {true, true, true, false};
@@ -728,7 +753,7 @@ void bench_proxy(void)
 	b.server_port = srv.port;
 
 	on[WAY_TINYPROXY] = tiny_pid > 0;
-	r = measure_setups(&b, proxy_pid, on, setup_us, setup_cpu_us);
+	r = measure_setups(&b, proxy_pid, on, setup_us, setup_cpu_us, setup_wakeups);
 	if (r >= 0 && tiny_pid > 0 && !on[WAY_TINYPROXY]) {
 		stop_child(tiny_pid);
 		tiny_pid = -1;
@@ -804,8 +829,10 @@ void bench_proxy(void)
 	 * client's connect, the dial, the relay of one request and answer, both ends): the
 	 * part of the set-up overhead that is ours, apart from the wake-ups the kernel and the
 	 * machine's load cost. */
-	printf("proxy CPU per set-up (accept to close): transparent %.1f µs, CONNECT %.1f µs\n",
-	       setup_cpu_us[1], setup_cpu_us[2]);
+	printf("proxy CPU per set-up (accept to close): transparent %.1f µs, CONNECT %.1f µs; its "
+	       "wake-ups per set-up (voluntary context switches): transparent %.2f, CONNECT "
+	       "%.2f\n",
+	       setup_cpu_us[1], setup_cpu_us[2], setup_wakeups[1], setup_wakeups[2]);
 	printf("target bulk >= 90 %% of direct: transparent %.0f %%, CONNECT %.0f %%; target "
 	       "set-up overhead <= 60 µs: transparent %+.1f µs, CONNECT %+.1f µs\n",
 	       100 * ratio[1], 100 * ratio[2], setup_us[1] - setup_us[0],

@@ -825,6 +825,26 @@ static void test_raw_tcp_is_named_through_the_fake_ip(void **state)
 	assert_string_equal(env.seen.name_source, "resolver");
 }
 
+/* A fake address aims at the name it stands for, never at the host: the proxy asks the
+ * kernel nothing about it (a route lookup less per connection), and a host that happens to
+ * hold that address itself (the range is private, not ours alone) still reaches the name. */
+static void test_a_fake_address_the_host_also_holds_still_reaches_its_name(void **state)
+{
+	static const uint8_t raw[] = {0x00, 0x01, 0xfe, 'f', 'a', 'k', 'e', 0x00};
+	char addr[INET6_ADDRSTRLEN], cmd[128];
+
+	skip_if_needed();
+	fake_addr_of("raw.test", AF_INET, addr);
+	snprintf(cmd, sizeof(cmd), "ip addr add %s/32 dev lo", addr);
+	assert_int_equal(run(cmd), 0);
+	expect_echo(AF_INET, addr, env.port, raw, sizeof(raw));
+	snprintf(cmd, sizeof(cmd), "ip addr del %s/32 dev lo", addr);
+	assert_int_equal(run(cmd), 0);
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+	assert_string_equal(env.seen.host, "raw.test");
+}
+
 static void test_ipv6_through_a_fake_address(void **state)
 {
 	static const char data[] = "hello over IPv6";
@@ -1384,6 +1404,7 @@ int main(void)
 	        cmocka_unit_test(test_tls_is_named_by_sni),
 	        cmocka_unit_test(test_big_transfer_arrives_intact),
 	        cmocka_unit_test(test_raw_tcp_is_named_through_the_fake_ip),
+	        cmocka_unit_test(test_a_fake_address_the_host_also_holds_still_reaches_its_name),
 	        cmocka_unit_test(test_ipv6_through_a_fake_address),
 	        cmocka_unit_test(test_denied_name_is_reset_at_once),
 	        cmocka_unit_test(test_pending_ask_holds_the_connection_until_decided),

@@ -39,6 +39,42 @@ static int on_readable(struct loop *loop, int fd, uint32_t events, void *userdat
 	return 0;
 }
 
+static int on_readable_never(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	fail_msg("the handler a registration was handed over from was called");
+	return 0;
+}
+
+/* loop_set_fd() hands a registration over (one MOD): only the new handler is called, also for
+ * bytes that were waiting before the hand-over (reported at once, as after an add); on an fd
+ * not registered it registers it. */
+static void test_a_registration_handed_over_calls_only_the_new_handler(void **state)
+{
+	struct loop *loop;
+	struct record rec = {0};
+	int other[2];
+
+	assert_int_equal(loop_new(&loop), 0);
+	assert_int_equal(pipe2(rec.fds, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(other, O_CLOEXEC), 0);
+	/* One byte: edge-triggered, the handler reads one byte per event. */
+	assert_int_equal(write(rec.fds[1], "q", 1), 1);
+	assert_int_equal(loop_add_fd(loop, rec.fds[0], EPOLLIN, on_readable_never, NULL), 0);
+	assert_int_equal(loop_set_fd(loop, rec.fds[0], EPOLLIN | EPOLLET, on_readable, &rec), 0);
+	assert_int_equal(loop_run(loop), 7);
+	assert_string_equal(rec.order, "q");
+	assert_int_equal(loop_set_fd(loop, other[0], EPOLLIN, on_readable, &rec), 0);
+	assert_int_equal(write(other[1], "q", 1), 1);
+	assert_int_equal(loop_run(loop), 7);
+	assert_string_equal(rec.order, "qq");
+	assert_int_equal(loop_set_fd(loop, other[0], EPOLLIN, NULL, NULL), -EINVAL);
+	loop_free(loop);
+	for (int i = 0; i < 2; i++) {
+		close(rec.fds[i]);
+		close(other[i]);
+	}
+}
+
 static void test_fd_handler_sees_data_and_exit_code_is_returned(void **state)
 {
 	struct loop *loop;
@@ -471,6 +507,47 @@ static void test_cancelling_the_earliest_timer_rearms_for_the_next(void **state)
 	loop_free(loop);
 }
 
+/* Cancelling the earliest timer leaves the timerfd set to its deadline (no timerfd_settime
+ * per cancel): that early expiry must fire nothing, and the later timers still fire, each at
+ * or after its own deadline. */
+struct punctual {
+	uint64_t deadline;
+	int fired;
+	bool early;
+};
+
+static int on_punctual(struct loop *loop, void *userdata)
+{
+	struct punctual *t = userdata;
+
+	t->fired++;
+	t->early |= loop_now_ms() < t->deadline;
+	loop_exit(loop, 0);
+	return 0;
+}
+
+static void test_a_cancelled_earliest_deadline_fires_nothing_early(void **state)
+{
+	struct loop *loop;
+	struct loop_timer *early;
+	uint64_t start = loop_now_ms();
+	struct punctual late = {.deadline = start + 50}, later = {.deadline = start + 80};
+
+	assert_int_equal(loop_new(&loop), 0);
+	assert_int_equal(loop_add_timer(loop, start + 5, on_timer_never, NULL, &early), 0);
+	assert_int_equal(loop_add_timer(loop, late.deadline, on_punctual, &late, NULL), 0);
+	loop_cancel_timer(loop, early);
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(late.fired, 1);
+	assert_false(late.early);
+	/* And with nothing left but a stale setting, a new later timer is still served. */
+	assert_int_equal(loop_add_timer(loop, later.deadline, on_punctual, &later, NULL), 0);
+	assert_int_equal(loop_run(loop), 0);
+	assert_int_equal(later.fired, 1);
+	assert_false(later.early);
+	loop_free(loop);
+}
+
 /* loop_exit() from a timer leaves the other due ones (same deadline) for the next run. */
 static int on_exit_first(struct loop *loop, void *userdata)
 {
@@ -695,6 +772,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_fd_handler_sees_data_and_exit_code_is_returned),
+	        cmocka_unit_test(test_a_registration_handed_over_calls_only_the_new_handler),
 	        cmocka_unit_test(test_prepare_hooks_run_before_each_wait),
 	        cmocka_unit_test(test_timers_fire_in_deadline_order_and_cancelled_ones_never),
 	        cmocka_unit_test(test_fd_removed_inside_a_handler_is_not_dispatched),
@@ -705,6 +783,7 @@ int main(void)
 	                test_fds_deleted_and_reused_inside_a_batch_are_not_dispatched_stale),
 	        cmocka_unit_test(test_thousands_of_timers_fire_in_deadline_order_fifo_on_ties),
 	        cmocka_unit_test(test_cancelling_the_earliest_timer_rearms_for_the_next),
+	        cmocka_unit_test(test_a_cancelled_earliest_deadline_fires_nothing_early),
 	        cmocka_unit_test(test_due_timers_left_at_exit_fire_on_the_next_run),
 	        cmocka_unit_test(test_a_timer_cancels_another_due_in_the_same_round),
 	        cmocka_unit_test(test_timers_added_from_a_timer_callback_fire),
