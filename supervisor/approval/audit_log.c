@@ -100,14 +100,16 @@ struct audit_log {
 	bool lost_cut; /* …during this count: the reader is told that line is cut */
 	audit_log_sink_fn sink;
 	void *sink_userdata;
-	/* Automatic lines gathered over the loop's round (audit_log_options.batch), whole lines
-	 * only, written with one write(2) by audit_log_sync(). */
+	/* Automatic lines gathered (audit_log_options.batch), whole lines only, written with one
+	 * write(2) at most DELAY_MS after the first of them (the timer DUE), or sooner. */
 	bool batch;
+	uint64_t delay_ms;
+	struct loop_timer *due;
 	char *pending;
 	size_t pending_len, pending_lines;
 };
 
-/* More gathered than this is written at once: one round rarely holds more than a few lines. */
+/* More gathered than this is written at once: at 20 ms, a busy loop gathers a few dozen lines. */
 #define PENDING_MAX (64 * 1024)
 
 uint64_t audit_log_now_ms(void)
@@ -259,6 +261,37 @@ static void write_pending(struct audit_log *log)
 	log->pending_lines = 0;
 }
 
+void audit_log_sync(struct audit_log *log)
+{
+	if (log && log->fd >= 0)
+		write_pending(log);
+}
+
+static int on_due(struct loop *loop, void *userdata)
+{
+	struct audit_log *log = userdata;
+
+	(void)loop;
+	log->due = NULL;
+	if (!log->pending_len)
+		return 0; /* written sooner: by a decision, a reader, a full buffer */
+	/* The execs' lines: their phase's time, though written here. */
+	trace_exec_more_begin();
+	audit_log_sync(log);
+	trace_exec_more_end(TRACE_EXEC_AUDIT);
+	return 0;
+}
+
+/* The first line gathered since the last write sets when they all go. A timer from an earlier
+ * line, whose lines were written sooner, fires before that: still within the bound. */
+static bool schedule_due(struct audit_log *log)
+{
+	if (log->due)
+		return true;
+	return loop_add_timer(log->loop, loop_now_ms() + log->delay_ms, on_due, log, &log->due) >=
+	       0;
+}
+
 /* Gather LINE; false when it must be written alone (not gathering, no memory). */
 static bool gather(struct audit_log *log, const char *line)
 {
@@ -273,31 +306,12 @@ static bool gather(struct audit_log *log, const char *line)
 		if (!log->pending)
 			return false;
 	}
-	if (len > PENDING_MAX - log->pending_len)
+	if (len > PENDING_MAX - log->pending_len || !schedule_due(log))
 		return false;
 	memcpy(log->pending + log->pending_len, line, len);
 	log->pending_len += len;
 	log->pending_lines++;
 	return true;
-}
-
-void audit_log_sync(struct audit_log *log)
-{
-	if (log && log->fd >= 0)
-		write_pending(log);
-}
-
-static void on_prepare(struct loop *loop, void *userdata)
-{
-	struct audit_log *log = userdata;
-
-	(void)loop;
-	if (!log->pending_len)
-		return;
-	/* The execs' lines: their phase's time, though written here. */
-	trace_exec_more_begin();
-	audit_log_sync(log);
-	trace_exec_more_end(TRACE_EXEC_AUDIT);
 }
 
 static void write_line(struct audit_log *log, const struct audit_record *rec)
@@ -463,8 +477,10 @@ int audit_log_new(struct loop *loop, const struct audit_log_options *opts,
 		return r;
 	}
 	open_file(log);
-	if (opts->batch && log->fd >= 0 && loop && loop_add_prepare(loop, on_prepare, log) >= 0)
-		log->batch = true;
+	log->batch = opts->batch && log->fd >= 0 && loop;
+	log->delay_ms = opts->delay_ms ? opts->delay_ms : AUDIT_LOG_DELAY_MS;
+	if (log->delay_ms > AUDIT_LOG_DELAY_MAX_MS)
+		log->delay_ms = AUDIT_LOG_DELAY_MAX_MS;
 	*ret_log = log;
 	return 0;
 }
@@ -474,12 +490,12 @@ void audit_log_flush(struct audit_log *log)
 	if (!log)
 		return;
 	log->freeing = true;
-	if (log->batch) {
-		loop_del_prepare(log->loop, on_prepare, log);
-		log->batch = false;
-	}
+	log->batch = false;
 	if (log->fd >= 0)
 		write_pending(log);
+	if (log->due)
+		loop_cancel_timer(log->loop, log->due);
+	log->due = NULL;
 	if (log->lift)
 		loop_cancel_timer(log->loop, log->lift);
 	log->lift = NULL;

@@ -18,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "base/cleanup.h"
 #include "base/loop.h"
 #include "base/say.h"
 #include "supervisor/approval/audit.h"
@@ -776,28 +777,39 @@ static int stop_loop(struct loop *loop, void *userdata)
 	return 0;
 }
 
-static void file_text(const char *path, char *buf, size_t size)
+/* The summaries of the file's lines, in order, each followed by a space. */
+static void file_summaries(const char *path, char *buf, size_t size)
 {
-	FILE *f = fopen(path, "r");
-	size_t n;
+	_cleanup_free_ char *text = NULL;
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	size_t cap = 0, len = 0;
 
 	assert_non_null(f);
-	n = fread(buf, 1, size - 1, f);
-	fclose(f);
-	buf[n] = '\0';
+	buf[0] = '\0';
+	while (getline(&text, &cap, f) > 0) {
+		cJSON *o = cJSON_Parse(text);
+		const cJSON *summary = cJSON_GetObjectItemCaseSensitive(o, "summary");
+
+		assert_true(cJSON_IsString(summary));
+		len += (size_t)snprintf(buf + len, size - len, "%s ", summary->valuestring);
+		assert_true(len < size);
+		cJSON_Delete(o);
+	}
 }
 
-/* Gathered: automatic lines wait for the loop's round to end and go with one write; a person's
- * decision is in the file when audit_log_record returns, after the lines gathered before it;
- * what is still gathered at the end is written by audit_log_free. */
-static void test_automatic_lines_are_written_once_a_round_decisions_at_once(void **state)
+/* Gathered: automatic lines stay in memory past the loop's rounds, until their delay; every
+ * other trigger writes them sooner, all before the line that triggered, so the file keeps the
+ * order they came in: a person's decision (in the file when audit_log_record returns), a
+ * reader's audit_log_sync, 64 KiB gathered, the end. */
+static void test_automatic_lines_wait_and_every_trigger_keeps_their_order(void **state)
 {
 	struct loop *loop = NULL;
 	struct audit_log *log = NULL;
-	struct audit_log_options opts = {.rate = -1, .batch = true};
+	/* A minute: nothing here waits for it, so nothing can be written by it. */
+	struct audit_log_options opts = {.rate = -1, .batch = true, .delay_ms = 60000};
 	struct loop_timer *timer;
-	char path[256], text[8192];
-	const char *a, *b, *c, *d, *e;
+	char path[256], text[16384], want[16384], summary[64];
+	size_t want_len = 0;
 
 	(void)state;
 	setenv("XDG_STATE_HOME", tmpdir, 1);
@@ -806,28 +818,95 @@ static void test_automatic_lines_are_written_once_a_round_decisions_at_once(void
 	assert_int_equal(audit_log_new(loop, &opts, &log), 0);
 	record_auto(log, "auto-a");
 	record_auto(log, "auto-b");
-	file_text(path, text, sizeof(text));
-	assert_string_equal(text, "");
-	/* One round: the loop writes them before it waits. */
+	/* A round of the loop goes by: still in memory. */
 	assert_int_equal(loop_add_timer(loop, 0, stop_loop, NULL, &timer), 0);
 	assert_int_equal(loop_run(loop), 0);
-	file_text(path, text, sizeof(text));
-	a = strstr(text, "auto-a");
-	b = strstr(text, "auto-b");
-	assert_true(a && b && a < b);
+	file_summaries(path, text, sizeof(text));
+	assert_string_equal(text, "");
 
-	record_auto(log, "auto-c");
-	record_line(log, AUDIT_APPROVED, "decided-d");
-	file_text(path, text, sizeof(text));
-	c = strstr(text, "auto-c");
-	d = strstr(text, "decided-d");
-	assert_true(b < c && c && c < d);
+	/* A person's decision: the lines before it first, all in the file at once. */
+	record_line(log, AUDIT_APPROVED, "decided-c");
+	file_summaries(path, text, sizeof(text));
+	assert_string_equal(text, "auto-a auto-b decided-c ");
 
-	record_auto(log, "auto-e");
+	/* A reader. */
+	record_auto(log, "auto-d");
+	file_summaries(path, text, sizeof(text));
+	assert_string_equal(text, "auto-a auto-b decided-c ");
+	audit_log_sync(log);
+	file_summaries(path, text, sizeof(text));
+	assert_string_equal(text, "auto-a auto-b decided-c auto-d ");
+
+	/* 64 KiB: written when the next line would not fit, the loop never running. */
+	want_len = (size_t)snprintf(want, sizeof(want), "%s", text);
+	for (int i = 0; i < 400; i++) {
+		snprintf(summary, sizeof(summary), "fill-%d", i);
+		record_auto(log, summary);
+		want_len +=
+		        (size_t)snprintf(want + want_len, sizeof(want) - want_len, "%s ", summary);
+	}
+	file_summaries(path, text, sizeof(text));
+	assert_true(strlen(text) > strlen("auto-a auto-b decided-c auto-d "));
+	assert_int_equal(strncmp(text, want, strlen(text)), 0);
+	assert_true(strlen(text) < want_len); /* the last ones still in memory */
+
+	/* The end writes the rest, in order. */
+	record_auto(log, "auto-z");
+	want_len += (size_t)snprintf(want + want_len, sizeof(want) - want_len, "auto-z ");
 	audit_log_free(log);
-	file_text(path, text, sizeof(text));
-	e = strstr(text, "auto-e");
-	assert_true(e && strstr(text, "decided-d") < e);
+	file_summaries(path, text, sizeof(text));
+	assert_string_equal(text, want);
+	loop_free(loop);
+	unsetenv("XDG_STATE_HOME");
+}
+
+struct watch {
+	const char *path;
+	uint64_t deadline_ms;
+	bool seen;
+};
+
+/* Every millisecond, until the file has a line or the bound passes. */
+static int watch_file(struct loop *loop, void *userdata)
+{
+	struct watch *w = userdata;
+	struct stat st;
+	struct loop_timer *timer;
+
+	if (stat(w->path, &st) == 0 && st.st_size > 0) {
+		w->seen = true;
+		loop_exit(loop, 0);
+	} else if (loop_now_ms() >= w->deadline_ms)
+		loop_exit(loop, 0);
+	else
+		assert_int_equal(loop_add_timer(loop, loop_now_ms() + 1, watch_file, w, &timer), 0);
+	return 0;
+}
+
+/* Nothing else happening, an automatic line still reaches the file: its delay's timer writes
+ * it. (Waited for up to 10 s, a loaded machine's bound; it comes after about 20 ms.) */
+static void test_an_automatic_line_reaches_the_file_without_more_activity(void **state)
+{
+	struct loop *loop = NULL;
+	struct audit_log *log = NULL;
+	struct audit_log_options opts = {.rate = -1, .batch = true, .delay_ms = 20};
+	struct loop_timer *timer;
+	char path[256], text[256];
+	struct watch w = {.path = path};
+
+	(void)state;
+	setenv("XDG_STATE_HOME", tmpdir, 1);
+	snprintf(path, sizeof(path), "%s/cloister/audit.log", tmpdir);
+	assert_int_equal(loop_new(&loop), 0);
+	assert_int_equal(audit_log_new(loop, &opts, &log), 0);
+	record_auto(log, "auto-a");
+	w.deadline_ms = loop_now_ms() + 10000;
+	assert_int_equal(loop_add_timer(loop, 0, watch_file, &w, &timer), 0);
+	assert_int_equal(loop_run(loop), 0);
+	assert_true(w.seen);
+	file_summaries(path, text, sizeof(text));
+	assert_string_equal(text, "auto-a ");
+	audit_log_free(log);
 	loop_free(loop);
 	unsetenv("XDG_STATE_HOME");
 }
@@ -860,8 +939,11 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(test_a_full_file_counts_what_it_lost_and_goes_on,
 	                                        make_tmpdir, remove_tmpdir),
 	        cmocka_unit_test_setup_teardown(
-	                test_automatic_lines_are_written_once_a_round_decisions_at_once,
-	                make_tmpdir, remove_tmpdir),
+	                test_automatic_lines_wait_and_every_trigger_keeps_their_order, make_tmpdir,
+	                remove_tmpdir),
+	        cmocka_unit_test_setup_teardown(
+	                test_an_automatic_line_reaches_the_file_without_more_activity, make_tmpdir,
+	                remove_tmpdir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
