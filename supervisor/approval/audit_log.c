@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +262,58 @@ static void write_pending(struct audit_log *log)
 	log->pending_lines = 0;
 }
 
+/* ---- a crash ----------------------------------------------------------------------------- */
+
+/* A fault or an abort of the supervisor writes the automatic lines still in memory before it
+ * ends, so that only a SIGKILL (or the machine) can lose them: a hostile agent that found a
+ * way to crash us must not also erase what it did just before. The gathered lines are whole
+ * up to pending_len (it grows after the copy), and write(2) is async-signal-safe. One log a
+ * process has it: the last that gathers. */
+static struct audit_log *volatile crash_log;
+static struct sigaction crash_old[NSIG];
+static volatile sig_atomic_t crash_seen;
+
+static void crash_on_signal(int sig, siginfo_t *si, void *uc)
+{
+	struct audit_log *log = crash_log;
+	int saved = errno;
+
+	(void)uc;
+	crash_log = NULL;
+	if (log && log->fd >= 0 && log->pending_len)
+		(void)!write(log->fd, log->pending, log->pending_len);
+	/* What was there before (the default, a sanitizer's, the terminal's rescue): a fault
+	 * happens again on return, a sent signal is raised again (blocked until then). A second
+	 * time here (a handler before us that hands back to us) ends it with the default. */
+	if (crash_seen++)
+		(void)signal(sig, SIG_DFL);
+	else
+		(void)sigaction(sig, &crash_old[sig], NULL);
+	if (si->si_code <= 0)
+		(void)raise(sig);
+	errno = saved;
+}
+
+/* Ours where a signal ends the process, whatever was there kept to hand over to; where ours is
+ * already, nothing. */
+static void crash_install(void)
+{
+	static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
+	struct sigaction sa = {.sa_sigaction = crash_on_signal, .sa_flags = SA_SIGINFO};
+
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < ELEMENTSOF(fatal); i++) {
+		int sig = fatal[i];
+		struct sigaction cur;
+
+		if (sigaction(sig, NULL, &cur) < 0 || cur.sa_handler == SIG_IGN ||
+		    ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == crash_on_signal))
+			continue;
+		crash_old[sig] = cur;
+		(void)sigaction(sig, &sa, NULL);
+	}
+}
+
 void audit_log_sync(struct audit_log *log)
 {
 	if (log && log->fd >= 0)
@@ -309,6 +362,8 @@ static bool gather(struct audit_log *log, const char *line)
 	if (len > PENDING_MAX - log->pending_len || !schedule_due(log))
 		return false;
 	memcpy(log->pending + log->pending_len, line, len);
+	/* The crash handler writes up to pending_len: the line is whole before it counts. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	log->pending_len += len;
 	log->pending_lines++;
 	return true;
@@ -478,6 +533,10 @@ int audit_log_new(struct loop *loop, const struct audit_log_options *opts,
 	}
 	open_file(log);
 	log->batch = opts->batch && log->fd >= 0 && loop;
+	if (log->batch) {
+		crash_install();
+		crash_log = log;
+	}
 	log->delay_ms = opts->delay_ms ? opts->delay_ms : AUDIT_LOG_DELAY_MS;
 	if (log->delay_ms > AUDIT_LOG_DELAY_MAX_MS)
 		log->delay_ms = AUDIT_LOG_DELAY_MAX_MS;
@@ -491,6 +550,8 @@ void audit_log_flush(struct audit_log *log)
 		return;
 	log->freeing = true;
 	log->batch = false;
+	if (crash_log == log)
+		crash_log = NULL;
 	if (log->fd >= 0)
 		write_pending(log);
 	if (log->due)

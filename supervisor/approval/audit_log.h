@@ -56,10 +56,13 @@ struct audit_log_options {
 	 * loop; 0: AUDIT_LOG_DELAY_MS, at most AUDIT_LOG_DELAY_MAX_MS), or sooner when 64 KiB
 	 * are gathered, when any line that is not automatic comes (a person's decision, an ask,
 	 * a count: written at once, after the lines gathered before it, so the file keeps their
-	 * order), at audit_log_sync() (a reader of the file, an ending signal) and at
-	 * audit_log_flush(). A SIGKILL of the supervisor therefore loses at most DELAY_MS of
-	 * automatic lines (and at most 64 KiB of them); never a person's decision, which is in
-	 * the file before the process it lets go is answered. The sink hears every line when it
+	 * order), at audit_log_sync() (a reader of the file, an ending signal), at
+	 * audit_log_flush(), and from a handler of the signals of a crash (SIGSEGV, SIGBUS,
+	 * SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS; whatever handled them before is handed over
+	 * to). A SIGKILL of the supervisor (or a stack overflow, which leaves the handler no
+	 * stack) therefore loses at most DELAY_MS of automatic lines (and at most 64 KiB of
+	 * them); never a person's decision, which is in the file before the process it lets go
+	 * is answered. The sink hears every line when it
 	 * is gathered. false: every line is written at once. */
 	bool batch;
 	uint64_t delay_ms;

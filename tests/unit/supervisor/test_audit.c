@@ -860,6 +860,57 @@ static void test_automatic_lines_wait_and_every_trigger_keeps_their_order(void *
 	unsetenv("XDG_STATE_HOME");
 }
 
+/* A crash (a fault, an abort) writes what is in memory before the process ends: only a SIGKILL
+ * can lose automatic lines. In a child that dies of SIG, both as raised (abort) and as the
+ * kernel would send it. */
+static void crash_with(int sig)
+{
+	struct audit_log_options opts = {.rate = -1, .batch = true, .delay_ms = 60000};
+	char path[256], text[256];
+	int status;
+	pid_t pid;
+
+	setenv("XDG_STATE_HOME", tmpdir, 1);
+	snprintf(path, sizeof(path), "%s/cloister/audit.log", tmpdir);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit none = {0, 0};
+		struct loop *loop = NULL;
+		struct audit_log *log = NULL;
+
+		(void)setrlimit(RLIMIT_CORE, &none);
+		/* The child's own end, not the test runner's catching of it. */
+		signal(sig, SIG_DFL);
+		if (loop_new(&loop) < 0 || audit_log_new(loop, &opts, &log) < 0)
+			_exit(1);
+		record_auto(log, "auto-a");
+		record_auto(log, "auto-b");
+		if (sig == SIGABRT)
+			abort();
+		raise(sig);
+		_exit(2);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), sig);
+	file_summaries(path, text, sizeof(text));
+	assert_string_equal(text, "auto-a auto-b ");
+	unsetenv("XDG_STATE_HOME");
+}
+
+static void test_a_crash_writes_the_lines_in_memory(void **state)
+{
+	(void)state;
+	crash_with(SIGSEGV);
+}
+
+static void test_an_abort_writes_the_lines_in_memory(void **state)
+{
+	(void)state;
+	crash_with(SIGABRT);
+}
+
 struct watch {
 	const char *path;
 	uint64_t deadline_ms;
@@ -944,6 +995,10 @@ int main(void)
 	        cmocka_unit_test_setup_teardown(
 	                test_an_automatic_line_reaches_the_file_without_more_activity, make_tmpdir,
 	                remove_tmpdir),
+	        cmocka_unit_test_setup_teardown(test_a_crash_writes_the_lines_in_memory,
+	                                        make_tmpdir, remove_tmpdir),
+	        cmocka_unit_test_setup_teardown(test_an_abort_writes_the_lines_in_memory,
+	                                        make_tmpdir, remove_tmpdir),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
