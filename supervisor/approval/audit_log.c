@@ -270,6 +270,9 @@ static void write_pending(struct audit_log *log)
  * up to pending_len (it grows after the copy), and write(2) is async-signal-safe. One log a
  * process has it: the last that gathers. */
 static struct audit_log *volatile crash_log;
+/* A child forked by the supervisor (the ptrace backstop's tracer) has a copy of the lines: they
+ * are the parent's to write, not a second time by the child's crash. */
+static volatile pid_t crash_pid;
 static struct sigaction crash_old[NSIG];
 static volatile sig_atomic_t crash_seen;
 
@@ -280,7 +283,7 @@ static void crash_on_signal(int sig, siginfo_t *si, void *uc)
 
 	(void)uc;
 	crash_log = NULL;
-	if (log && log->fd >= 0 && log->pending_len)
+	if (log && getpid() == crash_pid && log->fd >= 0 && log->pending_len)
 		(void)!write(log->fd, log->pending, log->pending_len);
 	/* What was there before (the default, a sanitizer's, the terminal's rescue): a fault
 	 * happens again on return, a sent signal is raised again (blocked until then). A second
@@ -535,6 +538,7 @@ int audit_log_new(struct loop *loop, const struct audit_log_options *opts,
 	log->batch = opts->batch && log->fd >= 0 && loop;
 	if (log->batch) {
 		crash_install();
+		crash_pid = getpid();
 		crash_log = log;
 	}
 	log->delay_ms = opts->delay_ms ? opts->delay_ms : AUDIT_LOG_DELAY_MS;

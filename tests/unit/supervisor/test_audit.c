@@ -862,7 +862,7 @@ static void test_automatic_lines_wait_and_every_trigger_keeps_their_order(void *
 
 /* A crash (a fault, an abort) writes what is in memory before the process ends: only a SIGKILL
  * can lose automatic lines. In a child that dies of SIG, both as raised (abort) and as the
- * kernel would send it. */
+ * kernel would send it; once, though a process it forked (with a copy) crashed before it. */
 static void crash_with(int sig)
 {
 	struct audit_log_options opts = {.rate = -1, .batch = true, .delay_ms = 60000};
@@ -886,6 +886,16 @@ static void crash_with(int sig)
 			_exit(1);
 		record_auto(log, "auto-a");
 		record_auto(log, "auto-b");
+		/* A process it forked crashes first: its copy of the lines is not written. */
+		pid = fork();
+		if (pid == 0) {
+			if (sig == SIGABRT)
+				abort();
+			raise(sig);
+			_exit(2);
+		}
+		if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFSIGNALED(status))
+			_exit(3);
 		if (sig == SIGABRT)
 			abort();
 		raise(sig);
