@@ -5,12 +5,14 @@
 # /logs shows it (and the file then holds it); an ask writes the lines before it, and a
 # person's approval is in the file, in order, by the time the approved program has run; a
 # SIGTERM to the supervisor writes what is still in memory at once, before the run ends.
-# With the default delay: a line reaches the file with nothing more happening. Prints TAP.
+# With the default delay: a line reaches the file with nothing more happening. With
+# --audit-delay 0 each line is in the file before the agent's next exec is decided; a delay
+# out of bounds is a usage error. Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=14
+PLAN=17
 run_needs_root $PLAN
 run_needs_tools $PLAN curl
 tap_plan $PLAN
@@ -145,3 +147,23 @@ tap_ok "$(on_disk "$M-four" && echo 0 || echo 1)" \
 tap_ok "$(alive "$SV" && echo 0 || echo 1)" "while the run goes on" "$(diag)"
 kill -TERM "$SV" 2>/dev/null
 wait_until 20 gone "$SV"
+
+# ---- --audit-delay 0: every line at once ----
+audit_reset
+# shellcheck disable=SC2016 # the agent's script expands its own $1 and $2
+(cd "$TMP" && exec timeout -k 5 60 "$SUPERVISOR" run --config-dir "$CFG" --ask none \
+	--audit-delay 0 --listen-approval off --listen-tokens off --listen-request off \
+	-- sh -c '/usr/bin/true "$2-five"; touch "$1/ready5"; exec sleep 60' sh "$TMP" "$M" \
+	) </dev/null >"$OUT" 2>"$ERR" &
+SV=$!
+wait_exists 20 "$TMP/ready5"
+# The supervisor decided touch after it wrote true's line: no wait needed.
+tap_ok "$([ -e "$TMP/ready5" ] && on_disk "$M-five" && echo 0 || echo 1)" \
+	"--audit-delay 0: the line is in the file before the agent's next exec runs" "$(diag)"
+kill -TERM "$SV" 2>/dev/null
+wait_until 20 gone "$SV"
+
+sv --audit-delay 2m -- true
+tap_is "$rc" 64 "--audit-delay beyond 60s: a usage error (64)"
+tap_like "$(cat "$ERR")" 'audit-delay: "2m" is not a duration from 0 to 60s' "... that says why" \
+	"$(diag)"
