@@ -104,6 +104,7 @@ struct audit_log {
 	/* Automatic lines gathered (audit_log_options.batch), whole lines only, written with one
 	 * write(2) at most DELAY_MS after the first of them (the timer DUE), or sooner. */
 	bool batch;
+	bool stalled; /* the file refused them: they wait (stall) */
 	uint64_t delay_ms;
 	struct loop_timer *due;
 	char *pending;
@@ -174,6 +175,8 @@ static void count_lost(struct audit_log *log, const struct audit_record *rec, in
 	if (log->lost == 0) {
 		log->lost_first_ms = audit_log_now_ms();
 		log->lost_error = error;
+	}
+	if (log->lost == 0 && !log->stalled) {
 		say_loud("audit log %s: cannot write (%s); lines are counted until there is room",
 		         log->path, strerror(-error));
 	}
@@ -222,7 +225,25 @@ static int write_lost(struct audit_log *log)
 
 /* The gathered lines with one write(2). What the file refuses is counted as lost, line by line
  * (a line cut is said by the count, as for a line alone). */
-static void write_pending(struct audit_log *log)
+static bool schedule_due(struct audit_log *log);
+
+/* The file refuses the gathered lines (a full disk): they wait in memory, up to PENDING_MAX,
+ * and are tried again after the delay, so an agent that fills the disk for a moment erases
+ * nothing it did before. Said once, until they are written. */
+static void stall(struct audit_log *log, int error)
+{
+	if (!log->stalled && log->lost == 0)
+		say_loud("audit log %s: cannot write (%s); lines wait in memory (up to %u KiB, the "
+		         "rest counted) until there is room",
+		         log->path, strerror(-error), PENDING_MAX / 1024);
+	log->stalled = true;
+	(void)schedule_due(log);
+}
+
+/* The gathered lines with one write(2). What the file refuses waits in memory for the next
+ * try (stall); at the LAST try (the end) it is counted as lost, line by line (a line cut is
+ * said by the count, as for a line alone). */
+static void write_pending(struct audit_log *log, bool last)
 {
 	size_t done = 0;
 	int r = 0;
@@ -247,19 +268,29 @@ static void write_pending(struct audit_log *log)
 		done += (size_t)n;
 	}
 	if (done < log->pending_len) {
-		/* The lines from the first not written whole: lost. */
+		/* The lines from the first not written whole. */
 		size_t whole = 0, lines = 0;
 
 		for (size_t i = 0; i < done; i++)
 			if (log->pending[i] == '\n')
 				whole = i + 1, lines++;
 		if (done > whole)
-			log->torn = log->lost_cut = true;
+			log->torn = true; /* that line is written again, whole, after a "\n" */
+		if (!last) {
+			log->pending_len -= whole;
+			log->pending_lines -= lines;
+			memmove(log->pending, log->pending + whole, log->pending_len);
+			stall(log, r < 0 ? r : -ENOSPC);
+			return;
+		}
+		if (done > whole)
+			log->lost_cut = true;
 		for (size_t i = lines; i < log->pending_lines; i++)
 			count_lost(log, NULL, r < 0 ? r : -ENOSPC);
 	}
 	log->pending_len = 0;
 	log->pending_lines = 0;
+	log->stalled = false;
 }
 
 /* ---- a crash ----------------------------------------------------------------------------- */
@@ -283,8 +314,11 @@ static void crash_on_signal(int sig, siginfo_t *si, void *uc)
 
 	(void)uc;
 	crash_log = NULL;
-	if (log && getpid() == crash_pid && log->fd >= 0 && log->pending_len)
+	if (log && getpid() == crash_pid && log->fd >= 0 && log->pending_len) {
+		if (log->torn)
+			(void)!write(log->fd, "\n", 1);
 		(void)!write(log->fd, log->pending, log->pending_len);
+	}
 	/* What was there before (the default, a sanitizer's, the terminal's rescue): a fault
 	 * happens again on return, a sent signal is raised again (blocked until then). A second
 	 * time here (a handler before us that hands back to us) ends it with the default. */
@@ -320,7 +354,7 @@ static void crash_install(void)
 void audit_log_sync(struct audit_log *log)
 {
 	if (log && log->fd >= 0)
-		write_pending(log);
+		write_pending(log, false);
 }
 
 static int on_due(struct loop *loop, void *userdata)
@@ -353,10 +387,10 @@ static bool gather(struct audit_log *log, const char *line)
 {
 	size_t len = strlen(line);
 
-	if (!log->batch || log->lost || log->torn)
+	if (!log->batch)
 		return false;
 	if (log->pending_len + len > PENDING_MAX)
-		write_pending(log);
+		write_pending(log, false);
 	if (!log->pending) {
 		log->pending = malloc(PENDING_MAX);
 		if (!log->pending)
@@ -386,7 +420,7 @@ static void write_line(struct audit_log *log, const struct audit_record *rec)
 		return;
 	}
 	/* Every line gathered before this one comes first; then the count of what was lost. */
-	write_pending(log);
+	write_pending(log, false);
 	if (r >= 0)
 		r = write_lost(log);
 	if (r >= 0)
@@ -557,7 +591,7 @@ void audit_log_flush(struct audit_log *log)
 	if (crash_log == log)
 		crash_log = NULL;
 	if (log->fd >= 0)
-		write_pending(log);
+		write_pending(log, true);
 	if (log->due)
 		loop_cancel_timer(log->loop, log->due);
 	log->due = NULL;

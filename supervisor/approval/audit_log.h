@@ -12,11 +12,13 @@
  * limit lifts (a timer on the loop) and at audit_log_free(). Every line written also goes to
  * the sink (the dashboard's /logs streams).
  *
- * A line the file refuses (a full disk, which the agent can cause through any directory it
- * writes on the same file system) does not close the log: it is counted, said once on the
- * terminal (and a person's decision is said there whole; both even with -q), and the count is
- * written as one "lost" record before the next line that fits, or at audit_log_flush(), which says
- * it if it still cannot be written. A short write's partial line is ended before the next line. */
+ * Gathered lines the file refuses (a full disk, which the agent can cause through any
+ * directory it writes on the same file system) wait in memory and are tried again after the
+ * delay; only at the end, or beyond what memory keeps, are they lost. Any other line the file
+ * refuses does not close the log: it is counted, said once on the terminal (and a person's
+ * decision is said there whole; both even with -q), and the count is written as one "lost"
+ * record before the next line that fits, or at audit_log_flush(), which says it if it still
+ * cannot be written. A short write's partial line is ended before the next line. */
 #ifndef CLOISTER_AUDIT_LOG_H
 #define CLOISTER_AUDIT_LOG_H
 

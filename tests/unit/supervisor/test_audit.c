@@ -797,6 +797,29 @@ static void file_summaries(const char *path, char *buf, size_t size)
 	}
 }
 
+/* As file_summaries, skipping a line that is not JSON (the start a full file cut), and a line
+ * without a summary (the count of the lost) as "(lost)". */
+static void file_summaries_after_cut(const char *path, char *buf, size_t size)
+{
+	_cleanup_free_ char *text = NULL;
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	size_t cap = 0, len = 0;
+
+	assert_non_null(f);
+	buf[0] = '\0';
+	while (getline(&text, &cap, f) > 0) {
+		cJSON *o = cJSON_Parse(text);
+		const cJSON *summary = cJSON_GetObjectItemCaseSensitive(o, "summary");
+
+		if (o)
+			len += (size_t)snprintf(buf + len, size - len, "%s ",
+			                        cJSON_IsString(summary) ? summary->valuestring
+			                                                : "(lost)");
+		assert_true(len < size);
+		cJSON_Delete(o);
+	}
+}
+
 /* Gathered: automatic lines stay in memory past the loop's rounds, until their delay; every
  * other trigger writes them sooner, all before the line that triggered, so the file keeps the
  * order they came in: a person's decision (in the file when audit_log_record returns), a
@@ -921,6 +944,72 @@ static void test_an_abort_writes_the_lines_in_memory(void **state)
 	crash_with(SIGABRT);
 }
 
+/* Gathered lines the file refuses (a full disk: the agent can fill it) wait in memory and are
+ * written, whole and in order, once there is room: filling the disk for a moment erases
+ * nothing. Only what does not fit in memory is counted as lost. */
+static void test_a_full_file_keeps_the_gathered_lines_until_there_is_room(void **state)
+{
+	struct loop *loop = NULL;
+	struct audit_log *log = NULL;
+	struct audit_log_options opts = {.rate = -1, .batch = true, .delay_ms = 60000};
+	struct rlimit old, small;
+	char path[256], text[16384], want[16384], summary[64];
+	size_t want_len;
+	struct stat st;
+
+	(void)state;
+	setenv("XDG_STATE_HOME", tmpdir, 1);
+	snprintf(path, sizeof(path), "%s/cloister/audit.log", tmpdir);
+	assert_int_equal(loop_new(&loop), 0);
+	assert_int_equal(audit_log_new(loop, &opts, &log), 0);
+	said[0] = '\0';
+	say_set_sink(catch_say, NULL);
+	record_auto(log, "auto-a");
+	audit_log_sync(log);
+	assert_int_equal(stat(path, &st), 0);
+	/* Room for the start of the next line only. */
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	small = old;
+	small.rlim_cur = (rlim_t)st.st_size + 10;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+	record_auto(log, "auto-b");
+	record_auto(log, "auto-c");
+	audit_log_sync(log);
+	audit_log_sync(log);
+	assert_non_null(strstr(said, "cannot write"));
+	assert_non_null(strstr(said, "wait in memory"));
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	record_auto(log, "auto-d");
+	audit_log_sync(log);
+	/* The cut start of auto-b ends; then every line whole, none lost. */
+	file_summaries_after_cut(path, text, sizeof(text));
+	assert_string_equal(text, "auto-a auto-b auto-c auto-d ");
+
+	/* Full for longer than memory holds: the oldest lines wait, the rest are counted. */
+	assert_int_equal(stat(path, &st), 0);
+	small.rlim_cur = (rlim_t)st.st_size;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+	signal(SIGXFSZ, SIG_IGN);
+	for (int i = 0; i < 400; i++) {
+		snprintf(summary, sizeof(summary), "fill-%d", i);
+		record_auto(log, summary);
+	}
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+	audit_log_free(log);
+	loop_free(loop);
+	say_set_sink(NULL, NULL);
+	unsetenv("XDG_STATE_HOME");
+	file_summaries_after_cut(path, text, sizeof(text));
+	want_len = (size_t)snprintf(want, sizeof(want), "auto-a auto-b auto-c auto-d ");
+	/* The count of the lost comes first (no summary), then the oldest, in order. */
+	want_len += (size_t)snprintf(want + want_len, sizeof(want) - want_len, "(lost) fill-0 ");
+	assert_int_equal(strncmp(text, want, want_len), 0);
+	assert_null(strstr(text, "fill-399 "));
+}
+
 struct watch {
 	const char *path;
 	uint64_t deadline_ms;
@@ -1004,6 +1093,9 @@ int main(void)
 	                remove_tmpdir),
 	        cmocka_unit_test_setup_teardown(
 	                test_an_automatic_line_reaches_the_file_without_more_activity, make_tmpdir,
+	                remove_tmpdir),
+	        cmocka_unit_test_setup_teardown(
+	                test_a_full_file_keeps_the_gathered_lines_until_there_is_room, make_tmpdir,
 	                remove_tmpdir),
 	        cmocka_unit_test_setup_teardown(test_a_crash_writes_the_lines_in_memory,
 	                                        make_tmpdir, remove_tmpdir),
