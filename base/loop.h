@@ -54,7 +54,7 @@ LOOP_MUST_CHECK int loop_add_signals(struct loop *loop, const sigset_t *sigs, lo
                                      void *userdata);
 
 /* FN runs each time the loop is about to wait, after a round of handlers: for work gathered
- * over the round and done once (the audit log's lines, one write). At most LOOP_MAX_PREPARE;
+ * over the round and done once. At most LOOP_MAX_PREPARE;
  * -ENOSPC beyond. Removed by the same (FN, USERDATA); removing one not there does nothing. */
 #define LOOP_MAX_PREPARE 8
 typedef void (*loop_prepare_fn)(struct loop *loop, void *userdata);

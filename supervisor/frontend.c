@@ -98,6 +98,19 @@ int frontend_parse_option(struct frontend_options *o, const char *command, int c
 		}
 		return 1;
 	}
+	case FRONTEND_OPT_AUDIT_DELAY: {
+		uint64_t ms;
+
+		if (config_parse_duration(arg, &ms) < 0 || ms > AUDIT_LOG_DELAY_MAX_MS) {
+			fprintf(stderr,
+			        PROG ": %s: --audit-delay: \"%s\" is not a duration from 0 to 60s "
+			             "(like 20ms)\n",
+			        command, arg);
+			return -EINVAL;
+		}
+		o->audit_delay_ms = ms ? (int64_t)ms : -1;
+		return 1;
+	}
 	case 'v':
 		o->verbose = true;
 		return 1;
@@ -192,9 +205,17 @@ static unsigned web_sandboxes(void *userdata, struct web_sandbox_info *out, unsi
 	return fe->owner->sandboxes(fe->owner_userdata, out, max);
 }
 
+static void web_audit_sync(void *userdata)
+{
+	struct frontend *fe = userdata;
+
+	audit_log_sync(fe->audit);
+}
+
 static const struct web_ops frontend_web_ops = {
         .sandbox_action = web_sandbox_action,
         .sandboxes = web_sandboxes,
+        .audit_sync = web_audit_sync,
 };
 
 static void random_hex(char *out, size_t bytes)
@@ -343,7 +364,11 @@ int frontend_new(struct loop *loop, const struct frontend_options *o,
 {
 	struct frontend *fe = calloc(1, sizeof(*fe));
 	struct audit_log_options ao = {
-	        .rate = o->audit_rate, .burst = o->audit_burst, .batch = true};
+	        .rate = o->audit_rate,
+	        .burst = o->audit_burst,
+	        .batch = o->audit_delay_ms >= 0,
+	        .delay_ms = o->audit_delay_ms > 0 ? (uint64_t)o->audit_delay_ms : 0,
+	};
 	struct approvals_config ac = {0};
 	struct queue_config *qc = &ac.queue;
 	int r;
@@ -439,6 +464,12 @@ struct web *frontend_web(struct frontend *fe)
 const char *frontend_audit_dir(const struct frontend *fe)
 {
 	return audit_log_dir(fe->audit);
+}
+
+void frontend_audit_sync(struct frontend *fe)
+{
+	if (fe)
+		audit_log_sync(fe->audit);
 }
 
 uint16_t frontend_executor_port(const struct frontend *fe)

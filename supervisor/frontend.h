@@ -50,6 +50,9 @@ struct frontend_options {
 	/* --audit-rate, --audit-burst (audit_log.h): 0 the default, < 0 no limit. */
 	int64_t audit_rate;
 	int64_t audit_burst;
+	/* --audit-delay: how long automatic audit lines may wait in memory (audit_log.h); 0 the
+	 * default, < 0 none (each written at once). */
+	int64_t audit_delay_ms;
 	bool verbose; /* -v; -q is say_set_quiet() */
 };
 
@@ -66,6 +69,7 @@ enum {
 	FRONTEND_OPT_HOSTS,
 	FRONTEND_OPT_AUDIT_RATE,
 	FRONTEND_OPT_AUDIT_BURST,
+	FRONTEND_OPT_AUDIT_DELAY,
 };
 
 /* The entries of a struct option array for the options above, -v and -q. */
@@ -82,6 +86,7 @@ enum {
 	        {"hosts", required_argument, NULL, FRONTEND_OPT_HOSTS},                     \
 	        {"audit-rate", required_argument, NULL, FRONTEND_OPT_AUDIT_RATE},           \
 	        {"audit-burst", required_argument, NULL, FRONTEND_OPT_AUDIT_BURST},         \
+	        {"audit-delay", required_argument, NULL, FRONTEND_OPT_AUDIT_DELAY},         \
 	        {"verbose", no_argument, NULL, 'v'},                                        \
 	{                                                                                   \
 		"quiet", no_argument, NULL, 'q'                                             \
@@ -139,6 +144,9 @@ struct tokens *frontend_tokens(struct frontend *fe);
 struct web *frontend_web(struct frontend *fe);
 /* The audit log's directory, or NULL when there is none. */
 const char *frontend_audit_dir(const struct frontend *fe);
+/* Write the automatic audit lines still in memory: an ending signal came, and a SIGKILL may
+ * follow it (audit_log_sync). NULL is fine. */
+void frontend_audit_sync(struct frontend *fe);
 /* The port of --executor HOST:PORT (0: the executor runs in this process). */
 uint16_t frontend_executor_port(const struct frontend *fe);
 

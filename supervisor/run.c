@@ -378,6 +378,9 @@ static int on_signal(struct loop *loop, int sig, void *userdata)
 		terminal_signal(run->terminal, sig);
 		return 0;
 	}
+	/* An end may be near, and a SIGKILL after it (a service manager's stop): the automatic
+	 * audit lines still in memory go to the file now. */
+	frontend_audit_sync(run->fe);
 	if (sig == SIGINT || sig == SIGQUIT || sig == SIGTSTP) {
 		/* From the user's terminal when it is not raw (or from kill): to the agent's job,
 		 * as a terminal would. Its stop then stops us (on_agent_stopped). */
@@ -571,6 +574,8 @@ static void usage(FILE *out)
 	      "  --audit-rate N|off   automatic audit lines a second per sandbox (default 100;\n"
 	      "                       over it they are counted, not written)\n"
 	      "  --audit-burst N      ... and at once (default 1000)\n"
+	      "  --audit-delay DUR    how long automatic audit lines may wait in memory to be\n"
+	      "                       written together (default 20ms; 0: each at once)\n"
 	      "  --lenient            skip invalid regexes in the config with a warning\n"
 	      "  --quiet-to-agent     write no \"cloister: ... refused\" line to the stderr of a\n"
 	      "                       refused process\n"

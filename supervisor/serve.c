@@ -351,6 +351,10 @@ static const struct frontend_owner_ops serve_owner_ops = {
 
 static int on_signal(struct loop *loop, int sig, void *userdata)
 {
+	struct serve *sv = userdata;
+
+	/* A SIGKILL may follow: the automatic audit lines still in memory go to the file now. */
+	frontend_audit_sync(sv->fe);
 	loop_exit(loop, 0);
 	return 0;
 }
@@ -384,7 +388,7 @@ static void usage(FILE *out)
 	      "  --listen-proxy A       the CONNECT proxy (default 127.0.0.1:3128; \"off\")\n"
 	      "  --hosts FILE           /etc/hosts-style names the proxy resolves before DNS\n"
 	      "  --ask-timeout DUR      how long an ask waits (default 5m)\n"
-	      "  --audit-rate N|off, --audit-burst N\n"
+	      "  --audit-rate N|off, --audit-burst N, --audit-delay DUR\n"
 	      "                         automatic audit lines per sandbox, as for `run`\n"
 	      "  --listen-approval A, --listen-tokens A, --listen-request A, --executor HOST:PORT\n"
 	      "                         as for `run`\n"

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,14 +101,17 @@ struct audit_log {
 	bool lost_cut; /* …during this count: the reader is told that line is cut */
 	audit_log_sink_fn sink;
 	void *sink_userdata;
-	/* Automatic lines gathered over the loop's round (audit_log_options.batch), whole lines
-	 * only, written with one write(2) by audit_log_sync(). */
+	/* Automatic lines gathered (audit_log_options.batch), whole lines only, written with one
+	 * write(2) at most DELAY_MS after the first of them (the timer DUE), or sooner. */
 	bool batch;
+	bool stalled; /* the file refused them: they wait (stall) */
+	uint64_t delay_ms;
+	struct loop_timer *due;
 	char *pending;
 	size_t pending_len, pending_lines;
 };
 
-/* More gathered than this is written at once: one round rarely holds more than a few lines. */
+/* More gathered than this is written at once: at 20 ms, a busy loop gathers a few dozen lines. */
 #define PENDING_MAX (64 * 1024)
 
 uint64_t audit_log_now_ms(void)
@@ -171,6 +175,8 @@ static void count_lost(struct audit_log *log, const struct audit_record *rec, in
 	if (log->lost == 0) {
 		log->lost_first_ms = audit_log_now_ms();
 		log->lost_error = error;
+	}
+	if (log->lost == 0 && !log->stalled) {
 		say_loud("audit log %s: cannot write (%s); lines are counted until there is room",
 		         log->path, strerror(-error));
 	}
@@ -219,7 +225,25 @@ static int write_lost(struct audit_log *log)
 
 /* The gathered lines with one write(2). What the file refuses is counted as lost, line by line
  * (a line cut is said by the count, as for a line alone). */
-static void write_pending(struct audit_log *log)
+static bool schedule_due(struct audit_log *log);
+
+/* The file refuses the gathered lines (a full disk): they wait in memory, up to PENDING_MAX,
+ * and are tried again after the delay, so an agent that fills the disk for a moment erases
+ * nothing it did before. Said once, until they are written. */
+static void stall(struct audit_log *log, int error)
+{
+	if (!log->stalled && log->lost == 0)
+		say_loud("audit log %s: cannot write (%s); lines wait in memory (up to %u KiB, the "
+		         "rest counted) until there is room",
+		         log->path, strerror(-error), PENDING_MAX / 1024);
+	log->stalled = true;
+	(void)schedule_due(log);
+}
+
+/* The gathered lines with one write(2). What the file refuses waits in memory for the next
+ * try (stall); at the LAST try (the end) it is counted as lost, line by line (a line cut is
+ * said by the count, as for a line alone). */
+static void write_pending(struct audit_log *log, bool last)
 {
 	size_t done = 0;
 	int r = 0;
@@ -244,19 +268,118 @@ static void write_pending(struct audit_log *log)
 		done += (size_t)n;
 	}
 	if (done < log->pending_len) {
-		/* The lines from the first not written whole: lost. */
+		/* The lines from the first not written whole. */
 		size_t whole = 0, lines = 0;
 
 		for (size_t i = 0; i < done; i++)
 			if (log->pending[i] == '\n')
 				whole = i + 1, lines++;
 		if (done > whole)
-			log->torn = log->lost_cut = true;
+			log->torn = true; /* that line is written again, whole, after a "\n" */
+		if (!last) {
+			log->pending_len -= whole;
+			log->pending_lines -= lines;
+			memmove(log->pending, log->pending + whole, log->pending_len);
+			stall(log, r < 0 ? r : -ENOSPC);
+			return;
+		}
+		if (done > whole)
+			log->lost_cut = true;
 		for (size_t i = lines; i < log->pending_lines; i++)
 			count_lost(log, NULL, r < 0 ? r : -ENOSPC);
 	}
 	log->pending_len = 0;
 	log->pending_lines = 0;
+	log->stalled = false;
+}
+
+/* ---- a crash ----------------------------------------------------------------------------- */
+
+/* A fault or an abort of the supervisor writes the automatic lines still in memory before it
+ * ends, so that only a SIGKILL (or the machine) can lose them: a hostile agent that found a
+ * way to crash us must not also erase what it did just before. The gathered lines are whole
+ * up to pending_len (it grows after the copy), and write(2) is async-signal-safe. One log a
+ * process has it: the last that gathers. */
+static struct audit_log *volatile crash_log;
+/* A child forked by the supervisor (the ptrace backstop's tracer) has a copy of the lines: they
+ * are the parent's to write, not a second time by the child's crash. */
+static volatile pid_t crash_pid;
+static struct sigaction crash_old[NSIG];
+static volatile sig_atomic_t crash_seen;
+
+static void crash_on_signal(int sig, siginfo_t *si, void *uc)
+{
+	struct audit_log *log = crash_log;
+	int saved = errno;
+
+	(void)uc;
+	crash_log = NULL;
+	if (log && getpid() == crash_pid && log->fd >= 0 && log->pending_len) {
+		if (log->torn)
+			(void)!write(log->fd, "\n", 1);
+		(void)!write(log->fd, log->pending, log->pending_len);
+	}
+	/* What was there before (the default, a sanitizer's, the terminal's rescue): a fault
+	 * happens again on return, a sent signal is raised again (blocked until then). A second
+	 * time here (a handler before us that hands back to us) ends it with the default. */
+	if (crash_seen++)
+		(void)signal(sig, SIG_DFL);
+	else
+		(void)sigaction(sig, &crash_old[sig], NULL);
+	if (si->si_code <= 0)
+		(void)raise(sig);
+	errno = saved;
+}
+
+/* Ours where a signal ends the process, whatever was there kept to hand over to; where ours is
+ * already, nothing. */
+static void crash_install(void)
+{
+	static const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
+	struct sigaction sa = {.sa_sigaction = crash_on_signal, .sa_flags = SA_SIGINFO};
+
+	sigfillset(&sa.sa_mask);
+	for (size_t i = 0; i < ELEMENTSOF(fatal); i++) {
+		int sig = fatal[i];
+		struct sigaction cur;
+
+		if (sigaction(sig, NULL, &cur) < 0 || cur.sa_handler == SIG_IGN ||
+		    ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == crash_on_signal))
+			continue;
+		crash_old[sig] = cur;
+		(void)sigaction(sig, &sa, NULL);
+	}
+}
+
+void audit_log_sync(struct audit_log *log)
+{
+	if (log && log->fd >= 0)
+		write_pending(log, false);
+}
+
+static int on_due(struct loop *loop, void *userdata)
+{
+	struct audit_log *log = userdata;
+
+	(void)loop;
+	log->due = NULL;
+	if (!log->pending_len)
+		return 0; /* written sooner: by a decision, a reader, a full buffer */
+	/* The execs' lines: their phase's time, though written here. */
+	trace_exec_more_begin();
+	audit_log_sync(log);
+	trace_exec_more_end(TRACE_EXEC_AUDIT);
+	return 0;
+}
+
+/* The first line gathered since the last write sets when they all go. A timer from an earlier
+ * line, whose lines were written sooner, fires before that: still within the bound. */
+static bool schedule_due(struct audit_log *log)
+{
+	if (log->due)
+		return true;
+	return loop_add_timer(log->loop, loop_now_ms() + log->delay_ms, on_due, log, &log->due) >=
+	       0;
 }
 
 /* Gather LINE; false when it must be written alone (not gathering, no memory). */
@@ -264,40 +387,23 @@ static bool gather(struct audit_log *log, const char *line)
 {
 	size_t len = strlen(line);
 
-	if (!log->batch || log->lost || log->torn)
+	if (!log->batch)
 		return false;
 	if (log->pending_len + len > PENDING_MAX)
-		write_pending(log);
+		write_pending(log, false);
 	if (!log->pending) {
 		log->pending = malloc(PENDING_MAX);
 		if (!log->pending)
 			return false;
 	}
-	if (len > PENDING_MAX - log->pending_len)
+	if (len > PENDING_MAX - log->pending_len || !schedule_due(log))
 		return false;
 	memcpy(log->pending + log->pending_len, line, len);
+	/* The crash handler writes up to pending_len: the line is whole before it counts. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	log->pending_len += len;
 	log->pending_lines++;
 	return true;
-}
-
-void audit_log_sync(struct audit_log *log)
-{
-	if (log && log->fd >= 0)
-		write_pending(log);
-}
-
-static void on_prepare(struct loop *loop, void *userdata)
-{
-	struct audit_log *log = userdata;
-
-	(void)loop;
-	if (!log->pending_len)
-		return;
-	/* The execs' lines: their phase's time, though written here. */
-	trace_exec_more_begin();
-	audit_log_sync(log);
-	trace_exec_more_end(TRACE_EXEC_AUDIT);
 }
 
 static void write_line(struct audit_log *log, const struct audit_record *rec)
@@ -314,7 +420,7 @@ static void write_line(struct audit_log *log, const struct audit_record *rec)
 		return;
 	}
 	/* Every line gathered before this one comes first; then the count of what was lost. */
-	write_pending(log);
+	write_pending(log, false);
 	if (r >= 0)
 		r = write_lost(log);
 	if (r >= 0)
@@ -463,8 +569,15 @@ int audit_log_new(struct loop *loop, const struct audit_log_options *opts,
 		return r;
 	}
 	open_file(log);
-	if (opts->batch && log->fd >= 0 && loop && loop_add_prepare(loop, on_prepare, log) >= 0)
-		log->batch = true;
+	log->batch = opts->batch && log->fd >= 0 && loop;
+	if (log->batch) {
+		crash_install();
+		crash_pid = getpid();
+		crash_log = log;
+	}
+	log->delay_ms = opts->delay_ms ? opts->delay_ms : AUDIT_LOG_DELAY_MS;
+	if (log->delay_ms > AUDIT_LOG_DELAY_MAX_MS)
+		log->delay_ms = AUDIT_LOG_DELAY_MAX_MS;
 	*ret_log = log;
 	return 0;
 }
@@ -474,12 +587,14 @@ void audit_log_flush(struct audit_log *log)
 	if (!log)
 		return;
 	log->freeing = true;
-	if (log->batch) {
-		loop_del_prepare(log->loop, on_prepare, log);
-		log->batch = false;
-	}
+	log->batch = false;
+	if (crash_log == log)
+		crash_log = NULL;
 	if (log->fd >= 0)
-		write_pending(log);
+		write_pending(log, true);
+	if (log->due)
+		loop_cancel_timer(log->loop, log->due);
+	log->due = NULL;
 	if (log->lift)
 		loop_cancel_timer(log->loop, log->lift);
 	log->lift = NULL;

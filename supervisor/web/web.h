@@ -47,6 +47,8 @@ struct web_ops {
 	int (*sandbox_action)(void *userdata, const char *name, const char *action);
 	/* Fill OUT with up to MAX sandboxes; returns how many. */
 	unsigned (*sandboxes)(void *userdata, struct web_sandbox_info *out, unsigned max);
+	/* Write the audit lines still in memory, before /logs reads the file (NULL: none). */
+	void (*audit_sync)(void *userdata);
 };
 
 struct web_listen {

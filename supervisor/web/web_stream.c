@@ -257,6 +257,10 @@ void web_send_log_backlog(struct web *web, struct stream_client *c)
 
 	if (!web->config.audit_path)
 		return;
+	/* The writer keeps automatic lines a moment: the file must hold them before it is read,
+	 * or the new client would see them neither here nor in the stream. */
+	if (web->ops && web->ops->audit_sync)
+		web->ops->audit_sync(web->userdata);
 	fd = open(web->config.audit_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return;

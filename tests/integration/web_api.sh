@@ -213,7 +213,9 @@ tap_is "$(cat "$TMP/nomatch")" '{"status":"denied","reason":"Command doesn'"'"'t
 	"no pattern matches: denied at once"
 
 # Every verdict of the policy is one audit line, as for execs: the auto-approval with its
-# rule, the refusal with its reason.
+# rule, the refusal with its reason. Automatic lines may wait in memory for --audit-delay (20
+# ms), in order: the later one in the file means both are.
+wait_until 10 grep -qF '"summary":"rm -rf /"' "$AUDIT"
 line=$(grep -F '"summary":"echo hello"' "$AUDIT" | grep -F '"kind":"hostexec"')
 tap_like "$line" '"sandbox":"webapi-ext","project":"proj",.*"argv":\["echo","hello"\],.*"verdict":"allow","rule":"hostexec.auto_approve\[0\].*"decided_by":"policy"' \
 	"the auto-approved request is one audit line: kind hostexec, verdict allow, its rule" "$line"
