@@ -15,8 +15,8 @@
 #include "notifier/file_facts.h"
 #include "notifier/view.h"
 
-/* Directories remembered for notifier_resolve_hint(): PATH's and a few more. */
-#define RESOLVE_HINTS 64
+/* Paths remembered for notifier_resolve_hint(): the commands a build runs over and over. */
+#define RESOLVE_HINTS 256
 
 struct notifier {
 	int fd;
@@ -36,7 +36,7 @@ struct notifier {
 	char *fixed_root_link;  /* its name from our root; NULL when it is our root */
 	struct file_facts_table *facts;
 	struct {
-		uint32_t dir_hash; /* 0: unused */
+		uint32_t path_hash; /* 0: unused */
 		bool symlinks;
 	} hints[RESOLVE_HINTS];
 };
@@ -169,16 +169,18 @@ struct file_facts_table *notifier_file_facts(struct notifier *n)
 
 bool *notifier_resolve_hint(struct notifier *n, const char *path)
 {
-	const char *end = strrchr(path, '/');
 	uint32_t h = 2166136261u; /* FNV-1a */
 	unsigned i;
 
-	for (const char *p = path; end && p < end; p++)
+	/* By the whole path, not its directory: in a directory of symlinks and files alike
+	 * (/usr/bin/sh -> dash beside /usr/bin/true), a file's lookup without a symlink is the
+	 * one that also gives its name (resolve.h), and a symlink's neighbours keep it. */
+	for (const char *p = path; *p; p++)
 		h = (h ^ (unsigned char)*p) * 16777619u;
 	h |= 1; /* never 0, the unused slot's */
 	i = h % RESOLVE_HINTS;
-	if (n->hints[i].dir_hash != h) {
-		n->hints[i].dir_hash = h;
+	if (n->hints[i].path_hash != h) {
+		n->hints[i].path_hash = h;
 		n->hints[i].symlinks = false;
 	}
 	return &n->hints[i].symlinks;

@@ -54,9 +54,9 @@ struct notifier_own {
  * its creator's fd table, and the caller must look things up itself. */
 void notifier_own(const struct notifier *n, struct notifier_own *ret);
 
-/* The hint resolve_exec_path_hinted() keeps for PATH's directory (its text up to the last
- * '/'): whether the last path looked up there went through a symlink. A small table
- * overwritten on collision; a wrong hint costs a syscall, never a wrong answer. */
+/* The hint resolve_exec_path_hinted() keeps for PATH: whether its last lookup went through a
+ * symlink. A small table overwritten on collision; a wrong hint costs a syscall (and the
+ * name's readlink), never a wrong answer. */
 bool *notifier_resolve_hint(struct notifier *n, const char *path);
 
 /* The facts of files recently executed (file_facts.h), owned by the notifier; NULL when it

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "notifier/path.h"
 #include "notifier/proc_status.h"
 #include "base/cleanup.h"
 
@@ -397,7 +398,7 @@ out:
 /* ---- the fast paths -------------------------------------------------------------------------- */
 
 int resolve_exec_path_hinted(const struct resolve_target *t, int base, const char *base_name,
-                             const char *path, unsigned flags, bool *symlinks)
+                             const char *path, unsigned flags, bool *symlinks, char **ret_name)
 {
 	_cleanup_free_ char *joined = NULL;
 	bool nofollow = flags & RESOLVE_EXEC_NOFOLLOW;
@@ -433,6 +434,25 @@ int resolve_exec_path_hinted(const struct resolve_target *t, int base, const cha
 	/* 1: no symlink on the way: what the kernel sees too, hit or miss. */
 	fd = openat2_path(t->root, scoped, RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS, nofollow);
 	*symlinks = fd == -ELOOP;
+	if (fd >= 0 && !nofollow && ret_name) {
+		/* Every component a real directory (no symlink, no magic link), each ".." its
+		 * real parent (a mount's root climbs to its mountpoint's directory; a rename on
+		 * the way fails the call with EAGAIN): the file's name below the root is the path
+		 * made tidy, no /proc readlink needed (resolve.h). */
+		int r = path_join("/", scoped, ret_name);
+
+		if (r == -ENOMEM) {
+			close(fd);
+			return r;
+		}
+		/* path_join keeps a trailing "/" (a directory's, here): /proc shows none. */
+		if (r >= 0) {
+			size_t len = strlen(*ret_name);
+
+			while (len > 1 && (*ret_name)[len - 1] == '/')
+				(*ret_name)[--len] = '\0';
+		}
+	}
 	if (fd >= 0)
 		return nofollow ? refuse_symlink(fd) : fd;
 	if (fd != -ELOOP && fd != -EXDEV && fd != -EAGAIN)
@@ -453,5 +473,5 @@ int resolve_exec_path(const struct resolve_target *t, int base, const char *base
 {
 	bool symlinks = false;
 
-	return resolve_exec_path_hinted(t, base, base_name, path, flags, &symlinks);
+	return resolve_exec_path_hinted(t, base, base_name, path, flags, &symlinks, NULL);
 }

@@ -51,9 +51,15 @@ int resolve_exec_path(const struct resolve_target *t, int base, const char *base
 /* The same, with a hint on the order of steps 1 and 2: *SYMLINKS true tries step 2 first (one
  * call instead of two for a path through a symlink, as /bin/x is on a merged /usr; a miss then
  * costs both). On return, *SYMLINKS says whether the path went through a symlink, as a hint
- * for the next path in the same directory. The hint never changes the result, only its cost. */
+ * for the next path in the same directory. The hint never changes the result, only its cost.
+ *
+ * RET_NAME (may be NULL): when the file was found through no symlink and no magic link at all
+ * (step 1), its name below the target's root, made tidy (path.h): every component was a real
+ * directory and each ".." its real parent, so it is the name the kernel would show for the
+ * fd from that root (as /proc/self/fd/N does when that root is ours), without a readlink.
+ * Else *RET_NAME is left as it was (NULL for the caller to read the name itself). */
 int resolve_exec_path_hinted(const struct resolve_target *t, int base, const char *base_name,
-                             const char *path, unsigned flags, bool *symlinks);
+                             const char *path, unsigned flags, bool *symlinks, char **ret_name);
 
 /* Step 3 alone (for tests and for what step 1 and 2 cannot judge). */
 int resolve_walk(const struct resolve_target *t, int base, const char *path, unsigned flags);

@@ -42,6 +42,7 @@ struct reader {
 	int rootfd;              /* the target's root directory (in its mount namespace) */
 	struct notifier_own own; /* what the notifier knows of us (notifier_own) */
 	struct exec_view *view;  /* the sandbox's own view, or NULL */
+	bool root_is_ours; /* the target's root reads as "/" from ours (no prefix to take off) */
 	bool have_status;
 	struct proc_status status; /* read on first use: it is the costliest file in /proc */
 };
@@ -279,8 +280,9 @@ static int resolve_status(void *userdata, const struct proc_status **ret)
 	return reader_status(userdata, ret);
 }
 
+/* RET_NAME (may be NULL): the file's name when the lookup itself settles it (resolve.h). */
 static int resolve_in_sandbox(struct reader *rd, int base, const char *base_name, const char *path,
-                              bool nofollow)
+                              bool nofollow, char **ret_name)
 {
 	struct resolve_target rt = {
 	        .root = rd->rootfd,
@@ -292,7 +294,7 @@ static int resolve_in_sandbox(struct reader *rd, int base, const char *base_name
 
 	return resolve_exec_path_hinted(&rt, base, base_name, path,
 	                                nofollow ? RESOLVE_EXEC_NOFOLLOW : 0,
-	                                notifier_resolve_hint(rd->n, path));
+	                                notifier_resolve_hint(rd->n, path), ret_name);
 }
 
 /* The device of the superblock the kernel executes a file from, in its internal encoding: what
@@ -402,9 +404,11 @@ static int read_shebang(const struct reader *rd, int fd, struct shebang *ret)
 
 /* Fill f from the O_PATH fd of the file the exec would run; with RET_SB (a regular file), its
  * "#!" line too: *ret_script says whether it is a script. What the file's identity settles
- * (file_facts.h) is taken from the notifier's table when it has it, and kept there when not. */
-static int describe_file(struct reader *rd, int fd, struct exec_file *f, struct shebang *ret_sb,
-                         bool *ret_script)
+ * (file_facts.h) is taken from the notifier's table when it has it, and kept there when not.
+ * *NAME (taken; may be NULL): the file's name below the target's root as its lookup settled
+ * it (resolve.h), for real_path without a readlink. */
+static int describe_file(struct reader *rd, int fd, char **name, struct exec_file *f,
+                         struct shebang *ret_sb, bool *ret_script)
 {
 	const struct proc_status *cred;
 	struct file_facts_table *table = notifier_file_facts(rd->n);
@@ -439,9 +443,15 @@ static int describe_file(struct reader *rd, int fd, struct exec_file *f, struct 
 		known = NULL; /* kept while a view was set: its superblock is not in it */
 	if (known)
 		facts = *known;
-	r = readlink_alloc(own_fd_entry(rd, fd, self, sizeof(self)), self, &f->real_path);
-	if (r == -ENOMEM)
-		return r;
+	/* /proc/self/fd/N names the file from our root: the lookup's own name is that name only
+	 * when the target's root shows as our root (its name from ours is "/"). */
+	if (name && *name && rd->root_is_ours) {
+		f->real_path = TAKE_PTR(*name);
+	} else {
+		r = readlink_alloc(own_fd_entry(rd, fd, self, sizeof(self)), self, &f->real_path);
+		if (r == -ENOMEM)
+			return r;
+	}
 	if (rd->view) {
 		r = check_view(rd, f);
 		if (r < 0)
@@ -509,6 +519,7 @@ static int read_exec(struct notifier *n, const struct seccomp_notif *req, bool l
 	_cleanup_close_ int rootfd = -EBADF, cwdfd = -EBADF;
 	_cleanup_close_ int basefd = -EBADF, filefd = -EBADF;
 	_cleanup_free_ char *base_name = NULL, *own_root_link = NULL;
+	_cleanup_free_ char *file_name = NULL, *interp_name = NULL;
 	const char *root_link = NULL;
 	struct reader rd = {.n = n, .rootfd = -EBADF};
 	struct remote_mem mem;
@@ -585,6 +596,7 @@ static int read_exec(struct notifier *n, const struct seccomp_notif *req, bool l
 	if (notifier_fixed_root(n, &rd.rootfd, &root_link)) {
 		/* No target can have another root (notifier_set_fixed_root): the sandbox's, known
 		 * with its name once for all. */
+		rd.root_is_ours = !root_link || strcmp(root_link, "/") == 0;
 	} else {
 		rootfd = open(proc_file(&rd, "root", name, sizeof(name)),
 		              O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -600,6 +612,8 @@ static int read_exec(struct notifier *n, const struct seccomp_notif *req, bool l
 		if (fstat(rootfd, &rst) < 0 || !is_own_root(&rd, &rst))
 			(void)readlink_alloc(AT_FDCWD, proc_file(&rd, "root", name, sizeof(name)),
 			                     &own_root_link);
+		else
+			rd.root_is_ours = true;
 		root_link = own_root_link;
 	}
 	/* The cwd is read when a relative path needs it or the file exists (for the record);
@@ -662,12 +676,12 @@ static int read_exec(struct notifier *n, const struct seccomp_notif *req, bool l
 		if (r == -ENOMEM)
 			return r;
 		/* abs_path stays NULL when the base has no usable name (deleted, anon). */
-		r = resolve_in_sandbox(&rd, basefd, base_name, t->path, t->nofollow);
+		r = resolve_in_sandbox(&rd, basefd, base_name, t->path, t->nofollow, &file_name);
 	}
 resolved:
 	if (r >= 0) {
 		filefd = r;
-		r = describe_file(&rd, filefd, &t->file, &sb, &script);
+		r = describe_file(&rd, filefd, &file_name, &t->file, &sb, &script);
 		if (r < 0)
 			goto gone_or_fail;
 	} else if (r == -ENOMEM) {
@@ -713,11 +727,12 @@ resolved:
 					goto gone_or_fail;
 				}
 			}
-			ifd = resolve_in_sandbox(&rd, icwd, t->cwd, sb.interp, false);
+			ifd = resolve_in_sandbox(&rd, icwd, t->cwd, sb.interp, false, &interp_name);
 			if (ifd == -ENOMEM)
 				return -ENOMEM;
 			if (ifd >= 0) {
-				r = describe_file(&rd, ifd, &t->interp_file, NULL, NULL);
+				r = describe_file(&rd, ifd, &interp_name, &t->interp_file, NULL,
+				                  NULL);
 				if (r < 0)
 					goto gone_or_fail;
 			} else {

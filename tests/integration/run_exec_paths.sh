@@ -7,8 +7,8 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-run_needs_root 22
-tap_plan 22
+run_needs_root 25
+tap_plan 25
 
 T=$HELPERS/exectricks
 BIN=$TMP/bin
@@ -84,6 +84,18 @@ tap_like "$(cat "$ERR")" "exec $BIN/evil.sh denied: interpreter $BIN/evil: exec\
 sv --ask none -- sh -c "$BIN/unlisted.sh $TMP/mark; echo status \$?"
 tap_is "$(cat "$OUT"):$(test -e "$TMP/mark" && echo ran)" "status 126:" \
 	"an allowed script whose interpreter no rule allows fails (exec.ask off)" "$(diag)"
+
+# ---- a path written untidily: the file's name is the tidy one (no symlink on the way: the
+# lookup itself gives the name, no /proc readlink), and the rules decide by it ----
+mkdir -p "$BIN/sub"
+audit_reset
+sv --ask none -- sh -c "$BIN/sub/..//./no.sh; echo status \$?"
+tap_like "$(cat "$OUT") $(cat "$ERR")" "^status 126 .*exec $BIN/no.sh denied: exec\.deny\[1\]" \
+	"a denied script named through '..', '//' and '.' is denied by its rule" "$(diag)"
+sv --ask none -- "$BIN/sub/../ok.sh" tidy
+tap_is "$rc:$(cat "$OUT")" "0:script ran: tidy" "an allowed script named through '..' runs" "$(diag)"
+tap_is "$(audit_count "\"exe\":\"$BIN/ok.sh\",\"argv\":\[\"$BIN/sub/../ok.sh\",\"tidy\"\].*\"verdict\":\"allow\"")" 1 \
+	"the audit log names it by its tidy name, with its argv as given"
 
 # ---- overlayfs: the backstop keys files by superblock, which is not overlay's st_dev ----
 OV=$TMP/ov

@@ -152,6 +152,38 @@ static void outcome(int fd, char *buf, size_t size)
 	close(fd);
 }
 
+/* The name the lookup settles without a readlink (resolve.h) is the one /proc/self/fd/N shows
+ * for the file (our root is the target's here); a path through a symlink settles none. */
+static void check_name(const char *path)
+{
+	struct resolve_target t = {.root = rootfd, .piddir = -EBADF, .status = status_cb};
+	struct status_cache c = {.piddir = selffd};
+	_cleanup_free_ char *name = NULL;
+	char self[64], link[PATH_MAX];
+	bool symlinks = false;
+	ssize_t n;
+	int fd;
+
+	t.userdata = &c;
+	fd = resolve_exec_path_hinted(&t, tmpfd, tmpdir, path, 0, &symlinks, &name);
+	if (fd < 0) {
+		if (name)
+			fail_msg("%s: no file (%d), yet a name %s", path, fd, name);
+		return;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	n = readlink(self, link, sizeof(link) - 1);
+	close(fd);
+	assert_true(n > 0);
+	link[n] = '\0';
+	if (name && strcmp(name, link) != 0)
+		fail_msg("%s: the lookup's name %s, /proc's %s", path, name, link);
+	if (!name && !symlinks && !strstr(path, "proc") && !strstr(path, "fd/"))
+		fail_msg("%s: found without a symlink (%s), yet no name", path, link);
+	if (name && symlinks)
+		fail_msg("%s: a name (%s) for a path through a symlink", path, name);
+}
+
 static void check_like_the_kernel(const char *path, int piddir)
 {
 	struct status_cache c = {.piddir = piddir};
@@ -165,12 +197,13 @@ static void check_like_the_kernel(const char *path, int piddir)
 	outcome(resolve_walk(&t, tmpfd, path, 0), walk, sizeof(walk));
 	outcome(resolve_exec_path(&t, tmpfd, tmpdir, path, 0), fast, sizeof(fast));
 	/* The hint to try symlinks first changes the cost, never the answer. */
-	outcome(resolve_exec_path_hinted(&t, tmpfd, tmpdir, path, 0, &symlinks), hinted,
+	outcome(resolve_exec_path_hinted(&t, tmpfd, tmpdir, path, 0, &symlinks, NULL), hinted,
 	        sizeof(hinted));
 	if (strcmp(want, walk) != 0 || strcmp(want, fast) != 0 || strcmp(want, hinted) != 0)
 		fail_msg("%s: the kernel gives %s, the walk %s, resolve_exec_path %s (symlinks "
 		         "first: %s)",
 		         path, want, walk, fast, hinted);
+	check_name(path);
 }
 
 static void test_paths_end_where_the_kernels_lookup_ends(void **state)
@@ -183,6 +216,9 @@ static void test_paths_end_where_the_kernels_lookup_ends(void **state)
 	        "dirlink2/file",
 	        "a/../a/file",
 	        "a/b/../file",
+	        "a/b/../../a/file",
+	        "/../..//./a/../",
+	        "a/b",
 	        "dirlink/../rel",
 	        "a/up",
 	        "./a/./file",
