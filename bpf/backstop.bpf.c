@@ -20,7 +20,7 @@
  * in its own memory (mm->arg_start..arg_end), out of the old threads' reach: backstop_exec
  * hashes them (SipHash-2-4 under a key only the supervisor and this program know) and stops
  * the exec unless they are what the supervisor expected for the thread that called exec
- * (expected, filled before it let the exec through; consumed here). In LSM mode backstop_exec
+ * (expect_slots, written before it let the exec through; consumed here). In LSM mode backstop_exec
  * is attached too, for this check only.
  */
 #include "vmlinux.h"
@@ -63,13 +63,9 @@ struct {
 const volatile __u64 args_key[2] = {0, 0};
 const volatile bool tp_checks_file = true;
 
-/* Thread id (global) of an exec the supervisor let through → what its arguments must be. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, BACKSTOP_MAX_EXPECTED);
-	__type(key, __u32);
-	__type(value, struct backstop_abi_args);
-} expected SEC(".maps");
+/* Execs the supervisor let through → what their arguments must be: a table the loader maps
+ * and writes without a system call (see struct backstop_abi_expect). */
+struct backstop_abi_expect expect_slots[BACKSTOP_MAX_EXPECTED] = {};
 
 /* Events lost because the ring buffer was full (an exec storm); the supervisor reports it. */
 __u64 events_dropped = 0;
@@ -111,26 +107,54 @@ static __always_inline void report(struct linux_binprm *bprm, __u64 sandbox,
 	bpf_ringbuf_submit(ev, 0);
 }
 
-/* Returns the first registered sandbox (scanning from the root down) that has not approved
- * (dev, ino), 0 when every registered ancestor approved it or none is registered. Every
- * registered ancestor must approve: a sandbox nested in a sandbox answers to both. */
-static __always_inline __u64 unapproved_sandbox(const struct file_id *f)
-{
-	struct backstop_abi_key key = {
-	        .ino = f->ino, .ctime_ns = f->ctime_ns, .size = f->size, .dev = f->dev};
+/* What the walk from the root down over the task's cgroup and its ancestors found. */
+struct sandbox_walk {
+	__u64 unapproved;   /* the first registered sandbox that has not approved the file, or 0 */
+	__u64 args_sandbox; /* the first registered sandbox whose execs' arguments are checked */
+	bool registered;    /* any registered sandbox at all */
+};
 
+static __always_inline void file_id(struct file *file, struct file_id *f);
+
+/* One walk from the root down. With CHECK_FILE, every registered ancestor must have approved
+ * the file (a sandbox nested in a sandbox answers to both); the file is read only once a
+ * registered ancestor is found, so a task of no sandbox (every other process of the machine)
+ * costs a few cgroup id lookups and nothing more. */
+static __always_inline void walk_sandboxes(struct file *file, bool check_file,
+                                           struct sandbox_walk *w, struct file_id *f)
+{
+	struct backstop_abi_key key = {};
+
+	w->unapproved = 0;
+	w->args_sandbox = 0;
+	w->registered = false;
 	for (int level = 1; level <= BACKSTOP_MAX_LEVELS; level++) {
 		__u64 id = bpf_get_current_ancestor_cgroup_id(level);
+		__u32 *checks;
 
 		if (id == 0) /* deeper than the task's own cgroup */
 			break;
-		if (!bpf_map_lookup_elem(&sandboxes, &id))
+		checks = bpf_map_lookup_elem(&sandboxes, &id);
+		if (!checks)
 			continue;
-		key.cgroup_id = id;
-		if (!bpf_map_lookup_elem(&approved, &key))
-			return id;
+		if (!w->registered) {
+			w->registered = true;
+			file_id(file, f);
+			key.ino = f->ino;
+			key.ctime_ns = f->ctime_ns;
+			key.size = f->size;
+			key.dev = f->dev;
+		}
+		if (!w->args_sandbox && (*checks & BACKSTOP_ABI_SANDBOX_ARGS))
+			w->args_sandbox = id;
+		if (check_file) {
+			key.cgroup_id = id;
+			if (!bpf_map_lookup_elem(&approved, &key)) {
+				w->unapproved = id;
+				return;
+			}
+		}
 	}
-	return 0;
 }
 
 /* Kernels before 6.11 kept the ctime as one timespec64 (__i_ctime from 6.6, i_ctime before). */
@@ -145,23 +169,25 @@ struct inode___old {
  * stat() masks it, so must we. */
 #define CTIME_NSEC_MASK 0x7fffffffu
 
+/* Direct loads through the kernel's pointers (the verifier turns them into loads that cannot
+ * fault), not bpf_probe_read_kernel calls: this runs on every exec of every sandboxed task. */
 static __always_inline void file_id(struct file *file, struct file_id *f)
 {
-	struct inode *inode = BPF_CORE_READ(file, f_inode);
+	struct inode *inode = file->f_inode;
 	__u64 sec, nsec;
 
-	f->ino = BPF_CORE_READ(inode, i_ino);
-	f->dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	f->size = BPF_CORE_READ(inode, i_size);
+	f->ino = inode->i_ino;
+	f->dev = inode->i_sb->s_dev;
+	f->size = inode->i_size;
 	if (bpf_core_field_exists(inode->i_ctime_sec)) {
-		sec = BPF_CORE_READ(inode, i_ctime_sec);
-		nsec = BPF_CORE_READ(inode, i_ctime_nsec) & CTIME_NSEC_MASK;
+		sec = inode->i_ctime_sec;
+		nsec = inode->i_ctime_nsec & CTIME_NSEC_MASK;
 	} else if (bpf_core_field_exists(((struct inode___ts *)inode)->__i_ctime)) {
-		sec = BPF_CORE_READ((struct inode___ts *)inode, __i_ctime.tv_sec);
-		nsec = BPF_CORE_READ((struct inode___ts *)inode, __i_ctime.tv_nsec);
+		sec = ((struct inode___ts *)inode)->__i_ctime.tv_sec;
+		nsec = ((struct inode___ts *)inode)->__i_ctime.tv_nsec;
 	} else {
-		sec = BPF_CORE_READ((struct inode___old *)inode, i_ctime.tv_sec);
-		nsec = BPF_CORE_READ((struct inode___old *)inode, i_ctime.tv_nsec);
+		sec = ((struct inode___old *)inode)->i_ctime.tv_sec;
+		nsec = ((struct inode___old *)inode)->i_ctime.tv_nsec;
 	}
 	f->ctime_ns = sec * 1000000000ull + nsec;
 }
@@ -169,34 +195,16 @@ static __always_inline void file_id(struct file *file, struct file_id *f)
 SEC("lsm/bprm_check_security")
 int BPF_PROG(backstop_lsm, struct linux_binprm *bprm, int ret)
 {
-	struct file_id f;
-	__u64 sandbox;
+	struct sandbox_walk w;
+	struct file_id f = {};
 
 	if (ret)
 		return ret;
-	file_id(BPF_CORE_READ(bprm, file), &f);
-	sandbox = unapproved_sandbox(&f);
-	if (!sandbox)
+	walk_sandboxes(bprm->file, true, &w, &f);
+	if (!w.unapproved)
 		return 0;
-	report(bprm, sandbox, &f, BACKSTOP_ABI_DENIED, -EPERM, BACKSTOP_ABI_WHY_FILE);
+	report(bprm, w.unapproved, &f, BACKSTOP_ABI_DENIED, -EPERM, BACKSTOP_ABI_WHY_FILE);
 	return -EPERM;
-}
-
-/* The first registered sandbox among the task's cgroup and its ancestors whose execs'
- * arguments are checked, 0 when none. */
-static __always_inline __u64 args_sandbox(void)
-{
-	for (int level = 1; level <= BACKSTOP_MAX_LEVELS; level++) {
-		__u64 id = bpf_get_current_ancestor_cgroup_id(level);
-		__u32 *checks;
-
-		if (id == 0)
-			break;
-		checks = bpf_map_lookup_elem(&sandboxes, &id);
-		if (checks && (*checks & BACKSTOP_ABI_SANDBOX_ARGS))
-			return id;
-	}
-	return 0;
 }
 
 /* ---- the arguments: SipHash-2-4, word by word (see supervisor/exec/args_digest.h) --------- */
@@ -272,27 +280,47 @@ static long hash_word(__u64 i, void *data)
 	return 0;
 }
 
+/* Take (and so consume: one exec, one check) what the supervisor expects of thread TID's exec.
+ * False when there is nothing, or when the supervisor is rewriting its slot this very moment
+ * (then the exec is stopped: fail closed). */
+static __always_inline bool take_expected(__u32 tid, struct backstop_abi_args *ret)
+{
+	__u32 home = backstop_abi_expect_home(tid);
+
+#pragma unroll
+	for (__u32 k = 0; k < BACKSTOP_EXPECT_WINDOW; k++) {
+		struct backstop_abi_expect *e =
+		        &expect_slots[(home + k) & (BACKSTOP_MAX_EXPECTED - 1)];
+
+		if (*(volatile __u64 *)&e->tid != tid)
+			continue;
+		/* Held: the supervisor cannot reuse the slot while we copy it. */
+		if (__sync_val_compare_and_swap(&e->tid, (__u64)tid, BACKSTOP_EXPECT_BUSY) != tid)
+			return false;
+		*ret = e->args;
+		__sync_lock_test_and_set(&e->tid, 0);
+		return true;
+	}
+	return false;
+}
+
 /* BACKSTOP_ABI_WHY_* when the new image's arguments are not what the supervisor expected for
  * the thread OLD_PID that called exec, -1 when they are. */
 static __always_inline int args_mismatch(struct task_struct *p, pid_t old_pid)
 {
 	struct hash_ctx c = {};
-	struct backstop_abi_args want, *e;
-	__u32 tid = (__u32)old_pid;
+	struct backstop_abi_args want;
 	__u64 a, z, h;
 	__u32 words;
 	struct mm_struct *mm;
 
-	e = bpf_map_lookup_elem(&expected, &tid);
-	if (!e)
+	if (!take_expected((__u32)old_pid, &want))
 		return BACKSTOP_ABI_WHY_NO_ARGS;
-	want = *e;
-	bpf_map_delete_elem(&expected, &tid); /* one exec, one check */
 	if (want.mode == BACKSTOP_ABI_ARGS_ANY)
 		return -1;
-	mm = BPF_CORE_READ(p, mm);
-	a = BPF_CORE_READ(mm, arg_start);
-	z = BPF_CORE_READ(mm, arg_end);
+	mm = p->mm;
+	a = mm->arg_start;
+	z = mm->arg_end;
 	if (z < a || want.len > BACKSTOP_ARGS_MAX)
 		return BACKSTOP_ABI_WHY_ARGS;
 	c.start = a;
@@ -342,19 +370,20 @@ static __always_inline int args_mismatch(struct task_struct *p, pid_t old_pid)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(backstop_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	struct file_id f;
+	struct sandbox_walk w;
+	struct file_id f = {};
 	__u64 sandbox;
-	int why = -1;
+	int why;
 	long err;
 
-	file_id(BPF_CORE_READ(bprm, file), &f);
-	if (tp_checks_file) {
-		sandbox = unapproved_sandbox(&f);
-		if (sandbox)
-			why = BACKSTOP_ABI_WHY_FILE;
-	}
-	if (why < 0) {
-		sandbox = args_sandbox();
+	walk_sandboxes(bprm->file, tp_checks_file, &w, &f);
+	if (!w.registered)
+		return 0;
+	if (w.unapproved) {
+		sandbox = w.unapproved;
+		why = BACKSTOP_ABI_WHY_FILE;
+	} else {
+		sandbox = w.args_sandbox;
 		if (!sandbox)
 			return 0;
 		why = args_mismatch(p, old_pid);
