@@ -107,54 +107,71 @@ static __always_inline void report(struct linux_binprm *bprm, __u64 sandbox,
 	bpf_ringbuf_submit(ev, 0);
 }
 
-/* What the walk from the root down over the task's cgroup and its ancestors found. */
+/* What the walks from the root down over the task's cgroup and its ancestors found. */
 struct sandbox_walk {
 	__u64 unapproved;   /* the first registered sandbox that has not approved the file, or 0 */
 	__u64 args_sandbox; /* the first registered sandbox whose execs' arguments are checked */
 	bool registered;    /* any registered sandbox at all */
+	struct backstop_abi_key key;
 };
+
+/* bpf_loop callbacks, level LEVEL - 1 of the walks (0 goes on, 1 stops): callbacks, not loops,
+ * because the verifier walks a callback once, where it walked a loop's body once per level and
+ * what follows once per way the loop could end. */
+static long find_registered(__u64 i, void *data)
+{
+	struct sandbox_walk *w = data;
+	__u64 id = bpf_get_current_ancestor_cgroup_id((int)i + 1);
+	__u32 *checks;
+
+	if (id == 0) /* deeper than the task's own cgroup */
+		return 1;
+	checks = bpf_map_lookup_elem(&sandboxes, &id);
+	if (!checks)
+		return 0;
+	w->registered = true;
+	if (!(*checks & BACKSTOP_ABI_SANDBOX_ARGS))
+		return 0;
+	w->args_sandbox = id;
+	return 1;
+}
+
+static long find_unapproved(__u64 i, void *data)
+{
+	struct sandbox_walk *w = data;
+	__u64 id = bpf_get_current_ancestor_cgroup_id((int)i + 1);
+
+	if (id == 0)
+		return 1;
+	if (!bpf_map_lookup_elem(&sandboxes, &id))
+		return 0;
+	w->key.cgroup_id = id;
+	if (bpf_map_lookup_elem(&approved, &w->key))
+		return 0;
+	w->unapproved = id;
+	return 1;
+}
 
 static __always_inline void file_id(struct file *file, struct file_id *f);
 
-/* One walk from the root down. With CHECK_FILE, every registered ancestor must have approved
- * the file (a sandbox nested in a sandbox answers to both); the file is read only once a
- * registered ancestor is found, so a task of no sandbox (every other process of the machine)
- * costs a few cgroup id lookups and nothing more. */
+/* The first walk finds whether any ancestor is a registered sandbox: a task of no sandbox
+ * (every other process of the machine) costs those few lookups and nothing more. Only then is
+ * the file read and, with CHECK_FILE, checked against every registered ancestor (a sandbox
+ * nested in a sandbox answers to both). */
 static __always_inline void walk_sandboxes(struct file *file, bool check_file,
                                            struct sandbox_walk *w, struct file_id *f)
 {
-	struct backstop_abi_key key = {};
-
-	w->unapproved = 0;
-	w->args_sandbox = 0;
-	w->registered = false;
-	for (int level = 1; level <= BACKSTOP_MAX_LEVELS; level++) {
-		__u64 id = bpf_get_current_ancestor_cgroup_id(level);
-		__u32 *checks;
-
-		if (id == 0) /* deeper than the task's own cgroup */
-			break;
-		checks = bpf_map_lookup_elem(&sandboxes, &id);
-		if (!checks)
-			continue;
-		if (!w->registered) {
-			w->registered = true;
-			file_id(file, f);
-			key.ino = f->ino;
-			key.ctime_ns = f->ctime_ns;
-			key.size = f->size;
-			key.dev = f->dev;
-		}
-		if (!w->args_sandbox && (*checks & BACKSTOP_ABI_SANDBOX_ARGS))
-			w->args_sandbox = id;
-		if (check_file) {
-			key.cgroup_id = id;
-			if (!bpf_map_lookup_elem(&approved, &key)) {
-				w->unapproved = id;
-				return;
-			}
-		}
-	}
+	bpf_loop(BACKSTOP_MAX_LEVELS, find_registered, w, 0);
+	if (!w->registered)
+		return;
+	file_id(file, f);
+	if (!check_file)
+		return;
+	w->key.ino = f->ino;
+	w->key.ctime_ns = f->ctime_ns;
+	w->key.size = f->size;
+	w->key.dev = f->dev;
+	bpf_loop(BACKSTOP_MAX_LEVELS, find_unapproved, w, 0);
 }
 
 /* Kernels before 6.11 kept the ctime as one timespec64 (__i_ctime from 6.6, i_ctime before). */
@@ -195,7 +212,7 @@ static __always_inline void file_id(struct file *file, struct file_id *f)
 SEC("lsm/bprm_check_security")
 int BPF_PROG(backstop_lsm, struct linux_binprm *bprm, int ret)
 {
-	struct sandbox_walk w;
+	struct sandbox_walk w = {};
 	struct file_id f = {};
 
 	if (ret)
@@ -285,23 +302,26 @@ static long hash_word(__u64 i, void *data)
  * (then the exec is stopped: fail closed). */
 static __always_inline bool take_expected(__u32 tid, struct backstop_abi_args *ret)
 {
-	__u32 home = backstop_abi_expect_home(tid);
+	__u32 home = backstop_abi_expect_home(tid), found = BACKSTOP_MAX_EXPECTED;
+	struct backstop_abi_expect *e;
 
-#pragma unroll
+	/* Every slot of the window, no early exit: the verifier then walks what follows once for
+	 * "found" and once for "not found", not once per slot it could be found at. */
 	for (__u32 k = 0; k < BACKSTOP_EXPECT_WINDOW; k++) {
-		struct backstop_abi_expect *e =
-		        &expect_slots[(home + k) & (BACKSTOP_MAX_EXPECTED - 1)];
+		__u32 slot = (home + k) & (BACKSTOP_MAX_EXPECTED - 1);
 
-		if (*(volatile __u64 *)&e->tid != tid)
-			continue;
-		/* Held: the supervisor cannot reuse the slot while we copy it. */
-		if (__sync_val_compare_and_swap(&e->tid, (__u64)tid, BACKSTOP_EXPECT_BUSY) != tid)
-			return false;
-		*ret = e->args;
-		__sync_lock_test_and_set(&e->tid, 0);
-		return true;
+		if (*(volatile __u64 *)&expect_slots[slot].tid == tid)
+			found = slot;
 	}
-	return false;
+	if (found >= BACKSTOP_MAX_EXPECTED)
+		return false;
+	e = &expect_slots[found];
+	/* Held: the supervisor cannot reuse the slot while we copy it. */
+	if (__sync_val_compare_and_swap(&e->tid, (__u64)tid, BACKSTOP_EXPECT_BUSY) != tid)
+		return false;
+	*ret = e->args;
+	__sync_lock_test_and_set(&e->tid, 0);
+	return true;
 }
 
 /* BACKSTOP_ABI_WHY_* when the new image's arguments are not what the supervisor expected for
@@ -370,7 +390,7 @@ static __always_inline int args_mismatch(struct task_struct *p, pid_t old_pid)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(backstop_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	struct sandbox_walk w;
+	struct sandbox_walk w = {};
 	struct file_id f = {};
 	__u64 sandbox;
 	int why;

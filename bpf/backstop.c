@@ -52,7 +52,7 @@ struct backstop {
 	struct backstop_abi_key *cache;
 	size_t cache_cap; /* a power of two, or 0 */
 	size_t cache_used;
-	uint64_t args_key[2]; /* also in the program's rodata */
+	uint64_t args_key[2];  /* also in the program's rodata */
 	uint64_t expect_clock; /* stamps the expectations written (backstop_expect_args) */
 };
 
@@ -495,8 +495,8 @@ int backstop_expect_args(struct backstop *b, pid_t tid, const struct backstop_ar
 	uint64_t t = (uint64_t)tid;
 	uint32_t home;
 
-	if (tid <= 0 || a->mode < BACKSTOP_ARGS_FULL ||
-	    a->mode > BACKSTOP_ARGS_ANY || a->len > BACKSTOP_ARGS_MAX)
+	if (tid <= 0 || a->mode < BACKSTOP_ARGS_FULL || a->mode > BACKSTOP_ARGS_ANY ||
+	    a->len > BACKSTOP_ARGS_MAX)
 		return -EINVAL;
 	home = backstop_abi_expect_home((uint32_t)tid);
 	/* A few tries: each loses only to the program taking a slot, or to another thread of
