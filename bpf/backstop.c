@@ -531,7 +531,7 @@ int backstop_expect_args(struct backstop *b, pid_t tid, const struct backstop_ar
 	if (!e)
 		return -EBUSY;
 	e->args = (struct backstop_abi_args){.hash = a->hash, .len = a->len, .mode = a->mode};
-	e->stamp = b->expect_clock++;
+	e->stamp = __atomic_fetch_add(&b->expect_clock, 1, __ATOMIC_RELAXED);
 	/* Release: the program that sees the tid sees the fields. */
 	__atomic_store_n(&e->tid, t, __ATOMIC_RELEASE);
 	return 0;

@@ -2,8 +2,9 @@
  *   - no backstop loaded (baseline),
  *   - backstop attached, in a cgroup that is not a sandbox (what every other process pays),
  *   - a registered sandbox with /bin/true approved (what the agent pays), each exec's
- *     arguments expected as the supervisor expects them (one map update from the exec'ing
- *     child, then the kernel side's hash of the new image's arguments).
+ *     arguments expected as the supervisor expects them (one store into the table shared with
+ *     the program, from the exec'ing child, then the kernel side's hash of the new image's
+ *     arguments).
  * The 2000 are run as 10 interleaved blocks of 200 (baseline, attached, sandbox, baseline…) so
  * that load from other processes drifting over the run hits the three alike; wall and CPU time
  * are printed per exec and as ratios to the baseline. The program's own run time per exec, from
