@@ -443,8 +443,12 @@ static void test_loading_walks_few_verifier_instructions(void **state)
 	}
 	assert_int_equal(r, 0);
 	printf("# verifier walked %llu instructions\n", (unsigned long long)insns);
-	if (insns > 50000)
-		fail_msg("the verifier walked %llu instructions (budget 50000)",
+	/* ~2500 here (6.18, tp_btf): loops written so that the verifier walks them once (bpf_loop
+	 * callbacks, a search without early exit). One loop more kept state across iterations
+	 * and cost 16644, ~1.5 ms of every run's start: the budget catches that, with room for
+	 * other kernels' verifiers and for LSM mode's second program. */
+	if (insns > 10000)
+		fail_msg("the verifier walked %llu instructions (budget 10000)",
 		         (unsigned long long)insns);
 }
 
