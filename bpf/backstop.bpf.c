@@ -20,8 +20,8 @@
  * in its own memory (mm->arg_start..arg_end), out of the old threads' reach: backstop_exec
  * hashes them (SipHash-2-4 under a key only the supervisor and this program know) and stops
  * the exec unless they are what the supervisor expected for the thread that called exec
- * (expect_slots, written before it let the exec through; consumed here). In LSM mode backstop_exec
- * is attached too, for this check only.
+ * (expect_slots, written before it let the exec through; consumed here). In LSM mode
+ * backstop_exec is attached too, for this check only.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
