@@ -155,7 +155,7 @@ int backstop_file_id(int fd, pid_t mount_ns_pid, dev_t *ret_dev, ino_t *ret_ino)
  * as root sees it) must have in its new image; an exec of a registered sandbox's task with
  * no such expectation is stopped too (fail closed: every exec is decided). Consumed by that
  * exec; a newer one for the same thread replaces it. No system call: a store into a table this
- * process shares with the program (8192 slots; a thread's expectation goes to one of the 8 of
+ * process shares with the program (1024 slots; a thread's expectation goes to one of the 8 of
  * its window, and when all 8 hold others' the oldest is dropped, its exec then stopped).
  * -EBUSY when the window stayed held by the program's own reads (then deny the exec). */
 int backstop_expect_args(struct backstop *b, pid_t tid, const struct backstop_args *a);

@@ -16,9 +16,10 @@
  * the program share (the program's .bss, mapped by the loader), so that recording one costs the
  * supervisor no system call. A thread's entry sits in one of BACKSTOP_EXPECT_WINDOW slots from
  * its home slot; when all are taken the oldest is reused (an exec that failed after the
- * supervisor let it through leaves its entry behind). 8192 slots (a power of 2): far more execs
- * in flight than a sandbox has. */
-#define BACKSTOP_EXPECT_BITS   13
+ * supervisor let it through leaves its entry behind). 1024 slots (a power of 2): an entry lives
+ * from the supervisor's answer to the exec's end, so few are in flight at once; and the table
+ * is mapped in the supervisor (32 KiB of its resident memory). */
+#define BACKSTOP_EXPECT_BITS   10
 #define BACKSTOP_MAX_EXPECTED  (1u << BACKSTOP_EXPECT_BITS)
 #define BACKSTOP_EXPECT_WINDOW 8
 /* A slot's tid while one side holds it (writing it, or the program taking it): no thread has

@@ -164,7 +164,7 @@ static void print_row(const char *name, struct timing t, struct timing base)
 }
 
 /* What the supervisor pays per exec it lets through to tell the backstop the arguments. The
- * thread ids are made up (none runs): 4096 of them, as many windows of the table in use. */
+ * thread ids are made up (none runs): 512 of them, half the table's slots in use. */
 static void time_expect_args(struct backstop *b)
 {
 	const struct backstop_args a = {.hash = 1, .len = 5, .mode = BACKSTOP_ARGS_FULL};
@@ -172,7 +172,7 @@ static void time_expect_args(struct backstop *b)
 	double start = now_seconds();
 
 	for (int i = 0; i < n; i++)
-		if (backstop_expect_args(b, 4000000 + (i % 4096), &a) < 0) {
+		if (backstop_expect_args(b, 4000000 + (i % 512), &a) < 0) {
 			printf("bench_backstop: recording expected arguments failed\n");
 			return;
 		}
