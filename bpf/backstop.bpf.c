@@ -20,8 +20,8 @@
  * in its own memory (mm->arg_start..arg_end), out of the old threads' reach: backstop_exec
  * hashes them (SipHash-2-4 under a key only the supervisor and this program know) and stops
  * the exec unless they are what the supervisor expected for the thread that called exec
- * (expected, filled before it let the exec through; consumed here). In LSM mode backstop_exec
- * is attached too, for this check only.
+ * (expect_slots, written before it let the exec through; consumed here). In LSM mode
+ * backstop_exec is attached too, for this check only.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -63,13 +63,9 @@ struct {
 const volatile __u64 args_key[2] = {0, 0};
 const volatile bool tp_checks_file = true;
 
-/* Thread id (global) of an exec the supervisor let through → what its arguments must be. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, BACKSTOP_MAX_EXPECTED);
-	__type(key, __u32);
-	__type(value, struct backstop_abi_args);
-} expected SEC(".maps");
+/* Execs the supervisor let through → what their arguments must be: a table the loader maps
+ * and writes without a system call (see struct backstop_abi_expect). */
+struct backstop_abi_expect expect_slots[BACKSTOP_MAX_EXPECTED] = {};
 
 /* Events lost because the ring buffer was full (an exec storm); the supervisor reports it. */
 __u64 events_dropped = 0;
@@ -111,26 +107,71 @@ static __always_inline void report(struct linux_binprm *bprm, __u64 sandbox,
 	bpf_ringbuf_submit(ev, 0);
 }
 
-/* Returns the first registered sandbox (scanning from the root down) that has not approved
- * (dev, ino), 0 when every registered ancestor approved it or none is registered. Every
- * registered ancestor must approve: a sandbox nested in a sandbox answers to both. */
-static __always_inline __u64 unapproved_sandbox(const struct file_id *f)
+/* What the walks from the root down over the task's cgroup and its ancestors found. */
+struct sandbox_walk {
+	__u64 unapproved;   /* the first registered sandbox that has not approved the file, or 0 */
+	__u64 args_sandbox; /* the first registered sandbox whose execs' arguments are checked */
+	bool registered;    /* any registered sandbox at all */
+	struct backstop_abi_key key;
+};
+
+/* bpf_loop callbacks, level LEVEL - 1 of the walks (0 goes on, 1 stops): callbacks, not loops,
+ * because the verifier walks a callback once, where it walked a loop's body once per level and
+ * what follows once per way the loop could end. */
+static long find_registered(__u64 i, void *data)
 {
-	struct backstop_abi_key key = {
-	        .ino = f->ino, .ctime_ns = f->ctime_ns, .size = f->size, .dev = f->dev};
+	struct sandbox_walk *w = data;
+	__u64 id = bpf_get_current_ancestor_cgroup_id((int)i + 1);
+	__u32 *checks;
 
-	for (int level = 1; level <= BACKSTOP_MAX_LEVELS; level++) {
-		__u64 id = bpf_get_current_ancestor_cgroup_id(level);
+	if (id == 0) /* deeper than the task's own cgroup */
+		return 1;
+	checks = bpf_map_lookup_elem(&sandboxes, &id);
+	if (!checks)
+		return 0;
+	w->registered = true;
+	if (!(*checks & BACKSTOP_ABI_SANDBOX_ARGS))
+		return 0;
+	w->args_sandbox = id;
+	return 1;
+}
 
-		if (id == 0) /* deeper than the task's own cgroup */
-			break;
-		if (!bpf_map_lookup_elem(&sandboxes, &id))
-			continue;
-		key.cgroup_id = id;
-		if (!bpf_map_lookup_elem(&approved, &key))
-			return id;
-	}
-	return 0;
+static long find_unapproved(__u64 i, void *data)
+{
+	struct sandbox_walk *w = data;
+	__u64 id = bpf_get_current_ancestor_cgroup_id((int)i + 1);
+
+	if (id == 0)
+		return 1;
+	if (!bpf_map_lookup_elem(&sandboxes, &id))
+		return 0;
+	w->key.cgroup_id = id;
+	if (bpf_map_lookup_elem(&approved, &w->key))
+		return 0;
+	w->unapproved = id;
+	return 1;
+}
+
+static __always_inline void file_id(struct file *file, struct file_id *f);
+
+/* The first walk finds whether any ancestor is a registered sandbox: a task of no sandbox
+ * (every other process of the machine) costs those few lookups and nothing more. Only then is
+ * the file read and, with CHECK_FILE, checked against every registered ancestor (a sandbox
+ * nested in a sandbox answers to both). */
+static __always_inline void walk_sandboxes(struct file *file, bool check_file,
+                                           struct sandbox_walk *w, struct file_id *f)
+{
+	bpf_loop(BACKSTOP_MAX_LEVELS, find_registered, w, 0);
+	if (!w->registered)
+		return;
+	file_id(file, f);
+	if (!check_file)
+		return;
+	w->key.ino = f->ino;
+	w->key.ctime_ns = f->ctime_ns;
+	w->key.size = f->size;
+	w->key.dev = f->dev;
+	bpf_loop(BACKSTOP_MAX_LEVELS, find_unapproved, w, 0);
 }
 
 /* Kernels before 6.11 kept the ctime as one timespec64 (__i_ctime from 6.6, i_ctime before). */
@@ -145,23 +186,25 @@ struct inode___old {
  * stat() masks it, so must we. */
 #define CTIME_NSEC_MASK 0x7fffffffu
 
+/* Direct loads through the kernel's pointers (the verifier turns them into loads that cannot
+ * fault), not bpf_probe_read_kernel calls: this runs on every exec of every sandboxed task. */
 static __always_inline void file_id(struct file *file, struct file_id *f)
 {
-	struct inode *inode = BPF_CORE_READ(file, f_inode);
+	struct inode *inode = file->f_inode;
 	__u64 sec, nsec;
 
-	f->ino = BPF_CORE_READ(inode, i_ino);
-	f->dev = BPF_CORE_READ(inode, i_sb, s_dev);
-	f->size = BPF_CORE_READ(inode, i_size);
+	f->ino = inode->i_ino;
+	f->dev = inode->i_sb->s_dev;
+	f->size = inode->i_size;
 	if (bpf_core_field_exists(inode->i_ctime_sec)) {
-		sec = BPF_CORE_READ(inode, i_ctime_sec);
-		nsec = BPF_CORE_READ(inode, i_ctime_nsec) & CTIME_NSEC_MASK;
+		sec = inode->i_ctime_sec;
+		nsec = inode->i_ctime_nsec & CTIME_NSEC_MASK;
 	} else if (bpf_core_field_exists(((struct inode___ts *)inode)->__i_ctime)) {
-		sec = BPF_CORE_READ((struct inode___ts *)inode, __i_ctime.tv_sec);
-		nsec = BPF_CORE_READ((struct inode___ts *)inode, __i_ctime.tv_nsec);
+		sec = ((struct inode___ts *)inode)->__i_ctime.tv_sec;
+		nsec = ((struct inode___ts *)inode)->__i_ctime.tv_nsec;
 	} else {
-		sec = BPF_CORE_READ((struct inode___old *)inode, i_ctime.tv_sec);
-		nsec = BPF_CORE_READ((struct inode___old *)inode, i_ctime.tv_nsec);
+		sec = ((struct inode___old *)inode)->i_ctime.tv_sec;
+		nsec = ((struct inode___old *)inode)->i_ctime.tv_nsec;
 	}
 	f->ctime_ns = sec * 1000000000ull + nsec;
 }
@@ -169,34 +212,16 @@ static __always_inline void file_id(struct file *file, struct file_id *f)
 SEC("lsm/bprm_check_security")
 int BPF_PROG(backstop_lsm, struct linux_binprm *bprm, int ret)
 {
-	struct file_id f;
-	__u64 sandbox;
+	struct sandbox_walk w = {};
+	struct file_id f = {};
 
 	if (ret)
 		return ret;
-	file_id(BPF_CORE_READ(bprm, file), &f);
-	sandbox = unapproved_sandbox(&f);
-	if (!sandbox)
+	walk_sandboxes(bprm->file, true, &w, &f);
+	if (!w.unapproved)
 		return 0;
-	report(bprm, sandbox, &f, BACKSTOP_ABI_DENIED, -EPERM, BACKSTOP_ABI_WHY_FILE);
+	report(bprm, w.unapproved, &f, BACKSTOP_ABI_DENIED, -EPERM, BACKSTOP_ABI_WHY_FILE);
 	return -EPERM;
-}
-
-/* The first registered sandbox among the task's cgroup and its ancestors whose execs'
- * arguments are checked, 0 when none. */
-static __always_inline __u64 args_sandbox(void)
-{
-	for (int level = 1; level <= BACKSTOP_MAX_LEVELS; level++) {
-		__u64 id = bpf_get_current_ancestor_cgroup_id(level);
-		__u32 *checks;
-
-		if (id == 0)
-			break;
-		checks = bpf_map_lookup_elem(&sandboxes, &id);
-		if (checks && (*checks & BACKSTOP_ABI_SANDBOX_ARGS))
-			return id;
-	}
-	return 0;
 }
 
 /* ---- the arguments: SipHash-2-4, word by word (see supervisor/exec/args_digest.h) --------- */
@@ -272,27 +297,50 @@ static long hash_word(__u64 i, void *data)
 	return 0;
 }
 
+/* Take (and so consume: one exec, one check) what the supervisor expects of thread TID's exec.
+ * False when there is nothing, or when the supervisor is rewriting its slot this very moment
+ * (then the exec is stopped: fail closed). */
+static __always_inline bool take_expected(__u32 tid, struct backstop_abi_args *ret)
+{
+	__u32 home = backstop_abi_expect_home(tid), found = BACKSTOP_MAX_EXPECTED;
+	struct backstop_abi_expect *e;
+
+	/* Every slot of the window, no early exit: the verifier then walks what follows once for
+	 * "found" and once for "not found", not once per slot it could be found at. */
+	for (__u32 k = 0; k < BACKSTOP_EXPECT_WINDOW; k++) {
+		__u32 slot = (home + k) & (BACKSTOP_MAX_EXPECTED - 1);
+
+		if (*(volatile __u64 *)&expect_slots[slot].tid == tid)
+			found = slot;
+	}
+	if (found >= BACKSTOP_MAX_EXPECTED)
+		return false;
+	e = &expect_slots[found];
+	/* Held: the supervisor cannot reuse the slot while we copy it. */
+	if (__sync_val_compare_and_swap(&e->tid, (__u64)tid, BACKSTOP_EXPECT_BUSY) != tid)
+		return false;
+	*ret = e->args;
+	__sync_lock_test_and_set(&e->tid, 0);
+	return true;
+}
+
 /* BACKSTOP_ABI_WHY_* when the new image's arguments are not what the supervisor expected for
  * the thread OLD_PID that called exec, -1 when they are. */
 static __always_inline int args_mismatch(struct task_struct *p, pid_t old_pid)
 {
 	struct hash_ctx c = {};
-	struct backstop_abi_args want, *e;
-	__u32 tid = (__u32)old_pid;
+	struct backstop_abi_args want;
 	__u64 a, z, h;
 	__u32 words;
 	struct mm_struct *mm;
 
-	e = bpf_map_lookup_elem(&expected, &tid);
-	if (!e)
+	if (!take_expected((__u32)old_pid, &want))
 		return BACKSTOP_ABI_WHY_NO_ARGS;
-	want = *e;
-	bpf_map_delete_elem(&expected, &tid); /* one exec, one check */
 	if (want.mode == BACKSTOP_ABI_ARGS_ANY)
 		return -1;
-	mm = BPF_CORE_READ(p, mm);
-	a = BPF_CORE_READ(mm, arg_start);
-	z = BPF_CORE_READ(mm, arg_end);
+	mm = p->mm;
+	a = mm->arg_start;
+	z = mm->arg_end;
 	if (z < a || want.len > BACKSTOP_ARGS_MAX)
 		return BACKSTOP_ABI_WHY_ARGS;
 	c.start = a;
@@ -342,19 +390,20 @@ static __always_inline int args_mismatch(struct task_struct *p, pid_t old_pid)
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(backstop_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
-	struct file_id f;
+	struct sandbox_walk w = {};
+	struct file_id f = {};
 	__u64 sandbox;
-	int why = -1;
+	int why;
 	long err;
 
-	file_id(BPF_CORE_READ(bprm, file), &f);
-	if (tp_checks_file) {
-		sandbox = unapproved_sandbox(&f);
-		if (sandbox)
-			why = BACKSTOP_ABI_WHY_FILE;
-	}
-	if (why < 0) {
-		sandbox = args_sandbox();
+	walk_sandboxes(bprm->file, tp_checks_file, &w, &f);
+	if (!w.registered)
+		return 0;
+	if (w.unapproved) {
+		sandbox = w.unapproved;
+		why = BACKSTOP_ABI_WHY_FILE;
+	} else {
+		sandbox = w.args_sandbox;
 		if (!sandbox)
 			return 0;
 		why = args_mismatch(p, old_pid);

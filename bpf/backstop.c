@@ -52,7 +52,8 @@ struct backstop {
 	struct backstop_abi_key *cache;
 	size_t cache_cap; /* a power of two, or 0 */
 	size_t cache_used;
-	uint64_t args_key[2]; /* also in the program's rodata */
+	uint64_t args_key[2];  /* also in the program's rodata */
+	uint64_t expect_clock; /* stamps the expectations written (backstop_expect_args) */
 };
 
 static void cache_clear(struct backstop *b);
@@ -476,15 +477,64 @@ int backstop_revoke(struct backstop *b, uint64_t cgroup_id, dev_t st_dev, ino_t 
 	return bpf_map_delete_elem(bpf_map__fd(b->skel->maps.approved), &key);
 }
 
+/* Take slot E from the value SEEN for this writer (compare-and-swap of its tid: the program may
+ * be taking it at the same moment). */
+static bool expect_claim(struct backstop_abi_expect *e, uint64_t seen)
+{
+	return seen != BACKSTOP_EXPECT_BUSY &&
+	       __atomic_compare_exchange_n(&e->tid, &seen, BACKSTOP_EXPECT_BUSY, false,
+	                                   __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* A plain store into the table the program reads (no bpf(2) call: this runs once per exec the
+ * supervisor lets through). The slot: the thread's own (a newer expectation replaces an older
+ * one), else a free one, else the oldest of the window. */
 int backstop_expect_args(struct backstop *b, pid_t tid, const struct backstop_args *a)
 {
-	struct backstop_abi_args v = {.hash = a->hash, .len = a->len, .mode = a->mode};
-	__u32 key = (__u32)tid;
+	struct backstop_abi_expect *slots = b->skel->bss->expect_slots, *e = NULL;
+	uint64_t t = (uint64_t)tid;
+	uint32_t home;
 
 	if (tid <= 0 || a->mode < BACKSTOP_ARGS_FULL || a->mode > BACKSTOP_ARGS_ANY ||
 	    a->len > BACKSTOP_ARGS_MAX)
 		return -EINVAL;
-	return bpf_map_update_elem(bpf_map__fd(b->skel->maps.expected), &key, &v, BPF_ANY);
+	home = backstop_abi_expect_home((uint32_t)tid);
+	/* A few tries: each loses only to the program taking a slot, or to another thread of
+	 * this process claiming it, both brief. */
+	for (int attempt = 0; attempt < 4 && !e; attempt++) {
+		struct backstop_abi_expect *own = NULL, *free_slot = NULL, *oldest = NULL;
+		uint64_t oldest_age = 0;
+
+		for (uint32_t k = 0; k < BACKSTOP_EXPECT_WINDOW; k++) {
+			struct backstop_abi_expect *s =
+			        &slots[(home + k) & (BACKSTOP_MAX_EXPECTED - 1)];
+			uint64_t v = __atomic_load_n(&s->tid, __ATOMIC_RELAXED);
+			uint64_t age = b->expect_clock - s->stamp;
+
+			if (v == t)
+				own = s;
+			else if (v == 0 && !free_slot)
+				free_slot = s;
+			else if (v != BACKSTOP_EXPECT_BUSY && (!oldest || age > oldest_age)) {
+				oldest = s;
+				oldest_age = age;
+			}
+		}
+		if (own && expect_claim(own, t))
+			e = own;
+		else if (!own && free_slot && expect_claim(free_slot, 0))
+			e = free_slot;
+		else if (!own && !free_slot && oldest)
+			if (expect_claim(oldest, __atomic_load_n(&oldest->tid, __ATOMIC_RELAXED)))
+				e = oldest;
+	}
+	if (!e)
+		return -EBUSY;
+	e->args = (struct backstop_abi_args){.hash = a->hash, .len = a->len, .mode = a->mode};
+	e->stamp = __atomic_fetch_add(&b->expect_clock, 1, __ATOMIC_RELAXED);
+	/* Release: the program that sees the tid sees the fields. */
+	__atomic_store_n(&e->tid, t, __ATOMIC_RELEASE);
+	return 0;
 }
 
 void backstop_args_key(const struct backstop *b, uint64_t ret_key[2])

@@ -154,7 +154,10 @@ int backstop_file_id(int fd, pid_t mount_ns_pid, dev_t *ret_dev, ino_t *ret_ino)
 /* The arguments the exec of thread TID (a global thread id: the seccomp notification's pid
  * as root sees it) must have in its new image; an exec of a registered sandbox's task with
  * no such expectation is stopped too (fail closed: every exec is decided). Consumed by that
- * exec; a newer one for the same thread replaces it; the oldest are dropped past 8192. */
+ * exec; a newer one for the same thread replaces it. No system call: a store into a table this
+ * process shares with the program (1024 slots; a thread's expectation goes to one of the 8 of
+ * its window, and when all 8 hold others' the oldest is dropped, its exec then stopped).
+ * -EBUSY when the window stayed held by the program's own reads (then deny the exec). */
 int backstop_expect_args(struct backstop *b, pid_t tid, const struct backstop_args *a);
 
 /* The key of the argument hashes (random per backstop_open, never leaves this process and

@@ -12,10 +12,19 @@
  * sit at most this deep; its descendants may sit at any depth (the scan is from the top). */
 #define BACKSTOP_MAX_LEVELS    32
 #define BACKSTOP_RINGBUF_BYTES (256 * 1024)
-/* Execs let through, by thread, waiting for their new image (LRU: an exec that failed after
- * the supervisor let it through leaves its entry behind, dropped first). An LRU map is
- * preallocated: 8192 execs in flight at once is far more than a sandbox has. */
-#define BACKSTOP_MAX_EXPECTED 8192
+/* Execs let through, by thread, waiting for their new image: a table in memory the loader and
+ * the program share (the program's .bss, mapped by the loader), so that recording one costs the
+ * supervisor no system call. A thread's entry sits in one of BACKSTOP_EXPECT_WINDOW slots from
+ * its home slot; when all are taken the oldest is reused (an exec that failed after the
+ * supervisor let it through leaves its entry behind). 1024 slots (a power of 2): an entry lives
+ * from the supervisor's answer to the exec's end, so few are in flight at once; and the table
+ * is mapped in the supervisor (32 KiB of its resident memory). */
+#define BACKSTOP_EXPECT_BITS   10
+#define BACKSTOP_MAX_EXPECTED  (1u << BACKSTOP_EXPECT_BITS)
+#define BACKSTOP_EXPECT_WINDOW 8
+/* A slot's tid while one side holds it (writing it, or the program taking it): no thread has
+ * this id (pid_max is at most 2^22). */
+#define BACKSTOP_EXPECT_BUSY 0xffffffffffffffffull
 /* Bytes of arguments hashed at most: the notifier reads 1 MiB at most (EXEC_MAX_ARGV_BYTES). */
 #define BACKSTOP_ARGS_MAX (1024 * 1024)
 /* Bytes of arguments read at once onto the BPF stack (a power of 2, at least 8). */
@@ -52,6 +61,22 @@ struct backstop_abi_args {
 	__u32 len;
 	__u32 mode;
 };
+
+/* One slot of the table of expected arguments. tid is the lock: 0 free, a thread id (its
+ * expectation is complete), or BACKSTOP_EXPECT_BUSY; each side takes a slot by
+ * compare-and-swap of tid and gives it back with an atomic store, so the fields are only ever
+ * read or written by the side holding the slot. */
+struct backstop_abi_expect {
+	__u64 tid;   /* 64 bits: BPF's compare-and-swap of 32 bits needs a newer -mcpu */
+	__u64 stamp; /* when it was written (a counter of the writer's): the oldest is reused */
+	struct backstop_abi_args args;
+};
+
+/* The first slot of thread TID's window (Fibonacci hashing: nearby thread ids spread). */
+static inline __u32 backstop_abi_expect_home(__u32 tid)
+{
+	return (tid * 2654435761u) >> (32 - BACKSTOP_EXPECT_BITS);
+}
 
 #define BACKSTOP_ABI_ARGS_FULL   1
 #define BACKSTOP_ABI_ARGS_PREFIX 2
