@@ -700,29 +700,36 @@ static int add_links(struct fs_confine *fc, const char *path)
 typedef int (*path_fn)(struct fs_confine *fc, const char *real, const struct stat *st,
                        void *userdata);
 
+/* EXPANDED, a path without globs, resolved, to FN; see each_path(). */
+static int each_literal(struct fs_confine *fc, const char *expanded, path_fn fn, void *userdata,
+                        size_t *missing)
+{
+	_cleanup_free_ char *real = realpath(expanded, NULL);
+	struct stat st;
+	int r;
+
+	if (!real || stat(real, &st) < 0) {
+		if (!missing)
+			return 0;
+		(*missing)++;
+		/* A symlink on the way (~/.config -> dotfiles/config) is held as for an existing
+		 * path: replaced by a directory of the agent's, the path would be looked for at
+		 * the end where the agent did not put it. */
+		r = add_links(fc, expanded);
+		return r < 0 ? r : add_absent(fc, expanded, fn == on_hide);
+	}
+	r = fn == on_protect || fn == on_hide ? add_links(fc, expanded) : 0;
+	return r < 0 ? r : fn(fc, real, &st, userdata);
+}
+
 static int each_path(struct fs_confine *fc, const char *expanded, path_fn fn, void *userdata,
                      size_t *missing, struct cl_error *err)
 {
 	glob_t g = {0};
 	int r = 0;
 
-	if (!fs_pattern_is_glob(expanded)) {
-		_cleanup_free_ char *real = realpath(expanded, NULL);
-		struct stat st;
-
-		if (!real || stat(real, &st) < 0) {
-			if (!missing)
-				return 0;
-			(*missing)++;
-			/* A symlink on the way (~/.config -> dotfiles/config) is held as for an
-			 * existing path: replaced by a directory of the agent's, the path would
-			 * be looked for at the end where the agent did not put it. */
-			r = add_links(fc, expanded);
-			return r < 0 ? r : add_absent(fc, expanded, fn == on_hide);
-		}
-		r = fn == on_protect || fn == on_hide ? add_links(fc, expanded) : 0;
-		return r < 0 ? r : fn(fc, real, &st, userdata);
-	}
+	if (!fs_pattern_is_glob(expanded))
+		return each_literal(fc, expanded, fn, userdata, missing);
 	/* GLOB_PERIOD: a '*' matches a leading dot, as in fs_policy's fnmatch. */
 	r = glob(expanded, GLOB_NOSORT | GLOB_PERIOD, NULL, &g);
 	if (r == GLOB_NOMATCH) {
@@ -819,6 +826,82 @@ static int each_entry(struct fs_confine *fc, const struct config_fs_list *list,
 			return err->msg[0] ? r : cl_error_set(err, r, "fs: %s", strerror(-r));
 	}
 	return 0;
+}
+
+/* A symlink in one of Cloister's own directories (stow's config.yaml -> ~/dotfiles/…, a
+ * decisions/ kept in a repository): the directory's read-only mount does not reach the link's
+ * target, which may lie in the project, where the agent would write the config or decisions the
+ * supervisor reads (at once: the decisions watch). The target is protected as an fs.protect
+ * path is, and each link of a chain (a -> b -> c) that lies in a writable directory is held. */
+static int protect_own_link(struct fs_confine *fc, const char *path)
+{
+	_cleanup_free_ char *cur = strdup(path);
+	int r;
+
+	if (!cur)
+		return -ENOMEM;
+	r = each_literal(fc, path, on_protect, NULL, &fc->absent_protect);
+	/* each_literal held the links on PATH's own way; those of the hops after it: */
+	for (unsigned hop = 0; r >= 0 && hop < 40; hop++) {
+		char target[PATH_MAX];
+		char *next = NULL;
+		struct stat st;
+		ssize_t n;
+
+		if (lstat(cur, &st) < 0 || !S_ISLNK(st.st_mode))
+			break;
+		n = readlink(cur, target, sizeof(target) - 1);
+		if (n <= 0)
+			break;
+		target[n] = '\0';
+		if (target[0] == '/') {
+			next = strdup(target);
+		} else {
+			char *slash = strrchr(cur, '/');
+
+			if (slash &&
+			    asprintf(&next, "%.*s/%s", (int)(slash - cur), cur, target) < 0)
+				next = NULL;
+		}
+		if (!next)
+			return -ENOMEM;
+		free(cur);
+		cur = next;
+		r = add_links(fc, cur);
+	}
+	return r;
+}
+
+/* Each symlink in DIR and below it (DEPTH levels: decisions/projects/NAME.yaml) to
+ * protect_own_link(). A directory that cannot be read holds nothing of the supervisor's. */
+static int protect_own_dir(struct fs_confine *fc, const char *dir, unsigned depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int r = 0;
+
+	if (!d)
+		return 0;
+	while (r >= 0 && (de = readdir(d))) {
+		_cleanup_free_ char *path = NULL;
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
+			path = NULL;
+			r = -ENOMEM;
+			break;
+		}
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode))
+			r = protect_own_link(fc, path);
+		if (r >= 0 && depth > 1 && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			r = protect_own_dir(fc, path, depth - 1);
+	}
+	closedir(d);
+	return r;
 }
 
 /* The ancestors of each protected path below the writable path holding it. */
@@ -922,6 +1005,12 @@ int fs_confine_prepare(const struct fs_confine_request *req, struct fs_confine *
 	if (r >= 0)
 		r = each_entry(fc, &cfg->fs.hide, &vars, false, on_hide, &hc, &fc->absent_hide,
 		               err);
+	for (const char *const *o = req->own_dirs; r >= 0 && o && *o; o++) {
+		r = protect_own_dir(fc, *o, 3);
+		if (r < 0)
+			r = cl_error_set(err, r, "fs: the links in %s: %s", *o,
+			                 r == -E2BIG ? "too many paths" : strerror(-r));
+	}
 	if (r < 0)
 		return r;
 	fc->n_write_all = fc->write.n;
