@@ -1,5 +1,6 @@
 #include "supervisor/policy/config_files.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -188,4 +189,41 @@ char *config_files_home(void)
 	if (!home || home[0] != '/')
 		return NULL;
 	return realpath(home, NULL);
+}
+
+static int links_below(const char *dir, unsigned depth, int (*fn)(const char *path, void *userdata),
+                       void *userdata)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int r = 0;
+
+	if (!d)
+		return 0;
+	while (r >= 0 && (de = readdir(d))) {
+		_cleanup_free_ char *path = NULL;
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
+			path = NULL;
+			r = -ENOMEM;
+			break;
+		}
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode))
+			r = fn(path, userdata);
+		if (r >= 0 && depth > 1 && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			r = links_below(path, depth - 1, fn, userdata);
+	}
+	closedir(d);
+	return r;
+}
+
+int config_files_links(const char *dir, int (*fn)(const char *path, void *userdata), void *userdata)
+{
+	/* DIR/decisions/projects/<project>.yaml: three levels. */
+	return links_below(dir, 3, fn, userdata);
 }

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "supervisor/policy/config_files.h"
 #include "supervisor/policy/fs_policy.h"
 #include "supervisor/policy/path_boundary.h"
 
@@ -872,36 +873,9 @@ static int protect_own_link(struct fs_confine *fc, const char *path)
 	return r;
 }
 
-/* Each symlink in DIR and below it (DEPTH levels: decisions/projects/NAME.yaml) to
- * protect_own_link(). A directory that cannot be read holds nothing of the supervisor's. */
-static int protect_own_dir(struct fs_confine *fc, const char *dir, unsigned depth)
+static int on_own_link(const char *path, void *userdata)
 {
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int r = 0;
-
-	if (!d)
-		return 0;
-	while (r >= 0 && (de = readdir(d))) {
-		_cleanup_free_ char *path = NULL;
-		struct stat st;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
-			path = NULL;
-			r = -ENOMEM;
-			break;
-		}
-		if (lstat(path, &st) < 0)
-			continue;
-		if (S_ISLNK(st.st_mode))
-			r = protect_own_link(fc, path);
-		if (r >= 0 && depth > 1 && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-			r = protect_own_dir(fc, path, depth - 1);
-	}
-	closedir(d);
-	return r;
+	return protect_own_link(userdata, path);
 }
 
 /* The ancestors of each protected path below the writable path holding it. */
@@ -1006,7 +980,7 @@ int fs_confine_prepare(const struct fs_confine_request *req, struct fs_confine *
 		r = each_entry(fc, &cfg->fs.hide, &vars, false, on_hide, &hc, &fc->absent_hide,
 		               err);
 	for (const char *const *o = req->own_dirs; r >= 0 && o && *o; o++) {
-		r = protect_own_dir(fc, *o, 3);
+		r = config_files_links(*o, on_own_link, fc);
 		if (r < 0)
 			r = cl_error_set(err, r, "fs: the links in %s: %s", *o,
 			                 r == -E2BIG ? "too many paths" : strerror(-r));

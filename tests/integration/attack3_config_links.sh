@@ -10,12 +10,15 @@
 # Held now: the targets of the symlinks in the config directory are protected as fs.protect
 # paths are (read-only, not renamable, the links on the way held), as root and as nobody; the
 # rest of the repository stays writable, and the next run refuses the program.
+# The same links with the repository outside the project (~/dotfiles) and fs.ask: on-write:
+# the agent's write to a link's target was asked like any file (the person could allow it, even
+# for every run); now it is refused at once as Cloister's own, and another file there is asked.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=18
+PLAN=30
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
@@ -60,6 +63,23 @@ echo "chain \$?"
 echo notes >'$D/notes'; echo "project \$?"
 EOF
 	chmod 644 "$W/agent.sh"
+	# The second set: the repository in the home, the agent in a project of its own.
+	C2=$W/cfg2
+	R=$W/home/dotfiles
+	mkdir -p "$C2" "$R/decisions" "$W/proj"
+	cat >"$R/config.yaml" <<'EOF'
+exec:
+  defaults: false
+  security: allowlist
+  ask: off
+  allow:
+    - path: "/usr/bin/dash"
+fs:
+  ask: on-write
+EOF
+	echo other >"$R/other"
+	ln -s "$R/config.yaml" "$C2/config.yaml"
+	ln -s "$R/decisions" "$C2/decisions"
 	if [ "$who" = nobody ]; then
 		chown -R "$NOBODY:$NOBODY" "$W"
 		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
@@ -98,5 +118,29 @@ EOF
 		"$who: the next run refuses the program nobody allowed" "$(diag)"
 	tap_ok "$(grep -q 'cloister-supervisor:' "$ERR" && echo 1 || echo 0)" \
 		"$who: the run starts without an error" "$(diag)"
+
+	# shellcheck disable=SC2086 # words on purpose
+	(cd "$W/proj" && exec timeout -k 5 30 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
+		"$TMP/cloister-supervisor" run --config-dir "$C2" --name "a3d$$" \
+		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none -- \
+		sh -c "(echo x >>'$R/config.yaml') 2>/dev/null; echo \"config \$?\"
+			(echo x >'$R/decisions/global.yaml') 2>/dev/null; echo \"decisions \$?\"
+			(echo x >>'$R/other') 2>/dev/null; echo \"other \$?\"") \
+		</dev/null >"$OUT" 2>"$ERR"
+	rc=$?
+	tap_like "$(grep '^config' "$OUT")" '^config [1-9]' \
+		"$who: write ask: the agent cannot write the linked config.yaml's target" "$(diag)"
+	tap_ok "$(grep -qF "write to $R/config.yaml denied: it is Cloister's config directory" \
+		"$ERR" && echo 0 || echo 1)" "$who: ... refused at once as Cloister's own, never asked" \
+		"$(diag)"
+	tap_ok "$(grep -qF "write to $R/decisions/global.yaml denied: it is below Cloister's config directory" \
+		"$ERR" && echo 0 || echo 1)" \
+		"$who: so is a decisions file in the linked decisions/" "$(diag)"
+	tap_ok "$(grep -qF "write to $R/other denied: nobody can answer" "$ERR" && echo 0 ||
+		echo 1)" "$who: another file of the repository is asked as before" "$(diag)"
+	tap_ok "$(grep -q '^x$' "$R/config.yaml" || [ -e "$R/decisions/global.yaml" ] && echo 1 ||
+		echo 0)" "$who: after the run, both are untouched" "$(diag)"
+	tap_ok "$(grep -q 'cloister-supervisor:' "$ERR" && echo 1 || echo 0)" \
+		"$who: that run starts without an error" "$(diag)"
 done
 tap_done
