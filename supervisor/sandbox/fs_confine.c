@@ -834,9 +834,30 @@ static int each_entry(struct fs_confine *fc, const struct config_fs_list *list,
  * target, which may lie in the project, where the agent would write the config or decisions the
  * supervisor reads (at once: the decisions watch). The target is protected as an fs.protect
  * path is, and each link of a chain (a -> b -> c) that lies in a writable directory is held. */
-static int protect_own_link(struct fs_confine *fc, const char *path)
+/* The nearest existing ancestor of PATH (textual, maybe dangling) lies in a writable path. */
+static bool creatable(const struct fs_confine *fc, const char *path)
 {
-	_cleanup_free_ char *cur = strdup(path);
+	_cleanup_free_ char *up = strdup(path);
+	char *slash;
+
+	while (up && (slash = strrchr(up, '/')) && slash != up) {
+		_cleanup_free_ char *real = NULL;
+
+		*slash = '\0';
+		real = realpath(up, NULL);
+		if (!real)
+			continue;
+		for (size_t w = 0; w < fc->write.n; w++)
+			if (confine_path_within(real, fc->write.v[w]))
+				return true;
+		return false;
+	}
+	return false;
+}
+
+static int protect_own_link(struct fs_confine *fc, const char *path, struct cl_error *err)
+{
+	_cleanup_free_ char *cur = strdup(path), *real = realpath(path, NULL);
 	int r;
 
 	if (!cur)
@@ -870,12 +891,28 @@ static int protect_own_link(struct fs_confine *fc, const char *path)
 		cur = next;
 		r = add_links(fc, cur);
 	}
+	/* Nothing to mount over: the end-of-run sweep would move aside what the agent made there,
+	 * but the supervisor reads it before that (the decisions watch, within a second). */
+	if (r >= 0 && !real && creatable(fc, cur))
+		return cl_error_set(
+		        err, -EPERM,
+		        "fs: %s, in Cloister's config directory, leads to %s, which does "
+		        "not exist and the agent could create: create it, or remove the "
+		        "link",
+		        path, cur);
 	return r;
 }
 
+struct own_links {
+	struct fs_confine *fc;
+	struct cl_error *err;
+};
+
 static int on_own_link(const char *path, void *userdata)
 {
-	return protect_own_link(userdata, path);
+	struct own_links *o = userdata;
+
+	return protect_own_link(o->fc, path, o->err);
 }
 
 /* The ancestors of each protected path below the writable path holding it. */
@@ -980,8 +1017,10 @@ int fs_confine_prepare(const struct fs_confine_request *req, struct fs_confine *
 		r = each_entry(fc, &cfg->fs.hide, &vars, false, on_hide, &hc, &fc->absent_hide,
 		               err);
 	for (const char *const *o = req->own_dirs; r >= 0 && o && *o; o++) {
-		r = config_files_links(*o, on_own_link, fc);
-		if (r < 0)
+		struct own_links ol = {fc, err};
+
+		r = config_files_links(*o, on_own_link, &ol);
+		if (r < 0 && !err->msg[0])
 			r = cl_error_set(err, r, "fs: the links in %s: %s", *o,
 			                 r == -E2BIG ? "too many paths" : strerror(-r));
 	}

@@ -13,12 +13,15 @@
 # The same links with the repository outside the project (~/dotfiles) and fs.ask: on-write:
 # the agent's write to a link's target was asked like any file (the person could allow it, even
 # for every run); now it is refused at once as Cloister's own, and another file there is asked.
+# A link that leads nowhere yet, into the repository: the agent could make its target, which
+# the decisions watch reads within a second (the sweep at the end comes too late): the run
+# refuses to start and says how to fix it. One that leads nowhere the agent can write is fine.
 # Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=30
+PLAN=36
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
@@ -80,6 +83,11 @@ EOF
 	echo other >"$R/other"
 	ln -s "$R/config.yaml" "$C2/config.yaml"
 	ln -s "$R/decisions" "$C2/decisions"
+	mkdir -p "$W/cfg3" "$W/cfg4"
+	cp "$D/cloister/config.yaml" "$W/cfg3/config.yaml"
+	cp "$D/cloister/config.yaml" "$W/cfg4/config.yaml"
+	ln -s "$D/not-yet" "$W/cfg3/decisions"
+	ln -s "/nonexistent$$/decisions" "$W/cfg4/decisions"
 	if [ "$who" = nobody ]; then
 		chown -R "$NOBODY:$NOBODY" "$W"
 		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
@@ -118,6 +126,18 @@ EOF
 		"$who: the next run refuses the program nobody allowed" "$(diag)"
 	tap_ok "$(grep -q 'cloister-supervisor:' "$ERR" && echo 1 || echo 0)" \
 		"$who: the run starts without an error" "$(diag)"
+	C_SAVED=$C
+	C=$W/cfg3
+	one sh -c "echo ran >'$D/ran3'"
+	tap_ok "$([ "$rc" -ne 0 ] && [ ! -e "$D/ran3" ] && echo 0 || echo 1)" \
+		"$who: a config link that leads to nothing in the repository: the run refuses" "$(diag)"
+	tap_ok "$(grep -qF "$W/cfg3/decisions, in Cloister's config directory, leads to $D/not-yet, which does not exist and the agent could create" "$ERR" && echo 0 || echo 1)" \
+		"$who: ... and says which link, where, and why" "$(diag)"
+	C=$W/cfg4
+	one sh -c "echo ran >'$D/ran4'"
+	tap_is "$rc:$(cat "$D/ran4" 2>&1)" "0:ran" \
+		"$who: one that leads to nothing the agent can write runs as usual" "$(diag)"
+	C=$C_SAVED
 
 	# shellcheck disable=SC2086 # words on purpose
 	(cd "$W/proj" && exec timeout -k 5 30 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
