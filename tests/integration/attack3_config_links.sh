@@ -13,6 +13,8 @@
 # The same links with the repository outside the project (~/dotfiles) and fs.ask: on-write:
 # the agent's write to a link's target was asked like any file (the person could allow it, even
 # for every run); now it is refused at once as Cloister's own, and another file there is asked.
+# A directory the person allowed for every run (a remembered `fs: allow: ~/dotfiles/`) does not
+# cover the config file that a link made later leads to there.
 # A link that leads nowhere yet, into the repository: the agent could make its target, which
 # the decisions watch reads within a second (the sweep at the end comes too late): the run
 # refuses to start and says how to fix it. One that leads nowhere the agent can write is fine.
@@ -21,7 +23,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=36
+PLAN=40
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
@@ -83,6 +85,11 @@ EOF
 	echo other >"$R/other"
 	ln -s "$R/config.yaml" "$C2/config.yaml"
 	ln -s "$R/decisions" "$C2/decisions"
+	C5=$W/cfg5
+	mkdir -p "$C5/decisions"
+	printf 'fs:\n  allow:\n    - "%s/"\n' "$R" >"$C5/decisions/global.yaml"
+	chmod 600 "$C5/decisions/global.yaml"
+	ln -s "$R/config.yaml" "$C5/config.yaml"
 	mkdir -p "$W/cfg3" "$W/cfg4"
 	cp "$D/cloister/config.yaml" "$W/cfg3/config.yaml"
 	cp "$D/cloister/config.yaml" "$W/cfg4/config.yaml"
@@ -162,5 +169,20 @@ EOF
 		echo 0)" "$who: after the run, both are untouched" "$(diag)"
 	tap_ok "$(grep -q 'cloister-supervisor:' "$ERR" && echo 1 || echo 0)" \
 		"$who: that run starts without an error" "$(diag)"
+
+	# shellcheck disable=SC2086 # words on purpose
+	(cd "$W/proj" && exec timeout -k 5 30 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
+		"$TMP/cloister-supervisor" run --config-dir "$C5" --name "a3e$$" \
+		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none -- \
+		sh -c "(echo x >>'$R/config.yaml') 2>/dev/null; echo \"config \$?\"
+			(echo remembered >>'$R/other') 2>/dev/null; echo \"other \$?\"") \
+		</dev/null >"$OUT" 2>"$ERR"
+	rc=$?
+	tap_ok "$(grep -q '^config [1-9]' "$OUT" && ! grep -q '^x$' "$R/config.yaml" &&
+		grep -qF "write to $R/config.yaml denied: it is Cloister's config directory" "$ERR" &&
+		echo 0 || echo 1)" \
+		"$who: a remembered allow of the directory does not cover the linked config" "$(diag)"
+	tap_ok "$(grep -q '^other 0' "$OUT" && grep -q '^remembered$' "$R/other" && echo 0 ||
+		echo 1)" "$who: ... which still allows another file there" "$(diag)"
 done
 tap_done
