@@ -191,6 +191,22 @@ char *config_files_home(void)
 	return realpath(home, NULL);
 }
 
+/* The directories of the layout above: the only ones walked. */
+static bool layout_dir(const char *name)
+{
+	return !strcmp(name, "projects") || !strcmp(name, "decisions") ||
+	       !strcmp(name, "approvals");
+}
+
+/* A name the supervisor reads or locks: a directory of the layout, a YAML file, a lock. */
+static bool layout_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	return layout_dir(name) || (n > 5 && !strcmp(name + n - 5, ".yaml")) ||
+	       (n > 5 && !strcmp(name + n - 5, ".lock"));
+}
+
 static int links_below(const char *dir, unsigned depth, int (*fn)(const char *path, void *userdata),
                        void *userdata)
 {
@@ -204,7 +220,9 @@ static int links_below(const char *dir, unsigned depth, int (*fn)(const char *pa
 		_cleanup_free_ char *path = NULL;
 		struct stat st;
 
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+		/* Only what the layout holds: a link to somewhere big (~, /) next to config.yaml
+		 * is not walked, nor protected. */
+		if (!layout_name(de->d_name))
 			continue;
 		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
 			path = NULL;
@@ -215,7 +233,8 @@ static int links_below(const char *dir, unsigned depth, int (*fn)(const char *pa
 			continue;
 		if (S_ISLNK(st.st_mode))
 			r = fn(path, userdata);
-		if (r >= 0 && depth > 1 && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		if (r >= 0 && depth > 1 && layout_dir(de->d_name) && stat(path, &st) == 0 &&
+		    S_ISDIR(st.st_mode))
 			r = links_below(path, depth - 1, fn, userdata);
 	}
 	closedir(d);
