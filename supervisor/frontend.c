@@ -423,6 +423,10 @@ void frontend_free(struct frontend *fe)
 	/* Every count still pending, while the log and its streams are there; what comes later
 	 * is written whole. */
 	audit_log_flush(fe->audit);
+	/* The API file before the listeners close: a file naming a port nobody holds would let
+	 * whoever binds it next (a --net host agent) pass for this supervisor, a peer whose
+	 * origin the user's other dashboards trust (peers.h). */
+	api_info_remove(fe->api_info_path);
 	/* Web first: its requests wait on hostexec's asks and runs, which wait on executor
 	 * jobs. */
 	web_free(fe->web);
@@ -432,7 +436,6 @@ void frontend_free(struct frontend *fe)
 	audit_log_set_sink(fe->audit, NULL, NULL);
 	tokens_free(fe->tokens);
 	approvals_free(fe->approvals);
-	api_info_remove(fe->api_info_path);
 	free(fe->api_info_path);
 	explicit_bzero(fe->api_token, sizeof(fe->api_token));
 	explicit_bzero(fe->cloister_token, sizeof(fe->cloister_token));

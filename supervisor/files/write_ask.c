@@ -30,6 +30,7 @@
 #include "supervisor/files/write_rules.h"
 #include "supervisor/files/write_shield.h"
 #include "supervisor/files/write_target.h"
+#include "supervisor/policy/config_files.h"
 #include "supervisor/policy/decisions.h"
 #include "supervisor/policy/fs_policy.h"
 
@@ -802,15 +803,34 @@ static int remembered(struct write_ask *wa, const struct config_fs_list *allow)
 	return r;
 }
 
+struct own_link {
+	struct write_ask *wa;
+	const char *what;
+};
+
+static int on_own_link(const char *path, void *userdata)
+{
+	const struct own_link *o = userdata;
+
+	/* By the identity of what the link leads to: a stowed config.yaml is the config's. */
+	return write_shield_add(o->wa->shield, path, o->what);
+}
+
 static int shield_all(struct write_ask *wa, const struct write_ask_config *config)
 {
 	int r = shield_rules(wa, &config->config->fs.hide);
 
 	if (r >= 0)
 		r = shield_rules(wa, &config->config->fs.protect);
-	for (size_t i = 0; r >= 0 && i < config->n_own; i++)
-		if (config->own[i].path)
-			r = write_shield_add(wa->shield, config->own[i].path, config->own[i].what);
+	for (size_t i = 0; r >= 0 && i < config->n_own; i++) {
+		struct own_link o = {wa, config->own[i].what};
+
+		if (!config->own[i].path)
+			continue;
+		r = write_shield_add(wa->shield, config->own[i].path, config->own[i].what);
+		if (r >= 0)
+			r = config_files_links(config->own[i].path, on_own_link, &o);
+	}
 	return r;
 }
 

@@ -1,5 +1,6 @@
 #include "supervisor/policy/config_files.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -188,4 +189,60 @@ char *config_files_home(void)
 	if (!home || home[0] != '/')
 		return NULL;
 	return realpath(home, NULL);
+}
+
+/* The directories of the layout above: the only ones walked. */
+static bool layout_dir(const char *name)
+{
+	return !strcmp(name, "projects") || !strcmp(name, "decisions") ||
+	       !strcmp(name, "approvals");
+}
+
+/* A name the supervisor reads or locks: a directory of the layout, a YAML file, a lock. */
+static bool layout_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	return layout_dir(name) || (n > 5 && !strcmp(name + n - 5, ".yaml")) ||
+	       (n > 5 && !strcmp(name + n - 5, ".lock"));
+}
+
+static int links_below(const char *dir, unsigned depth, int (*fn)(const char *path, void *userdata),
+                       void *userdata)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int r = 0;
+
+	if (!d)
+		return 0;
+	while (r >= 0 && (de = readdir(d))) {
+		_cleanup_free_ char *path = NULL;
+		struct stat st;
+
+		/* Only what the layout holds: a link to somewhere big (~, /) next to config.yaml
+		 * is not walked, nor protected. */
+		if (!layout_name(de->d_name))
+			continue;
+		if (asprintf(&path, "%s/%s", dir, de->d_name) < 0) {
+			path = NULL;
+			r = -ENOMEM;
+			break;
+		}
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode))
+			r = fn(path, userdata);
+		if (r >= 0 && depth > 1 && layout_dir(de->d_name) && stat(path, &st) == 0 &&
+		    S_ISDIR(st.st_mode))
+			r = links_below(path, depth - 1, fn, userdata);
+	}
+	closedir(d);
+	return r;
+}
+
+int config_files_links(const char *dir, int (*fn)(const char *path, void *userdata), void *userdata)
+{
+	/* DIR/decisions/projects/<project>.yaml: three levels. */
+	return links_below(dir, 3, fn, userdata);
 }

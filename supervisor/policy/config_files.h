@@ -52,6 +52,15 @@ int config_files_read(const char *dir, const char *project, struct config_files 
 void config_files_free(struct config_files *files);
 CL_DEFINE_TRIVIAL_CLEANUP(struct config_files *, config_files_free)
 
+/* FN(PATH, USERDATA) for each symlink of the layout above in the config directory DIR (its
+ * directories, *.yaml files and their *.lock), as deep as they lie
+ * (decisions/projects/<project>.yaml), through linked directories too: a config kept in a
+ * dotfiles repository (stow) is read through such links, and what they lead to is Cloister's
+ * own as much as DIR is. A directory that cannot be read holds nothing. 0, or the first
+ * negative FN returned, or -ENOMEM. */
+int config_files_links(const char *dir, int (*fn)(const char *path, void *userdata),
+                       void *userdata);
+
 /* Read one config file PATH whole, with the checks above, into *ret_data (malloc'd,
  * NUL-terminated) and *ret_len. Returns 1 when read, 0 when it does not exist. */
 int config_file_read(const char *path, char **ret_data, size_t *ret_len, struct cl_error *err);

@@ -500,6 +500,28 @@ int decisions_write_atomic(const char *path, const char *text, struct cl_error *
 	return decisions_write_atomic_failing_at(path, text, DECISIONS_STEP_NONE, err);
 }
 
+/* An exclusive flock of LOCK, waited for DECISIONS_LOCK_WAIT_MS at most. Anybody who can read
+ * the config directory can hold the lock — the agent included, which sees it read-only, and a
+ * read-only fd takes a flock — and would hold this supervisor's loop for good; another writer
+ * holds it for one write. */
+static int lock_bounded(int lock, const char *lock_path, struct cl_error *err)
+{
+	for (unsigned waited = 0;; waited += 10) {
+		if (flock(lock, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return cl_error_set(err, -errno, "%s: cannot lock: %m", lock_path);
+		if (waited >= DECISIONS_LOCK_WAIT_MS)
+			return cl_error_set(err, -EWOULDBLOCK,
+			                    "%s: held by another process for more than %d ms; "
+			                    "nothing was saved",
+			                    lock_path, DECISIONS_LOCK_WAIT_MS);
+		(void)usleep(10 * 1000);
+	}
+}
+
 /* Lock PATH's sibling lock file, read PATH, edit it (ADD and/or DROP), write it atomically when
  * something changed, unlock. */
 static int update_locked(const char *path, const struct decisions_entry *add,
@@ -521,9 +543,9 @@ static int update_locked(const char *path, const struct decisions_entry *add,
 	lock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
 	if (lock < 0)
 		return cl_error_set(err, -errno, "%s: cannot open: %m", lock_path);
-	while (flock(lock, LOCK_EX) < 0)
-		if (errno != EINTR)
-			return cl_error_set(err, -errno, "%s: cannot lock: %m", lock_path);
+	r = lock_bounded(lock, lock_path, err);
+	if (r < 0)
+		return r;
 
 	r = config_file_read(path, &data, &len, err);
 	if (r < 0)

@@ -28,7 +28,9 @@
  * sibling "<file>.lock", so two supervisors never lose each other's additions, and writes it
  * with decisions_write_atomic(): parents created 0700, a temporary file in the same directory
  * (O_EXCL, O_CLOEXEC, mode 0600), fsync, rename over the file, fsync of the directory. A crash
- * at any point leaves either the old file or the new one, never a mix. */
+ * at any point leaves either the old file or the new one, never a mix. The lock is waited for
+ * DECISIONS_LOCK_WAIT_MS at most (whoever reads the config directory can hold it: -EWOULDBLOCK);
+ * a reader needs no lock, since a write only ever renames a whole file in place. */
 #ifndef CLOISTER_DECISIONS_H
 #define CLOISTER_DECISIONS_H
 
@@ -37,6 +39,8 @@
 
 #include "base/error.h"
 #include "supervisor/policy/domain.h"
+
+#define DECISIONS_LOCK_WAIT_MS 2000
 
 enum decisions_list {
 	DECISIONS_ALLOW, /* proxy.allow */

@@ -90,8 +90,12 @@ static int stamp_of(const char *path, struct decisions_stamp *ret)
 	return 0;
 }
 
-/* Read F's file (absent: nothing) under a shared lock of its "<path>.lock", as the writers
- * take it exclusively (decisions.h). 1 when its content differs from what was read before. */
+/* Read F's file (absent: nothing), under a shared lock of its "<path>.lock" when that is free
+ * now (the writers take it exclusively, decisions.h). Never waited for: whoever can read the
+ * config directory (the agent, read-only) can hold it for good, which would stop this loop and
+ * every supervisor's of the user; and a writer only renames a whole file in place, so a read
+ * without it sees the old file or the new one. 1 when its content differs from what was read
+ * before. */
 static int read_one(struct watched *f, const struct decisions_stamp *stamp, int64_t now_ns,
                     struct cl_error *err)
 {
@@ -107,9 +111,9 @@ static int read_one(struct watched *f, const struct decisions_stamp *stamp, int6
 		lock_path = NULL;
 		return cl_error_set(err, -ENOMEM, "out of memory");
 	}
-	lock = open(lock_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	lock = open(lock_path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
 	if (lock >= 0)
-		while (flock(lock, LOCK_SH) < 0 && errno == EINTR)
+		while (flock(lock, LOCK_SH | LOCK_NB) < 0 && errno == EINTR)
 			;
 	r = config_file_read(f->path, &data, &len, err);
 	if (r < 0)

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "supervisor/policy/config_files.h"
 #include "supervisor/policy/fs_policy.h"
 #include "supervisor/policy/path_boundary.h"
 
@@ -700,29 +701,36 @@ static int add_links(struct fs_confine *fc, const char *path)
 typedef int (*path_fn)(struct fs_confine *fc, const char *real, const struct stat *st,
                        void *userdata);
 
+/* EXPANDED, a path without globs, resolved, to FN; see each_path(). */
+static int each_literal(struct fs_confine *fc, const char *expanded, path_fn fn, void *userdata,
+                        size_t *missing)
+{
+	_cleanup_free_ char *real = realpath(expanded, NULL);
+	struct stat st;
+	int r;
+
+	if (!real || stat(real, &st) < 0) {
+		if (!missing)
+			return 0;
+		(*missing)++;
+		/* A symlink on the way (~/.config -> dotfiles/config) is held as for an existing
+		 * path: replaced by a directory of the agent's, the path would be looked for at
+		 * the end where the agent did not put it. */
+		r = add_links(fc, expanded);
+		return r < 0 ? r : add_absent(fc, expanded, fn == on_hide);
+	}
+	r = fn == on_protect || fn == on_hide ? add_links(fc, expanded) : 0;
+	return r < 0 ? r : fn(fc, real, &st, userdata);
+}
+
 static int each_path(struct fs_confine *fc, const char *expanded, path_fn fn, void *userdata,
                      size_t *missing, struct cl_error *err)
 {
 	glob_t g = {0};
 	int r = 0;
 
-	if (!fs_pattern_is_glob(expanded)) {
-		_cleanup_free_ char *real = realpath(expanded, NULL);
-		struct stat st;
-
-		if (!real || stat(real, &st) < 0) {
-			if (!missing)
-				return 0;
-			(*missing)++;
-			/* A symlink on the way (~/.config -> dotfiles/config) is held as for an
-			 * existing path: replaced by a directory of the agent's, the path would
-			 * be looked for at the end where the agent did not put it. */
-			r = add_links(fc, expanded);
-			return r < 0 ? r : add_absent(fc, expanded, fn == on_hide);
-		}
-		r = fn == on_protect || fn == on_hide ? add_links(fc, expanded) : 0;
-		return r < 0 ? r : fn(fc, real, &st, userdata);
-	}
+	if (!fs_pattern_is_glob(expanded))
+		return each_literal(fc, expanded, fn, userdata, missing);
 	/* GLOB_PERIOD: a '*' matches a leading dot, as in fs_policy's fnmatch. */
 	r = glob(expanded, GLOB_NOSORT | GLOB_PERIOD, NULL, &g);
 	if (r == GLOB_NOMATCH) {
@@ -819,6 +827,92 @@ static int each_entry(struct fs_confine *fc, const struct config_fs_list *list,
 			return err->msg[0] ? r : cl_error_set(err, r, "fs: %s", strerror(-r));
 	}
 	return 0;
+}
+
+/* A symlink in one of Cloister's own directories (stow's config.yaml -> ~/dotfiles/…, a
+ * decisions/ kept in a repository): the directory's read-only mount does not reach the link's
+ * target, which may lie in the project, where the agent would write the config or decisions the
+ * supervisor reads (at once: the decisions watch). The target is protected as an fs.protect
+ * path is, and each link of a chain (a -> b -> c) that lies in a writable directory is held. */
+/* The nearest existing ancestor of PATH (textual, maybe dangling) lies in a writable path. */
+static bool creatable(const struct fs_confine *fc, const char *path)
+{
+	_cleanup_free_ char *up = strdup(path);
+	char *slash;
+
+	while (up && (slash = strrchr(up, '/')) && slash != up) {
+		_cleanup_free_ char *real = NULL;
+
+		*slash = '\0';
+		real = realpath(up, NULL);
+		if (!real)
+			continue;
+		for (size_t w = 0; w < fc->write.n; w++)
+			if (confine_path_within(real, fc->write.v[w]))
+				return true;
+		return false;
+	}
+	return false;
+}
+
+static int protect_own_link(struct fs_confine *fc, const char *path, struct cl_error *err)
+{
+	_cleanup_free_ char *cur = strdup(path), *real = realpath(path, NULL);
+	int r;
+
+	if (!cur)
+		return -ENOMEM;
+	r = each_literal(fc, path, on_protect, NULL, &fc->absent_protect);
+	/* each_literal held the links on PATH's own way; those of the hops after it: */
+	for (unsigned hop = 0; r >= 0 && hop < 40; hop++) {
+		char target[PATH_MAX];
+		char *next = NULL;
+		struct stat st;
+		ssize_t n;
+
+		if (lstat(cur, &st) < 0 || !S_ISLNK(st.st_mode))
+			break;
+		n = readlink(cur, target, sizeof(target) - 1);
+		if (n <= 0)
+			break;
+		target[n] = '\0';
+		if (target[0] == '/') {
+			next = strdup(target);
+		} else {
+			char *slash = strrchr(cur, '/');
+
+			if (slash &&
+			    asprintf(&next, "%.*s/%s", (int)(slash - cur), cur, target) < 0)
+				next = NULL;
+		}
+		if (!next)
+			return -ENOMEM;
+		free(cur);
+		cur = next;
+		r = add_links(fc, cur);
+	}
+	/* Nothing to mount over: the end-of-run sweep would move aside what the agent made there,
+	 * but the supervisor reads it before that (the decisions watch, within a second). */
+	if (r >= 0 && !real && creatable(fc, cur))
+		return cl_error_set(
+		        err, -EPERM,
+		        "fs: %s, in Cloister's config directory, leads to %s, which does "
+		        "not exist and the agent could create: create it, or remove the "
+		        "link",
+		        path, cur);
+	return r;
+}
+
+struct own_links {
+	struct fs_confine *fc;
+	struct cl_error *err;
+};
+
+static int on_own_link(const char *path, void *userdata)
+{
+	struct own_links *o = userdata;
+
+	return protect_own_link(o->fc, path, o->err);
 }
 
 /* The ancestors of each protected path below the writable path holding it. */
@@ -922,6 +1016,14 @@ int fs_confine_prepare(const struct fs_confine_request *req, struct fs_confine *
 	if (r >= 0)
 		r = each_entry(fc, &cfg->fs.hide, &vars, false, on_hide, &hc, &fc->absent_hide,
 		               err);
+	for (const char *const *o = req->own_dirs; r >= 0 && o && *o; o++) {
+		struct own_links ol = {fc, err};
+
+		r = config_files_links(*o, on_own_link, &ol);
+		if (r < 0 && !err->msg[0])
+			r = cl_error_set(err, r, "fs: the links in %s: %s", *o,
+			                 r == -E2BIG ? "too many paths" : strerror(-r));
+	}
 	if (r < 0)
 		return r;
 	fc->n_write_all = fc->write.n;

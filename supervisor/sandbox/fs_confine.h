@@ -56,6 +56,9 @@ struct fs_confine_request {
 	/* Paths the hide entries must leave visible (the config and audit directories): a hide
 	 * entry holding one of them, or the worktree, is skipped. NULL-terminated, or NULL. */
 	const char *const *keep_visible;
+	/* Cloister's own directories (config): the targets of the symlinks in them
+	 * (config_files_links()) are protected as fs.protect paths. NULL-terminated, or NULL. */
+	const char *const *own_dirs;
 	/* Test only (run --test-no-fs-mounts): no mounts, so that a test shows Landlock alone
 	 * refusing the same writes. The plan is still made: Landlock's rules come from it. */
 	bool no_mounts;

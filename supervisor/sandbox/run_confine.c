@@ -137,18 +137,20 @@ int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
 		return cl_error_set(err, -EPERM,
 		                    "--require-fs-confinement: the file system is not confined");
 	if (o->config) {
-		const char *kept[3] = {NULL};
+		const char *kept[3] = {NULL}, *own[3] = {o->config_dir, NULL, NULL};
 		size_t n_kept = 0;
 		struct fs_confine_request fr = {
 		        .config = o->config,
 		        .home = getenv("HOME"),
 		        .worktree = ".",
 		        .keep_visible = kept,
+		        .own_dirs = own,
 		        .no_mounts = o->test_no_fs_mounts,
 		};
 
 		if (o->config_dir)
 			kept[n_kept++] = o->config_dir;
+		own[o->config_dir ? 1 : 0] = o->default_config_dir;
 		if (o->audit_dir)
 			kept[n_kept++] = o->audit_dir;
 		/* ABI 1 refuses every rename across directories in a domain; from ABI 2 the

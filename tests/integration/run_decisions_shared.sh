@@ -73,7 +73,7 @@ step 3 '/usr/bin/nproc'
 wait_pending " two$$ " 'nproc'
 tap_like "$id" '^[0-9a-f]{12}$' "a program the decision does not cover still asks there" "$out"
 [ -n "$id" ] && cli deny "$id"
-done_within "$B" 3 10
+done_within 3 10
 
 # Edited in place by hand (truncated and written: the same inode): nproc allowed.
 PROJECT_FILE=$CFG/decisions/projects/$PROJECT.yaml
@@ -85,8 +85,8 @@ ino=$(stat -c %i "$PROJECT_FILE")
 cat "$TMP/edited" >"$PROJECT_FILE"
 tap_is "$(stat -c %i "$PROJECT_FILE")" "$ino" "the decisions file is edited in place" \
 	"$(cat "$PROJECT_FILE")"
-step "$B" 4 '/usr/bin/nproc'
-done_within "$B" 4 10
+step 4 '/usr/bin/nproc'
+done_within 4 10
 tap_like "$res" '^[0-9]+' "the second run runs what the edit allows without an ask" \
 	"$res $(cat "$PROJECT_FILE")"
 tap_done
