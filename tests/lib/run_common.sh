@@ -88,6 +88,10 @@ audit_count() {
 	fi
 }
 
+# audit_has N ERE: the audit log has at least N lines matching ERE. Automatic lines may wait in
+# memory for --audit-delay (20 ms) while the run goes on: `wait_until 10 audit_has N ERE`.
+audit_has() { [ "$(audit_count "$2")" -ge "$1" ]; }
+
 audit_reset() { rm -f "$AUDIT"; }
 
 cgroup2_root() {
