@@ -16,40 +16,13 @@
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
+# shellcheck source=tests/lib/ask_common.sh
+. "$(dirname "$0")/../lib/ask_common.sh"
 
 PLAN=14
 run_needs_root $PLAN
 run_needs_tools $PLAN curl python3 setpriv
 tap_plan $PLAN
-
-alive() { kill -0 "$1" 2>/dev/null; }
-cli() {
-	out=$(timeout 20 "$SUPERVISOR" "$@" 2>&1)
-	st=$?
-}
-wait_pending() { # NAME TEXT: the id of the pending ask of sandbox NAME showing TEXT, in $id
-	id=
-	i=0
-	while [ -z "$id" ] && [ $i -lt 200 ]; do
-		cli pending
-		id=$(printf '%s\n' "$out" | grep -F -- " $1 " | grep -F -- "$2" | awk '{ print $1 }' |
-			head -n 1)
-		[ -n "$id" ] || sleep 0.05
-		i=$((i + 1))
-	done
-}
-step() { # DIR N COMMAND: the agent of DIR runs COMMAND as its step N
-	printf '%s\n' "$3" >"$1/cmd$2.tmp" && mv "$1/cmd$2.tmp" "$1/cmd$2"
-}
-done_within() { # DIR N SECONDS: step N finished; its output in $res
-	i=0
-	while ! grep -q '^status' "$1/out$2" 2>/dev/null && [ $i -lt $(($3 * 20)) ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-	res=$(cat "$1/out$2" 2>/dev/null)
-	grep -q '^status' "$1/out$2" 2>/dev/null
-}
 
 # The server: one answer to every GET; it picks its own free port and writes it down.
 cat >"$TMP/srv.py" <<'EOF'
@@ -94,56 +67,34 @@ proxy:
 EOF2
 PROJECT=live$$
 PROJECT_FILE=$CFG/decisions/projects/$PROJECT.yaml
-# shellcheck disable=SC2016 # the agent's shell expands these
-AGENT='n=1; while :; do while [ ! -e "$1/cmd$n" ]; do sleep 0.05; done
-	sh "$1/cmd$n" >"$1/out$n" 2>&1; echo "status $?" >>"$1/out$n"; n=$((n + 1)); done'
-start_sv() { # NAME DIR: a run of the project whose agent works in DIR; its pid in $pid
-	mkdir -p "$2"
-	(cd "$2" && exec "$SUPERVISOR" run --config-dir "$CFG" --project "$PROJECT" --ask web \
-		--ask-timeout 60s --name "$1" --listen-approval 127.0.0.1:0 --listen-tokens off \
-		--listen-request off --hosts "$TMP/hosts" -- sh -c "$AGENT" sh "$2") \
-		</dev/null >"$2.out" 2>"$2.err" &
-	pid=$!
-	i=0
-	while [ ! -s "$XDG_RUNTIME_DIR/cloister/api/$pid.json" ] && alive "$pid" && [ $i -lt 200 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-}
-stop_sv() { # PID
-	alive "$1" || return 0
-	kill -TERM "$1" 2>/dev/null
-	i=0
-	while alive "$1" && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-	alive "$1" && kill -KILL "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-	return 0
-}
 fetch() { printf 'curl -sS -m 30 http://%s:%s/' "$1" "$PORT"; }
 A=$TMP/a
 B=$TMP/b
-start_sv one$$ "$A"
+start_run one$$ "$A" --hosts "$TMP/hosts"
 PA=$pid
-start_sv two$$ "$B"
+start_run two$$ "$B" --hosts "$TMP/hosts"
 PB=$pid
-on_exit "stop_sv $PA; stop_sv $PB"
+on_exit "stop_pid $PA; stop_pid $PB"
 
 # Both connect to ONE; the second run's ask waits first.
-step "$B" 1 "$(fetch "$ONE")"
-wait_pending two$$ "$ONE"
+STEPS=$B
+step 1 "$(fetch "$ONE")"
+wait_pending " two$$ " "$ONE"
 idb=$id
-step "$A" 1 "$(fetch "$ONE")"
-wait_pending one$$ "$ONE"
+STEPS=$A
+step 1 "$(fetch "$ONE")"
+wait_pending " one$$ " "$ONE"
 tap_ok "$([ -n "$idb" ] && [ -n "$id" ] && echo 0 || echo 1)" "both runs ask for $ONE" "$out"
 cli approve "$id" --scope project
-done_within "$A" 1 10
+done_within 1 10
 tap_like "$res" 'hello-live' "the first run allows it for the project and connects" \
 	"$res $(cat "$A.err")"
-done_within "$B" 1 10
+STEPS=$B
+done_within 1 10
 tap_like "$res" 'hello-live' "the second run's held connection goes through on that decision" \
 	"$res $(cat "$B.err")"
-step "$B" 2 "$(fetch "$ONE")"
-done_within "$B" 2 10
+step 2 "$(fetch "$ONE")"
+done_within 2 10
 tap_like "$res" 'hello-live' "and its next connection to it needs no ask" "$res"
 cli pending
 tap_ok "$(printf '%s\n' "$out" | grep -qF -- " two$$ " && echo 1 || echo 0)" \
@@ -157,11 +108,11 @@ tap_is "$st" 0 "decisions rm removes the project's entry for $ONE" "$out"
 # It holds there until the next look at the files (at most a second): the agent connects
 # again and again, until a connection is held for an ask (then denied: the loop ends).
 # shellcheck disable=SC2016 # the agent's shell expands these
-step "$B" 3 'i=0; while [ $i -lt 100 ] && '"$(fetch "$ONE")"' >/dev/null; do sleep 0.05; i=$((i + 1)); done; echo "tries $i"'
-wait_pending two$$ "$ONE"
+step 3 'i=0; while [ $i -lt 100 ] && '"$(fetch "$ONE")"' >/dev/null; do sleep 0.05; i=$((i + 1)); done; echo "tries $i"'
+wait_pending " two$$ " "$ONE"
 tap_like "$id" '^[0-9a-f]{12}$' "the running second run asks for it again" "$out"
 [ -n "$id" ] && cli deny "$id"
-done_within "$B" 3 10
+done_within 3 10
 
 # Edited in place by hand (truncated and written, same inode): TWO allowed for the project.
 ino=$(stat -c %i "$PROJECT_FILE")
@@ -172,18 +123,17 @@ proxy:
 EOF
 tap_is "$(stat -c %i "$PROJECT_FILE")" "$ino" "the decisions file is edited in place" \
 	"$(cat "$PROJECT_FILE")"
-step "$B" 4 "$(fetch "$TWO")"
-done_within "$B" 4 10
+step 4 "$(fetch "$TWO")"
+done_within 4 10
 tap_like "$res" 'hello-live' "the running second run connects to $TWO without an ask" \
 	"$res $(cat "$PROJECT_FILE")"
 cli pending
 tap_ok "$(printf '%s\n' "$out" | grep -qF -- "$TWO" && echo 1 || echo 0)" \
 	"and nothing asks for it" "$out"
-stop_sv "$PA"
-stop_sv "$PB"
+stop_pid "$PA"
+stop_pid "$PB"
 
 # ---- nobody: the same watch without privileges ---------------------------------------------
-NOBODY=65534
 U=$TMP/nobody
 chmod 711 "$TMP"
 mkdir -p "$U/cfg/decisions/projects" "$U/b" "$U/rt"
@@ -213,15 +163,16 @@ put_decisions() { # TEXT
 	env HOME="$U" XDG_CONFIG_HOME="$U/.config" XDG_STATE_HOME="$U/state" \
 	XDG_RUNTIME_DIR="$U/rt" "$U/cloister-supervisor" run --config-dir "$U/cfg" \
 	--project "$PROJECT" --ask none --name three$$ --hosts "$U/hosts" -- \
-	sh -c "$AGENT" sh "$U/b") </dev/null >"$U/b.out" 2>"$U/b.err" &
+	sh -c "$STEP_AGENT" sh "$U/b") </dev/null >"$U/b.out" 2>"$U/b.err" &
 PN=$!
-on_exit "stop_sv $PN"
+on_exit "stop_pid $PN"
 as_nobody_step() { # N COMMAND
 	# shellcheck disable=SC2016 # the inner shell expands these
 	as_nobody sh -c 'printf "%s\n" "$2" >"$1.tmp" && mv "$1.tmp" "$1"' sh "$U/b/cmd$1" "$2"
 }
 as_nobody_step 1 "$(fetch "$ONE")"
-done_within "$U/b" 1 20
+STEPS=$U/b
+done_within 1 20
 hellos=$(printf '%s\n' "$res" | grep -c hello-live)
 tap_ok "$([ "$hellos" -eq 0 ] && grep -q '^status [1-9]' "$U/b/out1" && echo 0 ||
 	echo 1)" "nobody: an unlisted name is refused" "$res $(cat "$U/b.err")"
@@ -231,7 +182,7 @@ put_decisions "proxy:
 "
 # shellcheck disable=SC2016 # the agent's shell expands these
 as_nobody_step 2 'i=0; until '"$(fetch "$ONE")"' 2>/dev/null; do [ $i -lt 100 ] || exit 1; sleep 0.05; i=$((i + 1)); done'
-done_within "$U/b" 2 20
+done_within 2 20
 tap_like "$res" 'hello-live' "nobody: once another run allows it for the project, it is reached" \
 	"$res $(cat "$U/b.err")"
 put_decisions "proxy:
@@ -240,11 +191,11 @@ put_decisions "proxy:
 "
 # shellcheck disable=SC2016 # the agent's shell expands these
 as_nobody_step 3 'i=0; while '"$(fetch "$ONE")"' >/dev/null 2>&1; do [ $i -lt 100 ] || exit 1; sleep 0.05; i=$((i + 1)); done; echo refused'
-done_within "$U/b" 3 20
+done_within 3 20
 tap_like "$res" 'refused' "nobody: taken out of the file, it is refused again" \
 	"$res $(cat "$U/b.err")"
 as_nobody_step 4 "$(fetch "$TWO")"
-done_within "$U/b" 4 20
+done_within 4 20
 tap_like "$res" 'hello-live' "nobody: and the name the file now allows is reached" \
 	"$res $(cat "$U/b.err")"
 tap_done

@@ -31,23 +31,11 @@ exec:
     - path: "/usr/bin/mv"
 EOF2
 PROJECT=shr$$
-start_sv() { # NAME DIR: a run of the project whose agent works in DIR; its pid in $pid
-	mkdir -p "$2"
-	(cd "$2" && exec "$SUPERVISOR" run --config-dir "$CFG" --project "$PROJECT" --ask web \
-		--ask-timeout 60s --name "$1" --listen-approval 127.0.0.1:0 --listen-tokens off \
-		--listen-request off -- sh -c "$STEP_AGENT" sh "$2") </dev/null >"$2.out" 2>"$2.err" &
-	pid=$!
-	i=0
-	while [ ! -s "$XDG_RUNTIME_DIR/cloister/api/$pid.json" ] && alive "$pid" && [ $i -lt 200 ]; do
-		sleep 0.05
-		i=$((i + 1))
-	done
-}
 A=$TMP/a
 B=$TMP/b
-start_sv one$$ "$A"
+start_run one$$ "$A"
 PA=$pid
-start_sv two$$ "$B"
+start_run two$$ "$B"
 PB=$pid
 on_exit "stop_pid $PA; stop_pid $PB"
 

@@ -28,6 +28,10 @@
 #   STEPS                      the DIR that step and done_within use ($TMP)
 #   step N COMMAND             the agent runs COMMAND as its step N
 #   done_within N SECONDS      step N finished within SECONDS (status); its output in $res
+#   start_run NAME DIR [ARGS…] a run (root) of $PROJECT with config dir $CFG, asks on the web,
+#                              named NAME, whose stepped agent works in DIR (DIR.out, DIR.err),
+#                              ARGS added to `run`'s options; its pid in $pid once its API file
+#                              is in $XDG_RUNTIME_DIR (or it ended, or 10 s passed)
 # shellcheck shell=sh
 # shellcheck disable=SC2034 # the variables set here are read by the tests
 
@@ -124,4 +128,21 @@ done_within() {
 	done
 	res=$(cat "$STEPS/out$1" 2>/dev/null)
 	grep -q '^status' "$STEPS/out$1" 2>/dev/null
+}
+
+start_run() {
+	start_run_name=$1
+	start_run_dir=$2
+	shift 2
+	mkdir -p "$start_run_dir"
+	(cd "$start_run_dir" && exec "$SUPERVISOR" run --config-dir "$CFG" --project "$PROJECT" \
+		--ask web --ask-timeout 60s --name "$start_run_name" --listen-approval 127.0.0.1:0 \
+		--listen-tokens off --listen-request off "$@" -- sh -c "$STEP_AGENT" sh \
+		"$start_run_dir") </dev/null >"$start_run_dir.out" 2>"$start_run_dir.err" &
+	pid=$!
+	i=0
+	while [ ! -s "$XDG_RUNTIME_DIR/cloister/api/$pid.json" ] && alive "$pid" && [ $i -lt 200 ]; do
+		sleep 0.05
+		i=$((i + 1))
+	done
 }
