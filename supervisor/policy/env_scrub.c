@@ -54,31 +54,19 @@ static const char *const default_allow[] = {
         "CLOISTER_SUPERVISOR",
 };
 
+/* Credentials, dropped by both built-in rule sets: one list, so that the two cannot drift
+ * apart (they had: the shim's rules lacked *_CREDENTIAL and KRB5CCNAME, harmless only as long
+ * as no allow pattern of theirs matches such a name). */
+#define CREDENTIAL_PATTERNS                                                                      \
+	"*_TOKEN", "*_TOKEN_*", "TOKEN", "*_SECRET", "*_SECRET_*", "SECRET", "*_KEY", "*_KEY_*", \
+	        "*_PASSWORD", "PASSWORD", "*_PASSWD", "*_CREDENTIALS", "*_CREDENTIAL", "AWS_*",  \
+	        "AZURE_*", "GOOGLE_APPLICATION_CREDENTIALS", "KRB5CCNAME", "npm_config__auth*",  \
+	        "npm_config_*token*", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "SSH_AUTH_SOCK",   \
+	        "GPG_AGENT_INFO"
+
 /* Deny wins over allow, so a pattern here removes even what an allow entry names. */
 static const char *const default_deny[] = {
-        /* credentials */
-        "*_TOKEN",
-        "*_TOKEN_*",
-        "TOKEN",
-        "*_SECRET",
-        "*_SECRET_*",
-        "SECRET",
-        "*_KEY",
-        "*_KEY_*",
-        "*_PASSWORD",
-        "PASSWORD",
-        "*_PASSWD",
-        "*_CREDENTIALS",
-        "*_API_KEY",
-        "AWS_*",
-        "AZURE_*",
-        "GOOGLE_APPLICATION_CREDENTIALS",
-        "SSH_AUTH_SOCK",
-        "GPG_AGENT_INFO",
-        "npm_config__auth*",
-        "npm_config_*token*",
-        "PIP_INDEX_URL",
-        "PIP_EXTRA_INDEX_URL",
+        CREDENTIAL_PATTERNS,
         /* the dynamic loader */
         "LD_*",
         "GCONV_PATH",
@@ -120,32 +108,9 @@ static const char *const default_deny[] = {
  * (the sockets themselves are hidden by the sandbox; the names only point at them) and their
  * credentials. Loader and shell start-up variables stay: the user set them for this program. */
 static const char *const agent_deny[] = {
-        /* credentials */
-        "*_TOKEN",
-        "*_TOKEN_*",
-        "TOKEN",
-        "*_SECRET",
-        "*_SECRET_*",
-        "SECRET",
-        "*_KEY",
-        "*_KEY_*",
-        "*_PASSWORD",
-        "PASSWORD",
-        "*_PASSWD",
-        "*_CREDENTIALS",
-        "*_CREDENTIAL",
-        "AWS_*",
-        "AZURE_*",
-        "GOOGLE_APPLICATION_CREDENTIALS",
-        "KRB5CCNAME",
-        "npm_config__auth*",
-        "npm_config_*token*",
-        "PIP_INDEX_URL",
-        "PIP_EXTRA_INDEX_URL",
+        CREDENTIAL_PATTERNS,
         /* agents, sessions and the programs that answer on a socket */
-        "SSH_AUTH_SOCK",
         "SSH_AGENT_PID",
-        "GPG_AGENT_INFO",
         "TMUX",
         "TMUX_PANE",
         "TMUX_TMPDIR",

@@ -145,6 +145,49 @@ static void test_agent_rules_drop_sockets_and_credentials_but_keep_the_model_key
 			fail_msg("%s is kept", dropped[i]);
 }
 
+/* The shim's host commands and the agent drop the same credentials, whatever their allow
+ * lists (the shim's drops most names by not allowing them; the deny list is what holds
+ * for a name an allow pattern matches, e.g. PIP_INDEX_URL under PIP_*). */
+static void test_both_rule_sets_drop_the_same_credentials(void **state)
+{
+	static const char *const creds[] = {"GITHUB_TOKEN",
+	                                    "github_token",
+	                                    "TOKEN",
+	                                    "A_TOKEN_B",
+	                                    "MY_SECRET",
+	                                    "SECRET",
+	                                    "X_SECRET_Y",
+	                                    "SIGNING_KEY",
+	                                    "X_KEY_ID",
+	                                    "OPENAI_API_KEY",
+	                                    "DB_PASSWORD",
+	                                    "PASSWORD",
+	                                    "DB_PASSWD",
+	                                    "GIT_CREDENTIALS",
+	                                    "GIT_CREDENTIAL",
+	                                    "AWS_REGION",
+	                                    "AZURE_TENANT",
+	                                    "KRB5CCNAME",
+	                                    "SSH_AUTH_SOCK",
+	                                    "GPG_AGENT_INFO",
+	                                    "PIP_INDEX_URL",
+	                                    "PIP_EXTRA_INDEX_URL",
+	                                    "npm_config__auth",
+	                                    "npm_config_//registry.example/:_authToken",
+	                                    "GOOGLE_APPLICATION_CREDENTIALS"};
+	const struct env_scrub_rules *sets[] = {&env_scrub_default_rules, &env_scrub_agent_rules};
+
+	(void)state;
+	for (size_t s = 0; s < ELEMENTSOF(sets); s++)
+		for (size_t i = 0; i < ELEMENTSOF(creds); i++)
+			if (env_scrub_keeps(sets[s], creds[i]) != 0 &&
+			    /* the agent keeps its own provider's key on purpose */
+			    !(sets[s] == &env_scrub_agent_rules &&
+			      strcmp(creds[i], "OPENAI_API_KEY") == 0))
+				fail_msg("%s is kept by the %s rules", creds[i],
+				         s == 0 ? "shim's" : "agent's");
+}
+
 static void test_the_keep_list_wins_over_deny(void **state)
 {
 	static const char *const deny[] = {"*_TOKEN"}, *const keep[] = {"MY_TOKEN"};
@@ -165,6 +208,7 @@ int main(void)
 	        cmocka_unit_test(test_bounds_fail_the_whole_call),
 	        cmocka_unit_test(
 	                test_agent_rules_drop_sockets_and_credentials_but_keep_the_model_keys),
+	        cmocka_unit_test(test_both_rule_sets_drop_the_same_credentials),
 	        cmocka_unit_test(test_the_keep_list_wins_over_deny),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
