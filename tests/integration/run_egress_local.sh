@@ -61,7 +61,6 @@ CONFIG='proxy:
   unlisted_domain_behavior: reject
 exec:
   security: full'
-  defaults: false
 
 NOBODY=65534
 U=$TMP/nobody
