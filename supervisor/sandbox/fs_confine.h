@@ -77,6 +77,8 @@ struct fs_confine_summary {
 	size_t skipped_hide;   /* hide entries skipped: they hold the worktree or a kept path */
 	size_t pinned;         /* ancestors of protected paths made mount points */
 	size_t links;          /* symlinks on the way to protected paths, held by a mount */
+	size_t followed;       /* writable paths protected: a protected path leads to them */
+	size_t unwalked;       /* protected directories not searched for links (too large) */
 	bool git_check;        /* every .git in the worktree is checked at the end */
 	bool private_tmp;      /* fs.tmp: private */
 };
@@ -84,6 +86,8 @@ struct fs_confine_summary {
 int fs_confine_prepare(const struct fs_confine_request *req, struct fs_confine **ret,
                        struct cl_error *err);
 void fs_confine_summarize(const struct fs_confine *fc, struct fs_confine_summary *ret);
+/* The writable paths that a protected path leads to, protected too: "PATH (from SOURCE)". */
+const struct confine_paths *fs_confine_followed(const struct fs_confine *fc);
 /* The writable paths, resolved (directories and files), outermost first. */
 const struct confine_paths *fs_confine_write_paths(const struct fs_confine *fc);
 bool fs_confine_private_tmp(const struct fs_confine *fc);
