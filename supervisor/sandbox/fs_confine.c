@@ -1126,8 +1126,9 @@ struct target_ctx {
 };
 
 /* REAL, which a protected path leads to (a symlink in it, a file its git config names), is
- * protected when it lies in a writable path and is not held yet. A directory holding a writable
- * path (a link to the project's top) is left: protecting it would take the project away. */
+ * protected when it lies in a writable path and is not held yet. A writable path itself, or a
+ * directory holding one (a link to the project's top), is left: protecting it would take the
+ * project away. */
 static int on_protect_target(struct fs_confine *fc, const char *real, const struct stat *st,
                              void *u)
 {
@@ -1145,7 +1146,7 @@ static int on_protect_target(struct fs_confine *fc, const char *real, const stru
 	for (size_t p = 0; p < fc->protect.n; p++)
 		if (confine_path_within(real, fc->protect.v[p]))
 			return 0;
-	for (size_t w = 0; S_ISDIR(st->st_mode) && w < fc->write.n; w++)
+	for (size_t w = 0; w < fc->write.n; w++)
 		if (confine_path_within(fc->write.v[w], real))
 			return 0;
 	if (asprintf(&line, "%s (from %s)", real, t->from) < 0)
@@ -1161,7 +1162,9 @@ static int protect_target(struct fs_confine *fc, const char *path, const char *f
                           bool files_only)
 {
 	struct target_ctx t = {from, files_only};
-	_cleanup_free_ char *real = realpath(path, NULL), *last = NULL;
+	_cleanup_free_ char *real = realpath(path, NULL), *last = NULL, *parent = NULL,
+	                    *shown = NULL;
+	char *slash;
 	int r;
 
 	if (real)
@@ -1173,7 +1176,16 @@ static int protect_target(struct fs_confine *fc, const char *path, const char *f
 	if (r < 0)
 		return r;
 	fc->absent_protect++;
-	return add_absent(fc, last, false);
+	/* Named as the kernel resolves it now ("a/../../b" reads badly at the end). */
+	if ((slash = strrchr(last, '/')) && slash != last) {
+		*slash = '\0';
+		parent = realpath(last, NULL);
+		*slash = '/';
+		if (parent &&
+		    asprintf(&shown, "%s%s", strcmp(parent, "/") ? parent : "", slash) < 0)
+			return -ENOMEM;
+	}
+	return add_absent(fc, shown ? shown : last, false);
 }
 
 /* Every symlink below protected directory DIR: what it leads to is protected. A hook in

@@ -116,12 +116,20 @@ static int parse_value(struct parser *p, char *val)
 			if (c == '\n')
 				continue; /* the line goes on */
 			switch (c) {
-			case 'n': c = '\n'; break;
-			case 't': c = '\t'; break;
-			case 'b': c = '\b'; break;
+			case 'n':
+				c = '\n';
+				break;
+			case 't':
+				c = '\t';
+				break;
+			case 'b':
+				c = '\b';
+				break;
 			case '"':
-			case '\\': break;
-			default: return -EINVAL;
+			case '\\':
+				break;
+			default:
+				return -EINVAL;
 			}
 			val[n++] = c;
 			kept = n;
@@ -177,8 +185,7 @@ int git_config_parse(const char *buf, size_t len, git_config_fn fn, void *userda
 		}
 		if (!isalpha((unsigned char)c) || !has_section)
 			return -EINVAL;
-		while (!at_end(&p) &&
-		       (isalnum((unsigned char)buf[p.i]) || buf[p.i] == '-')) {
+		while (!at_end(&p) && (isalnum((unsigned char)buf[p.i]) || buf[p.i] == '-')) {
 			if (n + 1 >= NAME_LEN)
 				return -EINVAL;
 			key[n++] = (char)tolower((unsigned char)buf[p.i++]);
@@ -192,8 +199,8 @@ int git_config_parse(const char *buf, size_t len, git_config_fn fn, void *userda
 			if (r < 0)
 				return r;
 			has_value = true;
-		} else if (!at_end(&p) && buf[p.i] != '\n' && buf[p.i] != '\r' &&
-		           buf[p.i] != '#' && buf[p.i] != ';') {
+		} else if (!at_end(&p) && buf[p.i] != '\n' && buf[p.i] != '\r' && buf[p.i] != '#' &&
+		           buf[p.i] != ';') {
 			return -EINVAL;
 		}
 		r = fn(section, has_sub ? sub : NULL, key, has_value ? val : NULL, userdata);
@@ -242,9 +249,8 @@ enum git_named git_config_named(const char *section, const char *subsection, con
 
 	if (!value || !value[0])
 		return GIT_NAMED_NONE;
-	if (strcmp(key, "path") == 0 &&
-	    ((strcmp(section, "include") == 0 && !subsection) ||
-	     (strcmp(section, "includeif") == 0 && subsection)))
+	if (strcmp(key, "path") == 0 && ((strcmp(section, "include") == 0 && !subsection) ||
+	                                 (strcmp(section, "includeif") == 0 && subsection)))
 		return GIT_NAMED_INCLUDE;
 	if (strcmp(section, "core") == 0 && !subsection && strcmp(key, "hookspath") == 0)
 		return GIT_NAMED_HOOKS_DIR;
@@ -259,8 +265,8 @@ enum git_named git_config_named(const char *section, const char *subsection, con
 
 static bool is_operator(char c)
 {
-	return c == ';' || c == '|' || c == '&' || c == '<' || c == '>' || c == '(' ||
-	       c == ')' || c == '\n';
+	return c == ';' || c == '|' || c == '&' || c == '<' || c == '>' || c == '(' || c == ')' ||
+	       c == '\n';
 }
 
 static bool is_blank(char c)
@@ -268,8 +274,7 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t' || c == '\r';
 }
 
-int git_command_words(const char *cmd, int (*fn)(const char *word, void *userdata),
-                      void *userdata)
+int git_command_words(const char *cmd, int (*fn)(const char *word, void *userdata), void *userdata)
 {
 	_cleanup_free_ char *word = malloc(strlen(cmd) + 1);
 	const char *p = cmd;

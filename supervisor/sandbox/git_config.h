@@ -36,7 +36,6 @@ enum git_named git_config_named(const char *section, const char *subsection, con
 /* The words of shell command CMD that may name a file: split at blanks and shell operators,
  * quotes removed, an alias's leading '!' dropped; words that are options (-x), expansions ($,
  * `, %, globs) or empty are left out. A negative return of FN stops and is returned. */
-int git_command_words(const char *cmd, int (*fn)(const char *word, void *userdata),
-                      void *userdata);
+int git_command_words(const char *cmd, int (*fn)(const char *word, void *userdata), void *userdata);
 
 #endif

@@ -93,8 +93,7 @@ static void test_bad_lines_stop(void **state)
 			fail_msg("accepted: %s", bad[i]);
 	}
 	/* A NUL or a value without its end never reads past the buffer. */
-	assert_int_equal(git_config_parse("[a]\nb = c\\", 10, record, &(struct seen){0}),
-	                 -EINVAL);
+	assert_int_equal(git_config_parse("[a]\nb = c\\", 10, record, &(struct seen){0}), -EINVAL);
 	assert_string_equal(parse("\xef\xbb\xbf[a]\nb\n", 0), "a|-|b|(true)\n");
 }
 
