@@ -15,7 +15,13 @@
  *
  * A protected or hidden path that is a symlink (stow's ~/.bashrc -> dotfiles/bashrc), or has one
  * on its way, also gets a read-only clone of the link itself over it: the link cannot be removed
- * or replaced (EBUSY), as its target cannot be written.
+ * or replaced (EBUSY), as its target cannot be written; so is each hop of its chain of links.
+ *
+ * What a protected path leads to, when it lies in a writable path, is protected the same way:
+ * the target of every symlink inside a protected directory (a .git/hooks/pre-commit linked to
+ * scripts/pre-commit), and the files named by the git configs a git run in the worktree reads
+ * (git_config.h: include.path, the hooks in core.hooksPath, the files a command git runs
+ * names). A writable path itself, or a directory holding one, is never made read-only so.
  *
  * What the mount layer cannot hold, and why: a protected or hidden path that does not exist when
  * the run starts (a new .envrc, a .git/config in a project without .git, a ~/.kube/config whose
@@ -25,8 +31,9 @@
  * (fs_sweep), to a name the agent cannot have taken. Likewise git reads the .git of whatever
  * directory it runs in: at the end, every .git in a writable worktree that the run made is renamed
  * aside, and in the ones that were there (and bare repositories), what git would run (config,
- * hooks, those in the directory core.hooksPath names, submodules' and worktrees' git directories)
- * that the run made or changed. "Made or changed during the run" is the inode's birth time
+ * hooks, those in the directory core.hooksPath names, submodules' and worktrees' git directories;
+ * a link counting as changed when its target is; the files in the worktree the config includes
+ * or its commands name) that the run made or changed. "Made or changed during the run" is the inode's birth time
  * (directories) or change time (the rest), neither of which a process can set back, against the
  * start read on the worktree's own file system's clock. Until the end it is there, for a program
  * on the host that reads it during the run. Patterns are expanded (globs included) once, when the
