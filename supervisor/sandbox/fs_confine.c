@@ -51,7 +51,8 @@ struct fs_confine {
 	struct confine_paths pins;       /* ancestors of protected paths inside a writable one */
 	/* What protected paths lead to, protected too: "TARGET (from SOURCE)", for run -v. */
 	struct confine_paths followed;
-	size_t unwalked;    /* protected directories not searched for links whole (too large) */
+	size_t unwalked;    /* protected directories or git configs not followed whole */
+	size_t git_configs; /* git configs read */
 	size_t n_write_all; /* writable paths before reducing to the outermost */
 	size_t absent_protect, absent_hide, created, skipped_hide;
 	bool no_mounts;
@@ -1119,6 +1120,9 @@ static int on_own_link(const char *path, void *userdata)
 #define LINK_WALK_MAX_ENTRIES 100000
 /* git stops following includes this deep. */
 #define GIT_INCLUDE_MAX_DEPTH 10
+/* At most this many git configs are read from one that git starts from (its includes), and
+ * this many submodules looked at; past that the run warns. */
+#define GIT_MAX_CONFIGS 256
 
 struct target_ctx {
 	const char *from; /* what names it, for run -v */
@@ -1322,7 +1326,10 @@ static int on_start_var(const char *section, const char *sub, const char *key, c
 static int follow_git_config(struct fs_confine *fc, const char *file, const char *top,
                              const char *home, unsigned depth)
 {
-	_cleanup_close_ int fd = open(file, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	_cleanup_close_ int fd = stat(file, &st) == 0 && S_ISREG(st.st_mode)
+	                                 ? open(file, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+	                                 : -EBADF;
 	_cleanup_free_ char *buf = NULL, *dir = strdup(file);
 	struct git_follow g = {fc, top, home, file, dir, depth};
 	size_t len = 0;
@@ -1332,6 +1339,15 @@ static int follow_git_config(struct fs_confine *fc, const char *file, const char
 		return -ENOMEM;
 	if (strrchr(dir, '/'))
 		*strrchr(dir, '/') = '\0';
+	/* Includes that fan out (a file including itself twice, ten deep) are cut short; each
+	 * config git starts from has its own count, so that one cannot starve the next. */
+	if (depth == 0)
+		fc->git_configs = 0;
+	if (fc->git_configs >= GIT_MAX_CONFIGS) {
+		fc->unwalked++;
+		return 0;
+	}
+	fc->git_configs++;
 	if (!(buf = read_config(fd, &len)))
 		return 0;
 	r = git_config_parse(buf, len, on_start_var, &g);
@@ -1341,9 +1357,11 @@ static int follow_git_config(struct fs_confine *fc, const char *file, const char
 /* The first line of small file PATH without its line end, malloc'd, or NULL. */
 static char *first_line(const char *path)
 {
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-	char buf[PATH_MAX + 16];
 	struct stat st;
+	_cleanup_close_ int fd = stat(path, &st) == 0 && S_ISREG(st.st_mode)
+	                                 ? open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+	                                 : -EBADF;
+	char buf[PATH_MAX + 16];
 	ssize_t n;
 
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
@@ -1354,6 +1372,66 @@ static char *first_line(const char *path)
 	buf[n] = '\0';
 	buf[strcspn(buf, "\r\n")] = '\0';
 	return strdup(buf);
+}
+
+static int on_core_worktree(const char *section, const char *sub, const char *key,
+                            const char *value, void *userdata)
+{
+	char **ret = userdata;
+
+	if (value && !sub && strcmp(section, "core") == 0 && strcmp(key, "worktree") == 0) {
+		free(*ret);
+		if (!(*ret = strdup(value)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Each submodule's work tree (core.worktree in GITDIR_OF/modules/NAME/config): its .git file, in
+ * the project, is protected as the top one is (git status recurses into submodules). Nested
+ * submodules (modules/NAME/modules/…) are not looked for: the end-of-run check holds them. */
+static int follow_submodules(struct fs_confine *fc, const char *gitdir_of)
+{
+	_cleanup_free_ char *modules = join(gitdir_of, "modules");
+	struct dirent *de;
+	size_t n = 0;
+	int r = 0;
+	DIR *d;
+
+	if (!modules)
+		return -ENOMEM;
+	if (!(d = opendir(modules)))
+		return 0;
+	while (r >= 0 && (de = readdir(d))) {
+		_cleanup_free_ char *gitdir = NULL, *config = NULL, *wt = NULL, *tree = NULL;
+		_cleanup_free_ char *dotgit = NULL, *buf = NULL;
+		_cleanup_close_ int fd = -EBADF;
+		size_t len = 0;
+		struct stat st;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (n++ >= GIT_MAX_CONFIGS) {
+			fc->unwalked++;
+			break;
+		}
+		if (!(gitdir = join(modules, de->d_name)) || !(config = join(gitdir, "config"))) {
+			r = -ENOMEM;
+			break;
+		}
+		if (stat(config, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		fd = open(config, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (!(buf = read_config(fd, &len)) ||
+		    git_config_parse(buf, len, on_core_worktree, &wt) < 0 || !wt)
+			continue;
+		if (!(tree = named_path(wt, gitdir, NULL)) || !(dotgit = join(tree, ".git")))
+			continue;
+		if (lstat(dotgit, &st) == 0 && S_ISREG(st.st_mode))
+			r = protect_target(fc, dotgit, "git: a submodule's .git file", true);
+	}
+	closedir(d);
+	return r;
 }
 
 /* The git configs that a git run in WORKTREE reads — its repository's (found upwards, through
@@ -1375,12 +1453,20 @@ static int follow_git(struct fs_confine *fc, const char *worktree, const char *h
 		if (!dotgit)
 			return -ENOMEM;
 		if (lstat(dotgit, &st) == 0) {
-			_cleanup_free_ char *line = S_ISDIR(st.st_mode) ? NULL : first_line(dotgit);
+			_cleanup_free_ char *line = NULL;
 
-			if (S_ISDIR(st.st_mode))
+			if (stat(dotgit, &st) == 0 && S_ISDIR(st.st_mode)) {
 				gitdir = TAKE_PTR(dotgit);
-			else if (line && strncmp(line, "gitdir:", 7) == 0)
+				break;
+			}
+			line = first_line(dotgit);
+			if (line && strncmp(line, "gitdir:", 7) == 0)
 				gitdir = named_path(line + 7 + strspn(line + 7, " \t"), top, NULL);
+			/* A linked worktree's or a submodule's .git file: rewritten, it points
+			 * git (the person's prompt, during the run) at a config of the agent's. */
+			r = gitdir ? protect_target(fc, dotgit, "git: the work tree's .git file",
+			                            true)
+			           : 0;
 			break;
 		}
 		slash = strrchr(top, '/');
@@ -1402,9 +1488,15 @@ static int follow_git(struct fs_confine *fc, const char *worktree, const char *h
 		config = common ? join(common, "config") : NULL;
 		if (!config || !wconfig)
 			return -ENOMEM;
-		r = follow_git_config(fc, config, top, home, 0);
+		if (r >= 0)
+			r = follow_git_config(fc, config, top, home, 0);
 		if (r >= 0)
 			r = follow_git_config(fc, wconfig, top, home, 0);
+		if (r >= 0)
+			r = follow_submodules(fc, common);
+		/* A linked worktree keeps its submodules' git directories in its own. */
+		if (r >= 0 && strcmp(common, gitdir) != 0)
+			r = follow_submodules(fc, gitdir);
 	}
 	if (r < 0)
 		return r;

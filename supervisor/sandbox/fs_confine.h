@@ -33,11 +33,11 @@
  * aside, and in the ones that were there (and bare repositories), what git would run (config,
  * hooks, those in the directory core.hooksPath names, submodules' and worktrees' git directories;
  * a link counting as changed when its target is; the files in the worktree the config includes
- * or its commands name) that the run made or changed. "Made or changed during the run" is the inode's birth time
- * (directories) or change time (the rest), neither of which a process can set back, against the
- * start read on the worktree's own file system's clock. Until the end it is there, for a program
- * on the host that reads it during the run. Patterns are expanded (globs included) once, when the
- * run starts: a later file matching a hide or protect glob is not covered.
+ * or its commands name) that the run made or changed. "Made or changed during the run" is the
+ * inode's birth time (directories) or change time (the rest), neither of which a process can set
+ * back, against the start read on the worktree's own file system's clock. Until the end it is
+ * there, for a program on the host that reads it during the run. Patterns are expanded (globs
+ * included) once, when the run starts: a later file matching a hide or protect glob is not covered.
  *
  * fs_confine_prepare() runs in the supervisor (it resolves paths in the host's view and
  * creates the missing fs.write directories written with a trailing "/"); fs_confine_mounts()
@@ -85,7 +85,7 @@ struct fs_confine_summary {
 	size_t pinned;         /* ancestors of protected paths made mount points */
 	size_t links;          /* symlinks on the way to protected paths, held by a mount */
 	size_t followed;       /* writable paths protected: a protected path leads to them */
-	size_t unwalked;       /* protected directories not searched for links (too large) */
+	size_t unwalked;       /* protected directories or git configs not followed whole */
 	bool git_check;        /* every .git in the worktree is checked at the end */
 	bool private_tmp;      /* fs.tmp: private */
 };

@@ -202,8 +202,9 @@ int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
 			    "(run -v names them)",
 			    fl->n);
 		if (fs.unwalked)
-			say("warning: %zu protected directories too large or deep to search whole "
-			    "for symlinks: what links there lead to may be writable",
+			say("warning: %zu protected directories or git configs too many, large or "
+			    "deep to follow whole: what links or includes there lead to may be "
+			    "writable",
 			    fs.unwalked);
 	}
 	r = sandbox_confine_prepare(&req, ret, err);
