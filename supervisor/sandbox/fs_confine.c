@@ -713,8 +713,12 @@ static int on_end_var(const char *section, const char *sub, const char *key, con
  * checked before; the included files' own includes are not followed). */
 static void check_config_named(struct sweep_ctx *c, int fd, const char *path, const char *top)
 {
+	struct stat st;
+	/* Only a regular file is opened: a device opened can have effects. */
 	_cleanup_close_ int cfd =
-	        openat(fd, "config", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	        fstatat(fd, "config", &st, 0) == 0 && S_ISREG(st.st_mode)
+	                ? openat(fd, "config", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+	                : -EBADF;
 	struct end_named e = {c, path, top};
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
