@@ -41,6 +41,12 @@ struct fs_sweep {
 	struct timespec start; /* the run's start, on the worktree's file system's clock */
 };
 
+struct hardlinked {
+	dev_t dev;
+	ino_t ino;
+	char *path;
+};
+
 struct fs_confine {
 	struct fs_sweep *sweep;          /* absent protected paths, the .git check */
 	struct confine_paths write;      /* resolved, outermost only */
@@ -53,6 +59,10 @@ struct fs_confine {
 	struct confine_paths followed;
 	size_t unwalked;    /* protected directories or git configs not followed whole */
 	size_t git_configs; /* git configs read */
+	/* Protected regular files with other hard links: those are looked for in the writable
+	 * paths. */
+	struct hardlinked *hl;
+	size_t n_hl;
 	size_t n_write_all; /* writable paths before reducing to the outermost */
 	size_t absent_protect, absent_hide, created, skipped_hide;
 	bool no_mounts;
@@ -71,6 +81,9 @@ void fs_confine_free(struct fs_confine *fc)
 	confine_paths_free(&fc->hide_files);
 	confine_paths_free(&fc->pins);
 	confine_paths_free(&fc->followed);
+	for (size_t i = 0; i < fc->n_hl; i++)
+		free(fc->hl[i].path);
+	free(fc->hl);
 	fs_sweep_free(fc->sweep);
 	free(fc);
 }
@@ -1196,6 +1209,27 @@ static int protect_target(struct fs_confine *fc, const char *path, const char *f
 	return add_absent(fc, shown ? shown : last, false);
 }
 
+/* Protected regular file PATH (ST) has other names: remembered, to find them. */
+static int note_hardlink(struct fs_confine *fc, const char *path, const struct stat *st)
+{
+	struct hardlinked *v;
+
+	if (!S_ISREG(st->st_mode) || st->st_nlink < 2)
+		return 0;
+	if (fc->n_hl >= FS_CONFINE_MAX_PATHS) {
+		fc->unwalked++;
+		return 0;
+	}
+	if (!(v = reallocarray(fc->hl, fc->n_hl + 1, sizeof(*v))))
+		return -ENOMEM;
+	fc->hl = v;
+	if (!(v[fc->n_hl].path = strdup(path)))
+		return -ENOMEM;
+	v[fc->n_hl].dev = st->st_dev;
+	v[fc->n_hl++].ino = st->st_ino;
+	return 0;
+}
+
 /* Every symlink below protected directory DIR: what it leads to is protected. A hook in
  * .git/hooks, a file in .claude/ or ~/.config/systemd/user that links to a file of the project
  * is read from there: the read-only mount of the directory does not reach it. */
@@ -1231,13 +1265,16 @@ static int walk_links(struct fs_confine *fc, const char *dir, unsigned depth, si
 		if (type == DT_UNKNOWN &&
 		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 			type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
-		if (type != DT_LNK && type != DT_DIR)
+		if (type != DT_LNK && type != DT_DIR && type != DT_REG)
 			continue;
 		if (!(child = join(dir, de->d_name))) {
 			r = -ENOMEM;
 			break;
 		}
-		if (type == DT_LNK)
+		if (type == DT_REG) {
+			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+				r = note_hardlink(fc, child, &st);
+		} else if (type == DT_LNK)
 			r = protect_target(fc, child, child, false);
 		else if (depth < LINK_WALK_MAX_DEPTH)
 			r = walk_links(fc, child, depth + 1, budget);
@@ -1260,8 +1297,109 @@ static int follow_protected_links(struct fs_confine *fc)
 
 		if (!dir)
 			return -ENOMEM;
-		if (lstat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+		if (lstat(dir, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
 			r = walk_links(fc, dir, 0, &budget);
+		else
+			r = note_hardlink(fc, dir, &st);
+	}
+	return r;
+}
+
+/* The writable paths are searched this deep and this wide at most, and only when a protected
+ * file has other hard links on their file system. */
+#define HARDLINK_WALK_MAX_DEPTH   64
+#define HARDLINK_WALK_MAX_ENTRIES 1000000
+
+static const struct hardlinked *hardlink_of(const struct fs_confine *fc, const struct stat *st)
+{
+	for (size_t i = 0; i < fc->n_hl; i++)
+		if (fc->hl[i].dev == st->st_dev && fc->hl[i].ino == st->st_ino)
+			return &fc->hl[i];
+	return NULL;
+}
+
+static int walk_hardlinks(struct fs_confine *fc, const char *dir, dev_t dev, unsigned depth,
+                          size_t *budget)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *de;
+	struct stat st;
+	int r = 0;
+	DIR *d;
+
+	if (fd < 0)
+		return errno == EMFILE || errno == ENFILE || errno == ENOMEM ? -errno : 0;
+	/* Another file system holds none of the names. */
+	if (fstat(fd, &st) < 0 || st.st_dev != dev || kernel_fs(fd)) {
+		close(fd);
+		return 0;
+	}
+	if (!(d = fdopendir(fd))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (r >= 0 && (de = readdir(d))) {
+		_cleanup_free_ char *child = NULL, *from = NULL;
+		const struct hardlinked *h;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (*budget == 0) {
+			fc->unwalked++;
+			break;
+		}
+		(*budget)--;
+		if (de->d_type != DT_UNKNOWN && de->d_type != DT_DIR && de->d_type != DT_REG)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (!(child = join(dir, de->d_name))) {
+			r = -ENOMEM;
+			break;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if (depth < HARDLINK_WALK_MAX_DEPTH)
+				r = walk_hardlinks(fc, child, dev, depth + 1, budget);
+			else
+				fc->unwalked++;
+		} else if (S_ISREG(st.st_mode) && st.st_nlink > 1 && (h = hardlink_of(fc, &st))) {
+			if (asprintf(&from, "a hard link of %s", h->path) < 0)
+				r = -ENOMEM;
+			else
+				r = protect_target(fc, child, from, true);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+/* A protected file with other hard links (.git/hooks/pre-commit made with `ln` from
+ * scripts/pre-commit) is written through any of them: the read-only mount holds one name, not
+ * the inode. Its other names in the writable paths are protected too. The search costs a walk of
+ * the writable paths on its file system, so it is made only when such a file exists. */
+static int follow_hardlinks(struct fs_confine *fc)
+{
+	size_t budget = HARDLINK_WALK_MAX_ENTRIES;
+	size_t n = fc->write.n;
+	int r = 0;
+
+	for (size_t w = 0; r >= 0 && fc->n_hl && w < n; w++) {
+		_cleanup_free_ char *root = strdup(fc->write.v[w]);
+		struct stat st;
+		bool same = false;
+
+		if (!root)
+			return -ENOMEM;
+		if (stat(root, &st) < 0)
+			continue;
+		for (size_t i = 0; i < fc->n_hl && !same; i++)
+			same = fc->hl[i].dev == st.st_dev;
+		if (!same)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			r = walk_hardlinks(fc, root, st.st_dev, 0, &budget);
 	}
 	return r;
 }
@@ -1641,6 +1779,8 @@ int fs_confine_prepare(const struct fs_confine_request *req, struct fs_confine *
 	r = follow_git(fc, worktree, home);
 	if (r >= 0)
 		r = follow_protected_links(fc);
+	if (r >= 0)
+		r = follow_hardlinks(fc);
 	if (r < 0)
 		return cl_error_set(err, r, "fs: following what the protected paths lead to: %s",
 		                    r == -E2BIG ? "too many paths" : strerror(-r));

@@ -6,7 +6,8 @@
 #   many projects install theirs), one that leads nowhere yet (the agent makes the script),
 #   .claude/settings.json a symlink into the project, and a protected file reached through a
 #   chain of two links, the middle one an ordinary file name of the project that the agent
-#   replaces;
+#   replaces; a hook and .vscode/tasks.json that are hard links of project files (`ln`): the
+#   read-only mount holds the name, not the inode;
 # - .git/config (protected) naming ordinary files of the project: include.path (relative to
 #   .git/), core.fsmonitor, a filter's clean command, an alias "!scripts/…", and hooks that
 #   exist in the core.hooksPath directory;
@@ -22,7 +23,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=30
+PLAN=34
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv git
 tap_plan $PLAN
@@ -45,6 +46,11 @@ for who in root nobody; do
 	ln -s ../../scripts/post-commit "$WT/.git/hooks/post-commit" # leads nowhere yet
 	echo '{}' >"$WT/conf/claude.json"
 	ln -s ../conf/claude.json "$WT/.claude/settings.json"
+	printf '#!/bin/sh\nexit 0\n' >"$WT/scripts/pre-push"
+	ln "$WT/scripts/pre-push" "$WT/.git/hooks/pre-push"
+	mkdir "$WT/.vscode"
+	echo '{"tasks":[]}' >"$WT/conf/tasks.json"
+	ln "$WT/conf/tasks.json" "$WT/.vscode/tasks.json"
 	echo '{"mcpServers":{}}' >"$WT/conf/mcp.json"
 	ln -s conf/mcp.json "$WT/mcp-link.json"
 	ln -s mcp-link.json "$WT/.mcp.json"
@@ -79,6 +85,9 @@ for who in root nobody; do
 printf '#!/bin/sh\ntouch $MARK\n' >'$WT/scripts/post-commit' && chmod 755 '$WT/scripts/post-commit'
 echo "absent \$?"
 (echo '{"hooks":{}}' >'$WT/conf/claude.json') 2>/dev/null; echo "claude \$?"
+(printf 'touch $MARK\n' >>'$WT/scripts/pre-push') 2>/dev/null; echo "hardhook \$?"
+(echo '{"tasks":[{"runOptions":{"runOn":"folderOpen"}}]}' >'$WT/conf/tasks.json') 2>/dev/null
+echo "hardtasks \$?"
 (rm '$WT/mcp-link.json' && echo '{"mcpServers":{"x":{"command":"sh"}}}' >'$WT/mcp-link.json') \
 	2>/dev/null; echo "chain \$?"
 (printf '[core]\n\tfsmonitor = scripts/fsmon.sh\n' >>'$WT/team.gitconfig') 2>/dev/null
@@ -106,6 +115,10 @@ EOF
 		"$(grep '^absent' "$OUT"; ls -la "$WT/scripts"; diag)"
 	tap_like "$(grep '^claude' "$OUT")" '^claude [12]$' \
 		"$who: the file .claude/settings.json links to is read-only" "$(diag)"
+	tap_like "$(grep '^hardhook' "$OUT")" '^hardhook [12]$' \
+		"$who: a hook that is a hard link of a project file cannot be written through it" "$(diag)"
+	tap_like "$(grep '^hardtasks' "$OUT")" '^hardtasks [12]$' \
+		"$who: nor can .vscode/tasks.json, a hard link of a project file" "$(diag)"
 	tap_like "$(grep '^chain' "$OUT")" '^chain [1-9]' \
 		"$who: a link in the middle of a protected path's chain cannot be replaced" "$(diag)"
 	tap_is "$(cat "$WT/.mcp.json" 2>&1)" '{"mcpServers":{}}' \
