@@ -1170,8 +1170,10 @@ static int on_protect_target(struct fs_confine *fc, const char *real, const stru
 	for (size_t w = 0; w < fc->write.n; w++)
 		if (confine_path_within(fc->write.v[w], real))
 			return 0;
-	if (asprintf(&line, "%s (from %s)", real, t->from) < 0)
+	if (asprintf(&line, "%s (from %s)", real, t->from) < 0) {
+		line = NULL; /* undefined after a failure: not freed */
 		return -ENOMEM;
+	}
 	r = add_checked(&fc->protect, real);
 	return r < 0 ? r : confine_paths_add(&fc->followed, line);
 }
@@ -1203,8 +1205,10 @@ static int protect_target(struct fs_confine *fc, const char *path, const char *f
 		parent = realpath(last, NULL);
 		*slash = '/';
 		if (parent &&
-		    asprintf(&shown, "%s%s", strcmp(parent, "/") ? parent : "", slash) < 0)
+		    asprintf(&shown, "%s%s", strcmp(parent, "/") ? parent : "", slash) < 0) {
+			shown = NULL;
 			return -ENOMEM;
+		}
 	}
 	return add_absent(fc, shown ? shown : last, false);
 }
@@ -1365,9 +1369,10 @@ static int walk_hardlinks(struct fs_confine *fc, const char *dir, dev_t dev, uns
 			else
 				fc->unwalked++;
 		} else if (S_ISREG(st.st_mode) && st.st_nlink > 1 && (h = hardlink_of(fc, &st))) {
-			if (asprintf(&from, "a hard link of %s", h->path) < 0)
+			if (asprintf(&from, "a hard link of %s", h->path) < 0) {
+				from = NULL;
 				r = -ENOMEM;
-			else
+			} else
 				r = protect_target(fc, child, from, true);
 		}
 	}
@@ -1646,10 +1651,15 @@ static int follow_git(struct fs_confine *fc, const char *worktree, const char *h
 		r = follow_git_config(fc, env, top, home, 0);
 	} else if (home) {
 		env = getenv("XDG_CONFIG_HOME");
-		if (asprintf(&user, "%s/.gitconfig", home) < 0 ||
-		    (env && env[0] == '/' ? asprintf(&xdg, "%s/git/config", env)
-		                          : asprintf(&xdg, "%s/.config/git/config", home)) < 0)
+		if (asprintf(&user, "%s/.gitconfig", home) < 0) {
+			user = NULL;
 			return -ENOMEM;
+		}
+		if ((env && env[0] == '/' ? asprintf(&xdg, "%s/git/config", env)
+		                          : asprintf(&xdg, "%s/.config/git/config", home)) < 0) {
+			xdg = NULL;
+			return -ENOMEM;
+		}
 		r = follow_git_config(fc, user, top, home, 0);
 		if (r >= 0)
 			r = follow_git_config(fc, xdg, top, home, 0);
