@@ -23,6 +23,7 @@
 #include "supervisor/policy/config_files.h"
 #include "supervisor/policy/fs_policy.h"
 #include "supervisor/policy/path_boundary.h"
+#include "supervisor/sandbox/git_config.h"
 
 struct fs_absent {
 	int dirfd; /* O_PATH: the nearest ancestor that existed at the start */
@@ -40,6 +41,12 @@ struct fs_sweep {
 	struct timespec start; /* the run's start, on the worktree's file system's clock */
 };
 
+struct hardlinked {
+	dev_t dev;
+	ino_t ino;
+	char *path;
+};
+
 struct fs_confine {
 	struct fs_sweep *sweep;          /* absent protected paths, the .git check */
 	struct confine_paths write;      /* resolved, outermost only */
@@ -48,7 +55,15 @@ struct fs_confine {
 	struct confine_paths hide_dirs;  /* resolved, existing directories */
 	struct confine_paths hide_files; /* resolved, existing non-directories */
 	struct confine_paths pins;       /* ancestors of protected paths inside a writable one */
-	size_t n_write_all;              /* writable paths before reducing to the outermost */
+	/* What protected paths lead to, protected too: "TARGET (from SOURCE)", for run -v. */
+	struct confine_paths followed;
+	size_t unwalked;    /* protected directories or git configs not followed whole */
+	size_t git_configs; /* git configs read */
+	/* Protected regular files with other hard links: those are looked for in the writable
+	 * paths. */
+	struct hardlinked *hl;
+	size_t n_hl;
+	size_t n_write_all; /* writable paths before reducing to the outermost */
 	size_t absent_protect, absent_hide, created, skipped_hide;
 	bool no_mounts;
 	bool private_tmp;
@@ -65,6 +80,10 @@ void fs_confine_free(struct fs_confine *fc)
 	confine_paths_free(&fc->hide_dirs);
 	confine_paths_free(&fc->hide_files);
 	confine_paths_free(&fc->pins);
+	confine_paths_free(&fc->followed);
+	for (size_t i = 0; i < fc->n_hl; i++)
+		free(fc->hl[i].path);
+	free(fc->hl);
 	fs_sweep_free(fc->sweep);
 	free(fc);
 }
@@ -300,6 +319,22 @@ static bool changed(const struct fs_sweep *s, int dirfd, const char *name, struc
 	return after_start(s, &stx.stx_ctime);
 }
 
+/* Changed during the run, itself or, for a symlink, what it leads to: a hook or a config that
+ * is a link to a file of the project changes when the agent edits that file. The agent is gone:
+ * following the link now races nothing. */
+static bool changed_through(const struct fs_sweep *s, int dirfd, const char *name)
+{
+	struct statx stx = {0};
+
+	if (changed(s, dirfd, name, &stx))
+		return true;
+	if (!(stx.stx_mask & STATX_TYPE) || !S_ISLNK(stx.stx_mode))
+		return false;
+	if (statx(dirfd, name, AT_NO_AUTOMOUNT, STATX_CTIME, &stx) < 0)
+		return false;
+	return after_start(s, &stx.stx_ctime);
+}
+
 /* Made during the run: a directory's change time moves with every entry made in it (git's own
  * index.lock), so a directory counts as made only by its birth time; without one, it is
  * checked by its contents. */
@@ -384,48 +419,49 @@ static void check_git_contents(struct sweep_ctx *c, int fd, const char *path, in
 static void on_hook(struct sweep_ctx *c, int dfd, const char *dir, const char *name,
                     unsigned char type, unsigned depth)
 {
-	if (changed(c->s, dfd, name, NULL))
+	if (changed_through(c->s, dfd, name))
 		aside(c, FS_SWEEP_GIT, dfd, dir, name);
 }
+
+/* The names git runs as hooks (githooks(5)). */
+static const char *const git_hooks[] = {
+        "applypatch-msg",
+        "pre-applypatch",
+        "post-applypatch",
+        "pre-commit",
+        "pre-merge-commit",
+        "prepare-commit-msg",
+        "commit-msg",
+        "post-commit",
+        "pre-rebase",
+        "post-checkout",
+        "post-merge",
+        "pre-push",
+        "pre-receive",
+        "update",
+        "proc-receive",
+        "post-receive",
+        "post-update",
+        "reference-transaction",
+        "push-to-checkout",
+        "pre-auto-gc",
+        "post-rewrite",
+        "sendemail-validate",
+        "fsmonitor-watchman",
+        "p4-changelist",
+        "p4-prepare-changelist",
+        "p4-post-changelist",
+        "p4-pre-submit",
+        "post-index-change",
+};
 
 /* In a directory core.hooksPath names, which may hold other files of the project: only the
  * names git runs as hooks (githooks(5)). */
 static void on_named_hook(struct sweep_ctx *c, int dfd, const char *dir, const char *name,
                           unsigned char type, unsigned depth)
 {
-	static const char *const hooks[] = {
-	        "applypatch-msg",
-	        "pre-applypatch",
-	        "post-applypatch",
-	        "pre-commit",
-	        "pre-merge-commit",
-	        "prepare-commit-msg",
-	        "commit-msg",
-	        "post-commit",
-	        "pre-rebase",
-	        "post-checkout",
-	        "post-merge",
-	        "pre-push",
-	        "pre-receive",
-	        "update",
-	        "proc-receive",
-	        "post-receive",
-	        "post-update",
-	        "reference-transaction",
-	        "push-to-checkout",
-	        "pre-auto-gc",
-	        "post-rewrite",
-	        "sendemail-validate",
-	        "fsmonitor-watchman",
-	        "p4-changelist",
-	        "p4-prepare-changelist",
-	        "p4-post-changelist",
-	        "p4-pre-submit",
-	        "post-index-change",
-	};
-
-	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++)
-		if (strcmp(name, hooks[i]) == 0) {
+	for (size_t i = 0; i < sizeof(git_hooks) / sizeof(git_hooks[0]); i++)
+		if (strcmp(name, git_hooks[i]) == 0) {
 			on_hook(c, dfd, dir, name, type, depth);
 			return;
 		}
@@ -559,6 +595,151 @@ static void check_hooks_path(struct sweep_ctx *c, int fd, int topfd, const char 
 	(void)each_entry_of(c, hfd, shown, ".", depth, on_named_hook);
 }
 
+/* A whole config file FD, NUL-terminated, malloc'd, at most 4 MiB (git's own configs are a few
+ * KiB); NULL when it is not a regular file or too large. */
+static char *read_config(int fd, size_t *ret_len)
+{
+	_cleanup_free_ char *buf = NULL;
+	struct stat st;
+	size_t n = 0;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (4 << 20))
+		return NULL;
+	if (!(buf = malloc((size_t)st.st_size + 1)))
+		return NULL;
+	while (n < (size_t)st.st_size) {
+		ssize_t k = read(fd, buf + n, (size_t)st.st_size - n);
+
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+	}
+	buf[n] = '\0';
+	*ret_len = n;
+	return TAKE_PTR(buf);
+}
+
+/* PATH ("~/x", absolute, or relative to BASE), normalized, malloc'd; NULL when it cannot be
+ * told ("%(prefix)/", no $HOME). */
+static char *named_path(const char *path, const char *base, const char *home)
+{
+	_cleanup_free_ char *joined = NULL;
+	char *out = NULL;
+
+	if (strncmp(path, "~/", 2) == 0) {
+		if (!home || home[0] != '/' || asprintf(&joined, "%s/%s", home, path + 2) < 0)
+			return NULL;
+	} else if (path[0] == '/') {
+		joined = strdup(path);
+	} else if (path[0] == '~' || path[0] == '%' || !base ||
+	           asprintf(&joined, "%s/%s", base, path) < 0) {
+		return NULL;
+	}
+	if (!joined || path_normalize(joined, NULL, &out) < 0)
+		return NULL;
+	return out;
+}
+
+/* ABS, when it lies in the project and is not a directory: moved aside if the run changed it or
+ * what it links to. Its directory is reached without following a symlink; one on the way is
+ * named. */
+static void check_named_path(struct sweep_ctx *c, const char *abs)
+{
+	const char *root = c->s->git_root_path, *rel, *name;
+	_cleanup_free_ char *parent = NULL, *dir = NULL;
+	_cleanup_close_ int pfd = -EBADF;
+	size_t rl = strlen(root);
+	struct stat st;
+	char *slash;
+
+	if (strcmp(root, "/") == 0)
+		rel = abs + 1;
+	else if (strncmp(abs, root, rl) == 0 && abs[rl] == '/')
+		rel = abs + rl + 1;
+	else
+		return;
+	if (!rel[0] || !(parent = strdup(rel)) || !(dir = strdup(abs)))
+		return;
+	*strrchr(dir, '/') = '\0';
+	if ((slash = strrchr(parent, '/'))) {
+		*slash = '\0';
+		name = slash + 1;
+		pfd = (int)syscall(SYS_openat2, c->s->git_root, parent,
+		                   &(struct open_how){.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		                                      .resolve = RESOLVE_BENEATH |
+		                                                 RESOLVE_NO_SYMLINKS |
+		                                                 RESOLVE_NO_MAGICLINKS},
+		                   sizeof(struct open_how));
+		if (pfd < 0) {
+			if (errno != ENOENT && errno != ENOTDIR)
+				c->report(c->userdata, FS_SWEEP_UNCHECKED, abs, NULL, -errno);
+			return;
+		}
+	} else {
+		name = parent;
+	}
+	if (fstatat(pfd >= 0 ? pfd : c->s->git_root, name, &st, AT_NO_AUTOMOUNT) == 0 &&
+	    S_ISDIR(st.st_mode))
+		return;
+	if (changed_through(c->s, pfd >= 0 ? pfd : c->s->git_root, name))
+		aside(c, FS_SWEEP_GIT, pfd >= 0 ? pfd : c->s->git_root, dir[0] ? dir : "/", name);
+}
+
+struct end_named {
+	struct sweep_ctx *c;
+	const char *gitdir; /* the config's directory: relative includes */
+	const char *top;    /* the work tree, or NULL: relative commands */
+};
+
+static int on_end_word(const char *word, void *userdata)
+{
+	const struct end_named *e = userdata;
+	_cleanup_free_ char *abs = named_path(word, e->top, getenv("HOME"));
+
+	if (abs)
+		check_named_path(e->c, abs);
+	return 0;
+}
+
+static int on_end_var(const char *section, const char *sub, const char *key, const char *value,
+                      void *userdata)
+{
+	const struct end_named *e = userdata;
+	_cleanup_free_ char *abs = NULL;
+
+	switch (git_config_named(section, sub, key, value)) {
+	case GIT_NAMED_INCLUDE:
+		if ((abs = named_path(value, e->gitdir, getenv("HOME"))))
+			check_named_path(e->c, abs);
+		break;
+	case GIT_NAMED_PROGRAM:
+		(void)git_command_words(value, on_end_word, userdata);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* What the config in git directory FD (PATH) names — included files, scripts its commands
+ * run — that lies in the project and that the run changed goes aside (the config itself was
+ * checked before; the included files' own includes are not followed). */
+static void check_config_named(struct sweep_ctx *c, int fd, const char *path, const char *top)
+{
+	struct stat st;
+	/* Only a regular file is opened: a device opened can have effects. */
+	_cleanup_close_ int cfd =
+	        fstatat(fd, "config", &st, 0) == 0 && S_ISREG(st.st_mode)
+	                ? openat(fd, "config", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+	                : -EBADF;
+	struct end_named e = {c, path, top};
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+
+	if ((buf = read_config(cfd, &len)))
+		(void)git_config_parse(buf, len, on_end_var, &e);
+}
+
 /* In a git directory FD (PATH in messages) that was there at the start; TOPFD its work tree
  * (TOP in messages), or < 0. */
 static void check_git_contents(struct sweep_ctx *c, int fd, const char *path, int topfd,
@@ -568,8 +749,9 @@ static void check_git_contents(struct sweep_ctx *c, int fd, const char *path, in
 	struct statx hooks = {0};
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
-		if (changed(c->s, fd, files[i], NULL))
+		if (changed_through(c->s, fd, files[i]))
 			aside(c, FS_SWEEP_GIT, fd, path, files[i]);
+	check_config_named(c, fd, path, topfd >= 0 ? top : NULL);
 	if (changed(c->s, fd, "hooks", &hooks) && !S_ISDIR(hooks.stx_mode))
 		aside(c, FS_SWEEP_GIT, fd, path, "hooks");
 	else
@@ -662,6 +844,18 @@ static int on_protect(struct fs_confine *fc, const char *real, const struct stat
  * target alone would let the agent remove the link and put a file of its own there. */
 static int on_hide(struct fs_confine *fc, const char *real, const struct stat *st, void *u);
 
+typedef int (*path_fn)(struct fs_confine *fc, const char *real, const struct stat *st,
+                       void *userdata);
+static int on_protect_target(struct fs_confine *fc, const char *real, const struct stat *st,
+                             void *u);
+
+static int hold_hops(struct fs_confine *fc, const char *path, char **ret_last);
+
+static bool held_like_protect(path_fn fn)
+{
+	return fn == on_protect || fn == on_hide || fn == on_protect_target;
+}
+
 static int add_links(struct fs_confine *fc, const char *path)
 {
 	_cleanup_free_ char *copy = strdup(path);
@@ -698,8 +892,6 @@ static int add_links(struct fs_confine *fc, const char *path)
 
 /* Each path PATTERN (expanded) names that exists, resolved, to FN. A missing one goes to
  * MISSING (may be NULL) unexpanded by globs. */
-typedef int (*path_fn)(struct fs_confine *fc, const char *real, const struct stat *st,
-                       void *userdata);
 
 /* EXPANDED, a path without globs, resolved, to FN; see each_path(). */
 static int each_literal(struct fs_confine *fc, const char *expanded, path_fn fn, void *userdata,
@@ -717,9 +909,13 @@ static int each_literal(struct fs_confine *fc, const char *expanded, path_fn fn,
 		 * path: replaced by a directory of the agent's, the path would be looked for at
 		 * the end where the agent did not put it. */
 		r = add_links(fc, expanded);
+		if (r >= 0)
+			r = hold_hops(fc, expanded, NULL);
 		return r < 0 ? r : add_absent(fc, expanded, fn == on_hide);
 	}
-	r = fn == on_protect || fn == on_hide ? add_links(fc, expanded) : 0;
+	r = held_like_protect(fn) ? add_links(fc, expanded) : 0;
+	if (r >= 0 && held_like_protect(fn))
+		r = hold_hops(fc, expanded, NULL);
 	return r < 0 ? r : fn(fc, real, &st, userdata);
 }
 
@@ -751,7 +947,9 @@ static int each_path(struct fs_confine *fc, const char *expanded, path_fn fn, vo
 			continue;
 		real = realpath(g.gl_pathv[i], NULL);
 		if (real && stat(real, &st) == 0)
-			r = fn == on_protect || fn == on_hide ? add_links(fc, g.gl_pathv[i]) : 0;
+			r = held_like_protect(fn) ? add_links(fc, g.gl_pathv[i]) : 0;
+		if (r >= 0 && real && held_like_protect(fn))
+			r = hold_hops(fc, g.gl_pathv[i], NULL);
 		if (r >= 0 && real && stat(real, &st) == 0)
 			r = fn(fc, real, &st, userdata);
 	}
@@ -855,15 +1053,17 @@ static bool creatable(const struct fs_confine *fc, const char *path)
 	return false;
 }
 
-static int protect_own_link(struct fs_confine *fc, const char *path, struct cl_error *err)
+/* Each hop after PATH on its chain of symlinks (a -> b -> c): the links among them that lie in
+ * a writable directory are held (add_links: PATH's own way is each_literal's). A hop left free
+ * could be replaced by a file of the agent's, which PATH would then lead to. *RET_LAST: the
+ * last hop, as written (maybe dangling), malloc'd; may be NULL. */
+static int hold_hops(struct fs_confine *fc, const char *path, char **ret_last)
 {
-	_cleanup_free_ char *cur = strdup(path), *real = realpath(path, NULL);
-	int r;
+	_cleanup_free_ char *cur = strdup(path);
+	int r = 0;
 
 	if (!cur)
 		return -ENOMEM;
-	r = each_literal(fc, path, on_protect, NULL, &fc->absent_protect);
-	/* each_literal held the links on PATH's own way; those of the hops after it: */
 	for (unsigned hop = 0; r >= 0 && hop < 40; hop++) {
 		char target[PATH_MAX];
 		char *next = NULL;
@@ -891,9 +1091,23 @@ static int protect_own_link(struct fs_confine *fc, const char *path, struct cl_e
 		cur = next;
 		r = add_links(fc, cur);
 	}
+	if (r >= 0 && ret_last)
+		*ret_last = TAKE_PTR(cur);
+	return r;
+}
+
+static int protect_own_link(struct fs_confine *fc, const char *path, struct cl_error *err)
+{
+	_cleanup_free_ char *cur = NULL, *real = realpath(path, NULL);
+	int r;
+
+	r = each_literal(fc, path, on_protect, NULL, &fc->absent_protect);
+	/* each_literal held the links on PATH's own way and the hops after it; where it ends: */
+	if (r >= 0)
+		r = hold_hops(fc, path, &cur);
 	/* Nothing to mount over: the end-of-run sweep would move aside what the agent made there,
 	 * but the supervisor reads it before that (the decisions watch, within a second). */
-	if (r >= 0 && !real && creatable(fc, cur))
+	if (r >= 0 && !real && cur && creatable(fc, cur))
 		return cl_error_set(
 		        err, -EPERM,
 		        "fs: %s, in Cloister's config directory, leads to %s, which does "
@@ -913,6 +1127,548 @@ static int on_own_link(const char *path, void *userdata)
 	struct own_links *o = userdata;
 
 	return protect_own_link(o->fc, path, o->err);
+}
+
+/* ---- what the protected paths lead to --------------------------------------------------- */
+
+/* A protected directory is searched for symlinks this deep and this wide at most (all of them
+ * together); past that the run warns. */
+#define LINK_WALK_MAX_DEPTH   16
+#define LINK_WALK_MAX_ENTRIES 100000
+/* git stops following includes this deep. */
+#define GIT_INCLUDE_MAX_DEPTH 10
+/* At most this many git configs are read from one that git starts from (its includes), and
+ * this many submodules looked at; past that the run warns. */
+#define GIT_MAX_CONFIGS 256
+
+struct target_ctx {
+	const char *from; /* what names it, for run -v */
+	bool files_only;  /* a directory it names is not protected (a command's argument) */
+};
+
+/* REAL, which a protected path leads to (a symlink in it, a file its git config names), is
+ * protected when it lies in a writable path and is not held yet. A writable path itself, or a
+ * directory holding one (a link to the project's top), is left: protecting it would take the
+ * project away. */
+static int on_protect_target(struct fs_confine *fc, const char *real, const struct stat *st,
+                             void *u)
+{
+	const struct target_ctx *t = u;
+	_cleanup_free_ char *line = NULL;
+	bool writable = false;
+	int r;
+
+	if (S_ISDIR(st->st_mode) && t->files_only)
+		return 0;
+	for (size_t w = 0; w < fc->write.n && !writable; w++)
+		writable = confine_path_within(real, fc->write.v[w]);
+	if (!writable)
+		return 0;
+	for (size_t p = 0; p < fc->protect.n; p++)
+		if (confine_path_within(real, fc->protect.v[p]))
+			return 0;
+	for (size_t w = 0; w < fc->write.n; w++)
+		if (confine_path_within(fc->write.v[w], real))
+			return 0;
+	if (asprintf(&line, "%s (from %s)", real, t->from) < 0) {
+		line = NULL; /* undefined after a failure: not freed */
+		return -ENOMEM;
+	}
+	r = add_checked(&fc->protect, real);
+	return r < 0 ? r : confine_paths_add(&fc->followed, line);
+}
+
+/* PATH (a symlink, or a path a git config names, as written) and the chain of links from it:
+ * its target protected (on_protect_target), the links on the way held. Absent, and where the
+ * agent could make it: what it makes there is swept at the end. */
+static int protect_target(struct fs_confine *fc, const char *path, const char *from,
+                          bool files_only)
+{
+	struct target_ctx t = {from, files_only};
+	_cleanup_free_ char *real = realpath(path, NULL), *last = NULL, *parent = NULL,
+	                    *shown = NULL;
+	char *slash;
+	int r;
+
+	if (real)
+		return each_literal(fc, path, on_protect_target, &t, NULL);
+	r = hold_hops(fc, path, &last);
+	if (r < 0 || !last || !creatable(fc, last))
+		return r;
+	r = add_links(fc, path);
+	if (r < 0)
+		return r;
+	fc->absent_protect++;
+	/* Named as the kernel resolves it now ("a/../../b" reads badly at the end). */
+	if ((slash = strrchr(last, '/')) && slash != last) {
+		*slash = '\0';
+		parent = realpath(last, NULL);
+		*slash = '/';
+		if (parent &&
+		    asprintf(&shown, "%s%s", strcmp(parent, "/") ? parent : "", slash) < 0) {
+			shown = NULL;
+			return -ENOMEM;
+		}
+	}
+	return add_absent(fc, shown ? shown : last, false);
+}
+
+/* Protected regular file PATH (ST) has other names: remembered, to find them. */
+static int note_hardlink(struct fs_confine *fc, const char *path, const struct stat *st)
+{
+	struct hardlinked *v;
+
+	if (!S_ISREG(st->st_mode) || st->st_nlink < 2)
+		return 0;
+	if (fc->n_hl >= FS_CONFINE_MAX_PATHS) {
+		fc->unwalked++;
+		return 0;
+	}
+	if (!(v = reallocarray(fc->hl, fc->n_hl + 1, sizeof(*v))))
+		return -ENOMEM;
+	fc->hl = v;
+	if (!(v[fc->n_hl].path = strdup(path)))
+		return -ENOMEM;
+	v[fc->n_hl].dev = st->st_dev;
+	v[fc->n_hl++].ino = st->st_ino;
+	return 0;
+}
+
+/* Every symlink below protected directory DIR: what it leads to is protected. A hook in
+ * .git/hooks, a file in .claude/ or ~/.config/systemd/user that links to a file of the project
+ * is read from there: the read-only mount of the directory does not reach it. */
+static int walk_links(struct fs_confine *fc, const char *dir, unsigned depth, size_t *budget)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *de;
+	int r = 0;
+	DIR *d;
+
+	if (fd < 0)
+		return errno == EMFILE || errno == ENFILE || errno == ENOMEM ? -errno : 0;
+	if (kernel_fs(fd)) {
+		close(fd);
+		return 0;
+	}
+	if (!(d = fdopendir(fd))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (r >= 0 && (de = readdir(d))) {
+		_cleanup_free_ char *child = NULL;
+		unsigned char type = de->d_type;
+		struct stat st;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (*budget == 0) {
+			fc->unwalked++;
+			break;
+		}
+		(*budget)--;
+		if (type == DT_UNKNOWN &&
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+		if (type != DT_LNK && type != DT_DIR && type != DT_REG)
+			continue;
+		if (!(child = join(dir, de->d_name))) {
+			r = -ENOMEM;
+			break;
+		}
+		if (type == DT_REG) {
+			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+				r = note_hardlink(fc, child, &st);
+		} else if (type == DT_LNK)
+			r = protect_target(fc, child, child, false);
+		else if (depth < LINK_WALK_MAX_DEPTH)
+			r = walk_links(fc, child, depth + 1, budget);
+		else
+			fc->unwalked++;
+	}
+	closedir(d);
+	return r;
+}
+
+static int follow_protected_links(struct fs_confine *fc)
+{
+	size_t budget = LINK_WALK_MAX_ENTRIES;
+	int r = 0;
+
+	/* The list grows as targets are added: a linked directory is searched in turn. */
+	for (size_t i = 0; r >= 0 && i < fc->protect.n; i++) {
+		_cleanup_free_ char *dir = strdup(fc->protect.v[i]);
+		struct stat st;
+
+		if (!dir)
+			return -ENOMEM;
+		if (lstat(dir, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			r = walk_links(fc, dir, 0, &budget);
+		else
+			r = note_hardlink(fc, dir, &st);
+	}
+	return r;
+}
+
+/* The writable paths are searched this deep and this wide at most, and only when a protected
+ * file has other hard links on their file system. */
+#define HARDLINK_WALK_MAX_DEPTH   64
+#define HARDLINK_WALK_MAX_ENTRIES 1000000
+
+static const struct hardlinked *hardlink_of(const struct fs_confine *fc, const struct stat *st)
+{
+	for (size_t i = 0; i < fc->n_hl; i++)
+		if (fc->hl[i].dev == st->st_dev && fc->hl[i].ino == st->st_ino)
+			return &fc->hl[i];
+	return NULL;
+}
+
+static int walk_hardlinks(struct fs_confine *fc, const char *dir, dev_t dev, unsigned depth,
+                          size_t *budget)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *de;
+	struct stat st;
+	int r = 0;
+	DIR *d;
+
+	if (fd < 0)
+		return errno == EMFILE || errno == ENFILE || errno == ENOMEM ? -errno : 0;
+	/* Another file system holds none of the names. */
+	if (fstat(fd, &st) < 0 || st.st_dev != dev || kernel_fs(fd)) {
+		close(fd);
+		return 0;
+	}
+	if (!(d = fdopendir(fd))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (r >= 0 && (de = readdir(d))) {
+		_cleanup_free_ char *child = NULL, *from = NULL;
+		const struct hardlinked *h;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (*budget == 0) {
+			fc->unwalked++;
+			break;
+		}
+		(*budget)--;
+		if (de->d_type != DT_UNKNOWN && de->d_type != DT_DIR && de->d_type != DT_REG)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (!(child = join(dir, de->d_name))) {
+			r = -ENOMEM;
+			break;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if (depth < HARDLINK_WALK_MAX_DEPTH)
+				r = walk_hardlinks(fc, child, dev, depth + 1, budget);
+			else
+				fc->unwalked++;
+		} else if (S_ISREG(st.st_mode) && st.st_nlink > 1 && (h = hardlink_of(fc, &st))) {
+			if (asprintf(&from, "a hard link of %s", h->path) < 0) {
+				from = NULL;
+				r = -ENOMEM;
+			} else
+				r = protect_target(fc, child, from, true);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+/* A protected file with other hard links (.git/hooks/pre-commit made with `ln` from
+ * scripts/pre-commit) is written through any of them: the read-only mount holds one name, not
+ * the inode. Its other names in the writable paths are protected too. The search costs a walk of
+ * the writable paths on its file system, so it is made only when such a file exists. */
+static int follow_hardlinks(struct fs_confine *fc)
+{
+	size_t budget = HARDLINK_WALK_MAX_ENTRIES;
+	size_t n = fc->write.n;
+	int r = 0;
+
+	for (size_t w = 0; r >= 0 && fc->n_hl && w < n; w++) {
+		_cleanup_free_ char *root = strdup(fc->write.v[w]);
+		struct stat st;
+		bool same = false;
+
+		if (!root)
+			return -ENOMEM;
+		if (stat(root, &st) < 0)
+			continue;
+		for (size_t i = 0; i < fc->n_hl && !same; i++)
+			same = fc->hl[i].dev == st.st_dev;
+		if (!same)
+			continue;
+		if (S_ISDIR(st.st_mode))
+			r = walk_hardlinks(fc, root, st.st_dev, 0, &budget);
+	}
+	return r;
+}
+
+struct git_follow {
+	struct fs_confine *fc;
+	const char *top;  /* the repository's work tree: relative commands, core.hooksPath */
+	const char *home; /* $HOME, or NULL */
+	const char *file; /* the config being read */
+	const char *dir;  /* its directory: relative includes */
+	unsigned depth;
+};
+
+static int follow_git_config(struct fs_confine *fc, const char *file, const char *top,
+                             const char *home, unsigned depth);
+
+/* A word of a command git runs, as a path from the work tree: the file is protected. A word
+ * without '/' that names nothing is a program looked up in $PATH, not followed. */
+static int on_start_word(const char *word, void *userdata)
+{
+	const struct git_follow *g = userdata;
+	_cleanup_free_ char *path = named_path(word, g->top, g->home);
+	struct stat st;
+
+	if (!path)
+		return 0;
+	if (lstat(path, &st) < 0 && !strchr(word, '/'))
+		return 0;
+	return protect_target(g->fc, path, g->file, true);
+}
+
+static int on_start_var(const char *section, const char *sub, const char *key, const char *value,
+                        void *userdata)
+{
+	const struct git_follow *g = userdata;
+	_cleanup_free_ char *path = NULL;
+	int r = 0;
+
+	switch (git_config_named(section, sub, key, value)) {
+	case GIT_NAMED_INCLUDE:
+		if (!(path = named_path(value, g->dir, g->home)))
+			return 0;
+		r = protect_target(g->fc, path, g->file, true);
+		if (r >= 0 && g->depth < GIT_INCLUDE_MAX_DEPTH)
+			r = follow_git_config(g->fc, path, g->top, g->home, g->depth + 1);
+		return r;
+	case GIT_NAMED_HOOKS_DIR:
+		/* Only git's hook names: the directory may hold other files of the project. */
+		if (!(path = named_path(value, g->top, g->home)))
+			return 0;
+		for (size_t i = 0; r >= 0 && i < sizeof(git_hooks) / sizeof(git_hooks[0]); i++) {
+			_cleanup_free_ char *hook = join(path, git_hooks[i]);
+
+			r = hook ? protect_target(g->fc, hook, g->file, true) : -ENOMEM;
+		}
+		return r;
+	case GIT_NAMED_PROGRAM:
+		return git_command_words(value, on_start_word, userdata);
+	default:
+		return 0;
+	}
+}
+
+/* FILE, a git config (that git would read here), for what it names. A file git refuses as a
+ * whole (a line it cannot parse) runs nothing. */
+static int follow_git_config(struct fs_confine *fc, const char *file, const char *top,
+                             const char *home, unsigned depth)
+{
+	struct stat st;
+	_cleanup_close_ int fd = stat(file, &st) == 0 && S_ISREG(st.st_mode)
+	                                 ? open(file, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+	                                 : -EBADF;
+	_cleanup_free_ char *buf = NULL, *dir = strdup(file);
+	struct git_follow g = {fc, top, home, file, dir, depth};
+	size_t len = 0;
+	int r;
+
+	if (!dir)
+		return -ENOMEM;
+	if (strrchr(dir, '/'))
+		*strrchr(dir, '/') = '\0';
+	/* Includes that fan out (a file including itself twice, ten deep) are cut short; each
+	 * config git starts from has its own count, so that one cannot starve the next. */
+	if (depth == 0)
+		fc->git_configs = 0;
+	if (fc->git_configs >= GIT_MAX_CONFIGS) {
+		fc->unwalked++;
+		return 0;
+	}
+	fc->git_configs++;
+	if (!(buf = read_config(fd, &len)))
+		return 0;
+	r = git_config_parse(buf, len, on_start_var, &g);
+	return r == -EINVAL ? 0 : r;
+}
+
+/* The first line of small file PATH without its line end, malloc'd, or NULL. */
+static char *first_line(const char *path)
+{
+	struct stat st;
+	_cleanup_close_ int fd = stat(path, &st) == 0 && S_ISREG(st.st_mode)
+	                                 ? open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+	                                 : -EBADF;
+	char buf[PATH_MAX + 16];
+	ssize_t n;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return NULL;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return NULL;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return strdup(buf);
+}
+
+static int on_core_worktree(const char *section, const char *sub, const char *key,
+                            const char *value, void *userdata)
+{
+	char **ret = userdata;
+
+	if (value && !sub && strcmp(section, "core") == 0 && strcmp(key, "worktree") == 0) {
+		free(*ret);
+		if (!(*ret = strdup(value)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Each submodule's work tree (core.worktree in GITDIR_OF/modules/NAME/config): its .git file, in
+ * the project, is protected as the top one is (git status recurses into submodules). Nested
+ * submodules (modules/NAME/modules/…) are not looked for: the end-of-run check holds them. */
+static int follow_submodules(struct fs_confine *fc, const char *gitdir_of)
+{
+	_cleanup_free_ char *modules = join(gitdir_of, "modules");
+	struct dirent *de;
+	size_t n = 0;
+	int r = 0;
+	DIR *d;
+
+	if (!modules)
+		return -ENOMEM;
+	if (!(d = opendir(modules)))
+		return 0;
+	while (r >= 0 && (de = readdir(d))) {
+		_cleanup_free_ char *gitdir = NULL, *config = NULL, *wt = NULL, *tree = NULL;
+		_cleanup_free_ char *dotgit = NULL, *buf = NULL;
+		_cleanup_close_ int fd = -EBADF;
+		size_t len = 0;
+		struct stat st;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (n++ >= GIT_MAX_CONFIGS) {
+			fc->unwalked++;
+			break;
+		}
+		if (!(gitdir = join(modules, de->d_name)) || !(config = join(gitdir, "config"))) {
+			r = -ENOMEM;
+			break;
+		}
+		if (stat(config, &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		fd = open(config, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+		if (!(buf = read_config(fd, &len)) ||
+		    git_config_parse(buf, len, on_core_worktree, &wt) < 0 || !wt)
+			continue;
+		if (!(tree = named_path(wt, gitdir, NULL)) || !(dotgit = join(tree, ".git")))
+			continue;
+		if (lstat(dotgit, &st) == 0 && S_ISREG(st.st_mode))
+			r = protect_target(fc, dotgit, "git: a submodule's .git file", true);
+	}
+	closedir(d);
+	return r;
+}
+
+/* The git configs that a git run in WORKTREE reads — its repository's (found upwards, through
+ * a "gitdir:" file and commondir), the user's and the system's — for the files they name. */
+static int follow_git(struct fs_confine *fc, const char *worktree, const char *home)
+{
+	_cleanup_free_ char *top = strdup(worktree), *gitdir = NULL, *common = NULL;
+	_cleanup_free_ char *xdg = NULL, *user = NULL;
+	const char *env;
+	int r = 0;
+
+	if (!top)
+		return -ENOMEM;
+	for (;;) {
+		_cleanup_free_ char *dotgit = join(top, ".git");
+		struct stat st;
+		char *slash;
+
+		if (!dotgit)
+			return -ENOMEM;
+		if (lstat(dotgit, &st) == 0) {
+			_cleanup_free_ char *line = NULL;
+
+			if (stat(dotgit, &st) == 0 && S_ISDIR(st.st_mode)) {
+				gitdir = TAKE_PTR(dotgit);
+				break;
+			}
+			line = first_line(dotgit);
+			if (line && strncmp(line, "gitdir:", 7) == 0)
+				gitdir = named_path(line + 7 + strspn(line + 7, " \t"), top, NULL);
+			/* A linked worktree's or a submodule's .git file: rewritten, it points
+			 * git (the person's prompt, during the run) at a config of the agent's. */
+			r = gitdir ? protect_target(fc, dotgit, "git: the work tree's .git file",
+			                            true)
+			           : 0;
+			break;
+		}
+		slash = strrchr(top, '/');
+		if (!slash || slash == top)
+			break;
+		*slash = '\0';
+	}
+	if (!gitdir) {
+		free(top);
+		top = strdup(worktree);
+		if (!top)
+			return -ENOMEM;
+	} else {
+		_cleanup_free_ char *cdpath = join(gitdir, "commondir");
+		_cleanup_free_ char *cd = cdpath ? first_line(cdpath) : NULL;
+		_cleanup_free_ char *config = NULL, *wconfig = join(gitdir, "config.worktree");
+
+		common = cd ? named_path(cd, gitdir, NULL) : strdup(gitdir);
+		config = common ? join(common, "config") : NULL;
+		if (!config || !wconfig)
+			return -ENOMEM;
+		if (r >= 0)
+			r = follow_git_config(fc, config, top, home, 0);
+		if (r >= 0)
+			r = follow_git_config(fc, wconfig, top, home, 0);
+		if (r >= 0)
+			r = follow_submodules(fc, common);
+		/* A linked worktree keeps its submodules' git directories in its own. */
+		if (r >= 0 && strcmp(common, gitdir) != 0)
+			r = follow_submodules(fc, gitdir);
+	}
+	if (r < 0)
+		return r;
+	if ((env = getenv("GIT_CONFIG_GLOBAL")) && env[0]) {
+		r = follow_git_config(fc, env, top, home, 0);
+	} else if (home) {
+		env = getenv("XDG_CONFIG_HOME");
+		if (asprintf(&user, "%s/.gitconfig", home) < 0) {
+			user = NULL;
+			return -ENOMEM;
+		}
+		if ((env && env[0] == '/' ? asprintf(&xdg, "%s/git/config", env)
+		                          : asprintf(&xdg, "%s/.config/git/config", home)) < 0) {
+			xdg = NULL;
+			return -ENOMEM;
+		}
+		r = follow_git_config(fc, user, top, home, 0);
+		if (r >= 0)
+			r = follow_git_config(fc, xdg, top, home, 0);
+	}
+	if (r >= 0 && !getenv("GIT_CONFIG_NOSYSTEM")) {
+		env = getenv("GIT_CONFIG_SYSTEM");
+		r = follow_git_config(fc, env && env[0] ? env : "/etc/gitconfig", top, home, 0);
+	}
+	return r;
 }
 
 /* The ancestors of each protected path below the writable path holding it. */
@@ -1028,6 +1784,16 @@ int fs_confine_prepare(const struct fs_confine_request *req, struct fs_confine *
 		return r;
 	fc->n_write_all = fc->write.n;
 	confine_paths_outermost(&fc->write);
+	/* What the protected paths lead to: git's configs first (a hook or an included file
+	 * they name may be a link in turn), then the links in every protected directory. */
+	r = follow_git(fc, worktree, home);
+	if (r >= 0)
+		r = follow_protected_links(fc);
+	if (r >= 0)
+		r = follow_hardlinks(fc);
+	if (r < 0)
+		return cl_error_set(err, r, "fs: following what the protected paths lead to: %s",
+		                    r == -E2BIG ? "too many paths" : strerror(-r));
 	r = plan_git_check(fc, worktree);
 	if (r < 0)
 		return cl_error_set(err, r, "fs: opening %s for the .git check: %s", worktree,
@@ -1053,9 +1819,16 @@ void fs_confine_summarize(const struct fs_confine *fc, struct fs_confine_summary
 	        .skipped_hide = fc->skipped_hide,
 	        .pinned = fc->pins.n,
 	        .links = fc->links.n,
+	        .followed = fc->followed.n,
+	        .unwalked = fc->unwalked,
 	        .git_check = fc->sweep && fc->sweep->git_root >= 0,
 	        .private_tmp = fc->private_tmp,
 	};
+}
+
+const struct confine_paths *fs_confine_followed(const struct fs_confine *fc)
+{
+	return &fc->followed;
 }
 
 const struct confine_paths *fs_confine_write_paths(const struct fs_confine *fc)

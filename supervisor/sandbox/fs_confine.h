@@ -15,7 +15,13 @@
  *
  * A protected or hidden path that is a symlink (stow's ~/.bashrc -> dotfiles/bashrc), or has one
  * on its way, also gets a read-only clone of the link itself over it: the link cannot be removed
- * or replaced (EBUSY), as its target cannot be written.
+ * or replaced (EBUSY), as its target cannot be written; so is each hop of its chain of links.
+ *
+ * What a protected path leads to, when it lies in a writable path, is protected the same way:
+ * the target of every symlink inside a protected directory (a .git/hooks/pre-commit linked to
+ * scripts/pre-commit), and the files named by the git configs a git run in the worktree reads
+ * (git_config.h: include.path, the hooks in core.hooksPath, the files a command git runs
+ * names). A writable path itself, or a directory holding one, is never made read-only so.
  *
  * What the mount layer cannot hold, and why: a protected or hidden path that does not exist when
  * the run starts (a new .envrc, a .git/config in a project without .git, a ~/.kube/config whose
@@ -25,12 +31,13 @@
  * (fs_sweep), to a name the agent cannot have taken. Likewise git reads the .git of whatever
  * directory it runs in: at the end, every .git in a writable worktree that the run made is renamed
  * aside, and in the ones that were there (and bare repositories), what git would run (config,
- * hooks, those in the directory core.hooksPath names, submodules' and worktrees' git directories)
- * that the run made or changed. "Made or changed during the run" is the inode's birth time
- * (directories) or change time (the rest), neither of which a process can set back, against the
- * start read on the worktree's own file system's clock. Until the end it is there, for a program
- * on the host that reads it during the run. Patterns are expanded (globs included) once, when the
- * run starts: a later file matching a hide or protect glob is not covered.
+ * hooks, those in the directory core.hooksPath names, submodules' and worktrees' git directories;
+ * a link counting as changed when its target is; the files in the worktree the config includes
+ * or its commands name) that the run made or changed. "Made or changed during the run" is the
+ * inode's birth time (directories) or change time (the rest), neither of which a process can set
+ * back, against the start read on the worktree's own file system's clock. Until the end it is
+ * there, for a program on the host that reads it during the run. Patterns are expanded (globs
+ * included) once, when the run starts: a later file matching a hide or protect glob is not covered.
  *
  * fs_confine_prepare() runs in the supervisor (it resolves paths in the host's view and
  * creates the missing fs.write directories written with a trailing "/"); fs_confine_mounts()
@@ -77,6 +84,8 @@ struct fs_confine_summary {
 	size_t skipped_hide;   /* hide entries skipped: they hold the worktree or a kept path */
 	size_t pinned;         /* ancestors of protected paths made mount points */
 	size_t links;          /* symlinks on the way to protected paths, held by a mount */
+	size_t followed;       /* writable paths protected: a protected path leads to them */
+	size_t unwalked;       /* protected directories or git configs not followed whole */
 	bool git_check;        /* every .git in the worktree is checked at the end */
 	bool private_tmp;      /* fs.tmp: private */
 };
@@ -84,6 +93,8 @@ struct fs_confine_summary {
 int fs_confine_prepare(const struct fs_confine_request *req, struct fs_confine **ret,
                        struct cl_error *err);
 void fs_confine_summarize(const struct fs_confine *fc, struct fs_confine_summary *ret);
+/* The writable paths that a protected path leads to, protected too: "PATH (from SOURCE)". */
+const struct confine_paths *fs_confine_followed(const struct fs_confine *fc);
 /* The writable paths, resolved (directories and files), outermost first. */
 const struct confine_paths *fs_confine_write_paths(const struct fs_confine *fc);
 bool fs_confine_private_tmp(const struct fs_confine *fc);

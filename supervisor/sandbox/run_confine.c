@@ -188,6 +188,25 @@ int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
 			    "project",
 			    cwd);
 	}
+	if (req.fs) {
+		const struct confine_paths *fl = fs_confine_followed(req.fs);
+		struct fs_confine_summary fs;
+
+		/* Files of the project made read-only by what leads to them: say which, or a
+		 * failing build would be a riddle. */
+		fs_confine_summarize(req.fs, &fs);
+		for (size_t i = 0; o->verbose && i < fl->n; i++)
+			say("files: read-only, a protected path leads to it: %s", fl->v[i]);
+		if (!o->verbose && fl->n && isatty(STDERR_FILENO))
+			say("files: %zu writable paths are read-only: protected paths lead to them "
+			    "(run -v names them)",
+			    fl->n);
+		if (fs.unwalked)
+			say("warning: %zu protected directories or git configs too many, large or "
+			    "deep to follow whole: what links or includes there lead to may be "
+			    "writable",
+			    fs.unwalked);
+	}
 	r = sandbox_confine_prepare(&req, ret, err);
 	if (r < 0)
 		return r;
