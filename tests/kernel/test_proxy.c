@@ -444,12 +444,14 @@ static int group_setup(void **state)
 	         "ip addr add 192.0.2.254/24 dev tpw0 && "
 	         "ip -6 addr add 2001:db8::fe/64 dev tpw0 nodad && ip link set tpw0 up && "
 	         "ip neigh add 192.0.2.1 lladdr 02:00:00:00:00:02 dev tpw0 nud permanent && "
+	         "ip neigh add 192.0.2.3 lladdr 02:00:00:00:00:02 dev tpw0 nud permanent && "
 	         "ip -6 neigh add 2001:db8::1 lladdr 02:00:00:00:00:02 dev tpw0 nud permanent",
 	         (int)getpid(), env.world_fd);
 	if (run(cmd) < 0 ||
 	    netfilter_run_in_netns(
 	            env.world_fd, run_there,
 	            "ip link set lo up && ip addr add 192.0.2.1/24 dev tpw1 && "
+	            "ip addr add 192.0.2.3/24 dev tpw1 && "
 	            "ip -6 addr add 2001:db8::1/64 dev tpw1 nodad && ip link set tpw1 up && "
 	            "ip neigh add 192.0.2.254 lladdr 02:00:00:00:00:01 dev tpw1 nud permanent && "
 	            "ip -6 neigh add 2001:db8::fe lladdr 02:00:00:00:00:01 dev tpw1 "
@@ -482,7 +484,9 @@ static int group_setup(void **state)
 	           "127.0.0.1 loop.test loopok.test\n"
 	           "192.0.2.254 self.test selfok.test\n"
 	           "2001:db8::fe self6.test\n"
-	           "192.0.2.99 late.test\n");
+	           "192.0.2.99 late.test\n"
+	           "192.0.2.3 fallback.test\n"
+	           "192.0.2.1 fallback.test\n");
 	fclose(f);
 
 	r = netfilter_netns_create(&env.netns_fd);
@@ -863,6 +867,21 @@ static void test_ipv6_through_a_fake_address(void **state)
 	expect_echo(AF_INET6, addr, env.port, data, sizeof(data) - 1);
 	assert_true(wait_closed(1));
 	assert_string_equal(env.seen.host, "v6.test");
+}
+
+/* The first bytes go out with the dial (sending them is how the proxy learns that the connect
+ * is done): an address that refuses (192.0.2.3 of the world, where nothing listens on the
+ * port) gets none of them counted, the next one gets them exactly once. */
+static void test_the_first_bytes_reach_the_next_address_once_when_one_refuses(void **state)
+{
+	static const char req[] = "GET / HTTP/1.1\r\nHost: fallback.test\r\n\r\n";
+
+	skip_if_needed();
+	expect_echo(AF_INET, "203.0.113.5", env.port, req, sizeof(req) - 1);
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+	assert_int_equal(env.seen.bytes_up, sizeof(req) - 1);
+	assert_int_equal(env.seen.bytes_down, sizeof(req) - 1);
 }
 
 static void test_denied_name_is_reset_at_once(void **state)
@@ -1543,6 +1562,7 @@ int main(void)
 	        cmocka_unit_test(test_raw_tcp_is_named_through_the_fake_ip),
 	        cmocka_unit_test(test_a_fake_address_the_host_also_holds_still_reaches_its_name),
 	        cmocka_unit_test(test_ipv6_through_a_fake_address),
+	        cmocka_unit_test(test_the_first_bytes_reach_the_next_address_once_when_one_refuses),
 	        cmocka_unit_test(test_denied_name_is_reset_at_once),
 	        cmocka_unit_test(test_pending_ask_holds_the_connection_until_decided),
 	        cmocka_unit_test(test_pending_ask_refused_later_resets),
