@@ -1072,10 +1072,22 @@ static int kept_answers_follow_changes(int (*run_cmd)(const char *cmd, void *arg
 			s4->sin_family = AF_INET;
 			inet_pton(AF_INET, steps[i].addr, &s4->sin_addr);
 		}
-		if (steps[i].cmd && run_cmd(steps[i].cmd, arg) < 0)
+		if (steps[i].cmd && run_cmd(steps[i].cmd, arg) < 0) {
 			failed = (int)i + 1;
-		else if (local_route_is_local(lr, (struct sockaddr *)&ss) != steps[i].after)
-			failed = (int)i + 1;
+			continue;
+		}
+		/* IPv6 adds an address's local route from a work queue, a moment after `ip`
+		 * returns: wait for it (bounded), as a fresh lookup would have to. A kept answer
+		 * that missed the change never turns. */
+		failed = (int)i + 1;
+		for (int tries = 0; tries < 200 && failed; tries++) {
+			struct timespec ts = {.tv_nsec = 10 * 1000000};
+
+			if (local_route_is_local(lr, (struct sockaddr *)&ss) == steps[i].after)
+				failed = 0;
+			else
+				nanosleep(&ts, NULL);
+		}
 	}
 	local_route_free(lr);
 	return failed;
