@@ -18,11 +18,41 @@
 /* Stale replies skipped before giving up (there is never more than one in practice: a reply
  * the previous lookup stopped reading after an error). */
 #define MAX_SKIPPED 8
+/* Answers kept, by address (direct-mapped: a new address takes its slot's place). */
+#define CACHE_SLOTS 64
+/* What changes whether an address is this host's: routes (the local table is where an
+ * interface address becomes local), policy rules, addresses and links. */
+#define WATCHED_GROUPS                                                               \
+	(RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_IFADDR | \
+	 RTMGRP_IPV6_ROUTE | (1u << (RTNLGRP_IPV4_RULE - 1)) | (1u << (RTNLGRP_IPV6_RULE - 1)))
+
+struct cached {
+	bool used, local;
+	uint8_t family;
+	uint8_t addr[16];
+};
 
 struct local_route {
 	int fd;
 	uint32_t seq;
+	int watch_fd; /* the groups above; -EBADF: no cache, every lookup asks the kernel */
+	struct cached cache[CACHE_SLOTS];
 };
+
+/* A socket on the groups that announce a change, or -EBADF: then nothing is cached. The
+ * kernel queues each announcement on it inside the syscall that made the change, after the
+ * change itself, so a look at it right before a cached answer is used sees every change made
+ * before that look (and a change racing the look would race a fresh lookup just the same). */
+static int open_watch(void)
+{
+	struct sockaddr_nl sa = {.nl_family = AF_NETLINK, .nl_groups = WATCHED_GROUPS};
+	_cleanup_close_ int fd = -EBADF;
+
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return -EBADF;
+	return TAKE_FD(fd);
+}
 
 int local_route_new(struct local_route **ret)
 {
@@ -39,6 +69,7 @@ int local_route_new(struct local_route **ret)
 	if (!lr)
 		return -ENOMEM;
 	lr->fd = TAKE_FD(fd);
+	lr->watch_fd = open_watch();
 	*ret = lr;
 	return 0;
 }
@@ -49,6 +80,8 @@ void local_route_free(struct local_route *lr)
 		return;
 	if (lr->fd >= 0)
 		close(lr->fd);
+	if (lr->watch_fd >= 0)
+		close(lr->watch_fd);
 	free(lr);
 }
 
@@ -110,25 +143,51 @@ int local_route_parse_reply(const void *buf, size_t len, uint32_t seq, bool *ret
 	return 1;
 }
 
-int local_route_is_local(struct local_route *lr, const struct sockaddr *addr)
+/* Did anything change since the last look? Reads every announcement queued (their content
+ * does not matter) and says whether there was one, or an error: an overflow (ENOBUFS) means
+ * announcements were lost, anything else that the socket cannot be trusted. The usual answer,
+ * nothing queued, costs one recv() that says EAGAIN. */
+static bool changed(struct local_route *lr)
+{
+	bool any = false;
+
+	for (;;) {
+		uint8_t sink[REPLY_MAX];
+		ssize_t n = recv(lr->watch_fd, sink, sizeof(sink), MSG_DONTWAIT | MSG_TRUNC);
+
+		if (n >= 0) {
+			any = true;
+			continue;
+		}
+		if (errno == EAGAIN)
+			return any;
+		if (errno != EINTR && errno != ENOBUFS) {
+			/* Broken: ask the kernel every time from now on. */
+			close(lr->watch_fd);
+			lr->watch_fd = -EBADF;
+			return true;
+		}
+		any = true;
+	}
+}
+
+static struct cached *slot_of(struct local_route *lr, int family, const uint8_t *a, size_t alen)
+{
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	for (size_t i = 0; i < alen; i++)
+		h = (h ^ a[i]) * 16777619u;
+	h ^= (uint32_t)family;
+	return &lr->cache[h % CACHE_SLOTS];
+}
+
+static int ask_kernel(struct local_route *lr, int family, const void *a)
 {
 	uint8_t req[128], reply[REPLY_MAX];
-	struct sockaddr_in sin;
-	struct sockaddr_in6 sin6;
-	const void *a;
 	size_t len;
 	uint32_t seq = ++lr->seq;
 
-	if (addr->sa_family == AF_INET) {
-		memcpy(&sin, addr, sizeof(sin));
-		a = &sin.sin_addr;
-	} else if (addr->sa_family == AF_INET6) {
-		memcpy(&sin6, addr, sizeof(sin6));
-		a = &sin6.sin6_addr;
-	} else {
-		return -EAFNOSUPPORT;
-	}
-	len = local_route_request(addr->sa_family, a, seq, req, sizeof(req));
+	len = local_route_request(family, a, seq, req, sizeof(req));
 	if (!len)
 		return -EINVAL;
 	if (send(lr->fd, req, len, MSG_NOSIGNAL) != (ssize_t)len)
@@ -150,4 +209,45 @@ int local_route_is_local(struct local_route *lr, const struct sockaddr *addr)
 		return r < 0 ? r : local;
 	}
 	return -EBADMSG;
+}
+
+int local_route_is_local(struct local_route *lr, const struct sockaddr *addr)
+{
+	struct sockaddr_in sin;
+	struct sockaddr_in6 sin6;
+	const uint8_t *a;
+	size_t alen;
+	struct cached *c;
+	int r;
+
+	if (addr->sa_family == AF_INET) {
+		memcpy(&sin, addr, sizeof(sin));
+		a = (const uint8_t *)&sin.sin_addr;
+		alen = 4;
+	} else if (addr->sa_family == AF_INET6) {
+		memcpy(&sin6, addr, sizeof(sin6));
+		a = (const uint8_t *)&sin6.sin6_addr;
+		alen = 16;
+	} else {
+		return -EAFNOSUPPORT;
+	}
+	if (lr->watch_fd < 0)
+		return ask_kernel(lr, addr->sa_family, a);
+	if (changed(lr))
+		memset(lr->cache, 0, sizeof(lr->cache));
+	c = slot_of(lr, addr->sa_family, a, alen);
+	if (c->used && c->family == addr->sa_family && !memcmp(c->addr, a, alen))
+		return c->local;
+	r = ask_kernel(lr, addr->sa_family, a);
+	if (r >= 0 && lr->watch_fd >= 0) {
+		*c = (struct cached){
+		        .used = true, .local = r > 0, .family = (uint8_t)addr->sa_family};
+		memcpy(c->addr, a, alen);
+	}
+	return r;
+}
+
+bool local_route_caches(const struct local_route *lr)
+{
+	return lr->watch_fd >= 0;
 }

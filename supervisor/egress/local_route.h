@@ -6,12 +6,18 @@
  * The kernel is asked when the dial is about to be made, as `ip route get ADDR` does: an
  * RTM_GETROUTE request on a NETLINK_ROUTE socket of the caller's network namespace, answered
  * with the route a connect() would take. A route of type local (or anycast, broadcast) means
- * the connection would stay on this host. Asking at the dial keeps no copy of the host's
- * addresses that could be out of date, covers every way an address becomes local (interface
- * addresses, `ip route add local 10.9.0.0/16 dev lo`, policy routing) and costs one
- * syscall pair: rtnetlink answers a route lookup synchronously inside send(), so the reply is
- * read with MSG_DONTWAIT and the caller's loop never waits. Measured here: 3 µs a lookup,
- * where re-reading every address with getifaddrs() costs 34 µs.
+ * the connection would stay on this host. Asking the routing itself covers every way an
+ * address becomes local (interface addresses, `ip route add local 10.9.0.0/16 dev lo`, policy
+ * routing) and costs one syscall pair: rtnetlink answers a route lookup synchronously inside
+ * send(), so the reply is read with MSG_DONTWAIT and the caller's loop never waits. Measured
+ * here: 3 µs a lookup, where re-reading every address with getifaddrs() costs 34 µs.
+ *
+ * The answers are kept (64 addresses) for as long as nothing changes: a second socket listens
+ * to the kernel's announcements of route, rule, address and link changes, which are queued on
+ * it inside the syscall that made the change. Each lookup first reads that queue (one recv()
+ * that says EAGAIN when nothing changed, a third of a lookup's cost) and forgets every answer
+ * when anything was announced or announcements were lost; so a kept answer is never older than
+ * a change made before the lookup. Without that socket nothing is kept.
  *
  * Unspecified addresses (0.0.0.0, ::) and IPv4 spelled in IPv6 are the caller's to handle:
  * the kernel routes :: and ::ffff:a.b.c.d as ordinary IPv6 destinations although a connect()
@@ -36,6 +42,9 @@ void local_route_free(struct local_route *lr);
  * it would leave the host (or has no route, and a connect() fails anyway); -errno: the kernel
  * could not be asked (the caller should refuse: it cannot tell). */
 int local_route_is_local(struct local_route *lr, const struct sockaddr *addr);
+
+/* Whether answers are kept (the announcements can be listened to). */
+bool local_route_caches(const struct local_route *lr);
 
 /* Pure parts, exposed for tests. */
 

@@ -88,6 +88,7 @@ struct proxy_conn {
 	struct relay *relay;
 	uint64_t started_ms;
 	uint64_t bytes_up, bytes_down;
+	uint64_t sent_at_dial; /* of the first bytes, sent by dial_next() (counted in bytes_up) */
 	bool in_decide, early_decided, early_allow;
 	char reason[REASON_MAX];
 	const char *refused_why;           /* dial_next: why an address was refused */
@@ -389,7 +390,7 @@ static void on_relay_done(void *userdata, const struct relay_stats *st)
 
 	c->relay = NULL;
 	c->fd = c->up = -EBADF; /* the relay closed them */
-	c->bytes_up = st->bytes_a_to_b;
+	c->bytes_up = c->sent_at_dial + st->bytes_a_to_b;
 	c->bytes_down = st->bytes_b_to_a;
 	switch (st->end) {
 	case RELAY_END_CLOSED:
@@ -616,8 +617,27 @@ static void dial_next(struct proxy_conn *c, int last_error)
 		c->up = fd;
 		c->state = ST_DIAL;
 		/* On loopback and nearby hosts the handshake is often done by the time connect()
-		 * returns: look once before paying for a round through the loop. */
-		{
+		 * returns: look once before paying for a round through the loop. With bytes to
+		 * send first (transparent: a CONNECT client waits for our answer), sending them is
+		 * that look: TCP takes them only once connected (EAGAIN before, the connect's error
+		 * after a failure). */
+		if (c->info.source == PROXY_SOURCE_TRANSPARENT && c->len > c->head_len) {
+			ssize_t n = send(fd, c->buf + c->head_len, c->len - c->head_len,
+			                 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+			if (n > 0) {
+				c->head_len += (size_t)n;
+				c->sent_at_dial = c->bytes_up = (uint64_t)n;
+				start_relay(c);
+				return;
+			}
+			if (n < 0 && errno != EAGAIN && errno != EINTR) {
+				last_error = -errno;
+				close(fd);
+				c->up = -EBADF;
+				continue;
+			}
+		} else {
 			struct pollfd pfd = {.fd = fd, .events = POLLOUT};
 
 			if (poll(&pfd, 1, 0) == 1) {

@@ -37,8 +37,12 @@
 
 /* The stack buffer of a small read; a read that fills it makes the direction bulk. */
 #define COPY_CHUNK (16u * 1024)
-/* Edge-triggered, set once: see the top of this file. */
-#define RELAY_EVENTS (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLPRI | EPOLLET)
+/* Edge-triggered: see the top of this file. A socket's writable edge is watched only from the
+ * first time it did not take all it was given: registered at once, a writable socket reports
+ * that edge straight away, a round through the loop for nothing on every connection, and a
+ * request and its answer never fill a socket. */
+#define RELAY_EVENTS     (EPOLLIN | EPOLLRDHUP | EPOLLPRI | EPOLLET)
+#define RELAY_EVENTS_OUT (RELAY_EVENTS | EPOLLOUT)
 /* What pipe2() gives (16 pages); the only size a cached pipe has. */
 #define DEFAULT_PIPE (64u * 1024)
 
@@ -73,6 +77,7 @@ struct direction {
 struct relay {
 	struct loop *loop;
 	int a, b;
+	bool out_a, out_b;     /* its writable edge is watched */
 	struct direction d[2]; /* [0]: a → b, [1]: b → a */
 	uint64_t idle_ms, last_ms, started_ms;
 	struct loop_timer *timer;
@@ -398,6 +403,29 @@ static int pump(struct direction *d, const struct direction *other, bool *ret_mo
 	return 0;
 }
 
+/* D holds bytes its destination did not take (EAGAIN): only its writable edge moves them. */
+static bool undelivered(const struct direction *d)
+{
+	return d->prefix_off < d->prefix_len || d->buf || d->in_pipe > 0;
+}
+
+/* Watch the writable edge of D's destination from now on when D waits for it. Added after the
+ * EAGAIN: epoll looks at the socket when it is changed and reports it at once if room was made
+ * in between, so that edge is not lost. Once watched it stays so (a bulk direction would
+ * otherwise change it back and forth). */
+static int watch_out(struct relay *r, const struct direction *d)
+{
+	bool *watched = d->dst == r->a ? &r->out_a : &r->out_b;
+	int e;
+
+	if (*watched || !undelivered(d))
+		return 0;
+	e = loop_mod_fd(r->loop, d->dst, RELAY_EVENTS_OUT);
+	if (e >= 0)
+		*watched = true;
+	return e;
+}
+
 /* Pump the directions in MASK (bit 0: a → b, bit 1: b → a). */
 static void pump_dirs(struct relay *r, unsigned mask)
 {
@@ -409,7 +437,8 @@ static void pump_dirs(struct relay *r, unsigned mask)
 		if (!(mask & (1u << i)))
 			continue;
 		e = pump(&r->d[i], &r->d[1 - i], &moved);
-
+		if (e >= 0)
+			e = watch_out(r, &r->d[i]);
 		if (e < 0) {
 			relay_finish(r, RELAY_END_ERROR, e);
 			return;
@@ -527,9 +556,10 @@ int relay_start(struct loop *loop, int a, int b, const struct relay_options *opt
 		r->last_ms = loop_now_ms();
 
 	/* A socket the caller still has registered is taken over (loop_set_fd). */
+	r->out_b = undelivered(&r->d[0]); /* the prefix waits for B's room */
 	e = loop_set_fd(loop, a, RELAY_EVENTS, on_socket, r);
 	if (e >= 0)
-		e = loop_set_fd(loop, b, RELAY_EVENTS, on_socket, r);
+		e = loop_set_fd(loop, b, r->out_b ? RELAY_EVENTS_OUT : RELAY_EVENTS, on_socket, r);
 	if (e >= 0 && r->idle_ms)
 		e = loop_add_timer(loop, r->last_ms + r->idle_ms, on_idle_timer, r, &r->timer);
 	if (e < 0) {

@@ -5,7 +5,10 @@
  *   transparent  from a sandbox netns with the egress rules: redirected to our proxy, named by
  *                the Host header, dialled and relayed with splice (relay.c);
  *   CONNECT      through our CONNECT proxy;
- *   tinyproxy    through tinyproxy's CONNECT, run on a free port with a temporary config.
+ *   tinyproxy    through tinyproxy's CONNECT, run on a free port with a temporary config;
+ * and, for set-up only, a fifth:
+ *   minimal relay  from a second sandbox netns redirected the same way to floor_child(): what
+ *                any user-space relay in our place pays (the floor under the transparent way).
  * Our proxy runs in a child process (as in the supervisor: one loop), so its RSS can be read
  * from /proc/PID/status, idle and with 1000 tunnels open.
  *
@@ -228,13 +231,91 @@ static void proxy_child(int transparent_fd, int connect_fd, const char *hosts)
 	_exit(0);
 }
 
-/* ---- the four ways ----------------------------------------------------------------------- */
+/* ---- the floor: a minimal relay in the proxy's place ------------------------------------- */
 
-enum way { WAY_DIRECT, WAY_TRANSPARENT, WAY_CONNECT, WAY_TINYPROXY, WAY_COUNT };
-static const char *const way_name[WAY_COUNT] = {"direct", "transparent", "CONNECT", "tinyproxy"};
+#define FLOOR_FDS 4096
+
+/* What any user-space relay pays in this place, and nothing more: accept, the original
+ * destination, a non-blocking connect (looked at once, as ours does), the first bytes sent on,
+ * then recv/send both ways from one epoll loop. No naming, no policy, no timers, no audit.
+ */
+static void floor_child(int transparent_fd)
+{
+	static int peer[FLOOR_FDS];
+	struct epoll_event e = {.events = EPOLLIN, .data.fd = transparent_fd};
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, transparent_fd, &e) < 0)
+		_exit(1);
+	for (;;) {
+		struct epoll_event ev[64];
+		int n = epoll_wait(ep, ev, 64, -1);
+
+		for (int i = 0; i < n; i++) {
+			int fd = ev[i].data.fd, cfd, up;
+			char buf[16384];
+			ssize_t got;
+			struct sockaddr_storage dst;
+			struct sockaddr_in sin = {.sin_family = AF_INET};
+			struct pollfd pfd;
+
+			if (fd != transparent_fd) {
+				got = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+				if (got > 0)
+					(void)send(peer[fd], buf, (size_t)got, MSG_NOSIGNAL);
+				else if (got == 0 || errno != EAGAIN) {
+					close(peer[fd]);
+					close(fd);
+				}
+				continue;
+			}
+			cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+			if (cfd < 0)
+				continue;
+			if (cfd >= FLOOR_FDS || netfilter_original_dst(cfd, &dst) < 0 ||
+			    dst.ss_family != AF_INET) {
+				close(cfd);
+				continue;
+			}
+			got = recv(cfd, buf, sizeof(buf), MSG_DONTWAIT);
+			sin.sin_port = ((struct sockaddr_in *)&dst)->sin_port;
+			sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			up = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+			if (up < 0 || up >= FLOOR_FDS ||
+			    (connect(up, (struct sockaddr *)&sin, sizeof(sin)) < 0 &&
+			     errno != EINPROGRESS)) {
+				close(cfd);
+				if (up >= 0)
+					close(up);
+				continue;
+			}
+			pfd = (struct pollfd){.fd = up, .events = POLLOUT};
+			(void)poll(&pfd, 1, -1);
+			(void)setsockopt(up, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
+			if (got > 0)
+				(void)send(up, buf, (size_t)got, MSG_NOSIGNAL);
+			peer[cfd] = up;
+			peer[up] = cfd;
+			e = (struct epoll_event){.events = EPOLLIN | EPOLLRDHUP | EPOLLET,
+			                         .data.fd = cfd};
+			(void)epoll_ctl(ep, EPOLL_CTL_ADD, cfd, &e);
+			e.data.fd = up;
+			(void)epoll_ctl(ep, EPOLL_CTL_ADD, up, &e);
+		}
+	}
+}
+
+/* ---- the ways ---------------------------------------------------------------------------- */
+
+/* WAY_FLOOR is set-up only: the minimal relay of floor_child() in a sandbox netns of its own,
+ * redirected as the transparent way is. */
+enum way { WAY_DIRECT, WAY_TRANSPARENT, WAY_CONNECT, WAY_TINYPROXY, WAY_FLOOR, WAY_COUNT };
+static const char *const way_name[WAY_COUNT] = {"direct", "transparent", "CONNECT", "tinyproxy",
+                                                "minimal relay"};
 
 struct bench {
 	int netns_fd;
+	int floor_netns_fd; /* -EBADF: no floor */
 	uint16_t server_port;
 	uint16_t connect_port;   /* ours */
 	uint16_t tinyproxy_port; /* 0: not available */
@@ -256,9 +337,10 @@ static int new_socket(const struct bench *b, enum way w)
 {
 	struct sock_args a = {.fd = -1};
 
-	if (w != WAY_TRANSPARENT)
+	if (w != WAY_TRANSPARENT && w != WAY_FLOOR)
 		return socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (netfilter_run_in_netns(b->netns_fd, make_socket, &a) < 0)
+	if (netfilter_run_in_netns(w == WAY_FLOOR ? b->floor_netns_fd : b->netns_fd, make_socket,
+	                           &a) < 0)
 		return -1;
 	return a.fd;
 }
@@ -286,7 +368,7 @@ static int way_connect(const struct bench *b, enum way w, int fd)
 	int n;
 
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (w == WAY_TRANSPARENT)
+	if (w == WAY_TRANSPARENT || w == WAY_FLOOR)
 		inet_pton(AF_INET, "203.0.113.7", &sin.sin_addr); /* redirected */
 	if (w == WAY_CONNECT)
 		sin.sin_port = htons(b->connect_port);
@@ -294,7 +376,7 @@ static int way_connect(const struct bench *b, enum way w, int fd)
 		sin.sin_port = htons(b->tinyproxy_port);
 	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0)
 		return -errno;
-	if (w == WAY_DIRECT || w == WAY_TRANSPARENT)
+	if (w == WAY_DIRECT || w == WAY_TRANSPARENT || w == WAY_FLOOR)
 		return 0;
 	n = snprintf(req, sizeof(req),
 	             "CONNECT 127.0.0.1:%u HTTP/1.1\r\nHost: 127.0.0.1:%u\r\n"
@@ -406,7 +488,7 @@ static uint64_t wakeups(pid_t pid)
  * hits all alike), and the CPU time our proxy (PROXY) spent per set-up of the transparent
  * and CONNECT ways: what it costs whatever the machine's wake-up latency. A tinyproxy that
  * fails is dropped from ON (with a note); a failure of ours or of the direct way ends it. */
-static int measure_setups(const struct bench *b, pid_t proxy, bool on[WAY_COUNT],
+static int measure_setups(const struct bench *b, const pid_t pids[WAY_COUNT], bool on[WAY_COUNT],
                           double ret_us[WAY_COUNT], double ret_cpu_us[WAY_COUNT],
                           double ret_wakeups[WAY_COUNT])
 {
@@ -422,9 +504,9 @@ static int measure_setups(const struct bench *b, pid_t proxy, bool on[WAY_COUNT]
 
 			if (!on[w] || i >= SETUPS)
 				continue;
-			if (w == WAY_TRANSPARENT || w == WAY_CONNECT) {
-				c0 = oncpu_ns(proxy);
-				w0 = wakeups(proxy);
+			if (pids[w] > 0) {
+				c0 = oncpu_ns(pids[w]);
+				w0 = wakeups(pids[w]);
 			}
 			r = way_open(b, w, &samples[(size_t)w * SETUPS + (size_t)i], &fd);
 			if (r < 0 && w == WAY_TINYPROXY) {
@@ -438,9 +520,9 @@ static int measure_setups(const struct bench *b, pid_t proxy, bool on[WAY_COUNT]
 				return r;
 			}
 			close(fd);
-			if (w == WAY_TRANSPARENT || w == WAY_CONNECT) {
-				cpu[w] += oncpu_ns(proxy) - c0;
-				woken[w] += wakeups(proxy) - w0;
+			if (pids[w] > 0) {
+				cpu[w] += oncpu_ns(pids[w]) - c0;
+				woken[w] += wakeups(pids[w]) - w0;
 			}
 		}
 	for (int w = 0; w < WAY_COUNT; w++) {
@@ -647,17 +729,27 @@ static void bench_local_route(void)
 	struct sockaddr_in sin = {.sin_family = AF_INET};
 	const int n = 20000, m = 2000;
 	uint64_t t0;
-	double route_us, ifaddrs_us;
+	double route_us, kept_us, ifaddrs_us;
+	bool caches;
 
 	if (local_route_new(&lr) < 0) {
 		printf("route lookup: skipped (no netlink socket)\n");
 		return;
 	}
+	/* A new address each time (10.x.y.z): every one is asked of the kernel. */
+	t0 = now_ns();
+	for (int i = 0; i < n; i++) {
+		sin.sin_addr.s_addr = htonl(0x0a000000u | (uint32_t)(i + 1));
+		(void)local_route_is_local(lr, (struct sockaddr *)&sin);
+	}
+	route_us = (double)(now_ns() - t0) / n / 1000.0;
+	/* The same address again: the answer kept, unless the routes changed meanwhile. */
 	inet_pton(AF_INET, "198.51.100.7", &sin.sin_addr);
 	t0 = now_ns();
 	for (int i = 0; i < n; i++)
 		(void)local_route_is_local(lr, (struct sockaddr *)&sin);
-	route_us = (double)(now_ns() - t0) / n / 1000.0;
+	kept_us = (double)(now_ns() - t0) / n / 1000.0;
+	caches = local_route_caches(lr);
 	local_route_free(lr);
 	t0 = now_ns();
 	for (int i = 0; i < m; i++) {
@@ -667,14 +759,15 @@ static void bench_local_route(void)
 			freeifaddrs(ifa);
 	}
 	ifaddrs_us = (double)(now_ns() - t0) / m / 1000.0;
-	printf("is the destination this host? one route lookup %.2f µs (re-reading every address "
-	       "with getifaddrs: %.2f µs)\n",
-	       route_us, ifaddrs_us);
+	printf("is the destination this host? one route lookup %.2f µs, the answer kept for an "
+	       "address asked before %.2f µs%s (re-reading every address with getifaddrs: %.2f "
+	       "µs)\n",
+	       route_us, kept_us, caches ? "" : " (nothing kept: no announcements)", ifaddrs_us);
 }
 
 void bench_proxy(void)
 {
-	struct bench b = {.netns_fd = -EBADF};
+	struct bench b = {.netns_fd = -EBADF, .floor_netns_fd = -EBADF};
 	struct netfilter_listeners l = NETFILTER_LISTENERS_INIT;
 	struct nft_egress *rules = NULL;
 	struct cl_error err = {{0}};
@@ -684,12 +777,15 @@ void bench_proxy(void)
 	socklen_t slen = sizeof(sin);
 	char dir[] = "/tmp/bench_proxy.XXXXXX", hosts[64];
 	_cleanup_close_ int connect_fd = -EBADF;
-	pid_t proxy_pid = -1, tiny_pid = -1;
+	pid_t proxy_pid = -1, tiny_pid = -1, floor_pid = -1;
 	double setup_us[WAY_COUNT] = {0}, best_gbs[WAY_COUNT] = {0}, ratio[WAY_COUNT] = {0};
 	double setup_cpu_us[WAY_COUNT] = {0}, setup_wakeups[WAY_COUNT] = {0};
 	double cpu_ms_per_gib[WAY_COUNT] = {0};
 	double run_gbs[BULK_RUNS][WAY_COUNT] = {{0}}, run_cpu[BULK_RUNS][WAY_COUNT] = {{0}};
-	bool on[WAY_COUNT] = {true, true, true, false};
+	bool on[WAY_COUNT] = {true, true, true, false, false};
+	struct netfilter_listeners fl = NETFILTER_LISTENERS_INIT;
+	struct nft_egress *floor_rules = NULL;
+	bool floor_ok = false;
 	int runs = 0;
 	long idle = 0, busy = 0, tiny_idle = 0, tiny_busy = 0;
 	double open_ms = 0, tiny_open_ms = 0;
@@ -737,6 +833,14 @@ void bench_proxy(void)
 		printf("proxy: set-up failed: %s\n", err.msg[0] ? err.msg : strerror(-r));
 		goto out;
 	}
+	/* The floor's own sandbox netns, made the same way (without it: no floor row). */
+	floor_ok = netfilter_netns_create(&b.floor_netns_fd) >= 0 &&
+	           netfilter_netns_setup(b.floor_netns_fd, &err) >= 0 &&
+	           netfilter_listeners_open(b.floor_netns_fd, 0, 0, &fl, &err) >= 0 &&
+	           nft_egress_install(b.floor_netns_fd,
+	                              &(struct nft_egress_config){.proxy_port = fl.proxy_port,
+	                                                          .dns_port = fl.dns_port},
+	                              &floor_rules, &err) >= 0;
 	/* Fork before any thread exists in this process. */
 	proxy_pid = fork();
 	if (proxy_pid == 0)
@@ -744,6 +848,11 @@ void bench_proxy(void)
 	if (proxy_pid < 0) {
 		printf("proxy: fork: %s\n", strerror(errno));
 		goto out;
+	}
+	if (floor_ok) {
+		floor_pid = fork();
+		if (floor_pid == 0)
+			floor_child(fl.proxy4);
 	}
 	tiny_pid = tinyproxy_start(dir, &b.tinyproxy_port);
 	if (server_start(&srv) < 0) {
@@ -753,7 +862,14 @@ void bench_proxy(void)
 	b.server_port = srv.port;
 
 	on[WAY_TINYPROXY] = tiny_pid > 0;
-	r = measure_setups(&b, proxy_pid, on, setup_us, setup_cpu_us, setup_wakeups);
+	on[WAY_FLOOR] = floor_pid > 0;
+	{
+		const pid_t pids[WAY_COUNT] = {[WAY_TRANSPARENT] = proxy_pid,
+		                               [WAY_CONNECT] = proxy_pid,
+		                               [WAY_FLOOR] = floor_pid};
+
+		r = measure_setups(&b, pids, on, setup_us, setup_cpu_us, setup_wakeups);
+	}
 	if (r >= 0 && tiny_pid > 0 && !on[WAY_TINYPROXY]) {
 		stop_child(tiny_pid);
 		tiny_pid = -1;
@@ -766,7 +882,7 @@ void bench_proxy(void)
 			double g = 0;
 			uint64_t cpu = 0;
 
-			if (w == WAY_TINYPROXY && tiny_pid < 0)
+			if ((w == WAY_TINYPROXY && tiny_pid < 0) || w == WAY_FLOOR)
 				continue;
 			r = bulk_once(&b, w, who, &g, &cpu);
 			if (r < 0 && w == WAY_TINYPROXY) {
@@ -815,6 +931,15 @@ void bench_proxy(void)
 		printf(", tinyproxy CONNECT %.1f µs (%+.1f µs)", setup_us[3],
 		       setup_us[3] - setup_us[0]);
 	printf("\n");
+	if (on[WAY_FLOOR])
+		printf("the floor of a user-space relay here: a minimal one redirected as ours is "
+		       "(accept, original destination, connect, recv/send; no naming, policy, "
+		       "timer "
+		       "or audit), taking the same turns: %.1f µs (%+.1f µs over direct); its CPU "
+		       "per set-up %.1f µs, wake-ups %.2f (ours: %.1f µs, %.2f)\n",
+		       setup_us[WAY_FLOOR], setup_us[WAY_FLOOR] - setup_us[0],
+		       setup_cpu_us[WAY_FLOOR], setup_wakeups[WAY_FLOOR], setup_cpu_us[1],
+		       setup_wakeups[1]);
 	bench_summary_set(BENCH_ROW_PROXY_SETUP, setup_us[1] - setup_us[0], -1);
 	printf("bulk %u MiB one way, %d rounds, best GB/s and the median of (way / direct in the "
 	       "same round): direct %.2f GB/s; transparent %.2f GB/s, %.0f %%; CONNECT %.2f GB/s, "
@@ -859,6 +984,10 @@ void bench_proxy(void)
 out:
 	stop_child(proxy_pid);
 	stop_child(tiny_pid);
+	stop_child(floor_pid);
+	netfilter_listeners_close(&fl);
+	nft_egress_free(floor_rules);
+	cl_closep(&b.floor_netns_fd);
 	netfilter_listeners_close(&l);
 	nft_egress_free(rules);
 	cl_closep(&b.netns_fd);

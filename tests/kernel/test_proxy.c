@@ -31,7 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <grp.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -42,6 +44,7 @@
 #include "base/cleanup.h"
 #include "supervisor/egress/dns_msg.h"
 #include "supervisor/egress/fakeip.h"
+#include "supervisor/egress/local_route.h"
 #include "base/loop.h"
 #include "supervisor/egress/proxy.h"
 #include "supervisor/egress/resolver.h"
@@ -441,12 +444,14 @@ static int group_setup(void **state)
 	         "ip addr add 192.0.2.254/24 dev tpw0 && "
 	         "ip -6 addr add 2001:db8::fe/64 dev tpw0 nodad && ip link set tpw0 up && "
 	         "ip neigh add 192.0.2.1 lladdr 02:00:00:00:00:02 dev tpw0 nud permanent && "
+	         "ip neigh add 192.0.2.3 lladdr 02:00:00:00:00:02 dev tpw0 nud permanent && "
 	         "ip -6 neigh add 2001:db8::1 lladdr 02:00:00:00:00:02 dev tpw0 nud permanent",
 	         (int)getpid(), env.world_fd);
 	if (run(cmd) < 0 ||
 	    netfilter_run_in_netns(
 	            env.world_fd, run_there,
 	            "ip link set lo up && ip addr add 192.0.2.1/24 dev tpw1 && "
+	            "ip addr add 192.0.2.3/24 dev tpw1 && "
 	            "ip -6 addr add 2001:db8::1/64 dev tpw1 nodad && ip link set tpw1 up && "
 	            "ip neigh add 192.0.2.254 lladdr 02:00:00:00:00:01 dev tpw1 nud permanent && "
 	            "ip -6 neigh add 2001:db8::fe lladdr 02:00:00:00:00:01 dev tpw1 "
@@ -479,7 +484,9 @@ static int group_setup(void **state)
 	           "127.0.0.1 loop.test loopok.test\n"
 	           "192.0.2.254 self.test selfok.test\n"
 	           "2001:db8::fe self6.test\n"
-	           "192.0.2.99 late.test\n");
+	           "192.0.2.99 late.test\n"
+	           "192.0.2.3 fallback.test\n"
+	           "192.0.2.1 fallback.test\n");
 	fclose(f);
 
 	r = netfilter_netns_create(&env.netns_fd);
@@ -862,6 +869,21 @@ static void test_ipv6_through_a_fake_address(void **state)
 	assert_string_equal(env.seen.host, "v6.test");
 }
 
+/* The first bytes go out with the dial (sending them is how the proxy learns that the connect
+ * is done): an address that refuses (192.0.2.3 of the world, where nothing listens on the
+ * port) gets none of them counted, the next one gets them exactly once. */
+static void test_the_first_bytes_reach_the_next_address_once_when_one_refuses(void **state)
+{
+	static const char req[] = "GET / HTTP/1.1\r\nHost: fallback.test\r\n\r\n";
+
+	skip_if_needed();
+	expect_echo(AF_INET, "203.0.113.5", env.port, req, sizeof(req) - 1);
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+	assert_int_equal(env.seen.bytes_up, sizeof(req) - 1);
+	assert_int_equal(env.seen.bytes_down, sizeof(req) - 1);
+}
+
 static void test_denied_name_is_reset_at_once(void **state)
 {
 	static const char req[] = "GET / HTTP/1.1\r\nHost: denied.test\r\n\r\n";
@@ -983,6 +1005,152 @@ static void test_addresses_of_the_host_are_refused_unless_named(void **state)
 	expect_echo(AF_INET, "203.0.113.5", env.self_port, selfok, sizeof(selfok) - 1);
 	assert_true(wait_closed(1));
 	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+}
+
+/* The proxy keeps whether an address is the host's (local_route.h): an address it dialled a
+ * moment ago as a remote one, once the host takes it, is the host's at once. */
+static void test_an_address_dialled_before_the_host_took_it_is_then_refused(void **state)
+{
+	static const char web[] = "GET / HTTP/1.1\r\nHost: web.test\r\n\r\n";
+
+	skip_if_needed();
+	expect_echo(AF_INET, "203.0.113.5", env.port, web, sizeof(web) - 1);
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+
+	reset_seen();
+	assert_int_equal(run("ip addr add 192.0.2.1/32 dev lo"), 0);
+	expect_reset(AF_INET, "203.0.113.5", env.port, web, sizeof(web) - 1);
+	assert_int_equal(run("ip addr del 192.0.2.1/32 dev lo"), 0);
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
+	assert_string_equal(env.seen.reason, "an address of this host");
+
+	/* Given back: remote again. */
+	reset_seen();
+	expect_echo(AF_INET, "203.0.113.5", env.port, web, sizeof(web) - 1);
+	assert_true(wait_closed(1));
+	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+}
+
+/* The route answers local_route keeps follow every way an address becomes the host's or stops
+ * being it: a local route, an interface address (IPv4 and IPv6). Run by the calling process;
+ * the changes are made by RUN_CMD (root). Returns 0 or the step that failed (1-based). */
+static int kept_answers_follow_changes(int (*run_cmd)(const char *cmd, void *arg), void *arg)
+{
+	static const struct {
+		const char *addr, *cmd;
+		int after;
+	} steps[] = {
+	        {"10.9.0.1", NULL, 0},
+	        {"10.9.0.1", NULL, 0}, /* kept */
+	        {"10.9.0.1", "ip route add local 10.9.0.0/16 dev lo", 1},
+	        {"10.9.0.1", "ip route del local 10.9.0.0/16 dev lo", 0},
+	        {"192.0.2.97", NULL, 0},
+	        {"192.0.2.97", "ip addr add 192.0.2.97/32 dev lo", 1},
+	        {"192.0.2.97", "ip addr del 192.0.2.97/32 dev lo", 0},
+	        {"2001:db8::97", NULL, 0},
+	        {"2001:db8::97", "ip addr add 2001:db8::97/128 dev lo nodad", 1},
+	        {"2001:db8::97", "ip addr del 2001:db8::97/128 dev lo", 0},
+	};
+	struct local_route *lr = NULL;
+	int failed = 0;
+
+	if (local_route_new(&lr) < 0 || !local_route_caches(lr))
+		return -1;
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]) && !failed; i++) {
+		struct sockaddr_storage ss = {0};
+
+		if (strchr(steps[i].addr, ':')) {
+			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+			s6->sin6_family = AF_INET6;
+			inet_pton(AF_INET6, steps[i].addr, &s6->sin6_addr);
+		} else {
+			struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+			s4->sin_family = AF_INET;
+			inet_pton(AF_INET, steps[i].addr, &s4->sin_addr);
+		}
+		if (steps[i].cmd && run_cmd(steps[i].cmd, arg) < 0) {
+			failed = (int)i + 1;
+			continue;
+		}
+		/* IPv6 adds an address's local route from a work queue, a moment after `ip`
+		 * returns: wait for it (bounded), as a fresh lookup would have to. A kept answer
+		 * that missed the change never turns. */
+		failed = (int)i + 1;
+		for (int tries = 0; tries < 200 && failed; tries++) {
+			struct timespec ts = {.tv_nsec = 10 * 1000000};
+
+			if (local_route_is_local(lr, (struct sockaddr *)&ss) == steps[i].after)
+				failed = 0;
+			else
+				nanosleep(&ts, NULL);
+		}
+	}
+	local_route_free(lr);
+	return failed;
+}
+
+static int run_here(const char *cmd, void *arg)
+{
+	return run(cmd);
+}
+
+/* As nobody: the commands are the root parent's, asked for through a pipe. */
+struct asker {
+	int to_parent, from_parent;
+};
+
+static int ask_parent(const char *cmd, void *arg)
+{
+	const struct asker *a = arg;
+	size_t len = strlen(cmd) + 1;
+	char ok;
+
+	if (write(a->to_parent, cmd, len) != (ssize_t)len || read(a->from_parent, &ok, 1) != 1)
+		return -EIO;
+	return ok == '0' ? 0 : -EIO;
+}
+
+static void test_kept_route_answers_follow_route_and_address_changes(void **state)
+{
+	int up[2], down[2], status = 0;
+	pid_t pid;
+	char cmd[256];
+	ssize_t n;
+
+	skip_if_needed();
+	assert_int_equal(kept_answers_follow_changes(run_here, NULL), 0);
+
+	/* The same as nobody (the supervisor of an unprivileged run). */
+	assert_int_equal(pipe2(up, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(down, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct asker a = {.to_parent = up[1], .from_parent = down[0]};
+
+		close(up[0]);
+		close(down[1]);
+		if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+		    setresuid(65534, 65534, 65534) < 0)
+			_exit(100);
+		_exit(kept_answers_follow_changes(ask_parent, &a) == 0 ? 0 : 101);
+	}
+	close(up[1]);
+	close(down[0]);
+	/* Each request is one write of a NUL-terminated command (well under PIPE_BUF). */
+	while ((n = read(up[0], cmd, sizeof(cmd) - 1)) > 0) {
+		cmd[n] = '\0';
+		assert_int_equal(write(down[1], run(cmd) == 0 ? "0" : "1", 1), 1);
+	}
+	close(up[0]);
+	close(down[1]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 static void test_unnamed_connection_is_decided_as_its_address(void **state)
@@ -1406,11 +1574,14 @@ int main(void)
 	        cmocka_unit_test(test_raw_tcp_is_named_through_the_fake_ip),
 	        cmocka_unit_test(test_a_fake_address_the_host_also_holds_still_reaches_its_name),
 	        cmocka_unit_test(test_ipv6_through_a_fake_address),
+	        cmocka_unit_test(test_the_first_bytes_reach_the_next_address_once_when_one_refuses),
 	        cmocka_unit_test(test_denied_name_is_reset_at_once),
 	        cmocka_unit_test(test_pending_ask_holds_the_connection_until_decided),
 	        cmocka_unit_test(test_pending_ask_refused_later_resets),
 	        cmocka_unit_test(test_metadata_and_loopback_destinations_are_refused),
 	        cmocka_unit_test(test_addresses_of_the_host_are_refused_unless_named),
+	        cmocka_unit_test(test_an_address_dialled_before_the_host_took_it_is_then_refused),
+	        cmocka_unit_test(test_kept_route_answers_follow_route_and_address_changes),
 	        cmocka_unit_test(test_unnamed_connection_is_decided_as_its_address),
 	        cmocka_unit_test(test_eof_before_any_byte_is_decided_at_once_by_the_fake_ip),
 	        cmocka_unit_test(

@@ -21,6 +21,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -324,6 +326,68 @@ static void test_small_exchanges_after_quiet_gaps_all_arrive(void **state)
 	assert_int_equal(e.st.bytes_b_to_a, down);
 	/* Small messages move with recv/send: no pipe is made at all. */
 	assert_int_equal(e.st.bytes_copied, up + down);
+	assert_int_equal(e.st.pipe_size, 0);
+}
+
+/* Wait (bounded: up to MS milliseconds) until FD's receive queue is empty. */
+static bool queue_drained(int fd, int ms)
+{
+	for (int i = 0; i < ms; i++) {
+		struct timespec ts = {.tv_nsec = 1000000};
+		int queued = -1;
+
+		assert_int_equal(ioctl(fd, SIOCINQ, &queued), 0);
+		if (queued == 0)
+			return true;
+		nanosleep(&ts, NULL);
+	}
+	return false;
+}
+
+/* Small messages into a destination that stops taking them: the relay keeps what the socket
+ * refused and stops reading; only the destination's writable edge can move it on once the
+ * reader wakes up. The messages go one by one (each read by the relay before the next is
+ * written), so the direction stays on recv/send all along. */
+static void test_a_full_destination_gets_small_messages_once_it_has_room(void **state)
+{
+	struct env e;
+	int small = 1;
+	char msg[1000];
+	size_t sent = 0, got = 0;
+	bool stalled = false;
+
+	start(&e, NULL);
+	assert_int_equal(setsockopt(e.relay_b, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	assert_int_equal(setsockopt(e.server, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	run(&e);
+	for (int i = 0; i < 4000 && !stalled; i++) {
+		for (size_t k = 0; k < sizeof(msg); k++)
+			msg[k] = (char)pattern(sent + k, 7);
+		assert_int_equal(write(e.client, msg, sizeof(msg)), (ssize_t)sizeof(msg));
+		sent += sizeof(msg);
+		/* Not read within 200 ms: the relay holds bytes the destination refused. */
+		stalled = !queue_drained(e.relay_a, 200);
+	}
+	assert_true(stalled);
+	shutdown(e.client, SHUT_WR);
+	while (got < sent) {
+		char buf[4096];
+		struct pollfd p = {.fd = e.server, .events = POLLIN};
+		ssize_t n;
+
+		assert_int_equal(poll(&p, 1, 5000), 1);
+		n = read(e.server, buf, sizeof(buf));
+		assert_true(n > 0);
+		for (ssize_t k = 0; k < n; k++)
+			assert_int_equal((uint8_t)buf[k], pattern(got + (size_t)k, 7));
+		got += (size_t)n;
+	}
+	assert_int_equal(read(e.server, msg, sizeof(msg)), 0);
+	shutdown(e.server, SHUT_WR);
+	finish(&e);
+	assert_int_equal(e.st.end, RELAY_END_CLOSED);
+	assert_int_equal(e.st.bytes_a_to_b, sent);
+	assert_int_equal(e.st.bytes_copied, sent);
 	assert_int_equal(e.st.pipe_size, 0);
 }
 
@@ -700,6 +764,7 @@ int main(void)
 	        cmocka_unit_test(test_bytes_arrive_intact_both_ways_with_half_close),
 	        cmocka_unit_test(test_big_transfers_both_ways_at_once_stay_byte_exact),
 	        cmocka_unit_test(test_small_exchanges_after_quiet_gaps_all_arrive),
+	        cmocka_unit_test(test_a_full_destination_gets_small_messages_once_it_has_room),
 	        cmocka_unit_test(test_bytes_behind_urgent_data_are_not_left_waiting),
 	        cmocka_unit_test(test_pipe_growth_falls_back_when_the_kernel_refuses),
 	        cmocka_unit_test(test_prefix_goes_before_what_the_client_sends),
