@@ -745,6 +745,7 @@ decided:
 		 * failure turned the answer into a denial, and the line says so. */
 		int answered = answer(eg, req->id, t->pid, true, &files, &args);
 
+		trace_exec_phase(TRACE_EXEC_ANSWER);
 		/* A cached verdict's line names the files now: our fds, the files that were
 		 * read, whatever happened since to the path. Out of memory, the given path. */
 		if (!exe) {
@@ -757,7 +758,6 @@ decided:
 			              "the backstop could not record the approval");
 			return;
 		}
-		trace_exec_phase(TRACE_EXEC_ANSWER);
 		audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_ALLOW, NULL);
 		trace_exec_phase(TRACE_EXEC_AUDIT);
 		if (eg->verbose)
