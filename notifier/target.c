@@ -815,7 +815,7 @@ int notifier_read_exec_some(struct notifier *n, const struct seccomp_notif *req,
 	return read_exec(n, req, what, ret, err);
 }
 
-int notifier_read_exec_names(struct notifier *n, struct exec_target *t)
+int notifier_read_exec_names(struct notifier *n, struct exec_target *t, bool interp)
 {
 	struct notifier_own own;
 	int r = 0;
@@ -823,7 +823,7 @@ int notifier_read_exec_names(struct notifier *n, struct exec_target *t)
 	notifier_own(n, &own);
 	if (t->file.exists)
 		r = read_own_name(&own, t->file_fd, &t->file);
-	if (r >= 0 && t->script && t->interp_file.exists)
+	if (r >= 0 && interp && t->script && t->interp_file.exists)
 		r = read_own_name(&own, t->interp_fd, &t->interp_file);
 	return r;
 }

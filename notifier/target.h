@@ -139,10 +139,10 @@ int notifier_read_exec_lean(struct notifier *n, const struct seccomp_notif *req,
 #define EXEC_READ_NAMES  2u
 int notifier_read_exec_some(struct notifier *n, const struct seccomp_notif *req, unsigned what,
                             struct exec_target **ret, struct cl_error *err);
-/* Fill the real_path of T's program and interpreter when a read left them out, from the fds T
- * holds. No notification involved: valid after the answer. 0, or -ENOMEM; a name that cannot
- * be read stays NULL (as in a full read). */
-int notifier_read_exec_names(struct notifier *n, struct exec_target *t);
+/* Fill the real_path of T's program (and with INTERP, of a script's interpreter) when a read
+ * left it out, from the fds T holds. No notification involved: valid after the answer. 0, or
+ * -ENOMEM; a name that cannot be read stays NULL (as in a full read). */
+int notifier_read_exec_names(struct notifier *n, struct exec_target *t, bool interp);
 int notifier_read_exec_record(struct notifier *n, const struct seccomp_notif *req,
                               struct exec_target *t, struct cl_error *err);
 

@@ -683,7 +683,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		goto decided;
 	}
 	/* The policy matches the names. */
-	if (notifier_read_exec_names(eg->notifier, t) < 0) {
+	if (notifier_read_exec_names(eg->notifier, t, true) < 0) {
 		notifier_deny(eg->notifier, req->id, EACCES);
 		return;
 	}
@@ -746,11 +746,12 @@ decided:
 		int answered = answer(eg, req->id, t->pid, true, &files, &args);
 
 		trace_exec_phase(TRACE_EXEC_ANSWER);
-		/* A cached verdict's line names the files now: our fds, the files that were
-		 * read, whatever happened since to the path. Out of memory, the given path. */
+		/* A cached verdict's line names the file now: our fd, the file that was read,
+		 * whatever happened since to the path (the line shows a script's interpreter as
+		 * written, not by its name). Out of memory, the given path. */
 		if (!exe) {
 			if (!lean)
-				(void)notifier_read_exec_names(eg->notifier, t);
+				(void)notifier_read_exec_names(eg->notifier, t, false);
 			exe = t->file.real_path ? t->file.real_path : t->abs_path;
 		}
 		if (answered < 0) {

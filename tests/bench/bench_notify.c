@@ -247,7 +247,7 @@ static uint64_t measure_cpu(enum workload w, bool filtered, bool sync_wake_up, e
 
 				notifier_continue(n, req.id);
 				if (r == 0)
-					(void)notifier_read_exec_names(n, t);
+					(void)notifier_read_exec_names(n, t, false);
 				exec_target_free(t);
 			} else {
 				struct exec_target *t = NULL;
