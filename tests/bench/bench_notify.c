@@ -65,6 +65,8 @@ enum reading {
 	/* As the supervisor reads an exec whose line is written: a view and a fixed root set, the
 	 * cwd and ids, no names; the names and the free after the answer. */
 	READ_SUPERVISOR,
+	/* The same over the audit rate (no line to write): no cwd, no ids, no names. */
+	READ_SUPERVISOR_LEAN,
 };
 
 /* In the child: run the workload, return the median (ENOENT loop) or total (fork/exec) ns. */
@@ -204,7 +206,8 @@ static uint64_t measure_cpu(enum workload w, bool filtered, bool sync_wake_up, e
 			goto out;
 		if (notifier_set_sync_wake_up(n, sync_wake_up) < 0 && sync_wake_up)
 			goto out;
-		if (reading == READ_SUPERVISOR && set_own_view(n, &view) < 0)
+		if ((reading == READ_SUPERVISOR || reading == READ_SUPERVISOR_LEAN) &&
+		    set_own_view(n, &view) < 0)
 			goto out;
 		if (reading == READ_FLOOR &&
 		    (root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
@@ -240,13 +243,14 @@ static uint64_t measure_cpu(enum workload w, bool filtered, bool sync_wake_up, e
 				notifier_continue(n, req.id);
 				if (fd >= 0)
 					close(fd);
-			} else if (reading == READ_SUPERVISOR) {
+			} else if (reading == READ_SUPERVISOR || reading == READ_SUPERVISOR_LEAN) {
+				bool record = reading == READ_SUPERVISOR;
 				struct exec_target *t = NULL;
-				int r = notifier_read_exec_some(n, &req, EXEC_READ_RECORD, &t,
-				                                NULL);
+				int r = notifier_read_exec_some(
+				        n, &req, record ? EXEC_READ_RECORD : 0, &t, NULL);
 
 				notifier_continue(n, req.id);
-				if (r == 0)
+				if (r == 0 && record)
 					(void)notifier_read_exec_names(n, t, false);
 				exec_target_free(t);
 			} else {
@@ -373,7 +377,7 @@ void bench_notify(void)
 	/* The fork+exec loop, taking turns (the machine is shared): native; the mechanism's own
 	 * floor (receive and continue, nothing else); the kernel's floor for reading an exec;
 	 * the read as the supervisor does it; the full read. Medians of the rounds. */
-	enum { KINDS = 5, ROUNDS = 3 };
+	enum { KINDS = 6, ROUNDS = 3 };
 	static const char *const kind_name[KINDS] = {
 	        "native",
 	        "notified + continue only (the mechanism's floor)",
@@ -381,10 +385,13 @@ void bench_notify(void)
 	        "RESOLVE_IN_ROOT, statx, ID_VALID) + continue",
 	        "notified + the supervisor's read (fixed root, cwd and ids; names after the "
 	        "answer) + continue",
+	        "notified + the supervisor's read over the audit rate (no cwd, ids or names) + "
+	        "continue",
 	        "notified + notifier_read_exec (everything, names included) + continue",
 	};
-	static const enum reading kind_reading[KINDS] = {READ_NOTHING, READ_NOTHING, READ_FLOOR,
-	                                                 READ_SUPERVISOR, READ_FULL};
+	static const enum reading kind_reading[KINDS] = {READ_NOTHING,         READ_NOTHING,
+	                                                 READ_FLOOR,           READ_SUPERVISOR,
+	                                                 READ_SUPERVISOR_LEAN, READ_FULL};
 	uint64_t wall[KINDS][ROUNDS], cpu[KINDS][ROUNDS];
 
 	for (int r = 0; r < ROUNDS; r++)
