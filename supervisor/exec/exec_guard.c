@@ -683,12 +683,12 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		goto decided;
 	}
 	/* The policy matches the names. */
-	if (notifier_read_exec_names(eg->notifier, t, true) < 0) {
-		notifier_deny(eg->notifier, req->id, EACCES);
-		return;
-	}
+	r = notifier_read_exec_names(eg->notifier, t, true);
 	exe = t->file.real_path ? t->file.real_path : t->abs_path;
-	r = decide(eg, t, NULL, &res, &err);
+	if (r < 0)
+		cl_error_set(&err, r, "reading the file's name: %s", strerror(-r));
+	else
+		r = decide(eg, t, NULL, &res, &err);
 	/* An ask: the file's content counts, for the decisions pinned to one (a person's) and
 	 * for what a decision on this ask will be pinned to; so it does when a pinned rule would
 	 * allow what the settings deny (exec.ask off). An exec the config allows costs no
