@@ -71,6 +71,8 @@ void exec_target_free(struct exec_target *t)
 	free(t->interp);
 	free(t->interp_arg);
 	exec_file_done(&t->interp_file);
+	if (t->interp_fd >= 0)
+		close(t->interp_fd);
 	free(t);
 }
 
@@ -274,6 +276,26 @@ static int own_fd_entry(const struct reader *rd, int fd, char *buf, size_t size)
 	return AT_FDCWD;
 }
 
+/* F's name as /proc/self/fd shows FD (ours): the file itself, whatever became of the path
+ * it was reached by. A name that cannot be read stays NULL. */
+static int read_own_name(const struct notifier_own *own, int fd, struct exec_file *f)
+{
+	char self[64];
+	int dirfd, r;
+
+	if (f->real_path || fd < 0)
+		return 0;
+	if (own->fd_dir >= 0) {
+		snprintf(self, sizeof(self), "%d", fd);
+		dirfd = own->fd_dir;
+	} else {
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+		dirfd = AT_FDCWD;
+	}
+	r = readlink_alloc(dirfd, self, &f->real_path);
+	return r == -ENOMEM ? r : 0;
+}
+
 /* resolve.h's access to the target's status, read once per notification. */
 static int resolve_status(void *userdata, const struct proc_status **ret)
 {
@@ -339,7 +361,7 @@ static int kernel_dev_of(struct reader *rd, uint64_t mnt_id, dev_t st_dev, const
  * own view? Its mount being one of the view's settles it; otherwise its name, as its own mount
  * namespace gives it, must lead to the same device and inode in the view. Sets f->view, and
  * f->kdev from the view's mount table when the file is the view's. */
-static int check_view(struct reader *rd, struct exec_file *f)
+static int check_view(struct reader *rd, int fd, struct exec_file *f)
 {
 	_cleanup_close_ int ref = -EBADF;
 	struct statx x;
@@ -352,8 +374,12 @@ static int check_view(struct reader *rd, struct exec_file *f)
 		f->view = EXEC_VIEW_SAME;
 		return 0;
 	}
-	/* Reached through another mount namespace: compare with the view by name. */
+	/* Reached through another mount namespace: compare with the view by name (which a read
+	 * without names has not taken yet). */
 	f->view = EXEC_VIEW_ABSENT;
+	r = read_own_name(&rd->own, fd, f);
+	if (r < 0)
+		return r;
 	if (!f->real_path) {
 		f->view_error = ENOENT;
 		return 0;
@@ -406,16 +432,16 @@ static int read_shebang(const struct reader *rd, int fd, struct shebang *ret)
  * "#!" line too: *ret_script says whether it is a script. What the file's identity settles
  * (file_facts.h) is taken from the notifier's table when it has it, and kept there when not.
  * *NAME (taken; may be NULL): the file's name below the target's root as its lookup settled
- * it (resolve.h), for real_path without a readlink. */
-static int describe_file(struct reader *rd, int fd, char **name, struct exec_file *f,
-                         struct shebang *ret_sb, bool *ret_script)
+ * it (resolve.h), for real_path without a readlink. Without WANT_NAME, a name the lookup did
+ * not settle is left for notifier_read_exec_names(). */
+static int describe_file(struct reader *rd, int fd, char **name, bool want_name,
+                         struct exec_file *f, struct shebang *ret_sb, bool *ret_script)
 {
 	const struct proc_status *cred;
 	struct file_facts_table *table = notifier_file_facts(rd->n);
 	const struct file_facts *known;
 	struct file_facts facts = {0};
 	struct file_facts_key key;
-	char self[64];
 	struct statx x;
 	int r;
 
@@ -447,13 +473,13 @@ static int describe_file(struct reader *rd, int fd, char **name, struct exec_fil
 	 * when the target's root shows as our root (its name from ours is "/"). */
 	if (name && *name && rd->root_is_ours) {
 		f->real_path = TAKE_PTR(*name);
-	} else {
-		r = readlink_alloc(own_fd_entry(rd, fd, self, sizeof(self)), self, &f->real_path);
-		if (r == -ENOMEM)
+	} else if (want_name) {
+		r = read_own_name(&rd->own, fd, f);
+		if (r < 0)
 			return r;
 	}
 	if (rd->view) {
-		r = check_view(rd, f);
+		r = check_view(rd, fd, f);
 		if (r < 0)
 			return r;
 	}
@@ -512,9 +538,10 @@ static int describe_file(struct reader *rd, int fd, char **name, struct exec_fil
 	return 0;
 }
 
-static int read_exec(struct notifier *n, const struct seccomp_notif *req, bool lean,
+static int read_exec(struct notifier *n, const struct seccomp_notif *req, unsigned what,
                      struct exec_target **ret, struct cl_error *err)
 {
+	bool lean = !(what & EXEC_READ_RECORD), names = what & EXEC_READ_NAMES;
 	_cleanup_(exec_target_freep) struct exec_target *t = NULL;
 	_cleanup_close_ int rootfd = -EBADF, cwdfd = -EBADF;
 	_cleanup_close_ int basefd = -EBADF, filefd = -EBADF;
@@ -542,6 +569,7 @@ static int read_exec(struct notifier *n, const struct seccomp_notif *req, bool l
 	if (!t)
 		return -ENOMEM;
 	t->file_fd = -1;
+	t->interp_fd = -1;
 	t->id = req->id;
 	t->pid = (pid_t)req->pid;
 	t->dirfd = AT_FDCWD;
@@ -681,7 +709,7 @@ static int read_exec(struct notifier *n, const struct seccomp_notif *req, bool l
 resolved:
 	if (r >= 0) {
 		filefd = r;
-		r = describe_file(&rd, filefd, &file_name, &t->file, &sb, &script);
+		r = describe_file(&rd, filefd, &file_name, names, &t->file, &sb, &script);
 		if (r < 0)
 			goto gone_or_fail;
 	} else if (r == -ENOMEM) {
@@ -731,10 +759,11 @@ resolved:
 			if (ifd == -ENOMEM)
 				return -ENOMEM;
 			if (ifd >= 0) {
-				r = describe_file(&rd, ifd, &interp_name, &t->interp_file, NULL,
-				                  NULL);
+				r = describe_file(&rd, ifd, &interp_name, names, &t->interp_file,
+				                  NULL, NULL);
 				if (r < 0)
 					goto gone_or_fail;
+				t->interp_fd = TAKE_FD(ifd);
 			} else {
 				t->interp_file.error = -ifd;
 				ifd = -EBADF;
@@ -771,13 +800,32 @@ gone_or_fail:
 int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
                        struct exec_target **ret, struct cl_error *err)
 {
-	return read_exec(n, req, false, ret, err);
+	return read_exec(n, req, EXEC_READ_RECORD | EXEC_READ_NAMES, ret, err);
 }
 
 int notifier_read_exec_lean(struct notifier *n, const struct seccomp_notif *req,
                             struct exec_target **ret, struct cl_error *err)
 {
-	return read_exec(n, req, true, ret, err);
+	return read_exec(n, req, EXEC_READ_NAMES, ret, err);
+}
+
+int notifier_read_exec_some(struct notifier *n, const struct seccomp_notif *req, unsigned what,
+                            struct exec_target **ret, struct cl_error *err)
+{
+	return read_exec(n, req, what, ret, err);
+}
+
+int notifier_read_exec_names(struct notifier *n, struct exec_target *t, bool interp)
+{
+	struct notifier_own own;
+	int r = 0;
+
+	notifier_own(n, &own);
+	if (t->file.exists)
+		r = read_own_name(&own, t->file_fd, &t->file);
+	if (r >= 0 && interp && t->script && t->interp_file.exists)
+		r = read_own_name(&own, t->interp_fd, &t->interp_file);
+	return r;
 }
 
 int notifier_read_exec_record(struct notifier *n, const struct seccomp_notif *req,

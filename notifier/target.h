@@ -107,6 +107,7 @@ struct exec_target {
 	char *interp_arg;
 	struct exec_file
 	        interp_file; /* the kernel's exec check sees this inode, not the script's */
+	int interp_fd;       /* the same for the interpreter (O_PATH), -1 when none */
 };
 
 void exec_target_free(struct exec_target *t);
@@ -126,6 +127,22 @@ int notifier_read_exec(struct notifier *n, const struct seccomp_notif *req,
  * ask), while the target still waits: 0, -ENOENT when it is gone, other -errno with err. */
 int notifier_read_exec_lean(struct notifier *n, const struct seccomp_notif *req,
                             struct exec_target **ret, struct cl_error *err);
+
+/* What a read may leave out, for the exec fast path (an exec answered at once must wait for
+ * nothing it does not need). EXEC_READ_RECORD: the cwd and the ids (as notifier_read_exec
+ * reads them; without it, as notifier_read_exec_lean). Without EXEC_READ_NAMES, a file's
+ * real_path is left NULL unless the lookup settled it for free (no symlink on the way): its
+ * name costs a readlink of our own fd, which notifier_read_exec_names() does later — at any
+ * time, even after the exec was answered, since the fd is ours and stays the very file that
+ * was read. The view check (view.h) reads the name itself when it needs it. */
+#define EXEC_READ_RECORD 1u
+#define EXEC_READ_NAMES  2u
+int notifier_read_exec_some(struct notifier *n, const struct seccomp_notif *req, unsigned what,
+                            struct exec_target **ret, struct cl_error *err);
+/* Fill the real_path of T's program (and with INTERP, of a script's interpreter) when a read
+ * left it out, from the fds T holds. No notification involved: valid after the answer. 0, or
+ * -ENOMEM; a name that cannot be read stays NULL (as in a full read). */
+int notifier_read_exec_names(struct notifier *n, struct exec_target *t, bool interp);
 int notifier_read_exec_record(struct notifier *n, const struct seccomp_notif *req,
                               struct exec_target *t, struct cl_error *err);
 

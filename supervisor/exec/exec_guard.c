@@ -621,10 +621,10 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	int r;
 
 	/* Over the audit rate, the line is not written: the cwd and ids only it needs are read
-	 * if an ask needs them after all. */
+	 * if an ask needs them after all. The files' names wait for a cache miss (the policy
+	 * reads them) or for the audit line after the answer (notifier_read_exec_names). */
 	lean = !approvals_verdict_written(eg->approvals, eg->name);
-	r = lean ? notifier_read_exec_lean(eg->notifier, req, &t, &err)
-	         : notifier_read_exec(eg->notifier, req, &t, &err);
+	r = notifier_read_exec_some(eg->notifier, req, lean ? 0 : EXEC_READ_RECORD, &t, &err);
 	trace_exec_phase(TRACE_EXEC_READ);
 	if (r == -ENOENT)
 		return; /* the process is gone: nothing to answer */
@@ -670,17 +670,25 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 		return;
 	}
 
-	exe = t->file.real_path ? t->file.real_path : t->abs_path;
 	argv = (const char *const *)t->argv;
 	argc = t->argc;
-	/* The same exec as a moment ago, nothing it rests on changed: the same allow. */
+	/* The same exec as a moment ago, nothing it rests on changed: the same allow. The key is
+	 * the file's identity, not its name, which is read after the answer, for the line only
+	 * (verdict_cache.h says why the identity is what counts). */
 	verdict_key_of(t, &key);
 	if (verdict_cache_find(eg->verdicts, &key, &res)) {
 		exec_files_from_target(t, &files);
 		exec_args_from_target(eg, t, &args);
+		exe = NULL;
 		goto decided;
 	}
-	r = decide(eg, t, NULL, &res, &err);
+	/* The policy matches the names. */
+	r = notifier_read_exec_names(eg->notifier, t, true);
+	exe = t->file.real_path ? t->file.real_path : t->abs_path;
+	if (r < 0)
+		cl_error_set(&err, r, "reading the file's name: %s", strerror(-r));
+	else
+		r = decide(eg, t, NULL, &res, &err);
 	/* An ask: the file's content counts, for the decisions pinned to one (a person's) and
 	 * for what a decision on this ask will be pinned to; so it does when a pinned rule would
 	 * allow what the settings deny (exec.ask off). An exec the config allows costs no
@@ -731,21 +739,32 @@ decided:
 	}
 	trace_exec_phase(TRACE_EXEC_DECIDE);
 	switch (res.verdict) {
-	case POLICY_ALLOW:
+	case POLICY_ALLOW: {
 		/* Answer first: the decision is made, and the waiting exec need not also wait for
 		 * the log line. The line follows in this same call, so it is never lost; a backstop
 		 * failure turned the answer into a denial, and the line says so. */
-		if (answer(eg, req->id, t->pid, true, &files, &args) < 0) {
+		int answered = answer(eg, req->id, t->pid, true, &files, &args);
+
+		trace_exec_phase(TRACE_EXEC_ANSWER);
+		/* A cached verdict's line names the file now: our fd, the file that was read,
+		 * whatever happened since to the path (the line shows a script's interpreter as
+		 * written, not by its name). Out of memory, the given path. */
+		if (!exe) {
+			if (!lean)
+				(void)notifier_read_exec_names(eg->notifier, t, false);
+			exe = t->file.real_path ? t->file.real_path : t->abs_path;
+		}
+		if (answered < 0) {
 			audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_DENY,
 			              "the backstop could not record the approval");
 			return;
 		}
-		trace_exec_phase(TRACE_EXEC_ANSWER);
 		audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_ALLOW, NULL);
 		trace_exec_phase(TRACE_EXEC_AUDIT);
 		if (eg->verbose)
 			say("exec %s allowed: %s", res.subject, res.rule);
 		return;
+	}
 	case POLICY_DENY: {
 		char rule[1024];
 

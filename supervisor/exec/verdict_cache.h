@@ -2,14 +2,25 @@
  * again (the policy's regexes, the aliases of deny rules, a script's interpreter): a build
  * runs the same commands over and over.
  *
- * The key is everything the verdict is a function of, taken exactly (compared byte for byte,
- * no digest): the path as given and as resolved, the file's identity as read (device, inode,
- * mount, ctime in ns, size: a file replaced or rewritten under the same name is another key)
- * and whether it is the file at its name in the sandbox's own view; for a script the same of
- * its interpreter, the "#!" line and the script's path; and the arguments whole (the config's
- * `command` rules read them). What is not in the key is what the guard may change: the
- * session's answers and people's decisions, and termination; the guard clears the cache
- * whenever one of them changes (verdict_cache_clear()). The config is loaded once per run.
+ * The key is what the verdict is a function of, taken exactly (compared byte for byte, no
+ * digest): the path as given, the file's identity as read (device, inode, mount, ctime in ns,
+ * size: a file replaced or rewritten under the same name is another key) and whether it is
+ * the file at its name in the sandbox's own view; for a script the same of its interpreter,
+ * the "#!" line and the script's path; and the arguments whole (the config's `command` rules
+ * read them).
+ *
+ * Not the name the path resolved to (real_path): reading it costs a readlink the exec would
+ * wait for, so a hit answers without it. With the same given path and the same identity, that
+ * name can differ only when the path's symlinks or directories now lead, within the same
+ * mount, to another name of the very same inode, whose content has not changed since (a new
+ * hard link or a rename of the file itself changes its ctime; a rename of a directory above
+ * it, or a hard link made before, does not). What runs is then the same content with the same
+ * arguments that was allowed a moment ago under the first name, which the agent could simply
+ * run again under that name; the files a deny rule names are refused under any name by their
+ * identity (deny_ids.h), which is in the key. Bind mounts are other mounts, other keys. What is not
+ * in the key is what the guard may change: the session's answers and people's decisions, and
+ * termination; the guard clears the cache whenever one of them changes (verdict_cache_clear()). The
+ * config is loaded once per run.
  *
  * Only allows are kept: an ask or a denial is decided afresh every time. A key over
  * VERDICT_KEY_MAX bytes (a long command line) is not kept. A small direct-mapped table: the

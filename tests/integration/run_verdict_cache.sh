@@ -3,12 +3,17 @@
 # it was read, not on its name: the same command run again is allowed again; a file replaced
 # under the same name by a hard link of a denied program is decided again, and denied; a
 # script rewritten in place (same inode, same size, a new ctime) to name a denied interpreter
-# is denied. As root and as a user. Prints TAP.
+# is denied. A kept allow is answered before the file's name is read: its audit line still names
+# the file by its real name (read after the answer from the supervisor's own fd), not by the
+# symlinked path it was run by. Since the key is the file's identity and the given path, not the
+# name the path resolves to: the same path, a symlink on it turned to a new hard link of the
+# allowed file under a denied name, is decided again (the link changed the file's ctime) and
+# denied. As root and as a user. Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=12
+PLAN=18
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
@@ -30,6 +35,7 @@ exec:
     - path: "$U/work/*/*"
   deny:
     - path: "$U/bin/den*"
+    - path: "$U/work/*-deny/*"
   defaults: false
 EOF
 cp "$U/cfg/config.yaml" "$CFG/config.yaml"
@@ -54,9 +60,19 @@ for who in root nobody; do
 	W=$U/work/$who
 	mkdir -p "$W"
 	cp "$HELPERS/marker" "$W/tool"
+	cp "$HELPERS/marker" "$W/tool2"
+	cp "$HELPERS/marker" "$W/tool3"
+	mkdir -p "$U/work/$who-deny"
 	printf '#!%s\n' "$U/bin/okokok" >"$W/script"
 	chmod 755 "$W/script"
+	ln -s "$who" "$U/work/$who-link"
 	chown -R "$NOBODY:$NOBODY" "$W"
+	chown -h "$NOBODY:$NOBODY" "$U/work/$who-link"
+	chown "$NOBODY:$NOBODY" "$U/work/$who-deny"
+	ln -s "$who" "$U/work/$who-to"
+	chown -h "$NOBODY:$NOBODY" "$U/work/$who-to"
+	G=$U/work/$who-to/tool3
+	L=$U/work/$who-link/tool2
 	# Each exec twice before the change, with the same arguments (they are in the key): the
 	# second is the kept allow. Whether the image ran is the marker M it creates.
 	SV_TIMEOUT=40 as_run "$who" --ask none -- sh -c "
@@ -66,7 +82,11 @@ for who in root nobody; do
 		$W/script $W/m && rm $W/m && $W/script $W/m && rm $W/m; echo \"script \$?\"
 		printf '#!%s\n' $U/bin/denied >$W/script && $W/script $W/m; echo \"rewritten \$?\"
 		test -e $W/m && mv $W/m $W/m-rewritten
-		$W/script $W/m; echo \"again \$?\""
+		$W/script $W/m; echo \"again \$?\"
+		$L $W/linked && rm $W/linked && $L $W/linked; echo \"linked \$?\"
+		$G $W/g && rm $W/g && $G $W/g && rm $W/g; echo \"given \$?\"
+		ln $W/tool3 $U/work/$who-deny/tool3 && ln -sfn $who-deny $U/work/$who-to &&
+			$G $W/g; echo \"relinked \$?\""
 	tap_is "$(grep '^tool ' "$OUT")" "tool 0" "$who: an allowed program runs, and again" "$(diag)"
 	tap_is "$(grep '^replaced ' "$OUT")$(test -e "$W/m-replaced" && echo ' RAN')" "replaced 126" \
 		"$who: replaced under its name by a hard link of a denied program, it is denied" "$(diag)"
@@ -78,6 +98,16 @@ for who in root nobody; do
 		"$who: rewritten in place to name a denied interpreter, it is denied" "$(diag)"
 	tap_is "$(grep '^again ' "$OUT")$(test -e "$W/m" && echo ' RAN')" "again 126" \
 		"$who: and again (a denial is never kept as an allow)" "$(diag)"
+	tap_is "$(grep '^given ' "$OUT")" "given 0" "$who: a program run by a symlinked path runs, and again" "$(diag)"
+	tap_is "$(grep '^relinked ' "$OUT")$(test -e "$W/g" && echo ' RAN')" "relinked 126" \
+		"$who: the same path, its symlink turned to a new hard link under a denied name: decided again, denied" \
+		"$(diag)"
+	log=$AUDIT
+	[ "$who" = root ] || log=$U/state/cloister/audit.log
+	named=$(grep -F "$W/linked" "$log" 2>/dev/null | grep -cF "\"exe\":\"$W/tool2\"")
+	tap_is "$(grep '^linked ' "$OUT") $named" "linked 0 2" \
+		"$who: run by a symlinked path twice (the second a kept allow), both audit lines name the file by its real name" \
+		"$(diag; grep -F "$W/linked" "$log" 2>/dev/null)"
 done
 
 tap_done
