@@ -56,7 +56,7 @@
 #include "notifier/filter.h"
 #include "notifier/notify.h"
 
-#define EXECS  800
+#define EXECS  600
 #define ROUNDS 3
 
 static char *const sched_envp[] = {"PATH=/usr/bin:/bin", NULL};
