@@ -11,6 +11,12 @@ void bench_backstop(void);
  * Needs root; prints a skip line otherwise. */
 void bench_notify(void);
 
+/* Why time spent before an exec's answer can cost the agent several times itself: a fork+exec
+ * loop under a notifier answered after 0, 13 or 30 µs, the target in the answerer's session or
+ * in its own (as run's agent), with the answerer's preemptions and the loop's migrations per
+ * exec (tests/bench/bench_sched.c). Needs root; prints a skip line otherwise. */
+void bench_sched(void);
+
 /* Per-operation cost of the pure core: canonical quoting, exec and domain policy, frame
  * decoding against memcpy (tests/bench/bench_core.c). */
 void bench_core(void);

@@ -18,6 +18,8 @@ static const struct {
         {"core", "core (pure code, per operation)", bench_core},
         {"loop", "supervisor loop: fd and timer registration at scale", bench_loop},
         {"notify", "exec interception (seccomp user notification)", bench_notify},
+        {"sched", "exec answer's delay and the scheduler (preemption, exec balancing)",
+         bench_sched},
         {"backstop", "exec backstop (eBPF)", bench_backstop},
         {"netfilter", "egress: nftables redirect in the sandbox netns (no proxy)", bench_netfilter},
         {"proxy", "egress proxy: transparent and CONNECT vs direct and tinyproxy", bench_proxy},
