@@ -547,10 +547,10 @@ int loop_thread_lock(struct loop *loop, const bool *cancel)
 
 	pthread_mutex_lock(&loop->mu);
 	loop->waiting++;
-	while ((loop->held || loop->loop_waiting) && !*cancel)
+	while ((loop->held || loop->loop_waiting) && !__atomic_load_n(cancel, __ATOMIC_ACQUIRE))
 		pthread_cond_wait(&loop->cv, &loop->mu);
 	loop->waiting--;
-	if (*cancel)
+	if (__atomic_load_n(cancel, __ATOMIC_ACQUIRE))
 		r = -ECANCELED;
 	else
 		loop->held = true;
@@ -579,7 +579,8 @@ void loop_thread_unlock(struct loop *loop)
 void loop_thread_cancel(struct loop *loop, bool *cancel)
 {
 	pthread_mutex_lock(&loop->mu);
-	*cancel = true;
+	/* Atomic: the thread may look at it outside the lock too, before it blocks elsewhere. */
+	__atomic_store_n(cancel, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&loop->cv);
 	pthread_mutex_unlock(&loop->mu);
 }

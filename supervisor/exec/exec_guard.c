@@ -1030,6 +1030,8 @@ static bool start_thread(struct exec_guard *eg)
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	r = pthread_create(&eg->thread, NULL, receive_thread, eg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r == 0)
+		(void)pthread_setname_np(eg->thread, "cloister-exec"); /* for ps, gdb, perf */
 	return r == 0;
 }
 
