@@ -6,7 +6,8 @@
 #     ask; the first ask reaches the CLI (`pending`) and the dashboard's event stream (/events)
 #     within seconds and is approved with the CLI, the second is approved through the API
 #     (POST /approve): the loop is neither starved by the thread nor left asleep by it;
-#   - every exec of the flood is decided and runs;
+#   - every exec of the flood is decided and runs, and is in the audit log while the agent
+#     still runs (its last lines are written by the timer the thread set);
 #   - teardown: the agent leaves while execs are still coming (a flood in the background of an
 #     agent that exits at once), and while the thread is blocked with nothing to receive (a
 #     process that outlives the agent, asleep): the run ends promptly, with the agent's status.
@@ -17,7 +18,7 @@ set -u
 # shellcheck source=tests/lib/ask_common.sh
 . "$(dirname "$0")/../lib/ask_common.sh"
 
-PLAN=24
+PLAN=26
 run_needs_root $PLAN
 run_needs_tools $PLAN curl python3 setpriv
 tap_plan $PLAN
@@ -40,16 +41,23 @@ exec:
     - path: "/usr/bin/*"
     - path: "$W/bin/execloop"
 YAML
+	# The agent waits at its end for a line in this pipe: alive, and making no exec.
+	mkfifo "$WT/fifo"
 	user_tree_own
 	chmod 755 "$W/bin" "$W/bin/"*
 }
 
-start() { # AGENT-SCRIPT: the supervisor in the background (pid in $SV), asks on the web
+flood_audited() { [ "$(grep -c '"exe":"/usr/bin/true".*"verdict":"allow"' "$AUD" 2>/dev/null)" -ge "$FLOOD" ]; }
+
+start() { # AGENT-SCRIPT [RUN OPTIONS…]: the supervisor in the background (pid in $SV), asks
+	# on the web
+	start_agent=$1
+	shift
 	# shellcheck disable=SC2086 # words on purpose
 	(cd "$WT" && exec timeout -k 5 60 $AS $USER_ENV "$BIN" run \
 		--config-dir "$W/cfg" --name "et$$" \
 		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off \
-		--ask web --ask-timeout 45s -- sh -c "$1") </dev/null >"$OUT" 2>"$ERR" &
+		--ask web --ask-timeout 45s "$@" -- sh -c "$start_agent") </dev/null >"$OUT" 2>"$ERR" &
 	SV=$!
 	on_exit "stop_pid $SV"
 }
@@ -78,7 +86,8 @@ for who in root nobody; do
 		'$W/bin/execloop' $FLOOD -j 3 /usr/bin/true >flood.out 2>&1 & f=\$!
 		'$W/bin/one' -u; echo \"one \$?\"
 		'$W/bin/two' -u; echo \"two \$?\"
-		wait \$f; echo \"flood \$?\""
+		wait \$f; echo \"flood \$?\"
+		read -r x <fifo" --audit-rate off
 	api
 	curl -s -N -m 50 -H "Authorization: Bearer $TOKEN" "$URL/events" >"$W/sse" 2>/dev/null &
 	SSE=$!
@@ -86,14 +95,16 @@ for who in root nobody; do
 	wait_until 10 grep -q '^retry:' "$W/sse"
 	touch "$WT/go"
 
+	# The event stream first, with no request of ours to wake the loop: only the thread's
+	# timer (the stream's, due at once) can.
+	tap_ok "$(wait_until 10 grep -qF '"cmd":"one -u"' "$W/sse" && echo 0 || echo 1)" \
+		"$who: an ask raised during the flood reaches the dashboard's event stream" \
+		"$(head -c 1500 "$W/sse")"
 	began=$(date +%s)
 	wait_pending "one -u"
 	took=$(($(date +%s) - began))
-	tap_ok "$([ -n "$id" ] && echo 0 || echo 1)" \
-		"$who: an ask raised during the flood reaches the CLI (${took}s)" "$out$(diag)"
+	tap_ok "$([ -n "$id" ] && echo 0 || echo 1)" "$who: ... and the CLI (${took}s)" "$out$(diag)"
 	tap_ok "$([ "$took" -le 10 ] && echo 0 || echo 1)" "$who: ... within 10 s (${took}s)"
-	tap_ok "$(wait_until 5 grep -qF "\"$id\"" "$W/sse" && echo 0 || echo 1)" \
-		"$who: ... and the dashboard's event stream" "$(head -c 1500 "$W/sse")"
 	cli approve "$id"
 	tap_is "$st:$out" "0:approved $id" "$who: approved with the CLI"
 
@@ -103,6 +114,13 @@ for who in root nobody; do
 	code=$(curl -s -o /dev/null -w '%{http_code}' -m 10 -X POST \
 		-H "Authorization: Bearer $TOKEN" -H "Origin: $URL" "$URL/approve/$id")
 	tap_is "$code" 200 "$who: approved through the API (POST /approve)"
+	# The flood's last lines wait in memory for the audit log's timer, which the thread set.
+	# (The loop also wakes each second to look at the decisions files, so a timer the thread
+	# failed to set would be late here, not lost: test_loop holds the thread's timers exactly.)
+	tap_ok "$(wait_until 10 flood_audited && echo 0 || echo 1)" \
+		"$who: every exec of the flood is in the audit log while the agent still runs" \
+		"$(grep -c '"exe":"/usr/bin/true".*"verdict":"allow"' "$AUD" 2>/dev/null) of $FLOOD"
+	timeout 5 sh -c "echo end >'$WT/fifo'"
 	finish
 	kill "$SSE" 2>/dev/null
 	wait "$SSE" 2>/dev/null
