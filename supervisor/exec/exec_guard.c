@@ -28,6 +28,7 @@
 #include "supervisor/approval/audit.h"
 #include "supervisor/approval/audit_log.h"
 #include "supervisor/policy/config.h"
+#include "supervisor/policy/config_regex.h"
 #include "supervisor/exec/args_digest.h"
 #include "supervisor/exec/deny_ids.h"
 #include "supervisor/exec/exec_decisions.h"
@@ -1002,6 +1003,7 @@ static void *receive_thread(void *userdata)
 			if (loop_mod_fd(loop, notifier_fd(eg->notifier), EPOLLIN) < 0)
 				say("the exec listener is not watched any more: execs wait");
 			loop_thread_unlock(loop); /* EG may be freed from here on */
+			config_regex_thread_free();
 			return NULL;
 		}
 		trace_exec_begin();
@@ -1009,6 +1011,7 @@ static void *receive_thread(void *userdata)
 		on_notification(eg, &req);
 		loop_thread_unlock(eg->loop);
 	}
+	config_regex_thread_free();
 	return NULL;
 }
 

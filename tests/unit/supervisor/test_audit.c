@@ -12,6 +12,7 @@
 #include <string.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -938,7 +939,7 @@ static void crash_with(int sig)
 static void *fault_on_a_thread(void *userdata)
 {
 	static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
-	int *volatile nowhere = userdata;
+	int *volatile nowhere = userdata; /* a page with no access: a real fault, not UB */
 	sigset_t mask;
 
 	sigfillset(&mask);
@@ -968,6 +969,7 @@ static void test_a_fault_on_another_thread_writes_the_lines_in_memory(void **sta
 		struct loop *loop = NULL;
 		struct audit_log *log = NULL;
 		pthread_t th;
+		void *page;
 
 		(void)setrlimit(RLIMIT_CORE, &none);
 		signal(SIGSEGV, SIG_DFL);
@@ -975,7 +977,8 @@ static void test_a_fault_on_another_thread_writes_the_lines_in_memory(void **sta
 			_exit(1);
 		record_auto(log, "auto-a");
 		record_auto(log, "auto-b");
-		if (pthread_create(&th, NULL, fault_on_a_thread, NULL) != 0)
+		page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (page == MAP_FAILED || pthread_create(&th, NULL, fault_on_a_thread, page) != 0)
 			_exit(1);
 		pthread_join(th, NULL);
 		_exit(2);
