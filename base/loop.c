@@ -1,11 +1,13 @@
 #include "base/loop.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/timerfd.h>
@@ -20,6 +22,8 @@
 #define TIMER_HEAP_MIN 16
 /* loop_timer.idx of a timer that is not in the heap: it is being fired. */
 #define TIMER_NOT_QUEUED SIZE_MAX
+/* The wake-up eventfd's epoll mark (the timerfd's is NULL, an fd's its struct loop_fd). */
+static char wake_mark;
 
 struct loop_fd {
 	int fd;
@@ -64,6 +68,15 @@ struct loop {
 		void *userdata;
 	} prepare[LOOP_MAX_PREPARE];
 	size_t n_prepare;
+	/* The loop's lock (loop.h, "other threads"): HELD says someone runs the loop's logic; MU
+	 * and CV only guard HELD and the waiters' cancel flags, never across anything slow. */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool held;
+	bool loop_waiting; /* the loop's thread wants it back: it goes first */
+	unsigned waiting;  /* threads in loop_thread_lock() */
+	int wake_fd;       /* eventfd: a thread asked the loop to look again (loop_exit) */
+	uint64_t wakeups;  /* epoll_wait returns */
 };
 
 uint64_t loop_now_ms(void)
@@ -202,13 +215,22 @@ int loop_new(struct loop **ret)
 
 	if (!loop)
 		return -ENOMEM;
+	/* The creating thread runs the loop: it holds the lock from now on. */
+	pthread_mutex_init(&loop->mu, NULL);
+	pthread_cond_init(&loop->cv, NULL);
+	loop->held = true;
 	loop->signal_fd = -EBADF;
+	loop->wake_fd = -EBADF;
 	loop->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	loop->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (loop->epoll_fd < 0 || loop->timer_fd < 0)
+	loop->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (loop->epoll_fd < 0 || loop->timer_fd < 0 || loop->wake_fd < 0)
 		goto fail;
 	ev.data.ptr = NULL; /* NULL marks the timerfd */
 	if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, loop->timer_fd, &ev) < 0)
+		goto fail;
+	ev.data.ptr = &wake_mark;
+	if (epoll_ctl(loop->epoll_fd, EPOLL_CTL_ADD, loop->wake_fd, &ev) < 0)
 		goto fail;
 	*ret = loop;
 	return 0;
@@ -242,6 +264,9 @@ void loop_free(struct loop *loop)
 	cl_closep(&loop->epoll_fd);
 	cl_closep(&loop->timer_fd);
 	cl_closep(&loop->signal_fd);
+	cl_closep(&loop->wake_fd);
+	pthread_cond_destroy(&loop->cv);
+	pthread_mutex_destroy(&loop->mu);
 	free(loop);
 }
 
@@ -478,6 +503,93 @@ void loop_exit(struct loop *loop, int code)
 	loop->exit_code = code;
 }
 
+static void run_prepare(struct loop *loop)
+{
+	/* By index: a hook may remove itself. */
+	for (size_t i = 0; i < loop->n_prepare; i++) {
+		size_t before = loop->n_prepare;
+
+		loop->prepare[i].fn(loop, loop->prepare[i].userdata);
+		if (loop->n_prepare < before)
+			i--;
+	}
+}
+
+/* ---- the lock ---------------------------------------------------------------------------- */
+
+/* The loop's thread lets go while it sleeps in epoll_wait, and takes the lock back after. */
+static void loop_release(struct loop *loop)
+{
+	pthread_mutex_lock(&loop->mu);
+	loop->held = false;
+	if (loop->waiting)
+		pthread_cond_broadcast(&loop->cv);
+	pthread_mutex_unlock(&loop->mu);
+}
+
+/* Before any thread that asks after it: a thread that receives notifications as fast as an
+ * agent makes them would otherwise take the lock again before the woken loop's thread runs,
+ * and the loop (the dashboard, the CLI, the proxy: the person who answers) would starve. */
+static void loop_acquire(struct loop *loop)
+{
+	pthread_mutex_lock(&loop->mu);
+	loop->loop_waiting = true;
+	while (loop->held)
+		pthread_cond_wait(&loop->cv, &loop->mu);
+	loop->loop_waiting = false;
+	loop->held = true;
+	pthread_mutex_unlock(&loop->mu);
+}
+
+int loop_thread_lock(struct loop *loop, const bool *cancel)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&loop->mu);
+	loop->waiting++;
+	while ((loop->held || loop->loop_waiting) && !__atomic_load_n(cancel, __ATOMIC_ACQUIRE))
+		pthread_cond_wait(&loop->cv, &loop->mu);
+	loop->waiting--;
+	if (__atomic_load_n(cancel, __ATOMIC_ACQUIRE))
+		r = -ECANCELED;
+	else
+		loop->held = true;
+	pthread_mutex_unlock(&loop->mu);
+	return r;
+}
+
+void loop_thread_unlock(struct loop *loop)
+{
+	/* What the loop's thread would do before its next wait, for the work this thread made:
+	 * its timers and fds already reached the kernel (the timerfd is set when the earliest
+	 * deadline moves, epoll_ctl holds across threads), so only the hooks and an exit are
+	 * left. The loop's thread sleeps on: no wake-up unless it must stop. */
+	run_prepare(loop);
+	if (loop->exiting) {
+		uint64_t one = 1;
+
+		(void)!write(loop->wake_fd, &one, sizeof(one));
+	}
+	pthread_mutex_lock(&loop->mu);
+	loop->held = false;
+	pthread_cond_broadcast(&loop->cv);
+	pthread_mutex_unlock(&loop->mu);
+}
+
+void loop_thread_cancel(struct loop *loop, bool *cancel)
+{
+	pthread_mutex_lock(&loop->mu);
+	/* Atomic: the thread may look at it outside the lock too, before it blocks elsewhere. */
+	__atomic_store_n(cancel, true, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&loop->cv);
+	pthread_mutex_unlock(&loop->mu);
+}
+
+uint64_t loop_wakeups(const struct loop *loop)
+{
+	return loop->wakeups;
+}
+
 int loop_run(struct loop *loop)
 {
 	struct epoll_event events[MAX_EVENTS];
@@ -487,31 +599,35 @@ int loop_run(struct loop *loop)
 	while (!loop->exiting) {
 		int n;
 
-		/* By index: a hook may remove itself. */
-		for (size_t i = 0; i < loop->n_prepare; i++) {
-			size_t before = loop->n_prepare;
+		int e;
 
-			loop->prepare[i].fn(loop, loop->prepare[i].userdata);
-			if (loop->n_prepare < before)
-				i--;
-		}
+		run_prepare(loop);
+		loop_release(loop);
 		n = epoll_wait(loop->epoll_fd, events, MAX_EVENTS, -1);
-
+		e = errno;
+		loop_acquire(loop);
+		loop->wakeups++;
 		if (n < 0) {
-			if (errno == EINTR)
+			if (e == EINTR)
 				continue;
-			return -errno;
+			return -e;
 		}
 		for (int i = 0; i < n && !loop->exiting; i++) {
 			struct loop_fd *f = events[i].data.ptr;
 			int r;
 
-			if (!f)
+			if (!f) {
 				r = dispatch_timers(loop);
-			else if (f->dead)
+			} else if ((void *)f == &wake_mark) {
+				uint64_t count;
+
+				(void)!read(loop->wake_fd, &count, sizeof(count));
 				continue;
-			else
+			} else if (f->dead) {
+				continue;
+			} else {
 				r = f->fn(loop, f->fd, events[i].events, f->userdata);
+			}
 			if (r < 0)
 				return r;
 		}

@@ -1,6 +1,6 @@
 /* The supervisor's one event loop: epoll for fds, one timerfd for every timer, signalfd for
  * signals. Handlers run on the loop's thread and must never block; blocking work goes to a
- * worker that reports back through an fd.
+ * worker that reports back through an fd, or to a thread that takes the loop's lock (below).
  *
  * Handlers may add and remove fds and timers (their own included) while being called.
  *
@@ -11,6 +11,7 @@
 #define CLOISTER_LOOP_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct loop;
@@ -62,6 +63,26 @@ int loop_add_prepare(struct loop *loop, loop_prepare_fn fn, void *userdata);
 void loop_del_prepare(struct loop *loop, loop_prepare_fn fn, void *userdata);
 
 uint64_t loop_now_ms(void);
+
+/* ---- other threads ------------------------------------------------------------------------
+ * The loop's lock: whoever holds it runs the loop's logic, alone. The thread that called
+ * loop_new() holds it from then on and lets go only while loop_run() sleeps in epoll_wait; a
+ * thread that blocks in a syscall of its own (a seccomp RECV) takes it to handle what it got,
+ * with every loop_* call and every structure the handlers touch, as the loop's thread would.
+ * Nothing else needs a lock of its own. Whoever forks holds it, and so no other thread is in
+ * the loop's logic then. */
+
+/* Blocks until the loop's thread waits; 0 with the lock held, or -ECANCELED (not held) once
+ * *CANCEL is set by loop_thread_cancel(). */
+int loop_thread_lock(struct loop *loop, const bool *cancel);
+/* Runs the prepare hooks (this thread's work has not been through them) and lets go. The
+ * timers and fds it changed reached the kernel already: the loop's thread is woken only when
+ * it must stop (loop_exit() was called). */
+void loop_thread_unlock(struct loop *loop);
+/* With the lock held: sets *CANCEL and wakes a thread waiting for the lock with it. */
+void loop_thread_cancel(struct loop *loop, bool *cancel);
+/* How many times epoll_wait returned (the loop's thread woke up). */
+uint64_t loop_wakeups(const struct loop *loop);
 
 /* Run until loop_exit() is called or a handler fails; returns the exit code or the failure.
  * It can be run again afterwards. */

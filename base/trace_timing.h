@@ -18,8 +18,8 @@ void trace_timing_mark(const char *phase);
 
 /* The supervisor's phases of one intercepted exec, summed over the run and reported as means:
  * trace_exec_begin() when the listener polls readable, trace_exec_phase() as each phase ends,
- * trace_exec_report() once at the end. For the event loop's thread only; off, each call costs
- * one branch. */
+ * trace_exec_report() once at the end. For the holder of the event loop's lock only (loop.h:
+ * the loop's thread or the exec guard's); off, each call costs one branch. */
 enum trace_exec_phase {
 	TRACE_EXEC_RECEIVE, /* the RECV ioctl */
 	TRACE_EXEC_READ,    /* notifier_read_exec: /proc, the target's memory, the file */

@@ -1365,8 +1365,9 @@ int run_main(int argc, char **argv)
 	if (r < 0)
 		say("run: event loop failed: %s", strerror(-r));
 	if (run.opt.common.verbose)
-		say("%llu exec notifications handled",
-		    (unsigned long long)(run.guard ? exec_guard_notifications(run.guard) : 0));
+		say("%llu exec notifications handled; the event loop woke %llu times",
+		    (unsigned long long)(run.guard ? exec_guard_notifications(run.guard) : 0),
+		    (unsigned long long)loop_wakeups(run.loop));
 	teardown(&run);
 	trace_timing_mark("teardown");
 	if (!run.exited)

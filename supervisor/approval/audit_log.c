@@ -309,15 +309,16 @@ static volatile sig_atomic_t crash_seen;
 
 static void crash_on_signal(int sig, siginfo_t *si, void *uc)
 {
-	struct audit_log *log = crash_log;
+	/* Taken by one thread only: two threads that fault at once write the lines once. */
+	struct audit_log *log = __atomic_exchange_n(&crash_log, NULL, __ATOMIC_ACQ_REL);
+	size_t len = log ? __atomic_load_n(&log->pending_len, __ATOMIC_ACQUIRE) : 0;
 	int saved = errno;
 
 	(void)uc;
-	crash_log = NULL;
-	if (log && getpid() == crash_pid && log->fd >= 0 && log->pending_len) {
+	if (log && getpid() == crash_pid && log->fd >= 0 && len) {
 		if (log->torn)
 			(void)!write(log->fd, "\n", 1);
-		(void)!write(log->fd, log->pending, log->pending_len);
+		(void)!write(log->fd, log->pending, len);
 	}
 	/* What was there before (the default, a sanitizer's, the terminal's rescue): a fault
 	 * happens again on return, a sent signal is raised again (blocked until then). A second
@@ -399,9 +400,10 @@ static bool gather(struct audit_log *log, const char *line)
 	if (len > PENDING_MAX - log->pending_len || !schedule_due(log))
 		return false;
 	memcpy(log->pending + log->pending_len, line, len);
-	/* The crash handler writes up to pending_len: the line is whole before it counts. */
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	log->pending_len += len;
+	/* The crash handler writes up to pending_len: the line is whole before it counts, also
+	 * for a handler on another thread (the exec guard's; only the holder of the loop's lock
+	 * gathers lines). */
+	__atomic_store_n(&log->pending_len, log->pending_len + len, __ATOMIC_RELEASE);
 	log->pending_lines++;
 	return true;
 }

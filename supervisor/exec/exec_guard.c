@@ -8,6 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -24,6 +28,7 @@
 #include "supervisor/approval/audit.h"
 #include "supervisor/approval/audit_log.h"
 #include "supervisor/policy/config.h"
+#include "supervisor/policy/config_regex.h"
 #include "supervisor/exec/args_digest.h"
 #include "supervisor/exec/deny_ids.h"
 #include "supervisor/exec/exec_decisions.h"
@@ -93,6 +98,11 @@ struct exec_guard {
 	struct agent_note_ttys ttys;
 	bool terminating; /* asks are denied without asking */
 	bool listening;
+	/* The thread that blocks in RECV (see "the receiving thread"); without it the loop polls
+	 * the listener. STOP is set under the loop's lock machinery (loop_thread_cancel). */
+	bool threaded;
+	bool stop;
+	pthread_t thread;
 	void (*gone)(void *userdata, struct exec_guard *eg);
 	void *gone_userdata;
 	void (*open_handler)(void *userdata, const struct seccomp_notif *req);
@@ -894,32 +904,38 @@ int exec_guard_who_connected(const struct exec_guard *eg, const struct sockaddr_
 	return -ENOENT;
 }
 
+static void on_notification(struct exec_guard *eg, const struct seccomp_notif *req)
+{
+	eg->notifications++;
+	eg->metrics->notifications++;
+	if (req->data.nr == SYS_execve || req->data.nr == SYS_execveat)
+		handle_exec(eg, req);
+	else if (req->data.nr == SYS_connect)
+		handle_connect(eg, req);
+	else if ((req->data.nr == SYS_open || req->data.nr == SYS_openat ||
+	          req->data.nr == SYS_creat) &&
+	         eg->open_handler)
+		eg->open_handler(eg->open_userdata, req);
+	else
+		notifier_deny(eg->notifier, req->id, ENOSYS);
+}
+
+/* The loop's handler of the listener: its notifications when no thread receives them, and
+ * its hang-up (every filtered process is gone) always. */
 static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdata)
 {
 	struct exec_guard *eg = userdata;
 	struct seccomp_notif req;
 	int r;
 
-	if (events & EPOLLIN) {
+	if ((events & EPOLLIN) && !eg->threaded) {
 		trace_exec_begin();
 		r = notifier_receive(eg->notifier, &req);
 		trace_exec_phase(TRACE_EXEC_RECEIVE);
-		if (r == 0) {
-			eg->notifications++;
-			eg->metrics->notifications++;
-			if (req.data.nr == SYS_execve || req.data.nr == SYS_execveat)
-				handle_exec(eg, &req);
-			else if (req.data.nr == SYS_connect)
-				handle_connect(eg, &req);
-			else if ((req.data.nr == SYS_open || req.data.nr == SYS_openat ||
-			          req.data.nr == SYS_creat) &&
-			         eg->open_handler)
-				eg->open_handler(eg->open_userdata, &req);
-			else
-				notifier_deny(eg->notifier, req.id, ENOSYS);
-		} else if (r != -ENOENT && r != -EINTR) {
+		if (r == 0)
+			on_notification(eg, &req);
+		else if (r != -ENOENT && r != -EINTR)
 			say("receiving a notification failed: %s", strerror(-r));
-		}
 		return 0;
 	}
 	/* Every filtered process is gone. */
@@ -930,6 +946,137 @@ static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdat
 			eg->gone(eg->gone_userdata, eg); /* may free eg */
 	}
 	return 0;
+}
+
+/* ---- the receiving thread -----------------------------------------------------------------
+ * A thread per listener blocks in SECCOMP_IOCTL_NOTIF_RECV, which answers sooner and with
+ * less CPU than the loop's epoll_wait + RECV (docs/ARCHITECTURE.md, "who receives"), then
+ * takes the loop's lock and runs the handlers the loop would: nothing in them runs beside
+ * another. It blocks every signal but the faults (the crash handlers must run where the fault
+ * is) and WAKE_SIG, which interrupts its RECV when the guard is freed. The hang-up stays the
+ * loop's (on_listener). */
+
+static int wake_sig(void)
+{
+	return SIGRTMIN + 4;
+}
+
+static void on_wake_sig(int sig)
+{
+	(void)sig; /* only there to interrupt the RECV (no SA_RESTART) */
+}
+
+static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
+static int wake_installed = -1;
+
+static void install_wake_sig(void)
+{
+	struct sigaction sa = {.sa_handler = on_wake_sig};
+
+	sigfillset(&sa.sa_mask);
+	wake_installed = sigaction(wake_sig(), &sa, NULL) == 0 ? 0 : -errno;
+}
+
+static bool listener_hung_up(const struct exec_guard *eg)
+{
+	struct pollfd p = {.fd = notifier_fd(eg->notifier), .events = POLLIN};
+
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR | POLLNVAL));
+}
+
+static void *receive_thread(void *userdata)
+{
+	struct exec_guard *eg = userdata;
+	static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
+	struct seccomp_notif req;
+	sigset_t mask;
+
+	sigfillset(&mask);
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+		sigdelset(&mask, faults[i]);
+	sigdelset(&mask, wake_sig());
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+
+	while (!__atomic_load_n(&eg->stop, __ATOMIC_ACQUIRE)) {
+		int r = notifier_receive(eg->notifier, &req);
+
+		if (r == -EINTR)
+			continue; /* WAKE_SIG: look at STOP */
+		if (r == -ENOENT) {
+			/* The process died before it was received, or every one is gone: then RECV
+			 * fails at once, forever, and the loop hears the hang-up. */
+			if (listener_hung_up(eg))
+				break;
+			continue;
+		}
+		if (loop_thread_lock(eg->loop, &eg->stop) < 0)
+			break; /* being freed: closing the listener fails the syscall */
+		if (r < 0) {
+			struct loop *loop = eg->loop;
+
+			/* Not a failure of one notification: the loop polls the listener from now
+			 * on (and says so if that fails too), the thread leaves on its own. */
+			say("receiving a notification failed: %s", strerror(-r));
+			eg->threaded = false;
+			(void)pthread_detach(pthread_self());
+			if (loop_mod_fd(loop, notifier_fd(eg->notifier), EPOLLIN) < 0)
+				say("the exec listener is not watched any more: execs wait");
+			loop_thread_unlock(loop); /* EG may be freed from here on */
+			config_regex_thread_free();
+			return NULL;
+		}
+		trace_exec_begin();
+		trace_exec_phase(TRACE_EXEC_RECEIVE); /* waiting for the lock */
+		on_notification(eg, &req);
+		loop_thread_unlock(eg->loop);
+	}
+	config_regex_thread_free();
+	return NULL;
+}
+
+/* Starts the thread; false when it cannot (the loop polls the listener then). */
+static bool start_thread(struct exec_guard *eg)
+{
+	sigset_t all, old;
+	int r;
+
+	(void)pthread_once(&wake_once, install_wake_sig);
+	if (wake_installed < 0)
+		return false;
+	/* The loop's thread never takes WAKE_SIG; the new thread starts with every signal blocked
+	 * and opens its own. */
+	sigemptyset(&all);
+	sigaddset(&all, wake_sig());
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&eg->thread, NULL, receive_thread, eg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r == 0)
+		(void)pthread_setname_np(eg->thread, "cloister-exec"); /* for ps, gdb, perf */
+	return r == 0;
+}
+
+/* With the loop's lock held (the thread waits for it, or in RECV, or is gone). */
+static void stop_thread(struct exec_guard *eg)
+{
+	loop_thread_cancel(eg->loop, &eg->stop);
+	/* A signal that comes just before the thread enters RECV is lost: send it again until the
+	 * thread is gone. */
+	for (;;) {
+		struct timespec ts;
+
+		(void)pthread_kill(eg->thread, wake_sig());
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		if (pthread_timedjoin_np(eg->thread, NULL, &ts) == 0)
+			break;
+	}
+	eg->threaded = false;
 }
 
 /* ---- life cycle -------------------------------------------------------------------------- */
@@ -1001,7 +1148,10 @@ int exec_guard_new(struct loop *loop, struct approvals *approvals, int listener_
 			return r;
 		}
 	}
-	r = loop_add_fd(loop, notifier_fd(eg->notifier), EPOLLIN, on_listener, eg);
+	/* With the thread the loop only hears the hang-up (epoll reports it unasked). */
+	eg->threaded = start_thread(eg);
+	r = loop_add_fd(loop, notifier_fd(eg->notifier), eg->threaded ? 0 : EPOLLIN, on_listener,
+	                eg);
 	if (r < 0) {
 		exec_guard_free(eg);
 		return r;
@@ -1015,6 +1165,9 @@ void exec_guard_free(struct exec_guard *eg)
 {
 	if (!eg)
 		return;
+	/* First: the thread uses the guard until it is gone. */
+	if (eg->threaded)
+		stop_thread(eg);
 	/* Whatever still waits is cancelled; closing the listener fails its syscalls. */
 	approvals_unregister(eg->approvals);
 	for (size_t i = 0; i < eg->n_pending; i++) {

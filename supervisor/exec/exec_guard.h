@@ -65,11 +65,15 @@ struct exec_guard_config {
 };
 
 /* Serve the seccomp LISTENER_FD (taken over, closed on failure too) on LOOP; its asks go to
- * APPROVALS. */
+ * APPROVALS. A thread of the guard's own blocks in the listener's RECV and runs the handlers
+ * under the loop's lock (loop.h, "other threads"; the loop polls the listener when the thread
+ * cannot start); the hang-up is heard on the loop. */
 int exec_guard_new(struct loop *loop, struct approvals *approvals, int listener_fd,
                    const struct exec_guard_config *config, struct exec_guard **ret);
-/* Cancels its waiting asks (the queue's resolutions have no waiter left to answer) and
- * closes the listener, which fails the syscalls still blocked. NULL is fine. */
+/* Stops the guard's thread (with the loop's lock held: on the loop's thread or in a handler,
+ * never in one of this guard's own), cancels its waiting asks (the queue's resolutions have
+ * no waiter left to answer) and closes the listener, which fails the syscalls still blocked.
+ * NULL is fine. */
 void exec_guard_free(struct exec_guard *eg);
 
 /* From now on asks are denied without asking (the agent is being terminated). */

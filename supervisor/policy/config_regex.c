@@ -125,6 +125,14 @@ static int utf8_sanitise(const char *subject, char **ret_copy)
 static __thread pcre2_match_data *thread_md;
 static __thread pcre2_match_context *thread_mc;
 
+void config_regex_thread_free(void)
+{
+	pcre2_match_data_free(thread_md);
+	pcre2_match_context_free(thread_mc);
+	thread_md = NULL;
+	thread_mc = NULL;
+}
+
 int config_regex_match(const struct config_regex *regex, const char *subject_in)
 {
 	_cleanup_free_ char *sanitised = NULL;

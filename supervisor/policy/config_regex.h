@@ -31,5 +31,8 @@ void config_regex_done(struct config_regex *regex);
  * match limit was reached; -ENOMEM). Callers decide which way a failure counts, always
  * against the request (policy.h). */
 int config_regex_match(const struct config_regex *regex, const char *subject);
+/* Frees what matching keeps per thread (made on its first match): for a thread that ends
+ * before the process (the exec guard's). */
+void config_regex_thread_free(void);
 
 #endif

@@ -1,6 +1,7 @@
 /* Native and supervised runs of a program, see bench_agent.h. */
 #include "tests/bench/bench_agent.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -291,13 +292,33 @@ static int measure_idle(pid_t pid, clockid_t clock, int idle_ms, struct bench_lo
 	return c0 < 0 || res->sup_idle_cpu_s < 0 ? -EIO : 0;
 }
 
-/* Voluntary and involuntary context switches of PID (its main thread: ours has one). */
+/* Voluntary and involuntary context switches of PID, over its threads (the loop's and the
+ * exec guard's, which receives the notifications; a thread that ended is not counted). */
 static long switches(pid_t pid)
 {
-	long v = proc_kib(pid, "status", "voluntary_ctxt_switches"),
-	     nv = proc_kib(pid, "status", "nonvoluntary_ctxt_switches");
+	char dir[64];
+	long sum = 0;
+	struct dirent *e;
+	DIR *d;
 
-	return v < 0 || nv < 0 ? -1 : v + nv;
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	d = opendir(dir);
+	if (!d)
+		return -1;
+	while ((e = readdir(d))) {
+		char file[64];
+		long v, nv;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "task/%.20s/status", e->d_name);
+		v = proc_kib(pid, file, "voluntary_ctxt_switches");
+		nv = proc_kib(pid, file, "nonvoluntary_ctxt_switches");
+		if (v >= 0 && nv >= 0)
+			sum += v + nv;
+	}
+	closedir(d);
+	return sum;
 }
 
 int bench_agent_loop(const struct bench_agent *a, bool supervised, const char *cwd, long n,

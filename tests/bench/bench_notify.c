@@ -9,11 +9,13 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
@@ -23,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/loop.h"
 #include "notifier/fdpass.h"
 #include "notifier/filter.h"
 #include "notifier/notify.h"
@@ -342,6 +345,155 @@ static void bench_view(void)
 	       fast_ns / 1e3 / FAST, slow_ns / 1e3 / SLOW);
 }
 
+/* ---- as the supervisor answers: a thread blocked in RECV, under the loop's lock ---------
+ * The exec guard's thread (supervisor/exec/exec_guard.c): RECV blocking, the loop's lock
+ * (loop.h) taken and let go around the answer, while the loop's own thread sleeps in
+ * epoll_wait on the workload's result. Nothing else (no read, no decision). */
+
+struct lock_answerer {
+	struct loop *loop;
+	struct notifier *n;
+	bool cancel;
+	uint64_t cpu_ns; /* the answering thread's CPU, RECV to the listener's hang-up */
+	uint64_t answered;
+};
+
+static void *lock_answerer_main(void *userdata)
+{
+	struct lock_answerer *a = userdata;
+	uint64_t cpu0 = thread_cpu_ns();
+
+	for (;;) {
+		struct seccomp_notif req;
+		int r = notifier_receive(a->n, &req);
+
+		if (r == -EINTR)
+			continue;
+		if (r == -ENOENT) {
+			struct pollfd p = {.fd = notifier_fd(a->n), .events = POLLIN};
+
+			if (poll(&p, 1, 0) == 1 && (p.revents & POLLHUP))
+				break; /* every filtered process is gone */
+			continue;
+		}
+		if (r < 0 || loop_thread_lock(a->loop, &a->cancel) < 0)
+			break;
+		notifier_continue(a->n, req.id);
+		a->answered++;
+		loop_thread_unlock(a->loop);
+	}
+	a->cpu_ns = thread_cpu_ns() - cpu0;
+	return NULL;
+}
+
+struct lock_result {
+	uint64_t value;
+	bool got;
+};
+
+static int on_result(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	struct lock_result *res = userdata;
+
+	res->got = read(fd, &res->value, sizeof(res->value)) == sizeof(res->value);
+	loop_exit(loop, 0);
+	return 0;
+}
+
+/* Workload W in a filtered child, answered by a lock_answerer; the child's figure (0 on
+ * failure), the thread's CPU in *RET_CPU_NS and the loop's wake-ups in *RET_WAKEUPS. */
+static uint64_t measure_thread(enum workload w, uint64_t *ret_cpu_ns, uint64_t *ret_wakeups)
+{
+	struct lock_answerer a = {0};
+	struct lock_result result = {0};
+	int sv[2], res[2], go[2], lfd = -1;
+	pthread_t th;
+	bool started = false;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return 0;
+	if (pipe2(res, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0)
+		return 0;
+	pid = fork();
+	if (pid < 0)
+		return 0;
+	if (pid == 0) {
+		uint64_t r;
+		char c;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		(void)setsid(); /* its own session, as in measure_cpu */
+		if (notifier_filter_install(NULL, NULL, &lfd) < 0 ||
+		    fdpass_send(sv[1], lfd, NULL, 0) < 0)
+			_exit(1);
+		close(lfd);
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		r = run_workload(w);
+		_exit(write(res[1], &r, sizeof(r)) == sizeof(r) ? 0 : 1);
+	}
+	close(sv[1]);
+	close(res[1]);
+	close(go[0]);
+	if (fdpass_recv(sv[0], NULL, 0, NULL, &lfd) < 0 || notifier_new(lfd, &a.n) < 0 ||
+	    notifier_set_sync_wake_up(a.n, true) < 0 || loop_new(&a.loop) < 0 ||
+	    loop_add_fd(a.loop, res[0], EPOLLIN, on_result, &result) < 0)
+		goto out;
+	if (pthread_create(&th, NULL, lock_answerer_main, &a) != 0)
+		goto out;
+	started = true;
+	if (write(go[1], "g", 1) != 1 || loop_run(a.loop) < 0)
+		result.got = false;
+	if (ret_wakeups)
+		*ret_wakeups = loop_wakeups(a.loop);
+out:
+	kill(pid, SIGKILL); /* no-op when it already finished; never leave it blocked */
+	waitpid(pid, NULL, 0);
+	/* Its last process gone, the listener hangs up and the thread's RECV fails: it leaves. */
+	if (started) {
+		loop_thread_cancel(a.loop, &a.cancel);
+		pthread_join(th, NULL);
+	}
+	if (ret_cpu_ns)
+		*ret_cpu_ns = a.cpu_ns;
+	loop_free(a.loop);
+	notifier_free(a.n);
+	close(sv[0]);
+	close(res[0]);
+	close(go[1]);
+	return result.got ? result.value : 0;
+}
+
+/* The round trip and the fork+exec loop answered as the supervisor answers them, beside the
+ * poll loop's figures of bench_notify(). */
+static void bench_notify_thread(uint64_t poll_round_trip_ns, uint64_t native_ns,
+                                uint64_t poll_bare_ns, uint64_t poll_bare_cpu_ns)
+{
+	uint64_t rt_ns, fe_ns, fe_cpu_ns = 0, fe_wakeups = 0;
+
+	rt_ns = measure_thread(NOTIFIED_ENOENT, NULL, NULL);
+	fe_ns = measure_thread(FORK_EXEC_TRUE, &fe_cpu_ns, &fe_wakeups);
+	if (!rt_ns || !fe_ns) {
+		printf("thread blocked in RECV: failed to measure\n");
+		return;
+	}
+	/* Issue 16's figure: the round trip as the supervisor answers it. */
+	bench_summary_set(BENCH_ROW_NOTIFY, rt_ns / 1e3, -1);
+	printf("notify round trip, a thread blocked in RECV taking the loop's lock (as the "
+	       "supervisor answers): %.1f µs (poll loop: %.1f µs; medians of %d)\n",
+	       rt_ns / 1e3, poll_round_trip_ns / 1e3, ROUND_TRIPS);
+	if (native_ns && poll_bare_ns && poll_bare_cpu_ns)
+		printf("fork+exec+wait /bin/true x%d, notified + continue only: thread in RECV "
+		       "%.1f µs "
+		       "per exec (%.3fx native), poll loop %.1f µs (%.3fx); the answering thread's "
+		       "CPU %.1f µs vs %.1f µs; the loop's thread woke %llu times\n",
+		       FORK_EXECS, fe_ns / 1e3 / FORK_EXECS, (double)fe_ns / (double)native_ns,
+		       poll_bare_ns / 1e3 / FORK_EXECS, (double)poll_bare_ns / (double)native_ns,
+		       fe_cpu_ns / 1e3 / FORK_EXECS, poll_bare_cpu_ns / 1e3 / FORK_EXECS,
+		       (unsigned long long)fe_wakeups);
+}
+
 void bench_notify(void)
 {
 	uint64_t sync_ns, nosync_ns, poll_sync_ns, poll_nosync_ns, read_ns, native_ns;
@@ -430,4 +582,6 @@ void bench_notify(void)
 			       (double)wall[k][ROUNDS - 1] / (double)native_ns,
 			       cpu[k][ROUNDS / 2] / 1e3 / FORK_EXECS);
 	}
+	bench_notify_thread(poll_sync_ns ? poll_sync_ns : poll_nosync_ns, native_ns,
+	                    wall[1][ROUNDS / 2], cpu[1][ROUNDS / 2]);
 }

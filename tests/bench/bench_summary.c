@@ -37,8 +37,8 @@ static const struct {
                                 {"phases' sum (receive + read + decide + audit, the issue's "
                                  "definition)",
                                  "process CPU clock (idle baseline subtracted)", false}},
-        [BENCH_ROW_NOTIFY] = {"notification round trip (SYNC_WAKE_UP, poll loop)", MICROSECONDS, 5,
-                              NULL, ratio_labels},
+        [BENCH_ROW_NOTIFY] = {"notification round trip (SYNC_WAKE_UP, thread in RECV)",
+                              MICROSECONDS, 5, NULL, ratio_labels},
         [BENCH_ROW_COMPILE] = {"a real compile (`make -j2` of protocol/, notifier/, "
                                "netfilter/, clean), supervised / native",
                                RATIO, 1.01, NULL, ratio_labels},

@@ -9,7 +9,7 @@ enum bench_row {
 	BENCH_ROW_EXEC_LOOP, /* 2000 fork+exec+wait of /bin/true, supervised / native (run) */
 	BENCH_ROW_CONFIGURE, /* ./configure of a generated autotools project (programs) */
 	BENCH_ROW_EXEC_CPU,  /* the supervisor's CPU per auto-allowed exec, µs (run) */
-	BENCH_ROW_NOTIFY,    /* notification round trip, SYNC_WAKE_UP, poll loop, µs (notify) */
+	BENCH_ROW_NOTIFY,  /* notification round trip, SYNC_WAKE_UP, thread in RECV, µs (notify) */
 	BENCH_ROW_COMPILE, /* make -j2 of this project's sources, supervised / native (programs) */
 	BENCH_ROW_RSS,     /* the supervisor's RSS while the agent idles, MB (run) */
 	BENCH_ROW_PROXY_SETUP, /* connect set-up, transparent proxy minus direct, µs (proxy) */

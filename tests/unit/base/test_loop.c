@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -768,6 +769,177 @@ static void test_free_with_registrations_left(void **state)
 	close(efd);
 }
 
+/* ---- other threads: the loop's lock ---------------------------------------------------- */
+
+struct locker {
+	struct loop *loop;
+	int rounds;       /* lock and unlock this many times, doing nothing for the loop */
+	int exit_code;    /* then loop_exit() with it, under the lock (0: not) */
+	bool add_timer;   /* or add a timer due at once, whose callback exits with exit_code */
+	int prepared;     /* the prepare hook's count */
+	uint64_t wakeups; /* loop_wakeups() seen under the lock, after the rounds */
+	bool cancel;
+};
+
+static void count_prepare(struct loop *loop, void *userdata)
+{
+	struct locker *l = userdata;
+
+	l->prepared++;
+}
+
+static int exit_from_timer(struct loop *loop, void *userdata)
+{
+	struct locker *l = userdata;
+
+	loop_exit(loop, l->exit_code);
+	return 0;
+}
+
+static int exit_99(struct loop *loop, void *userdata)
+{
+	loop_exit(loop, 99); /* the loop was never woken: the test's bound */
+	return 0;
+}
+
+static void *locker_main(void *userdata)
+{
+	struct locker *l = userdata;
+	struct loop_timer *t;
+
+	for (int i = 0; i < l->rounds; i++) {
+		if (loop_thread_lock(l->loop, &l->cancel) < 0)
+			return NULL;
+		loop_thread_unlock(l->loop);
+	}
+	if (loop_thread_lock(l->loop, &l->cancel) < 0)
+		return NULL;
+	l->wakeups = loop_wakeups(l->loop);
+	if (l->add_timer)
+		assert_int_equal(loop_add_timer(l->loop, 0, exit_from_timer, l, &t), 0);
+	else
+		loop_exit(l->loop, l->exit_code);
+	loop_thread_unlock(l->loop);
+	return NULL;
+}
+
+/* A thread that takes the lock while the loop sleeps runs the prepare hooks itself and leaves
+ * the loop asleep (no wake-up for work that reached the kernel on its own), wakes it when it
+ * must stop (loop_exit), and a timer it adds fires on the loop's thread. */
+static void test_a_thread_with_the_lock_wakes_the_loop_only_when_it_must(void **state)
+{
+	for (int add_timer = 0; add_timer <= 1; add_timer++) {
+		struct loop *loop;
+		struct loop_timer *bound;
+		struct locker l = {
+		        .rounds = 100, .exit_code = 5 + add_timer, .add_timer = add_timer};
+		uint64_t bound_ms = loop_now_ms() + 20000;
+		pthread_t th;
+
+		assert_int_equal(loop_new(&loop), 0);
+		l.loop = loop;
+		assert_int_equal(loop_add_prepare(loop, count_prepare, &l), 0);
+		assert_int_equal(loop_add_timer(loop, bound_ms, exit_99, NULL, &bound), 0);
+		assert_int_equal(pthread_create(&th, NULL, locker_main, &l), 0);
+		assert_int_equal(loop_run(loop), 5 + add_timer);
+		/* Woken by the thread, not by the bound (which would find the exit already set). */
+		assert_true(loop_now_ms() < bound_ms);
+		assert_int_equal(pthread_join(th, NULL), 0);
+		assert_int_equal(l.wakeups, 0);     /* 100 rounds of the thread, the loop asleep */
+		assert_true(l.prepared >= 100 + 1); /* the thread's rounds, the loop's first wait */
+		loop_cancel_timer(loop, bound);
+		loop_free(loop);
+	}
+}
+
+struct busy {
+	struct loop *loop;
+	bool cancel;
+	int done; /* set by the loop's thread when it has had its rounds */
+	long cycles;
+	int rounds;
+};
+
+#define BUSY_CAP 3000000L
+
+static void *busy_main(void *userdata)
+{
+	struct busy *b = userdata;
+
+	while (!__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) && b->cycles < BUSY_CAP) {
+		if (loop_thread_lock(b->loop, &b->cancel) < 0)
+			break;
+		b->cycles++;
+		loop_thread_unlock(b->loop);
+	}
+	return NULL;
+}
+
+static int busy_round(struct loop *loop, void *userdata)
+{
+	struct busy *b = userdata;
+	struct loop_timer *t;
+
+	if (++b->rounds == 20) {
+		__atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);
+		loop_exit(loop, 0);
+		return 0;
+	}
+	/* The loop sleeps a little each round: the thread has the lock then. */
+	return loop_add_timer(loop, loop_now_ms() + 1, busy_round, b, &t);
+}
+
+/* A thread that takes the lock again as soon as it lets go (an agent's flood of execs) does not
+ * starve the loop. Counted, not timed: the loop's 20 rounds (a 1 ms sleep each, the thread has
+ * the lock then) end long before the thread's cap of lock rounds (about 0.4-0.8 M rounds here,
+ * of 3 M). The loop-first rule makes the bound one round of the thread per wake-up; glibc's
+ * mutex alone lets the loop in too, later (0.7-1.2 M): this is a liveness check. */
+static void test_a_busy_thread_does_not_starve_the_loop(void **state)
+{
+	struct loop *loop;
+	struct loop_timer *t;
+	struct busy b = {0};
+	pthread_t th;
+
+	assert_int_equal(loop_new(&loop), 0);
+	b.loop = loop;
+	assert_int_equal(loop_add_timer(loop, 0, busy_round, &b, &t), 0);
+	assert_int_equal(pthread_create(&th, NULL, busy_main, &b), 0);
+	assert_int_equal(loop_run(loop), 0);
+	/* Still the lock's holder: let the thread see DONE, or wait for it and be cancelled. */
+	loop_thread_cancel(loop, &b.cancel);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(b.rounds, 20);
+	print_message("busy thread: %ld lock rounds while the loop made 20\n", b.cycles);
+	assert_true(b.cycles < BUSY_CAP);
+	loop_free(loop);
+}
+
+static void *wait_for_lock(void *userdata)
+{
+	struct locker *l = userdata;
+
+	l->exit_code = loop_thread_lock(l->loop, &l->cancel);
+	return NULL;
+}
+
+/* The loop's thread holds the lock from loop_new() on; a thread waiting for it is let go by
+ * loop_thread_cancel(), without the lock. */
+static void test_a_thread_waiting_for_the_lock_is_cancelled(void **state)
+{
+	struct loop *loop;
+	struct locker l = {.exit_code = 1};
+	pthread_t th;
+
+	assert_int_equal(loop_new(&loop), 0);
+	l.loop = loop;
+	assert_int_equal(pthread_create(&th, NULL, wait_for_lock, &l), 0);
+	loop_thread_cancel(loop, &l.cancel);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(l.exit_code, -ECANCELED);
+	loop_free(loop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -788,6 +960,9 @@ int main(void)
 	        cmocka_unit_test(test_a_timer_cancels_another_due_in_the_same_round),
 	        cmocka_unit_test(test_timers_added_from_a_timer_callback_fire),
 	        cmocka_unit_test(test_free_with_registrations_left),
+	        cmocka_unit_test(test_a_thread_with_the_lock_wakes_the_loop_only_when_it_must),
+	        cmocka_unit_test(test_a_busy_thread_does_not_starve_the_loop),
+	        cmocka_unit_test(test_a_thread_waiting_for_the_lock_is_cancelled),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

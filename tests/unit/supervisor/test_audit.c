@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -932,6 +934,63 @@ static void crash_with(int sig)
 	unsetenv("XDG_STATE_HOME");
 }
 
+/* The exec guard's thread blocks every signal but the faults (a fault of a thread that blocks
+ * its signal resets the handler to the default: the lines would be lost). */
+static void *fault_on_a_thread(void *userdata)
+{
+	static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
+	int *volatile nowhere = userdata; /* a page with no access: a real fault, not UB */
+	sigset_t mask;
+
+	sigfillset(&mask);
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+		sigdelset(&mask, faults[i]);
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	*nowhere = 1;
+	return NULL;
+}
+
+/* A real fault (not a raised signal) on a second thread, with that thread's mask, while the
+ * first waits: the handler runs there and writes the lines. */
+static void test_a_fault_on_another_thread_writes_the_lines_in_memory(void **state)
+{
+	struct audit_log_options opts = {.rate = -1, .batch = true, .delay_ms = 60000};
+	char path[256], text[256];
+	int status;
+	pid_t pid;
+
+	(void)state;
+	setenv("XDG_STATE_HOME", tmpdir, 1);
+	snprintf(path, sizeof(path), "%s/cloister/audit.log", tmpdir);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit none = {0, 0};
+		struct loop *loop = NULL;
+		struct audit_log *log = NULL;
+		pthread_t th;
+		void *page;
+
+		(void)setrlimit(RLIMIT_CORE, &none);
+		signal(SIGSEGV, SIG_DFL);
+		if (loop_new(&loop) < 0 || audit_log_new(loop, &opts, &log) < 0)
+			_exit(1);
+		record_auto(log, "auto-a");
+		record_auto(log, "auto-b");
+		page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (page == MAP_FAILED || pthread_create(&th, NULL, fault_on_a_thread, page) != 0)
+			_exit(1);
+		pthread_join(th, NULL);
+		_exit(2);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGSEGV);
+	file_summaries(path, text, sizeof(text));
+	assert_string_equal(text, "auto-a auto-b ");
+	unsetenv("XDG_STATE_HOME");
+}
+
 static void test_a_crash_writes_the_lines_in_memory(void **state)
 {
 	(void)state;
@@ -1099,6 +1158,9 @@ int main(void)
 	                remove_tmpdir),
 	        cmocka_unit_test_setup_teardown(test_a_crash_writes_the_lines_in_memory,
 	                                        make_tmpdir, remove_tmpdir),
+	        cmocka_unit_test_setup_teardown(
+	                test_a_fault_on_another_thread_writes_the_lines_in_memory, make_tmpdir,
+	                remove_tmpdir),
 	        cmocka_unit_test_setup_teardown(test_an_abort_writes_the_lines_in_memory,
 	                                        make_tmpdir, remove_tmpdir),
 	};
