@@ -75,6 +75,7 @@ struct loop {
 	bool held;
 	bool loop_waiting; /* the loop's thread wants it back: it goes first */
 	unsigned waiting;  /* threads in loop_thread_lock() */
+	unsigned handoff;  /* turns the loop's thread gives before it takes the lock back */
 	int wake_fd;       /* eventfd: a thread asked the loop to look again (loop_exit) */
 	uint64_t wakeups;  /* epoll_wait returns */
 };
@@ -522,6 +523,11 @@ static void loop_release(struct loop *loop)
 {
 	pthread_mutex_lock(&loop->mu);
 	loop->held = false;
+	/* The threads waiting now go before the loop's thread takes the lock back: an epoll_wait
+	 * with events ready returns sooner than a woken thread runs, so without the turns a loop
+	 * kept busy (a flood through the proxy or the pty) would keep the lock, and the execs of
+	 * every sandbox would wait for seconds. */
+	loop->handoff = loop->waiting;
 	if (loop->waiting)
 		pthread_cond_broadcast(&loop->cv);
 	pthread_mutex_unlock(&loop->mu);
@@ -534,7 +540,7 @@ static void loop_acquire(struct loop *loop)
 {
 	pthread_mutex_lock(&loop->mu);
 	loop->loop_waiting = true;
-	while (loop->held)
+	while (loop->held || loop->handoff)
 		pthread_cond_wait(&loop->cv, &loop->mu);
 	loop->loop_waiting = false;
 	loop->held = true;
@@ -547,13 +553,20 @@ int loop_thread_lock(struct loop *loop, const bool *cancel)
 
 	pthread_mutex_lock(&loop->mu);
 	loop->waiting++;
-	while ((loop->held || loop->loop_waiting) && !__atomic_load_n(cancel, __ATOMIC_ACQUIRE))
+	while ((loop->held || (loop->loop_waiting && !loop->handoff)) &&
+	       !__atomic_load_n(cancel, __ATOMIC_ACQUIRE))
 		pthread_cond_wait(&loop->cv, &loop->mu);
 	loop->waiting--;
-	if (__atomic_load_n(cancel, __ATOMIC_ACQUIRE))
+	/* A turn is used up by taking the lock or by leaving without it; the loop's thread may
+	 * wait for that last turn (a cancel is rare: tell it). */
+	if (loop->handoff)
+		loop->handoff--;
+	if (__atomic_load_n(cancel, __ATOMIC_ACQUIRE)) {
 		r = -ECANCELED;
-	else
+		pthread_cond_broadcast(&loop->cv);
+	} else {
 		loop->held = true;
+	}
 	pthread_mutex_unlock(&loop->mu);
 	return r;
 }
