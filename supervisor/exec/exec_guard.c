@@ -631,8 +631,7 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	int r;
 
 	/* Over the audit rate, the line is not written: the cwd and ids only it needs are read
-	 * if an ask needs them after all. The files' names wait for a cache miss (the policy
-	 * reads them) or for the audit line after the answer (notifier_read_exec_names). */
+	 * if an ask needs them after all. */
 	lean = !approvals_verdict_written(eg->approvals, eg->name);
 	r = notifier_read_exec_some(eg->notifier, req, lean ? 0 : EXEC_READ_RECORD, &t, &err);
 	trace_exec_phase(TRACE_EXEC_READ);
@@ -682,23 +681,22 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 
 	argv = (const char *const *)t->argv;
 	argc = t->argc;
-	/* The same exec as a moment ago, nothing it rests on changed: the same allow. The key is
-	 * the file's identity, not its name, which is read after the answer, for the line only
-	 * (verdict_cache.h says why the identity is what counts). */
-	verdict_key_of(t, &key);
-	if (verdict_cache_find(eg->verdicts, &key, &res)) {
-		exec_files_from_target(t, &files);
-		exec_args_from_target(eg, t, &args);
-		exe = NULL;
-		goto decided;
-	}
-	/* The policy matches the names. */
+	/* The policy matches the names, and so does the cache's key: read before the answer (a
+	 * readlink only when a symlink was on the way; see verdict_cache.h). */
 	r = notifier_read_exec_names(eg->notifier, t, true);
 	exe = t->file.real_path ? t->file.real_path : t->abs_path;
-	if (r < 0)
+	if (r < 0) {
 		cl_error_set(&err, r, "reading the file's name: %s", strerror(-r));
-	else
+	} else {
+		/* The same exec as a moment ago, nothing it rests on changed: the same allow. */
+		verdict_key_of(t, &key);
+		if (verdict_cache_find(eg->verdicts, &key, &res)) {
+			exec_files_from_target(t, &files);
+			exec_args_from_target(eg, t, &args);
+			goto decided;
+		}
 		r = decide(eg, t, NULL, &res, &err);
+	}
 	/* An ask: the file's content counts, for the decisions pinned to one (a person's) and
 	 * for what a decision on this ask will be pinned to; so it does when a pinned rule would
 	 * allow what the settings deny (exec.ask off). An exec the config allows costs no
@@ -756,14 +754,6 @@ decided:
 		int answered = answer(eg, req->id, t->pid, true, &files, &args);
 
 		trace_exec_phase(TRACE_EXEC_ANSWER);
-		/* A cached verdict's line names the file now: our fd, the file that was read,
-		 * whatever happened since to the path (the line shows a script's interpreter as
-		 * written, not by its name). Out of memory, the given path. */
-		if (!exe) {
-			if (!lean)
-				(void)notifier_read_exec_names(eg->notifier, t, false);
-			exe = t->file.real_path ? t->file.real_path : t->abs_path;
-		}
 		if (answered < 0) {
 			audit_verdict(eg, t, exe, argv, argc, &res, AUDIT_DENY,
 			              "the backstop could not record the approval");

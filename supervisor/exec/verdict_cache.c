@@ -81,7 +81,8 @@ static void put_file(struct verdict_key *k, const struct exec_file *f)
 	put_u64(k, f->size);
 	put_u64(k, f->kdev);
 	put_u64(k, (uint64_t)f->view);
-	/* Not real_path: the fast path answers before reading it (verdict_cache.h). */
+	/* The name the path led to: rules match it (verdict_cache.h). */
+	put_str(k, f->real_path);
 }
 
 void verdict_key_of(const struct exec_target *t, struct verdict_key *ret)

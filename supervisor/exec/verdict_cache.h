@@ -9,18 +9,16 @@
  * the "#!" line and the script's path; and the arguments whole (the config's `command` rules
  * read them).
  *
- * Not the name the path resolved to (real_path): reading it costs a readlink the exec would
- * wait for, so a hit answers without it. With the same given path and the same identity, that
- * name can differ only when the path's symlinks or directories now lead, within the same
- * mount, to another name of the very same inode, whose content has not changed since (a new
- * hard link or a rename of the file itself changes its ctime; a rename of a directory above
- * it, or a hard link made before, does not). What runs is then the same content with the same
- * arguments that was allowed a moment ago under the first name, which the agent could simply
- * run again under that name; the files a deny rule names are refused under any name by their
- * identity (deny_ids.h), which is in the key. Bind mounts are other mounts, other keys. What is not
- * in the key is what the guard may change: the session's answers and people's decisions, and
- * termination; the guard clears the cache whenever one of them changes (verdict_cache_clear()). The
- * config is loaded once per run.
+ * The name the path resolved to (real_path) is in the key too: with the same given path and
+ * the same identity it can still differ (a symlink or a directory above turned, within the
+ * same mount, to another name of the very same inode: a hard link made before, a renamed
+ * directory, neither of which changes the file's ctime), and rules match names: an allow of
+ * one name is no allow of another (tests/integration/attack5_cache_names.sh). Reading it costs
+ * a readlink before the answer only when a symlink was on the way; a path found through none
+ * names the file from its own lookup (resolve.h). Bind mounts are other mounts, other keys.
+ * What is not in the key is what the guard may change: the session's answers and people's
+ * decisions, and termination; the guard clears the cache whenever one of them changes
+ * (verdict_cache_clear()). The config is loaded once per run.
  *
  * Only allows are kept: an ask or a denial is decided afresh every time. A key over
  * VERDICT_KEY_MAX bytes (a long command line) is not kept. A small direct-mapped table: the

@@ -62,13 +62,14 @@ enum reading {
 	 * argv array's pages, openat2(RESOLVE_IN_ROOT) of the path from a fixed root, statx of
 	 * the fd, NOTIF_ID_VALID; the fd closed after the answer. */
 	READ_FLOOR,
-	/* notifier_read_exec() as it was before the fast path: everything, names included, from
-	 * /proc/PID/root. */
+	/* notifier_read_exec(): everything, names included, from /proc/PID/root (no fixed
+	 * root, no view). */
 	READ_FULL,
 	/* As the supervisor reads an exec whose line is written: a view and a fixed root set, the
-	 * cwd and ids, no names; the names and the free after the answer. */
+	 * cwd and ids, the names (a readlink only with a symlink on the way); the free after the
+	 * answer. */
 	READ_SUPERVISOR,
-	/* The same over the audit rate (no line to write): no cwd, no ids, no names. */
+	/* The same over the audit rate (no line to write): no cwd, no ids. */
 	READ_SUPERVISOR_LEAN,
 };
 
@@ -256,9 +257,9 @@ static uint64_t measure_cpu(enum workload w, bool filtered, bool sync_wake_up, e
 				int r = notifier_read_exec_some(
 				        n, &req, record ? EXEC_READ_RECORD : 0, &t, NULL);
 
+				if (r == 0)
+					(void)notifier_read_exec_names(n, t, true);
 				notifier_continue(n, req.id);
-				if (r == 0 && record)
-					(void)notifier_read_exec_names(n, t, false);
 				exec_target_free(t);
 			} else {
 				struct exec_target *t = NULL;
@@ -539,9 +540,8 @@ void bench_notify(void)
 	        "notified + continue only (the mechanism's floor)",
 	        "notified + the kernel's floor for reading an exec (one process_vm_readv, openat2 "
 	        "RESOLVE_IN_ROOT, statx, ID_VALID) + continue",
-	        "notified + the supervisor's read (fixed root, cwd and ids; names after the "
-	        "answer) + continue",
-	        "notified + the supervisor's read over the audit rate (no cwd, ids or names) + "
+	        "notified + the supervisor's read (fixed root, cwd, ids and names) + continue",
+	        "notified + the supervisor's read over the audit rate (names, no cwd or ids) + "
 	        "continue",
 	        "notified + notifier_read_exec (everything, names included) + continue",
 	};

@@ -3,12 +3,10 @@
 # it was read, not on its name: the same command run again is allowed again; a file replaced
 # under the same name by a hard link of a denied program is decided again, and denied; a
 # script rewritten in place (same inode, same size, a new ctime) to name a denied interpreter
-# is denied. A kept allow is answered before the file's name is read: its audit line still names
-# the file by its real name (read after the answer from the supervisor's own fd), not by the
-# symlinked path it was run by. Since the key is the file's identity and the given path, not the
-# name the path resolves to: the same path, a symlink on it turned to a new hard link of the
-# allowed file under a denied name, is decided again (the link changed the file's ctime) and
-# denied. As root and as a user. Prints TAP.
+# is denied. A kept allow's audit line names the file by its real name, not by the symlinked
+# path it was run by. The same path, a symlink on it turned to a new hard link of the allowed
+# file under a denied name, is decided again and denied (attack5_cache_names.sh: the same with a
+# hard link made before the first run). As root and as a user. Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
