@@ -36,21 +36,6 @@ EOF
 cp "$U/cfg/config.yaml" "$CFG/config.yaml"
 chown -R "$NOBODY:$NOBODY" "$U"
 
-as_run() { # USER RUN-ARGS…: run the supervisor to its end; $rc
-	who=$1
-	shift
-	if [ "$who" = root ]; then
-		(cd "$U" && exec timeout -k 5 "$SV_TIMEOUT" "$SUPERVISOR" run --config-dir "$CFG" "$@") \
-			</dev/null >"$OUT" 2>"$ERR"
-		rc=$?
-	else
-		(cd "$U" && exec timeout -k 5 "$SV_TIMEOUT" setpriv --reuid=$NOBODY --regid=$NOBODY \
-			--clear-groups env HOME="$U/home" XDG_STATE_HOME="$U/state" \
-			"$U/cloister-supervisor" run --config-dir "$U/cfg" "$@") </dev/null >"$OUT" 2>"$ERR"
-		rc=$?
-	fi
-}
-
 for who in root nobody; do
 	W=$U/ok/$who
 	O=$U/other/$who
@@ -62,7 +47,7 @@ for who in root nobody; do
 	chown -h "$NOBODY:$NOBODY" "$U/cur-$who"
 	P=$U/cur-$who/tool
 	M=$U/home/m-$who
-	SV_TIMEOUT=40 as_run "$who" --ask none -- sh -c "
+	SV_TIMEOUT=40 sv_as "$who" --ask none -- sh -c "
 		$O/tool $M; echo \"direct \$?\"
 		test -e $M && mv $M $M-direct
 		$P $M && rm $M && $P $M && rm $M; echo \"allowed \$?\"

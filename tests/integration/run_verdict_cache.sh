@@ -39,21 +39,6 @@ EOF
 cp "$U/cfg/config.yaml" "$CFG/config.yaml"
 chown -R "$NOBODY:$NOBODY" "$U"
 
-as_run() { # USER RUN-ARGS…: run the supervisor to its end; $rc
-	who=$1
-	shift
-	if [ "$who" = root ]; then
-		(cd "$U" && exec timeout -k 5 "$SV_TIMEOUT" "$SUPERVISOR" run --config-dir "$CFG" "$@") \
-			</dev/null >"$OUT" 2>"$ERR"
-		rc=$?
-	else
-		(cd "$U" && exec timeout -k 5 "$SV_TIMEOUT" setpriv --reuid=$NOBODY --regid=$NOBODY \
-			--clear-groups env HOME="$U/home" XDG_STATE_HOME="$U/state" \
-			"$U/cloister-supervisor" run --config-dir "$U/cfg" "$@") </dev/null >"$OUT" 2>"$ERR"
-		rc=$?
-	fi
-}
-
 for who in root nobody; do
 	W=$U/work/$who
 	mkdir -p "$W"
@@ -73,7 +58,7 @@ for who in root nobody; do
 	L=$U/work/$who-link/tool2
 	# Each exec twice before the change, with the same arguments (they are in the key): the
 	# second is the kept allow. Whether the image ran is the marker M it creates.
-	SV_TIMEOUT=40 as_run "$who" --ask none -- sh -c "
+	SV_TIMEOUT=40 sv_as "$who" --ask none -- sh -c "
 		$W/tool $W/m && rm $W/m && $W/tool $W/m && rm $W/m; echo \"tool \$?\"
 		rm $W/tool && ln $U/bin/denied $W/tool && $W/tool $W/m; echo \"replaced \$?\"
 		test -e $W/m && mv $W/m $W/m-replaced

@@ -10,6 +10,10 @@
 #                              stdin /dev/null, in $TMP (the sandbox's /tmp is private: the
 #                              working directory is what the agent sees of it); stdout in $OUT,
 #                              stderr in $ERR, status in $rc
+#   sv_as WHO [RUN OPTIONS]…   the same from $U, as root (--config-dir $CFG) or as nobody
+#                              (WHO=nobody: $U/cloister-supervisor, --config-dir $U/cfg, HOME
+#                              $U/home, XDG_STATE_HOME $U/state: a directory the test gives
+#                              nobody)
 #   audit_count REGEX          lines of the audit log matching REGEX (0 if there is none)
 #   audit_reset                start a new audit log
 #   cgroup2_root               the cgroup2 mount point, from /proc/self/mountinfo
@@ -77,6 +81,20 @@ write_config() { cat >"$CFG/config.yaml"; }
 sv() {
 	(cd "$TMP" && exec timeout -k 5 "$SV_TIMEOUT" "$SUPERVISOR" run --config-dir "$CFG" "$@") \
 		</dev/null >"$OUT" 2>"$ERR"
+	rc=$?
+}
+
+sv_as() {
+	sv_as_who=$1
+	shift
+	if [ "$sv_as_who" = root ]; then
+		(cd "$U" && exec timeout -k 5 "$SV_TIMEOUT" "$SUPERVISOR" run --config-dir "$CFG" "$@") \
+			</dev/null >"$OUT" 2>"$ERR"
+	else
+		(cd "$U" && exec timeout -k 5 "$SV_TIMEOUT" setpriv --reuid=65534 --regid=65534 \
+			--clear-groups env HOME="$U/home" XDG_STATE_HOME="$U/state" \
+			"$U/cloister-supervisor" run --config-dir "$U/cfg" "$@") </dev/null >"$OUT" 2>"$ERR"
+	fi
 	rc=$?
 }
 
