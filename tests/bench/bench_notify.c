@@ -168,25 +168,25 @@ static int set_own_view(struct notifier *n, struct exec_view **ret)
 	return notifier_set_fixed_root(n, true);
 }
 
-static uint64_t measure_cpu(enum workload w, bool filtered, bool sync_wake_up, enum reading reading,
-                            bool poll_loop, uint64_t *ret_cpu_ns)
-{
-	uint64_t cpu0 = 0;
-	struct notifier *n = NULL;
-	struct exec_view *view = NULL;
-	int root = -1;
-	int sv[2], res[2], go[2], lfd = -1;
-	uint64_t result = 0;
+/* The workload's child: W in its own process (filtered: under a notifier whose listener it
+ * passes back), started by a byte on go, its figure written to res. */
+struct workload_child {
 	pid_t pid;
+	int sv, res, go; /* our ends: the listener's socket, the figure, the start */
+};
+
+static int start_workload(enum workload w, bool filtered, struct workload_child *ret)
+{
+	int sv[2], res[2], go[2], lfd = -1;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return 0;
+		return -1;
 	if (pipe2(res, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0)
-		return 0;
-	pid = fork();
-	if (pid < 0)
-		return 0;
-	if (pid == 0) {
+		return -1;
+	ret->pid = fork();
+	if (ret->pid < 0)
+		return -1;
+	if (ret->pid == 0) {
 		uint64_t r;
 		char c;
 
@@ -209,8 +209,40 @@ static uint64_t measure_cpu(enum workload w, bool filtered, bool sync_wake_up, e
 	close(sv[1]);
 	close(res[1]);
 	close(go[0]);
+	ret->sv = sv[0];
+	ret->res = res[0];
+	ret->go = go[1];
+	return 0;
+}
+
+static void stop_workload(const struct workload_child *c)
+{
+	kill(c->pid, SIGKILL); /* no-op when it already finished; never leave it blocked */
+	waitpid(c->pid, NULL, 0);
+}
+
+static void close_workload(const struct workload_child *c)
+{
+	close(c->sv);
+	close(c->res);
+	close(c->go);
+}
+
+static uint64_t measure_cpu(enum workload w, bool filtered, bool sync_wake_up, enum reading reading,
+                            bool poll_loop, uint64_t *ret_cpu_ns)
+{
+	uint64_t cpu0 = 0;
+	struct notifier *n = NULL;
+	struct exec_view *view = NULL;
+	int root = -1;
+	struct workload_child child;
+	int lfd = -1;
+	uint64_t result = 0;
+
+	if (start_workload(w, filtered, &child) < 0)
+		return 0;
 	if (filtered) {
-		if (fdpass_recv(sv[0], NULL, 0, NULL, &lfd) < 0 || notifier_new(lfd, &n) < 0)
+		if (fdpass_recv(child.sv, NULL, 0, NULL, &lfd) < 0 || notifier_new(lfd, &n) < 0)
 			goto out;
 		if (notifier_set_sync_wake_up(n, sync_wake_up) < 0 && sync_wake_up)
 			goto out;
@@ -222,7 +254,7 @@ static uint64_t measure_cpu(enum workload w, bool filtered, bool sync_wake_up, e
 			goto out;
 	}
 	cpu0 = thread_cpu_ns();
-	if (write(go[1], "g", 1) != 1)
+	if (write(child.go, "g", 1) != 1)
 		goto out;
 	/* The bare round trip: a blocking receive → continue loop, nothing else in between. */
 	for (int i = 0; !poll_loop && i < ROUND_TRIPS; i++) {
@@ -233,7 +265,7 @@ static uint64_t measure_cpu(enum workload w, bool filtered, bool sync_wake_up, e
 	}
 	/* As in the supervisor: wait in poll(2) for the listener, then receive. */
 	for (;;) {
-		struct pollfd p[2] = {{.fd = res[0], .events = POLLIN},
+		struct pollfd p[2] = {{.fd = child.res, .events = POLLIN},
 		                      {.fd = n ? notifier_fd(n) : -1, .events = POLLIN}};
 		struct seccomp_notif req;
 
@@ -272,7 +304,7 @@ static uint64_t measure_cpu(enum workload w, bool filtered, bool sync_wake_up, e
 			continue;
 		}
 		if (p[0].revents & (POLLIN | POLLHUP)) {
-			if (read(res[0], &result, sizeof(result)) != sizeof(result))
+			if (read(child.res, &result, sizeof(result)) != sizeof(result))
 				result = 0;
 			if (ret_cpu_ns)
 				*ret_cpu_ns = thread_cpu_ns() - cpu0;
@@ -280,15 +312,12 @@ static uint64_t measure_cpu(enum workload w, bool filtered, bool sync_wake_up, e
 		}
 	}
 out:
-	kill(pid, SIGKILL); /* no-op when it already finished; never leave it blocked */
-	waitpid(pid, NULL, 0);
+	stop_workload(&child);
 	notifier_free(n);
 	exec_view_free(view);
 	if (root >= 0)
 		close(root);
-	close(sv[0]);
-	close(res[0]);
-	close(go[1]);
+	close_workload(&child);
 	return result;
 }
 
@@ -407,50 +436,26 @@ static uint64_t measure_thread(enum workload w, uint64_t *ret_cpu_ns, uint64_t *
 {
 	struct lock_answerer a = {0};
 	struct lock_result result = {0};
-	int sv[2], res[2], go[2], lfd = -1;
+	struct workload_child child;
+	int lfd = -1;
 	pthread_t th;
 	bool started = false;
-	pid_t pid;
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+	if (start_workload(w, true, &child) < 0)
 		return 0;
-	if (pipe2(res, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0)
-		return 0;
-	pid = fork();
-	if (pid < 0)
-		return 0;
-	if (pid == 0) {
-		uint64_t r;
-		char c;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		(void)setsid(); /* its own session, as in measure_cpu */
-		if (notifier_filter_install(NULL, NULL, &lfd) < 0 ||
-		    fdpass_send(sv[1], lfd, NULL, 0) < 0)
-			_exit(1);
-		close(lfd);
-		if (read(go[0], &c, 1) != 1)
-			_exit(1);
-		r = run_workload(w);
-		_exit(write(res[1], &r, sizeof(r)) == sizeof(r) ? 0 : 1);
-	}
-	close(sv[1]);
-	close(res[1]);
-	close(go[0]);
-	if (fdpass_recv(sv[0], NULL, 0, NULL, &lfd) < 0 || notifier_new(lfd, &a.n) < 0 ||
+	if (fdpass_recv(child.sv, NULL, 0, NULL, &lfd) < 0 || notifier_new(lfd, &a.n) < 0 ||
 	    notifier_set_sync_wake_up(a.n, true) < 0 || loop_new(&a.loop) < 0 ||
-	    loop_add_fd(a.loop, res[0], EPOLLIN, on_result, &result) < 0)
+	    loop_add_fd(a.loop, child.res, EPOLLIN, on_result, &result) < 0)
 		goto out;
 	if (pthread_create(&th, NULL, lock_answerer_main, &a) != 0)
 		goto out;
 	started = true;
-	if (write(go[1], "g", 1) != 1 || loop_run(a.loop) < 0)
+	if (write(child.go, "g", 1) != 1 || loop_run(a.loop) < 0)
 		result.got = false;
 	if (ret_wakeups)
 		*ret_wakeups = loop_wakeups(a.loop);
 out:
-	kill(pid, SIGKILL); /* no-op when it already finished; never leave it blocked */
-	waitpid(pid, NULL, 0);
+	stop_workload(&child);
 	/* Its last process gone, the listener hangs up and the thread's RECV fails: it leaves. */
 	if (started) {
 		loop_thread_cancel(a.loop, &a.cancel);
@@ -460,9 +465,7 @@ out:
 		*ret_cpu_ns = a.cpu_ns;
 	loop_free(a.loop);
 	notifier_free(a.n);
-	close(sv[0]);
-	close(res[0]);
-	close(go[1]);
+	close_workload(&child);
 	return result.got ? result.value : 0;
 }
 
