@@ -941,6 +941,9 @@ void bench_proxy(void)
 		       setup_cpu_us[WAY_FLOOR], setup_wakeups[WAY_FLOOR], setup_cpu_us[1],
 		       setup_wakeups[1]);
 	bench_summary_set(BENCH_ROW_PROXY_SETUP, setup_us[1] - setup_us[0], -1);
+	if (on[WAY_FLOOR])
+		bench_summary_floor(BENCH_ROW_PROXY_SETUP, setup_us[WAY_FLOOR] - setup_us[0],
+		                    "a minimal user-space relay redirected as ours is");
 	printf("bulk %u MiB one way, %d rounds, best GB/s and the median of (way / direct in the "
 	       "same round): direct %.2f GB/s; transparent %.2f GB/s, %.0f %%; CONNECT %.2f GB/s, "
 	       "%.0f %%",

@@ -58,8 +58,9 @@ static const struct {
                                   RATIO, 1.03, NULL, ratio_labels},
 };
 
-static double values[BENCH_ROWS], cpu_values[BENCH_ROWS];
-static bool measured[BENCH_ROWS];
+static double values[BENCH_ROWS], cpu_values[BENCH_ROWS], floors[BENCH_ROWS];
+static const char *floor_what[BENCH_ROWS];
+static bool measured[BENCH_ROWS], floor_measured[BENCH_ROWS];
 
 void bench_summary_set(enum bench_row row, double now, double cpu)
 {
@@ -68,6 +69,15 @@ void bench_summary_set(enum bench_row row, double now, double cpu)
 	values[row] = now;
 	cpu_values[row] = cpu;
 	measured[row] = true;
+}
+
+void bench_summary_floor(enum bench_row row, double floor, const char *what)
+{
+	if ((unsigned)row >= BENCH_ROWS)
+		return;
+	floors[row] = floor;
+	floor_what[row] = what;
+	floor_measured[row] = true;
 }
 
 /* A figure as measured, or a goal as the issue sets it (fewer digits). */
@@ -97,7 +107,7 @@ void bench_summary_print(double load, int cpus)
 		printf("load average before the run: %.2f on %d CPUs%s\n", load, cpus,
 		       loaded ? ": the wall clock is unreliable, ✓/✗ of a ratio by its CPU time"
 		              : "");
-	printf("| figure | now | goal | |\n|---|---|---|---|\n");
+	printf("| figure | now | goal | floor here | |\n|---|---|---|---|---|\n");
 	for (int i = 0; i < BENCH_ROWS; i++) {
 		const struct labels *l = &rows[i].labels;
 		bool has_cpu = cpu_values[i] >= 0 && l->second_judged;
@@ -124,6 +134,17 @@ void bench_summary_print(double load, int cpus)
 		print_value(rows[i].unit, rows[i].goal, true);
 		if (rows[i].aim)
 			printf(", %s", rows[i].aim);
+		printf(" | ");
+		if (floor_measured[i]) {
+			print_value(rows[i].unit, floors[i], false);
+			/* A loaded machine raises the floor as much as the figure. */
+			printf(" (%s)%s", floor_what[i],
+			       loaded                     ? ""
+			       : floors[i] > rows[i].goal ? ": the goal is under it"
+			                                  : "");
+		} else {
+			printf("–");
+		}
 		printf(" | %s |\n", !measured[i] ? "–" : met ? "✓" : "✗");
 	}
 }

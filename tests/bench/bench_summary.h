@@ -27,7 +27,13 @@ enum bench_row {
  * memory (RSS, and PSS beside it). */
 void bench_summary_set(enum bench_row row, double now, double cpu);
 
-/* The table on stdout: every row, "not measured" for those no section recorded. LOAD is the
+/* Record ROW's floor on this machine: the same figure with none of the supervisor's code in
+ * it, only the kernel's mechanism the design rests on (WHAT says which, briefly). A goal under
+ * its floor cannot be met by any work of ours, and the table says so. */
+void bench_summary_floor(enum bench_row row, double floor, const char *what);
+
+/* The table on stdout: every row, "not measured" for those no section recorded, its floor
+ * where a section recorded one. LOAD is the
  * machine's load average before the run (< 0: unknown), CPUS its processor count: from half
  * the processors busy on, the wall-clock ratios say more about the others' work than about ours
  * (supervised runs came out faster than native ones), so the ✓/✗ of a ratio follows its CPU
