@@ -23,7 +23,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=34
+PLAN=36
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv git
 tap_plan $PLAN
@@ -138,6 +138,12 @@ EOF
 	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
 		"$who: the person's commit in the project after the run runs nothing of the agent's" \
 		"$(ls -la "$WT" "$WT/scripts")"
+	# core.hooksPath above leaves .git/hooks aside: a commit that runs those (the person unsets
+	# it, or another checkout does not set it) runs what their links lead to.
+	rm -f "$MARK"
+	as_who "$WT" git -c core.hooksPath=.git/hooks -c user.email=p@x commit -q --allow-empty -m z
+	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
+		"$who: nor a commit that runs the hooks of .git/hooks" "$(ls -la "$WT/.git/hooks" "$WT/scripts")"
 	rm -f "$MARK"
 	echo y >"$WT/sub/g" && as_who "$WT/sub" git add g &&
 		as_who "$WT/sub" git -c user.email=p@x commit -qm y

@@ -27,6 +27,11 @@
 #                              stdout in $OUT, stderr in $ERR, status in $rc
 #   as_who DIR COMMAND…        the person on the host after the run: COMMAND as $AS from DIR
 #                              with that HOME (bounded: 20 s), its output discarded
+#   cli_as WHO ARGS…           the CLI as root ($SUPERVISOR) or as nobody (from $U:
+#                              $U/cloister-supervisor, HOME $U, XDG_RUNTIME_DIR $U/rt); its
+#                              output in $out, status in $st
+#   pending_as WHO TEXT        poll `cli_as WHO pending` (10 s) for an ask whose line has TEXT;
+#                              its id in $id ("" when none came), the last answer in $out
 #   audit_count REGEX          lines of the audit log matching REGEX (0 if there is none)
 #   audit_reset                start a new audit log
 #   cgroup2_root               the cgroup2 mount point, from /proc/self/mountinfo
@@ -148,6 +153,30 @@ as_who() {
 	# shellcheck disable=SC2086 # $AS is words on purpose
 	(cd "$as_who_dir" && exec timeout 20 $AS env HOME="${SV_HOME:-$W/home}" "$@") \
 		</dev/null >/dev/null 2>&1
+}
+
+cli_as() {
+	if [ "$1" = root ]; then
+		shift
+		out=$(timeout 20 "$SUPERVISOR" "$@" 2>&1)
+	else
+		shift
+		out=$(cd "$U" && timeout 20 setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups \
+			env HOME="$U" XDG_RUNTIME_DIR="$U/rt" "$U/cloister-supervisor" "$@" 2>&1)
+	fi
+	# shellcheck disable=SC2034 # the tests read it
+	st=$?
+}
+
+pending_as() {
+	id=
+	pending_as_i=0
+	while [ -z "$id" ] && [ $pending_as_i -lt 200 ]; do
+		cli_as "$1" pending
+		id=$(printf '%s\n' "$out" | grep -F -- "$2" | awk '{ print $1 }' | head -n 1)
+		[ -n "$id" ] || sleep 0.05
+		pending_as_i=$((pending_as_i + 1))
+	done
 }
 
 audit_count() {
