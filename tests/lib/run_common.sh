@@ -14,6 +14,7 @@
 #                              (WHO=nobody: $U/cloister-supervisor, --config-dir $U/cfg, HOME
 #                              $U/home, XDG_STATE_HOME $U/state: a directory the test gives
 #                              nobody)
+#   NOBODY                     the unprivileged user's uid and gid (65534)
 #   sv_agent_setup             for the tests that attack as root and as nobody, each case in a
 #                              directory $W of its own: $TMP crossable and
 #                              $TMP/cloister-supervisor, a copy of the supervisor nobody can run
