@@ -11,9 +11,9 @@
 // Environment: DASHBOARD_URL, SV_PID (the first supervisor), RESULT_DIR (the first agent waits
 // for RESULT_DIR/go and writes its results there), CONTROL_DIR, ARTIFACTS (screenshots),
 // SANDBOX (the first sandbox's --name), AGENT_CWD (its working directory), TAP_START.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { assert, check, eq, exitStatus, launch, need, readIn, tap, until, watchdog } from './harness.mjs';
 
 const URL_ = need('DASHBOARD_URL');
 // The link that logs the page in: the session cookie everything but the page itself needs.
@@ -26,104 +26,14 @@ const SANDBOX = need('SANDBOX');
 const CONTROL_DIR = need('CONTROL_DIR');
 const SV_PID = Number(process.env.SV_PID || 0);
 const PEER_RESULT_DIR = need('PEER_RESULT_DIR');
-let tapN = Number(process.env.TAP_START || 1) - 1;
-let failed = 0;
+watchdog(150000);
 
-function need(name) {
-	const v = process.env[name];
-	if (!v) {
-		console.error(`dashboard.mjs: ${name} is not set`);
-		process.exit(2);
-	}
-	return v;
-}
-
-// Never hang: the whole run is bounded, whatever the browser does.
-const watchdog = setTimeout(() => {
-	console.log(`not ok ${++tapN} - the browser test finished within its time limit`);
-	process.exit(3);
-}, Number(process.env.BROWSER_TIMEOUT_MS || 150000));
-watchdog.unref();
-
-function tap(ok, name, diag) {
-	tapN++;
-	if (ok) {
-		console.log(`ok ${tapN} - ${name}`);
-		return;
-	}
-	failed++;
-	console.log(`not ok ${tapN} - ${name}`);
-	if (diag)
-		for (const line of String(diag).split('\n').slice(0, 30)) console.log(`# ${line}`);
-}
-
-// check(name, async () => { … throw on failure … }): one TAP line. Returns whether it passed.
-async function check(name, fn) {
-	try {
-		await fn();
-		tap(true, name);
-		return true;
-	} catch (e) {
-		tap(false, name, e && e.stack ? e.stack : String(e));
-		return false;
-	}
-}
-
-function assert(cond, msg) {
-	if (!cond) throw new Error(msg);
-}
-
-function eq(got, want, what) {
-	const g = JSON.stringify(got);
-	const w = JSON.stringify(want);
-	if (g !== w) throw new Error(`${what}:\n got:  ${g}\n want: ${w}`);
-}
-
-async function until(fn, what, ms = 10000) {
-	const end = Date.now() + ms;
-	let last;
-	for (;;) {
-		try {
-			last = await fn();
-			if (last) return last;
-		} catch (e) {
-			last = e;
-		}
-		if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what} (last: ${last})`);
-		await new Promise((r) => setTimeout(r, 100));
-	}
-}
-
-function readControl(name) {
-	const p = join(CONTROL_DIR, name);
-	return existsSync(p) ? readFileSync(p, 'utf8') : '';
-}
-
-function readPeer(name) {
-	const p = join(need('PEER_RESULT_DIR'), name);
-	return existsSync(p) ? readFileSync(p, 'utf8') : '';
-}
-
-function readResult(name) {
-	const p = join(RESULT_DIR, name);
-	return existsSync(p) ? readFileSync(p, 'utf8') : '';
-}
-
-const LAUNCH = {
-	executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-	args: [
-		'--headless',
-		'--no-sandbox',
-		'--disable-gpu',
-		'--disable-background-networking',
-		'--disable-component-update',
-		'--no-first-run',
-	],
-	timeout: 30000,
-};
+const readControl = (name) => readIn(CONTROL_DIR, name);
+const readPeer = (name) => readIn(PEER_RESULT_DIR, name);
+const readResult = (name) => readIn(RESULT_DIR, name);
 
 mkdirSync(ARTIFACTS, { recursive: true });
-const browser = await chromium.launch(LAUNCH);
+const browser = await launch();
 const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
 context.setDefaultTimeout(10000);
 // What the page does with notifications, seen from inside: how often it asked for the
@@ -181,7 +91,7 @@ try {
 } finally {
 	await browser.close().catch(() => {});
 }
-process.exit(failed ? 1 : 0);
+process.exit(exitStatus());
 
 // In the page: every element with its own visible text whose contrast against the background
 // behind it is below AA. Disabled controls are exempt, as WCAG 1.4.3 allows.

@@ -10,9 +10,9 @@
 //
 // Environment: DASHBOARD_URL, DASHBOARD_LOGIN, RESULT_DIR, ARTIFACTS, FILE_PROJECT,
 // FILE_GLOBAL, FILE_DENY, TAP_START.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { assert, check, eq, exitStatus, launch, need, readIn, tap, until as untilMs, watchdog } from './harness.mjs';
 
 const LOGIN_ = need('DASHBOARD_LOGIN');
 const URL_ = need('DASHBOARD_URL');
@@ -20,91 +20,14 @@ const AUTH = { Authorization: `Bearer ${new URL(LOGIN_).searchParams.get('token'
 const RESULT_DIR = need('RESULT_DIR');
 const ARTIFACTS = need('ARTIFACTS');
 const FILES = { project: need('FILE_PROJECT'), global: need('FILE_GLOBAL'), deny: need('FILE_DENY') };
-let tapN = Number(process.env.TAP_START || 1) - 1;
-let failed = 0;
+watchdog(90000);
 
-function need(name) {
-	const v = process.env[name];
-	if (!v) {
-		console.error(`file_ask.mjs: ${name} is not set`);
-		process.exit(2);
-	}
-	return v;
-}
-
-// Never hang: the whole run is bounded, whatever the browser does.
-const watchdog = setTimeout(() => {
-	console.log(`not ok ${++tapN} - the browser test finished within its time limit`);
-	process.exit(3);
-}, Number(process.env.BROWSER_TIMEOUT_MS || 90000));
-watchdog.unref();
-
-function tap(ok, name, diag) {
-	tapN++;
-	if (ok) {
-		console.log(`ok ${tapN} - ${name}`);
-		return;
-	}
-	failed++;
-	console.log(`not ok ${tapN} - ${name}`);
-	if (diag)
-		for (const line of String(diag).split('\n').slice(0, 30)) console.log(`# ${line}`);
-}
-
-async function check(name, fn) {
-	try {
-		await fn();
-		tap(true, name);
-		return true;
-	} catch (e) {
-		tap(false, name, e && e.stack ? e.stack : String(e));
-		return false;
-	}
-}
-
-function assert(cond, msg) {
-	if (!cond) throw new Error(msg);
-}
-
-function eq(got, want, what) {
-	const g = JSON.stringify(got);
-	const w = JSON.stringify(want);
-	if (g !== w) throw new Error(`${what}:\n got:  ${g}\n want: ${w}`);
-}
-
-async function until(fn, what, ms = 15000) {
-	const end = Date.now() + ms;
-	let last;
-	for (;;) {
-		try {
-			last = await fn();
-			if (last) return last;
-		} catch (e) {
-			last = e;
-		}
-		if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what} (last: ${last})`);
-		await new Promise((r) => setTimeout(r, 100));
-	}
-}
-
-function readResult(name) {
-	const p = join(RESULT_DIR, name);
-	return existsSync(p) ? readFileSync(p, 'utf8') : '';
-}
+// This test waits 15 s unless it says otherwise.
+const until = (fn, what, ms = 15000) => untilMs(fn, what, ms);
+const readResult = (name) => readIn(RESULT_DIR, name);
 
 mkdirSync(ARTIFACTS, { recursive: true });
-const browser = await chromium.launch({
-	executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
-	args: [
-		'--headless',
-		'--no-sandbox',
-		'--disable-gpu',
-		'--disable-background-networking',
-		'--disable-component-update',
-		'--no-first-run',
-	],
-	timeout: 30000,
-});
+const browser = await launch();
 const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
 context.setDefaultTimeout(10000);
 const page = await context.newPage();
@@ -129,7 +52,7 @@ try {
 	writeFileSync(join(RESULT_DIR, 'done'), '');
 	await browser.close().catch(() => {});
 }
-process.exit(failed ? 1 : 0);
+process.exit(exitStatus());
 
 async function main() {
 	await check('the dashboard loads and connects', async () => {

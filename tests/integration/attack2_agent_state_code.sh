@@ -22,10 +22,7 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
 
-NOBODY=65534
-chmod 711 "$TMP"
-cp "$SUPERVISOR" "$TMP/cloister-supervisor"
-chmod 755 "$TMP/cloister-supervisor"
+sv_agent_setup
 
 for who in root nobody; do
 	W=$TMP/$who
@@ -37,13 +34,7 @@ for who in root nobody; do
 	chmod 755 "$H/.claude/local/claude"
 	echo '{}' >"$H/.claude/settings.json"
 	echo '{"version": 2, "plugins": {}}' >"$H/.claude/plugins/installed_plugins.json"
-	if [ "$who" = nobody ]; then
-		chown -R "$NOBODY:$NOBODY" "$W"
-		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
-	else
-		AS=""
-	fi
-	chmod 711 "$W"
+	sv_agent_who "$who"
 	cat >"$W/agent.sh" <<EOF
 (echo '{"hooks": {}}' >'$H/.claude/settings.json') 2>/dev/null; echo "settings \$?"
 (printf '#!/bin/sh\necho the agent was here\n' >'$H/.claude/local/claude') 2>/dev/null
@@ -55,12 +46,7 @@ mkdir -p '$H/.gemini/extensions/evil' &&
 echo "gemini \$?"
 EOF
 	chmod 644 "$W/agent.sh"
-	# shellcheck disable=SC2086 # words on purpose
-	(cd "$W/wt" && exec timeout -k 5 30 $AS env HOME="$H" XDG_STATE_HOME="$W/state" \
-		"$TMP/cloister-supervisor" run --config-dir "$W/cfg" --name "a2c$$" \
-		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
-		-- sh "$W/agent.sh") </dev/null >"$OUT" 2>"$ERR"
-	rc=$?
+	sv_agent "$W/wt" --name "a2c$$" -- sh "$W/agent.sh"
 	tap_like "$(grep '^settings' "$OUT")" '^settings [12]$' \
 		"$who: ~/.claude/settings.json stays read-only" "$(diag)"
 	tap_is "$("$H/.claude/local/claude" 2>&1)" "the real claude" \

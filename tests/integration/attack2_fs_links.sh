@@ -17,10 +17,7 @@ run_needs_tools $PLAN setpriv git
 [ -x /usr/bin/python3 ] || run_skip_all $PLAN "no /usr/bin/python3"
 tap_plan $PLAN
 
-NOBODY=65534
-chmod 711 "$TMP"
-cp "$SUPERVISOR" "$TMP/cloister-supervisor"
-chmod 755 "$TMP/cloister-supervisor"
+sv_agent_setup
 
 for who in root nobody; do
 	W=$TMP/$who
@@ -49,19 +46,8 @@ ln -s '$W/outside/f' '$WT/sl' && (echo changed >'$WT/sl') 2>/dev/null; echo "sym
 /usr/bin/python3 '$W/tmpfile.py'
 EOF
 	chmod 644 "$W/agent.sh" "$W/tmpfile.py"
-	if [ "$who" = nobody ]; then
-		chown -R "$NOBODY:$NOBODY" "$W"
-		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
-	else
-		AS=""
-	fi
-	chmod 711 "$W"
-	# shellcheck disable=SC2086 # words on purpose
-	(cd "$WT" && exec timeout -k 5 30 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
-		"$TMP/cloister-supervisor" run --config-dir "$W/cfg" --name "a2f$$" \
-		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
-		-- sh "$W/agent.sh") </dev/null >"$OUT" 2>"$ERR"
-	rc=$?
+	sv_agent_who "$who"
+	sv_agent "$WT" --name "a2f$$" -- sh "$W/agent.sh"
 	echo "# $who: $(tr '\n' ' ' <"$OUT")"
 	tap_like "$(tr '\n' ' ' <"$OUT")" \
 		'^hardlink [1-9][0-9]* hardlink-protected [1-9][0-9]* rename-over [1-9][0-9]* symlink [1-9][0-9]* proc-root [1-9][0-9]* tmpfile [0-9]+ $' \

@@ -28,10 +28,7 @@ case $SITE_REL in
 esac
 tap_plan $PLAN
 
-NOBODY=65534
-chmod 711 "$TMP"
-cp "$SUPERVISOR" "$TMP/cloister-supervisor"
-chmod 755 "$TMP/cloister-supervisor"
+sv_agent_setup
 
 for who in root nobody; do
 	W=$TMP/$who
@@ -47,23 +44,11 @@ for who in root nobody; do
 (echo 'touch $MARK' >>'$H/.cargo/env') 2>/dev/null; echo "cargo \$?"
 EOF
 	chmod 644 "$W/agent.sh"
-	if [ "$who" = nobody ]; then
-		chown -R "$NOBODY:$NOBODY" "$W"
-		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
-	else
-		AS=""
-	fi
-	chmod 711 "$W"
+	sv_agent_who "$who"
 	# Started in ~: the worktree is the home directory.
-	# shellcheck disable=SC2086 # words on purpose
-	(cd "$H" && exec timeout -k 5 30 $AS env HOME="$H" XDG_STATE_HOME="$W/state" \
-		"$TMP/cloister-supervisor" run --config-dir "$W/cfg" --name "a2m$$" \
-		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
-		-- sh "$W/agent.sh") </dev/null >"$OUT" 2>"$ERR"
-	rc=$?
+	sv_agent "$H" --name "a2m$$" -- sh "$W/agent.sh"
 	rm -f "$MARK"
-	# shellcheck disable=SC2086
-	timeout 20 $AS env HOME="$H" /usr/bin/python3 -c pass >/dev/null 2>&1
+	as_who "$H" /usr/bin/python3 -c pass
 	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
 		"$who: the host's next python3 runs no .pth the agent wrote in the user site" "$(diag)"
 	# Absent at the start, a protected name can be created, and is moved aside at the end.

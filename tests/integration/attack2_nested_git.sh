@@ -21,10 +21,7 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv git
 tap_plan $PLAN
 
-NOBODY=65534
-chmod 711 "$TMP"
-cp "$SUPERVISOR" "$TMP/cloister-supervisor"
-chmod 755 "$TMP/cloister-supervisor"
+sv_agent_setup
 
 for who in root nobody; do
 	W=$TMP/$who
@@ -39,13 +36,7 @@ for who in root nobody; do
 	git -C "$WT" config core.hooksPath .githooks
 	mkdir "$WT/.githooks"
 	echo 'our hooks' >"$WT/.githooks/README"
-	if [ "$who" = nobody ]; then
-		chown -R "$NOBODY:$NOBODY" "$W"
-		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
-	else
-		AS=""
-	fi
-	chmod 711 "$W"
+	sv_agent_who "$who"
 	MARK=$W/ran-on-host
 	# The agent: its own repository in sub/, whose fsmonitor is a command of its choosing.
 	cat >"$W/agent.sh" <<EOF
@@ -73,12 +64,7 @@ printf '#!/bin/sh\ntouch $MARK\n' >'$WT/.githooks/pre-commit' && chmod +x '$WT/.
 	echo 'edited' >>'$WT/.githooks/README'; echo "hookspath \$?"
 EOF
 	chmod 644 "$W/agent.sh"
-	# shellcheck disable=SC2086 # words on purpose
-	(cd "$WT" && exec timeout -k 5 30 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
-		"$TMP/cloister-supervisor" run --config-dir "$W/cfg" --name "a2g$$" \
-		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
-		-- sh "$W/agent.sh") </dev/null >"$OUT" 2>"$ERR"
-	rc=$?
+	sv_agent "$WT" --name "a2g$$" -- sh "$W/agent.sh"
 	tap_like "$(grep '^top' "$OUT")" '^top [12]$' \
 		"$who: the worktree's own .git/config stays read-only" "$(diag)"
 
@@ -91,8 +77,7 @@ EOF
 		"$(diag)"
 	# After the run: the person looks at sub/ with git, on the host.
 	rm -f "$MARK"
-	# shellcheck disable=SC2086
-	(cd "$WT/sub" 2>/dev/null && timeout 20 $AS env HOME="$W/home" git status >/dev/null 2>&1)
+	as_who "$WT/sub" git status
 	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
 		"$who: the person's \`git status\` in sub/ after the run runs nothing of the agent's"
 	tap_ok "$([ -d "$WT/old/.git/objects" ] && [ ! -e "$WT/old/.git/config" ] &&
@@ -102,10 +87,8 @@ EOF
 		"$who: in a repository that was there, the config and the hook the agent changed go aside" \
 		"$(grep '^old\|^hook' "$OUT"; ls -la "$WT/old/.git" "$WT/old/.git/hooks"; diag)"
 	rm -f "$MARK"
-	# shellcheck disable=SC2086
-	(cd "$WT/old" && timeout 20 $AS env HOME="$W/home" git status >/dev/null 2>&1 &&
-		echo x >f && timeout 20 $AS env HOME="$W/home" git add f >/dev/null 2>&1 &&
-		timeout 20 $AS env HOME="$W/home" git -c user.email=p@x -c user.name=p commit -qm x >/dev/null 2>&1)
+	as_who "$WT/old" git status && echo x >"$WT/old/f" && as_who "$WT/old" git add f &&
+		as_who "$WT/old" git -c user.email=p@x -c user.name=p commit -qm x
 	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
 		"$who: git status and commit there after the run run nothing of the agent's"
 	tap_ok "$([ ! -e "$WT/linked/.git" ] && [ -f "$WT/linked/.git.cloister-blocked" ] &&
@@ -114,8 +97,7 @@ EOF
 		"$who: a .git file naming another git directory, and a bare repository's config, go aside" \
 		"$(grep '^linked' "$OUT"; ls -la "$WT/linked" "$WT/evil"; diag)"
 	rm -f "$MARK"
-	# shellcheck disable=SC2086
-	(cd "$WT/evil" && timeout 20 $AS env HOME="$W/home" PAGER=cat git -p log >/dev/null 2>&1)
+	as_who "$WT/evil" env PAGER=cat git -p log
 	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
 		"$who: the person's \`git log\` in the bare repository runs nothing of the agent's"
 	tap_ok "$(grep -q "warning: $WT/deep/d/.*/d was not checked for a .git of the agent's: too deep" "$ERR" &&
@@ -137,9 +119,8 @@ EOF
 		"$who: a hook in the core.hooksPath directory goes aside, the other files there stay" \
 		"$(grep '^hookspath' "$OUT"; ls -la "$WT/.githooks"; diag)"
 	rm -f "$MARK"
-	# shellcheck disable=SC2086
-	(cd "$WT" && echo y >g && timeout 20 $AS env HOME="$W/home" git add g >/dev/null 2>&1 &&
-		timeout 20 $AS env HOME="$W/home" git -c user.email=p@x -c user.name=p commit -qm y >/dev/null 2>&1)
+	echo y >"$WT/g" && as_who "$WT" git add g &&
+		as_who "$WT" git -c user.email=p@x -c user.name=p commit -qm y
 	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
 		"$who: the person's next commit in the project runs nothing of the agent's"
 done

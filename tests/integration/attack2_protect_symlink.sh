@@ -21,10 +21,7 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
 
-NOBODY=65534
-chmod 711 "$TMP"
-cp "$SUPERVISOR" "$TMP/cloister-supervisor"
-chmod 755 "$TMP/cloister-supervisor"
+sv_agent_setup
 
 for who in root nobody; do
 	W=$TMP/$who
@@ -53,19 +50,8 @@ mkdir '$H/.kube' && printf 'users:\n- user:\n    exec:\n      command: sh\n' >'$
 echo "kube \$?"
 EOF
 	chmod 644 "$W/agent.sh"
-	if [ "$who" = nobody ]; then
-		chown -R "$NOBODY:$NOBODY" "$W"
-		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
-	else
-		AS=""
-	fi
-	chmod 711 "$W"
-	# shellcheck disable=SC2086 # words on purpose
-	(cd "$H" && exec timeout -k 5 30 $AS env HOME="$H" XDG_STATE_HOME="$W/state" \
-		"$TMP/cloister-supervisor" run --config-dir "$W/cfg" --name "a2l$$" \
-		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
-		-- sh "$W/agent.sh") </dev/null >"$OUT" 2>"$ERR"
-	rc=$?
+	sv_agent_who "$who"
+	sv_agent "$H" --name "a2l$$" -- sh "$W/agent.sh"
 	tap_like "$(grep '^through' "$OUT")" '^through [12]$' \
 		"$who: writing through the ~/.bashrc link fails (its target is read-only)" "$(diag)"
 	tap_like "$(grep '^gitconfig' "$OUT")" '^gitconfig [1-9]' \

@@ -27,14 +27,12 @@ if ! env -S true 2>/dev/null || ! env -C / true 2>/dev/null; then
 fi
 tap_plan $PLAN
 
-NOBODY=65534
-chmod 711 "$TMP"
-cp "$SUPERVISOR" "$TMP/cloister-supervisor"
-chmod 755 "$TMP/cloister-supervisor"
+sv_agent_setup
 
 for who in root nobody; do
 	W=$TMP/$who
-	mkdir -p "$W/cfg" "$W/wt" "$W/homes/u/.local/bin"
+	SV_HOME=$W/homes/u
+	mkdir -p "$W/cfg" "$W/wt" "$SV_HOME/.local/bin"
 	# The built-in lists stay in effect (a config writing exec.allow would switch the
 	# allowances off); a miss is refused at once.
 	printf 'exec:\n  ask: off\n' >"$W/cfg/config.yaml"
@@ -51,20 +49,9 @@ EOF
 '$W/homes/u/.local/bin/tool' --dump >/dev/null 2>&1; echo "tool \$?"
 EOF
 	chmod 755 "$W/wt/agent" "$W/homes/agent"
-	if [ "$who" = nobody ]; then
-		chown -R "$NOBODY:$NOBODY" "$W"
-		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
-	else
-		AS=""
-	fi
-	chmod 711 "$W"
+	sv_agent_who "$who"
 
-	# shellcheck disable=SC2086 # words on purpose
-	(cd "$W/wt" && exec timeout -k 5 30 $AS env HOME="$W/homes/u" XDG_STATE_HOME="$W/state" \
-		"$TMP/cloister-supervisor" run -v --config-dir "$W/cfg" --name "a2s$$" \
-		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
-		-- "$W/wt/agent") </dev/null >"$OUT" 2>"$ERR"
-	rc=$?
+	sv_agent "$W/wt" -v --name "a2s$$" -- "$W/wt/agent"
 	tap_like "$(cat "$OUT")" "^setpriv (1|126)\$" \
 		"$who: a program the person did not type is refused (its #! line says env -C /usr/bin)" "$(diag)"
 	tap_ok "$(grep -q 'allowed for this run: /usr/bin (the agent' "$ERR" && echo 1 || echo 0)" \
@@ -72,21 +59,11 @@ EOF
 	tap_todo ""
 
 	# Held: started in $HOME itself, the worktree's programs are not allowed.
-	# shellcheck disable=SC2086
-	(cd "$W/homes/u" && exec timeout -k 5 30 $AS env HOME="$W/homes/u" XDG_STATE_HOME="$W/state" \
-		"$TMP/cloister-supervisor" run -v --config-dir "$W/cfg" --name "a2e$$" \
-		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
-		-- "$W/homes/agent") </dev/null >"$OUT" 2>"$ERR"
-	rc=$?
+	sv_agent "$W/homes/u" -v --name "a2e$$" -- "$W/homes/agent"
 	tap_like "$(cat "$OUT")" "^tool (1|126)\$" \
 		"$who: started in \$HOME itself, a program in ~/.local/bin needs an ask" "$(diag)"
 
-	# shellcheck disable=SC2086
-	(cd "$W/homes" && exec timeout -k 5 30 $AS env HOME="$W/homes/u" XDG_STATE_HOME="$W/state" \
-		"$TMP/cloister-supervisor" run -v --config-dir "$W/cfg" --name "a2h$$" \
-		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
-		-- "$W/homes/agent") </dev/null >"$OUT" 2>"$ERR"
-	rc=$?
+	sv_agent "$W/homes" -v --name "a2h$$" -- "$W/homes/agent"
 	tap_like "$(cat "$OUT")" "^tool (1|126)\$" \
 		"$who: started in a parent of \$HOME, a program in ~/.local/bin still needs an ask" "$(diag)"
 	tap_todo ""

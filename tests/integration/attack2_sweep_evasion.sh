@@ -21,18 +21,11 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv git
 tap_plan $PLAN
 
-NOBODY=65534
-chmod 711 "$TMP"
-cp "$SUPERVISOR" "$TMP/cloister-supervisor"
-chmod 755 "$TMP/cloister-supervisor"
-
-run_agent() { # WORKTREE SCRIPT; $QUIET: -q or empty
-	# shellcheck disable=SC2086 # words on purpose
-	(cd "$1" && exec timeout -k 5 30 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
-		"$TMP/cloister-supervisor" run ${QUIET:-} --config-dir "$W/cfg" --name "a2w$$" \
-		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
-		-- sh "$2") </dev/null >"$OUT" 2>"$ERR"
-	rc=$?
+sv_agent_setup
+run_agent() { # WORKTREE [RUN OPTIONS]: the agent WORKTREE.sh, in WORKTREE
+	dir=$1
+	shift
+	sv_agent "$dir" --name "a2w$$" "$@" -- sh "$dir.sh"
 }
 
 for who in root nobody; do
@@ -59,44 +52,36 @@ mkdir -p '$W/linkgit/away' && git init -q '$W/linkgit/away' &&
 	ln -s away/.git .git; echo "made \$?"
 EOF
 	chmod 644 "$W"/*.sh
-	if [ "$who" = nobody ]; then
-		chown -R "$NOBODY:$NOBODY" "$W"
-		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
-	else
-		AS=""
-	fi
-	chmod 711 "$W"
+	sv_agent_who "$who"
 
-	run_agent "$W/plain" "$W/plain.sh"
+	run_agent "$W/plain"
 	tap_ok "$([ ! -e "$W/plain/.vscode" ] && [ -e "$W/plain/.vscode.cloister-blocked/tasks.json" ] &&
 		echo 0 || echo 1)" "$who: a .vscode created during the run is moved aside at its end" "$(diag)"
 	# With -q too the person learns what was moved: a file of theirs may be in it.
 	rm -rf "$W/plain/.vscode.cloister-blocked"
-	QUIET=-q run_agent "$W/plain" "$W/plain.sh"
+	run_agent "$W/plain" -q
 	tap_ok "$(grep -qF "created $W/plain/.vscode, which is protected (fs.protect): moved to $W/plain/.vscode.cloister-blocked" "$ERR" &&
 		echo 0 || echo 1)" "$who: with -q, the run still says what it moved" "$(diag)"
 
-	run_agent "$W/crowd" "$W/crowd.sh"
+	run_agent "$W/crowd"
 	tap_ok "$([ -e "$W/crowd/.vscode/tasks.json" ] && echo 1 || echo 0)" \
 		"$who: with .vscode.cloister-blocked{,.1…99} taken first, .vscode is still moved aside" \
 		"$(diag)"
 
-	run_agent "$W/nogit" "$W/nogit.sh"
+	run_agent "$W/nogit"
 	tap_ok "$([ -e "$W/nogit/.git/config" ] && echo 1 || echo 0)" \
 		"$who: in a project without .git, the .git the agent made does not stay" "$(diag)"
 	rm -f "$MARK"
-	# shellcheck disable=SC2086
-	(cd "$W/nogit" && timeout 20 $AS env HOME="$W/home" git status >/dev/null 2>&1)
+	as_who "$W/nogit" git status
 	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
 		"$who: the person's \`git status\` there after the run runs nothing of the agent's"
 
-	run_agent "$W/linkgit" "$W/linkgit.sh"
+	run_agent "$W/linkgit"
 	tap_ok "$([ ! -e "$W/linkgit/.git" ] && [ -L "$W/linkgit/.git.cloister-blocked" ] &&
 		echo 0 || echo 1)" "$who: a .git symlink the agent made goes aside" \
 		"$(ls -la "$W/linkgit"; diag)"
 	rm -f "$MARK"
-	# shellcheck disable=SC2086
-	(cd "$W/linkgit" && timeout 20 $AS env HOME="$W/home" git status >/dev/null 2>&1)
+	as_who "$W/linkgit" git status
 	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
 		"$who: the person's \`git status\` at the project's top runs nothing of the agent's"
 done

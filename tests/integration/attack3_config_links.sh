@@ -28,10 +28,7 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
 
-NOBODY=65534
-chmod 711 "$TMP"
-cp "$SUPERVISOR" "$TMP/cloister-supervisor"
-chmod 755 "$TMP/cloister-supervisor"
+sv_agent_setup
 
 for who in root nobody; do
 	W=$TMP/$who
@@ -95,20 +92,9 @@ EOF
 	cp "$D/cloister/config.yaml" "$W/cfg4/config.yaml"
 	ln -s "$D/not-yet" "$W/cfg3/decisions"
 	ln -s "/nonexistent$$/decisions" "$W/cfg4/decisions"
-	if [ "$who" = nobody ]; then
-		chown -R "$NOBODY:$NOBODY" "$W"
-		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
-	else
-		AS=""
-	fi
-	chmod 711 "$W"
+	sv_agent_who "$who"
 	one() { # AGENT…: a run of project p$$ in the repository
-		# shellcheck disable=SC2086 # words on purpose
-		(cd "$D" && exec timeout -k 5 30 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
-			"$TMP/cloister-supervisor" run --config-dir "$C" --project "p$$" \
-			--name "a3c$$" --listen-approval 127.0.0.1:0 --listen-tokens off \
-			--listen-request off --ask none -- "$@") </dev/null >"$OUT" 2>"$ERR"
-		rc=$?
+		sv_agent "$D" --config-dir "$C" --project "p$$" --name "a3c$$" -- "$@"
 	}
 	one sh "$W/agent.sh"
 	tap_like "$(grep '^config' "$OUT")" '^config [1-9]' \
@@ -146,15 +132,10 @@ EOF
 		"$who: one that leads to nothing the agent can write runs as usual" "$(diag)"
 	C=$C_SAVED
 
-	# shellcheck disable=SC2086 # words on purpose
-	(cd "$W/proj" && exec timeout -k 5 30 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
-		"$TMP/cloister-supervisor" run --config-dir "$C2" --name "a3d$$" \
-		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none -- \
+	sv_agent "$W/proj" --config-dir "$C2" --name "a3d$$" -- \
 		sh -c "(echo x >>'$R/config.yaml') 2>/dev/null; echo \"config \$?\"
 			(echo x >'$R/decisions/global.yaml') 2>/dev/null; echo \"decisions \$?\"
-			(echo x >>'$R/other') 2>/dev/null; echo \"other \$?\"") \
-		</dev/null >"$OUT" 2>"$ERR"
-	rc=$?
+			(echo x >>'$R/other') 2>/dev/null; echo \"other \$?\""
 	tap_like "$(grep '^config' "$OUT")" '^config [1-9]' \
 		"$who: write ask: the agent cannot write the linked config.yaml's target" "$(diag)"
 	tap_ok "$(grep -qF "write to $R/config.yaml denied: it is Cloister's config directory" \
@@ -170,14 +151,9 @@ EOF
 	tap_ok "$(grep -q 'cloister-supervisor:' "$ERR" && echo 1 || echo 0)" \
 		"$who: that run starts without an error" "$(diag)"
 
-	# shellcheck disable=SC2086 # words on purpose
-	(cd "$W/proj" && exec timeout -k 5 30 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
-		"$TMP/cloister-supervisor" run --config-dir "$C5" --name "a3e$$" \
-		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none -- \
+	sv_agent "$W/proj" --config-dir "$C5" --name "a3e$$" -- \
 		sh -c "(echo x >>'$R/config.yaml') 2>/dev/null; echo \"config \$?\"
-			(echo remembered >>'$R/other') 2>/dev/null; echo \"other \$?\"") \
-		</dev/null >"$OUT" 2>"$ERR"
-	rc=$?
+			(echo remembered >>'$R/other') 2>/dev/null; echo \"other \$?\""
 	tap_ok "$(grep -q '^config [1-9]' "$OUT" && ! grep -q '^x$' "$R/config.yaml" &&
 		grep -qF "write to $R/config.yaml denied: it is Cloister's config directory" "$ERR" &&
 		echo 0 || echo 1)" \

@@ -18,10 +18,7 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv curl /usr/bin/python3
 tap_plan $PLAN
 
-NOBODY=65534
-chmod 711 "$TMP"
-cp "$SUPERVISOR" "$TMP/cloister-supervisor"
-chmod 755 "$TMP/cloister-supervisor"
+sv_agent_setup
 alive() { kill -0 "$1" 2>/dev/null; }
 field() { # FILE KEY
 	/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$1" "$2"
@@ -44,19 +41,15 @@ open("$W/a/held.tmp", "w").close(); os.rename("$W/a/held.tmp", "$W/a/held")
 while not os.path.exists("$W/done"):
     time.sleep(0.05)
 EOF
-	if [ "$who" = nobody ]; then
-		chown -R "$NOBODY:$NOBODY" "$W"
-		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
-	else
-		AS=""
-	fi
-	chmod 711 "$W"
+	sv_agent_who "$who"
 	chmod 700 "$W/rt"
 	# shellcheck disable=SC2086 # words on purpose
 	as() { $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" XDG_RUNTIME_DIR="$W/rt" "$@"; }
 	start() { # DIR NAME AGENT…: a run in the background, its pid in $pid
 		dir=$1 name=$2
 		shift 2
+		# $pid is the supervisor's timeout (a subshell that execs it): sv_agent in the
+		# background would leave a shell between them.
 		# shellcheck disable=SC2086 # words on purpose
 		(cd "$dir" && exec timeout -k 5 40 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
 			XDG_RUNTIME_DIR="$W/rt" "$TMP/cloister-supervisor" run --config-dir "$C" \

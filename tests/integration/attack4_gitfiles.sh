@@ -18,10 +18,7 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv git
 tap_plan $PLAN
 
-NOBODY=65534
-chmod 711 "$TMP"
-cp "$SUPERVISOR" "$TMP/cloister-supervisor"
-chmod 755 "$TMP/cloister-supervisor"
+sv_agent_setup
 G="git -c user.email=p@x -c user.name=p -c protocol.file.allow=always"
 
 for who in root nobody; do
@@ -41,13 +38,7 @@ for who in root nobody; do
 	# A config in the project that includes itself fifty times (git gives up ten deep).
 	for i in $(seq 50); do printf '[include]\n\tpath = loop.gitconfig\n'; done >"$WT/loop.gitconfig"
 	git -C "$W/main" config include.path "$WT/loop.gitconfig"
-	if [ "$who" = nobody ]; then
-		chown -R "$NOBODY:$NOBODY" "$W"
-		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
-	else
-		AS=""
-	fi
-	chmod 711 "$W"
+	sv_agent_who "$who"
 	cat >"$W/agent.sh" <<EOF
 mkdir -p '$WT/evil/objects' '$WT/evil/refs' && echo 'ref: refs/heads/x' >'$WT/evil/HEAD' &&
 	printf '[core]\n\tfsmonitor = "touch $MARK; false"\n' >'$WT/evil/config'
@@ -58,12 +49,7 @@ mkdir -p '$WT/evil/objects' '$WT/evil/refs' && echo 'ref: refs/heads/x' >'$WT/ev
 echo "subreplace \$?"
 EOF
 	chmod 644 "$W/agent.sh"
-	# shellcheck disable=SC2086 # words on purpose
-	(cd "$WT" && exec timeout -k 5 30 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
-		"$TMP/cloister-supervisor" run --config-dir "$W/cfg" --name "a4g$$" \
-		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
-		-- sh "$W/agent.sh") </dev/null >"$OUT" 2>"$ERR"
-	rc=$?
+	sv_agent "$WT" --name "a4g$$" -- sh "$W/agent.sh"
 	tap_like "$(grep '^worktree' "$OUT")" '^worktree [12]$' \
 		"$who: a linked worktree's .git file is read-only" "$(cat "$WT/.git"; diag)"
 	tap_like "$(grep '^replace' "$OUT")" '^replace [1-9]' \
@@ -77,8 +63,7 @@ EOF
 		"$who: a config that includes itself fifty times ten deep is read a bounded number of times, with a warning" \
 		"$(diag)"
 	rm -f "$MARK"
-	# shellcheck disable=SC2086
-	(cd "$WT" && timeout 20 $AS env HOME="$W/home" git status >/dev/null 2>&1)
+	as_who "$WT" git status
 	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
 		"$who: the person's git status in the project after the run runs nothing of the agent's"
 done

@@ -23,15 +23,12 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=34
+PLAN=36
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv git
 tap_plan $PLAN
 
-NOBODY=65534
-chmod 711 "$TMP"
-cp "$SUPERVISOR" "$TMP/cloister-supervisor"
-chmod 755 "$TMP/cloister-supervisor"
+sv_agent_setup
 
 for who in root nobody; do
 	W=$TMP/$who
@@ -73,13 +70,7 @@ for who in root nobody; do
 	ln -s ../../hook.sh "$WT/sub/.git/hooks/pre-commit"
 	printf '[user]\n\tname = sub\n' >"$WT/sub/inc.gitconfig"
 	git -C "$WT/sub" config include.path ../inc.gitconfig
-	if [ "$who" = nobody ]; then
-		chown -R "$NOBODY:$NOBODY" "$W"
-		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
-	else
-		AS=""
-	fi
-	chmod 711 "$W"
+	sv_agent_who "$who"
 	cat >"$W/agent.sh" <<EOF
 (printf 'touch $MARK\n' >>'$WT/scripts/pre-commit') 2>/dev/null; echo "hook \$?"
 printf '#!/bin/sh\ntouch $MARK\n' >'$WT/scripts/post-commit' && chmod 755 '$WT/scripts/post-commit'
@@ -100,12 +91,7 @@ printf 'touch $MARK\n' >>'$WT/sub/hook.sh'; echo "subhook \$?"
 printf '[core]\n\tfsmonitor = "touch $MARK; false"\n' >>'$WT/sub/inc.gitconfig'; echo "subinc \$?"
 EOF
 	chmod 644 "$W/agent.sh"
-	# shellcheck disable=SC2086 # words on purpose
-	(cd "$WT" && exec timeout -k 5 30 $AS env HOME="$W/home" XDG_STATE_HOME="$W/state" \
-		"$TMP/cloister-supervisor" run -v --config-dir "$W/cfg" --name "a4l$$" \
-		--listen-approval 127.0.0.1:0 --listen-tokens off --listen-request off --ask none \
-		-- sh "$W/agent.sh") </dev/null >"$OUT" 2>"$ERR"
-	rc=$?
+	sv_agent "$WT" -v --name "a4l$$" -- sh "$W/agent.sh"
 	tap_like "$(grep '^hook' "$OUT")" '^hook [12]$' \
 		"$who: the script a .git/hooks link leads to is read-only" "$(diag)"
 	tap_ok "$([ ! -e "$WT/scripts/post-commit" ] && [ -f "$WT/scripts/post-commit.cloister-blocked" ] &&
@@ -147,17 +133,20 @@ EOF
 		"$(diag)"
 	# After the run: the person commits, on the host (hooks, fsmonitor, filter, alias).
 	rm -f "$MARK"
-	# shellcheck disable=SC2086
-	(cd "$WT" && echo x >f && timeout 20 $AS env HOME="$W/home" git add f >/dev/null 2>&1 &&
-		timeout 20 $AS env HOME="$W/home" git -c user.email=p@x commit -qm x >/dev/null 2>&1 &&
-		timeout 20 $AS env HOME="$W/home" git st >/dev/null 2>&1)
+	echo x >"$WT/f" && as_who "$WT" git add f && as_who "$WT" git -c user.email=p@x commit -qm x &&
+		as_who "$WT" git st
 	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
 		"$who: the person's commit in the project after the run runs nothing of the agent's" \
 		"$(ls -la "$WT" "$WT/scripts")"
+	# core.hooksPath above leaves .git/hooks aside: a commit that runs those (the person unsets
+	# it, or another checkout does not set it) runs what their links lead to.
 	rm -f "$MARK"
-	# shellcheck disable=SC2086
-	(cd "$WT/sub" && echo y >g && timeout 20 $AS env HOME="$W/home" git add g >/dev/null 2>&1 &&
-		timeout 20 $AS env HOME="$W/home" git -c user.email=p@x commit -qm y >/dev/null 2>&1)
+	as_who "$WT" git -c core.hooksPath=.git/hooks -c user.email=p@x commit -q --allow-empty -m z
+	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
+		"$who: nor a commit that runs the hooks of .git/hooks" "$(ls -la "$WT/.git/hooks" "$WT/scripts")"
+	rm -f "$MARK"
+	echo y >"$WT/sub/g" && as_who "$WT/sub" git add g &&
+		as_who "$WT/sub" git -c user.email=p@x commit -qm y
 	tap_ok "$([ -e "$MARK" ] && echo 1 || echo 0)" \
 		"$who: nor does a commit in the subdirectory's repository"
 	tap_ok "$([ "$rc" -eq 0 ] && echo 0 || echo 1)" "$who: the run itself ends normally" "$(diag)"

@@ -117,18 +117,6 @@ for who in root nobody; do
 done
 
 # ---- the file is rewritten in place while a person looks at the card ------------------------
-# cli USER ARGS: the CLI client as USER; output in $out, status in $st.
-cli() {
-	if [ "$1" = root ]; then
-		shift
-		out=$(timeout 20 "$SUPERVISOR" "$@" 2>&1)
-	else
-		shift
-		out=$(cd "$U" && timeout 20 setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups \
-			env HOME="$U" XDG_RUNTIME_DIR="$U/rt" "$U/cloister-supervisor" "$@" 2>&1)
-	fi
-	st=$?
-}
 for who in root nobody; do
 	P=$U/card-$who
 	mkdir -p "$P"
@@ -139,20 +127,13 @@ for who in root nobody; do
 	# shellcheck disable=SC2086 # $web is a list of options
 	SV_TIMEOUT=40 as "$who" $web -- sh -c "$P/prog $P/mark; echo \"status \$?\" >$P/out" &
 	bg=$!
-	id=
-	i=0
-	while [ -z "$id" ] && [ $i -lt 200 ]; do
-		cli "$who" pending
-		id=$(printf '%s\n' "$out" | grep -F -- "prog $P/mark" | awk '{ print $1 }' | head -n 1)
-		[ -n "$id" ] || sleep 0.05
-		i=$((i + 1))
-	done
+	pending_as "$who" "prog $P/mark"
 	tap_like "$id" '^[0-9a-f]{12}$' "$who: the exec of an unlisted program waits for a person" "$out"
 	# The person looks at "prog" (true); the agent's side writes marker into the same inode.
 	ino_before=$(stat -c %i "$P/prog")
 	cat "$HELPERS/marker" >"$P/prog"
 	ino_after=$(stat -c %i "$P/prog")
-	cli "$who" approve "$id"
+	cli_as "$who" approve "$id"
 	approved=$st
 	i=0
 	while [ ! -s "$P/out" ] && [ $i -lt 200 ]; do
@@ -201,14 +182,7 @@ EOF
 	# shellcheck disable=SC2086 # $web is a list of options
 	SV_TIMEOUT=40 as "$who" $web -- sh "$P/agent.sh" &
 	bg=$!
-	id=
-	i=0
-	while [ -z "$id" ] && [ $i -lt 200 ]; do
-		cli "$who" pending
-		id=$(printf '%s\n' "$out" | grep -F -- "prog $P/mark" | awk '{ print $1 }' | head -n 1)
-		[ -n "$id" ] || sleep 0.05
-		i=$((i + 1))
-	done
+	pending_as "$who" "prog $P/mark"
 	tap_like "$id" '^[0-9a-f]{12}$' "$who, merged: the exec of an unlisted program waits" "$out"
 	# The agent's side renames another program over the name, and asks the same again.
 	cp "$HELPERS/marker" "$P/prog.new" && chmod 755 "$P/prog.new" && mv "$P/prog.new" "$P/prog"
@@ -216,12 +190,12 @@ EOF
 	wait_until 10 cards_two "$who"
 	tap_ok $? "$who, merged: the second exec, naming another file, is a card of its own" \
 		"$(api "$who" /pending)"
-	cli "$who" approve "$id"
+	cli_as "$who" approve "$id"
 	# The second card (the renamed file) is refused: the person never approved it.
-	cli "$who" pending
+	cli_as "$who" pending
 	id2=$(printf '%s\n' "$out" | grep -F -- "prog $P/mark" | awk '{ print $1 }' | grep -v "$id" |
 		head -n 1)
-	[ -z "$id2" ] || cli "$who" deny "$id2"
+	[ -z "$id2" ] || cli_as "$who" deny "$id2"
 	wait_until 10 test -s "$P/out"
 	wait $bg
 	tap_ok "$([ ! -e "$P/mark" ] && echo 0 || echo 1)" \

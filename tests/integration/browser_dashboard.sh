@@ -10,36 +10,8 @@
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
-
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BROWSER_DIR=$ROOT/tests/browser
-CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
-case ${BUILD:-build} in
-/*) ARTIFACTS=${BUILD}/test-artifacts/browser ;;
-*) ARTIFACTS=$ROOT/${BUILD:-build}/test-artifacts/browser ;;
-esac
-
-skip_all() {
-	echo "1..1"
-	tap_skip "browser_dashboard" "$1"
-	exit 0
-}
-[ "$(id -u)" -eq 0 ] || skip_all "needs root (namespaces, cgroup, eBPF backstop)"
-command -v node >/dev/null 2>&1 || skip_all "node is not installed (scripts/install-deps installs nodejs)"
-[ -x "$CHROMIUM" ] || skip_all "$CHROMIUM is missing (scripts/install-deps installs chromium)"
-
-# playwright-core, pinned by package-lock.json; never a browser download.
-if [ ! -d "$BROWSER_DIR/node_modules/playwright-core" ]; then
-	(cd "$BROWSER_DIR" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 timeout 300 npm ci --no-audit --no-fund \
-		--loglevel=error) >"$TMP/npm.log" 2>&1
-fi
-if [ ! -d "$BROWSER_DIR/node_modules/playwright-core" ]; then
-	tap_ok 1 "playwright-core is installed in tests/browser/node_modules" "$(tail -n 20 "$TMP/npm.log")"
-	echo "1..$tap_n"
-	exit 1
-fi
-
-mkdir -p "$ARTIFACTS"
+# shellcheck source=tests/lib/browser_common.sh
+. "$(dirname "$0")/../lib/browser_common.sh"
 rm -f "$ARTIFACTS"/*.png
 WORK=$TMP/work
 # In the agent's working directory: the rest of /tmp is private to the sandbox.

@@ -97,18 +97,6 @@ for who in root nobody; do
 done
 
 # ---- swapped while a person looks at the card, then approved from the CLI ----
-# cli USER ARGS: the CLI client as USER; output in $out, status in $st.
-cli() {
-	if [ "$1" = root ]; then
-		shift
-		out=$(timeout 20 "$SUPERVISOR" "$@" 2>&1)
-	else
-		shift
-		out=$(cd "$U" && timeout 20 setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups \
-			env HOME="$U" XDG_RUNTIME_DIR="$U/rt" "$U/cloister-supervisor" "$@" 2>&1)
-	fi
-	st=$?
-}
 for who in root nobody; do
 	P=$U/card-$who
 	mkdir -p "$P"
@@ -119,18 +107,11 @@ for who in root nobody; do
 	# shellcheck disable=SC2086 # $web is a list of options
 	SV_TIMEOUT=40 as "$who" $web -- sh -c "$P/prog $P/mark; echo \"status \$?\" >$P/out" &
 	bg=$!
-	id=
-	i=0
-	while [ -z "$id" ] && [ $i -lt 200 ]; do
-		cli "$who" pending
-		id=$(printf '%s\n' "$out" | grep -F -- "prog $P/mark" | awk '{ print $1 }' | head -n 1)
-		[ -n "$id" ] || sleep 0.05
-		i=$((i + 1))
-	done
+	pending_as "$who" "prog $P/mark"
 	tap_like "$id" '^[0-9a-f]{12}$' "$who: the exec of an unlisted program waits for a person" "$out"
 	# The person looks at "prog"; the agent's side puts another file under that name.
 	cp "$HELPERS/marker" "$P/prog.new" && chmod 755 "$P/prog.new" && mv "$P/prog.new" "$P/prog"
-	cli "$who" approve "$id"
+	cli_as "$who" approve "$id"
 	approved=$st
 	i=0
 	while [ ! -s "$P/out" ] && [ $i -lt 200 ]; do

@@ -353,6 +353,14 @@ static bool wait_closed(int n)
 	return ok;
 }
 
+/* A connection closed since reset_seen(), with outcome WANT. A macro: a failure names the
+ * test's line. */
+#define assert_closed_as(want)                              \
+	do {                                                \
+		assert_true(wait_closed(1));                \
+		assert_int_equal(env.seen.outcome, (want)); \
+	} while (0)
+
 static bool wait_pending(void)
 {
 	struct timespec until;
@@ -847,8 +855,7 @@ static void test_a_fake_address_the_host_also_holds_still_reaches_its_name(void 
 	expect_echo(AF_INET, addr, env.port, raw, sizeof(raw));
 	snprintf(cmd, sizeof(cmd), "ip addr del %s/32 dev lo", addr);
 	assert_int_equal(run(cmd), 0);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+	assert_closed_as(PROXY_OUTCOME_RELAYED);
 	assert_string_equal(env.seen.host, "raw.test");
 }
 
@@ -878,8 +885,7 @@ static void test_the_first_bytes_reach_the_next_address_once_when_one_refuses(vo
 
 	skip_if_needed();
 	expect_echo(AF_INET, "203.0.113.5", env.port, req, sizeof(req) - 1);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+	assert_closed_as(PROXY_OUTCOME_RELAYED);
 	assert_int_equal(env.seen.bytes_up, sizeof(req) - 1);
 	assert_int_equal(env.seen.bytes_down, sizeof(req) - 1);
 }
@@ -890,8 +896,7 @@ static void test_denied_name_is_reset_at_once(void **state)
 
 	skip_if_needed();
 	expect_reset(AF_INET, "203.0.113.5", 80, req, sizeof(req) - 1);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_DENIED);
+	assert_closed_as(PROXY_OUTCOME_DENIED);
 }
 
 static void test_pending_ask_holds_the_connection_until_decided(void **state)
@@ -913,8 +918,7 @@ static void test_pending_ask_holds_the_connection_until_decided(void **state)
 	assert_int_equal(read_all(fd, got, sizeof(got), &got_len), 0);
 	assert_int_equal(got_len, sizeof(req) - 1);
 	assert_memory_equal(got, req, got_len);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+	assert_closed_as(PROXY_OUTCOME_RELAYED);
 }
 
 static void test_pending_ask_refused_later_resets(void **state)
@@ -930,8 +934,7 @@ static void test_pending_ask_refused_later_resets(void **state)
 	assert_true(wait_pending());
 	send_cmd(CMD_DECIDE, false, NULL);
 	assert_int_equal(read_all(fd, got, sizeof(got), &got_len), -ECONNRESET);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_DENIED);
+	assert_closed_as(PROXY_OUTCOME_DENIED);
 }
 
 static void test_metadata_and_loopback_destinations_are_refused(void **state)
@@ -943,21 +946,18 @@ static void test_metadata_and_loopback_destinations_are_refused(void **state)
 
 	skip_if_needed();
 	expect_reset(AF_INET, "169.254.169.254", 80, meta, sizeof(meta) - 1);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
+	assert_closed_as(PROXY_OUTCOME_REFUSED);
 	assert_int_equal(env.seen.decide_calls, 0); /* never even asked */
 
 	/* A name that resolves to loopback on the host side. */
 	reset_seen();
 	expect_reset(AF_INET, "203.0.113.5", env.port, loop, sizeof(loop) - 1);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
+	assert_closed_as(PROXY_OUTCOME_REFUSED);
 
 	/* ... unless the policy names that exact host. */
 	reset_seen();
 	expect_echo(AF_INET, "203.0.113.5", env.port, loopok, sizeof(loopok) - 1);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+	assert_closed_as(PROXY_OUTCOME_RELAYED);
 }
 
 /* Every address of the host the proxy dials from is the host itself: a service listening on
@@ -981,8 +981,7 @@ static void test_addresses_of_the_host_are_refused_unless_named(void **state)
 
 	reset_seen();
 	expect_reset(AF_INET, "203.0.113.5", env.self_port, self6, sizeof(self6) - 1);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
+	assert_closed_as(PROXY_OUTCOME_REFUSED);
 
 	/* The address itself, unnamed: refused before anybody is asked. */
 	reset_seen();
@@ -996,15 +995,13 @@ static void test_addresses_of_the_host_are_refused_unless_named(void **state)
 	assert_int_equal(run("ip addr add 192.0.2.99/32 dev lo"), 0);
 	expect_reset(AF_INET, "203.0.113.5", env.self_port, late, sizeof(late) - 1);
 	assert_int_equal(run("ip addr del 192.0.2.99/32 dev lo"), 0);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
+	assert_closed_as(PROXY_OUTCOME_REFUSED);
 	assert_string_equal(env.seen.reason, "an address of this host");
 
 	/* ... unless the policy names that exact host. */
 	reset_seen();
 	expect_echo(AF_INET, "203.0.113.5", env.self_port, selfok, sizeof(selfok) - 1);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+	assert_closed_as(PROXY_OUTCOME_RELAYED);
 }
 
 /* The proxy keeps whether an address is the host's (local_route.h): an address it dialled a
@@ -1015,22 +1012,19 @@ static void test_an_address_dialled_before_the_host_took_it_is_then_refused(void
 
 	skip_if_needed();
 	expect_echo(AF_INET, "203.0.113.5", env.port, web, sizeof(web) - 1);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+	assert_closed_as(PROXY_OUTCOME_RELAYED);
 
 	reset_seen();
 	assert_int_equal(run("ip addr add 192.0.2.1/32 dev lo"), 0);
 	expect_reset(AF_INET, "203.0.113.5", env.port, web, sizeof(web) - 1);
 	assert_int_equal(run("ip addr del 192.0.2.1/32 dev lo"), 0);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
+	assert_closed_as(PROXY_OUTCOME_REFUSED);
 	assert_string_equal(env.seen.reason, "an address of this host");
 
 	/* Given back: remote again. */
 	reset_seen();
 	expect_echo(AF_INET, "203.0.113.5", env.port, web, sizeof(web) - 1);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+	assert_closed_as(PROXY_OUTCOME_RELAYED);
 }
 
 /* The route answers local_route keeps follow every way an address becomes the host's or stops
@@ -1240,8 +1234,7 @@ static void test_eof_before_any_byte_to_a_restricted_address_is_reset(void **sta
 	assert_int_equal(connect_to(fd, AF_INET, "169.254.169.254", 80), 0);
 	assert_int_equal(shutdown(fd, SHUT_WR), 0);
 	assert_int_equal(read_all(fd, got, sizeof(got), &got_len), -ECONNRESET);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
+	assert_closed_as(PROXY_OUTCOME_REFUSED);
 }
 
 /* A client that sends nothing and waits for the server to speak first (ssh, smtp): the
@@ -1448,8 +1441,7 @@ static void test_connect_denied_gets_403_json(void **state)
 	assert_non_null(strstr(got, "application/json"));
 	assert_non_null(strstr(got, "\"error\": \"domain not in allowlist\""));
 	assert_non_null(strstr(got, "\"domain\": \"denied.test\""));
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_DENIED);
+	assert_closed_as(PROXY_OUTCOME_DENIED);
 }
 
 /* The CONNECT proxy dials from the host too: the host's addresses are refused there, by name,
@@ -1470,8 +1462,7 @@ static void test_connect_to_an_address_of_the_host_gets_403(void **state)
 		if (strncmp(got, "HTTP/1.1 403", 12) != 0 ||
 		    !strstr(got, "destination address not allowed"))
 			fail_msg("CONNECT %s: %.200s", targets[i], got);
-		assert_true(wait_closed(1));
-		assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
+		assert_closed_as(PROXY_OUTCOME_REFUSED);
 	}
 	/* Named by the policy: tunnelled. */
 	skip_if_needed();
@@ -1480,8 +1471,7 @@ static void test_connect_to_an_address_of_the_host_gets_403(void **state)
 	fd = connect_proxy(req, got, sizeof(got));
 	close(fd);
 	assert_true(strncmp(got, "HTTP/1.1 200", 12) == 0);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_RELAYED);
+	assert_closed_as(PROXY_OUTCOME_RELAYED);
 }
 
 static void test_connect_pending_refused_says_why(void **state)
@@ -1506,8 +1496,7 @@ static void test_connect_pending_refused_says_why(void **state)
 	close(fd);
 	assert_true(strncmp(got, "HTTP/1.1 403", 12) == 0);
 	assert_non_null(strstr(got, "Request timed out waiting for approval"));
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_DENIED);
+	assert_closed_as(PROXY_OUTCOME_DENIED);
 }
 
 static void test_connect_client_leaving_while_pending_cancels(void **state)
@@ -1524,8 +1513,7 @@ static void test_connect_client_leaving_while_pending_cancels(void **state)
 	assert_true(wait_pending());
 	close(fd);
 	/* The owner hears of it (to cancel its queue item) and the ask is gone. */
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_CANCELLED);
+	assert_closed_as(PROXY_OUTCOME_CANCELLED);
 	assert_null(env.seen.pending);
 }
 
@@ -1541,8 +1529,7 @@ static void test_connect_other_methods_get_405_and_unreachable_502(void **state)
 	close(fd);
 	assert_true(strncmp(got, "HTTP/1.1 405", 12) == 0);
 	assert_non_null(strstr(got, "only tunnels with CONNECT"));
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REJECTED);
+	assert_closed_as(PROXY_OUTCOME_REJECTED);
 
 	/* closed.test is 192.0.2.1, where nothing listens on port 1. */
 	snprintf(req, sizeof(req), "CONNECT closed.test:1 HTTP/1.1\r\n%s\r\n",
@@ -1561,8 +1548,7 @@ static void test_connect_other_methods_get_405_and_unreachable_502(void **state)
 	close(fd);
 	assert_true(strncmp(got, "HTTP/1.1 403", 12) == 0);
 	assert_int_equal(env.seen.decide_calls, 0);
-	assert_true(wait_closed(1));
-	assert_int_equal(env.seen.outcome, PROXY_OUTCOME_REFUSED);
+	assert_closed_as(PROXY_OUTCOME_REFUSED);
 }
 
 int main(void)

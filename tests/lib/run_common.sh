@@ -14,6 +14,25 @@
 #                              (WHO=nobody: $U/cloister-supervisor, --config-dir $U/cfg, HOME
 #                              $U/home, XDG_STATE_HOME $U/state: a directory the test gives
 #                              nobody)
+#   NOBODY                     the unprivileged user's uid and gid (65534)
+#   sv_agent_setup             for the tests that attack as root and as nobody, each case in a
+#                              directory $W of its own: $TMP crossable and
+#                              $TMP/cloister-supervisor, a copy of the supervisor nobody can run
+#   sv_agent_who WHO           give $W to WHO (root or nobody: chown -R), crossable, and set $AS,
+#                              the words that run a command as WHO
+#   sv_agent DIR [RUN OPTIONS] -- AGENT…
+#                              that supervisor run as $AS from DIR (bounded: $SV_AGENT_TIMEOUT
+#                              s), HOME $SV_HOME ($W/home unless set), XDG_STATE_HOME $W/state,
+#                              --config-dir $W/cfg (one in RUN OPTIONS comes later and counts),
+#                              the approval listener on a free port and no other, --ask none;
+#                              stdout in $OUT, stderr in $ERR, status in $rc
+#   as_who DIR COMMAND…        the person on the host after the run: COMMAND as $AS from DIR
+#                              with that HOME (bounded: 20 s), its output discarded
+#   cli_as WHO ARGS…           the CLI as root ($SUPERVISOR) or as nobody (from $U:
+#                              $U/cloister-supervisor, HOME $U, XDG_RUNTIME_DIR $U/rt); its
+#                              output in $out, status in $st
+#   pending_as WHO TEXT        poll `cli_as WHO pending` (10 s) for an ask whose line has TEXT;
+#                              its id in $id ("" when none came), the last answer in $out
 #   audit_count REGEX          lines of the audit log matching REGEX (0 if there is none)
 #   audit_reset                start a new audit log
 #   cgroup2_root               the cgroup2 mount point, from /proc/self/mountinfo
@@ -39,6 +58,8 @@ AUDIT=$XDG_STATE_HOME/cloister/audit.log
 OUT=$TMP/out
 ERR=$TMP/err
 SV_TIMEOUT=${SV_TIMEOUT:-20}
+SV_AGENT_TIMEOUT=${SV_AGENT_TIMEOUT:-30}
+unset SV_HOME
 rc=0
 
 run_exit_hooks=""
@@ -96,6 +117,67 @@ sv_as() {
 			"$U/cloister-supervisor" run --config-dir "$U/cfg" "$@") </dev/null >"$OUT" 2>"$ERR"
 	fi
 	rc=$?
+}
+
+NOBODY=65534
+
+sv_agent_setup() {
+	chmod 711 "$TMP"
+	cp "$SUPERVISOR" "$TMP/cloister-supervisor"
+	chmod 755 "$TMP/cloister-supervisor"
+}
+
+sv_agent_who() {
+	if [ "$1" = nobody ]; then
+		chown -R "$NOBODY:$NOBODY" "$W"
+		AS="setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups"
+	else
+		AS=""
+	fi
+	chmod 711 "$W"
+}
+
+sv_agent() {
+	sv_agent_dir=$1
+	shift
+	# shellcheck disable=SC2086 # $AS is words on purpose
+	(cd "$sv_agent_dir" && exec timeout -k 5 "$SV_AGENT_TIMEOUT" $AS env \
+		HOME="${SV_HOME:-$W/home}" XDG_STATE_HOME="$W/state" "$TMP/cloister-supervisor" run \
+		--config-dir "$W/cfg" --listen-approval 127.0.0.1:0 --listen-tokens off \
+		--listen-request off --ask none "$@") </dev/null >"$OUT" 2>"$ERR"
+	rc=$?
+}
+
+as_who() {
+	as_who_dir=$1
+	shift
+	# shellcheck disable=SC2086 # $AS is words on purpose
+	(cd "$as_who_dir" && exec timeout 20 $AS env HOME="${SV_HOME:-$W/home}" "$@") \
+		</dev/null >/dev/null 2>&1
+}
+
+cli_as() {
+	if [ "$1" = root ]; then
+		shift
+		out=$(timeout 20 "$SUPERVISOR" "$@" 2>&1)
+	else
+		shift
+		out=$(cd "$U" && timeout 20 setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups \
+			env HOME="$U" XDG_RUNTIME_DIR="$U/rt" "$U/cloister-supervisor" "$@" 2>&1)
+	fi
+	# shellcheck disable=SC2034 # the tests read it
+	st=$?
+}
+
+pending_as() {
+	id=
+	pending_as_i=0
+	while [ -z "$id" ] && [ $pending_as_i -lt 200 ]; do
+		cli_as "$1" pending
+		id=$(printf '%s\n' "$out" | grep -F -- "$2" | awk '{ print $1 }' | head -n 1)
+		[ -n "$id" ] || sleep 0.05
+		pending_as_i=$((pending_as_i + 1))
+	done
 }
 
 audit_count() {
