@@ -33,6 +33,50 @@ static void test_mountinfo_line_fields_and_escapes(void **state)
 	assert_string_equal(e.mount_point, "/my mnt");
 	assert_string_equal(e.fstype, "ext3");
 	assert_string_equal(e.source, "/dev/root\\x");
+	assert_string_equal(e.super_options, "rw,errors=continue");
+}
+
+/* A hybrid hierarchy keeps pids in cgroup v1: found by its super option, not by a name. */
+static void test_v1_hierarchy_found_by_controller(void **state)
+{
+	static const char text[] =
+	        "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+	        "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+	        "90 31 0:36 /sub /mnt/pidsbind rw,relatime - cgroup cgroup rw,pids\n"
+	        "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+	        "38 31 0:35 / /sys/fs/cgroup/x rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
+	        "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+	char mount[64];
+
+	(void)state;
+	assert_int_equal(cgroup_find_v1_in_mountinfo(text, "pids", mount, sizeof(mount)), 0);
+	assert_string_equal(mount, "/sys/fs/cgroup/pids");
+	assert_int_equal(cgroup_find_v1_in_mountinfo(text, "cpuacct", mount, sizeof(mount)), 0);
+	assert_string_equal(mount, "/sys/fs/cgroup/x");
+	/* "cpu" is a whole option, not a prefix of "cpuacct" or a part of "rw". */
+	assert_int_equal(cgroup_find_v1_in_mountinfo(text, "cpu", mount, sizeof(mount)), 0);
+	assert_int_equal(cgroup_find_v1_in_mountinfo(text, "r", mount, sizeof(mount)), -ENOENT);
+	assert_int_equal(cgroup_find_v1_in_mountinfo(text, "hugetlb", mount, sizeof(mount)),
+	                 -ENOENT);
+	/* The cgroup2 mount is not a v1 hierarchy. */
+	assert_int_equal(
+	        cgroup_find_v1_in_mountinfo(hybrid_mountinfo, "pids", mount, sizeof(mount)),
+	        -ENOENT);
+	assert_int_equal(cgroup_find_v1_in_mountinfo(text, "pids", mount, 8), -ENAMETOOLONG);
+	assert_int_equal(cgroup_find_v1_in_mountinfo("garbage\n", "pids", mount, sizeof(mount)),
+	                 -EINVAL);
+}
+
+static void test_controllers_list_words(void **state)
+{
+	(void)state;
+	assert_true(cgroup_controllers_has("cpuset cpu io memory pids\n", "pids"));
+	assert_true(cgroup_controllers_has("pids", "pids"));
+	assert_true(cgroup_controllers_has("pids memory", "pids"));
+	assert_false(cgroup_controllers_has("hugetlb\n", "pids"));
+	assert_false(cgroup_controllers_has("pidsx cpu", "pids"));
+	assert_false(cgroup_controllers_has("xpids", "pids"));
+	assert_false(cgroup_controllers_has("", "pids"));
 }
 
 static void test_mountinfo_line_rejects_malformed(void **state)
@@ -136,6 +180,9 @@ static void test_cgroup_events_values(void **state)
 	assert_int_equal(v, 1);
 	assert_int_equal(cgroup_events_parse("populatedx 1\n", "populated", &v), -ENOENT);
 	assert_int_equal(cgroup_events_parse("", "frozen", &v), -ENOENT);
+	/* pids.events: the refused forks, not a key that starts alike. */
+	assert_int_equal(cgroup_events_parse("max.imposed 7\nmax 3\n", "max", &v), 0);
+	assert_int_equal(v, 3);
 	assert_int_equal(cgroup_events_parse("frozen x\n", "frozen", &v), -EINVAL);
 }
 
@@ -187,6 +234,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_mountinfo_line_fields_and_escapes),
+	        cmocka_unit_test(test_v1_hierarchy_found_by_controller),
+	        cmocka_unit_test(test_controllers_list_words),
 	        cmocka_unit_test(test_mountinfo_line_rejects_malformed),
 	        cmocka_unit_test(test_finds_cgroup2_in_a_hybrid_hierarchy),
 	        cmocka_unit_test(test_prefers_the_hierarchy_root_over_a_bind_mounted_subtree),
