@@ -23,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -77,6 +78,9 @@ struct sandbox {
 	bool init_reaped;
 	bool exit_reported;
 	struct cgroup *cg;
+	const char *pids_limit; /* sandbox_pids_limit() */
+	bool pids_polls;        /* sandbox_pids_events_fd() */
+	char pids_why[256];
 };
 
 /* ---- the init (runs in the child of clone3) ---------------------------------------------- */
@@ -85,6 +89,7 @@ struct init_args {
 	const struct sandbox_opts *opts;
 	const char *cwd;
 	int sock;
+	bool nproc_limit; /* set RLIMIT_NPROC to opts->pids_max (in a user namespace) */
 };
 
 static int sys_pidfd_send_signal(int pidfd, int sig)
@@ -531,6 +536,19 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 	if (prctl(PR_SET_DUMPABLE, 0) < 0)
 		init_fail(a->sock, -errno, "PR_SET_DUMPABLE: %m");
 
+	/* Before anything can fork: counted per user namespace and uid, this bounds the sandbox's
+	 * tasks alone; raising a hard limit needs CAP_SYS_RESOURCE in the initial namespace. */
+	if (a->nproc_limit) {
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NPROC, &rl) < 0)
+			init_fail(a->sock, -errno, "getrlimit RLIMIT_NPROC: %m");
+		if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > o->pids_max)
+			rl.rlim_max = (rlim_t)o->pids_max;
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NPROC, &rl) < 0)
+			init_fail(a->sock, -errno, "setrlimit RLIMIT_NPROC: %m");
+	}
 	init_tidy_fds(a);
 	/* A session of the sandbox's own: the caller's terminal is not its controlling terminal
 	 * (a new pty is, or none). */
@@ -800,6 +818,40 @@ static int agent_forked(struct sandbox *sb, const struct sandbox_opts *opts, int
 	return 0;
 }
 
+/* The task limit: the cgroup's pids.max where it can be had, RLIMIT_NPROC in a user
+ * namespace (the init sets it), both when both can. */
+static int limit_pids(struct sandbox *sb, const struct sandbox_opts *opts, bool userns,
+                      struct cl_error *err)
+{
+	struct cl_error why = {""};
+	bool legacy = false;
+	int r = -EOPNOTSUPP;
+
+	if (opts->pids_max == 0)
+		return 0;
+	if (sb->cg) {
+		r = cgroup_limit_pids(sb->cg, opts->pids_max, &legacy, &why);
+		if (r >= 0) {
+			sb->pids_limit = legacy ? "cgroup v1 pids.max" : "cgroup pids.max";
+			sb->pids_polls = !legacy;
+		}
+	} else {
+		snprintf(why.msg, sizeof(why.msg), "the sandbox has no cgroup");
+	}
+	if (r < 0 && userns) {
+		sb->pids_limit = "RLIMIT_NPROC in the sandbox's user namespace";
+		return 0;
+	}
+	if (r < 0) {
+		snprintf(sb->pids_why, sizeof(sb->pids_why), "%s",
+		         why.msg[0] ? why.msg : strerror(-r));
+		if (opts->pids_max_required)
+			return cl_error_set(err, r, "cannot limit the sandbox's tasks: %s",
+			                    sb->pids_why);
+	}
+	return 0;
+}
+
 int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct cl_error *err)
 {
 	_cleanup_(sandbox_freep) struct sandbox *sb = NULL;
@@ -855,6 +907,11 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 	}
 	if (r < 0 && !opts->cgroup_optional)
 		return r;
+	(void)cgroup_cleanup_stale_companions(CGROUP_TIMEOUT_MS);
+	userns = sandbox_want_userns(opts->userns, geteuid());
+	r = limit_pids(sb, opts, userns, err);
+	if (r < 0)
+		return r;
 	trace_timing_mark("sandbox: cgroup leaf");
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -862,7 +919,6 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 	sb->sock = sv[0];
 	child_sock = sv[1];
 
-	userns = sandbox_want_userns(opts->userns, geteuid());
 	ca.flags = CLONE_NEWPID | CLONE_NEWNS | (opts->share_network ? 0 : CLONE_NEWNET) |
 	           CLONE_PIDFD | (userns ? CLONE_NEWUSER : 0);
 	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
@@ -872,7 +928,10 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 		ca.flags |= CLONE_INTO_CGROUP;
 		ca.cgroup = (uint64_t)cgroup_dir_fd(sb->cg);
 	}
-	a = (struct init_args){.opts = opts, .cwd = cwd, .sock = child_sock};
+	a = (struct init_args){.opts = opts,
+	                       .cwd = cwd,
+	                       .sock = child_sock,
+	                       .nproc_limit = userns && opts->pids_max > 0};
 
 	/* Writing the child's uid_map needs its /proc files to be ours, i.e. the child dumpable.
 	 * A process that changed its uid without exec is not; the child inherits the flag at the
@@ -901,6 +960,21 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 		r = write_id_maps(pid, err);
 		if (r < 0)
 			return r;
+	}
+	/* Before the init hears go: it has not forked, so every later task is born in there. */
+	if (sb->cg) {
+		r = cgroup_attach_companions(sb->cg, pid);
+		if (r < 0)
+			return cl_error_set(err, r, "moving the sandbox into its v1 cgroup: %s",
+			                    strerror(-r));
+	}
+	if (opts->oom_score_adj) {
+		char text[16];
+
+		snprintf(text, sizeof(text), "%d", opts->oom_score_adj);
+		r = write_proc_file(pid, "oom_score_adj", text);
+		if (r < 0)
+			return cl_error_set(err, r, "writing oom_score_adj: %s", strerror(-r));
 	}
 	if (opts->setup_network) {
 		char path[64];
@@ -1139,6 +1213,25 @@ uint64_t sandbox_cgroup_id(const struct sandbox *sb)
 const char *sandbox_cgroup_path(const struct sandbox *sb)
 {
 	return sb->cg ? cgroup_path(sb->cg) : NULL;
+}
+
+const char *sandbox_pids_limit(const struct sandbox *sb, const char **ret_why)
+{
+	if (ret_why)
+		*ret_why = sb->pids_why[0] ? sb->pids_why : NULL;
+	return sb->pids_limit;
+}
+
+int sandbox_pids_events_fd(const struct sandbox *sb, bool *ret_polls)
+{
+	if (ret_polls)
+		*ret_polls = sb->pids_polls;
+	return sb->cg ? cgroup_pids_events_fd(sb->cg) : -ENOENT;
+}
+
+int sandbox_pids_refused(const struct sandbox *sb, uint64_t *ret)
+{
+	return sb->cg ? cgroup_pids_refused(sb->cg, ret) : -ENOENT;
 }
 
 pid_t sandbox_init_pid(const struct sandbox *sb)
