@@ -662,6 +662,29 @@ static int write_proc_file(pid_t pid, const char *name, const char *text)
 	return 0;
 }
 
+/* Raise PID's oom_score_adj to ADJ, never lower it (a supervisor started with a higher one,
+ * in a container, say, may not go below it without CAP_SYS_RESOURCE). A default, not a wall
+ * (sandbox.h): a failure leaves the score as it was. */
+static void raise_oom_score_adj(pid_t pid, int adj)
+{
+	char path[64], text[16];
+	_cleanup_close_ int fd = -EBADF;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)pid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, text, sizeof(text) - 1);
+	if (n <= 0)
+		return;
+	text[n] = '\0';
+	if (atoi(text) >= adj)
+		return;
+	n = snprintf(text, sizeof(text), "%d", adj);
+	(void)!pwrite(fd, text, (size_t)n, 0);
+}
+
 /* Map our uid/gid to themselves: the agent keeps them. setgroups must be denied before an
  * unprivileged gid_map write. */
 static int write_id_maps(pid_t pid, struct cl_error *err)
@@ -968,14 +991,8 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 			return cl_error_set(err, r, "moving the sandbox into its v1 cgroup: %s",
 			                    strerror(-r));
 	}
-	if (opts->oom_score_adj) {
-		char text[16];
-
-		snprintf(text, sizeof(text), "%d", opts->oom_score_adj);
-		r = write_proc_file(pid, "oom_score_adj", text);
-		if (r < 0)
-			return cl_error_set(err, r, "writing oom_score_adj: %s", strerror(-r));
-	}
+	if (opts->oom_score_adj)
+		raise_oom_score_adj(pid, opts->oom_score_adj);
 	if (opts->setup_network) {
 		char path[64];
 		_cleanup_close_ int netns_fd = -EBADF;

@@ -12,7 +12,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=26
+PLAN=28
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv bash setsid pgrep
 tap_plan $PLAN
@@ -163,6 +163,28 @@ if [ -n "$V1" ] && ! grep -qw pids "$CG2/cgroup.controllers" 2>/dev/null; then
 else
 	tap_skip "root: a killed supervisor's v1 companion leaf" "cgroup2 has the pids controller"
 	tap_skip "root: the next run removes it" "cgroup2 has the pids controller"
+fi
+
+# ---- nothing can hold it (no pids controller in cgroup2, its v1 hierarchy unmounted) ----------
+if [ -n "$V1" ] && ! grep -qw pids "$CG2/cgroup.controllers" 2>/dev/null &&
+	command -v unshare >/dev/null; then
+	nolimit() {
+		(cd "$U" && exec unshare -m --propagation private sh -c \
+			'umount "$1" && shift && exec timeout -k 5 "$0" "$@"' "$SV_TIMEOUT" "$V1" \
+			"$SUPERVISOR" run --config-dir "$CFG" --name "$NAME" --ask none --no-web "$@") \
+			</dev/null >"$OUT" 2>"$ERR"
+		rc=$?
+	}
+	nolimit --pids-max 64 -- true
+	tap_like "$rc $(cat "$ERR")" "^125 .*run: cannot limit the sandbox's tasks: .*no pids controller" \
+		"root: a limit asked for (--pids-max) that nothing can hold: run refuses to start"
+	nolimit -- bash "$U/bomb.sh"
+	tap_like "$rc $(grep -c 'tasks are not limited' "$ERR") $(cat "$OUT")" \
+		"^0 1 bomb forkbomb: made 1000 of 1000, never refused" \
+		"root: the default that nothing can hold: run says so, once, and runs"
+else
+	tap_skip "root: a limit asked for that nothing can hold" "needs cgroup v1 pids and unshare"
+	tap_skip "root: the default that nothing can hold" "needs cgroup v1 pids and unshare"
 fi
 
 tap_done
