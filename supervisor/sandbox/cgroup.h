@@ -142,8 +142,8 @@ int cgroup_destroy(struct cgroup *cg, int timeout_ms);
  * can be had. Sets *ret_legacy to whether the v1 companion holds it. */
 int cgroup_limit_pids(struct cgroup *cg, uint64_t max, bool *ret_legacy, struct cl_error *err);
 
-/* Move PID into the v1 companion leaves (cgroup_limit_pids); nothing without one. Call it
- * before PID forks: its children are born where it is. */
+/* Move PID (0: the calling process) into the v1 companion leaves (cgroup_limit_pids); nothing
+ * without one. Call it before PID forks: its children are born where it is. */
 int cgroup_attach_companions(struct cgroup *cg, pid_t pid);
 
 /* How many forks and clones the pids limit refused so far (pids.events "max"), in *ret. */

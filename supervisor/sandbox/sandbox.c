@@ -89,7 +89,8 @@ struct init_args {
 	const struct sandbox_opts *opts;
 	const char *cwd;
 	int sock;
-	bool nproc_limit; /* set RLIMIT_NPROC to opts->pids_max (in a user namespace) */
+	bool nproc_limit;  /* set RLIMIT_NPROC to opts->pids_max (in a user namespace) */
+	struct cgroup *cg; /* the leaf, whose v1 companions the init joins; or NULL */
 };
 
 static int sys_pidfd_send_signal(int pidfd, int sig)
@@ -527,6 +528,15 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 	 * closed and the GO message below never comes (EOF). */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(127);
+	/* Into the v1 companion leaf (the task limit on a hybrid hierarchy) before anything can
+	 * fork. The write waits for an RCU grace period (cgroup.procs takes the threadgroup
+	 * lock), ~20 ms on a loaded machine: done here, it overlaps the supervisor's network
+	 * set-up instead of adding to it. */
+	if (a->cg) {
+		r = cgroup_attach_companions(a->cg, 0);
+		if (r < 0)
+			init_fail(a->sock, r, "joining the sandbox's v1 cgroup: %s", strerror(-r));
+	}
 	do
 		n = recv(a->sock, &go, sizeof(go), 0);
 	while (n < 0 && errno == EINTR);
@@ -954,7 +964,8 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 	a = (struct init_args){.opts = opts,
 	                       .cwd = cwd,
 	                       .sock = child_sock,
-	                       .nproc_limit = userns && opts->pids_max > 0};
+	                       .nproc_limit = userns && opts->pids_max > 0,
+	                       .cg = sb->cg};
 
 	/* Writing the child's uid_map needs its /proc files to be ours, i.e. the child dumpable.
 	 * A process that changed its uid without exec is not; the child inherits the flag at the
@@ -983,13 +994,6 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 		r = write_id_maps(pid, err);
 		if (r < 0)
 			return r;
-	}
-	/* Before the init hears go: it has not forked, so every later task is born in there. */
-	if (sb->cg) {
-		r = cgroup_attach_companions(sb->cg, pid);
-		if (r < 0)
-			return cl_error_set(err, r, "moving the sandbox into its v1 cgroup: %s",
-			                    strerror(-r));
 	}
 	if (opts->oom_score_adj)
 		raise_oom_score_adj(pid, opts->oom_score_adj);
