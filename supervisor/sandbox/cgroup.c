@@ -620,24 +620,20 @@ int cgroup_create(const char *parent, const char *name, const struct cgroup_owne
 
 /* ---- the pids limit ----------------------------------------------------------------------- */
 
-/* Enable the pids controller in cgroup.subtree_control of every cgroup from the cgroup2 root
- * down to the leaf's parent that lacks it. -EOPNOTSUPP when the hierarchy does not have it (a
- * hybrid one, a controller bound to v1). */
-static int enable_v2_pids(struct cgroup *cg, struct cl_error *err)
+/* -EOPNOTSUPP when the hierarchy does not have the controller: a hybrid one, where it is bound
+ * to v1. The parent holds no process (cgroup_default_parent), which enabling a controller for
+ * its children requires. */
+int cgroup_enable_pids_above(const char *mount, const char *leaf, struct cl_error *err)
 {
-	char mount[PATH_MAX], dir[PATH_MAX];
-	size_t mlen;
+	char dir[PATH_MAX];
+	size_t mlen = strlen(mount);
 	int r;
 
-	r = cgroup_find_cgroup2(mount, sizeof(mount));
-	if (r < 0)
-		return cl_error_set(err, r, "the cgroup2 mount: %s", strerror(-r));
-	mlen = strlen(mount);
-	if (strncmp(cg->path, mount, mlen) != 0 || cg->path[mlen] != '/' ||
+	if (strncmp(leaf, mount, mlen) != 0 || leaf[mlen] != '/' ||
 	    copy_str(dir, sizeof(dir), mount) < 0)
 		return cl_error_set(err, -EINVAL, "cgroup %s is not below the cgroup2 mount %s",
-		                    cg->path, mount);
-	for (const char *p = cg->path + mlen;;) {
+		                    leaf, mount);
+	for (const char *p = leaf + mlen;;) {
 		char text[512];
 		const char *next = strchr(p + 1, '/');
 		size_t dlen = strlen(dir);
@@ -728,14 +724,17 @@ static int make_legacy_pids_leaf(struct cgroup *cg, const char *max, struct cl_e
 int cgroup_limit_pids(struct cgroup *cg, uint64_t max, bool *ret_legacy, struct cl_error *err)
 {
 	struct cl_error v2_err = {""};
-	char text[32];
+	char text[32], mount[PATH_MAX];
 	int r;
 
 	if (max == 0)
 		return cl_error_set(err, -EINVAL,
 		                    "a pids limit of 0 would refuse the agent itself");
 	snprintf(text, sizeof(text), "%" PRIu64, max);
-	r = enable_v2_pids(cg, &v2_err);
+	r = cgroup_find_cgroup2(mount, sizeof(mount));
+	if (r < 0)
+		return cl_error_set(err, r, "the cgroup2 mount: %s", strerror(-r));
+	r = cgroup_enable_pids_above(mount, cg->path, &v2_err);
 	if (r >= 0) {
 		r = write_file_at(cg->dirfd, "pids.max", text);
 		if (r < 0)

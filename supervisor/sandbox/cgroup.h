@@ -142,6 +142,12 @@ int cgroup_destroy(struct cgroup *cg, int timeout_ms);
  * can be had. Sets *ret_legacy to whether the v1 companion holds it. */
 int cgroup_limit_pids(struct cgroup *cg, uint64_t max, bool *ret_legacy, struct cl_error *err);
 
+/* cgroup_limit_pids()'s first half: enable the pids controller in cgroup.subtree_control of
+ * MOUNT (the cgroup2 mount point) and of every directory below it down to LEAF's parent, where
+ * it is not yet. -EOPNOTSUPP when a level's cgroup.controllers lacks it, -EINVAL when LEAF is
+ * not below MOUNT; ERR names the file. */
+int cgroup_enable_pids_above(const char *mount, const char *leaf, struct cl_error *err);
+
 /* Move PID (0: the calling process) into the v1 companion leaves (cgroup_limit_pids); nothing
  * without one. Call it before PID forks: its children are born where it is. */
 int cgroup_attach_companions(struct cgroup *cg, pid_t pid);
