@@ -80,7 +80,7 @@ struct sandbox {
 	struct cgroup *cg;
 	const char *pids_limit; /* sandbox_pids_limit() */
 	bool pids_polls;        /* sandbox_pids_events_fd() */
-	char pids_why[256];
+	char pids_why[CL_ERROR_MAX];
 };
 
 /* ---- the init (runs in the child of clone3) ---------------------------------------------- */
