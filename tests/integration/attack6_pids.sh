@@ -67,8 +67,8 @@ prlimit --pid \$\$ --nproc=unlimited 2>/dev/null
 echo "after \$($F fork 1000)"
 EOF
 chown -R "$NOBODY:$NOBODY" "$U"
-on_exit 'for d in "$CG2"/cloister/$NAME-* "$V1"/cloister/$NAME-*; do [ -d "$d" ] && rmdir "$d"; done'
-on_exit '[ -n "$V1" ] && rmdir "$V1/own$NAME" 2>/dev/null'
+on_exit "for d in $CG2/cloister/$NAME-* $V1/cloister/$NAME-*; do [ -d \"\$d\" ] && rmdir \"\$d\"; done"
+[ -z "$V1" ] || on_exit "rmdir $V1/own$NAME 2>/dev/null"
 
 # bomb_count WHAT: K of the line "WHAT forkbomb: made K of N, then …: Resource temporarily
 # unavailable" in $OUT, else nothing.
@@ -117,6 +117,7 @@ for who in root nobody; do
 		tap_skip "nobody: once" "RLIMIT_NPROC's refusals are counted nowhere"
 		# The user's own processes on the host are not counted: more of them than the
 		# limit, and the bomb makes as many as before.
+		# shellcheck disable=SC2016 # the inner shell's variables
 		setpriv --reuid=$NOBODY --regid=$NOBODY --clear-groups setsid sh -c \
 			'i=0; while [ $i -lt 80 ]; do sleep 120 & i=$((i + 1)); done; wait' &
 		pg=$!
@@ -169,6 +170,7 @@ fi
 if [ -n "$V1" ] && ! grep -qw pids "$CG2/cgroup.controllers" 2>/dev/null &&
 	command -v unshare >/dev/null; then
 	nolimit() {
+		# shellcheck disable=SC2016 # the inner shell's arguments
 		(cd "$U" && exec unshare -m --propagation private sh -c \
 			'umount "$1" && shift && exec timeout -k 5 "$0" "$@"' "$SV_TIMEOUT" "$V1" \
 			"$SUPERVISOR" run --config-dir "$CFG" --name "$NAME" --ask none --no-web "$@") \
