@@ -22,6 +22,8 @@
  * depth so a deep tree cannot exhaust our stack. (cgroup.max.depth may be unlimited.) */
 #define CGROUP_REMOVE_MAX_DEPTH 32
 #define LEAF_NAME_MAX           64
+/* The child of a v1 companion leaf that the sandbox's tasks join (see make_legacy_pids_leaf). */
+#define LEGACY_TASKS_DIR "sandbox"
 
 /* ---- pure parsers ------------------------------------------------------------------------ */
 
@@ -672,6 +674,37 @@ int cgroup_enable_pids_above(const char *mount, const char *leaf, struct cl_erro
 	return 0;
 }
 
+static int64_t now_ms(void);
+static int remove_tree(int parentfd, const char *name, int depth);
+
+/* Remove a v1 companion leaf and what is below it (its tasks' child, cgroups an agent made
+ * there), whose processes are those of the cgroup2 leaf: gone once that one is unpopulated,
+ * though rmdir may see the last of them leave a moment later. */
+static int remove_legacy_leaf(const char *path, int timeout_ms)
+{
+	_cleanup_free_ char *parent = strdup(path);
+	_cleanup_close_ int parentfd = -EBADF;
+	int64_t deadline = now_ms() + timeout_ms;
+	char *slash;
+
+	if (!parent)
+		return -ENOMEM;
+	slash = strrchr(parent, '/');
+	if (!slash || slash == parent)
+		return -EINVAL;
+	*slash = '\0';
+	parentfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (parentfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	for (;;) {
+		int r = remove_tree(parentfd, slash + 1, 0);
+
+		if (r != -EBUSY || now_ms() >= deadline)
+			return r;
+		(void)poll(NULL, 0, 5);
+	}
+}
+
 /* The v1 pids hierarchy's mount point, from our mountinfo. */
 static int find_v1_pids(char *ret_mount, size_t size)
 {
@@ -683,7 +716,12 @@ static int find_v1_pids(char *ret_mount, size_t size)
 	return cgroup_find_v1_in_mountinfo(text, "pids", ret_mount, size);
 }
 
-/* The v1 companion leaf in the pids hierarchy, named as the cgroup2 leaf, holding MAX. */
+/* The v1 companion leaf in the pids hierarchy, named as the cgroup2 leaf, holding MAX, and
+ * its child where the sandbox's tasks go. The limit is one level above them: an agent that
+ * mounts the hierarchy again in a cgroup namespace of its own (--allow-nested-sandbox, root
+ * in a user namespace of its own) sees that child as the root and may write its pids.max,
+ * but not the parent's, which still holds them all (cgroup v1 has no nsdelegate to refuse
+ * the write). */
 static int make_legacy_pids_leaf(struct cgroup *cg, const char *max, struct cl_error *err)
 {
 	char mount[PATH_MAX];
@@ -712,9 +750,11 @@ static int make_legacy_pids_leaf(struct cgroup *cg, const char *max, struct cl_e
 		return cl_error_set(err, r, "cannot open cgroup %s: %s", path, strerror(-r));
 	}
 	r = write_file_at(fd, "pids.max", max);
+	if (r >= 0 && mkdirat(fd, LEGACY_TASKS_DIR, 0755) < 0 && errno != EEXIST)
+		r = -errno;
 	if (r < 0) {
-		rmdir(path);
-		return cl_error_set(err, r, "cannot write %s/pids.max: %s", path, strerror(-r));
+		(void)remove_legacy_leaf(path, 0);
+		return cl_error_set(err, r, "cannot set up cgroup %s: %s", path, strerror(-r));
 	}
 	cg->legacy_path = TAKE_PTR(path);
 	cg->legacy_dirfd = TAKE_FD(fd);
@@ -753,7 +793,9 @@ int cgroup_limit_pids(struct cgroup *cg, uint64_t max, bool *ret_legacy, struct 
 		                                   : "");
 	if (r < 0)
 		return r;
-	cg->pids_events_fd = openat(cg->legacy_dirfd, "pids.events", O_RDONLY | O_CLOEXEC);
+	/* v1 counts a refused fork where the forking task is. */
+	cg->pids_events_fd =
+	        openat(cg->legacy_dirfd, LEGACY_TASKS_DIR "/pids.events", O_RDONLY | O_CLOEXEC);
 	*ret_legacy = true;
 	return 0;
 }
@@ -765,7 +807,7 @@ int cgroup_attach_companions(struct cgroup *cg, pid_t pid)
 	if (cg->legacy_dirfd < 0)
 		return 0;
 	snprintf(text, sizeof(text), "%d", (int)pid);
-	return write_file_at(cg->legacy_dirfd, "cgroup.procs", text);
+	return write_file_at(cg->legacy_dirfd, LEGACY_TASKS_DIR "/cgroup.procs", text);
 }
 
 int cgroup_pids_events_fd(struct cgroup *cg)
@@ -902,21 +944,6 @@ static int remove_leaf(int dirfd, const char *path, int timeout_ms)
 	if (parentfd < 0)
 		return -errno;
 	return remove_tree(parentfd, slash + 1, 0);
-}
-
-/* rmdir a v1 companion leaf, whose processes are those of the cgroup2 leaf: gone once that one
- * is unpopulated, though rmdir may see the last of them leave a moment later. */
-static int remove_legacy_leaf(const char *path, int timeout_ms)
-{
-	int64_t deadline = now_ms() + timeout_ms;
-
-	for (;;) {
-		if (rmdir(path) == 0 || errno == ENOENT)
-			return 0;
-		if (errno != EBUSY || now_ms() >= deadline)
-			return -errno;
-		(void)poll(NULL, 0, 5);
-	}
 }
 
 int cgroup_destroy(struct cgroup *cg, int timeout_ms)

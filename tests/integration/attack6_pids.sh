@@ -12,7 +12,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=28
+PLAN=30
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv bash setsid pgrep
 tap_plan $PLAN
@@ -46,6 +46,20 @@ EOF
 # The bomb as the attack starts it (bash, a subshell that execs it): the same count of tasks.
 cat >"$U/bomb.sh" <<EOF
 echo "bomb \$($F fork 1000)"
+EOF
+# With --allow-nested-sandbox: root in a user namespace of its own (uid 0 mapped to itself as
+# root), a cgroup namespace of its own, the cgroup hierarchies mounted again, writable there,
+# every pids.max in them set to max, the rlimits raised; then the bomb.
+cat >"$U/nested.sh" <<EOF
+exec unshare -Ur --cgroup --mount bash -c '
+	mkdir -p /tmp/v1 /tmp/v2
+	mount -t cgroup -o pids none /tmp/v1 2>/dev/null && echo "mounted v1"
+	mount -t cgroup2 none /tmp/v2 2>/dev/null && echo "mounted v2"
+	for f in /tmp/v1/pids.max /tmp/v2/pids.max; do
+		[ -e "\$f" ] && (echo max >"\$f") 2>/dev/null && echo "wrote \$f"
+	done
+	ulimit -Hu unlimited 2>/dev/null; ulimit -Su unlimited 2>/dev/null
+	echo "nested \$($F fork 1000)"'
 EOF
 # The attack: the bomb, threads, then every way out of the cgroup and every way to raise the
 # limit that the agent can see, then the bomb again.
@@ -129,6 +143,13 @@ for who in root nobody; do
 			"nobody: with $held more of the user's processes on the host, the sandbox still makes $bomb"
 		kill -- -"$pg" 2>/dev/null
 	fi
+
+	SV_TIMEOUT=60 sv_as "$who" --name "$NAME" --ask none --allow-nested-sandbox --pids-max 64 \
+		-- bash "$U/nested.sh"
+	n=$(bomb_count nested)
+	tap_ok "$(within "$n" 62; echo $?)" \
+		"$who: root in a nested user namespace, the cgroup file systems mounted again and their pids.max written: the bomb still stops (made $n)" \
+		"$(diag)"
 
 	# ---- the config key -------------------------------------------------------------------
 	cfg=$CFG
