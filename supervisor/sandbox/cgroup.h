@@ -137,8 +137,10 @@ int cgroup_destroy(struct cgroup *cg, int timeout_ms);
  * where it is not yet (the parent holds no process, so the "no internal processes" rule
  * allows it). On a hybrid hierarchy, where the controller stays with cgroup v1 and cannot be
  * enabled in cgroup2, a companion leaf of the same name in the v1 pids hierarchy holds the
- * limit (root only: nobody delegates v1): cgroup_attach_companions() moves the sandbox's first
- * process into it, and it is removed with the leaf. -EOPNOTSUPP (ERR says why) when neither
+ * limit (root only: nobody delegates v1), over a child of it where the sandbox's tasks go (an
+ * agent that mounts the hierarchy again in a cgroup namespace of its own sees only that child):
+ * cgroup_attach_companions() moves the sandbox's first process there; both are removed with
+ * the leaf. -EOPNOTSUPP (ERR says why) when neither
  * can be had. Sets *ret_legacy to whether the v1 companion holds it. */
 int cgroup_limit_pids(struct cgroup *cg, uint64_t max, bool *ret_legacy, struct cl_error *err);
 
