@@ -7,12 +7,13 @@
 # cgroup and to raise the limit, and the bomb stops at the same count after; the built-in
 # default applies without options, the config key and the option change it; the person gets
 # one line (as root); the user's own processes on the host are not counted, and the host still
-# forks. As root and as a user. Prints TAP.
+# forks. The agent's oom_score_adj is raised (the OOM killer takes it first) and it cannot
+# shield itself. As root and as a user. Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=30
+PLAN=32
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv bash setsid pgrep
 tap_plan $PLAN
@@ -41,6 +42,9 @@ echo "nproc \$(ulimit -Hu)"
 for f in "$CG2/pids.max" "$V1"/cloister/$NAME-*/pids.max; do
 	[ -r "\$f" ] && echo "pids.max \$(cat "\$f")"
 done
+echo "oom \$(cat /proc/self/oom_score_adj)"
+(echo -1000 >/proc/self/oom_score_adj) 2>/dev/null
+echo "oom after \$(cat /proc/self/oom_score_adj)"
 exit 0
 EOF
 # The bomb as the attack starts it (bash, a subshell that execs it): the same count of tasks.
@@ -103,6 +107,8 @@ for who in root nobody; do
 	else
 		tap_is "$(grep '^nproc' "$OUT")" "nproc 4096" "nobody: the agent's hard RLIMIT_NPROC is 4096"
 	fi
+	tap_is "$(grep '^oom' "$OUT" | tr '\n' ' ')" "oom 500 oom after 500 " \
+		"$who: the OOM killer takes the agent first (oom_score_adj 500); it cannot shield itself (-1000)"
 
 	# ---- the attack -----------------------------------------------------------------------
 	SV_TIMEOUT=60 sv_as "$who" -v --name "$NAME" --ask none --pids-max 64 -- bash "$U/attack.sh"
