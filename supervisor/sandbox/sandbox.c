@@ -625,7 +625,11 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 	if (agent != 0 && o->agent_forked && prctl(PR_SET_DUMPABLE, 0) < 0)
 		init_fail(INIT_SOCK_FD, -errno, "PR_SET_DUMPABLE: %m");
 	if (agent < 0)
-		init_fail(INIT_SOCK_FD, -errno, "fork: %m");
+		init_fail(
+		        INIT_SOCK_FD, -errno, "fork: %m%s",
+		        errno == EAGAIN && o->pids_max
+		                ? " (the task limit counts the sandbox's init too: give at least 2)"
+		                : "");
 	if (agent == 0) {
 		close(sfd);
 		if (go_pipe[0] >= 0)

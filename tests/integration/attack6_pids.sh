@@ -13,7 +13,7 @@ set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 
-PLAN=32
+PLAN=34
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv bash setsid pgrep
 tap_plan $PLAN
@@ -156,6 +156,10 @@ for who in root nobody; do
 	tap_ok "$(within "$n" 62; echo $?)" \
 		"$who: root in a nested user namespace, the cgroup file systems mounted again and their pids.max written: the bomb still stops (made $n)" \
 		"$(diag)"
+
+	sv_as "$who" --name "$NAME" --ask none --pids-max 1 -- true
+	tap_like "$rc $(cat "$ERR")" "^125 .*fork: Resource temporarily unavailable \\(the task limit counts the sandbox's init too" \
+		"$who: --pids-max 1 leaves no room for the agent: run says why"
 
 	# ---- the config key -------------------------------------------------------------------
 	cfg=$CFG
