@@ -617,6 +617,8 @@ static void show(const struct config *c, const struct options *o)
 	show_scalar("  ", "rate_limit", &c->proxy.rate_limit_at, c->proxy.rate_limit_at.text);
 	show_scalar("  ", "max_request_bytes", &c->proxy.max_request_bytes_at,
 	            c->proxy.max_request_bytes_at.text);
+	printf("\nlimits:\n");
+	show_scalar("  ", "pids_max", &c->limits.pids_max_at, c->limits.pids_max_at.text);
 	printf("\nrequest:\n");
 	show_scalar("  ", "listen", &c->request.listen, NULL);
 	show_scalar("  ", "timeout", &c->request.timeout_at, NULL);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -58,6 +59,12 @@
 
 /* After passing SIGTERM/SIGHUP on, how long the agent has before everything is killed. */
 #define TERMINATE_GRACE_MS 5000
+/* When no config says limits.pids_max (the built-in one does). */
+#define RUN_PIDS_MAX_DEFAULT 4096
+/* The agent's processes go first when the machine runs out of memory: +500 adds half of the
+ * machine's memory to their OOM score, so the killer takes the agent before any other
+ * program that does not use more than half of it. */
+#define RUN_OOM_SCORE_ADJ 500
 
 enum ask_mode {
 	ASK_AUTO, /* the terminal when there is one, and the dashboard */
@@ -85,6 +92,8 @@ struct options {
 	bool require_fs_confinement; /* both file system layers, or no start */
 	bool test_no_fs_mounts;      /* tests only: Landlock alone confines the files */
 	bool test_no_fs_confinement; /* tests only: the files are not confined (bench)*/
+	bool pids_max_set;           /* --pids-max given */
+	uint64_t pids_max;           /* ... with this (0: off) */
 	char **agent_argv;
 };
 
@@ -114,6 +123,10 @@ struct run {
 	bool net_ready;               /* the netns got its rules and listeners */
 	struct terminal *terminal;    /* the user's, relayed, and the prompts */
 	struct loop_timer *terminate; /* the grace after an ending signal */
+
+	uint64_t pids_max;             /* the sandbox's task limit, 0: none */
+	bool pids_said;                /* its "hit the limit" line was said */
+	struct loop_timer *pids_timer; /* looks at the refusals once a second (cgroup v1) */
 
 	bool paused; /* by the dashboard's kill switch */
 	uint64_t started_wall_ms;
@@ -330,6 +343,49 @@ static void on_agent_stopped(struct run *run, int sig)
 		terminal_suspend(run->terminal, sig); /* returns once `fg` (or `bg`) came */
 	/* The agent goes on in its pty's foreground: that terminal is its own. */
 	sandbox_continue(run->sandbox, true);
+}
+
+/* One line, once, when the sandbox's task limit refused a fork: the agent sees EAGAIN and
+ * may not say why. Only the cgroup counts refusals (RLIMIT_NPROC's go uncounted). */
+static void check_pids_limit(struct run *run)
+{
+	uint64_t refused = 0;
+	int fd = run->sandbox ? sandbox_pids_events_fd(run->sandbox, NULL) : -1;
+
+	if (run->pids_said || fd < 0 || sandbox_pids_refused(run->sandbox, &refused) < 0 ||
+	    refused == 0)
+		return;
+	run->pids_said = true;
+	(void)loop_del_fd(run->loop, fd);
+	if (run->pids_timer)
+		loop_cancel_timer(run->loop, run->pids_timer);
+	run->pids_timer = NULL;
+	say("sandbox \"%s\" hit its task limit (%" PRIu64 " processes and threads): a fork "
+	    "failed with EAGAIN (--pids-max, limits.pids_max)",
+	    run->sandbox_name, run->pids_max);
+}
+
+static int on_pids_event(struct loop *loop, int fd, uint32_t events, void *userdata)
+{
+	(void)loop;
+	(void)fd;
+	(void)events;
+	check_pids_limit(userdata);
+	return 0;
+}
+
+/* cgroup v1's pids.events does not wake a poll (cgroup2's does): read it once a second, a
+ * pread, until it has something to say. */
+static int on_pids_timer(struct loop *loop, void *userdata)
+{
+	struct run *run = userdata;
+
+	run->pids_timer = NULL;
+	check_pids_limit(run);
+	if (!run->pids_said &&
+	    loop_add_timer(loop, loop_now_ms() + 1000, on_pids_timer, run, &run->pids_timer) < 0)
+		run->pids_timer = NULL; /* said at the end instead */
+	return 0;
 }
 
 static int on_sandbox_status(struct loop *loop, int fd, uint32_t events, void *userdata)
@@ -571,6 +627,8 @@ static void usage(FILE *out)
 	      "                       that Landlock alone refuses the writes (weaker: fs.hide\n"
 	      "                       and fs.protect are then not applied)\n"
 	      "  --test-no-fs-confinement  FOR TESTS ONLY: neither layer (to measure their cost)\n"
+	      "  --pids-max N|off     at most N tasks (processes and threads) in the sandbox\n"
+	      "                       (default 4096, or the config's limits.pids_max)\n"
 	      "  --audit-rate N|off   automatic audit lines a second per sandbox (default 100;\n"
 	      "                       over it they are counted, not written)\n"
 	      "  --audit-burst N      ... and at once (default 1000)\n"
@@ -602,6 +660,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_REQUIRE_FS_CONFINEMENT,
 		OPT_TEST_NO_FS_MOUNTS,
 		OPT_TEST_NO_FS_CONFINEMENT,
+		OPT_PIDS_MAX,
 	};
 	static const struct option longopts[] = {
 	        FRONTEND_LONGOPTS,
@@ -620,6 +679,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 	        {"require-fs-confinement", no_argument, NULL, OPT_REQUIRE_FS_CONFINEMENT},
 	        {"test-no-fs-mounts", no_argument, NULL, OPT_TEST_NO_FS_MOUNTS},
 	        {"test-no-fs-confinement", no_argument, NULL, OPT_TEST_NO_FS_CONFINEMENT},
+	        {"pids-max", required_argument, NULL, OPT_PIDS_MAX},
 	        {"help", no_argument, NULL, 'h'},
 	        {0},
 	};
@@ -713,6 +773,16 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_TEST_NO_FS_CONFINEMENT:
 			o->test_no_fs_confinement = true;
+			break;
+		case OPT_PIDS_MAX:
+			if (config_parse_pids_max(optarg, &o->pids_max) < 0) {
+				fprintf(stderr,
+				        PROG ": run: --pids-max takes a number of tasks from 1 to "
+				             "%d, or off, not \"%s\"\n",
+				        CONFIG_PIDS_MAX_LIMIT, optarg);
+				return -EINVAL;
+			}
+			o->pids_max_set = true;
 			break;
 		case 'h':
 			usage(stdout);
@@ -962,6 +1032,8 @@ static int start_sandbox(struct run *run, struct cl_error *err)
 	 * asks. The audit log: every run's commands, with whatever secrets they carried. */
 	const char *hidden[3] = {NULL};
 	size_t n_readonly = 0, n_hidden = 0;
+	const char *pids_why = NULL;
+	bool pids_required = false;
 	struct termios modes;
 	struct winsize size;
 	int r;
@@ -1019,6 +1091,18 @@ static int start_sandbox(struct run *run, struct cl_error *err)
 	} else if (run->audit_dir) {
 		hidden[n_hidden++] = run->audit_dir;
 	}
+	/* The task limit: --pids-max, else the config's (the built-in one's), else ours. One a
+	 * person asked for is held or the run refused; the default may only be said missing. */
+	{
+		const struct config_scalar *at = &run->config->limits.pids_max_at;
+
+		run->pids_max = at->text ? run->config->limits.pids_max : RUN_PIDS_MAX_DEFAULT;
+		pids_required = at->text && at->origin.layer != CONFIG_LAYER_BUILTIN;
+		if (run->opt.pids_max_set) {
+			run->pids_max = run->opt.pids_max;
+			pids_required = true;
+		}
+	}
 	{
 		struct sandbox_opts so = {
 		        .argv = run->opt.agent_argv,
@@ -1032,6 +1116,9 @@ static int start_sandbox(struct run *run, struct cl_error *err)
 		        .install_filter = install_filter,
 		        .install_filter_userdata = run,
 		        .cgroup_optional = geteuid() != 0,
+		        .pids_max = run->pids_max,
+		        .pids_max_required = pids_required,
+		        .oom_score_adj = RUN_OOM_SCORE_ADJ,
 		        .readonly_paths = readonly,
 		        .hidden_paths = hidden,
 		        .confine = confine,
@@ -1045,6 +1132,10 @@ static int start_sandbox(struct run *run, struct cl_error *err)
 		r = sandbox_start(&so, &run->sandbox, &why);
 		if (r < 0)
 			return cl_error_set(err, r, "run: %s", why.msg);
+		if (run->pids_max && !sandbox_pids_limit(run->sandbox, &pids_why))
+			say("warning: the sandbox's tasks are not limited (a fork bomb takes the "
+			    "machine's pids): %s",
+			    pids_why ? pids_why : "no mechanism");
 		run->fs_sweep = fs_confine_take_sweep(sandbox_confine_fs(confine));
 	}
 	trace_timing_mark("sandbox started (agent forked)");
@@ -1067,6 +1158,7 @@ static int watch_sandbox(struct run *run, struct cl_error *err)
 	const struct web *web = frontend_web(run->fe);
 	char status_url[64];
 	struct agent_note_ttys ttys = {0};
+	bool pids_polls = false;
 	int root_fd, mountinfo_fd, master;
 	sigset_t sigs;
 	int r;
@@ -1125,6 +1217,11 @@ static int watch_sandbox(struct run *run, struct cl_error *err)
 	}
 	r = loop_add_fd(run->loop, sandbox_status_fd(run->sandbox), EPOLLIN, on_sandbox_status,
 	                run);
+	if (r >= 0 && sandbox_pids_events_fd(run->sandbox, &pids_polls) >= 0)
+		r = pids_polls ? loop_add_fd(run->loop, sandbox_pids_events_fd(run->sandbox, NULL),
+		                             EPOLLPRI, on_pids_event, run)
+		               : loop_add_timer(run->loop, loop_now_ms() + 1000, on_pids_timer, run,
+		                                &run->pids_timer);
 	if (r >= 0) {
 		frontend_ending_signals(&sigs);
 		sigaddset(&sigs, SIGQUIT);
@@ -1145,9 +1242,14 @@ static void say_started(struct run *run)
 	const struct web *web = frontend_web(run->fe);
 
 	if (run->opt.common.verbose) {
+		const char *pids = sandbox_pids_limit(run->sandbox, NULL);
+
 		say("sandbox \"%s\": cgroup %s", run->sandbox_name,
 		    sandbox_cgroup_path(run->sandbox) ? sandbox_cgroup_path(run->sandbox)
 		                                      : "(none)");
+		if (pids)
+			say("sandbox \"%s\": at most %" PRIu64 " tasks (%s)", run->sandbox_name,
+			    run->pids_max, pids);
 		say("seccomp: SYNC_WAKE_UP %s, WAIT_KILLABLE_RECV %s",
 		    notifier_sync_wake_up(exec_guard_notifier(run->guard)) ? "on" : "unavailable",
 		    notifier_filter_flags_supported(SECCOMP_FILTER_FLAG_NEW_LISTENER |
@@ -1246,6 +1348,13 @@ static void teardown(struct run *run)
 	run->fe = NULL;
 	run->approvals = NULL;
 	trace_timing_mark("teardown: front end");
+	/* A refusal just before the end, not yet read from the loop. */
+	check_pids_limit(run);
+	if (run->sandbox && sandbox_pids_events_fd(run->sandbox, NULL) >= 0)
+		(void)loop_del_fd(run->loop, sandbox_pids_events_fd(run->sandbox, NULL));
+	if (run->pids_timer)
+		loop_cancel_timer(run->loop, run->pids_timer);
+	run->pids_timer = NULL;
 	sandbox_free(run->sandbox);
 	trace_timing_mark("teardown: sandbox (kill, cgroup)");
 	/* The agent is gone: what it created at a protected name is moved aside. */

@@ -96,6 +96,7 @@ void config_free(struct config *c)
 	scalar_clear(&c->proxy.max_request_bytes_at);
 	scalar_clear(&c->request.listen);
 	scalar_clear(&c->request.timeout_at);
+	scalar_clear(&c->limits.pids_max_at);
 	scalar_clear(&c->hostexec.listen);
 	pattern_list_clear(&c->hostexec.auto_approve);
 	pattern_list_clear(&c->hostexec.manual_approve);
@@ -1282,6 +1283,37 @@ static int integer_setting(struct parse_ctx *ctx, const struct ydoc_node *v, con
 	return set_scalar(ctx, v, at);
 }
 
+int config_parse_pids_max(const char *text, uint64_t *ret)
+{
+	int64_t v;
+
+	if (strcmp(text, "off") == 0) {
+		*ret = 0;
+		return 0;
+	}
+	if (parse_nonnegative(text, &v) < 0 || v < 1 || v > CONFIG_PIDS_MAX_LIMIT)
+		return -EINVAL;
+	*ret = (uint64_t)v;
+	return 0;
+}
+
+static int on_limits_pids_max(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	const char *text = NULL;
+	int r = expect_string(ctx, v, path, &text);
+
+	if (r <= 0)
+		return r;
+	if (!v->plain || config_parse_pids_max(text, &ctx->cfg->limits.pids_max) < 0)
+		return fail(ctx, v, path,
+		            "expected a number of tasks from 1 to %d, or off, got \"%.100s\"",
+		            CONFIG_PIDS_MAX_LIMIT, text);
+	return set_scalar(ctx, v, &ctx->cfg->limits.pids_max_at);
+}
+
+/* This project's own section, strict: a misspelt key would drop a limit. */
+static int on_limits(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path);
+
 static int on_rate_limit(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
 {
 	return integer_setting(ctx, v, path, &ctx->cfg->proxy.rate_limit,
@@ -1548,6 +1580,14 @@ static int on_decisions_exec(struct parse_ctx *ctx, const struct ydoc_node *v, c
 	return WALK_STRICT(ctx, v, path, keys);
 }
 
+static int on_limits(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
+{
+	static const struct key_table keys[] = {
+	        {"pids_max", on_limits_pids_max},
+	};
+	return WALK_STRICT(ctx, v, path, keys);
+}
+
 static int on_global_proxy(struct parse_ctx *ctx, const struct ydoc_node *v, const char *path)
 {
 	static const struct key_table keys[] = {
@@ -1729,6 +1769,7 @@ static int parse_root(struct parse_ctx *ctx, const struct ydoc_node *root)
 	        {"approval", on_global_hostexec},
 	        {"exec", on_exec},
 	        {"fs", on_fs},
+	        {"limits", on_limits},
 	        {"devcontainer", on_devcontainer},
 	        {"agents", on_agents},
 	        {"defaults", on_defaults},
@@ -1743,6 +1784,7 @@ static int parse_root(struct parse_ctx *ctx, const struct ydoc_node *root)
 	        {"commands", on_project_hostexec},
 	        {"exec", on_exec},
 	        {"fs", on_fs},
+	        {"limits", on_limits},
 	};
 	static const struct key_table decisions_keys[] = {
 	        {"proxy", on_project_proxy},

@@ -252,6 +252,13 @@ struct config {
 		struct config_scalar ask_at;
 	} fs;
 
+	struct {
+		/* Tasks (processes and threads) the sandbox may have at once; 0: no limit ("off").
+		 * pids_max_at.text NULL: not written anywhere (run's default applies). */
+		uint64_t pids_max;
+		struct config_scalar pids_max_at;
+	} limits;
+
 	char **warnings; /* "FILE:LINE:COLUMN: …" */
 	size_t n_warnings;
 	char **files; /* names the origins point to */
@@ -308,6 +315,12 @@ int config_project_name_check(const char *name, struct cl_error *err);
 /* Parse a Go duration ("60s", "5m", "1h30m", "1.5h", "250ms") into milliseconds, rounding
  * down; at most 100 days. -EINVAL if malformed, negative or too large. */
 int config_parse_duration(const char *text, uint64_t *ret_ms);
+
+/* The most tasks a sandbox may be limited to: the kernel's PID_MAX_LIMIT. */
+#define CONFIG_PIDS_MAX_LIMIT 4194304
+/* A task limit as `limits.pids_max` and `run --pids-max` take it: a decimal integer from 1 to
+ * CONFIG_PIDS_MAX_LIMIT, or "off" (0: no limit). -EINVAL otherwise. */
+int config_parse_pids_max(const char *text, uint64_t *ret);
 
 /* Allow every exec of the file PATH or of a file below it (an absolute, normalised path),
  * ahead of the allow rules; deny rules still win. WHAT says whose files they are ("the

@@ -76,6 +76,7 @@ static void override_exec_scalars(struct config *dst, struct config *src)
 	OVERRIDE_SCALAR(dst, src, exec.ask_fallback, exec.ask_fallback_at);
 	OVERRIDE_SCALAR(dst, src, fs.tmp, fs.tmp_at);
 	OVERRIDE_SCALAR(dst, src, fs.ask, fs.ask_at);
+	OVERRIDE_SCALAR(dst, src, limits.pids_max, limits.pids_max_at);
 }
 
 static void override_scalars(struct config *dst, struct config *src)

@@ -22,6 +22,8 @@
  * depth so a deep tree cannot exhaust our stack. (cgroup.max.depth may be unlimited.) */
 #define CGROUP_REMOVE_MAX_DEPTH 32
 #define LEAF_NAME_MAX           64
+/* The child of a v1 companion leaf that the sandbox's tasks join (see make_legacy_pids_leaf). */
+#define LEGACY_TASKS_DIR "sandbox"
 
 /* ---- pure parsers ------------------------------------------------------------------------ */
 
@@ -115,6 +117,9 @@ int mountinfo_parse_line(char *line, struct mountinfo_entry *ret)
 	e.source = next_field(&cur);
 	if (!e.fstype || !e.source)
 		return -EINVAL;
+	e.super_options = next_field(&cur);
+	if (!e.super_options)
+		e.super_options = "";
 	unescape_octal(f[3]);
 	unescape_octal(f[4]);
 	unescape_octal((char *)e.source);
@@ -166,6 +171,58 @@ int cgroup_find_cgroup2_in_mountinfo(const char *text, char *ret_mount, size_t m
 	if (r < 0)
 		return r;
 	return copy_str(ret_root, root_size, best_root);
+}
+
+/* Whether WORD is one of the SEP-separated items of LIST. */
+static bool list_has(const char *list, const char *seps, const char *word)
+{
+	size_t wlen = strlen(word);
+
+	for (const char *p = list; *p;) {
+		size_t n = strcspn(p, seps);
+
+		if (n == wlen && strncmp(p, word, n) == 0)
+			return true;
+		p += n;
+		p += strspn(p, seps);
+	}
+	return false;
+}
+
+bool cgroup_controllers_has(const char *text, const char *controller)
+{
+	return list_has(text, " \t\n", controller);
+}
+
+int cgroup_find_v1_in_mountinfo(const char *text, const char *controller, char *ret_mount,
+                                size_t size)
+{
+	_cleanup_free_ char *copy = strdup(text);
+	_cleanup_free_ char *best = NULL;
+	bool best_at_root = false;
+	char *save = NULL;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		struct mountinfo_entry e;
+
+		if (mountinfo_parse_line(line, &e) < 0)
+			return -EINVAL;
+		if (strcmp(e.fstype, "cgroup") != 0 || !list_has(e.super_options, ",", controller))
+			continue;
+		/* The whole hierarchy (root "/") over a bind mount of a part of it. */
+		if (best && (best_at_root || strcmp(e.root, "/") != 0))
+			continue;
+		free(best);
+		best = strdup(e.mount_point);
+		if (!best)
+			return -ENOMEM;
+		best_at_root = strcmp(e.root, "/") == 0;
+	}
+	if (!best)
+		return -ENOENT;
+	return copy_str(ret_mount, size, best);
 }
 
 int proc_stat_parse_start_time(const char *text, uint64_t *ret)
@@ -466,6 +523,10 @@ struct cgroup {
 	char *path;
 	int dirfd;
 	uint64_t id;
+	/* The v1 pids companion leaf on a hybrid hierarchy (cgroup_limit_pids), or NULL / -1. */
+	char *legacy_path;
+	int legacy_dirfd;
+	int pids_events_fd; /* pids.events of whichever leaf holds the limit, or -1 */
 };
 
 const char *cgroup_path(const struct cgroup *cg)
@@ -489,6 +550,11 @@ static void cgroup_free(struct cgroup *cg)
 		return;
 	if (cg->dirfd >= 0)
 		close(cg->dirfd);
+	if (cg->legacy_dirfd >= 0)
+		close(cg->legacy_dirfd);
+	if (cg->pids_events_fd >= 0)
+		close(cg->pids_events_fd);
+	free(cg->legacy_path);
 	free(cg->path);
 	free(cg);
 }
@@ -512,7 +578,7 @@ int cgroup_create(const char *parent, const char *name, const struct cgroup_owne
 	cg = calloc(1, sizeof(*cg));
 	if (!cg)
 		return -ENOMEM;
-	cg->dirfd = -EBADF;
+	cg->dirfd = cg->legacy_dirfd = cg->pids_events_fd = -EBADF;
 	for (int attempt = 1;; attempt++) {
 		char base[LEAF_NAME_MAX + 16];
 
@@ -551,6 +617,220 @@ int cgroup_create(const char *parent, const char *name, const struct cgroup_owne
 		                    cg->path);
 	}
 	*ret = TAKE_PTR(cg);
+	return 0;
+}
+
+/* ---- the pids limit ----------------------------------------------------------------------- */
+
+/* -EOPNOTSUPP when the hierarchy does not have the controller: a hybrid one, where it is bound
+ * to v1. The parent holds no process (cgroup_default_parent), which enabling a controller for
+ * its children requires. */
+int cgroup_enable_pids_above(const char *mount, const char *leaf, struct cl_error *err)
+{
+	char dir[PATH_MAX];
+	size_t mlen = strlen(mount);
+	int r;
+
+	if (strncmp(leaf, mount, mlen) != 0 || leaf[mlen] != '/' ||
+	    copy_str(dir, sizeof(dir), mount) < 0)
+		return cl_error_set(err, -EINVAL, "cgroup %s is not below the cgroup2 mount %s",
+		                    leaf, mount);
+	for (const char *p = leaf + mlen;;) {
+		char text[512];
+		const char *next = strchr(p + 1, '/');
+		size_t dlen = strlen(dir);
+
+		{
+			_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+			if (fd < 0)
+				return cl_error_set(err, -errno, "%s: %m", dir);
+			r = read_file_at(fd, "cgroup.controllers", text, sizeof(text));
+			if (r < 0)
+				return cl_error_set(err, r, "%s/cgroup.controllers: %s", dir,
+				                    strerror(-r));
+			if (!cgroup_controllers_has(text, "pids"))
+				return cl_error_set(err, -EOPNOTSUPP,
+				                    "the cgroup2 hierarchy has no pids controller "
+				                    "at %s (it is not in its cgroup.controllers)",
+				                    dir);
+			r = read_file_at(fd, "cgroup.subtree_control", text, sizeof(text));
+			if (r >= 0 && !cgroup_controllers_has(text, "pids"))
+				r = write_file_at(fd, "cgroup.subtree_control", "+pids");
+			if (r < 0)
+				return cl_error_set(err, r,
+				                    "enabling the pids controller in "
+				                    "%s/cgroup.subtree_control: %s",
+				                    dir, strerror(-r));
+		}
+		if (!next)
+			break; /* dir is the leaf's parent now */
+		if (dlen + (size_t)(next - p) >= sizeof(dir))
+			return cl_error_set(err, -ENAMETOOLONG, "cgroup path too long");
+		memcpy(dir + dlen, p, (size_t)(next - p));
+		dir[dlen + (size_t)(next - p)] = '\0';
+		p = next;
+	}
+	return 0;
+}
+
+static int64_t now_ms(void);
+static int remove_tree(int parentfd, const char *name, int depth);
+
+/* Remove a v1 companion leaf and what is below it (its tasks' child, cgroups an agent made
+ * there), whose processes are those of the cgroup2 leaf: gone once that one is unpopulated,
+ * though rmdir may see the last of them leave a moment later. */
+static int remove_legacy_leaf(const char *path, int timeout_ms)
+{
+	_cleanup_free_ char *parent = strdup(path);
+	_cleanup_close_ int parentfd = -EBADF;
+	int64_t deadline = now_ms() + timeout_ms;
+	char *slash;
+
+	if (!parent)
+		return -ENOMEM;
+	slash = strrchr(parent, '/');
+	if (!slash || slash == parent)
+		return -EINVAL;
+	*slash = '\0';
+	parentfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (parentfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	for (;;) {
+		int r = remove_tree(parentfd, slash + 1, 0);
+
+		if (r != -EBUSY || now_ms() >= deadline)
+			return r;
+		(void)poll(NULL, 0, 5);
+	}
+}
+
+/* The v1 pids hierarchy's mount point, from our mountinfo. */
+static int find_v1_pids(char *ret_mount, size_t size)
+{
+	_cleanup_free_ char *text = NULL;
+	int r = mountinfo_read_self(&text);
+
+	if (r < 0)
+		return r;
+	return cgroup_find_v1_in_mountinfo(text, "pids", ret_mount, size);
+}
+
+/* The v1 companion leaf in the pids hierarchy, named as the cgroup2 leaf, holding MAX, and
+ * its child where the sandbox's tasks go. The limit is one level above them: an agent that
+ * mounts the hierarchy again in a cgroup namespace of its own (--allow-nested-sandbox, root
+ * in a user namespace of its own) sees that child as the root and may write its pids.max,
+ * but not the parent's, which still holds them all (cgroup v1 has no nsdelegate to refuse
+ * the write). */
+static int make_legacy_pids_leaf(struct cgroup *cg, const char *max, struct cl_error *err)
+{
+	char mount[PATH_MAX];
+	_cleanup_free_ char *parent = NULL, *path = NULL;
+	_cleanup_close_ int fd = -EBADF;
+	int r;
+
+	if (geteuid() != 0)
+		return -EOPNOTSUPP;
+	r = find_v1_pids(mount, sizeof(mount));
+	if (r < 0)
+		return r == -ENOENT ? -EOPNOTSUPP : r;
+	if (asprintf(&parent, "%s/cloister", mount) < 0 ||
+	    asprintf(&path, "%s/%s", parent, strrchr(cg->path, '/') + 1) < 0)
+		return -ENOMEM;
+	r = dirs_make(parent, 0755);
+	if (r < 0)
+		return cl_error_set(err, r, "cannot create cgroup directory %s: %s", parent,
+		                    strerror(-r));
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		return cl_error_set(err, -errno, "cannot create cgroup %s: %m", path);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		rmdir(path);
+		return cl_error_set(err, r, "cannot open cgroup %s: %s", path, strerror(-r));
+	}
+	r = write_file_at(fd, "pids.max", max);
+	if (r >= 0 && mkdirat(fd, LEGACY_TASKS_DIR, 0755) < 0 && errno != EEXIST)
+		r = -errno;
+	if (r < 0) {
+		(void)remove_legacy_leaf(path, 0);
+		return cl_error_set(err, r, "cannot set up cgroup %s: %s", path, strerror(-r));
+	}
+	cg->legacy_path = TAKE_PTR(path);
+	cg->legacy_dirfd = TAKE_FD(fd);
+	return 0;
+}
+
+int cgroup_limit_pids(struct cgroup *cg, uint64_t max, bool *ret_legacy, struct cl_error *err)
+{
+	struct cl_error v2_err = {""};
+	char text[32], mount[PATH_MAX];
+	int r;
+
+	if (max == 0)
+		return cl_error_set(err, -EINVAL,
+		                    "a pids limit of 0 would refuse the agent itself");
+	snprintf(text, sizeof(text), "%" PRIu64, max);
+	r = cgroup_find_cgroup2(mount, sizeof(mount));
+	if (r < 0)
+		return cl_error_set(err, r, "the cgroup2 mount: %s", strerror(-r));
+	r = cgroup_enable_pids_above(mount, cg->path, &v2_err);
+	if (r >= 0) {
+		r = write_file_at(cg->dirfd, "pids.max", text);
+		if (r < 0)
+			return cl_error_set(err, r, "cannot write %s/pids.max: %s", cg->path,
+			                    strerror(-r));
+		cg->pids_events_fd = openat(cg->dirfd, "pids.events", O_RDONLY | O_CLOEXEC);
+		*ret_legacy = false;
+		return 0;
+	}
+	if (r != -EOPNOTSUPP)
+		return cl_error_set(err, r, "%s", v2_err.msg);
+	r = make_legacy_pids_leaf(cg, text, err);
+	if (r == -EOPNOTSUPP)
+		return cl_error_set(err, r, "%s%s", v2_err.msg,
+		                    geteuid() == 0 ? ", nor is there a cgroup v1 pids hierarchy"
+		                                   : "");
+	if (r < 0)
+		return r;
+	/* v1 counts a refused fork where the forking task is. */
+	cg->pids_events_fd =
+	        openat(cg->legacy_dirfd, LEGACY_TASKS_DIR "/pids.events", O_RDONLY | O_CLOEXEC);
+	*ret_legacy = true;
+	return 0;
+}
+
+int cgroup_attach_companions(struct cgroup *cg, pid_t pid)
+{
+	char text[32];
+
+	if (cg->legacy_dirfd < 0)
+		return 0;
+	snprintf(text, sizeof(text), "%d", (int)pid);
+	return write_file_at(cg->legacy_dirfd, LEGACY_TASKS_DIR "/cgroup.procs", text);
+}
+
+int cgroup_pids_events_fd(struct cgroup *cg)
+{
+	return cg->pids_events_fd >= 0 ? cg->pids_events_fd : -ENOENT;
+}
+
+int cgroup_pids_refused(struct cgroup *cg, uint64_t *ret)
+{
+	char text[256];
+	ssize_t n;
+	int v, r;
+
+	if (cg->pids_events_fd < 0)
+		return -ENOENT;
+	n = pread(cg->pids_events_fd, text, sizeof(text) - 1, 0);
+	if (n < 0)
+		return -errno;
+	text[n] = '\0';
+	r = cgroup_events_parse(text, "max", &v);
+	if (r < 0)
+		return r;
+	*ret = v < 0 ? 0 : (uint64_t)v;
 	return 0;
 }
 
@@ -668,13 +948,15 @@ static int remove_leaf(int dirfd, const char *path, int timeout_ms)
 
 int cgroup_destroy(struct cgroup *cg, int timeout_ms)
 {
-	int r;
+	int r, q = 0;
 
 	if (!cg)
 		return 0;
 	r = remove_leaf(cg->dirfd, cg->path, timeout_ms);
+	if (cg->legacy_path && r >= 0)
+		q = remove_legacy_leaf(cg->legacy_path, timeout_ms);
 	cgroup_free(cg);
-	return r;
+	return r < 0 ? r : q;
 }
 
 int cgroup_remove_path(const char *path, int timeout_ms)
@@ -686,7 +968,24 @@ int cgroup_remove_path(const char *path, int timeout_ms)
 	return remove_leaf(fd, path, timeout_ms);
 }
 
+static int cleanup_stale(const char *parent, int timeout_ms, bool legacy);
+
 int cgroup_cleanup_stale(const char *parent, int timeout_ms)
+{
+	return cleanup_stale(parent, timeout_ms, false);
+}
+
+int cgroup_cleanup_stale_companions(int timeout_ms)
+{
+	char mount[PATH_MAX], parent[PATH_MAX + 16];
+
+	if (geteuid() != 0 || find_v1_pids(mount, sizeof(mount)) < 0)
+		return 0;
+	snprintf(parent, sizeof(parent), "%s/cloister", mount);
+	return cleanup_stale(parent, timeout_ms, true);
+}
+
+static int cleanup_stale(const char *parent, int timeout_ms, bool legacy)
 {
 	struct cgroup_owner self;
 	int r, removed = 0;
@@ -716,7 +1015,8 @@ int cgroup_cleanup_stale(const char *parent, int timeout_ms)
 			closedir(d);
 			return -ENOMEM;
 		}
-		if (cgroup_remove_path(path, timeout_ms) == 0)
+		if ((legacy ? remove_legacy_leaf(path, 0) : cgroup_remove_path(path, timeout_ms)) ==
+		    0)
 			removed++;
 		free(path);
 	}

@@ -30,6 +30,7 @@ struct mountinfo_entry {
 	const char *mount_point; /* where it is mounted, in this mount namespace */
 	const char *fstype;
 	const char *source;
+	const char *super_options; /* "rw,pids" for a cgroup v1 mount; "" when the line has none */
 };
 
 /* Parse one NUL-terminated line (without the newline), modifying it. -EINVAL if malformed. */
@@ -44,6 +45,16 @@ int mountinfo_read_self(char **ret_text);
  * buffer is too small, -EINVAL on a malformed line. */
 int cgroup_find_cgroup2_in_mountinfo(const char *text, char *ret_mount, size_t mount_size,
                                      char *ret_root, size_t root_size);
+
+/* Find the cgroup v1 hierarchy that holds CONTROLLER (one of its super options, e.g. "pids"):
+ * hybrid hierarchies keep the pids and memory controllers there. Copies the mount point.
+ * -ENOENT when there is none, -ENAMETOOLONG, -EINVAL on a malformed line. */
+int cgroup_find_v1_in_mountinfo(const char *text, const char *controller, char *ret_mount,
+                                size_t size);
+
+/* Whether CONTROLLER is one of the space-separated words of TEXT (cgroup.controllers,
+ * cgroup.subtree_control). */
+bool cgroup_controllers_has(const char *text, const char *controller);
 
 /* The start time (field 22, clock ticks after boot) from the text of /proc/PID/stat. The comm
  * field may contain spaces and parentheses; parsing starts after the last ')'. */
@@ -121,10 +132,43 @@ int cgroup_kill(struct cgroup *cg);
  * freed in every case. */
 int cgroup_destroy(struct cgroup *cg, int timeout_ms);
 
+/* Limit the tasks (processes and threads together) of the leaf and everything below it to MAX:
+ * pids.max, with the pids controller enabled from the cgroup2 root down to the leaf's parent
+ * where it is not yet (the parent holds no process, so the "no internal processes" rule
+ * allows it). On a hybrid hierarchy, where the controller stays with cgroup v1 and cannot be
+ * enabled in cgroup2, a companion leaf of the same name in the v1 pids hierarchy holds the
+ * limit (root only: nobody delegates v1), over a child of it where the sandbox's tasks go (an
+ * agent that mounts the hierarchy again in a cgroup namespace of its own sees only that child):
+ * cgroup_attach_companions() moves the sandbox's first process there; both are removed with
+ * the leaf. -EOPNOTSUPP (ERR says why) when neither
+ * can be had. Sets *ret_legacy to whether the v1 companion holds it. */
+int cgroup_limit_pids(struct cgroup *cg, uint64_t max, bool *ret_legacy, struct cl_error *err);
+
+/* cgroup_limit_pids()'s first half: enable the pids controller in cgroup.subtree_control of
+ * MOUNT (the cgroup2 mount point) and of every directory below it down to LEAF's parent, where
+ * it is not yet. -EOPNOTSUPP when a level's cgroup.controllers lacks it, -EINVAL when LEAF is
+ * not below MOUNT; ERR names the file. */
+int cgroup_enable_pids_above(const char *mount, const char *leaf, struct cl_error *err);
+
+/* Move PID (0: the calling process) into the v1 companion leaves (cgroup_limit_pids); nothing
+ * without one. Call it before PID forks: its children are born where it is. */
+int cgroup_attach_companions(struct cgroup *cg, pid_t pid);
+
+/* How many forks and clones the pids limit refused so far (pids.events "max"), in *ret. */
+int cgroup_pids_refused(struct cgroup *cg, uint64_t *ret);
+
+/* An fd of pids.events (owned by cg) that polls POLLPRI when the count above changes, or
+ * -ENOENT without a pids limit. */
+int cgroup_pids_events_fd(struct cgroup *cg);
+
 /* Kill and remove every leaf under PARENT whose owner is stale (dead, or its pid reused by
  * another process). Returns the number removed; leaves that could not be removed are left for
  * the next time and do not make it fail. A missing PARENT removes nothing. */
 int cgroup_cleanup_stale(const char *parent, int timeout_ms);
+
+/* The same for the v1 companion leaves (their processes are gone with the cgroup2 leaves
+ * removed first): the empty ones are removed. A missing hierarchy removes nothing. */
+int cgroup_cleanup_stale_companions(int timeout_ms);
 
 /* Kill and remove the leaf at PATH (a directory), e.g. one found by a caller. */
 int cgroup_remove_path(const char *path, int timeout_ms);

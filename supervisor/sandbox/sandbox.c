@@ -23,6 +23,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -77,6 +78,9 @@ struct sandbox {
 	bool init_reaped;
 	bool exit_reported;
 	struct cgroup *cg;
+	const char *pids_limit; /* sandbox_pids_limit() */
+	bool pids_polls;        /* sandbox_pids_events_fd() */
+	char pids_why[CL_ERROR_MAX];
 };
 
 /* ---- the init (runs in the child of clone3) ---------------------------------------------- */
@@ -85,6 +89,8 @@ struct init_args {
 	const struct sandbox_opts *opts;
 	const char *cwd;
 	int sock;
+	bool nproc_limit;  /* set RLIMIT_NPROC to opts->pids_max (in a user namespace) */
+	struct cgroup *cg; /* the leaf, whose v1 companions the init joins; or NULL */
 };
 
 static int sys_pidfd_send_signal(int pidfd, int sig)
@@ -522,6 +528,15 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 	 * closed and the GO message below never comes (EOF). */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0)
 		_exit(127);
+	/* Into the v1 companion leaf (the task limit on a hybrid hierarchy) before anything can
+	 * fork. The write waits for an RCU grace period (cgroup.procs takes the threadgroup
+	 * lock), ~20 ms on a loaded machine: done here, it overlaps the supervisor's network
+	 * set-up instead of adding to it. */
+	if (a->cg) {
+		r = cgroup_attach_companions(a->cg, 0);
+		if (r < 0)
+			init_fail(a->sock, r, "joining the sandbox's v1 cgroup: %s", strerror(-r));
+	}
 	do
 		n = recv(a->sock, &go, sizeof(go), 0);
 	while (n < 0 && errno == EINTR);
@@ -531,6 +546,19 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 	if (prctl(PR_SET_DUMPABLE, 0) < 0)
 		init_fail(a->sock, -errno, "PR_SET_DUMPABLE: %m");
 
+	/* Before anything can fork: counted per user namespace and uid, this bounds the sandbox's
+	 * tasks alone; raising a hard limit needs CAP_SYS_RESOURCE in the initial namespace. */
+	if (a->nproc_limit) {
+		struct rlimit rl;
+
+		if (getrlimit(RLIMIT_NPROC, &rl) < 0)
+			init_fail(a->sock, -errno, "getrlimit RLIMIT_NPROC: %m");
+		if (rl.rlim_max == RLIM_INFINITY || rl.rlim_max > o->pids_max)
+			rl.rlim_max = (rlim_t)o->pids_max;
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NPROC, &rl) < 0)
+			init_fail(a->sock, -errno, "setrlimit RLIMIT_NPROC: %m");
+	}
 	init_tidy_fds(a);
 	/* A session of the sandbox's own: the caller's terminal is not its controlling terminal
 	 * (a new pty is, or none). */
@@ -597,7 +625,11 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 	if (agent != 0 && o->agent_forked && prctl(PR_SET_DUMPABLE, 0) < 0)
 		init_fail(INIT_SOCK_FD, -errno, "PR_SET_DUMPABLE: %m");
 	if (agent < 0)
-		init_fail(INIT_SOCK_FD, -errno, "fork: %m");
+		init_fail(
+		        INIT_SOCK_FD, -errno, "fork: %m%s",
+		        errno == EAGAIN && o->pids_max
+		                ? " (the task limit counts the sandbox's init too: give at least 2)"
+		                : "");
 	if (agent == 0) {
 		close(sfd);
 		if (go_pipe[0] >= 0)
@@ -642,6 +674,29 @@ static int write_proc_file(pid_t pid, const char *name, const char *text)
 	if (write(fd, text, len) != (ssize_t)len)
 		return -errno;
 	return 0;
+}
+
+/* Raise PID's oom_score_adj to ADJ, never lower it (a supervisor started with a higher one,
+ * in a container, say, may not go below it without CAP_SYS_RESOURCE). A default, not a wall
+ * (sandbox.h): a failure leaves the score as it was. */
+static void raise_oom_score_adj(pid_t pid, int adj)
+{
+	char path[64], text[16];
+	_cleanup_close_ int fd = -EBADF;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)pid);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, text, sizeof(text) - 1);
+	if (n <= 0)
+		return;
+	text[n] = '\0';
+	if (atoi(text) >= adj)
+		return;
+	n = snprintf(text, sizeof(text), "%d", adj);
+	(void)!pwrite(fd, text, (size_t)n, 0);
 }
 
 /* Map our uid/gid to themselves: the agent keeps them. setgroups must be denied before an
@@ -800,6 +855,40 @@ static int agent_forked(struct sandbox *sb, const struct sandbox_opts *opts, int
 	return 0;
 }
 
+/* The task limit: the cgroup's pids.max where it can be had, RLIMIT_NPROC in a user
+ * namespace (the init sets it), both when both can. */
+static int limit_pids(struct sandbox *sb, const struct sandbox_opts *opts, bool userns,
+                      struct cl_error *err)
+{
+	struct cl_error why = {""};
+	bool legacy = false;
+	int r = -EOPNOTSUPP;
+
+	if (opts->pids_max == 0)
+		return 0;
+	if (sb->cg) {
+		r = cgroup_limit_pids(sb->cg, opts->pids_max, &legacy, &why);
+		if (r >= 0) {
+			sb->pids_limit = legacy ? "cgroup v1 pids.max" : "cgroup pids.max";
+			sb->pids_polls = !legacy;
+		}
+	} else {
+		snprintf(why.msg, sizeof(why.msg), "the sandbox has no cgroup");
+	}
+	if (r < 0 && userns) {
+		sb->pids_limit = "RLIMIT_NPROC in the sandbox's user namespace";
+		return 0;
+	}
+	if (r < 0) {
+		snprintf(sb->pids_why, sizeof(sb->pids_why), "%s",
+		         why.msg[0] ? why.msg : strerror(-r));
+		if (opts->pids_max_required)
+			return cl_error_set(err, r, "cannot limit the sandbox's tasks: %s",
+			                    sb->pids_why);
+	}
+	return 0;
+}
+
 int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct cl_error *err)
 {
 	_cleanup_(sandbox_freep) struct sandbox *sb = NULL;
@@ -855,6 +944,11 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 	}
 	if (r < 0 && !opts->cgroup_optional)
 		return r;
+	(void)cgroup_cleanup_stale_companions(CGROUP_TIMEOUT_MS);
+	userns = sandbox_want_userns(opts->userns, geteuid());
+	r = limit_pids(sb, opts, userns, err);
+	if (r < 0)
+		return r;
 	trace_timing_mark("sandbox: cgroup leaf");
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -862,7 +956,6 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 	sb->sock = sv[0];
 	child_sock = sv[1];
 
-	userns = sandbox_want_userns(opts->userns, geteuid());
 	ca.flags = CLONE_NEWPID | CLONE_NEWNS | (opts->share_network ? 0 : CLONE_NEWNET) |
 	           CLONE_PIDFD | (userns ? CLONE_NEWUSER : 0);
 	ca.pidfd = (uint64_t)(uintptr_t)&pidfd;
@@ -872,7 +965,11 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 		ca.flags |= CLONE_INTO_CGROUP;
 		ca.cgroup = (uint64_t)cgroup_dir_fd(sb->cg);
 	}
-	a = (struct init_args){.opts = opts, .cwd = cwd, .sock = child_sock};
+	a = (struct init_args){.opts = opts,
+	                       .cwd = cwd,
+	                       .sock = child_sock,
+	                       .nproc_limit = userns && opts->pids_max > 0,
+	                       .cg = sb->cg};
 
 	/* Writing the child's uid_map needs its /proc files to be ours, i.e. the child dumpable.
 	 * A process that changed its uid without exec is not; the child inherits the flag at the
@@ -902,6 +999,8 @@ int sandbox_start(const struct sandbox_opts *opts, struct sandbox **ret, struct 
 		if (r < 0)
 			return r;
 	}
+	if (opts->oom_score_adj)
+		raise_oom_score_adj(pid, opts->oom_score_adj);
 	if (opts->setup_network) {
 		char path[64];
 		_cleanup_close_ int netns_fd = -EBADF;
@@ -1139,6 +1238,25 @@ uint64_t sandbox_cgroup_id(const struct sandbox *sb)
 const char *sandbox_cgroup_path(const struct sandbox *sb)
 {
 	return sb->cg ? cgroup_path(sb->cg) : NULL;
+}
+
+const char *sandbox_pids_limit(const struct sandbox *sb, const char **ret_why)
+{
+	if (ret_why)
+		*ret_why = sb->pids_why[0] ? sb->pids_why : NULL;
+	return sb->pids_limit;
+}
+
+int sandbox_pids_events_fd(const struct sandbox *sb, bool *ret_polls)
+{
+	if (ret_polls)
+		*ret_polls = sb->pids_polls;
+	return sb->cg ? cgroup_pids_events_fd(sb->cg) : -ENOENT;
+}
+
+int sandbox_pids_refused(const struct sandbox *sb, uint64_t *ret)
+{
+	return sb->cg ? cgroup_pids_refused(sb->cg, ret) : -ENOENT;
 }
 
 pid_t sandbox_init_pid(const struct sandbox *sb)

@@ -78,6 +78,20 @@ struct sandbox_opts {
 	/* Run without a cgroup if none can be created (e.g. a non-root caller without a delegated
 	 * subtree): pause/cgroup id are then unavailable, kill still works through the pid ns. */
 	bool cgroup_optional;
+	/* At most this many tasks (processes and threads, the init included) in the sandbox; 0:
+	 * no limit. Held by the kernel, whatever the agent does: pids.max of the cgroup leaf (or
+	 * of its v1 companion on a hybrid hierarchy, as root), and RLIMIT_NPROC (soft and hard)
+	 * in the sandbox's user namespace, where the kernel counts only the sandbox's own tasks
+	 * against it and the agent lacks the capability to raise it (CAP_SYS_RESOURCE in the
+	 * initial namespace). Without either, the sandbox runs without a limit (see
+	 * sandbox_pids_limit()) unless PIDS_MAX_REQUIRED, which fails sandbox_start instead. */
+	uint64_t pids_max;
+	bool pids_max_required;
+	/* The init's oom_score_adj, inherited by every process of the sandbox: > 0 makes the
+	 * kernel's OOM killer pick the agent before the person's other programs. A default, not
+	 * a wall: the agent may lower it again, to 0 at most (below needs CAP_SYS_RESOURCE; on
+	 * this kernel a privileged writer does not raise the floor). 0: unchanged. */
+	int oom_score_adj;
 	/* Share the caller's network namespace instead of a new one (`run --net host`). */
 	bool share_network;
 	/* Called before the agent starts, to give its network routes, rules and listeners: with
@@ -161,6 +175,17 @@ int sandbox_kill(struct sandbox *sb);
 uint64_t sandbox_cgroup_id(const struct sandbox *sb);
 /* The cgroup leaf's path, NULL without a cgroup. */
 const char *sandbox_cgroup_path(const struct sandbox *sb);
+/* What holds the task limit (opts.pids_max): a static description ("cgroup pids.max",
+ * "cgroup v1 pids.max", "RLIMIT_NPROC in the sandbox's user namespace"), or NULL when nothing
+ * does, with *ret_why (owned by sb, may be NULL) saying why not. */
+const char *sandbox_pids_limit(const struct sandbox *sb, const char **ret_why);
+/* An fd of the cgroup's pids.events (sandbox_pids_refused() reads it), owned by sb; -ENOENT
+ * without one (RLIMIT_NPROC's refusals are counted nowhere). *RET_POLLS (may be NULL): whether
+ * it polls POLLPRI when a fork is refused (cgroup2), or must be read now and then (v1). */
+int sandbox_pids_events_fd(const struct sandbox *sb, bool *ret_polls);
+/* How many forks and clones the cgroup's limit refused so far. -ENOENT without one. */
+int sandbox_pids_refused(const struct sandbox *sb, uint64_t *ret);
+
 /* The init's pid as the supervisor sees it. */
 pid_t sandbox_init_pid(const struct sandbox *sb);
 

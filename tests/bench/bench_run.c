@@ -1,6 +1,7 @@
 /* bench_run: what an exec costs under `cloister-supervisor run`, native vs supervised.
  *
- *   - `run -- true` end to end (start-up and teardown); and in a project of 10,100
+ *   - `run -- true` end to end (start-up and teardown), with the task limit and without; and
+ *     in a project of 10,100
  *     directories, against an empty one: the end-of-run walk for .git (fs_confine.h);
  *   - 2000 fork+exec+wait of /bin/true (the worst case: nothing but execs), timed by the agent
  *     itself (tests/helpers/execloop -s), so run's start-up and teardown stay out of the ratio;
@@ -70,6 +71,31 @@ static void bench_startup(struct bench_agent *a, const char *who, int n)
 	}
 	printf("run -- true end to end, %s: %.1f ms (native /bin/true %.2f ms; medians of %d)\n",
 	       who, bench_median(sup, n) * 1e3, bench_median(nat, n) * 1e3, n);
+}
+
+/* What the task limit costs a start and an end (pids.max written, on a hybrid hierarchy a v1
+ * companion leaf made, joined and removed): `run -- true` with the default limit and with
+ * --pids-max=off, taking turns. */
+static void bench_startup_pids(struct bench_agent *a)
+{
+	char *argv[] = {"/bin/true", NULL};
+	double on[STARTUPS], off[STARTUPS];
+
+	for (int i = 0; i < STARTUPS; i++) {
+		a->run_option = NULL;
+		on[i] = bench_agent_time(a, true, NULL, argv);
+		a->run_option = "--pids-max=off";
+		off[i] = bench_agent_time(a, true, NULL, argv);
+		a->run_option = NULL;
+		if (on[i] < 0 || off[i] < 0) {
+			printf("run -- true with the task limit: failed to measure\n");
+			return;
+		}
+	}
+	printf("run -- true, root, with the task limit (4096): %.1f ms, --pids-max off: %.1f ms "
+	       "(%+.1f ms; medians of %d)\n",
+	       bench_median(on, STARTUPS) * 1e3, bench_median(off, STARTUPS) * 1e3,
+	       (bench_median(on, STARTUPS) - bench_median(off, STARTUPS)) * 1e3, STARTUPS);
 }
 
 /* The end-of-run walk for .git (fs_confine.h): `run -- true` in a project of PROJECT_DIRS
@@ -490,6 +516,7 @@ void bench_run(void)
 		printf("end to end: could not set up %s: %s\n", agent.root, strerror(-r));
 	else {
 		bench_startup(&agent, "root", STARTUPS);
+		bench_startup_pids(&agent);
 		bench_project_walk(&agent);
 		bench_exec_loop(&agent, "root (eBPF backstop)", ROUNDS, true);
 		bench_connect_loop(&agent, "root (cgroup eBPF attribution)", ROUNDS);

@@ -1,5 +1,6 @@
 /* The pure parsers of the cgroup module: mountinfo, /proc/PID/stat, /proc/PID/cgroup,
- * cgroup.events, sandbox leaf names and the staleness rule. */
+ * cgroup.events, sandbox leaf names and the staleness rule; and enabling the pids controller,
+ * on plain files. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -7,7 +8,11 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "supervisor/sandbox/cgroup.h"
 
@@ -33,6 +38,123 @@ static void test_mountinfo_line_fields_and_escapes(void **state)
 	assert_string_equal(e.mount_point, "/my mnt");
 	assert_string_equal(e.fstype, "ext3");
 	assert_string_equal(e.source, "/dev/root\\x");
+	assert_string_equal(e.super_options, "rw,errors=continue");
+}
+
+/* A hybrid hierarchy keeps pids in cgroup v1: found by its super option, not by a name. */
+static void test_v1_hierarchy_found_by_controller(void **state)
+{
+	static const char text[] =
+	        "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+	        "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+	        "90 31 0:36 /sub /mnt/pidsbind rw,relatime - cgroup cgroup rw,pids\n"
+	        "39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids\n"
+	        "38 31 0:35 / /sys/fs/cgroup/x rw,relatime - cgroup cgroup rw,cpu,cpuacct\n"
+	        "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+	char mount[64];
+
+	(void)state;
+	assert_int_equal(cgroup_find_v1_in_mountinfo(text, "pids", mount, sizeof(mount)), 0);
+	assert_string_equal(mount, "/sys/fs/cgroup/pids");
+	assert_int_equal(cgroup_find_v1_in_mountinfo(text, "cpuacct", mount, sizeof(mount)), 0);
+	assert_string_equal(mount, "/sys/fs/cgroup/x");
+	/* "cpu" is a whole option, not a prefix of "cpuacct" or a part of "rw". */
+	assert_int_equal(cgroup_find_v1_in_mountinfo(text, "cpu", mount, sizeof(mount)), 0);
+	assert_int_equal(cgroup_find_v1_in_mountinfo(text, "r", mount, sizeof(mount)), -ENOENT);
+	assert_int_equal(cgroup_find_v1_in_mountinfo(text, "hugetlb", mount, sizeof(mount)),
+	                 -ENOENT);
+	/* The cgroup2 mount is not a v1 hierarchy. */
+	assert_int_equal(
+	        cgroup_find_v1_in_mountinfo(hybrid_mountinfo, "pids", mount, sizeof(mount)),
+	        -ENOENT);
+	assert_int_equal(cgroup_find_v1_in_mountinfo(text, "pids", mount, 8), -ENAMETOOLONG);
+	assert_int_equal(cgroup_find_v1_in_mountinfo("garbage\n", "pids", mount, sizeof(mount)),
+	                 -EINVAL);
+}
+
+static void test_controllers_list_words(void **state)
+{
+	(void)state;
+	assert_true(cgroup_controllers_has("cpuset cpu io memory pids\n", "pids"));
+	assert_true(cgroup_controllers_has("pids", "pids"));
+	assert_true(cgroup_controllers_has("pids memory", "pids"));
+	assert_false(cgroup_controllers_has("hugetlb\n", "pids"));
+	assert_false(cgroup_controllers_has("pidsx cpu", "pids"));
+	assert_false(cgroup_controllers_has("xpids", "pids"));
+	assert_false(cgroup_controllers_has("", "pids"));
+}
+
+static void put_file(const char *dir, const char *name, const char *text)
+{
+	char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "we");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void get_file(const char *dir, const char *name, char *buf, size_t size)
+{
+	char path[256];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "re");
+	assert_non_null(f);
+	n = fread(buf, 1, size - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+}
+
+/* The cgroup2 half of the task limit, on plain files standing in for cgroupfs (this machine's
+ * cgroup2 has no pids controller to enable): "+pids" written at every level above the leaf
+ * that lacks it and nowhere else; refused, naming the level, where one does not have it. */
+static void test_pids_enabled_from_the_root_down_to_the_leafs_parent(void **state)
+{
+	char root[] = "/tmp/test-cgroup-XXXXXX", mid[64], leaf[80], text[64];
+	struct cl_error err = {""};
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	snprintf(mid, sizeof(mid), "%s/cloister", root);
+	snprintf(leaf, sizeof(leaf), "%s/sandbox-1-2-3", mid);
+	assert_int_equal(mkdir(mid, 0700), 0);
+	assert_int_equal(mkdir(leaf, 0700), 0);
+	put_file(root, "cgroup.controllers", "cpu io memory pids\n");
+	put_file(root, "cgroup.subtree_control", "cpu memory\n");
+	put_file(mid, "cgroup.controllers", "cpu memory pids\n");
+	put_file(mid, "cgroup.subtree_control", "memory pids\n");
+	put_file(leaf, "cgroup.controllers", "memory pids\n");
+	put_file(leaf, "cgroup.subtree_control", "\n");
+
+	assert_int_equal(cgroup_enable_pids_above(root, leaf, &err), 0);
+	get_file(root, "cgroup.subtree_control", text, sizeof(text));
+	assert_true(strncmp(text, "+pids", 5) == 0); /* cgroupfs takes "+pids" as a command */
+	get_file(mid, "cgroup.subtree_control", text, sizeof(text));
+	assert_string_equal(text, "memory pids\n"); /* there already: not written */
+	get_file(leaf, "cgroup.subtree_control", text, sizeof(text));
+	assert_string_equal(text, "\n"); /* the leaf's own children are not ours to limit */
+
+	put_file(mid, "cgroup.controllers", "cpu memory\n");
+	assert_int_equal(cgroup_enable_pids_above(root, leaf, &err), -EOPNOTSUPP);
+	assert_non_null(strstr(err.msg, "no pids controller at "));
+	assert_non_null(strstr(err.msg, "/cloister"));
+	assert_int_equal(cgroup_enable_pids_above(root, "/elsewhere/leaf", &err), -EINVAL);
+	assert_int_equal(cgroup_enable_pids_above(mid, root, &err), -EINVAL);
+
+	for (const char *d = leaf; d; d = d == leaf ? mid : d == mid ? root : NULL) {
+		char path[128];
+
+		snprintf(path, sizeof(path), "%s/cgroup.controllers", d);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/cgroup.subtree_control", d);
+		unlink(path);
+		assert_int_equal(rmdir(d), 0);
+	}
 }
 
 static void test_mountinfo_line_rejects_malformed(void **state)
@@ -136,6 +258,9 @@ static void test_cgroup_events_values(void **state)
 	assert_int_equal(v, 1);
 	assert_int_equal(cgroup_events_parse("populatedx 1\n", "populated", &v), -ENOENT);
 	assert_int_equal(cgroup_events_parse("", "frozen", &v), -ENOENT);
+	/* pids.events: the refused forks, not a key that starts alike. */
+	assert_int_equal(cgroup_events_parse("max.imposed 7\nmax 3\n", "max", &v), 0);
+	assert_int_equal(v, 3);
 	assert_int_equal(cgroup_events_parse("frozen x\n", "frozen", &v), -EINVAL);
 }
 
@@ -187,6 +312,9 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	        cmocka_unit_test(test_mountinfo_line_fields_and_escapes),
+	        cmocka_unit_test(test_v1_hierarchy_found_by_controller),
+	        cmocka_unit_test(test_controllers_list_words),
+	        cmocka_unit_test(test_pids_enabled_from_the_root_down_to_the_leafs_parent),
 	        cmocka_unit_test(test_mountinfo_line_rejects_malformed),
 	        cmocka_unit_test(test_finds_cgroup2_in_a_hybrid_hierarchy),
 	        cmocka_unit_test(test_prefers_the_hierarchy_root_over_a_bind_mounted_subtree),

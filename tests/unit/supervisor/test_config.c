@@ -47,6 +47,56 @@ static struct config *load4(const char *global, const char *project, const char 
 	return cfg;
 }
 
+/* A task limit: 1 to PID_MAX_LIMIT, or off; nothing else, so a typo never means "no limit". */
+static void test_pids_max_values(void **state)
+{
+	static const struct {
+		const char *text;
+		int r;
+		uint64_t value;
+	} cases[] = {
+	        {"1", 0, 1},
+	        {"64", 0, 64},
+	        {"4096", 0, 4096},
+	        {"4194304", 0, 4194304},
+	        {"off", 0, 0},
+	        {"0", -EINVAL, 0},
+	        {"4194305", -EINVAL, 0},
+	        {"-1", -EINVAL, 0},
+	        {"", -EINVAL, 0},
+	        {"64k", -EINVAL, 0},
+	        {" 64", -EINVAL, 0},
+	        {"OFF", -EINVAL, 0},
+	        {"99999999999999999999999", -EINVAL, 0},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 12345;
+
+		assert_int_equal(config_parse_pids_max(cases[i].text, &v), cases[i].r);
+		assert_true(v == (cases[i].r == 0 ? cases[i].value : 12345));
+	}
+}
+
+/* The built-in config limits the tasks; config.yaml overrides it, a project file too. */
+static void test_pids_max_default_and_overrides(void **state)
+{
+	_cleanup_(config_freep) struct config *builtin = load4(NULL, NULL, NULL, NULL, false);
+	_cleanup_(config_freep) struct config *global =
+	        load4("limits:\n  pids_max: 128\n", NULL, NULL, NULL, false);
+	_cleanup_(config_freep) struct config *project = load4(
+	        "limits:\n  pids_max: 128\n", "limits:\n  pids_max: off\n", NULL, NULL, false);
+
+	(void)state;
+	assert_true(builtin->limits.pids_max == 4096);
+	assert_int_equal(builtin->limits.pids_max_at.origin.layer, CONFIG_LAYER_BUILTIN);
+	assert_true(global->limits.pids_max == 128);
+	assert_int_equal(global->limits.pids_max_at.origin.layer, CONFIG_LAYER_GLOBAL);
+	assert_true(project->limits.pids_max == 0);
+	assert_int_equal(project->limits.pids_max_at.origin.layer, CONFIG_LAYER_PROJECT);
+}
+
 static int load_error(enum config_file_kind kind, const char *text, bool lenient,
                       struct cl_error *err)
 {
@@ -509,6 +559,17 @@ static void test_each_error_names_file_line_column_and_what_was_expected(void **
 	         "config.yaml:2:15: proxy.rate_limit: expected a non-negative integer, got \"-1\""},
 	        {CONFIG_FILE_GLOBAL, "proxy:\n  rate_limit: \"12\"\n",
 	         "config.yaml:2:15: proxy.rate_limit: expected a non-negative integer, got \"12\""},
+	        {CONFIG_FILE_GLOBAL, "limits:\n  pids_max: 0\n",
+	         "config.yaml:2:13: limits.pids_max: expected a number of tasks from 1 to 4194304, "
+	         "or off, got \"0\""},
+	        {CONFIG_FILE_GLOBAL, "limits:\n  pids_max: 4194305\n",
+	         "config.yaml:2:13: limits.pids_max: expected a number of tasks from 1 to 4194304, "
+	         "or off, got \"4194305\""},
+	        {CONFIG_FILE_PROJECT, "limits:\n  pids_max: \"64\"\n",
+	         "projects/p.yaml:2:13: limits.pids_max: expected a number of tasks from 1 to "
+	         "4194304, or off, got \"64\""},
+	        {CONFIG_FILE_GLOBAL, "limits:\n  pid_max: 64\n",
+	         "config.yaml:2:3: limits.pid_max: unknown key; expected one of pids_max"},
 	        {CONFIG_FILE_GLOBAL, "request:\n  listen: localhost\n",
 	         "config.yaml:2:11: request.listen: expected host:port or :port (port 1-65535), "
 	         "got \"localhost\""},
@@ -616,13 +677,14 @@ static void test_unknown_keys_are_errors_with_their_position_in_every_file_kind(
 	         "auto_approve, manual_approve"},
 	        {CONFIG_FILE_PROJECT, "remote: git@github.com:me/p.git\nunknownfield: \"value\"\n",
 	         "projects/p.yaml:2:1: unknownfield: unknown key; expected one of remote, root, "
-	         "refs, proxy, hostexec, commands, exec, fs"},
+	         "refs, proxy, hostexec, commands, exec, fs, limits"},
 	        {CONFIG_FILE_PROJECT, "proxy:\n  alow:\n    - domain: example.com\n",
 	         "projects/p.yaml:2:3: proxy.alow: unknown key; expected one of allow, deny"},
 	        /* Every level and form: top level, list entries, agents, both decisions forms. */
 	        {CONFIG_FILE_GLOBAL, "unlisted_domain_behavior: reject\n",
 	         "config.yaml:1:1: unlisted_domain_behavior: unknown key; expected one of proxy, "
-	         "request, hostexec, approval, exec, fs, devcontainer, agents, defaults, log"},
+	         "request, hostexec, approval, exec, fs, limits, devcontainer, agents, defaults, "
+	         "log"},
 	        {CONFIG_FILE_GLOBAL, "proxy:\n  allow:\n    - domain: a.example\n      note: hi\n",
 	         "config.yaml:4:7: proxy.allow[0].note: unknown key; expected \"domain\" or "
 	         "\"pattern\""},
@@ -1353,6 +1415,8 @@ int main(void)
 	        cmocka_unit_test(test_config_dir_option_beats_xdg_which_beats_home),
 	        cmocka_unit_test(test_files_are_read_from_the_directory_and_missing_ones_are_empty),
 	        cmocka_unit_test(test_world_writable_config_file_is_refused),
+	        cmocka_unit_test(test_pids_max_values),
+	        cmocka_unit_test(test_pids_max_default_and_overrides),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
