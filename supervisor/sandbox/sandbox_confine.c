@@ -12,6 +12,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -457,15 +458,31 @@ static bool in_list(const char *name, const char *const *list, size_t n)
 	return false;
 }
 
+/* ipc/mqueue.c's file system type: not in the uapi headers. */
+#define MQUEUE_FS_MAGIC 0x19800202
+
+/* POSIX message queues. Its own IPC namespace keeps mq_open() to the sandbox's own queues,
+ * but a queue's file in the host's /dev/mqueue, opened even read-only, is a descriptor of the
+ * host's queue: mq_timedreceive() on it takes the messages the host's programs left for each
+ * other. Over it, the mqueue file system of the sandbox's IPC namespace (its queues, the ones
+ * mq_open() makes); failing that, nothing. */
+static int private_mqueue(const char *path, struct cl_error *err)
+{
+	if (mount("mqueue", path, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0)
+		return 0;
+	return hide_dir(path, err);
+}
+
 /* The host's /dev stays (the agent's terminal lives in its /dev/pts), but every device a
  * program has no business with is covered: disks, consoles, input, sound, video, kvm,
  * memory… A root agent could otherwise read the host's disk under every mount of ours.
- * Directories other than pts are hidden; /dev/shm gets a private tmpfs. */
+ * Directories other than pts are hidden (the host's hugetlbfs too: shared memory, like
+ * /dev/shm); /dev/shm gets a private tmpfs, /dev/mqueue the sandbox's own queues. */
 static int protect_dev(struct cl_error *err)
 {
 	static const char *const devices[] = {"null",    "zero", "full", "random",
 	                                      "urandom", "tty",  "ptmx"};
-	static const char *const keep_dirs[] = {"pts", "shm", "mqueue", "hugepages"};
+	static const char *const keep_dirs[] = {"pts", "shm"};
 	_cleanup_close_ int dfd = open("/dev", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d;
 	size_t seen = 0;
@@ -495,6 +512,8 @@ static int protect_dev(struct cl_error *err)
 			if (!S_ISCHR(st.st_mode) ||
 			    !in_list(de->d_name, devices, ELEMENTSOF(devices)))
 				r = mask(path, err);
+		} else if (S_ISDIR(st.st_mode) && !strcmp(de->d_name, "mqueue")) {
+			r = private_mqueue(path, err);
 		} else if (S_ISDIR(st.st_mode) &&
 		           !in_list(de->d_name, keep_dirs, ELEMENTSOF(keep_dirs))) {
 			r = hide_dir(path, err);
@@ -658,7 +677,9 @@ static int landlock_fs_rules(const struct sandbox_confine *c, struct landlock_pa
 	const uint64_t all = ~0ULL;
 	const uint64_t as_files =
 	        CL_LANDLOCK_FS_WRITE_FILE | CL_LANDLOCK_FS_TRUNCATE | CL_LANDLOCK_FS_IOCTL_DEV;
-	struct landlock_path_rule *rules = calloc(write->n + c->runtime.n + 6, sizeof(*rules));
+	struct landlock_path_rule *rules = calloc(write->n + c->runtime.n + 7, sizeof(*rules));
+	struct statfs sfs;
+	struct stat st;
 	size_t n = 0;
 
 	if (!rules)
@@ -668,6 +689,10 @@ static int landlock_fs_rules(const struct sandbox_confine *c, struct landlock_pa
 	if (c->private_tmp)
 		rules[n++] = (struct landlock_path_rule){c->tmp_root, all};
 	rules[n++] = (struct landlock_path_rule){"/dev/shm", all};
+	/* The sandbox's own queues (protect_dev): mq_open() creates in the same file system. */
+	if (lstat("/dev/mqueue", &st) == 0 && S_ISDIR(st.st_mode) &&
+	    statfs("/dev/mqueue", &sfs) == 0 && sfs.f_type == MQUEUE_FS_MAGIC)
+		rules[n++] = (struct landlock_path_rule){"/dev/mqueue", all};
 	if (c->run_user) {
 		snprintf(own_run, 64, RUN_USER "/%u", (unsigned)geteuid());
 		rules[n++] = (struct landlock_path_rule){own_run, all};
