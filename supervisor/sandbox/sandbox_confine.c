@@ -476,8 +476,9 @@ static int private_mqueue(const char *path, struct cl_error *err)
 /* The host's /dev stays (the agent's terminal lives in its /dev/pts), but every device a
  * program has no business with is covered: disks, consoles, input, sound, video, kvm,
  * memory… A root agent could otherwise read the host's disk under every mount of ours.
- * Directories other than pts are hidden (the host's hugetlbfs too: shared memory, like
- * /dev/shm); /dev/shm gets a private tmpfs, /dev/mqueue the sandbox's own queues. */
+ * Sockets and FIFOs are covered too. Directories other than pts are hidden (the host's
+ * hugetlbfs too: shared memory, like /dev/shm); /dev/shm gets a private tmpfs, /dev/mqueue
+ * the sandbox's own queues. */
 static int protect_dev(struct cl_error *err)
 {
 	static const char *const devices[] = {"null",    "zero", "full", "random",
@@ -508,7 +509,10 @@ static int protect_dev(struct cl_error *err)
 		snprintf(path, sizeof(path), "/dev/%s", de->d_name);
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)) {
+		/* A FIFO too (/dev/initctl, /dev/xconsole): opened past the read-only mount like
+		 * a device, and Landlock lets /dev's nodes be written. */
+		if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode) ||
+		    S_ISFIFO(st.st_mode)) {
 			if (!S_ISCHR(st.st_mode) ||
 			    !in_list(de->d_name, devices, ELEMENTSOF(devices)))
 				r = mask(path, err);
