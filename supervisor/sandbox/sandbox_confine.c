@@ -34,6 +34,9 @@
 #define PROC_NET_UNIX_MAX (16 * 1024 * 1024)
 
 #define RUN_USER "/run/user"
+/* How far plan_run_fifos() looks. */
+#define RUN_FIFOS_DEPTH   8
+#define RUN_FIFOS_ENTRIES 100000
 
 struct sandbox_confine {
 	bool private_tmp;
@@ -43,9 +46,9 @@ struct sandbox_confine {
 	bool run_user;                 /* /run/user exists: replaced, with our own dir inside */
 	struct confine_paths runtime;  /* other runtime dirs: a private writable tmpfs each */
 	struct confine_paths hide;     /* an empty read-only tmpfs each */
-	struct confine_paths sockets;  /* socket paths: /dev/null over each still visible */
-	struct confine_paths pins;     /* parents of protected dirs, made mount points */
-	char *cgroup2;                 /* the cgroup2 mount point, or NULL */
+	struct confine_paths sockets; /* socket and FIFO paths: /dev/null over each still visible */
+	struct confine_paths pins;    /* parents of protected dirs, made mount points */
+	char *cgroup2;                /* the cgroup2 mount point, or NULL */
 	uint64_t keep_caps;
 	uint64_t landlock_scopes;
 	struct fs_confine *fs; /* the file system's layers, or NULL */
@@ -164,6 +167,82 @@ static int plan_tmp(struct sandbox_confine *c, const struct sandbox_confine_requ
 	return 0;
 }
 
+/* The FIFOs below DFD (PATH), on its file system only (not /run/user, removable media or
+ * another mount's tree), at most RUN_FIFOS_DEPTH levels down: added to OUT. Takes DFD. */
+static int find_fifos(int dfd, const char *path, dev_t dev, int depth, size_t *seen,
+                      struct confine_paths *out)
+{
+	DIR *d = fdopendir(dfd);
+	int r = 0;
+
+	if (!d) {
+		close(dfd);
+		return 0;
+	}
+	for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+		char sub[PATH_MAX];
+		struct stat st;
+		int sfd;
+
+		if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")))
+			continue;
+		if (++*seen > RUN_FIFOS_ENTRIES) {
+			r = -E2BIG;
+			break;
+		}
+		if (snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) >= (int)sizeof(sub) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev)
+			continue;
+		if (S_ISFIFO(st.st_mode)) {
+			r = confine_paths_add(out, sub);
+		} else if (S_ISDIR(st.st_mode) && depth < RUN_FIFOS_DEPTH) {
+			sfd = openat(dirfd(d), de->d_name,
+			             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sfd >= 0)
+				r = find_fifos(sfd, sub, dev, depth + 1, seen, out);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+/* The FIFOs in /run (and /var/run, when it is not a link to it): systemd's /run/initctl, where
+ * a runlevel request written by root powers the host off, among them. A FIFO, like a socket,
+ * is opened past a read-only mount, and without Landlock's file rules
+ * (--allow-nested-sandbox) nothing else refuses writing to it: /dev/null goes over each. */
+static int plan_run_fifos(struct sandbox_confine *c, struct cl_error *err)
+{
+	static const char *const dirs[] = {"/run", "/var/run"};
+	_cleanup_free_ char *first = NULL;
+	size_t seen = 0;
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(dirs); i++) {
+		_cleanup_free_ char *dir = resolve(dirs[i]);
+		struct stat st;
+		int dfd;
+
+		if (!dir || (first && !strcmp(dir, first)))
+			continue;
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			continue;
+		if (fstat(dfd, &st) < 0) {
+			close(dfd);
+			continue;
+		}
+		r = find_fifos(dfd, dir, st.st_dev, 0, &seen, &c->sockets);
+		if (!first)
+			first = TAKE_PTR(dir);
+	}
+	if (r == -E2BIG)
+		return cl_error_set(err, r,
+		                    "more than %d entries in /run to look for FIFOs in; refusing "
+		                    "to start with some of them reachable by the agent",
+		                    RUN_FIFOS_ENTRIES);
+	return r < 0 ? cl_error_set(err, r, "FIFOs in /run: %s", strerror(-r)) : 0;
+}
+
 static int plan_sockets(struct sandbox_confine *c, const struct sandbox_confine_request *req,
                         const char *cwd, struct cl_error *err)
 {
@@ -228,7 +307,7 @@ static int plan_sockets(struct sandbox_confine *c, const struct sandbox_confine_
 		        SANDBOX_CONFINE_MAX_SOCKETS);
 	if (r < 0)
 		return cl_error_set(err, r, "parsing /proc/self/net/unix: %s", strerror(-r));
-	return 0;
+	return plan_run_fifos(c, err);
 }
 
 int sandbox_confine_prepare(const struct sandbox_confine_request *req, struct sandbox_confine **ret,
@@ -625,7 +704,8 @@ int sandbox_confine_cover_sockets(const struct sandbox_confine *c, struct cl_err
 
 		/* What the init cannot reach (another user's private directory) the agent
 		 * cannot either. */
-		if (stat(c->sockets.v[i], &st) < 0 || !S_ISSOCK(st.st_mode))
+		if (stat(c->sockets.v[i], &st) < 0 ||
+		    (!S_ISSOCK(st.st_mode) && !S_ISFIFO(st.st_mode)))
 			continue;
 		if (mount("/dev/null", c->sockets.v[i], NULL, MS_BIND, NULL) < 0)
 			return cl_error_set(err, -errno, "cover the socket %s: %m",

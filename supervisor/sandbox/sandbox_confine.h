@@ -6,10 +6,12 @@
  *     the paths run must keep visible are re-bound into it), a private /run/user (with an empty
  *     runtime directory of the agent's own) and $XDG_RUNTIME_DIR, /run/dbus and the directory
  *     of $SSH_AUTH_SOCK hidden, /dev/null bound over every pathname socket of the host's
- *     socket table (read when the run starts) that the sandbox would still see; its own IPC
- *     namespace, /dev/shm and /dev/mqueue (SysV and POSIX shared memory and message queues
- *     of the host's processes);
- *   - a minimal /dev: null, zero, full, random, urandom, tty, ptmx, the host's pts, fd links;
+ *     socket table (read when the run starts) that the sandbox would still see and over every
+ *     FIFO in /run and /dev (opened past a read-only mount); its own IPC namespace,
+ *     /dev/shm and /dev/mqueue (SysV and POSIX shared memory and message queues of the
+ *     host's processes);
+ *   - a minimal /dev: null, zero, full, random, urandom, tty, ptmx, a devpts of its own (with a
+ *     pty or without: the user's terminals are not there), fd links;
  *     no disks, consoles, input, sound, video, kvm or hugetlbfs;
  *   - the kernel's knobs: /proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus, /proc/fs and
  *     /sys read-only, /proc/kcore and friends masked; its own cgroup namespace with a read-only
