@@ -191,10 +191,33 @@ static char *join(const char *dir, const char *name)
 	return asprintf(&path, "%s/%s", strcmp(dir, "/") ? dir : "", name) < 0 ? NULL : path;
 }
 
+static int move_aside_once(int dirfd, const char *dir, const char *name, char **ret_moved);
+
 /* Rename NAME in DIRFD (DIR in messages) aside, never replacing: "NAME.cloister-blocked", or,
  * when something is there (the agent may have made it), "NAME.cloister-blocked.RANDOM" — a
- * name it could not guess — tried a few times. */
+ * name it could not guess — tried a few times. An agent of our uid may have taken the write
+ * or search permission off the directory (chmod 555) to keep its file there: a directory of
+ * ours gets them back for the rename, then its mode as it was. */
 static int move_aside(int dirfd, const char *dir, const char *name, char **ret_moved)
+{
+	const mode_t wx = S_IWUSR | S_IXUSR;
+	char self[64];
+	struct stat st;
+	int r = move_aside_once(dirfd, dir, name, ret_moved);
+
+	if (r != -EACCES || fstat(dirfd, &st) < 0 || st.st_uid != geteuid() ||
+	    (st.st_mode & wx) == wx)
+		return r;
+	/* DIRFD is O_PATH: its /proc link names the directory itself. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", dirfd);
+	if (chmod(self, (st.st_mode & 07777) | wx) < 0)
+		return r;
+	r = move_aside_once(dirfd, dir, name, ret_moved);
+	(void)chmod(self, st.st_mode & 07777);
+	return r;
+}
+
+static int move_aside_once(int dirfd, const char *dir, const char *name, char **ret_moved)
 {
 	char to[NAME_MAX + 1];
 	int r = -EEXIST;
