@@ -402,34 +402,51 @@ static int each_entry_of(struct sweep_ctx *c, int pfd, const char *dir, const ch
 {
 	_cleanup_free_ char *path = NULL;
 	int fd = open_dir(pfd, name);
-	DIR *d;
+	mode_t restore = (mode_t)-1;
+	struct stat st;
+	DIR *d = NULL;
 	struct dirent *de;
+	int r;
 
+	/* A directory of ours that the agent made unreadable (chmod 000) to hide a .git in it:
+	 * readable and searchable again for the walk, then its mode as it was. The agent is
+	 * gone: nothing races this. */
+	if (fd < 0 && errno == EACCES && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	    fchmodat(pfd, name, (st.st_mode & 07777) | S_IRUSR | S_IXUSR, 0) == 0) {
+		restore = st.st_mode & 07777;
+		fd = open_dir(pfd, name);
+		if (fd < 0) {
+			int e = errno;
+
+			/* Its mode back; a failure leaves no more than the agent could do. */
+			r = fchmodat(pfd, name, restore, 0);
+			errno = e;
+		}
+	}
 	if (fd < 0) {
-		int r = -errno;
-
+		r = -errno;
 		if (r != -ENOENT && r != -ENOTDIR && r != -ELOOP && (path = join(dir, name)))
 			c->report(c->userdata, FS_SWEEP_UNCHECKED, path, NULL, r);
 		return r;
 	}
 	if (kernel_fs(fd)) {
-		close(fd);
-		return 0;
+		r = 0;
+	} else if (!(d = fdopendir(fd)) || !(path = join(dir, name))) {
+		r = -ENOMEM;
+	} else {
+		while ((de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				fn(c, dirfd(d), path, de->d_name, de->d_type, depth + 1);
+		r = 0;
 	}
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -ENOMEM;
-	}
-	if (!(path = join(dir, name))) {
+	if (restore != (mode_t)-1)
+		(void)fchmod(fd, restore);
+	if (d)
 		closedir(d);
-		return -ENOMEM;
-	}
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			fn(c, dirfd(d), path, de->d_name, de->d_type, depth + 1);
-	closedir(d);
-	return 0;
+	else
+		close(fd);
+	return r;
 }
 
 static void check_git_dir(struct sweep_ctx *c, int dirfd, const char *dir, const char *name,
