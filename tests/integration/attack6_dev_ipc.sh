@@ -13,22 +13,12 @@
 # for its reader after the run), cannot send into it, and has a /dev/mqueue of its own IPC
 # namespace: its own queues work (mq_open creates them, Landlock allowing) and are listed
 # there; no file of the host's hugetlbfs is in its view.
-# The test mounts both file systems in a mount namespace of its own (creating the empty
-# directories first when this machine has none, removed at the end), so the host's /dev is
-# left as it was. Prints TAP.
+# The test runs in a mount namespace of its own, with an overlay over /dev that adds the two
+# directories when this machine has none, and mounts both file systems there: the host's /dev
+# is left as it was. Prints TAP.
 set -u
 if [ -z "${A6_MQ_NS:-}" ] && [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null 2>&1; then
-	made=
-	for d in /dev/mqueue /dev/hugepages; do
-		if [ ! -e "$d" ] && mkdir "$d" 2>/dev/null; then
-			made="$made $d"
-		fi
-	done
-	A6_MQ_NS=1 unshare -m --propagation private sh "$0" "$@"
-	st=$?
-	# shellcheck disable=SC2086 # the list of directories made
-	[ -n "$made" ] && rmdir $made 2>/dev/null
-	exit $st
+	A6_MQ_NS=1 exec unshare -m --propagation private sh "$0" "$@"
 fi
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
@@ -40,9 +30,16 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv unshare python3
 grep -qw mqueue /proc/filesystems || run_skip_all $PLAN "the kernel has no mqueue file system"
 grep -qw hugetlbfs /proc/filesystems || run_skip_all $PLAN "the kernel has no hugetlbfs"
-if [ -z "${A6_MQ_NS:-}" ] || [ ! -d /dev/mqueue ] || [ ! -d /dev/hugepages ]; then
-	run_skip_all $PLAN "no /dev/mqueue or /dev/hugepages directory to mount on"
+grep -qw overlay /proc/filesystems || run_skip_all $PLAN "the kernel has no overlayfs"
+[ -n "${A6_MQ_NS:-}" ] || run_skip_all $PLAN "no mount namespace of the test's own (unshare)"
+OV=$TMP/devov
+mkdir "$OV"
+if ! mount -t tmpfs cloister-test-dev "$OV" ||
+	! mkdir "$OV/u" "$OV/w" "$OV/u/mqueue" "$OV/u/hugepages" ||
+	! mount -t overlay cloister-test-dev -o "lowerdir=/dev,upperdir=$OV/u,workdir=$OV/w" /dev; then
+	run_skip_all $PLAN "cannot put an overlay over /dev in the test's mount namespace"
 fi
+on_exit "umount -l /dev; umount -l '$OV'"
 mount -t mqueue cloister-test-mq /dev/mqueue ||
 	run_skip_all $PLAN "cannot mount an mqueue file system on /dev/mqueue"
 mount -t hugetlbfs -o mode=1777 cloister-test-huge /dev/hugepages ||
