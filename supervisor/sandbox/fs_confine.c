@@ -191,10 +191,33 @@ static char *join(const char *dir, const char *name)
 	return asprintf(&path, "%s/%s", strcmp(dir, "/") ? dir : "", name) < 0 ? NULL : path;
 }
 
+static int move_aside_once(int dirfd, const char *dir, const char *name, char **ret_moved);
+
 /* Rename NAME in DIRFD (DIR in messages) aside, never replacing: "NAME.cloister-blocked", or,
  * when something is there (the agent may have made it), "NAME.cloister-blocked.RANDOM" — a
- * name it could not guess — tried a few times. */
+ * name it could not guess — tried a few times. An agent of our uid may have taken the write
+ * or search permission off the directory (chmod 555) to keep its file there: a directory of
+ * ours gets them back for the rename, then its mode as it was. */
 static int move_aside(int dirfd, const char *dir, const char *name, char **ret_moved)
+{
+	const mode_t wx = S_IWUSR | S_IXUSR;
+	char self[64];
+	struct stat st;
+	int r = move_aside_once(dirfd, dir, name, ret_moved);
+
+	if (r != -EACCES || fstat(dirfd, &st) < 0 || st.st_uid != geteuid() ||
+	    (st.st_mode & wx) == wx)
+		return r;
+	/* DIRFD is O_PATH: its /proc link names the directory itself. */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", dirfd);
+	if (chmod(self, (st.st_mode & 07777) | wx) < 0)
+		return r;
+	r = move_aside_once(dirfd, dir, name, ret_moved);
+	(void)chmod(self, st.st_mode & 07777);
+	return r;
+}
+
+static int move_aside_once(int dirfd, const char *dir, const char *name, char **ret_moved)
 {
 	char to[NAME_MAX + 1];
 	int r = -EEXIST;
@@ -379,34 +402,51 @@ static int each_entry_of(struct sweep_ctx *c, int pfd, const char *dir, const ch
 {
 	_cleanup_free_ char *path = NULL;
 	int fd = open_dir(pfd, name);
-	DIR *d;
+	mode_t restore = (mode_t)-1;
+	struct stat st;
+	DIR *d = NULL;
 	struct dirent *de;
+	int r;
 
+	/* A directory of ours that the agent made unreadable (chmod 000) to hide a .git in it:
+	 * readable and searchable again for the walk, then its mode as it was. The agent is
+	 * gone: nothing races this. */
+	if (fd < 0 && errno == EACCES && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
+	    fchmodat(pfd, name, (st.st_mode & 07777) | S_IRUSR | S_IXUSR, 0) == 0) {
+		restore = st.st_mode & 07777;
+		fd = open_dir(pfd, name);
+		if (fd < 0) {
+			int e = errno;
+
+			/* Its mode back; a failure leaves no more than the agent could do. */
+			r = fchmodat(pfd, name, restore, 0);
+			errno = e;
+		}
+	}
 	if (fd < 0) {
-		int r = -errno;
-
+		r = -errno;
 		if (r != -ENOENT && r != -ENOTDIR && r != -ELOOP && (path = join(dir, name)))
 			c->report(c->userdata, FS_SWEEP_UNCHECKED, path, NULL, r);
 		return r;
 	}
 	if (kernel_fs(fd)) {
-		close(fd);
-		return 0;
+		r = 0;
+	} else if (!(d = fdopendir(fd)) || !(path = join(dir, name))) {
+		r = -ENOMEM;
+	} else {
+		while ((de = readdir(d)))
+			if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+				fn(c, dirfd(d), path, de->d_name, de->d_type, depth + 1);
+		r = 0;
 	}
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -ENOMEM;
-	}
-	if (!(path = join(dir, name))) {
+	if (restore != (mode_t)-1)
+		(void)fchmod(fd, restore);
+	if (d)
 		closedir(d);
-		return -ENOMEM;
-	}
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			fn(c, dirfd(d), path, de->d_name, de->d_type, depth + 1);
-	closedir(d);
-	return 0;
+	else
+		close(fd);
+	return r;
 }
 
 static void check_git_dir(struct sweep_ctx *c, int dirfd, const char *dir, const char *name,

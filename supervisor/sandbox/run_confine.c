@@ -237,9 +237,9 @@ int run_confine_plan(const struct run_confine_options *o, struct cl_error *err,
 	}
 	if (o->verbose) {
 		sandbox_confine_summarize(*ret, &sum);
-		say("confinement: %s; %zu host unix socket paths covered where visible; %zu "
-		    "parent directories pinned; capabilities kept: %#llx; Landlock ABI %d, "
-		    "scopes: %s",
+		say("confinement: %s; %zu host unix socket and /run FIFO paths covered where "
+		    "visible; %zu parent directories pinned; capabilities kept: %#llx; Landlock "
+		    "ABI %d, scopes: %s",
 		    sum.private_tmp ? "private /tmp" : "/tmp shared (it is the working directory)",
 		    sum.host_sockets, sum.pinned, (unsigned long long)sum.kept_caps, abi,
 		    scope_names(sum.landlock_scopes));

@@ -262,26 +262,37 @@ static void init_tidy_fds(const struct init_args *a)
 	close_range(INIT_FIRST_FREE, ~0U, 0);
 }
 
-/* The agent's terminal, from a devpts instance of the sandbox's own mounted on /dev/pts: the
- * host's ptys (the user's among them) are not there to be opened, and /dev/ptmx opens into
- * it (bound over it, and the kernel looks for "pts" beside a /dev/ptmx device anyway). The
- * master goes to the supervisor; the slave, on INIT_TTY_FD, becomes the controlling terminal
- * of the init's new session. Mounted before the filter hook runs: the agent's filter may
- * refuse mount(2). */
+/* A devpts instance of the sandbox's own on /dev/pts, with a terminal or without one: the
+ * host's ptys (the user's shells in other windows among them) are not there to be opened —
+ * a read-only mount of the host's would not stop an open of a device, and the agent would
+ * write to the user's screen past the relay's filter and read the keys they type there.
+ * /dev/ptmx opens into it (bound over it, and the kernel looks for "pts" beside a /dev/ptmx
+ * device anyway). Mounted before the filter hook runs: the agent's filter may refuse
+ * mount(2). Without /dev/pts and a pty to make, there is nothing to hide. */
+static void init_devpts(bool pty)
+{
+	struct stat st;
+
+	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+	          "newinstance,ptmxmode=0666,mode=0620") < 0) {
+		if (errno == ENOENT && !pty)
+			return;
+		init_fail(INIT_SOCK_FD, -errno, "a devpts of the sandbox's own on /dev/pts: %m");
+	}
+	if (lstat("/dev/ptmx", &st) == 0 && S_ISCHR(st.st_mode) &&
+	    mount("/dev/pts/ptmx", "/dev/ptmx", NULL, MS_BIND, NULL) < 0)
+		init_fail(INIT_SOCK_FD, -errno, "bind /dev/pts/ptmx over /dev/ptmx: %m");
+}
+
+/* The agent's terminal, from the sandbox's devpts (init_devpts). The master goes to the
+ * supervisor; the slave, on INIT_TTY_FD, becomes the controlling terminal of the init's new
+ * session. */
 static void init_pty(const struct init_args *a)
 {
 	const struct sandbox_opts *o = a->opts;
 	struct sandbox_msg m = {.type = SANDBOX_MSG_PTY};
-	struct stat st;
 	int master, slave, unlock = 0, r;
 
-	if (mount("devpts", "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-	          "newinstance,ptmxmode=0666,mode=0620") < 0)
-		init_fail(INIT_SOCK_FD, -errno,
-		          "a terminal for the agent: mount devpts on /dev/pts: %m");
-	if (lstat("/dev/ptmx", &st) == 0 && S_ISCHR(st.st_mode) &&
-	    mount("/dev/pts/ptmx", "/dev/ptmx", NULL, MS_BIND, NULL) < 0)
-		init_fail(INIT_SOCK_FD, -errno, "a terminal for the agent: bind /dev/ptmx: %m");
 	/* Above INIT_TTY_FD, which the slave goes to. */
 	master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (master >= 0 && master < INIT_FIRST_FREE) {
@@ -583,6 +594,7 @@ __attribute__((noreturn)) static void init_main(struct init_args *a)
 	confine_step(o->confine, sandbox_confine_cover_sockets);
 	if (!o->share_network)
 		loopback_up(INIT_SOCK_FD);
+	init_devpts(o->pty);
 	if (o->pty)
 		init_pty(a);
 	init_replace_terminals(o->pty);

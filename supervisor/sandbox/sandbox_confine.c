@@ -12,6 +12,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -33,6 +34,9 @@
 #define PROC_NET_UNIX_MAX (16 * 1024 * 1024)
 
 #define RUN_USER "/run/user"
+/* How far plan_run_fifos() looks. */
+#define RUN_FIFOS_DEPTH   8
+#define RUN_FIFOS_ENTRIES 100000
 
 struct sandbox_confine {
 	bool private_tmp;
@@ -42,9 +46,9 @@ struct sandbox_confine {
 	bool run_user;                 /* /run/user exists: replaced, with our own dir inside */
 	struct confine_paths runtime;  /* other runtime dirs: a private writable tmpfs each */
 	struct confine_paths hide;     /* an empty read-only tmpfs each */
-	struct confine_paths sockets;  /* socket paths: /dev/null over each still visible */
-	struct confine_paths pins;     /* parents of protected dirs, made mount points */
-	char *cgroup2;                 /* the cgroup2 mount point, or NULL */
+	struct confine_paths sockets; /* socket and FIFO paths: /dev/null over each still visible */
+	struct confine_paths pins;    /* parents of protected dirs, made mount points */
+	char *cgroup2;                /* the cgroup2 mount point, or NULL */
 	uint64_t keep_caps;
 	uint64_t landlock_scopes;
 	struct fs_confine *fs; /* the file system's layers, or NULL */
@@ -163,6 +167,82 @@ static int plan_tmp(struct sandbox_confine *c, const struct sandbox_confine_requ
 	return 0;
 }
 
+/* The FIFOs below DFD (PATH), on its file system only (not /run/user, removable media or
+ * another mount's tree), at most RUN_FIFOS_DEPTH levels down: added to OUT. Takes DFD. */
+static int find_fifos(int dfd, const char *path, dev_t dev, int depth, size_t *seen,
+                      struct confine_paths *out)
+{
+	DIR *d = fdopendir(dfd);
+	int r = 0;
+
+	if (!d) {
+		close(dfd);
+		return 0;
+	}
+	for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+		char sub[PATH_MAX];
+		struct stat st;
+		int sfd;
+
+		if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")))
+			continue;
+		if (++*seen > RUN_FIFOS_ENTRIES) {
+			r = -E2BIG;
+			break;
+		}
+		if (snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) >= (int)sizeof(sub) ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev)
+			continue;
+		if (S_ISFIFO(st.st_mode)) {
+			r = confine_paths_add(out, sub);
+		} else if (S_ISDIR(st.st_mode) && depth < RUN_FIFOS_DEPTH) {
+			sfd = openat(dirfd(d), de->d_name,
+			             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sfd >= 0)
+				r = find_fifos(sfd, sub, dev, depth + 1, seen, out);
+		}
+	}
+	closedir(d);
+	return r;
+}
+
+/* The FIFOs in /run (and /var/run, when it is not a link to it): systemd's /run/initctl, where
+ * a runlevel request written by root powers the host off, among them. A FIFO, like a socket,
+ * is opened past a read-only mount, and without Landlock's file rules
+ * (--allow-nested-sandbox) nothing else refuses writing to it: /dev/null goes over each. */
+static int plan_run_fifos(struct sandbox_confine *c, struct cl_error *err)
+{
+	static const char *const dirs[] = {"/run", "/var/run"};
+	_cleanup_free_ char *first = NULL;
+	size_t seen = 0;
+	int r = 0;
+
+	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(dirs); i++) {
+		_cleanup_free_ char *dir = resolve(dirs[i]);
+		struct stat st;
+		int dfd;
+
+		if (!dir || (first && !strcmp(dir, first)))
+			continue;
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			continue;
+		if (fstat(dfd, &st) < 0) {
+			close(dfd);
+			continue;
+		}
+		r = find_fifos(dfd, dir, st.st_dev, 0, &seen, &c->sockets);
+		if (!first)
+			first = TAKE_PTR(dir);
+	}
+	if (r == -E2BIG)
+		return cl_error_set(err, r,
+		                    "more than %d entries in /run to look for FIFOs in; refusing "
+		                    "to start with some of them reachable by the agent",
+		                    RUN_FIFOS_ENTRIES);
+	return r < 0 ? cl_error_set(err, r, "FIFOs in /run: %s", strerror(-r)) : 0;
+}
+
 static int plan_sockets(struct sandbox_confine *c, const struct sandbox_confine_request *req,
                         const char *cwd, struct cl_error *err)
 {
@@ -227,7 +307,7 @@ static int plan_sockets(struct sandbox_confine *c, const struct sandbox_confine_
 		        SANDBOX_CONFINE_MAX_SOCKETS);
 	if (r < 0)
 		return cl_error_set(err, r, "parsing /proc/self/net/unix: %s", strerror(-r));
-	return 0;
+	return plan_run_fifos(c, err);
 }
 
 int sandbox_confine_prepare(const struct sandbox_confine_request *req, struct sandbox_confine **ret,
@@ -457,15 +537,32 @@ static bool in_list(const char *name, const char *const *list, size_t n)
 	return false;
 }
 
+/* ipc/mqueue.c's file system type: not in the uapi headers. */
+#define MQUEUE_FS_MAGIC 0x19800202
+
+/* POSIX message queues. Its own IPC namespace keeps mq_open() to the sandbox's own queues,
+ * but a queue's file in the host's /dev/mqueue, opened even read-only, is a descriptor of the
+ * host's queue: mq_timedreceive() on it takes the messages the host's programs left for each
+ * other. Over it, the mqueue file system of the sandbox's IPC namespace (its queues, the ones
+ * mq_open() makes); failing that, nothing. */
+static int private_mqueue(const char *path, struct cl_error *err)
+{
+	if (mount("mqueue", path, "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0)
+		return 0;
+	return hide_dir(path, err);
+}
+
 /* The host's /dev stays (the agent's terminal lives in its /dev/pts), but every device a
  * program has no business with is covered: disks, consoles, input, sound, video, kvm,
  * memory… A root agent could otherwise read the host's disk under every mount of ours.
- * Directories other than pts are hidden; /dev/shm gets a private tmpfs. */
+ * Sockets and FIFOs are covered too. Directories other than pts are hidden (the host's
+ * hugetlbfs too: shared memory, like /dev/shm); /dev/shm gets a private tmpfs, /dev/mqueue
+ * the sandbox's own queues. */
 static int protect_dev(struct cl_error *err)
 {
 	static const char *const devices[] = {"null",    "zero", "full", "random",
 	                                      "urandom", "tty",  "ptmx"};
-	static const char *const keep_dirs[] = {"pts", "shm", "mqueue", "hugepages"};
+	static const char *const keep_dirs[] = {"pts", "shm"};
 	_cleanup_close_ int dfd = open("/dev", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d;
 	size_t seen = 0;
@@ -491,10 +588,15 @@ static int protect_dev(struct cl_error *err)
 		snprintf(path, sizeof(path), "/dev/%s", de->d_name);
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
-		if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode)) {
+		/* A FIFO too (/dev/initctl, /dev/xconsole): opened past the read-only mount like
+		 * a device, and Landlock lets /dev's nodes be written. */
+		if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) || S_ISSOCK(st.st_mode) ||
+		    S_ISFIFO(st.st_mode)) {
 			if (!S_ISCHR(st.st_mode) ||
 			    !in_list(de->d_name, devices, ELEMENTSOF(devices)))
 				r = mask(path, err);
+		} else if (S_ISDIR(st.st_mode) && !strcmp(de->d_name, "mqueue")) {
+			r = private_mqueue(path, err);
 		} else if (S_ISDIR(st.st_mode) &&
 		           !in_list(de->d_name, keep_dirs, ELEMENTSOF(keep_dirs))) {
 			r = hide_dir(path, err);
@@ -602,7 +704,8 @@ int sandbox_confine_cover_sockets(const struct sandbox_confine *c, struct cl_err
 
 		/* What the init cannot reach (another user's private directory) the agent
 		 * cannot either. */
-		if (stat(c->sockets.v[i], &st) < 0 || !S_ISSOCK(st.st_mode))
+		if (stat(c->sockets.v[i], &st) < 0 ||
+		    (!S_ISSOCK(st.st_mode) && !S_ISFIFO(st.st_mode)))
 			continue;
 		if (mount("/dev/null", c->sockets.v[i], NULL, MS_BIND, NULL) < 0)
 			return cl_error_set(err, -errno, "cover the socket %s: %m",
@@ -658,7 +761,9 @@ static int landlock_fs_rules(const struct sandbox_confine *c, struct landlock_pa
 	const uint64_t all = ~0ULL;
 	const uint64_t as_files =
 	        CL_LANDLOCK_FS_WRITE_FILE | CL_LANDLOCK_FS_TRUNCATE | CL_LANDLOCK_FS_IOCTL_DEV;
-	struct landlock_path_rule *rules = calloc(write->n + c->runtime.n + 6, sizeof(*rules));
+	struct landlock_path_rule *rules = calloc(write->n + c->runtime.n + 7, sizeof(*rules));
+	struct statfs sfs;
+	struct stat st;
 	size_t n = 0;
 
 	if (!rules)
@@ -668,6 +773,10 @@ static int landlock_fs_rules(const struct sandbox_confine *c, struct landlock_pa
 	if (c->private_tmp)
 		rules[n++] = (struct landlock_path_rule){c->tmp_root, all};
 	rules[n++] = (struct landlock_path_rule){"/dev/shm", all};
+	/* The sandbox's own queues (protect_dev): mq_open() creates in the same file system. */
+	if (lstat("/dev/mqueue", &st) == 0 && S_ISDIR(st.st_mode) &&
+	    statfs("/dev/mqueue", &sfs) == 0 && sfs.f_type == MQUEUE_FS_MAGIC)
+		rules[n++] = (struct landlock_path_rule){"/dev/mqueue", all};
 	if (c->run_user) {
 		snprintf(own_run, 64, RUN_USER "/%u", (unsigned)geteuid());
 		rules[n++] = (struct landlock_path_rule){own_run, all};

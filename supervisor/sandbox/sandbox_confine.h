@@ -6,10 +6,13 @@
  *     the paths run must keep visible are re-bound into it), a private /run/user (with an empty
  *     runtime directory of the agent's own) and $XDG_RUNTIME_DIR, /run/dbus and the directory
  *     of $SSH_AUTH_SOCK hidden, /dev/null bound over every pathname socket of the host's
- *     socket table (read when the run starts) that the sandbox would still see; its own IPC
- *     namespace and /dev/shm (SysV and POSIX shared memory of the host's processes);
- *   - a minimal /dev: null, zero, full, random, urandom, tty, ptmx, the host's pts, fd links;
- *     no disks, consoles, input, sound, video or kvm;
+ *     socket table (read when the run starts) that the sandbox would still see and over every
+ *     FIFO in /run and /dev (opened past a read-only mount); its own IPC namespace,
+ *     /dev/shm and /dev/mqueue (SysV and POSIX shared memory and message queues of the
+ *     host's processes);
+ *   - a minimal /dev: null, zero, full, random, urandom, tty, ptmx, a devpts of its own (with a
+ *     pty or without: the user's terminals are not there), fd links;
+ *     no disks, consoles, input, sound, video, kvm or hugetlbfs;
  *   - the kernel's knobs: /proc/sys, /proc/sysrq-trigger, /proc/irq, /proc/bus, /proc/fs and
  *     /sys read-only, /proc/kcore and friends masked; its own cgroup namespace with a read-only
  *     cgroup2 rooted at its own leaf, so it cannot move itself out of the cgroup that the exec
@@ -19,8 +22,8 @@
  *     removed (EBUSY), so no directory above them can be swapped for one the agent fills;
  *   - the file system (fs_confine.h, the `fs:` section): the tree read-only but fs.write,
  *     fs.protect read-only inside it, fs.hide covered; and Landlock's write rights granted
- *     only beneath fs.write, the private /tmp, /dev/shm and runtime directories (device
- *     nodes in /dev and /proc's files stay writable as files);
+ *     only beneath fs.write, the private /tmp, /dev/shm, /dev/mqueue and runtime directories
+ *     (device nodes in /dev and /proc's files stay writable as files);
  *   - privileges: NO_NEW_PRIVS, every capability set (bounding and ambient included) cut to
  *     confine_kept_capabilities(), the Landlock scopes the plan asks for.
  *
