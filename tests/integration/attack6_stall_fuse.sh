@@ -11,14 +11,18 @@
 # (stall_fuse) tries /dev/fuse and both, mounts FUSE if it can and execs below it. While it
 # holds, the CLI's status and another exec of the sandbox must be answered. As root and as
 # nobody (whom this machine's /dev/fuse, mode 0600, refuses anyway; Debian's is 0666).
-# Prints TAP.
+#
+# Second layer: the read happens before the lock is taken. A run weakened for the test
+# (--test-no-fs-mounts: no nodev) lets root mount FUSE through the host's devtmpfs; while the
+# supervisor's lookup waits there, its CLI's status is still answered, and the run ends once
+# the agent's server is gone. Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 # shellcheck source=tests/lib/ask_common.sh
 . "$(dirname "$0")/../lib/ask_common.sh"
 
-PLAN=8
+PLAN=11
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 grep -qw fuse /proc/filesystems || run_skip_all $PLAN "no FUSE in this kernel"
@@ -70,5 +74,36 @@ EOF
 	tap_is "$rc" 0 "$who: the run ends with the agent" \
 		"$(cat "$W/sv.err")$(cat "$WT/fuse.out" 2>/dev/null)"
 done
+
+# ---- the read waits outside the lock (root: a weakened run reaches the host's /dev/fuse) ----
+user_tree root
+printf 'exec:\n  security: full\n  ask: off\n' >"$W/cfg/config.yaml"
+rm -rf "$WT/fuse.out" "$W/rt/cloister" # the first root run's: one run to ask
+mkfifo "$WT/gofifo"
+XDG_RUNTIME_DIR=$W/rt
+# shellcheck disable=SC2016 # the agent's shell expands these; `read`, not an exec, waits
+AGENT='"$1/stall_fuse" "$2/dev-ro/fuse" >"$3/fuse.out" 2>&1 &
+	p=$!
+	read -r go <"$3/gofifo"
+	kill $p'
+# shellcheck disable=SC2086 # $USER_ENV is words on purpose
+(cd "$WT" && exec timeout -k 5 60 $USER_ENV "$BIN" run --config-dir "$W/cfg" --ask none \
+	--allow-nested-sandbox --test-no-fs-mounts --name "a6w$$" --listen-approval 127.0.0.1:0 \
+	--listen-tokens off --listen-request off -- sh -c "$AGENT" sh "$HELPERS" "$W" "$WT") \
+	</dev/null >"$W/sv.out" 2>"$W/sv.err" &
+SV=$!
+on_exit "stop_pid $SV"
+wait_until 20 fuse_settled
+res=$(cat "$WT/fuse.out" 2>/dev/null)
+tap_like "$res" "lookup by pid 0" \
+	"root, no nodev: the agent mounts FUSE and the supervisor's lookup waits there" "$res"
+wait_until 10 test -s "$XDG_RUNTIME_DIR/cloister/api/$SV.json"
+cli status
+tap_is "$st" 0 "root, no nodev: the CLI's status is answered while the lookup waits" "$out"
+# shellcheck disable=SC2016 # that shell expands it
+timeout 10 sh -c 'echo go >"$1"' sh "$WT/gofifo"
+finish
+tap_is "$rc" 0 "root, no nodev: the run ends once the agent's FUSE server is gone" \
+	"$(cat "$W/sv.err")"
 
 tap_done
