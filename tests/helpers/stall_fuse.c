@@ -13,11 +13,21 @@
  *                              not in our pid namespace (the supervisor)
  *   done                       last line when nothing was mounted
  *
+ * First, the other ways to a page fault or an open that waits on the agent, one line each,
+ * before and after it makes its namespaces:
+ *   userfaultfd: <errno text> | made        the system call
+ *   /dev/userfaultfd: <errno text> | made   the device's USERFAULTFD_IOC_NEW
+ *   fanotify: <errno text> | made           a group with permission events (FAN_CLASS_CONTENT)
+ *
  * Once mounted it stays (holding the device: the lookup waits while it lives) until killed;
  * the child dies with it. Exit status 0 when nothing was mounted, 1 otherwise. */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
+#include <linux/userfaultfd.h>
+#include <sys/fanotify.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -103,6 +113,31 @@ static int serve(int fd)
 	}
 }
 
+static void report(const char *what, int fd)
+{
+	if (fd < 0)
+		printf("%s: %s\n", what, strerror(errno));
+	else
+		printf("%s: made\n", what);
+}
+
+/* userfaultfd (the system call and the device's ioctl) and fanotify's permission events. */
+static void other_ways(void)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+
+	report("userfaultfd", fd);
+	fd = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		report("/dev/userfaultfd", fd);
+	} else {
+		int uffd = ioctl(fd, USERFAULTFD_IOC_NEW, O_CLOEXEC);
+
+		report("/dev/userfaultfd", uffd);
+	}
+	report("fanotify", fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY));
+}
+
 int main(int argc, char **argv)
 {
 	char opts[128];
@@ -110,7 +145,10 @@ int main(int argc, char **argv)
 	pid_t child;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	other_ways();
 	own_namespaces();
+	/* And again as root in a user namespace of its own. */
+	other_ways();
 	mkdir("/tmp/m", 0755);
 	for (int i = 1; i < argc && fd < 0; i++) {
 		struct stat st;

@@ -10,7 +10,9 @@
 # one in the read-only tree and one under the agent's writable project; the agent
 # (stall_fuse) tries /dev/fuse and both, mounts FUSE if it can and execs below it. While it
 # holds, the CLI's status and another exec of the sandbox must be answered. As root and as
-# nobody (whom this machine's /dev/fuse, mode 0600, refuses anyway; Debian's is 0666).
+# nobody (whom this machine's /dev/fuse, mode 0600, refuses anyway; Debian's is 0666). The
+# other ways to a fault or an open that waits on the agent are tried too, before and in its
+# namespaces: userfaultfd (the call, /dev/userfaultfd's ioctl), fanotify permission events.
 #
 # Second layer: the read happens before the lock is taken. A run weakened for the test
 # (--test-no-fs-mounts: no nodev) lets root mount FUSE through the host's devtmpfs; while the
@@ -22,7 +24,7 @@ set -u
 # shellcheck source=tests/lib/ask_common.sh
 . "$(dirname "$0")/../lib/ask_common.sh"
 
-PLAN=11
+PLAN=13
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 grep -qw fuse /proc/filesystems || run_skip_all $PLAN "no FUSE in this kernel"
@@ -62,6 +64,10 @@ EOF
 	tap_ok "$(printf '%s\n' "$res" | grep -q '^done$' && ! printf '%s\n' "$res" |
 		grep -q 'mounted' && echo 0 || echo 1)" \
 		"$who: no FUSE device for the agent to mount: not /dev/fuse, nor a host devtmpfs elsewhere" \
+		"$res"
+	tap_is "$(printf '%s\n' "$res" | grep -cE '^(userfaultfd|/dev/userfaultfd|fanotify): ')/$(
+		printf '%s\n' "$res" | grep -c ': made$')" 6/0 \
+		"$who: no userfaultfd (call or device) nor fanotify permission events, namespaces or not" \
 		"$res"
 	wait_until 10 test -s "$XDG_RUNTIME_DIR/cloister/api/$SV.json"
 	cli status
