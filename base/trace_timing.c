@@ -116,6 +116,31 @@ void trace_exec_more_end(enum trace_exec_phase phase)
 	exec_phases.more_ns = 0;
 }
 
+void trace_exec_span_begin(struct trace_exec_span *span)
+{
+	if (!enabled)
+		return;
+	span->start_ns = now_ns(CLOCK_MONOTONIC);
+	span->start_cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+void trace_exec_span_end(struct trace_exec_span *span)
+{
+	if (!enabled)
+		return;
+	span->ns = now_ns(CLOCK_MONOTONIC) - span->start_ns;
+	span->cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) - span->start_cpu_ns;
+}
+
+void trace_exec_span_add(enum trace_exec_phase phase, const struct trace_exec_span *span)
+{
+	if (!enabled || (unsigned)phase >= TRACE_EXEC_PHASES)
+		return;
+	exec_phases.sum_ns[phase] += span->ns;
+	exec_phases.cpu_ns[phase] += span->cpu_ns;
+	exec_phases.n[phase]++;
+}
+
 void trace_exec_phase(enum trace_exec_phase phase)
 {
 	uint64_t now;

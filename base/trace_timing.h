@@ -9,6 +9,7 @@
 #define CLOISTER_TRACE_TIMING_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Read CLOISTER_TRACE_TIMING once; later marks print only when it was "1". */
 void trace_timing_init(void);
@@ -36,6 +37,15 @@ void trace_exec_phase(enum trace_exec_phase phase);
  * loop), added to PHASE between the two calls without counting an exec. */
 void trace_exec_more_begin(void);
 void trace_exec_more_end(enum trace_exec_phase phase);
+/* A phase timed by a thread that does not hold the lock yet (the exec guard's read of a
+ * notification, made before it takes the lock): begin and end on that thread, then add it to
+ * PHASE, counting an exec, with the lock held. */
+struct trace_exec_span {
+	uint64_t start_ns, start_cpu_ns, ns, cpu_ns;
+};
+void trace_exec_span_begin(struct trace_exec_span *span);
+void trace_exec_span_end(struct trace_exec_span *span);
+void trace_exec_span_add(enum trace_exec_phase phase, const struct trace_exec_span *span);
 /* One line per phase on stderr: its mean and how many execs went through it ("exec PHASE"),
  * then the same for the thread's CPU time ("exec-cpu PHASE"). Nothing when off or when no
  * exec was seen. */

@@ -42,12 +42,13 @@ struct notifier {
 };
 
 /* Our pid without a getpid(2) per exec: known once, forgotten in a child of fork() (the
- * handler runs in every fork of the process; a raw clone's child never reads an exec). */
+ * handler runs in every fork of the process; a raw clone's child never reads an exec).
+ * Atomic: the exec guards' threads read their notifications without the loop's lock. */
 static pid_t cached_pid;
 
 static void forget_pid(void)
 {
-	cached_pid = 0;
+	__atomic_store_n(&cached_pid, 0, __ATOMIC_RELAXED);
 }
 
 static void remember_forks(void)
@@ -59,11 +60,14 @@ static pid_t own_pid(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	if (cached_pid == 0) {
+	pid_t pid = __atomic_load_n(&cached_pid, __ATOMIC_RELAXED);
+
+	if (pid == 0) {
 		(void)pthread_once(&once, remember_forks);
-		cached_pid = getpid();
+		pid = getpid();
+		__atomic_store_n(&cached_pid, pid, __ATOMIC_RELAXED);
 	}
-	return cached_pid;
+	return pid;
 }
 
 int notifier_new(int listener_fd, struct notifier **ret)

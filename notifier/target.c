@@ -428,12 +428,12 @@ static int read_shebang(const struct reader *rd, int fd, struct shebang *ret)
 	return shebang_parse(buf, (size_t)n, ret) == 0;
 }
 
-/* Fill f from the O_PATH fd of the file the exec would run; with RET_SB (a regular file), its
- * "#!" line too: *ret_script says whether it is a script. What the file's identity settles
- * (file_facts.h) is taken from the notifier's table when it has it, and kept there when not.
- * *NAME (taken; may be NULL): the file's name below the target's root as its lookup settled
- * it (resolve.h), for real_path without a readlink. Without WANT_NAME, a name the lookup did
- * not settle is left for notifier_read_exec_names(). */
+/* Fill f from the O_PATH fd of the file the exec would run; with RET_SB (a file the target may
+ * run), its "#!" line too: *ret_script says whether it is a script. What the file's identity
+ * settles (file_facts.h) is taken from the notifier's table when it has it, and kept there
+ * when not. *NAME (taken; may be NULL): the file's name below the target's root as its
+ * lookup settled it (resolve.h), for real_path without a readlink. Without WANT_NAME, a name
+ * the lookup did not settle is left for notifier_read_exec_names(). */
 static int describe_file(struct reader *rd, int fd, char **name, bool want_name,
                          struct exec_file *f, struct shebang *ret_sb, bool *ret_script)
 {
@@ -521,7 +521,10 @@ static int describe_file(struct reader *rd, int fd, char **name, bool want_name,
 	 * symlink (AT_SYMLINK_NOFOLLOW; an fd of an O_PATH symlink). */
 	if (!f->executable)
 		f->error = S_ISLNK(f->mode) ? ELOOP : EACCES;
-	if (ret_sb && f->regular) {
+	/* Only a file the kernel would run is opened and read: exec fails on any other before
+	 * reading it, and the supervisor (root, maybe) has no business with the first bytes of
+	 * whatever the agent names (/proc/kmsg: the host's kernel log, taken from its reader). */
+	if (ret_sb && f->executable) {
 		if (!facts.shebang_known) {
 			r = read_shebang(rd, fd, &facts.sb);
 			/* A file we cannot read is taken for a binary, and asked about again. */

@@ -103,6 +103,10 @@ struct exec_guard {
 	bool threaded;
 	bool stop;
 	pthread_t thread;
+	/* Whether the last exec's audit line was left out (over the rate): the next read, made
+	 * before the lock is taken, leaves out the cwd and ids then too. Only the receiving
+	 * thread (or the loop's, when none is) reads and writes it. */
+	bool lean_hint;
 	void (*gone)(void *userdata, struct exec_guard *eg);
 	void *gone_userdata;
 	void (*open_handler)(void *userdata, const struct seccomp_notif *req);
@@ -613,7 +617,44 @@ static int session_key_of(const struct exec_target *t, const struct exec_files *
 	return 0;
 }
 
-static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
+/* What a notification's process told us, read before the loop's lock is taken: reading its
+ * memory waits for its mm's lock, which its other threads may hold for seconds (a large
+ * populated mmap, an munmap), and a lookup in its file systems waits for them; meanwhile no
+ * other sandbox's exec, no dashboard, no proxy would be served. The read touches only the
+ * notifier's own state (its file facts, lookup hints and the sandbox's view), which nothing
+ * else uses: the loop's thread takes the notifier only to answer, check ids and read names. */
+struct notification_read {
+	bool done;
+	int r;
+	struct exec_target *t;     /* an exec's, when r is 0 */
+	struct cl_error err;       /* an exec's failure */
+	struct connect_target who; /* a connect's, when r is 0 */
+};
+
+static void notification_read_done(struct notification_read *rd)
+{
+	exec_target_free(rd->t);
+	rd->t = NULL;
+}
+
+static void read_notification(struct exec_guard *eg, const struct seccomp_notif *req,
+                              struct notification_read *ret)
+{
+	*ret = (struct notification_read){.err = {""}};
+	if (req->data.nr == SYS_execve || req->data.nr == SYS_execveat) {
+		ret->r = notifier_read_exec_some(eg->notifier, req,
+		                                 eg->lean_hint ? 0 : EXEC_READ_RECORD, &ret->t,
+		                                 &ret->err);
+		ret->done = true;
+	} else if (req->data.nr == SYS_connect) {
+		ret->r = notifier_read_connect(eg->notifier, req, &ret->who);
+		ret->done = true;
+	}
+}
+
+/* RD: the exec read before the lock (taken), or NULL to read it here. */
+static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req,
+                        struct notification_read *rd)
 {
 	_cleanup_(exec_target_freep) struct exec_target *t = NULL;
 	_cleanup_free_ char *session_key = NULL;
@@ -633,8 +674,19 @@ static void handle_exec(struct exec_guard *eg, const struct seccomp_notif *req)
 	/* Over the audit rate, the line is not written: the cwd and ids only it needs are read
 	 * if an ask needs them after all. */
 	lean = !approvals_verdict_written(eg->approvals, eg->name);
-	r = notifier_read_exec_some(eg->notifier, req, lean ? 0 : EXEC_READ_RECORD, &t, &err);
-	trace_exec_phase(TRACE_EXEC_READ);
+	eg->lean_hint = lean;
+	if (rd) {
+		r = rd->r;
+		t = TAKE_PTR(rd->t);
+		err = rd->err;
+	} else {
+		r = notifier_read_exec_some(eg->notifier, req, lean ? 0 : EXEC_READ_RECORD, &t,
+		                            &err);
+		trace_exec_phase(TRACE_EXEC_READ);
+	}
+	/* Read lean, and the line is written after all: its cwd and ids (/proc only). */
+	if (r >= 0 && !lean)
+		r = notifier_read_exec_record(eg->notifier, req, t, &err);
 	if (r == -ENOENT)
 		return; /* the process is gone: nothing to answer */
 	if (r < 0) {
@@ -838,11 +890,13 @@ decided:
 
 /* A connect: remember who went where, and let it go at once. Netfilter and the proxy
  * decide; this only names the process on a domain card and in the audit log. */
-static void handle_connect(struct exec_guard *eg, const struct seccomp_notif *req)
+static void handle_connect(struct exec_guard *eg, const struct seccomp_notif *req,
+                           const struct notification_read *rd)
 {
 	struct connect_target who;
 
-	if (notifier_read_connect(eg->notifier, req, &who) == 0) {
+	if (rd ? (who = rd->who, rd->r) == 0
+	       : notifier_read_connect(eg->notifier, req, &who) == 0) {
 		unsigned i = eg->next_connect++ % CONNECTS_KEPT;
 
 		eg->connects[i].time_ms = loop_now_ms();
@@ -894,14 +948,18 @@ int exec_guard_who_connected(const struct exec_guard *eg, const struct sockaddr_
 	return -ENOENT;
 }
 
-static void on_notification(struct exec_guard *eg, const struct seccomp_notif *req)
+/* RD: what was read before the lock (read_notification), or NULL. */
+static void on_notification(struct exec_guard *eg, const struct seccomp_notif *req,
+                            struct notification_read *rd)
 {
+	if (rd && !rd->done)
+		rd = NULL;
 	eg->notifications++;
 	eg->metrics->notifications++;
 	if (req->data.nr == SYS_execve || req->data.nr == SYS_execveat)
-		handle_exec(eg, req);
+		handle_exec(eg, req, rd);
 	else if (req->data.nr == SYS_connect)
-		handle_connect(eg, req);
+		handle_connect(eg, req, rd);
 	else if ((req->data.nr == SYS_open || req->data.nr == SYS_openat ||
 	          req->data.nr == SYS_creat) &&
 	         eg->open_handler)
@@ -923,7 +981,7 @@ static int on_listener(struct loop *loop, int fd, uint32_t events, void *userdat
 		r = notifier_receive(eg->notifier, &req);
 		trace_exec_phase(TRACE_EXEC_RECEIVE);
 		if (r == 0)
-			on_notification(eg, &req);
+			on_notification(eg, &req, NULL);
 		else if (r != -ENOENT && r != -EINTR)
 			say("receiving a notification failed: %s", strerror(-r));
 		return 0;
@@ -979,6 +1037,8 @@ static void *receive_thread(void *userdata)
 	struct exec_guard *eg = userdata;
 	static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
 	struct seccomp_notif req;
+	struct notification_read rd = {0};
+	struct trace_exec_span span = {0};
 	sigset_t mask;
 
 	sigfillset(&mask);
@@ -999,8 +1059,17 @@ static void *receive_thread(void *userdata)
 				break;
 			continue;
 		}
-		if (loop_thread_lock(eg->loop, &eg->stop) < 0)
+		/* The process's memory and files, before the lock (notification_read). */
+		rd = (struct notification_read){.done = false};
+		if (r == 0) {
+			trace_exec_span_begin(&span);
+			read_notification(eg, &req, &rd);
+			trace_exec_span_end(&span);
+		}
+		if (loop_thread_lock(eg->loop, &eg->stop) < 0) {
+			notification_read_done(&rd);
 			break; /* being freed: closing the listener fails the syscall */
+		}
 		if (r < 0) {
 			struct loop *loop = eg->loop;
 
@@ -1017,7 +1086,10 @@ static void *receive_thread(void *userdata)
 		}
 		trace_exec_begin();
 		trace_exec_phase(TRACE_EXEC_RECEIVE); /* waiting for the lock */
-		on_notification(eg, &req);
+		if (req.data.nr == SYS_execve || req.data.nr == SYS_execveat)
+			trace_exec_span_add(TRACE_EXEC_READ, &span);
+		on_notification(eg, &req, &rd);
+		notification_read_done(&rd);
 		loop_thread_unlock(eg->loop);
 	}
 	config_regex_thread_free();

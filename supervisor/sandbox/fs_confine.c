@@ -1955,6 +1955,30 @@ static int make_writable_paths_back(const struct fs_confine *fc, struct cl_error
 	return r;
 }
 
+/* Device nodes open only below /dev (which sandbox_confine covers but for a few harmless
+ * devices): every other mount turns nodev. Another devtmpfs of the host (a chroot's /dev, a
+ * build root's) or a node on a real file system would otherwise give a root agent the
+ * host's disks, and /dev/fuse: a FUSE mount in a namespace of its own whose server never
+ * answers stalls every lookup the supervisor makes there. */
+static int devices_only_in_dev(struct cl_error *err)
+{
+	int r = set_attr(AT_FDCWD, "/", AT_RECURSIVE, MOUNT_ATTR_NODEV, 0);
+
+	if (r < 0)
+		return cl_error_set(err, r, "make every mount nodev: %s", strerror(-r));
+	r = set_attr(AT_FDCWD, "/dev", AT_RECURSIVE, 0, MOUNT_ATTR_NODEV);
+	if (r == -EINVAL) {
+		/* /dev is a directory of a bigger mount: a mount of its own, then. */
+		if (mount("/dev", "/dev", NULL, MS_BIND | MS_REC, NULL) < 0)
+			return cl_error_set(err, -errno, "bind /dev onto itself: %m");
+		r = set_attr(AT_FDCWD, "/dev", AT_RECURSIVE, 0, MOUNT_ATTR_NODEV);
+	}
+	/* EPERM: the host's /dev was nodev already (locked so in a user namespace). */
+	if (r < 0 && r != -EPERM)
+		return cl_error_set(err, r, "keep the devices of /dev: %s", strerror(-r));
+	return 0;
+}
+
 int fs_confine_mounts(const struct fs_confine *fc, struct cl_error *err)
 {
 	int r = 0;
@@ -1963,6 +1987,8 @@ int fs_confine_mounts(const struct fs_confine *fc, struct cl_error *err)
 		return 0;
 	if (!fc->all_writable)
 		r = make_writable_paths_back(fc, err);
+	if (r >= 0)
+		r = devices_only_in_dev(err);
 	/* A mount point cannot be renamed or removed (EBUSY): no directory holding a protected
 	 * path can be swapped for one the agent fills. */
 	for (size_t i = 0; r >= 0 && i < fc->pins.n; i++)
