@@ -73,10 +73,11 @@ uint64_t loop_now_ms(void);
  * Nothing else needs a lock of its own. Whoever forks holds it, and so no other thread is in
  * the loop's logic then. */
 
-/* A thread that will call loop_thread_lock() is counted from before it starts (with the lock
- * held) until it leaves, its last touch of the loop: a loop_free() that comes in between
- * leaves the lock's memory to the last thread to leave, and its loop_thread_lock() (with
- * *CANCEL set, which the thread's owner does before it frees the loop) returns -ECANCELED. */
+/* A thread that may outlive the loop (one loop_thread_join() gives up on) is counted from
+ * before it starts (with the lock held) until it leaves, its last touch of the loop: a
+ * loop_free() in between leaves the lock's memory to the last thread to leave, and its
+ * loop_thread_lock() (with *CANCEL set, which its owner does before it frees the loop)
+ * returns -ECANCELED. A thread always joined before loop_free() need not be counted. */
 void loop_thread_enter(struct loop *loop);
 void loop_thread_leave(struct loop *loop);
 
