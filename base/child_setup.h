@@ -19,4 +19,12 @@ void child_setup_reset_signals(void);
  * Returns the fd or -errno. */
 int child_setup_open_beneath(const char *root, const char *relative);
 
+/* clone(2) of a child that shares our memory while we wait for it (FLAGS has CLONE_VM and
+ * CLONE_VFORK): FN(ARG) on STACK_TOP; with CLONE_PIDFD the pidfd goes to *PIDFD (else NULL).
+ * The pid, or -1 and errno, as clone(). ThreadSanitizer's clone() runs its after-fork reset in
+ * the child, which here is our own memory: every later access of ours would look unordered.
+ * Under it, glibc's clone is called past the tool: the child runs while we wait, so to the
+ * tool its steps are simply ours. */
+int child_setup_clone_vm(int (*fn)(void *), void *stack_top, int flags, void *arg, int *pidfd);
+
 #endif

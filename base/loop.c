@@ -77,6 +77,8 @@ struct loop {
 	unsigned waiting;  /* threads in loop_thread_lock() */
 	unsigned handoff;  /* turns the loop's thread gives before it takes the lock back */
 	int wake_fd;       /* eventfd: a thread asked the loop to look again (loop_exit) */
+	unsigned threads;  /* entered and not left: they may still look at MU */
+	bool freed;        /* loop_free() came before they left: the last one frees the rest */
 	uint64_t wakeups;  /* epoll_wait returns */
 };
 
@@ -251,8 +253,18 @@ static void free_graveyard(struct loop *loop)
 	}
 }
 
+/* What is left of a freed loop once no thread may look at it. */
+static void free_lock(struct loop *loop)
+{
+	pthread_cond_destroy(&loop->cv);
+	pthread_mutex_destroy(&loop->mu);
+	free(loop);
+}
+
 void loop_free(struct loop *loop)
 {
+	bool last;
+
 	if (!loop)
 		return;
 	for (size_t i = 0; i < loop->fds_size; i++)
@@ -266,9 +278,12 @@ void loop_free(struct loop *loop)
 	cl_closep(&loop->timer_fd);
 	cl_closep(&loop->signal_fd);
 	cl_closep(&loop->wake_fd);
-	pthread_cond_destroy(&loop->cv);
-	pthread_mutex_destroy(&loop->mu);
-	free(loop);
+	pthread_mutex_lock(&loop->mu);
+	loop->freed = true;
+	last = loop->threads == 0;
+	pthread_mutex_unlock(&loop->mu);
+	if (last)
+		free_lock(loop);
 }
 
 int loop_add_fd(struct loop *loop, int fd, uint32_t events, loop_fd_fn fn, void *userdata)
@@ -547,6 +562,24 @@ static void loop_acquire(struct loop *loop)
 	pthread_mutex_unlock(&loop->mu);
 }
 
+void loop_thread_enter(struct loop *loop)
+{
+	pthread_mutex_lock(&loop->mu);
+	loop->threads++;
+	pthread_mutex_unlock(&loop->mu);
+}
+
+void loop_thread_leave(struct loop *loop)
+{
+	bool last;
+
+	pthread_mutex_lock(&loop->mu);
+	last = --loop->threads == 0 && loop->freed;
+	pthread_mutex_unlock(&loop->mu);
+	if (last)
+		free_lock(loop);
+}
+
 int loop_thread_lock(struct loop *loop, const bool *cancel)
 {
 	int r = 0;
@@ -596,6 +629,35 @@ void loop_thread_cancel(struct loop *loop, bool *cancel)
 	__atomic_store_n(cancel, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&loop->cv);
 	pthread_mutex_unlock(&loop->mu);
+}
+
+int loop_thread_join(pthread_t thread, int sig, unsigned bound_ms)
+{
+	uint64_t until = loop_now_ms() + bound_ms;
+
+	for (;;) {
+		struct timespec ts;
+		uint64_t now = loop_now_ms();
+		long wait_ns = 20 * 1000000L;
+
+		if (now >= until) {
+			/* Nothing a signal ends: it leaves when its call returns, and nobody joins
+			 * it. */
+			(void)pthread_detach(thread);
+			return -ETIMEDOUT;
+		}
+		if (until - now < 20)
+			wait_ns = (long)(until - now) * 1000000L;
+		(void)pthread_kill(thread, sig);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += wait_ns;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		if (pthread_timedjoin_np(thread, NULL, &ts) == 0)
+			return 0;
+	}
 }
 
 uint64_t loop_wakeups(const struct loop *loop)

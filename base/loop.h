@@ -10,6 +10,7 @@
 #ifndef CLOISTER_LOOP_H
 #define CLOISTER_LOOP_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -72,6 +73,14 @@ uint64_t loop_now_ms(void);
  * Nothing else needs a lock of its own. Whoever forks holds it, and so no other thread is in
  * the loop's logic then. */
 
+/* A thread that may outlive the loop (one loop_thread_join() gives up on) is counted from
+ * before it starts (with the lock held) until it leaves, its last touch of the loop: a
+ * loop_free() in between leaves the lock's memory to the last thread to leave, and its
+ * loop_thread_lock() (with *CANCEL set, which its owner does before it frees the loop)
+ * returns -ECANCELED. A thread always joined before loop_free() need not be counted. */
+void loop_thread_enter(struct loop *loop);
+void loop_thread_leave(struct loop *loop);
+
 /* Blocks until the loop's thread waits; 0 with the lock held, or -ECANCELED (not held) once
  * *CANCEL is set by loop_thread_cancel(). */
 int loop_thread_lock(struct loop *loop, const bool *cancel);
@@ -81,6 +90,13 @@ int loop_thread_lock(struct loop *loop, const bool *cancel);
 void loop_thread_unlock(struct loop *loop);
 /* With the lock held: sets *CANCEL and wakes a thread waiting for the lock with it. */
 void loop_thread_cancel(struct loop *loop, bool *cancel);
+/* After loop_thread_cancel(): sends SIG to THREAD (a handler without SA_RESTART ends its
+ * blocking system call with EINTR; one sent just before the call is lost, so it is sent again
+ * every 20 ms) until THREAD is joined, for at most BOUND_MS. 0 once joined; -ETIMEDOUT when it
+ * is still somewhere no signal ends (an uninterruptible sleep: a read of a hung file system),
+ * and then it is detached: it ends by itself once that call returns, and whatever it still
+ * touches is the caller's to leave it (see exec_guard.c). */
+int loop_thread_join(pthread_t thread, int sig, unsigned bound_ms);
 /* How many times epoll_wait returned (the loop's thread woke up). */
 uint64_t loop_wakeups(const struct loop *loop);
 

@@ -25,6 +25,7 @@
 #include <netlink/route/link.h>
 #include <netlink/route/route.h>
 
+#include "base/child_setup.h"
 #include "base/cleanup.h"
 #include "base/dynlib.h"
 
@@ -98,8 +99,8 @@ static int run_in_owner_userns(struct netns_call *c)
 	dumpable = prctl(PR_GET_DUMPABLE);
 	(void)prctl(PR_SET_DUMPABLE, 0);
 	/* No exit signal: the supervisor's SIGCHLD handling never sees it; __WALL reaps it. */
-	pid = clone(netns_child, (char *)stack + stack_size, CLONE_VM | CLONE_VFORK | CLONE_FILES,
-	            c);
+	pid = child_setup_clone_vm(netns_child, (char *)stack + stack_size,
+	                           CLONE_VM | CLONE_VFORK | CLONE_FILES, c, NULL);
 	if (pid < 0)
 		c->result = -errno;
 	else

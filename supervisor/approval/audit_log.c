@@ -323,7 +323,7 @@ static void crash_on_signal(int sig, siginfo_t *si, void *uc)
 	/* What was there before (the default, a sanitizer's, the terminal's rescue): a fault
 	 * happens again on return, a sent signal is raised again (blocked until then). A second
 	 * time here (a handler before us that hands back to us) ends it with the default. */
-	if (crash_seen++)
+	if (__atomic_fetch_add(&crash_seen, 1, __ATOMIC_RELAXED))
 		(void)signal(sig, SIG_DFL);
 	else
 		(void)sigaction(sig, &crash_old[sig], NULL);
@@ -575,7 +575,8 @@ int audit_log_new(struct loop *loop, const struct audit_log_options *opts,
 	if (log->batch) {
 		crash_install();
 		crash_pid = getpid();
-		crash_log = log;
+		/* Atomic, as the handler takes it: a fault may come on the exec guard's thread. */
+		__atomic_store_n(&crash_log, log, __ATOMIC_RELEASE);
 	}
 	log->delay_ms = opts->delay_ms ? opts->delay_ms : AUDIT_LOG_DELAY_MS;
 	if (log->delay_ms > AUDIT_LOG_DELAY_MAX_MS)
@@ -590,8 +591,13 @@ void audit_log_flush(struct audit_log *log)
 		return;
 	log->freeing = true;
 	log->batch = false;
-	if (crash_log == log)
-		crash_log = NULL;
+	{
+		struct audit_log *mine = log;
+
+		/* Only if it is still ours, in one step against a handler taking it meanwhile. */
+		(void)__atomic_compare_exchange_n(&crash_log, &mine, NULL, false, __ATOMIC_ACQ_REL,
+		                                  __ATOMIC_ACQUIRE);
+	}
 	if (log->fd >= 0)
 		write_pending(log, true);
 	if (log->due)

@@ -107,6 +107,9 @@ struct exec_guard {
 	 * before the lock is taken, leaves out the cwd and ids then too. Only the receiving
 	 * thread (or the loop's, when none is) reads and writes it. */
 	bool lean_hint;
+	/* Who frees the guard's last part (the struct and the listener) when the thread did not
+	 * stop in time (stop_thread): THREAD_RUNNING, then whichever of the two comes second. */
+	int thread_end;
 	void (*gone)(void *userdata, struct exec_guard *eg);
 	void *gone_userdata;
 	void (*open_handler)(void *userdata, const struct seccomp_notif *req);
@@ -1009,6 +1012,27 @@ static int wake_sig(void)
 	return SIGRTMIN + 4;
 }
 
+/* How long the guard's free waits for the thread to end (loop_thread_join). It takes at most
+ * one signal's round trip from RECV or a wait for the lock: only a call no signal ends (none of
+ * ours outside the lock; the stall a hostile file system could make) keeps it past this. */
+#define THREAD_STOP_MS 2000
+enum { THREAD_RUNNING, THREAD_LEFT, THREAD_ABANDONED };
+
+/* The thread's last steps, whether it was told to stop or not: the guard's last part is its
+ * to free when the guard's free did not wait for it (stop_thread). */
+static void thread_leaves(struct exec_guard *eg)
+{
+	struct loop *loop = eg->loop;
+
+	config_regex_thread_free();
+	if (__atomic_exchange_n(&eg->thread_end, THREAD_LEFT, __ATOMIC_ACQ_REL) ==
+	    THREAD_ABANDONED) {
+		notifier_free(eg->notifier);
+		free(eg);
+	}
+	loop_thread_leave(loop);
+}
+
 static void on_wake_sig(int sig)
 {
 	(void)sig; /* only there to interrupt the RECV (no SA_RESTART) */
@@ -1082,6 +1106,7 @@ static void *receive_thread(void *userdata)
 				say("the exec listener is not watched any more: execs wait");
 			loop_thread_unlock(loop); /* EG may be freed from here on */
 			config_regex_thread_free();
+			loop_thread_leave(loop);
 			return NULL;
 		}
 		trace_exec_begin();
@@ -1092,7 +1117,7 @@ static void *receive_thread(void *userdata)
 		notification_read_done(&rd);
 		loop_thread_unlock(eg->loop);
 	}
-	config_regex_thread_free();
+	thread_leaves(eg);
 	return NULL;
 }
 
@@ -1112,33 +1137,31 @@ static bool start_thread(struct exec_guard *eg)
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
+	loop_thread_enter(eg->loop);
 	r = pthread_create(&eg->thread, NULL, receive_thread, eg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (r == 0)
-		(void)pthread_setname_np(eg->thread, "cloister-exec"); /* for ps, gdb, perf */
-	return r == 0;
+	if (r != 0) {
+		loop_thread_leave(eg->loop);
+		return false;
+	}
+	(void)pthread_setname_np(eg->thread, "cloister-exec"); /* for ps, gdb, perf */
+	return true;
 }
 
-/* With the loop's lock held (the thread waits for it, or in RECV, or is gone). */
-static void stop_thread(struct exec_guard *eg)
+/* With the loop's lock held, so the thread is not running a handler: it is in RECV (the
+ * signal ends it), on its way between RECV and the lock, or waiting for the lock (the cancel
+ * ends that). False when it did not end within THREAD_STOP_MS: it is detached, to end by
+ * itself, and the guard's free must leave it the struct and the listener (thread_leaves). */
+static bool stop_thread(struct exec_guard *eg)
 {
 	loop_thread_cancel(eg->loop, &eg->stop);
-	/* A signal that comes just before the thread enters RECV is lost: send it again until the
-	 * thread is gone. */
-	for (;;) {
-		struct timespec ts;
-
-		(void)pthread_kill(eg->thread, wake_sig());
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 20 * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		if (pthread_timedjoin_np(eg->thread, NULL, &ts) == 0)
-			break;
-	}
 	eg->threaded = false;
+	if (loop_thread_join(eg->thread, wake_sig(), THREAD_STOP_MS) == 0)
+		return true;
+	say("the exec guard's thread of %s did not stop within %d ms: left to end by itself "
+	    "(its listener stays open until then)",
+	    eg->name, THREAD_STOP_MS);
+	return false;
 }
 
 /* ---- life cycle -------------------------------------------------------------------------- */
@@ -1225,11 +1248,13 @@ int exec_guard_new(struct loop *loop, struct approvals *approvals, int listener_
 
 void exec_guard_free(struct exec_guard *eg)
 {
+	bool abandoned = false;
+
 	if (!eg)
 		return;
 	/* First: the thread uses the guard until it is gone. */
 	if (eg->threaded)
-		stop_thread(eg);
+		abandoned = !stop_thread(eg);
 	/* Whatever still waits is cancelled; closing the listener fails its syscalls. */
 	approvals_unregister(eg->approvals);
 	for (size_t i = 0; i < eg->n_pending; i++) {
@@ -1240,13 +1265,19 @@ void exec_guard_free(struct exec_guard *eg)
 	free(eg->pending);
 	if (eg->listening)
 		loop_del_fd(eg->loop, notifier_fd(eg->notifier));
-	notifier_free(eg->notifier);
 	exec_answers_free(eg->answers);
 	exec_decisions_free(eg->decided);
 	verdict_cache_free(eg->verdicts);
 	file_digests_free(eg->digests);
 	free(eg->name);
 	free(eg->project);
+	/* A thread left to end by itself still looks at the listener (its fd must not be
+	 * another's by then) and at STOP: the second of us two to get here frees them (it may
+	 * have left meanwhile; detached, it needs no join). */
+	if (abandoned &&
+	    __atomic_exchange_n(&eg->thread_end, THREAD_ABANDONED, __ATOMIC_ACQ_REL) != THREAD_LEFT)
+		return;
+	notifier_free(eg->notifier);
 	free(eg);
 }
 

@@ -685,8 +685,8 @@ int command_start(struct loop *loop, const struct command_spec *spec, struct cl_
 	 * before the parent looks. Signals stay blocked around it (see child_main). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = clone(child_main, (char *)stack + CHILD_STACK_SIZE,
-	            CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &a, &pidfd);
+	pid = child_setup_clone_vm(child_main, (char *)stack + CHILD_STACK_SIZE,
+	                           CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &a, &pidfd);
 	r = pid < 0 ? -errno : 0;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	munmap(stack, CHILD_STACK_SIZE);

@@ -118,9 +118,10 @@ static struct sigaction rescue_old[NSIG];
 
 static void rescue_terminal(void)
 {
-	if (!rescue.armed)
+	/* Taken once, with what was set before it was armed: the handler may run on any thread
+	 * (a fault on the exec guard's), and two of them, or one and exit(), at once. */
+	if (!__atomic_exchange_n(&rescue.armed, 0, __ATOMIC_ACQ_REL))
 		return;
-	rescue.armed = 0;
 	(void)tcsetattr(rescue.fd, TCSANOW, &rescue.modes);
 	if (rescue.flags >= 0)
 		(void)fcntl(rescue.fd, F_SETFL, rescue.flags);
@@ -281,15 +282,15 @@ static void update_mode(struct pty_relay *r)
 		rescue.fd = r->tty;
 		rescue.modes = r->saved;
 		rescue.flags = r->tty_shared ? r->tty_flags : -1;
-		rescue.armed = 1;
+		__atomic_store_n(&rescue.armed, 1, __ATOMIC_RELEASE); /* after what it restores */
 		if (tcsetattr(r->tty, TCSANOW, &t) == 0)
 			r->raw = true;
 		else
-			rescue.armed = 0;
+			__atomic_store_n(&rescue.armed, 0, __ATOMIC_RELEASE);
 	} else if (!want && r->raw) {
 		(void)tcsetattr(r->tty, TCSANOW, &r->saved);
 		r->raw = false;
-		rescue.armed = 0;
+		__atomic_store_n(&rescue.armed, 0, __ATOMIC_RELEASE);
 	}
 }
 
@@ -318,7 +319,7 @@ static void tty_went_away(struct pty_relay *r)
 		return;
 	r->tty_gone = true;
 	r->raw = false; /* nothing to restore on a terminal that is gone */
-	rescue.armed = 0;
+	__atomic_store_n(&rescue.armed, 0, __ATOMIC_RELEASE);
 	buf_clear(&r->front);
 	buf_clear(&r->notices);
 	if (r->ops.gone)
@@ -1021,7 +1022,7 @@ void pty_relay_free(struct pty_relay *r)
 	if (r->tty_shared && !r->tty_gone)
 		(void)fcntl(r->tty, F_SETFL, r->tty_flags);
 	if (rescue.fd == r->tty) {
-		rescue.armed = 0;
+		__atomic_store_n(&rescue.armed, 0, __ATOMIC_RELEASE);
 		rescue.fd = -1;
 	}
 	if (r->master >= 0)

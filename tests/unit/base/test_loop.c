@@ -1030,6 +1030,113 @@ static void test_a_thread_waiting_for_the_lock_is_cancelled(void **state)
 	loop_free(loop);
 }
 
+/* ---- ending a thread: loop_thread_join, a loop freed before its thread leaves ---- */
+
+struct blocked {
+	struct loop *loop;
+	int fds[2];    /* the thread blocks reading fds[0] */
+	bool mask_sig; /* it blocks the wake-up signal too: no signal ends its read */
+	bool cancel;
+	int lock_result;
+	int done;
+};
+
+static int test_sig(void)
+{
+	return SIGRTMIN + 5;
+}
+
+static void on_test_sig(int sig)
+{
+	(void)sig; /* only there to end a read (no SA_RESTART) */
+}
+
+static void *blocked_main(void *userdata)
+{
+	struct blocked *b = userdata;
+	sigset_t set;
+	char c;
+
+	sigemptyset(&set);
+	sigaddset(&set, test_sig());
+	pthread_sigmask(b->mask_sig ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+	/* As the exec thread in RECV: a call that returns on a signal, or when there is data. */
+	while (read(b->fds[0], &c, 1) < 0 && errno == EINTR && !b->mask_sig &&
+	       !__atomic_load_n(&b->cancel, __ATOMIC_ACQUIRE))
+		;
+	if (b->loop) {
+		b->lock_result = loop_thread_lock(b->loop, &b->cancel);
+		if (b->lock_result == 0)
+			loop_thread_unlock(b->loop);
+		loop_thread_leave(b->loop);
+	}
+	__atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static bool wait_done(struct blocked *b)
+{
+	for (int i = 0; i < 2000; i++) { /* 20 s: a bound, not a timing */
+		if (__atomic_load_n(&b->done, __ATOMIC_ACQUIRE))
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* A thread in a call that a signal ends is joined; one in a call no signal ends (here: the
+ * signal blocked) is given up after the bound, detached, and ends by itself later. Without the
+ * bound, stopping it never returned. */
+static void test_a_thread_is_joined_or_given_up_after_the_bound(void **state)
+{
+	struct sigaction sa = {.sa_handler = on_test_sig};
+
+	sigfillset(&sa.sa_mask);
+	assert_int_equal(sigaction(test_sig(), &sa, NULL), 0);
+	for (int masked = 0; masked <= 1; masked++) {
+		struct blocked b = {.mask_sig = masked};
+		pthread_t th;
+
+		assert_int_equal(pipe2(b.fds, O_CLOEXEC), 0);
+		assert_int_equal(pthread_create(&th, NULL, blocked_main, &b), 0);
+		__atomic_store_n(&b.cancel, true, __ATOMIC_RELEASE);
+		if (!masked) {
+			assert_int_equal(loop_thread_join(th, test_sig(), 20000), 0);
+			assert_true(__atomic_load_n(&b.done, __ATOMIC_ACQUIRE));
+		} else {
+			assert_int_equal(loop_thread_join(th, test_sig(), 200), -ETIMEDOUT);
+			assert_false(__atomic_load_n(&b.done, __ATOMIC_ACQUIRE));
+			/* What held it returns: it leaves on its own (detached: nobody joins it).
+			 */
+			assert_int_equal(write(b.fds[1], "x", 1), 1);
+			assert_true(wait_done(&b));
+		}
+		close(b.fds[0]);
+		close(b.fds[1]);
+	}
+}
+
+/* A thread given up on (above) may still look at the loop's lock after the loop is freed: it
+ * is cancelled, not blocked, and the last to leave frees the lock (ASan: no use after free, no
+ * leak). */
+static void test_a_loop_freed_before_its_thread_leaves(void **state)
+{
+	struct blocked b = {.mask_sig = true, .lock_result = 1};
+	pthread_t th;
+
+	assert_int_equal(loop_new(&b.loop), 0);
+	assert_int_equal(pipe2(b.fds, O_CLOEXEC), 0);
+	loop_thread_enter(b.loop);
+	assert_int_equal(pthread_create(&th, NULL, blocked_main, &b), 0);
+	loop_thread_cancel(b.loop, &b.cancel);
+	loop_free(b.loop);
+	assert_int_equal(write(b.fds[1], "x", 1), 1);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(b.lock_result, -ECANCELED);
+	close(b.fds[0]);
+	close(b.fds[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1054,6 +1161,8 @@ int main(void)
 	        cmocka_unit_test(test_a_busy_thread_does_not_starve_the_loop),
 	        cmocka_unit_test(test_a_busy_loop_does_not_starve_a_waiting_thread),
 	        cmocka_unit_test(test_a_thread_waiting_for_the_lock_is_cancelled),
+	        cmocka_unit_test(test_a_thread_is_joined_or_given_up_after_the_bound),
+	        cmocka_unit_test(test_a_loop_freed_before_its_thread_leaves),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
