@@ -265,10 +265,31 @@ static int who_connected(void *userdata, const struct sockaddr_storage *peer,
 
 /* ---- the sandbox ------------------------------------------------------------------------- */
 
-static void on_open(void *userdata, const struct seccomp_notif *req)
+/* The ask for writes' two halves (files/write_ask.h): the read without the loop's lock. */
+static int on_open_read(void *userdata, const struct seccomp_notif *req, void **ret)
 {
-	write_ask_handle(userdata, req);
+	struct write_ask_read *rd = NULL;
+	int r = write_ask_read(userdata, req, &rd);
+
+	*ret = rd;
+	return r;
 }
+
+static void on_open_answer(void *userdata, const struct seccomp_notif *req, void *read)
+{
+	write_ask_answer(userdata, req, read);
+}
+
+static void on_open_read_free(void *read)
+{
+	write_ask_read_free(read);
+}
+
+static const struct exec_guard_open_ops open_ops = {
+        .read = on_open_read,
+        .answer = on_open_answer,
+        .read_free = on_open_read_free,
+};
 
 /* fs.ask: on-write: opens that write, outside fs.write, are asked (files/write_ask.h). The
  * project is run's directory, as fs: patterns' {worktree}. */
@@ -309,7 +330,7 @@ static int start_write_ask(struct run *run, const struct agent_note_ttys *ttys)
 	                  &run->writes);
 	if (r < 0)
 		return r;
-	exec_guard_set_open_handler(run->guard, on_open, run->writes);
+	exec_guard_set_open_handler(run->guard, &open_ops, run->writes);
 	return 0;
 }
 
@@ -1329,10 +1350,12 @@ static void teardown(struct run *run)
 {
 	if (run->approvals && run->sandbox_name)
 		approvals_cancel_sandbox(run->approvals, run->sandbox_name, NULL);
-	write_ask_free(run->writes);
-	run->writes = NULL;
+	/* The guard first: its thread may be reading an open for the ask for writes
+	 * (write_ask_read, without the loop's lock), and its free joins the thread. */
 	exec_guard_free(run->guard);
 	run->guard = NULL;
+	write_ask_free(run->writes);
+	run->writes = NULL;
 	/* Before the init dies: the last reference to the sandbox's mount namespace pays for
 	 * tearing it down (an RCU grace period), and that should be the init's exit, not us. */
 	exec_view_free(run->view);

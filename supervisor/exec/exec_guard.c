@@ -112,7 +112,9 @@ struct exec_guard {
 	int thread_end;
 	void (*gone)(void *userdata, struct exec_guard *eg);
 	void *gone_userdata;
-	void (*open_handler)(void *userdata, const struct seccomp_notif *req);
+	/* Set once, under the loop's lock, while the receiving thread may already run: published
+	 * with release order (userdata first), read by the thread with acquire. */
+	const struct exec_guard_open_ops *open_ops;
 	void *open_userdata;
 
 	struct pending_exec *pending;
@@ -632,12 +634,25 @@ struct notification_read {
 	struct exec_target *t;     /* an exec's, when r is 0 */
 	struct cl_error err;       /* an exec's failure */
 	struct connect_target who; /* a connect's, when r is 0 */
+	/* An open's, by the open handler's read (open_ops): what it returned and with whose
+	 * ops and userdata, so that the answer is the same handler's. */
+	const struct exec_guard_open_ops *open_ops;
+	void *open_userdata;
+	void *open_read;
 };
 
 static void notification_read_done(struct notification_read *rd)
 {
 	exec_target_free(rd->t);
 	rd->t = NULL;
+	if (rd->open_read)
+		rd->open_ops->read_free(rd->open_read);
+	rd->open_read = NULL;
+}
+
+static bool is_open(const struct seccomp_notif *req)
+{
+	return req->data.nr == SYS_open || req->data.nr == SYS_openat || req->data.nr == SYS_creat;
 }
 
 static void read_notification(struct exec_guard *eg, const struct seccomp_notif *req,
@@ -652,7 +667,35 @@ static void read_notification(struct exec_guard *eg, const struct seccomp_notif 
 	} else if (req->data.nr == SYS_connect) {
 		ret->r = notifier_read_connect(eg->notifier, req, &ret->who);
 		ret->done = true;
+	} else if (is_open(req)) {
+		/* The handler's own read (the path, the process, the lookups: files/write_ask.h);
+		 * none set yet: the open fails with ENOSYS under the lock. */
+		ret->open_ops = __atomic_load_n(&eg->open_ops, __ATOMIC_ACQUIRE);
+		if (!ret->open_ops)
+			return;
+		ret->open_userdata = eg->open_userdata;
+		ret->r = ret->open_ops->read(ret->open_userdata, req, &ret->open_read);
+		ret->done = true;
 	}
+}
+
+/* An open: answered by the handler that read it (RD), or read and answered here. */
+static void handle_open(struct exec_guard *eg, const struct seccomp_notif *req,
+                        struct notification_read *rd)
+{
+	const struct exec_guard_open_ops *ops = rd ? rd->open_ops : eg->open_ops;
+	void *userdata = rd ? rd->open_userdata : eg->open_userdata;
+	void *read = NULL;
+
+	if (!ops) {
+		notifier_deny(eg->notifier, req->id, ENOSYS);
+		return;
+	}
+	if (rd)
+		read = TAKE_PTR(rd->open_read);
+	else
+		(void)ops->read(userdata, req, &read);
+	ops->answer(userdata, req, read);
 }
 
 /* RD: the exec read before the lock (taken), or NULL to read it here. */
@@ -963,10 +1006,8 @@ static void on_notification(struct exec_guard *eg, const struct seccomp_notif *r
 		handle_exec(eg, req, rd);
 	else if (req->data.nr == SYS_connect)
 		handle_connect(eg, req, rd);
-	else if ((req->data.nr == SYS_open || req->data.nr == SYS_openat ||
-	          req->data.nr == SYS_creat) &&
-	         eg->open_handler)
-		eg->open_handler(eg->open_userdata, req);
+	else if (is_open(req))
+		handle_open(eg, req, rd);
 	else
 		notifier_deny(eg->notifier, req->id, ENOSYS);
 }
@@ -1287,12 +1328,11 @@ void exec_guard_set_terminating(struct exec_guard *eg, bool terminating)
 	forget_verdicts(eg);
 }
 
-void exec_guard_set_open_handler(struct exec_guard *eg,
-                                 void (*handler)(void *userdata, const struct seccomp_notif *req),
+void exec_guard_set_open_handler(struct exec_guard *eg, const struct exec_guard_open_ops *ops,
                                  void *userdata)
 {
-	eg->open_handler = handler;
 	eg->open_userdata = userdata;
+	__atomic_store_n(&eg->open_ops, ops, __ATOMIC_RELEASE);
 }
 
 struct notifier *exec_guard_notifier(const struct exec_guard *eg)

@@ -87,11 +87,21 @@ struct sockaddr_storage;
 int exec_guard_who_connected(const struct exec_guard *eg, const struct sockaddr_storage *dst,
                              struct connect_target *ret);
 
-/* Open notifications (filters installed with notify_open_write) go to HANDLER, which answers
- * them (the ask for writes, files/write_ask.h); without one they fail with ENOSYS. */
+/* Open notifications (filters installed with notify_open_write) go to OPS, which answer them
+ * (the ask for writes, files/write_ask.h); without them they fail with ENOSYS. Set once. */
 struct seccomp_notif;
-void exec_guard_set_open_handler(struct exec_guard *eg,
-                                 void (*handler)(void *userdata, const struct seccomp_notif *req),
+struct exec_guard_open_ops {
+	/* What REQ's process tells, read WITHOUT the loop's lock on the receiving thread (it may
+	 * wait on the agent: only its sandbox waits meanwhile), or with it on the loop's: 0 and
+	 * *RET, or -errno (ANSWER then gets NULL). It may use only what stays unchanged while
+	 * the guard lives, and what it opens itself. */
+	int (*read)(void *userdata, const struct seccomp_notif *req, void **ret);
+	/* Under the lock: answer REQ by READ (taken, freed here; NULL when the read failed). */
+	void (*answer)(void *userdata, const struct seccomp_notif *req, void *read);
+	/* A read never answered (the guard is being freed). */
+	void (*read_free)(void *read);
+};
+void exec_guard_set_open_handler(struct exec_guard *eg, const struct exec_guard_open_ops *ops,
                                  void *userdata);
 
 struct notifier *exec_guard_notifier(const struct exec_guard *eg);

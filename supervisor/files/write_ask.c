@@ -396,7 +396,8 @@ static int on_decided(void *userdata, const struct queue_item *item,
 	return r;
 }
 
-static enum fs_verdict decide(struct write_ask *wa, const char *path, char *rule, size_t size);
+static enum fs_verdict decide(const struct write_ask *wa, const char *path, char *rule,
+                              size_t size);
 
 /* Before a person's decision on a file ask is applied: what a scope wider than once would keep
  * must be a path an ask could reach. A denial is kept for no write but this one (the config's
@@ -484,7 +485,7 @@ static void format_rule(const struct fs_result *res, char *buf, size_t size)
 }
 
 /* The verdict for PATH: FS_ALLOW / FS_ASK / a denial, with the rule in RULE. */
-static enum fs_verdict decide(struct write_ask *wa, const char *path, char *rule, size_t size)
+static enum fs_verdict decide(const struct write_ask *wa, const char *path, char *rule, size_t size)
 {
 	struct fs_vars vars = {.home = wa->home, .worktree = wa->worktree};
 	struct cl_error err = {""};
@@ -539,7 +540,7 @@ static void ask(struct write_ask *wa, const struct open_target *t, struct pendin
 
 /* The agent's root and, for a relative path, its cwd or dirfd: opened through /proc/PID (the
  * notification checked valid after, so they are the process's own). -ESRCH: gone. */
-static int open_view(struct write_ask *wa, const struct open_target *t, int *ret_root,
+static int open_view(const struct write_ask *wa, const struct open_target *t, int *ret_root,
                      int *ret_base)
 {
 	_cleanup_close_ int root = -EBADF, base = -EBADF;
@@ -603,61 +604,94 @@ static void tell_kernel_refusal(struct write_ask *wa, const struct open_target *
 	let_kernel_decide(wa, t->id);
 }
 
-void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
+/* What an open notification's process tells, read by write_ask_read (see write_ask.h): how far
+ * the read got, and what the answer needs. */
+enum read_outcome {
+	READ_GONE,         /* the notification is gone: nothing to answer */
+	READ_FAILED,       /* the open itself could not be read: error is the answer */
+	READ_CONTINUE,     /* the kernel decides */
+	READ_REFUSE_NAMED, /* refused by the name as given (fs.protect, fs.hide): rule */
+	READ_RESOLVED,     /* where is where it lands: the shield and the policy decide */
+};
+
+struct write_ask_read {
+	enum read_outcome outcome;
+	int error;                 /* READ_FAILED: the errno to answer */
+	struct open_target *t;     /* not READ_GONE / READ_FAILED */
+	struct write_target where; /* READ_RESOLVED */
+	char rule[768];            /* READ_REFUSE_NAMED */
+};
+
+void write_ask_read_free(struct write_ask_read *rd)
 {
-	_cleanup_(open_target_freep) struct open_target *t = NULL;
+	if (!rd)
+		return;
+	open_target_free(rd->t);
+	write_target_done(&rd->where);
+	free(rd);
+}
+
+int write_ask_read(const struct write_ask *wa, const struct seccomp_notif *req,
+                   struct write_ask_read **ret)
+{
+	_cleanup_(write_ask_read_freep) struct write_ask_read *rd = NULL;
 	_cleanup_close_ int root = -EBADF, base = -EBADF;
-	struct pending_write p = {.where = {.view_dir = -EBADF, .host_dir = -EBADF}};
 	struct cl_error err = {""};
 	/* fs.ask: off: the kernel layers refuse; the supervisor only says why. */
 	bool tell_only = wa->config->fs.ask != FS_ASK_ON_WRITE;
-	enum fs_verdict v, hv;
-	char rule[768], hrule[768], why[256];
+	struct open_target *t;
+	enum fs_verdict v;
 	int r;
 
-	r = notifier_read_open(wa->notifier, req, &t, &err);
-	if (r == -ESRCH)
-		return; /* gone: nothing to answer */
+	rd = calloc(1, sizeof(*rd));
+	if (!rd)
+		return -ENOMEM;
+	rd->where = (struct write_target){.view_dir = -EBADF, .host_dir = -EBADF};
+	r = notifier_read_open(wa->notifier, req, &rd->t, &err);
+	if (r == -ESRCH) {
+		rd->outcome = READ_GONE;
+		goto out;
+	}
 	if (r < 0) {
 		/* What the kernel itself would fail the open with. */
-		(void)notifier_deny(wa->notifier, req->id,
-		                    r == -EFAULT || r == -ENAMETOOLONG || r == -EBADF ||
-		                                    r == -ENOTDIR || r == -ENOENT
-		                            ? -r
-		                            : EACCES);
-		return;
+		rd->outcome = READ_FAILED;
+		rd->error = r == -EFAULT || r == -ENAMETOOLONG || r == -EBADF || r == -ENOTDIR ||
+		                            r == -ENOENT
+		                    ? -r
+		                    : EACCES;
+		goto out;
 	}
-	if (!write_rules_flags_write(t->flags) || write_rules_kernel_only(t->abs_path)) {
-		let_kernel_decide(wa, t->id);
-		return;
-	}
+	t = rd->t;
+	rd->outcome = READ_CONTINUE;
+	if (!write_rules_flags_write(t->flags) || write_rules_kernel_only(t->abs_path))
+		goto out;
 	/* The name as given first: inside fs.write needs no more (the kernel layers hold). */
-	v = decide(wa, t->abs_path, rule, sizeof(rule));
-	if (v == FS_ALLOW) {
-		let_kernel_decide(wa, t->id);
-		return;
-	}
+	v = decide(wa, t->abs_path, rd->rule, sizeof(rd->rule));
+	if (v == FS_ALLOW)
+		goto out;
 	r = notifier_read_open_process(wa->notifier, t);
-	if (r == -ESRCH)
-		return;
+	if (r == -ESRCH) {
+		rd->outcome = READ_GONE;
+		goto out;
+	}
 	/* Outside fs.write: asked (on-write) or refused (off) — for the file it really is. */
 	if (v != FS_ASK && v != FS_DENY_OUTSIDE && !tell_only) {
-		refuse_logged(wa, t, t->abs_path, rule);
-		return;
+		rd->outcome = READ_REFUSE_NAMED;
+		goto out;
 	}
 	/* Where it lands, as the agent sees it; and only if the host's view is the same there
 	 * may the supervisor open it. Otherwise the kernel decides (a private mount of the
 	 * sandbox, a covered path): a race then gains nothing the kernel would not give. */
 	if (r >= 0) {
 		r = open_view(wa, t, &root, &base);
-		if (r == -ESRCH)
-			return;
+		if (r == -ESRCH) {
+			rd->outcome = READ_GONE;
+			goto out;
+		}
 		/* No cwd or dirfd to start from (deleted, not a directory): the kernel fails
 		 * the open as it sees fit. */
-		if (r < 0) {
-			let_kernel_decide(wa, t->id);
-			return;
-		}
+		if (r < 0)
+			goto out;
 	}
 	if (r >= 0) {
 		struct resolve_target rt = {
@@ -667,24 +701,58 @@ void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req)
 		        .userdata = t,
 		};
 
-		r = write_target_find(&rt, base, t->path, t->flags, &p.where);
+		r = write_target_find(&rt, base, t->path, t->flags, &rd->where);
 	}
 	if (notifier_id_valid(wa->notifier, t->id) == 0) {
-		pending_done(&p);
-		return;
+		rd->outcome = READ_GONE;
+		goto out;
 	}
-	if (r == WRITE_TARGET_KERNEL) {
-		let_kernel_decide(wa, t->id);
-		return;
-	}
-	if (r < 0 && tell_only) {
-		let_kernel_decide(wa, t->id);
-		return;
-	}
+	if (r == WRITE_TARGET_KERNEL || (r < 0 && tell_only))
+		goto out;
 	if (r < 0) {
-		(void)notifier_deny(wa->notifier, t->id, r == -ELOOP ? ELOOP : EACCES);
+		rd->outcome = READ_FAILED;
+		rd->error = r == -ELOOP ? ELOOP : EACCES;
+		goto out;
+	}
+	rd->outcome = READ_RESOLVED;
+out:
+	*ret = TAKE_PTR(rd);
+	return 0;
+}
+
+void write_ask_answer(struct write_ask *wa, const struct seccomp_notif *req,
+                      struct write_ask_read *rd_in)
+{
+	_cleanup_(write_ask_read_freep) struct write_ask_read *rd = rd_in;
+	struct pending_write p = {.where = {.view_dir = -EBADF, .host_dir = -EBADF}};
+	bool tell_only = wa->config->fs.ask != FS_ASK_ON_WRITE;
+	struct open_target *t;
+	enum fs_verdict v, hv;
+	char rule[768], hrule[768], why[256];
+
+	if (!rd) {
+		/* Out of memory for the read: the open fails as the kernel's would. */
+		(void)notifier_deny(wa->notifier, req->id, ENOMEM);
 		return;
 	}
+	t = rd->t;
+	switch (rd->outcome) {
+	case READ_GONE:
+		return;
+	case READ_FAILED:
+		(void)notifier_deny(wa->notifier, req->id, rd->error);
+		return;
+	case READ_CONTINUE:
+		let_kernel_decide(wa, t->id);
+		return;
+	case READ_REFUSE_NAMED:
+		refuse_logged(wa, t, t->abs_path, rd->rule);
+		return;
+	case READ_RESOLVED:
+		break;
+	}
+	p.where = rd->where;
+	rd->where = (struct write_target){.view_dir = -EBADF, .host_dir = -EBADF};
 	/* A shielded file or directory, however it was reached: refused, never asked. */
 	if (write_shield_covers(wa->shield, p.where.host_dir, p.where.exists ? &p.where.st : NULL,
 	                        why, sizeof(why))) {

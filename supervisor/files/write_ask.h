@@ -42,6 +42,7 @@
 #include <linux/seccomp.h>
 #include <stdbool.h>
 
+#include "base/cleanup.h"
 #include "notifier/agent_note.h"
 
 struct loop;
@@ -76,8 +77,25 @@ int write_ask_new(struct loop *loop, struct approvals *approvals, struct notifie
 /* Cancels its waiting asks. NULL is fine. */
 void write_ask_free(struct write_ask *wa);
 
-/* One open notification (open, openat, creat), answered now or once decided. */
-void write_ask_handle(struct write_ask *wa, const struct seccomp_notif *req);
+/* One open notification (open, openat, creat), answered now or once decided, in two halves:
+ * write_ask_read, then write_ask_answer. The read waits on the agent (the
+ * path and /proc/PID/cmdline from its memory, under its mm's lock; the path's lookups in its
+ * file systems, a FUSE server of its own) and so runs WITHOUT the loop's lock. It touches only
+ * what nothing changes after write_ask_new (the config, home, worktree, the notifier's read
+ * functions, the ids' validity) and what it opens itself (/proc/PID, the agent's root, cwd or
+ * dirfd, the file's directory in both views); it decides nothing lasting and answers nothing.
+ * The answer (the shield, the policy on the resolved names, the session's answers, the asks,
+ * the audit and the reason line, the kernel's answer) runs under the lock. WA must outlive a
+ * read under way (free the exec guard, which joins its thread, first). */
+struct write_ask_read;
+/* 0 and *RET (always: what to answer, even "nothing"); -ENOMEM. */
+int write_ask_read(const struct write_ask *wa, const struct seccomp_notif *req,
+                   struct write_ask_read **ret);
+/* Answers REQ by RD (taken and freed; NULL: the read failed, the open fails with ENOMEM). */
+void write_ask_answer(struct write_ask *wa, const struct seccomp_notif *req,
+                      struct write_ask_read *rd);
+void write_ask_read_free(struct write_ask_read *rd);
+CL_DEFINE_TRIVIAL_CLEANUP(struct write_ask_read *, write_ask_read_free)
 
 /* From now on asks are refused without asking (the agent is being terminated). */
 void write_ask_set_terminating(struct write_ask *wa, bool terminating);
