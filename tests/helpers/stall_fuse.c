@@ -1,5 +1,5 @@
-/* stall_fuse DEVICE…: an agent's try at freezing the supervisor with a file system of its own
- * whose server never answers (attack6_stall_fuse.sh).
+/* stall_fuse [--open DIR] DEVICE…: an agent's try at freezing the supervisor with a file system
+ * of its own whose server never answers (attack6_stall_fuse.sh, attack7_stall_open.sh).
  *
  * In a user and mount namespace of its own (the run needs --allow-nested-sandbox), it opens
  * each DEVICE in turn until one is the FUSE device (10:229) and mounts FUSE with it on a tmpfs
@@ -11,6 +11,7 @@
  *   unshare: <errno text>      no namespace (every device is then tried for the mount alone)
  *   lookup by pid P            a lookup came while the exec waits: P is 0 when the process is
  *                              not in our pid namespace (the supervisor)
+ *   request OP by pid P        another request (FUSE opcode OP: 3 a getattr), likewise
  *   done                       last line when nothing was mounted
  *
  * First, the other ways to a page fault or an open that waits on the agent, one line each,
@@ -18,6 +19,10 @@
  *   userfaultfd: <errno text> | made        the system call
  *   /dev/userfaultfd: <errno text> | made   the device's USERFAULTFD_IOC_NEW
  *   fanotify: <errno text> | made           a group with permission events (FAN_CLASS_CONTENT)
+ *
+ * With --open DIR, FUSE is mounted on DIR (which must exist) instead, and the child opens
+ * DIR/x for writing (O_WRONLY | O_CREAT) instead of the exec: a write outside fs.write, which the
+ * supervisor resolves itself for the ask for writes.
  *
  * Once mounted it stays (holding the device: the lookup waits while it lives) until killed;
  * the child dies with it. Exit status 0 when nothing was mounted, 1 otherwise. */
@@ -105,10 +110,11 @@ static int serve(int fd)
 			printf("read: %s\n", n < 0 ? strerror(errno) : "short");
 			return -1;
 		}
-		if (in->opcode == FUSE_LOOKUP) {
+		if (in->opcode == FUSE_LOOKUP)
 			printf("lookup by pid %u\n", (unsigned)in->pid);
-			fflush(stdout);
-		}
+		else
+			printf("request %u by pid %u\n", (unsigned)in->opcode, (unsigned)in->pid);
+		fflush(stdout);
 		/* Never answered. */
 	}
 }
@@ -140,16 +146,24 @@ static void other_ways(void)
 
 int main(int argc, char **argv)
 {
-	char opts[128];
+	const char *dir = "/tmp/m", *open_dir = NULL;
+	char opts[128], target[4096];
 	int fd = -1;
 	pid_t child;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc > 2 && strcmp(argv[1], "--open") == 0) {
+		dir = open_dir = argv[2];
+		argv += 2;
+		argc -= 2;
+	}
+	snprintf(target, sizeof(target), "%s/x", dir);
 	other_ways();
 	own_namespaces();
 	/* And again as root in a user namespace of its own. */
 	other_ways();
-	mkdir("/tmp/m", 0755);
+	if (!open_dir)
+		mkdir(dir, 0755);
 	for (int i = 1; i < argc && fd < 0; i++) {
 		struct stat st;
 
@@ -165,7 +179,7 @@ int main(int argc, char **argv)
 			continue;
 		}
 		snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=0,group_id=0", fd);
-		if (mount("stall", "/tmp/m", "fuse", 0, opts) < 0) {
+		if (mount("stall", dir, "fuse", 0, opts) < 0) {
 			printf("%s: mount: %s\n", argv[i], strerror(errno));
 			close(fd);
 			fd = -1;
@@ -180,8 +194,14 @@ int main(int argc, char **argv)
 	child = fork();
 	if (child == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl("/tmp/m/x", "x", (char *)NULL);
-		printf("exec: %s\n", strerror(errno));
+		if (open_dir) {
+			int w = open(target, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+
+			printf("open: %s\n", w < 0 ? strerror(errno) : "opened");
+		} else {
+			execl(target, "x", (char *)NULL);
+			printf("exec: %s\n", strerror(errno));
+		}
 		_exit(1);
 	}
 	serve(fd);
