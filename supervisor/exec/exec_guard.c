@@ -627,7 +627,9 @@ static int session_key_of(const struct exec_target *t, const struct exec_files *
  * populated mmap, an munmap), and a lookup in its file systems waits for them; meanwhile no
  * other sandbox's exec, no dashboard, no proxy would be served. The read touches only the
  * notifier's own state (its file facts, lookup hints and the sandbox's view), which nothing
- * else uses: the loop's thread takes the notifier only to answer, check ids and read names. */
+ * else uses: the loop's thread takes the notifier only to answer, check ids and read names.
+ * An open's read is its handler's (exec_guard_open_ops: the ask for writes, which uses only
+ * what stays unchanged after its start). */
 struct notification_read {
 	bool done;
 	int r;
@@ -1190,9 +1192,10 @@ static bool start_thread(struct exec_guard *eg)
 }
 
 /* With the loop's lock held, so the thread is not running a handler: it is in RECV (the
- * signal ends it), on its way between RECV and the lock, or waiting for the lock (the cancel
- * ends that). False when it did not end within THREAD_STOP_MS: it is detached, to end by
- * itself, and the guard's free must leave it the struct and the listener (thread_leaves). */
+ * signal ends it), reading a notification before the lock (what a read waits on ends with
+ * the sandbox's processes; a read outliving THREAD_STOP_MS is left, see below), or waiting for the
+ * lock (the cancel ends that). False when it did not end within THREAD_STOP_MS: it is detached, to
+ * end by itself, and the guard's free must leave it the struct and the listener (thread_leaves). */
 static bool stop_thread(struct exec_guard *eg)
 {
 	loop_thread_cancel(eg->loop, &eg->stop);
