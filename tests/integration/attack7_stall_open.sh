@@ -12,7 +12,8 @@
 # in its project, mount FUSE on a directory outside fs.write in a user and mount namespace of
 # its own (--allow-nested-sandbox) and open a file below it for writing. While the supervisor's
 # lookup waits there, the CLI's status must be answered; the run ends once the agent's FUSE
-# server is gone. As root and as nobody. Prints TAP.
+# server is gone (killed by the agent, or with the sandbox at its end while the read still
+# waits on it). As root and as nobody. Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
@@ -42,7 +43,8 @@ for who in root nobody; do
 	AGENT='"$1/stall_fuse" --open "$2/fm" "$3/fdev/fuse" >"$3/fuse.out" 2>&1 &
 		p=$!
 		read -r go <"$3/gofifo"
-		kill $p'
+		[ "$go" = kill ] && kill $p
+		:'
 	# shellcheck disable=SC2086 # $AS and $USER_ENV are words on purpose
 	(cd "$WT" && exec timeout -k 5 60 $AS $USER_ENV "$BIN" run --config-dir "$W/cfg" \
 		--ask none --allow-nested-sandbox --test-no-fs-mounts --name "a7o$$" \
@@ -59,10 +61,14 @@ for who in root nobody; do
 	wait_until 10 test -s "$XDG_RUNTIME_DIR/cloister/api/$SV.json"
 	cli status
 	tap_is "$st" 0 "$who: the CLI's status is answered while the lookup waits" "$out"
+	# Root's agent kills its FUSE server; nobody's leaves it to the sandbox's end, which
+	# kills it while the supervisor's read is still waiting on it.
 	# shellcheck disable=SC2016 # that shell expands it
-	timeout 10 sh -c 'echo go >"$1"' sh "$WT/gofifo"
+	timeout 10 sh -c 'echo "$2" >"$1"' sh "$WT/gofifo" "$([ "$who" = root ] && echo kill)"
 	finish
-	tap_is "$rc" 0 "$who: the run ends once the agent's FUSE server is gone" \
+	# Its receiving thread, which waited in the read, stopped with it (not left behind).
+	tap_is "$rc/$(grep -c 'left to end by itself' "$W/sv.err")" 0/0 \
+		"$who: the run ends once the agent's FUSE server is gone, its thread stopped" \
 		"$(cat "$W/sv.err")"
 done
 
