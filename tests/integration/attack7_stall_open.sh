@@ -12,15 +12,16 @@
 # in its project, mount FUSE on a directory outside fs.write in a user and mount namespace of
 # its own (--allow-nested-sandbox) and open a file below it for writing. While the supervisor's
 # lookup waits there, the CLI's status must be answered; the run ends once the agent's FUSE
-# server is gone (killed by the agent, or with the sandbox at its end while the read still
-# waits on it). As root and as nobody. Prints TAP.
+# server is gone (killed by the agent, or with the sandbox at its end or on SIGTERM while the
+# read still waits on it), and the thread that waited stops with it. As root and as nobody.
+# Prints TAP.
 set -u
 # shellcheck source=tests/lib/run_common.sh
 . "$(dirname "$0")/../lib/run_common.sh"
 # shellcheck source=tests/lib/ask_common.sh
 . "$(dirname "$0")/../lib/ask_common.sh"
 
-PLAN=6
+PLAN=9
 run_needs_root $PLAN
 grep -qw fuse /proc/filesystems || run_skip_all $PLAN "no FUSE in this kernel"
 run_needs_tools $PLAN setpriv
@@ -29,8 +30,13 @@ tap_plan $PLAN
 # The agent found nothing to mount, or the supervisor is in its lookup.
 fuse_settled() { grep -qE "^done|^(lookup|request [0-9]+) by pid|^open: " "$WT/fuse.out" 2>/dev/null; }
 
-for who in root nobody; do
+# How the run ends: the agent kills its FUSE server (root), leaves it to the sandbox's end,
+# which kills it while the supervisor's read still waits on it (nobody), or the supervisor
+# gets SIGTERM meanwhile (root again).
+for how in root:kill nobody:leave root:term; do
+	who=${how%%:*}
 	user_tree "$who"
+	rm -rf "$WT/gofifo" "$WT/fuse.out" "$W/rt/cloister"
 	printf 'exec:\n  security: full\n  ask: off\nfs:\n  ask: on-write\n' >"$W/cfg/config.yaml"
 	mkdir -p "$W/fm" "$WT/fdev"
 	mount -t tmpfs -o mode=0755 "cloister-test-$$" "$WT/fdev" &&
@@ -56,19 +62,23 @@ for who in root nobody; do
 	wait_until 20 fuse_settled
 	res=$(cat "$WT/fuse.out" 2>/dev/null)
 	tap_like "$res" "by pid 0" \
-		"$who: the agent mounts FUSE outside fs.write and the supervisor's lookup of its write waits there" \
+		"$how: the agent mounts FUSE outside fs.write and the supervisor's lookup of its write waits there" \
 		"$res$(cat "$W/sv.err")"
 	wait_until 10 test -s "$XDG_RUNTIME_DIR/cloister/api/$SV.json"
 	cli status
-	tap_is "$st" 0 "$who: the CLI's status is answered while the lookup waits" "$out"
-	# Root's agent kills its FUSE server; nobody's leaves it to the sandbox's end, which
-	# kills it while the supervisor's read is still waiting on it.
-	# shellcheck disable=SC2016 # that shell expands it
-	timeout 10 sh -c 'echo "$2" >"$1"' sh "$WT/gofifo" "$([ "$who" = root ] && echo kill)"
+	tap_is "$st" 0 "$how: the CLI's status is answered while the lookup waits" "$out"
+	if [ "${how#*:}" = term ]; then
+		kill -TERM "$SV"
+		want=143
+	else
+		# shellcheck disable=SC2016 # that shell expands it
+		timeout 10 sh -c 'echo "$2" >"$1"' sh "$WT/gofifo" "${how#*:}"
+		want=0
+	fi
 	finish
 	# Its receiving thread, which waited in the read, stopped with it (not left behind).
-	tap_is "$rc/$(grep -c 'left to end by itself' "$W/sv.err")" 0/0 \
-		"$who: the run ends once the agent's FUSE server is gone, its thread stopped" \
+	tap_is "$rc/$(grep -c 'left to end by itself' "$W/sv.err")" "$want/0" \
+		"$how: the run ends once the agent's FUSE server is gone, its thread stopped" \
 		"$(cat "$W/sv.err")"
 done
 
