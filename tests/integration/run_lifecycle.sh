@@ -76,10 +76,20 @@ cgroup_of() {
 has_cgroup() { [ -n "$(cgroup_of "$1")" ]; }
 cgroup_empty() { [ -z "$(cat "$1/cgroup.procs" 2>/dev/null)" ]; }
 elapsed_ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
+# The agent runs (its sleep is in the sandbox's cgroup): the supervisor's set-up is over and
+# its signals are forwarded from then on. The cgroup alone exists earlier.
+agent_sleeps() {
+	leaf=$(cgroup_of "$1")
+	[ -n "$leaf" ] || return 1
+	while read -r p; do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = sleep ] && return 0
+	done <"$leaf/cgroup.procs"
+	return 1
+}
 
 # ---- signals are passed on ----
 bg termtest sleep 30
-wait_for 5 has_cgroup termtest
+wait_for 5 agent_sleeps termtest
 kill -TERM "$bg_pid"
 start=$(date +%s%N)
 wait_exit "$bg_pid" 5
@@ -88,13 +98,13 @@ tap_ok "$([ "$(elapsed_ms "$start")" -lt 2000 ] && echo 0 || echo 1)" "at once (
 tap_is "$(cgroup_of termtest)" "" "the sandbox's cgroup is removed"
 
 bg inttest sleep 30
-wait_for 5 has_cgroup inttest
+wait_for 5 agent_sleeps inttest
 kill -INT "$bg_pid"
 wait_exit "$bg_pid" 5
 tap_is "$rc" 130 "SIGINT to the supervisor reaches the agent: run exits 130" "$(diag)"
 
 bg huptest sleep 30
-wait_for 5 has_cgroup huptest
+wait_for 5 agent_sleeps huptest
 kill -HUP "$bg_pid"
 wait_exit "$bg_pid" 5
 tap_is "$rc" 129 "SIGHUP to the supervisor reaches the agent: run exits 129" "$(diag)"
@@ -102,13 +112,7 @@ tap_is "$rc" 129 "SIGHUP to the supervisor reaches the agent: run exits 129" "$(
 bg stubborn sh -c 'trap "" TERM; sleep 30'
 wait_for 5 has_cgroup stubborn
 # Its trap is set once it runs sleep.
-agent_sleeps() {
-	while read -r p; do
-		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = sleep ] && return 0
-	done <"$(cgroup_of stubborn)/cgroup.procs"
-	return 1
-}
-wait_for 5 agent_sleeps
+wait_for 5 agent_sleeps stubborn
 kill -TERM "$bg_pid"
 start=$(date +%s%N)
 wait_exit "$bg_pid" 10
