@@ -113,6 +113,7 @@ struct run {
 	struct approvals *approvals; /* the front end's */
 	struct sandbox *sandbox;
 	struct exec_guard *guard;     /* its execs */
+	bool thread_left;             /* the guard's thread left running (exec_guard_free) */
 	struct write_ask *writes;     /* its writes outside fs.write (fs.ask: on-write) */
 	struct backstops *backstops;  /* their backstop */
 	struct exec_view *view;       /* the sandbox's own view, for the identity check */
@@ -1351,14 +1352,18 @@ static void teardown(struct run *run)
 	if (run->approvals && run->sandbox_name)
 		approvals_cancel_sandbox(run->approvals, run->sandbox_name, NULL);
 	/* The guard first: its thread may be reading an open for the ask for writes
-	 * (write_ask_read, without the loop's lock), and its free joins the thread. */
-	exec_guard_free(run->guard);
+	 * (write_ask_read, without the loop's lock), and its free joins the thread. A thread
+	 * that did not stop in time (a read waiting on a hung file system) may still come back
+	 * to the write ask, the config and the view: those are then kept until we exit. */
+	run->thread_left = exec_guard_free(run->guard);
 	run->guard = NULL;
-	write_ask_free(run->writes);
+	if (!run->thread_left)
+		write_ask_free(run->writes);
 	run->writes = NULL;
 	/* Before the init dies: the last reference to the sandbox's mount namespace pays for
 	 * tearing it down (an RCU grace period), and that should be the init's exit, not us. */
-	exec_view_free(run->view);
+	if (!run->thread_left)
+		exec_view_free(run->view);
 	run->view = NULL;
 	trace_timing_mark("teardown: queue, exec guard");
 	egress_free(run->egress);
@@ -1390,7 +1395,9 @@ static void teardown(struct run *run)
 	trace_timing_mark("teardown: backstop detach");
 	deny_ids_free(run->deny_ids);
 	loop_free(run->loop);
-	config_free(run->config);
+	if (!run->thread_left)
+		config_free(run->config);
+	run->config = NULL;
 	free(run->sandbox_name);
 	free(run->config_dir);
 	free(run->default_config_dir);

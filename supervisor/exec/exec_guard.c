@@ -1290,12 +1290,12 @@ int exec_guard_new(struct loop *loop, struct approvals *approvals, int listener_
 	return 0;
 }
 
-void exec_guard_free(struct exec_guard *eg)
+bool exec_guard_free(struct exec_guard *eg)
 {
 	bool abandoned = false;
 
 	if (!eg)
-		return;
+		return false;
 	/* First: the thread uses the guard until it is gone. */
 	if (eg->threaded)
 		abandoned = !stop_thread(eg);
@@ -1320,9 +1320,10 @@ void exec_guard_free(struct exec_guard *eg)
 	 * have left meanwhile; detached, it needs no join). */
 	if (abandoned &&
 	    __atomic_exchange_n(&eg->thread_end, THREAD_ABANDONED, __ATOMIC_ACQ_REL) != THREAD_LEFT)
-		return;
+		return true;
 	notifier_free(eg->notifier);
 	free(eg);
+	return false;
 }
 
 void exec_guard_set_terminating(struct exec_guard *eg, bool terminating)

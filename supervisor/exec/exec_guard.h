@@ -73,8 +73,10 @@ int exec_guard_new(struct loop *loop, struct approvals *approvals, int listener_
 /* Stops the guard's thread (with the loop's lock held: on the loop's thread or in a handler,
  * never in one of this guard's own), cancels its waiting asks (the queue's resolutions have
  * no waiter left to answer) and closes the listener, which fails the syscalls still blocked.
- * NULL is fine. */
-void exec_guard_free(struct exec_guard *eg);
+ * NULL is fine. True when the thread did not stop in time and was left to end by itself:
+ * it may still be in a read made without the lock, so what that read uses (the open ops'
+ * USERDATA and what it rests on, the notifier's view) must then be kept, never freed. */
+bool exec_guard_free(struct exec_guard *eg);
 
 /* From now on asks are denied without asking (the agent is being terminated). */
 void exec_guard_set_terminating(struct exec_guard *eg, bool terminating);
