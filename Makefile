@@ -330,9 +330,10 @@ unit: $(UNIT_BINS)
 TSAN_ENV = $(if $(TSAN),CLOISTER_TSAN=1 TSAN_OPTIONS='$(TSAN_OPTIONS) second_deadlock_stack=1')
 # make tsan-check: the tests that run the supervisor's threads: the receiving thread of each
 # seccomp listener (exec, connect, fs.ask opens, read before the lock while the CLI is served;
-# serve's containers, one each) with the loop's under the one lock, its start and its end; the loop's lock itself; the threads of the unit
-# tests of the HTTP server, the relay and the audit log's crash handler. 90 s from a clean
-# tree on this two-core machine, the build included; .ci/run runs it.
+# serve's containers, one each) with the loop's under the one lock, its start and its end;
+# the loop's lock itself; the threads of the unit tests of the HTTP server, the relay and the
+# audit log's crash handler. 90 s from a clean tree on this two-core machine, the build
+# included; .ci/run runs it.
 TSAN_UNIT        = base/test_loop supervisor/test_relay supervisor/test_web supervisor/test_audit
 TSAN_KERNEL      = test_proxy
 TSAN_INTEGRATION = $(addprefix tests/integration/,run_exec_thread.sh run_stress.sh \
