@@ -167,10 +167,29 @@ static int plan_tmp(struct sandbox_confine *c, const struct sandbox_confine_requ
 	return 0;
 }
 
+/* What plan_run_fifos() walks with. */
+struct fifo_walk {
+	struct sandbox_confine *c;
+	const char *cwd;
+	const char *const *keep;
+	dev_t dev;
+	size_t seen;
+};
+
+/* Whether someone but root can add entries to the directory ST: its owner, its group, anyone. */
+static bool open_to_others(const struct stat *st)
+{
+	return st->st_uid != 0 || (st->st_mode & S_IWOTH) ||
+	       ((st->st_mode & S_IWGRP) && st->st_gid != 0);
+}
+
 /* The FIFOs below DFD (PATH), on its file system only (not /run/user, removable media or
- * another mount's tree), at most RUN_FIFOS_DEPTH levels down: added to OUT. Takes DFD. */
-static int find_fifos(int dfd, const char *path, dev_t dev, int depth, size_t *seen,
-                      struct confine_paths *out)
+ * another mount's tree), at most RUN_FIFOS_DEPTH levels down: added to the sockets to cover.
+ * A directory another user can fill (/run/lock, 1777) is not walked: its entries would count
+ * towards RUN_FIFOS_ENTRIES, and a local user who made 100000 of them kept every run from
+ * starting. It gets a private tmpfs instead (its FIFOs out of reach with the rest of it),
+ * unless the agent must see it. Takes DFD. */
+static int find_fifos(struct fifo_walk *w, int dfd, const char *path, int depth)
 {
 	DIR *d = fdopendir(dfd);
 	int r = 0;
@@ -186,20 +205,24 @@ static int find_fifos(int dfd, const char *path, dev_t dev, int depth, size_t *s
 
 		if (de->d_name[0] == '.' && (!de->d_name[1] || !strcmp(de->d_name, "..")))
 			continue;
-		if (++*seen > RUN_FIFOS_ENTRIES) {
+		if (++w->seen > RUN_FIFOS_ENTRIES) {
 			r = -E2BIG;
 			break;
 		}
 		if (snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name) >= (int)sizeof(sub) ||
-		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || st.st_dev != dev)
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    st.st_dev != w->dev || hidden_anyway(w->c, sub))
 			continue;
 		if (S_ISFIFO(st.st_mode)) {
-			r = confine_paths_add(out, sub);
+			r = confine_paths_add(&w->c->sockets, sub);
+		} else if (S_ISDIR(st.st_mode) && open_to_others(&st) &&
+		           !holds_kept(sub, w->cwd, w->keep)) {
+			r = confine_paths_add(&w->c->runtime, sub);
 		} else if (S_ISDIR(st.st_mode) && depth < RUN_FIFOS_DEPTH) {
 			sfd = openat(dirfd(d), de->d_name,
 			             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sfd >= 0)
-				r = find_fifos(sfd, sub, dev, depth + 1, seen, out);
+				r = find_fifos(w, sfd, sub, depth + 1);
 		}
 	}
 	closedir(d);
@@ -210,11 +233,12 @@ static int find_fifos(int dfd, const char *path, dev_t dev, int depth, size_t *s
  * a runlevel request written by root powers the host off, among them. A FIFO, like a socket,
  * is opened past a read-only mount, and without Landlock's file rules
  * (--allow-nested-sandbox) nothing else refuses writing to it: /dev/null goes over each. */
-static int plan_run_fifos(struct sandbox_confine *c, struct cl_error *err)
+static int plan_run_fifos(struct sandbox_confine *c, const struct sandbox_confine_request *req,
+                          const char *cwd, struct cl_error *err)
 {
 	static const char *const dirs[] = {"/run", "/var/run"};
 	_cleanup_free_ char *first = NULL;
-	size_t seen = 0;
+	struct fifo_walk w = {.c = c, .cwd = cwd, .keep = req->keep_visible};
 	int r = 0;
 
 	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(dirs); i++) {
@@ -231,7 +255,8 @@ static int plan_run_fifos(struct sandbox_confine *c, struct cl_error *err)
 			close(dfd);
 			continue;
 		}
-		r = find_fifos(dfd, dir, st.st_dev, 0, &seen, &c->sockets);
+		w.dev = st.st_dev;
+		r = find_fifos(&w, dfd, dir, 0);
 		if (!first)
 			first = TAKE_PTR(dir);
 	}
@@ -307,7 +332,7 @@ static int plan_sockets(struct sandbox_confine *c, const struct sandbox_confine_
 		        SANDBOX_CONFINE_MAX_SOCKETS);
 	if (r < 0)
 		return cl_error_set(err, r, "parsing /proc/self/net/unix: %s", strerror(-r));
-	return plan_run_fifos(c, err);
+	return plan_run_fifos(c, req, cwd, err);
 }
 
 int sandbox_confine_prepare(const struct sandbox_confine_request *req, struct sandbox_confine **ret,
