@@ -409,19 +409,31 @@ static int each_entry_of(struct sweep_ctx *c, int pfd, const char *dir, const ch
 	int r;
 
 	/* A directory of ours that the agent made unreadable (chmod 000) to hide a .git in it:
-	 * readable and searchable again for the walk, then its mode as it was. The agent is
-	 * gone: nothing races this. */
-	if (fd < 0 && errno == EACCES && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    S_ISDIR(st.st_mode) && st.st_uid == geteuid() &&
-	    fchmodat(pfd, name, (st.st_mode & 07777) | S_IRUSR | S_IXUSR, 0) == 0) {
-		restore = st.st_mode & 07777;
-		fd = open_dir(pfd, name);
-		if (fd < 0) {
-			int e = errno;
+	 * readable and searchable again for the walk, then its mode as it was. Every step on the
+	 * one directory the O_PATH fd holds, never by name again: a process of our uid still
+	 * running (the agent of another run in the project) may swap the name for a symlink
+	 * between two calls, and a chmod by name followed it out of the project. */
+	if (fd < 0 && errno == EACCES) {
+		_cleanup_close_ int pathfd =
+		        openat(pfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		char self[64];
 
-			/* Its mode back; a failure leaves no more than the agent could do. */
-			r = fchmodat(pfd, name, restore, 0);
-			errno = e;
+		snprintf(self, sizeof(self), "/proc/self/fd/%d", pathfd);
+		if (pathfd >= 0 && fstat(pathfd, &st) == 0 && S_ISDIR(st.st_mode) &&
+		    st.st_uid == geteuid() &&
+		    chmod(self, (st.st_mode & 07777) | S_IRUSR | S_IXUSR) == 0) {
+			restore = st.st_mode & 07777;
+			fd = openat(pathfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd < 0) {
+				int e = errno;
+
+				/* Its mode back; a failure leaves no more than the agent could
+				 * do. */
+				(void)chmod(self, restore);
+				errno = e;
+			}
+		} else {
+			errno = EACCES;
 		}
 	}
 	if (fd < 0) {
