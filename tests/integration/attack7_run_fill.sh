@@ -19,7 +19,7 @@ set -u
 PLAN=9
 run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
-[ -d /run ] && [ -w /run ] || run_skip_all $PLAN "no writable /run"
+if [ ! -d /run ] || [ ! -w /run ]; then run_skip_all $PLAN "no writable /run"; fi
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3) || run_skip_all $PLAN "no python3"
 tap_plan $PLAN
