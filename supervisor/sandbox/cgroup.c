@@ -18,10 +18,7 @@
 
 #include "base/cleanup.h"
 
-/* Leaves that a hostile agent could create below its own leaf are removed depth-first; bound the
- * depth so a deep tree cannot exhaust our stack. (cgroup.max.depth may be unlimited.) */
-#define CGROUP_REMOVE_MAX_DEPTH 32
-#define LEAF_NAME_MAX           64
+#define LEAF_NAME_MAX 64
 /* The child of a v1 companion leaf that the sandbox's tasks join (see make_legacy_pids_leaf). */
 #define LEGACY_TASKS_DIR "sandbox"
 
@@ -675,7 +672,7 @@ int cgroup_enable_pids_above(const char *mount, const char *leaf, struct cl_erro
 }
 
 static int64_t now_ms(void);
-static int remove_tree(int parentfd, const char *name, int depth);
+static int remove_tree(int parentfd, const char *name);
 
 /* Remove a v1 companion leaf and what is below it (its tasks' child, cgroups an agent made
  * there), whose processes are those of the cgroup2 leaf: gone once that one is unpopulated,
@@ -697,7 +694,7 @@ static int remove_legacy_leaf(const char *path, int timeout_ms)
 	if (parentfd < 0)
 		return errno == ENOENT ? 0 : -errno;
 	for (;;) {
-		int r = remove_tree(parentfd, slash + 1, 0);
+		int r = remove_tree(parentfd, slash + 1);
 
 		if (r != -EBUSY || now_ms() >= deadline)
 			return r;
@@ -887,32 +884,111 @@ int cgroup_kill(struct cgroup *cg)
 	return write_file_at(cg->dirfd, "cgroup.kill", "1");
 }
 
-/* rmdir the children of DIRFD depth-first, then NAME in PARENTFD. */
-static int remove_tree(int parentfd, const char *name, int depth)
+/* The name of a directory in DIRFD into *NAME: 1, or 0 when there is none. */
+static int first_subdir(int dirfd, char name[static NAME_MAX + 1])
 {
-	_cleanup_close_ int fd = -EBADF;
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d;
 	int r = 0;
 
-	if (depth > CGROUP_REMOVE_MAX_DEPTH)
-		return -ELOOP;
-	fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	d = fdopendir(fd);
-	if (!d)
 		return -errno;
-	fd = -EBADF; /* owned by d now */
+	d = fdopendir(fd);
+	if (!d) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
 	for (struct dirent *de; (de = readdir(d));) {
 		if (de->d_type != DT_DIR || strcmp(de->d_name, ".") == 0 ||
 		    strcmp(de->d_name, "..") == 0)
 			continue;
-		int q = remove_tree(dirfd(d), de->d_name, depth + 1);
-		if (q < 0 && r == 0)
-			r = q;
+		snprintf(name, NAME_MAX + 1, "%s", de->d_name);
+		r = 1;
+		break;
 	}
 	closedir(d);
-	if (unlinkat(parentfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && r == 0)
+	return r;
+}
+
+/* rmdir NAME in PARENTFD and every cgroup below it, deepest first. Without recursion and with
+ * one directory open at a time: an agent with a cgroup namespace of its own nests cgroups as
+ * deep as it likes (cgroup v1 has no cgroup.max.depth), and a bound on the depth left such a
+ * tree, and the leaf above it, behind for good (no stale cleanup could remove it either). The
+ * names on the way down are kept to rmdir each from its parent, reached again by "..". */
+static int remove_tree(int parentfd, const char *name)
+{
+	_cleanup_close_ int cur = -EBADF;
+	char **down = NULL;
+	size_t n = 0, cap = 0;
+	int r = 0;
+
+	cur = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (cur < 0)
+		return errno == ENOENT ? 0 : -errno;
+	for (;;) {
+		char child[NAME_MAX + 1];
+		int next, q = first_subdir(cur, child);
+
+		if (q < 0) {
+			r = q;
+			break;
+		}
+		if (q == 1) {
+			next = openat(cur, child, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+			if (next < 0) {
+				r = -errno;
+				if (r == -ENOENT) {
+					r = 0;
+					continue; /* gone meanwhile */
+				}
+				break;
+			}
+			if (n == cap) {
+				size_t ncap = cap ? 2 * cap : 16;
+				char **grown = realloc(down, ncap * sizeof(*down));
+
+				if (!grown) {
+					close(next);
+					r = -ENOMEM;
+					break;
+				}
+				down = grown;
+				cap = ncap;
+			}
+			down[n] = strdup(child);
+			if (!down[n]) {
+				close(next);
+				r = -ENOMEM;
+				break;
+			}
+			n++;
+			close(cur);
+			cur = next;
+			continue;
+		}
+		/* CUR has no cgroup below it: rmdir it from its parent. */
+		if (n == 0)
+			break;
+		next = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (next < 0) {
+			r = -errno;
+			break;
+		}
+		close(cur);
+		cur = next;
+		n--;
+		q = unlinkat(cur, down[n], AT_REMOVEDIR) < 0 && errno != ENOENT ? -errno : 0;
+		free(down[n]);
+		if (q < 0) {
+			r = q;
+			break;
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		free(down[i]);
+	free(down);
+	if (r == 0 && unlinkat(parentfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
 		r = -errno;
 	return r;
 }
@@ -943,7 +1019,7 @@ static int remove_leaf(int dirfd, const char *path, int timeout_ms)
 	parentfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (parentfd < 0)
 		return -errno;
-	return remove_tree(parentfd, slash + 1, 0);
+	return remove_tree(parentfd, slash + 1);
 }
 
 int cgroup_destroy(struct cgroup *cg, int timeout_ms)
