@@ -49,12 +49,7 @@ tap_plan $PLAN
 # Debian's python3, not a per-user shim on root's PATH that nobody cannot run.
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
-write_config <<'EOF'
-exec:
-  security: full
-  defaults: false
-EOF
-nobody_setup
+attack_setup
 cat >"$U/mq.py" <<'EOF'
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)

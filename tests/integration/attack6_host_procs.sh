@@ -24,12 +24,7 @@ tap_plan $PLAN
 # Debian's python3, not a per-user shim on root's PATH that nobody cannot run.
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
-write_config <<'EOF'
-exec:
-  security: full
-  defaults: false
-EOF
-nobody_setup
+attack_setup
 cp "$SUPERVISOR" "$U/cloister-supervisor"
 SECRET="a6-credential-$$"
 cat >"$U/agent.py" <<'EOF'

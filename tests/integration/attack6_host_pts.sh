@@ -28,12 +28,7 @@ tap_plan $PLAN
 # Debian's python3, not a per-user shim on root's PATH that nobody cannot run.
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
-write_config <<'EOF'
-exec:
-  security: full
-  defaults: false
-EOF
-nobody_setup
+attack_setup
 cp "$SUPERVISOR" "$U/cloister-supervisor"
 # The person's terminal: a pty held open on the host while COMMAND runs (@PTS@ in it becomes
 # the terminal's name); then what reached the terminal's screen, and what is left of the keys

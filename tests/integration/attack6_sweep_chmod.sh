@@ -23,12 +23,7 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
 
-write_config <<'EOF'
-exec:
-  security: full
-  defaults: false
-EOF
-nobody_setup
+attack_setup
 cp "$SUPERVISOR" "$U/cloister-supervisor"
 chown "$NOBODY:$NOBODY" "$U/cloister-supervisor"
 cat >"$U/agent.sh" <<'EOF'

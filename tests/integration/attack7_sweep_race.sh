@@ -24,12 +24,7 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3) || run_skip_all $PLAN "no python3"
 tap_plan $PLAN
 
-write_config <<'EOF'
-exec:
-  security: full
-  defaults: false
-EOF
-nobody_setup
+attack_setup
 cp "$SUPERVISOR" "$U/cloister-supervisor"
 chown "$NOBODY:$NOBODY" "$U/cloister-supervisor"
 VICTIM=$TMP/victim

@@ -19,12 +19,7 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv python3
 tap_plan $PLAN
 
-write_config <<'EOF'
-exec:
-  security: full
-  defaults: false
-EOF
-nobody_setup
+attack_setup
 SMALL=$TMP/small
 mkdir -p "$SMALL"
 mount -t tmpfs -o size=2m,mode=0755 cloister-test-small "$SMALL" || {

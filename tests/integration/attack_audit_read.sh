@@ -17,12 +17,7 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv
 tap_plan $PLAN
 
-write_config <<'EOF'
-exec:
-  security: full
-  defaults: false
-EOF
-nobody_setup
+attack_setup
 SECRET="token-of-another-sandbox-$$"
 # The agent looks for it without naming it (its own command line goes to the log too).
 cat >"$TMP/read.sh" <<'EOF'

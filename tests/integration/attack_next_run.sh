@@ -26,12 +26,7 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv git cmp
 tap_plan $PLAN
 
-write_config <<'EOF'
-exec:
-  security: full
-  defaults: false
-EOF
-nobody_setup
+attack_setup
 
 # The agent: every plant, each reported on its own line.
 cat >"$TMP/plant.sh" <<'EOF'

@@ -23,12 +23,7 @@ tap_plan $PLAN
 # Debian's python3, not a per-user shim on root's PATH that nobody cannot run.
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
-write_config <<'EOF'
-exec:
-  security: full
-  defaults: false
-EOF
-nobody_setup
+attack_setup
 # The families (numbers) a socket of some type can be created in, but the four above and
 # AF_PACKET (refused by the filter, tested in run_confine_root.sh).
 cat >"$TMP/families.py" <<'EOF'

@@ -23,12 +23,7 @@ run_needs_root $PLAN
 run_needs_tools $PLAN setpriv tmux base64
 tap_plan $PLAN
 
-write_config <<'EOF'
-exec:
-  security: full
-  defaults: false
-EOF
-nobody_setup
+attack_setup
 # Where each agent keeps what it read: in its working directory (the sandbox's /tmp is its own).
 mkdir -p "$TMP/r" "$U/r"
 chmod 777 "$U/r"

@@ -59,6 +59,17 @@ nobody_setup() {
 	chown -R "$NOBODY:$NOBODY" "$U"
 }
 
+# The attack tests' start: a config that decides every exec, with the built-in rules off (so
+# nothing is allowed by default), then nobody's directories (nobody_setup).
+attack_setup() {
+	write_config <<'EOF'
+exec:
+  security: full
+  defaults: false
+EOF
+	nobody_setup
+}
+
 sv_nobody() {
 	(cd "$U" && exec timeout -k 5 "$SV_TIMEOUT" setpriv --reuid=$NOBODY --regid=$NOBODY \
 		--clear-groups env HOME="$U/home" XDG_CONFIG_HOME="$U/home/.config" \
